@@ -1,0 +1,129 @@
+/**
+ * @module config/schema
+ * The zod schema of `airlock.yaml` (SPEC §3): the single source of truth for keys, types and
+ * defaults. Every object is strict (unknown keys are an error). `Config.parse({})` yields the defaults.
+ */
+import { z } from "zod";
+
+export const Mode = z.enum(["autonomous", "smart", "approve", "chat"]);
+export type Mode = z.infer<typeof Mode>;
+
+export const SandboxPolicyName = z.enum(["read-only", "workspace-write", "danger-full-access"]);
+export type SandboxPolicyName = z.infer<typeof SandboxPolicyName>;
+
+export const Privacy = z.enum(["public", "private"]);
+export type Privacy = z.infer<typeof Privacy>;
+
+export const ProviderName = z.enum(["openai", "anthropic", "scripted"]);
+export type ProviderName = z.infer<typeof ProviderName>;
+
+export const ProviderConfig = z.strictObject({
+  name: ProviderName.default("scripted"),
+  model: z.string().min(1).optional(),
+  base_url: z.url().optional(),
+  /** Name of the environment variable holding the API key; the key itself is never stored. */
+  api_key_env: z.string().min(1).optional(),
+  /** scripted provider only: path of the YAML file of model turns (relative to the config file). */
+  script: z.string().min(1).optional(),
+  /** Retries for 429/5xx, with exponential backoff. */
+  max_retries: z.number().int().min(0).max(10).default(3),
+  /** Request timeout in seconds. */
+  timeout_s: z.number().positive().default(600),
+});
+export type ProviderConfig = z.infer<typeof ProviderConfig>;
+
+/** Claude Code's settings.json hook shape: `{type: command, command, timeout}` (timeout in seconds). */
+export const HookCommand = z.strictObject({
+  type: z.literal("command"),
+  command: z.string().min(1),
+  timeout: z.number().positive().default(60),
+});
+export type HookCommand = z.infer<typeof HookCommand>;
+
+export const HookMatcher = z.strictObject({
+  /** A regular expression tested against both the Claude Code name and airlock's name; empty/absent = all. */
+  matcher: z.string().default(""),
+  hooks: z.array(HookCommand).min(1),
+});
+export type HookMatcher = z.infer<typeof HookMatcher>;
+
+export const HooksConfig = z.strictObject({
+  PreToolUse: z.array(HookMatcher).default([]),
+});
+export type HooksConfig = z.infer<typeof HooksConfig>;
+
+export const Limits = z.strictObject({
+  /** Permits: concurrently executing tool calls. */
+  max_concurrent_calls: z.number().int().min(1).default(8),
+  /** CPU deadline of one script, ms (time waiting on tools does not count). */
+  script_timeout_ms: z.number().int().positive().default(30_000),
+  /** Wall-clock deadline of one script, ms (includes time waiting on tools). */
+  script_wall_timeout_ms: z.number().int().positive().default(600_000),
+  /** WASM memory cap per script worker, MiB. */
+  script_memory_mb: z.number().int().min(8).max(2048).default(64),
+  /** QuickJS stack size, KiB. */
+  script_stack_kb: z.number().int().min(64).default(512),
+  /** Tool calls one script may make. */
+  script_max_tool_calls: z.number().int().positive().default(1000),
+  /** Captured console output per script, bytes. */
+  script_max_log_bytes: z.number().int().positive().default(256 * 1024),
+  /** Serialized return value per script, bytes. */
+  script_max_result_bytes: z.number().int().positive().default(1024 * 1024),
+  /** Worker threads in the script pool. */
+  script_workers: z.number().int().min(1).max(64).default(2),
+  shell_timeout_s: z.number().positive().default(120),
+  python_timeout_s: z.number().positive().default(120),
+  js_timeout_s: z.number().positive().default(600),
+  /** Cap for each of stdout and stderr of a host process, bytes. */
+  max_output_bytes: z.number().int().positive().default(1_048_576),
+  /** Model calls in one turn before it fails with `max_iterations`. */
+  max_iterations: z.number().int().positive().default(50),
+  /** Largest HTTP request body, bytes. */
+  max_body_bytes: z.number().int().positive().default(1_048_576),
+});
+export type Limits = z.infer<typeof Limits>;
+
+export const McpServerConfig = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  /** Extra environment entries for this server (added to the allow-listed environment). */
+  env: z.record(z.string(), z.string()).default({}),
+  /** Sandbox policy for this server's process; default: the config's `sandbox`. */
+  sandbox: SandboxPolicyName.optional(),
+  /** Seconds to wait for one tool call (and for start-up). */
+  timeout_s: z.number().positive().default(60),
+  /** Working directory; default: the session workspace of the first caller, else the server's cwd. */
+  cwd: z.string().optional(),
+});
+export type McpServerConfig = z.infer<typeof McpServerConfig>;
+
+export const ToolPermission = z.enum(["allow", "ask", "deny"]);
+export const ToolConfig = z.strictObject({ permission: ToolPermission });
+
+export const Config = z.strictObject({
+  provider: ProviderConfig.default(ProviderConfig.parse({})),
+  mode: Mode.default("smart"),
+  sandbox: SandboxPolicyName.default("workspace-write"),
+  /** Where bubblewrap cannot run: run confined policies unconfined (every result says so). Default: refuse. */
+  allow_unenforced: z.boolean().default(false),
+  execution_backend: z.enum(["local", "external"]).default("local"),
+  privacy: Privacy.default("public"),
+  approvals: z.strictObject({ ttl_seconds: z.number().int().positive().default(3600) }).default({ ttl_seconds: 3600 }),
+  hooks: HooksConfig.default({ PreToolUse: [] }),
+  limits: Limits.default(Limits.parse({})),
+  /** Per-tool permission (`allow | ask | deny`), keyed by airlock tool name. */
+  tools: z.record(z.string(), ToolConfig).default({}),
+  mcp_servers: z.record(z.string().regex(/^[a-zA-Z0-9-]+$/, "server names are letters, digits and '-'"), McpServerConfig).default({}),
+  server: z
+    .strictObject({
+      host: z.string().default("127.0.0.1"),
+      port: z.number().int().min(0).max(65535).default(7420),
+    })
+    .default({ host: "127.0.0.1", port: 7420 }),
+});
+export type Config = z.infer<typeof Config>;
+
+/** The defaults, as one value (what an empty `airlock.yaml` means). */
+export function defaultConfig(): Config {
+  return Config.parse({});
+}

@@ -1,0 +1,141 @@
+/**
+ * @module errors
+ * One error base for the whole runtime: `AirlockError` carries a `code` to switch on.
+ * Two tables map codes to HTTP status and to CLI exit codes (SPEC §2, §6).
+ */
+
+/** Every named failure airlock can report. Add a code here, then to both tables below. */
+export const ERROR_CODES = [
+  // generic / API
+  "bad_request",
+  "unauthorized",
+  "forbidden_host",
+  "not_found",
+  "conflict",
+  "payload_too_large",
+  "internal",
+  "usage",
+  "config_invalid",
+  "recipe_invalid",
+  // sessions & agent loop
+  "session_busy",
+  "session_not_found",
+  "privacy_violation",
+  "max_iterations",
+  "provider_error",
+  "provider_auth",
+  "provider_rate_limit",
+  "cancelled",
+  // gate & approvals
+  "gate_no_session",
+  "no_human_surface",
+  "denied",
+  "expired",
+  "outside_scope",
+  "user_proof_required",
+  "already_decided",
+  "hook_timeout",
+  "hook_error",
+  "hook_output_invalid",
+  "unknown_tool",
+  "invalid_arguments",
+  "mode_chat",
+  // launcher & tools
+  "sandbox_unavailable",
+  "external_backend",
+  "path_outside_workspace",
+  "timed_out",
+  "elevation_invalid",
+  "elevation_missing_justification",
+  "elevation_not_wider",
+  "tool_failed",
+  "file_not_found",
+  "edit_no_match",
+  // script sandbox
+  "script_timeout",
+  "script_memory_limit",
+  "script_stack_overflow",
+  "script_too_many_calls",
+  "script_output_too_large",
+  "script_error",
+  // mcp
+  "mcp_server_unavailable",
+  "mcp_timeout",
+  "mcp_tool_error",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** The one error class. `code` is what callers switch on; `message` says what was wrong and what to do. */
+export class AirlockError extends Error {
+  override readonly name = "AirlockError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra machine-readable fields rendered alongside `{error, message}` (e.g. `{path}` or `{inspector}`). */
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+
+  /** The JSON shape used on the wire and in tool results: `{code, message, ...details}`. */
+  toJSON(): { code: ErrorCode; message: string } & Record<string, unknown> {
+    return { code: this.code, message: this.message, ...this.details };
+  }
+}
+
+export function isAirlockError(e: unknown): e is AirlockError {
+  return e instanceof AirlockError;
+}
+
+/** Normalises anything thrown into an AirlockError (unknown errors become `internal`). */
+export function toAirlockError(e: unknown, fallback: ErrorCode = "internal"): AirlockError {
+  if (e instanceof AirlockError) return e;
+  if (e instanceof Error) return new AirlockError(fallback, e.message);
+  return new AirlockError(fallback, String(e));
+}
+
+/** HTTP status for each code (SPEC §6). Codes not listed map to 500. */
+export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
+  bad_request: 400,
+  usage: 400,
+  config_invalid: 400,
+  recipe_invalid: 400,
+  invalid_arguments: 400,
+  privacy_violation: 400,
+  elevation_invalid: 400,
+  unauthorized: 401,
+  outside_scope: 403,
+  user_proof_required: 403,
+  forbidden_host: 421,
+  not_found: 404,
+  session_not_found: 404,
+  expired: 404,
+  conflict: 409,
+  session_busy: 409,
+  already_decided: 409,
+  payload_too_large: 413,
+};
+
+export function httpStatus(code: ErrorCode): number {
+  return HTTP_STATUS[code] ?? 500;
+}
+
+/** CLI exit codes (SPEC §2): 0 completed, 1 failed, 2 usage/config, 3 blocked (no human surface), 130 cancelled. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, blocked: 3, cancelled: 130 } as const;
+
+export function exitCodeFor(code: ErrorCode): number {
+  switch (code) {
+    case "usage":
+    case "config_invalid":
+    case "recipe_invalid":
+    case "bad_request":
+      return EXIT.usage;
+    case "no_human_surface":
+      return EXIT.blocked;
+    case "cancelled":
+      return EXIT.cancelled;
+    default:
+      return EXIT.failed;
+  }
+}

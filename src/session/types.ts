@@ -1,0 +1,58 @@
+/**
+ * @module session/types
+ * The stored shape of a session (SPEC §1) and of a message. Schema and type share a name.
+ */
+import { z } from "zod";
+import { Mode, Privacy, SandboxPolicyName } from "../config/schema.ts";
+
+export const Session = z.object({
+  id: z.string(),
+  parent_session_id: z.string().nullable(),
+  /** Absolute path of the workspace folder (real path). */
+  workspace: z.string(),
+  mode: Mode,
+  sandbox: SandboxPolicyName,
+  privacy: Privacy,
+  /** True for scheduled / `airlock run --headless` sessions and every descendant of one. */
+  headless: z.boolean(),
+  provider: z.string(),
+  model: z.string().nullable(),
+  /** 0-based spawn order of this subagent within its root's tree (null for a root). */
+  spawn_index: z.number().int().nullable(),
+  /** Number of subagents spawned so far in this root's tree (roots only; 0 elsewhere). */
+  spawn_count: z.number().int(),
+  title: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type Session = z.infer<typeof Session>;
+
+export const MessageRole = z.enum(["system", "user", "assistant", "tool"]);
+export type MessageRole = z.infer<typeof MessageRole>;
+
+/** A tool call requested by the model, arguments already parsed (or `invalid` holding the raw text). */
+export const ToolCallRequest = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.unknown(),
+  /** Set when the model's argument text did not parse as JSON; the tool is then not run. */
+  invalid: z.string().optional(),
+});
+export type ToolCallRequest = z.infer<typeof ToolCallRequest>;
+
+/** One conversation entry as stored and as handed to providers. */
+export const Message = z.object({
+  id: z.string(),
+  session_id: z.string(),
+  turn_id: z.string().nullable(),
+  role: MessageRole,
+  content: z.string(),
+  /** assistant: the tool calls it requested. */
+  tool_calls: z.array(ToolCallRequest).optional(),
+  /** tool: which call this answers, the tool name, and whether it failed. */
+  tool_call_id: z.string().optional(),
+  name: z.string().optional(),
+  is_error: z.boolean().optional(),
+  created_at: z.string(),
+});
+export type Message = z.infer<typeof Message>;

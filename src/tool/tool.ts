@@ -1,0 +1,77 @@
+/**
+ * @module tool/tool
+ * What a tool is: a name (`extension__tool`), a zod argument schema (its JSON Schema is derived),
+ * a model-facing description, and `execute`. Tools never judge themselves: the gate (src/gate/)
+ * calls `execute` only after every inspector has allowed the call.
+ */
+import { z } from "zod";
+import type { Config, SandboxPolicyName } from "../config/schema.ts";
+import type { ErrorCode } from "../errors.ts";
+import type { Session } from "../session/types.ts";
+
+/** The outcome of one tool call as the model and scripts see it: plain JSON data. */
+export type ToolOutcome =
+  | { ok: true; result: unknown }
+  | { ok: false; error: { code: ErrorCode; message: string } & Record<string, unknown> };
+
+/** A tool as listed to the model and to scripts: name, description, JSON Schema of its arguments. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** Everything a tool's `execute` may use. Built by the gate for one call. */
+export interface ToolContext {
+  session: Session;
+  turnId: string;
+  callId: string;
+  /** For calls made from a script: the id of the `code_execution__execute` call that made it. */
+  parentCallId?: string;
+  fromScript: boolean;
+  /** Aborted when the turn is cancelled or the call times out. */
+  signal: AbortSignal;
+  config: Config;
+  /** A wider sandbox policy approved for this one call (SPEC §9 elevation); absent otherwise. */
+  elevatedPolicy?: SandboxPolicyName;
+  /** Run a nested tool call through the gate (fromScript = true), in this call's context. */
+  invoke(name: string, args: unknown): Promise<ToolOutcome>;
+  /** The tools a script may call (every tool but `code_execution__*`), with JSON Schemas. */
+  listTools(): ToolSpec[];
+  /** Runtime services for tools that need them (subagents). Typed in src/runtime.ts. */
+  runtime: unknown;
+}
+
+/** Claude Code's view of a tool, for PreToolUse hooks (SPEC §5): its name and its `tool_input`. */
+export interface ClaudeAlias<A> {
+  name: string;
+  input(args: A, ctx: { workspace: string }): Record<string, unknown>;
+}
+
+export interface ToolDef<A = any> {
+  name: string;
+  /** Model-facing text (kept in a `.txt` beside the tool where it is long). */
+  description: string;
+  schema: z.ZodType<A>;
+  /** True when the call changes no state: `smart` mode allows it without asking. */
+  readOnly: boolean | ((args: A) => boolean);
+  /** Whether executing holds a permit. False for tools that mostly wait (scripts, subagents). Default true. */
+  usesPermit?: boolean;
+  /** Whether scripts may call it through `tools.*`. Default true (false for `code_execution__*`). */
+  scriptable?: boolean;
+  /** Claude Code's name and input shape, so existing hook scripts match (`Bash`, `Read`, …). */
+  claude?: ClaudeAlias<A>;
+  execute(args: A, ctx: ToolContext): Promise<unknown>;
+}
+
+/** Defines a tool; returns it unchanged but typed. */
+export function defineTool<S extends z.ZodType>(def: Omit<ToolDef<z.infer<S>>, "schema"> & { schema: S }): ToolDef<z.infer<S>> {
+  return def as ToolDef<z.infer<S>>;
+}
+
+/** The JSON Schema of a tool's arguments, as sent to the model and shown by `code_execution__list_tools`. */
+export function toolSpec(def: ToolDef): ToolSpec {
+  const parameters = z.toJSONSchema(def.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  delete parameters.$schema;
+  return { name: def.name, description: def.description, parameters };
+}
