@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   // sessions & agent loop
   "session_busy",
   "session_not_found",
+  "session_graph_invalid",
   "privacy_violation",
   "max_iterations",
   "provider_error",

@@ -1,0 +1,42 @@
+import { describe, expect, test } from "bun:test";
+import { Bus } from "./bus.ts";
+
+describe("bus", () => {
+  test("ids increase per session and subscribers get events in order", () => {
+    const bus = new Bus();
+    const got: number[] = [];
+    const off = bus.subscribe("s1", (e) => got.push(e.id));
+    bus.publish("s1", "delta", { text: "a" });
+    bus.publish("s2", "delta", { text: "x" });
+    bus.publish("s1", "delta", { text: "b" });
+    off();
+    bus.publish("s1", "delta", { text: "c" });
+    expect(got).toEqual([1, 2]);
+    expect(bus.lastId("s1")).toBe(3);
+    expect(bus.lastId("s2")).toBe(1);
+  });
+
+  test("since() replays what a client missed, or null when the buffer no longer reaches back", () => {
+    const bus = new Bus(3);
+    for (let i = 0; i < 5; i++) bus.publish("s", "delta", { i });
+    expect(bus.since("s", 3)!.map((e) => e.id)).toEqual([4, 5]);
+    expect(bus.since("s", 2)!.map((e) => e.id)).toEqual([3, 4, 5]);
+    expect(bus.since("s", 1)).toBeNull();
+    expect(bus.since("s", 5)).toEqual([]);
+    expect(bus.since("s", 99)).toBeNull();
+  });
+
+  test("a throwing listener does not stop the others", () => {
+    const bus = new Bus();
+    const seen: string[] = [];
+    bus.subscribe("s", () => {
+      throw new Error("boom");
+    });
+    bus.subscribe("s", (e) => seen.push(e.type));
+    const orig = console.error;
+    console.error = () => {};
+    bus.publish("s", "message", {});
+    console.error = orig;
+    expect(seen).toEqual(["message"]);
+  });
+});

@@ -1,0 +1,117 @@
+/**
+ * @module bus/bus
+ * Per-session publish/subscribe of the events SSE clients and `stream-json` see (SPEC §6).
+ * Each event gets an `id` increasing per session, and a bounded replay buffer serves
+ * `Last-Event-ID` resumes. `persisted` marks events whose content is also in the database
+ * (messages) as opposed to ephemeral ones (cards, deltas, tool progress).
+ */
+
+export const EVENT_NAMES = [
+  "snapshot",
+  "turn_started",
+  "delta",
+  "message",
+  "tool_request",
+  "tool_result",
+  "action_required",
+  "action_resolved",
+  "turn_finished",
+  "error",
+] as const;
+export type EventName = (typeof EVENT_NAMES)[number];
+
+export interface BusEvent {
+  /** Increasing per session, starting at 1 in each server process. */
+  id: number;
+  session_id: string;
+  type: EventName;
+  data: Record<string, unknown>;
+  /** True when the content is stored in the conversation (messages); false for ephemeral events. */
+  persisted: boolean;
+}
+
+export type Listener = (ev: BusEvent) => void;
+
+interface Channel {
+  seq: number;
+  buffer: BusEvent[];
+  listeners: Set<Listener>;
+}
+
+/** Events kept per session for `Last-Event-ID` replay. */
+export const REPLAY_BUFFER = 1024;
+
+export class Bus {
+  private channels = new Map<string, Channel>();
+  private global = new Set<Listener>();
+
+  constructor(private readonly bufferSize = REPLAY_BUFFER) {}
+
+  private channel(sessionId: string): Channel {
+    let c = this.channels.get(sessionId);
+    if (!c) {
+      c = { seq: 0, buffer: [], listeners: new Set() };
+      this.channels.set(sessionId, c);
+    }
+    return c;
+  }
+
+  /** Publishes to one session's subscribers (and global ones); returns the event with its id. Listener errors are isolated. */
+  publish(sessionId: string, type: EventName, data: Record<string, unknown>, opts: { persisted?: boolean } = {}): BusEvent {
+    const c = this.channel(sessionId);
+    const ev: BusEvent = { id: ++c.seq, session_id: sessionId, type, data, persisted: opts.persisted ?? false };
+    c.buffer.push(ev);
+    if (c.buffer.length > this.bufferSize) c.buffer.splice(0, c.buffer.length - this.bufferSize);
+    for (const l of [...c.listeners]) safeCall(l, ev);
+    for (const l of [...this.global]) safeCall(l, ev);
+    return ev;
+  }
+
+  /** Subscribes to one session's live events; returns the unsubscribe function. */
+  subscribe(sessionId: string, listener: Listener): () => void {
+    const c = this.channel(sessionId);
+    c.listeners.add(listener);
+    return () => {
+      c.listeners.delete(listener);
+    };
+  }
+
+  /** Subscribes to every session's events (used by `airlock run --output-format stream-json`). */
+  subscribeAll(listener: Listener): () => void {
+    this.global.add(listener);
+    return () => {
+      this.global.delete(listener);
+    };
+  }
+
+  /** The id of the last event published to the session (0 if none). */
+  lastId(sessionId: string): number {
+    return this.channels.get(sessionId)?.seq ?? 0;
+  }
+
+  /**
+   * Events after `lastId`, for a reconnecting client; `null` when the buffer no longer reaches back
+   * (or `lastId` is from another server process), in which case the client needs a fresh snapshot.
+   */
+  since(sessionId: string, lastId: number): BusEvent[] | null {
+    const c = this.channels.get(sessionId);
+    const seq = c?.seq ?? 0;
+    if (lastId > seq || lastId < 0) return null;
+    if (!c || lastId === seq) return [];
+    const first = c.buffer[0];
+    if (!first || first.id > lastId + 1) return null;
+    return c.buffer.filter((e) => e.id > lastId);
+  }
+
+  listenerCount(sessionId: string): number {
+    return this.channels.get(sessionId)?.listeners.size ?? 0;
+  }
+}
+
+function safeCall(l: Listener, ev: BusEvent): void {
+  try {
+    l(ev);
+  } catch (e) {
+    console.error(`airlock: bus listener failed on ${ev.type}:`, e);
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * @module session/graph
+ * The session graph, read from stored parent links only (never from anything a model wrote):
+ * the ancestor chain of a session and its root. Depth-bounded (32) and cycle-guarded: a corrupted
+ * table yields `session_graph_invalid`, never a loop.
+ */
+import { AirlockError } from "../errors.ts";
+
+/** Deepest ancestor chain followed (a root plus 32 levels of subagents). */
+export const MAX_DEPTH = 32;
+
+/** Anything that can answer "who is the stored parent of this session?" (the Store does). */
+export interface ParentLookup {
+  /** The stored parent id; `null` for a root; `undefined` when the session does not exist. */
+  parentOf(id: string): string | null | undefined;
+}
+
+/**
+ * The ancestors of `sessionId`, nearest first: `[parent, grandparent, …, root]` (empty for a root).
+ * Throws `session_not_found` for an unknown session or a dangling parent link, and
+ * `session_graph_invalid` for a cycle or a chain deeper than {@link MAX_DEPTH}.
+ */
+export function ancestors(store: ParentLookup, sessionId: string): string[] {
+  const seen = new Set<string>([sessionId]);
+  const chain: string[] = [];
+  let parent = store.parentOf(sessionId);
+  if (parent === undefined) throw new AirlockError("session_not_found", `no session ${sessionId}`);
+  while (parent !== null) {
+    if (seen.has(parent)) {
+      throw new AirlockError("session_graph_invalid", `the stored session graph has a cycle through ${parent} (reached from ${sessionId}); refusing to route`);
+    }
+    if (chain.length >= MAX_DEPTH) {
+      throw new AirlockError("session_graph_invalid", `the ancestor chain of ${sessionId} is deeper than ${MAX_DEPTH}; refusing to route`);
+    }
+    seen.add(parent);
+    chain.push(parent);
+    const next = store.parentOf(parent);
+    if (next === undefined) throw new AirlockError("session_not_found", `session ${parent} (an ancestor of ${sessionId}) does not exist`);
+    parent = next;
+  }
+  return chain;
+}
+
+/** The root of `sessionId`'s chain (itself for a root). Same errors as {@link ancestors}. */
+export function rootOf(store: ParentLookup, sessionId: string): string {
+  const chain = ancestors(store, sessionId);
+  return chain.length ? chain[chain.length - 1]! : sessionId;
+}

@@ -1,0 +1,130 @@
+/**
+ * @module store/db
+ * Opens the SQLite database (bun:sqlite, WAL) and applies the numbered migrations at start.
+ * Migrations are idempotent: each runs once, in its own transaction, recorded in `schema_version`.
+ */
+import { Database } from "bun:sqlite";
+
+/** Numbered migrations. Append only; never edit a released one. */
+export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: "sessions, turns, messages, audit",
+    sql: `
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        parent_session_id TEXT REFERENCES sessions(id),
+        workspace TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        sandbox TEXT NOT NULL,
+        privacy TEXT NOT NULL DEFAULT 'public',
+        headless INTEGER NOT NULL DEFAULT 0,
+        provider TEXT NOT NULL,
+        model TEXT,
+        spawn_index INTEGER,
+        spawn_count INTEGER NOT NULL DEFAULT 0,
+        title TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX sessions_parent ON sessions(parent_session_id);
+      CREATE TABLE turns (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        status TEXT NOT NULL CHECK (status IN ('running','completed','failed','cancelled','interrupted')),
+        answer TEXT,
+        error TEXT,
+        started_at TEXT NOT NULL,
+        finished_at TEXT
+      );
+      CREATE INDEX turns_session ON turns(session_id);
+      CREATE TABLE messages (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        turn_id TEXT REFERENCES turns(id),
+        role TEXT NOT NULL CHECK (role IN ('system','user','assistant','tool')),
+        content TEXT NOT NULL,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        name TEXT,
+        is_error INTEGER,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX messages_session ON messages(session_id, seq);
+      CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        request_id TEXT,
+        session_id TEXT,
+        home_session_id TEXT,
+        decision TEXT,
+        outcome TEXT NOT NULL,
+        code TEXT,
+        actor TEXT,
+        detail TEXT
+      );
+      CREATE INDEX audit_request ON audit(request_id);
+    `,
+  },
+  {
+    version: 2,
+    name: "schedules and runs",
+    sql: `
+      CREATE TABLE schedules (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        cron TEXT NOT NULL,
+        recipe_path TEXT NOT NULL,
+        recipe_text TEXT NOT NULL,
+        params TEXT NOT NULL DEFAULT '{}',
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at TEXT NOT NULL,
+        last_fire_at TEXT
+      );
+      CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        schedule_id TEXT REFERENCES schedules(id),
+        session_id TEXT,
+        status TEXT NOT NULL CHECK (status IN ('running','completed','failed','blocked','cancelled','skipped','interrupted')),
+        trigger TEXT NOT NULL DEFAULT 'cron',
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        result TEXT,
+        reason TEXT
+      );
+      CREATE INDEX runs_schedule ON runs(schedule_id, started_at);
+    `,
+  },
+];
+
+/** Opens (creating if needed) the database at `path` (`:memory:` allowed), in WAL mode, and migrates it. */
+export function openDatabase(path: string): Database {
+  const db = new Database(path, { create: true, strict: true });
+  if (path !== ":memory:") db.query("PRAGMA journal_mode = WAL").get();
+  db.exec("PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;");
+  migrate(db);
+  return db;
+}
+
+/** Applies every migration not yet recorded. Returns the versions applied now (empty when up to date). */
+export function migrate(db: Database): number[] {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+  const done = new Set(db.query<{ version: number }, []>("SELECT version FROM schema_version").all().map((r) => r.version));
+  const applied: number[] = [];
+  for (const m of MIGRATIONS) {
+    if (done.has(m.version)) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.query("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, new Date().toISOString());
+    })();
+    applied.push(m.version);
+  }
+  return applied;
+}
+
+/** The highest applied migration version. */
+export function schemaVersion(db: Database): number {
+  return db.query<{ v: number | null }, []>("SELECT MAX(version) AS v FROM schema_version").get()?.v ?? 0;
+}

@@ -1,0 +1,105 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ancestors, rootOf } from "../session/graph.ts";
+import { migrate, openDatabase, schemaVersion, MIGRATIONS } from "./db.ts";
+import { Store, type NewSession } from "./store.ts";
+
+const base: NewSession = { workspace: "/tmp/ws", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" };
+
+describe("store.migrate", () => {
+  test("migrations run twice are a no-op", () => {
+    const dir = mkdtempSync(join(tmpdir(), "airlock-db-"));
+    const path = join(dir, "airlock.db");
+    const db = openDatabase(path);
+    const versionAfterFirst = schemaVersion(db);
+    const tablesBefore = db.query("SELECT name, sql FROM sqlite_master ORDER BY name").all();
+    expect(migrate(db)).toEqual([]);
+    db.close();
+    const again = openDatabase(path);
+    expect(migrate(again)).toEqual([]);
+    expect(schemaVersion(again)).toBe(versionAfterFirst);
+    expect(versionAfterFirst).toBe(MIGRATIONS[MIGRATIONS.length - 1]!.version);
+    expect(again.query("SELECT name, sql FROM sqlite_master ORDER BY name").all()).toEqual(tablesBefore);
+    expect(again.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM schema_version").get()!.n).toBe(MIGRATIONS.length);
+    expect(again.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()!.journal_mode).toBe("wal");
+    again.close();
+  });
+});
+
+describe("session graph", () => {
+  test("the ancestor chain of a 3-deep tree is right, and spawn indexes follow spawn order", () => {
+    const s = Store.open(":memory:");
+    const root = s.createSession(base);
+    const child = s.createSession({ ...base, parent_session_id: root.id }, root.id);
+    const sibling = s.createSession({ ...base, parent_session_id: root.id }, root.id);
+    const grand = s.createSession({ ...base, parent_session_id: child.id }, root.id);
+    expect(ancestors(s, grand.id)).toEqual([child.id, root.id]);
+    expect(ancestors(s, child.id)).toEqual([root.id]);
+    expect(ancestors(s, root.id)).toEqual([]);
+    expect(rootOf(s, grand.id)).toBe(root.id);
+    expect(rootOf(s, root.id)).toBe(root.id);
+    expect([child.spawn_index, sibling.spawn_index, grand.spawn_index]).toEqual([0, 1, 2]);
+    expect(s.getSession(root.id)!.spawn_count).toBe(3);
+  });
+
+  test("a cycle inserted by hand is refused, never looped", () => {
+    const s = Store.open(":memory:");
+    const a = s.createSession(base);
+    const b = s.createSession({ ...base, parent_session_id: a.id });
+    const c = s.createSession({ ...base, parent_session_id: b.id });
+    s.db.query("UPDATE sessions SET parent_session_id = ? WHERE id = ?").run(c.id, a.id);
+    expect(() => ancestors(s, c.id)).toThrow(expect.objectContaining({ code: "session_graph_invalid" }));
+    expect(() => rootOf(s, a.id)).toThrow(expect.objectContaining({ code: "session_graph_invalid" }));
+  });
+
+  test("a chain deeper than 32 is refused", () => {
+    const s = Store.open(":memory:");
+    let id = s.createSession(base).id;
+    for (let i = 0; i < 33; i++) id = s.createSession({ ...base, parent_session_id: id }).id;
+    expect(() => ancestors(s, id)).toThrow(expect.objectContaining({ code: "session_graph_invalid" }));
+  });
+
+  test("an unknown session is session_not_found", () => {
+    const s = Store.open(":memory:");
+    expect(() => ancestors(s, "ses_nope")).toThrow(expect.objectContaining({ code: "session_not_found" }));
+  });
+});
+
+describe("store transactions", () => {
+  test("a failure in the middle of appendMessages leaves no half state", () => {
+    const s = Store.open(":memory:");
+    const ses = s.createSession(base);
+    expect(() =>
+      s.appendMessages([
+        { session_id: ses.id, turn_id: null, role: "user", content: "one" },
+        // violates the role CHECK constraint: the whole batch must roll back
+        { session_id: ses.id, turn_id: null, role: "nobody" as never, content: "two" },
+      ]),
+    ).toThrow();
+    expect(s.listMessages(ses.id)).toEqual([]);
+  });
+
+  test("turns left running are marked interrupted on recovery", () => {
+    const s = Store.open(":memory:");
+    const ses = s.createSession(base);
+    const t = s.startTurn(ses.id);
+    expect(s.markInterruptedTurns()).toBe(1);
+    expect(s.getTurn(t.id)!.status).toBe("interrupted");
+  });
+
+  test("messages round-trip with tool calls and results", () => {
+    const s = Store.open(":memory:");
+    const ses = s.createSession(base);
+    s.appendMessages([
+      { session_id: ses.id, turn_id: null, role: "assistant", content: "", tool_calls: [{ id: "c1", name: "developer__shell", arguments: { command: "ls" } }] },
+      { session_id: ses.id, turn_id: null, role: "tool", content: '{"ok":true}', tool_call_id: "c1", name: "developer__shell", is_error: false },
+    ]);
+    const got = s.listMessages(ses.id).map(({ id, created_at, ...rest }) => rest);
+    expect(got).toEqual([
+      { session_id: ses.id, turn_id: null, role: "assistant", content: "", tool_calls: [{ id: "c1", name: "developer__shell", arguments: { command: "ls" } }] },
+      { session_id: ses.id, turn_id: null, role: "tool", content: '{"ok":true}', tool_call_id: "c1", name: "developer__shell", is_error: false },
+    ]);
+  });
+});

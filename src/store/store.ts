@@ -1,0 +1,284 @@
+/**
+ * @module store/store
+ * The repository over the database: sessions, turns, messages, audit, schedules, runs.
+ * Every operation that writes more than one row runs in one transaction (no half state after a crash).
+ */
+import type { Database } from "bun:sqlite";
+import type { Mode, Privacy, SandboxPolicyName } from "../config/schema.ts";
+import { AirlockError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { Message, MessageRole, Session, ToolCallRequest } from "../session/types.ts";
+import { openDatabase } from "./db.ts";
+
+export interface NewSession {
+  parent_session_id?: string | null;
+  workspace: string;
+  mode: Mode;
+  sandbox: SandboxPolicyName;
+  privacy: Privacy;
+  headless: boolean;
+  provider: string;
+  model?: string | null;
+  title?: string | null;
+}
+
+export type TurnStatus = "running" | "completed" | "failed" | "cancelled" | "interrupted";
+export interface Turn {
+  id: string;
+  session_id: string;
+  status: TurnStatus;
+  answer: string | null;
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+export interface NewMessage {
+  session_id: string;
+  turn_id: string | null;
+  role: MessageRole;
+  content: string;
+  tool_calls?: ToolCallRequest[];
+  tool_call_id?: string;
+  name?: string;
+  is_error?: boolean;
+}
+
+export interface AuditEntry {
+  kind: string;
+  outcome: "accepted" | "refused" | "recorded";
+  request_id?: string | null;
+  session_id?: string | null;
+  home_session_id?: string | null;
+  decision?: string | null;
+  code?: string | null;
+  actor?: string | null;
+  detail?: unknown;
+}
+export interface AuditRow extends Omit<AuditEntry, "detail"> {
+  id: number;
+  at: string;
+  detail: unknown;
+}
+
+type SessionRow = Omit<Session, "headless"> & { headless: number };
+type MessageRow = {
+  seq: number;
+  id: string;
+  session_id: string;
+  turn_id: string | null;
+  role: MessageRole;
+  content: string;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  name: string | null;
+  is_error: number | null;
+  created_at: string;
+};
+
+const now = () => new Date().toISOString();
+
+function toSession(r: SessionRow): Session {
+  return { ...r, headless: r.headless === 1 };
+}
+
+function toMessage(r: MessageRow): Message {
+  const m: Message = { id: r.id, session_id: r.session_id, turn_id: r.turn_id, role: r.role, content: r.content, created_at: r.created_at };
+  if (r.tool_calls) m.tool_calls = JSON.parse(r.tool_calls) as ToolCallRequest[];
+  if (r.tool_call_id) m.tool_call_id = r.tool_call_id;
+  if (r.name) m.name = r.name;
+  if (r.is_error !== null) m.is_error = r.is_error === 1;
+  return m;
+}
+
+/** The store. Create with `Store.open(path)`; close with `close()`. */
+export class Store {
+  constructor(readonly db: Database) {}
+
+  static open(path: string): Store {
+    return new Store(openDatabase(path));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  // ---- sessions -------------------------------------------------------------------------
+
+  /**
+   * Creates a session. A child (`parent_session_id` set) gets its `spawn_index` from its root's
+   * `spawn_count`, incremented in the same transaction. Throws `session_not_found` for an unknown parent.
+   */
+  createSession(input: NewSession, rootId?: string): Session {
+    const id = newId("ses");
+    const at = now();
+    return this.db.transaction(() => {
+      let spawnIndex: number | null = null;
+      if (input.parent_session_id) {
+        if (!this.getSession(input.parent_session_id)) {
+          throw new AirlockError("session_not_found", `parent session ${input.parent_session_id} does not exist`);
+        }
+        const root = rootId ?? input.parent_session_id;
+        const r = this.db
+          .query<{ spawn_count: number }, [string]>("UPDATE sessions SET spawn_count = spawn_count + 1 WHERE id = ? RETURNING spawn_count")
+          .get(root);
+        if (!r) throw new AirlockError("session_not_found", `root session ${root} does not exist`);
+        spawnIndex = r.spawn_count - 1;
+      }
+      this.db
+        .query(
+          `INSERT INTO sessions (id, parent_session_id, workspace, mode, sandbox, privacy, headless, provider, model, spawn_index, spawn_count, title, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+        )
+        .run(
+          id,
+          input.parent_session_id ?? null,
+          input.workspace,
+          input.mode,
+          input.sandbox,
+          input.privacy,
+          input.headless ? 1 : 0,
+          input.provider,
+          input.model ?? null,
+          spawnIndex,
+          input.title ?? null,
+          at,
+          at,
+        );
+      return this.getSession(id)!;
+    })();
+  }
+
+  getSession(id: string): Session | null {
+    const r = this.db.query<SessionRow, [string]>("SELECT * FROM sessions WHERE id = ?").get(id);
+    return r ? toSession(r) : null;
+  }
+
+  /** Returns the session or throws `session_not_found`. */
+  requireSession(id: string): Session {
+    const s = this.getSession(id);
+    if (!s) throw new AirlockError("session_not_found", `no session ${id}; list sessions with GET /sessions or 'airlock sessions list'`);
+    return s;
+  }
+
+  listSessions(opts: { limit?: number; parent?: string | null } = {}): Session[] {
+    const limit = opts.limit ?? 200;
+    const rows =
+      opts.parent === undefined
+        ? this.db.query<SessionRow, [number]>("SELECT * FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?").all(limit)
+        : opts.parent === null
+          ? this.db.query<SessionRow, [number]>("SELECT * FROM sessions WHERE parent_session_id IS NULL ORDER BY created_at DESC LIMIT ?").all(limit)
+          : this.db.query<SessionRow, [string, number]>("SELECT * FROM sessions WHERE parent_session_id = ? ORDER BY created_at LIMIT ?").all(opts.parent, limit);
+    return rows.map(toSession);
+  }
+
+  /** The parent id stored for `id` (undefined when the session does not exist). */
+  parentOf(id: string): string | null | undefined {
+    const r = this.db.query<{ parent_session_id: string | null }, [string]>("SELECT parent_session_id FROM sessions WHERE id = ?").get(id);
+    return r ? r.parent_session_id : undefined;
+  }
+
+  // ---- turns ----------------------------------------------------------------------------
+
+  startTurn(sessionId: string): Turn {
+    const id = newId("turn");
+    const at = now();
+    this.db.transaction(() => {
+      this.db.query("INSERT INTO turns (id, session_id, status, started_at) VALUES (?, ?, 'running', ?)").run(id, sessionId, at);
+      this.db.query("UPDATE sessions SET updated_at = ? WHERE id = ?").run(at, sessionId);
+    })();
+    return { id, session_id: sessionId, status: "running", answer: null, error: null, started_at: at, finished_at: null };
+  }
+
+  finishTurn(turnId: string, status: Exclude<TurnStatus, "running">, opts: { answer?: string | null; error?: string | null } = {}): void {
+    this.db
+      .query("UPDATE turns SET status = ?, answer = ?, error = ?, finished_at = ? WHERE id = ? AND status = 'running'")
+      .run(status, opts.answer ?? null, opts.error ?? null, now(), turnId);
+  }
+
+  getTurn(id: string): Turn | null {
+    return this.db.query<Turn, [string]>("SELECT * FROM turns WHERE id = ?").get(id);
+  }
+
+  listTurns(sessionId: string): Turn[] {
+    return this.db.query<Turn, [string]>("SELECT * FROM turns WHERE session_id = ? ORDER BY started_at, rowid").all(sessionId);
+  }
+
+  /** Crash recovery: turns left `running` by a previous process become `interrupted`. Returns how many. */
+  markInterruptedTurns(): number {
+    const r = this.db
+      .query("UPDATE turns SET status = 'interrupted', finished_at = ?, error = 'the server stopped while this turn was running' WHERE status = 'running'")
+      .run(now());
+    this.db.query("UPDATE runs SET status = 'interrupted', finished_at = ? WHERE status = 'running'").run(now());
+    return r.changes;
+  }
+
+  // ---- messages -------------------------------------------------------------------------
+
+  /** Appends messages in one transaction; returns them as stored. */
+  appendMessages(msgs: NewMessage[]): Message[] {
+    const at = now();
+    const ins = this.db.query(
+      "INSERT INTO messages (id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    );
+    return this.db.transaction(() =>
+      msgs.map((m) => {
+        const id = newId("msg");
+        ins.run(
+          id,
+          m.session_id,
+          m.turn_id,
+          m.role,
+          m.content,
+          m.tool_calls ? JSON.stringify(m.tool_calls) : null,
+          m.tool_call_id ?? null,
+          m.name ?? null,
+          m.is_error === undefined ? null : m.is_error ? 1 : 0,
+          at,
+        );
+        const out: Message = { id, session_id: m.session_id, turn_id: m.turn_id, role: m.role, content: m.content, created_at: at };
+        if (m.tool_calls) out.tool_calls = m.tool_calls;
+        if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
+        if (m.name) out.name = m.name;
+        if (m.is_error !== undefined) out.is_error = m.is_error;
+        return out;
+      }),
+    )();
+  }
+
+  appendMessage(m: NewMessage): Message {
+    return this.appendMessages([m])[0]!;
+  }
+
+  listMessages(sessionId: string): Message[] {
+    return this.db.query<MessageRow, [string]>("SELECT * FROM messages WHERE session_id = ? ORDER BY seq").all(sessionId).map(toMessage);
+  }
+
+  // ---- audit ----------------------------------------------------------------------------
+
+  audit(e: AuditEntry): void {
+    this.db
+      .query("INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .run(
+        now(),
+        e.kind,
+        e.request_id ?? null,
+        e.session_id ?? null,
+        e.home_session_id ?? null,
+        e.decision ?? null,
+        e.outcome,
+        e.code ?? null,
+        e.actor ?? null,
+        e.detail === undefined ? null : JSON.stringify(e.detail),
+      );
+  }
+
+  listAudit(filter: { request_id?: string; kind?: string } = {}): AuditRow[] {
+    const rows = filter.request_id
+      ? this.db.query<AuditRow & { detail: string | null }, [string]>("SELECT * FROM audit WHERE request_id = ? ORDER BY id").all(filter.request_id)
+      : this.db.query<AuditRow & { detail: string | null }, []>("SELECT * FROM audit ORDER BY id").all();
+    return rows
+      .filter((r) => !filter.kind || r.kind === filter.kind)
+      .map((r) => ({ ...r, detail: r.detail ? JSON.parse(r.detail as string) : null }));
+  }
+}
