@@ -52,6 +52,8 @@ export const ERROR_CODES = [
   "tool_failed",
   "file_not_found",
   "edit_no_match",
+  "read_only_policy",
+  "protected_path",
   // script sandbox
   "script_timeout",
   "script_memory_limit",
