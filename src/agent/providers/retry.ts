@@ -1,0 +1,120 @@
+/**
+ * @module agent/providers/retry
+ * Bounded retries with exponential backoff for model calls (our own loop; the SDKs' built-in
+ * retries are switched off so `insufficient_quota` is never retried and tests can pace backoff).
+ * Also: `Retry-After` parsing and an abortable sleep.
+ */
+import { AirlockError } from "../../errors.ts";
+
+/** The longest server-requested wait we honour, ms; a longer `Retry-After` ends the retries at once. */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
+export interface RetryOptions {
+  /** Retries after the first attempt (config `provider.max_retries`). */
+  maxRetries: number;
+  /** First backoff delay, ms; doubled per retry. */
+  baseDelayMs: number;
+  /** Cap of one computed backoff delay, ms. */
+  maxDelayMs: number;
+  signal: AbortSignal;
+  /** False once output reached the caller (a retry would repeat it): errors are then thrown as they are. */
+  canRetry: () => boolean;
+}
+
+/**
+ * Runs `attempt` until it succeeds, retrying AirlockErrors whose `details.retryable` is true.
+ * The wait is `details.retry_after_ms` when the server gave one (`Retry-After`), else
+ * `baseDelayMs * 2^n` (±20 % jitter, capped at `maxDelayMs`).
+ * @throws the last attempt's error, its message saying how many retries were made; `cancelled` when `signal` aborts.
+ */
+export async function withRetries<T>(attempt: (n: number) => Promise<T>, opts: RetryOptions): Promise<T> {
+  for (let n = 0; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (e) {
+      if (opts.signal.aborted) throw cancelledError();
+      if (!(e instanceof AirlockError) || e.details.retryable !== true || !opts.canRetry()) throw e;
+      const after = typeof e.details.retry_after_ms === "number" ? e.details.retry_after_ms : undefined;
+      if (after !== undefined && after > MAX_RETRY_AFTER_MS) {
+        throw new AirlockError(e.code, `${e.message} The server asked to wait ${Math.ceil(after / 1000)} s before retrying; try again later.`, {
+          ...e.details,
+          retries: n,
+        });
+      }
+      if (n >= opts.maxRetries) {
+        throw new AirlockError(e.code, n === 0 ? e.message : `${e.message} (gave up after ${n} ${n === 1 ? "retry" : "retries"})`, {
+          ...e.details,
+          retries: n,
+        });
+      }
+      const backoff = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** n) * (0.8 + Math.random() * 0.4);
+      await abortableSleep(after ?? backoff, opts.signal);
+    }
+  }
+}
+
+/** The error every provider throws when the request's signal aborts. */
+export function cancelledError(): AirlockError {
+  return new AirlockError("cancelled", "The model call was cancelled.");
+}
+
+/** Resolves after `ms`; rejects with `cancelled` as soon as `signal` aborts. */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(cancelledError());
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(cancelledError());
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * The wait a response asks for, ms: `retry-after-ms` (OpenAI), else `Retry-After` as seconds or an
+ * HTTP date (RFC 9110 §10.2.3). Undefined when absent or unreadable.
+ */
+export function retryAfterMs(headers: Headers | undefined | null): number | undefined {
+  if (!headers) return undefined;
+  const ms = headers.get("retry-after-ms");
+  if (ms && /^\d+(\.\d+)?$/.test(ms.trim())) return Number(ms);
+  const ra = headers.get("retry-after");
+  if (!ra) return undefined;
+  if (/^\d+(\.\d+)?$/.test(ra.trim())) return Number(ra) * 1000;
+  const date = Date.parse(ra);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/**
+ * An AbortController for one attempt: aborted when the caller's signal aborts, or when no data
+ * arrived for `idleMs` (then `timedOut()` is true). Call `touch()` on every chunk, `dispose()` at the end.
+ */
+export function attemptController(signal: AbortSignal, idleMs: number) {
+  const ac = new AbortController();
+  let timedOut = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const onAbort = () => ac.abort(signal.reason);
+  if (signal.aborted) ac.abort(signal.reason);
+  else signal.addEventListener("abort", onAbort, { once: true });
+  const arm = () => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort(new Error("idle timeout"));
+    }, idleMs);
+  };
+  arm();
+  return {
+    signal: ac.signal,
+    touch: arm,
+    timedOut: () => timedOut,
+    dispose() {
+      if (timer) clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+    },
+  };
+}
