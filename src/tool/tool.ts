@@ -53,6 +53,11 @@ export interface ToolDef<A = any> {
   /** Model-facing text (kept in a `.txt` beside the tool where it is long). */
   description: string;
   schema: z.ZodType<A>;
+  /**
+   * The JSON Schema to show for the arguments instead of the one derived from `schema` — for tools whose
+   * real schema lives elsewhere (an MCP server's `inputSchema`; `schema` then accepts any object).
+   */
+  jsonSchema?: Record<string, unknown>;
   /** True when the call changes no state: `smart` mode allows it without asking. */
   readOnly: boolean | ((args: A) => boolean);
   /** Whether executing holds a permit. False for tools that mostly wait (scripts, subagents). Default true. */
@@ -71,7 +76,9 @@ export function defineTool<S extends z.ZodType>(def: Omit<ToolDef<z.infer<S>>, "
 
 /** The JSON Schema of a tool's arguments, as sent to the model and shown by `code_execution__list_tools`. */
 export function toolSpec(def: ToolDef): ToolSpec {
-  const parameters = z.toJSONSchema(def.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  const parameters = def.jsonSchema
+    ? structuredClone(def.jsonSchema)
+    : (z.toJSONSchema(def.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>);
   delete parameters.$schema;
   return { name: def.name, description: def.description, parameters };
 }
