@@ -1,0 +1,252 @@
+/**
+ * @module main
+ * The binary entry (SPEC §2): argv → commander → one thin command module under `cli/`, loaded
+ * lazily so `--version` and `--help` stay fast. Usage errors exit 2 on stderr, naming the bad flag.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { version } from "../package.json" with { type: "json" };
+import { writeAll } from "./cli/output.ts";
+
+const MODES = ["autonomous", "smart", "approve", "chat"];
+const SANDBOXES = ["read-only", "workspace-write", "danger-full-access"];
+const PROVIDERS = ["openai", "anthropic", "scripted"];
+const OUTPUT_FORMATS = ["text", "json", "stream-json"];
+
+/** The exit codes this file uses directly (the full table is `EXIT` in errors.ts). */
+const EXIT_OK = 0;
+const EXIT_USAGE = 2;
+
+/** `--port`: an integer 0–65535. */
+function parsePort(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError("expected an integer from 0 to 65535.");
+  return Number(value);
+}
+
+/** `--param KEY=VALUE`, repeatable: collects into an object (later values win). */
+function collectParam(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const eq = value.indexOf("=");
+  const key = eq > 0 ? value.slice(0, eq).trim() : "";
+  if (!/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(key)) {
+    throw new InvalidArgumentError("expected KEY=VALUE with KEY made of letters, digits, '_', '-', '.' (e.g. --param project=./src).");
+  }
+  return { ...previous, [key]: value.slice(eq + 1) };
+}
+
+/** A non-empty string flag value. */
+function nonEmpty(value: string): string {
+  if (value.trim() === "") throw new InvalidArgumentError("expected a non-empty value.");
+  return value;
+}
+
+function withCommon(cmd: Command): Command {
+  return cmd
+    .addOption(new Option("--data-dir <dir>", "data dir (default: $AIRLOCK_HOME, $XDG_DATA_HOME/airlock, ~/.local/share/airlock)").argParser(nonEmpty))
+    .addOption(new Option("--config <file>", "config file (default: <data dir>/airlock.yaml)").argParser(nonEmpty));
+}
+
+function withJson(cmd: Command): Command {
+  return cmd.option("--json", "print JSON on stdout");
+}
+
+function withUrl(cmd: Command): Command {
+  return cmd.addOption(new Option("--url <url>", "the running airlock serve (default: http://<server.host>:<server.port> from the config)").argParser(nonEmpty));
+}
+
+function examples(lines: string[]): string {
+  return `\nExamples:\n${lines.map((l) => `  $ ${l}`).join("\n")}\n`;
+}
+
+/** Builds the command tree. Each action sets `exitCode` through `done`. */
+export function buildProgram(done: (code: number) => void): Command {
+  const program = new Command("airlock")
+    .description("An AI agent runtime: every tool call is judged before it runs; asks reach the person watching; headless runs fail closed.")
+    .version(version, "-V, --version", "print the version")
+    .helpOption("-h, --help", "show help")
+    .helpCommand("help [command]", "show help for a command")
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (str) => writeAll(1, str),
+      writeErr: (str) => writeAll(2, str),
+      outputError: (str, write) => write(`airlock: usage: ${str.replace(/^error: /, "")}`),
+    })
+    .addHelpText(
+      "after",
+      examples([
+        "airlock serve --port 7420",
+        'airlock run "list the files in this folder" --mode smart',
+        "airlock run --recipe nightly.yaml --param project=./api --headless --output-format json",
+        "airlock actions list",
+        "airlock token",
+      ]) + "\nDocs: README.md and docs/ (configuration, api, security-model, quickstart).\n",
+    );
+
+  withCommon(
+    program
+      .command("serve")
+      .summary("start the HTTP API (default 127.0.0.1:7420)")
+      .description("Start the HTTP API and the scheduler on the SQLite store in the data dir, until SIGINT/SIGTERM.")
+      .option("--host <host>", "interface to bind (default: server.host from the config, 127.0.0.1)")
+      .addOption(new Option("--port <port>", "port, 0 = any free port (default: server.port from the config, 7420)").argParser(parsePort)),
+  )
+    .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo"]))
+    .action(async (opts) => done(await (await import("./cli/serve.ts")).serve(opts)));
+
+  withCommon(
+    program
+      .command("run")
+      .summary("run one turn from a prompt or a recipe and print the answer")
+      .description("Run one turn and print the result on stdout (text, one JSON object, or NDJSON events); logs go to stderr.\nExit codes: 0 completed, 1 failed, 2 usage/config error, 3 blocked (a call needed a person and none could answer), 130 cancelled.")
+      .argument("[prompt]", "what to ask; default: the recipe's instructions")
+      .addOption(new Option("--recipe <file>", "a recipe YAML file (instructions, parameters, provider, mode, sandbox, hooks)").argParser(nonEmpty))
+      .addOption(new Option("--param <key=value>", "a recipe parameter (repeatable)").argParser(collectParam).default({}, "none"))
+      .option("--headless", "no person can answer: any ask is refused at once", false)
+      .addOption(new Option("--output-format <format>", "how to print the result").choices(OUTPUT_FORMATS).default("text"))
+      .addOption(new Option("--mode <mode>", "approval mode").choices(MODES))
+      .addOption(new Option("--sandbox <policy>", "sandbox policy for host processes").choices(SANDBOXES))
+      .addOption(new Option("--workspace <dir>", "the session's workspace folder (default: the current directory)").argParser(nonEmpty))
+      .addOption(new Option("--provider <name>", "model provider").choices(PROVIDERS))
+      .addOption(new Option("--model <name>", "model name").argParser(nonEmpty)),
+  )
+    .addHelpText(
+      "after",
+      examples([
+        'airlock run "summarise README.md"',
+        "airlock run --recipe triage.yaml --param project=. --headless --output-format json",
+        'airlock run "fix the failing test" --mode approve --sandbox workspace-write --output-format stream-json',
+      ]),
+    )
+    .action(async (prompt: string | undefined, opts) => done(await (await import("./cli/run.ts")).run(prompt, opts)));
+
+  const sessions = program
+    .command("sessions")
+    .summary("list stored sessions, or show one with its messages")
+    .description("Inspect the sessions stored in the data dir.")
+    .addHelpText("after", examples(["airlock sessions list", "airlock sessions show ses_0193a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5"]));
+  withJson(withCommon(sessions.command("list").description("list sessions, newest first"))).action(async (opts) =>
+    done(await (await import("./cli/sessions.ts")).sessionsList(opts)),
+  );
+  withJson(withCommon(sessions.command("show").description("show one session and its messages").argument("<id>", "session id (ses_…)"))).action(
+    async (id: string, opts) => done(await (await import("./cli/sessions.ts")).sessionsShow(id, opts)),
+  );
+
+  const actions = program
+    .command("actions")
+    .summary("list pending approval cards, or answer one")
+    .description("The calls waiting for a person's decision on a running `airlock serve`.")
+    .addHelpText(
+      "after",
+      examples([
+        "airlock actions list --session ses_0193…",
+        "airlock actions answer act_0193… --session ses_0193… --allow-once",
+        'airlock actions answer act_0193… --session ses_0193… --deny --reason "not on main"',
+      ]),
+    );
+  withUrl(
+    withJson(
+      withCommon(
+        actions
+          .command("list")
+          .description("list pending cards")
+          .addOption(new Option("--session <id>", "only the cards this session may answer").argParser(nonEmpty)),
+      ),
+    ),
+  ).action(async (opts) => done(await (await import("./cli/actions.ts")).actionsList(opts)));
+  withUrl(
+    withJson(
+      withCommon(
+        actions
+          .command("answer")
+          .description("allow once or deny one pending call")
+          .argument("<request_id>", "the card's request id (act_…)")
+          .addOption(new Option("--session <id>", "the session answering (a surface of the card)").argParser(nonEmpty).makeOptionMandatory())
+          .addOption(new Option("--allow-once", "allow this one call").conflicts("deny"))
+          .addOption(new Option("--deny", "refuse the call").conflicts("allowOnce"))
+          .option("--reason <text>", "why (recorded; shown to the model on deny)"),
+      ),
+    ),
+  ).action(async (requestId: string, opts, cmd: Command) => {
+    if (!opts.allowOnce && !opts.deny) cmd.error("error: one of --allow-once or --deny is required.", { exitCode: EXIT_USAGE, code: "airlock.missingDecision" });
+    const { allowOnce, deny, ...rest } = opts;
+    void deny;
+    done(await (await import("./cli/actions.ts")).actionsAnswer(requestId, { ...rest, decision: allowOnce ? "allow_once" : "deny" }));
+  });
+
+  const schedule = program
+    .command("schedule")
+    .summary("scheduled headless runs of recipes: add, list, remove, run now")
+    .description("Recipes run headless on a cron schedule by `airlock serve`.")
+    .addHelpText("after", examples(['airlock schedule add --cron "0 3 * * *" --recipe nightly.yaml --name nightly', "airlock schedule list", "airlock schedule run sch_0193…", "airlock schedule remove sch_0193…"]));
+  withJson(
+    withCommon(
+      schedule
+        .command("add")
+        .description("add a schedule")
+        .addOption(new Option("--cron <expr>", "cron expression, e.g. \"0 3 * * *\"").argParser(nonEmpty).makeOptionMandatory())
+        .addOption(new Option("--recipe <file>", "the recipe to run").argParser(nonEmpty).makeOptionMandatory())
+        .addOption(new Option("--name <name>", "a label (default: the recipe's name)").argParser(nonEmpty)),
+    ),
+  ).action(async (opts) => done(await (await import("./cli/schedule.ts")).scheduleAdd(opts)));
+  withJson(withCommon(schedule.command("list").description("list schedules"))).action(async (opts) => done(await (await import("./cli/schedule.ts")).scheduleList(opts)));
+  withJson(withCommon(schedule.command("remove").description("remove a schedule").argument("<id>", "schedule id (sch_…)"))).action(async (id: string, opts) =>
+    done(await (await import("./cli/schedule.ts")).scheduleRemove(id, opts)),
+  );
+  withJson(withCommon(schedule.command("run").description("run a schedule's recipe now, headless, and print its result").argument("<id>", "schedule id (sch_…)"))).action(
+    async (id: string, opts) => done(await (await import("./cli/schedule.ts")).scheduleRun(id, opts)),
+  );
+
+  withJson(
+    program
+      .command("token")
+      .summary("print where the API and approver tokens are (creating them if missing)")
+      .description("Print the paths of the API token and the approver token, creating them (mode 0600) if missing.")
+      .addOption(new Option("--data-dir <dir>", "data dir (default: $AIRLOCK_HOME, $XDG_DATA_HOME/airlock, ~/.local/share/airlock)").argParser(nonEmpty)),
+  )
+    .addHelpText("after", examples(["airlock token", 'curl -H "Authorization: Bearer $(cat ~/.local/share/airlock/api-token)" http://127.0.0.1:7420/sessions']))
+    .action(async (opts) => done(await (await import("./cli/token.ts")).token(opts)));
+
+  // Every command points at its own --help after a usage error.
+  const hint = (cmd: Command): void => {
+    const path: string[] = [];
+    for (let c: Command | null = cmd; c; c = c.parent) path.unshift(c.name());
+    cmd.showHelpAfterError(`Run '${path.join(" ")} --help' for usage.`);
+    cmd.commands.forEach(hint);
+  };
+  hint(program);
+  return program;
+}
+
+/**
+ * Runs the CLI and returns the exit code (SPEC §2): 0 ok, 1 failed, 2 usage/config error, 3 blocked, 130 cancelled.
+ * `argv` is the user arguments only (no runtime/script path).
+ */
+export async function main(argv: string[]): Promise<number> {
+  // The hidden `__sandbox-exec` command: the sandbox's re-entry into this binary. Handled before commander so
+  // that the arguments after it (which belong to the sandboxed program) are never parsed as airlock flags.
+  if (argv[0] === "__sandbox-exec") {
+    const { sandboxExec } = await import("./cli/sandbox-exec.ts");
+    return sandboxExec(argv.slice(1));
+  }
+  let code = EXIT_OK;
+  const program = buildProgram((c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help, help CMD, --version exit 0; an unknown flag/command, a missing or invalid argument, or help shown
+      // because a subcommand is missing (`airlock sessions`) is a usage error.
+      return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+    }
+    const { printError } = await import("./cli/output.ts");
+    const { exitCodeFor } = await import("./errors.ts");
+    return exitCodeFor(printError(err).code);
+  }
+}
+
+if (import.meta.main) {
+  const code = await main(process.argv.slice(2));
+  process.exit(code);
+}
