@@ -1,0 +1,241 @@
+/**
+ * @module sandbox/pool
+ * The host side of the script sandbox: a tinypool pool of QuickJS workers. `run()` sends one
+ * script, serves its `tools.*` calls on the main thread inside the caller's AsyncLocalStorage
+ * context, and enforces the backstops the worker cannot (a watchdog that replaces a worker stuck
+ * in a native call, or whose WASM module failed).
+ */
+import { AsyncResource } from "node:async_hooks";
+import { MessageChannel } from "node:worker_threads";
+import Tinypool from "tinypool";
+import { AirlockError, toAirlockError, type ErrorCode } from "../src/errors.ts";
+import type { ToolOutcome } from "../src/tool/tool.ts";
+import { CallRequest, METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage } from "./protocol.ts";
+
+/** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
+export type ScriptResult =
+  | { ok: true; value: unknown; logs: string[]; calls: number }
+  | { ok: false; error: { code: ErrorCode; message: string; stack?: string }; logs: string[]; calls: number };
+
+export interface ScriptPoolOptions {
+  /** Worker threads (each with its own QuickJS module and WASM memory cap). */
+  workers: number;
+  /** WASM memory cap per worker, MiB (also each script's QuickJS malloc limit). */
+  memoryMb: number;
+  /** QuickJS stack per script, KiB. */
+  stackKb: number;
+  /** Scripts in flight per worker (a script waiting on a tool leaves its worker free). Default 64. */
+  tasksPerWorker?: number;
+  /** Worker module URL; default: sandbox/worker.ts beside this file (or its embedded copy in the binary). */
+  workerUrl?: string;
+}
+
+export interface RunOptions extends ScriptLimits {
+  /** Aborting ends the script with `cancelled`. */
+  signal?: AbortSignal;
+}
+
+/** Runs one tool call for a script. Called on the main thread in the caller's async context. */
+export type CallTool = (name: string, args: unknown) => Promise<ToolOutcome>;
+
+/** How long past a deadline the host waits for the worker before replacing it, ms. */
+export const GRACE_MS = 500;
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** The worker module: beside this file in source; at the bundle root's `sandbox/` in the compiled binary. */
+export function defaultWorkerUrl(): string {
+  if (import.meta.url.includes("/$bunfs/")) return new URL("./sandbox/worker.ts", import.meta.url.replace(/\/[^/]*$/, "/")).href;
+  return new URL("./worker.ts", import.meta.url).href;
+}
+
+/**
+ * A pool of sandbox workers. Disposable: `await pool.close()` or `await using pool = new ScriptPool(...)`.
+ * @throws AirlockError `config_invalid` when the options are out of range.
+ */
+export class ScriptPool {
+  readonly #pool: Tinypool;
+  readonly #settings: WorkerSettings;
+  #closed = false;
+  /** Worker failures tinypool reports outside any task (a replaced idle worker); kept for diagnostics. */
+  readonly workerErrors: string[] = [];
+
+  constructor(opts: ScriptPoolOptions) {
+    const parsed = WorkerSettings.safeParse({ memoryMb: opts.memoryMb, stackKb: opts.stackKb });
+    if (!parsed.success || !Number.isInteger(opts.workers) || opts.workers < 1) {
+      throw new AirlockError("config_invalid", `script pool options are invalid: ${JSON.stringify(opts)}; need workers >= 1, memoryMb 8..2048, stackKb >= 16`);
+    }
+    this.#settings = parsed.data;
+    this.#pool = new Tinypool({
+      filename: opts.workerUrl ?? defaultWorkerUrl(),
+      minThreads: opts.workers,
+      maxThreads: opts.workers,
+      concurrentTasksPerWorker: opts.tasksPerWorker ?? 64,
+      workerData: this.#settings,
+    });
+    this.#pool.on("error", (e: unknown) => {
+      this.workerErrors.push(e instanceof Error ? e.message : String(e));
+      if (this.workerErrors.length > 50) this.workerErrors.shift();
+    });
+  }
+
+  /** Worker threads currently alive. */
+  get threadIds(): number[] {
+    return this.#pool.threads.map((t) => (t as unknown as { threadId: number }).threadId);
+  }
+
+  /**
+   * Runs `code` as the body of an async function in a fresh QuickJS runtime and resolves with its
+   * result; limits, guest errors and cancellation are `{ok: false, error: {code, message, stack?}}`
+   * (codes: script_timeout, script_memory_limit, script_stack_overflow, script_too_many_calls,
+   * script_output_too_large, script_error, cancelled, internal). Each `tools.NAME(args)` in the guest
+   * becomes `callTool(NAME, args)`, run in the async context of this `run()` call.
+   * @throws AirlockError `internal` when the pool is closed; `bad_request` when the limits are invalid.
+   */
+  async run(code: string, opts: RunOptions, callTool: CallTool): Promise<ScriptResult> {
+    if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
+    const lim = ScriptLimits.safeParse({
+      cpuTimeoutMs: opts.cpuTimeoutMs,
+      wallTimeoutMs: opts.wallTimeoutMs,
+      maxToolCalls: opts.maxToolCalls,
+      maxLogBytes: opts.maxLogBytes,
+      maxResultBytes: opts.maxResultBytes,
+    });
+    if (!lim.success) throw new AirlockError("bad_request", `script limits are invalid: ${lim.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    const limits = lim.data;
+    const signal = opts.signal;
+    if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
+
+    const { port1, port2 } = new MessageChannel();
+    const meterBuf = new SharedArrayBuffer(METER.size * 8);
+    const meter = new Float64Array(meterBuf);
+    let done = false;
+    let finish!: (r: ScriptResult) => void;
+    const finished = new Promise<ScriptResult>((r) => (finish = r));
+    const started = Date.now();
+
+    // Bound here, so each call runs in this run()'s async context (the raw 'message' handler has none).
+    const serve = AsyncResource.bind(async (req: CallRequest): Promise<void> => {
+      const payload = await serveCall(req, callTool);
+      if (!done) port1.postMessage({ t: "reply", id: req.id, payload } satisfies HostMessage);
+    });
+    port1.on("message", (raw: unknown) => {
+      const req = CallRequest.safeParse(raw);
+      if (req.success) void serve(req.data);
+    });
+
+    this.#pool.run({ code, limits, port: port2, meter: meterBuf }, { transferList: [port2 as never] }).then(
+      (raw: unknown) => {
+        const out = WorkerOutcome.safeParse(raw);
+        if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
+        if (out.data.fatal) this.#replaceWorker(meter[METER.threadId]!, "its QuickJS module failed");
+        finish(toResult(out.data));
+      },
+      (e: unknown) =>
+        finish(fail("script_error", `the script's worker stopped before the script ended (${e instanceof Error ? e.message : String(e)}); run the script again`, [], 0)),
+    );
+
+    // Watchdog: the worker enforces the deadlines itself; this catches a worker that cannot
+    // (stuck in a long native call), reading the shared meter instead of waiting for a message.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const watch = (): void => {
+      if (done) return;
+      const now = Date.now();
+      const entered = meter[METER.enteredAt]!;
+      const used = meter[METER.cpuUsed]! + (entered > 0 ? now - entered : 0);
+      const cpuLeft = limits.cpuTimeoutMs + GRACE_MS - used;
+      const wallLeft = limits.wallTimeoutMs + GRACE_MS - (now - started);
+      if (cpuLeft <= 0 || wallLeft <= 0) {
+        this.#replaceWorker(meter[METER.threadId]!, "a script on it overran its deadline inside a native call");
+        const which = cpuLeft <= 0 ? `CPU deadline of ${limits.cpuTimeoutMs} ms` : `wall-clock deadline of ${limits.wallTimeoutMs} ms`;
+        finish(fail("script_timeout", `the script ran past its ${which} and did not stop; its worker was replaced`, [], 0));
+        return;
+      }
+      timer = setTimeout(watch, Math.max(10, Math.min(cpuLeft, wallLeft)));
+    };
+    timer = setTimeout(watch, Math.min(limits.cpuTimeoutMs, limits.wallTimeoutMs) + GRACE_MS);
+
+    let cancelTimer: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = (): void => {
+      if (done) return;
+      port1.postMessage({ t: "cancel" } satisfies HostMessage);
+      cancelTimer = setTimeout(() => {
+        if (done) return;
+        this.#replaceWorker(meter[METER.threadId]!, "a cancelled script on it did not stop");
+        finish(fail("cancelled", "the script was cancelled; its worker was replaced because it did not stop", [], 0));
+      }, GRACE_MS);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+
+    try {
+      return await finished;
+    } finally {
+      done = true;
+      clearTimeout(timer);
+      clearTimeout(cancelTimer);
+      signal?.removeEventListener("abort", onAbort);
+      port1.close();
+    }
+  }
+
+  /** Terminates the worker with `threadId`; tinypool starts a replacement and fails that worker's other scripts. */
+  #replaceWorker(threadId: number, why: string): void {
+    if (!threadId) return;
+    const t = this.#pool.threads.find((w) => (w as unknown as { threadId: number }).threadId === threadId);
+    // tinypool's 'error' listener on a worker removes it, rejects its tasks and spawns a replacement.
+    t?.emit("error", new Error(`sandbox worker replaced: ${why}`));
+  }
+
+  /** Stops every worker; scripts still running fail. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.destroy();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+function fail(code: ErrorCode, message: string, logs: string[], calls: number): ScriptResult {
+  return { ok: false, error: { code, message }, logs, calls };
+}
+
+function toResult(o: WorkerOutcome): ScriptResult {
+  if (!o.ok) return { ok: false, error: { ...o.error }, logs: o.logs, calls: o.calls };
+  return { ok: true, value: o.json === undefined ? null : JSON.parse(o.json), logs: o.logs, calls: o.calls };
+}
+
+/** Runs one guest tool call and encodes the answer as the JSON text the guest parses. Never throws. */
+async function serveCall(req: CallRequest, callTool: CallTool): Promise<string> {
+  let outcome: ToolOutcome;
+  if (!TOOL_NAME.test(req.name)) {
+    outcome = { ok: false, error: { code: "unknown_tool", message: `no tool is named ${JSON.stringify(req.name.slice(0, 140))}; call code_execution__list_tools for the names` } };
+  } else {
+    let args: unknown;
+    try {
+      args = JSON.parse(req.args);
+    } catch {
+      return encodeError("invalid_arguments", `tools.${req.name}: arguments are not valid JSON`);
+    }
+    try {
+      outcome = await callTool(req.name, args);
+    } catch (e) {
+      const err = toAirlockError(e);
+      outcome = { ok: false, error: { code: err.code, message: err.message } };
+    }
+  }
+  if (outcome.ok) {
+    try {
+      return JSON.stringify({ ok: true, result: outcome.result });
+    } catch (e) {
+      return encodeError("internal", `tools.${req.name}: its result is not JSON-serialisable (${e instanceof Error ? e.message : String(e)})`);
+    }
+  }
+  const name = typeof outcome.error.name === "string" ? outcome.error.name : "ToolError";
+  return JSON.stringify({ ok: false, error: { name, code: String(outcome.error.code), message: String(outcome.error.message) } });
+}
+
+function encodeError(code: ErrorCode, message: string): string {
+  return JSON.stringify({ ok: false, error: { name: "ToolError", code, message } });
+}

@@ -1,0 +1,108 @@
+/**
+ * @module sandbox/protocol
+ * The messages between the script pool (main thread) and a sandbox worker, as zod schemas.
+ * A task goes in through tinypool; tool calls travel on a per-script MessagePort; the
+ * script's outcome comes back as the task's return value. Everything is plain data.
+ */
+import { z } from "zod";
+
+/** Limits of one script (ms, counts, bytes). Mirrors config `limits.script_*`. */
+export const ScriptLimits = z.strictObject({
+  /** CPU deadline, ms: time the guest actually runs (waiting on tools does not count). */
+  cpuTimeoutMs: z.number().int().positive(),
+  /** Wall-clock deadline, ms, from the start of the script (waiting on tools counts). */
+  wallTimeoutMs: z.number().int().positive(),
+  /** Tool calls the script may make; call number `maxToolCalls + 1` ends it. */
+  maxToolCalls: z.number().int().nonnegative(),
+  /** Captured `console.*` output, UTF-8 bytes. */
+  maxLogBytes: z.number().int().nonnegative(),
+  /** JSON text of the script's return value, UTF-8 bytes. */
+  maxResultBytes: z.number().int().nonnegative(),
+});
+export type ScriptLimits = z.infer<typeof ScriptLimits>;
+
+/** Per-worker settings, fixed when the pool starts (tinypool `workerData`). */
+export const WorkerSettings = z.strictObject({
+  /** Hard cap of the worker's WASM memory (shared by the scripts running on it), MiB. */
+  memoryMb: z.number().int().min(8).max(2048),
+  /** QuickJS stack size per script, KiB. */
+  stackKb: z.number().int().min(16),
+});
+export type WorkerSettings = z.infer<typeof WorkerSettings>;
+
+/**
+ * Slots of the per-script shared meter (a `Float64Array` over a SharedArrayBuffer) the worker
+ * writes and the host watchdog reads without any message: it works even when the worker's
+ * event loop is stuck inside a long native call.
+ */
+export const METER = {
+  /** CPU ms the guest has used so far, not counting the slice in progress. */
+  cpuUsed: 0,
+  /** `Date.now()` when the current guest slice began; 0 when the guest is not running. */
+  enteredAt: 1,
+  /** `threadId` of the worker running the script (0 until it starts). */
+  threadId: 2,
+  size: 3,
+} as const;
+
+/** The tinypool task: one script. `port` is transferred; `meter` is shared. */
+export const ScriptTask = z.strictObject({
+  code: z.string(),
+  limits: ScriptLimits,
+  port: z.custom<MessagePort>((v) => typeof v === "object" && v !== null && "postMessage" in v),
+  meter: z.instanceof(SharedArrayBuffer),
+});
+export type ScriptTask = z.infer<typeof ScriptTask>;
+
+/** Worker → host on the script's port: the guest called `tools[name](args)`; `args` is JSON text. */
+export const CallRequest = z.strictObject({
+  t: z.literal("call"),
+  id: z.number().int().positive(),
+  name: z.string(),
+  args: z.string(),
+});
+export type CallRequest = z.infer<typeof CallRequest>;
+
+/**
+ * Host → worker: the answer to call `id`. `payload` is the JSON text the guest parses:
+ * `{ok: true, result}` or `{ok: false, error: {name, code, message}}`.
+ */
+export const CallReply = z.strictObject({ t: z.literal("reply"), id: z.number().int().positive(), payload: z.string() });
+export type CallReply = z.infer<typeof CallReply>;
+
+/** Host → worker: stop the script now (the caller's AbortSignal fired). */
+export const CancelScript = z.strictObject({ t: z.literal("cancel") });
+
+export const HostMessage = z.discriminatedUnion("t", [CallReply, CancelScript]);
+export type HostMessage = z.infer<typeof HostMessage>;
+
+/** Codes a script can end with (a subset of src/errors.ts ERROR_CODES). */
+export const ScriptErrorCode = z.enum([
+  "script_timeout",
+  "script_memory_limit",
+  "script_stack_overflow",
+  "script_too_many_calls",
+  "script_output_too_large",
+  "script_error",
+  "cancelled",
+  "internal",
+]);
+export type ScriptErrorCode = z.infer<typeof ScriptErrorCode>;
+
+export const ScriptFailure = z.strictObject({
+  code: ScriptErrorCode,
+  message: z.string(),
+  stack: z.string().optional(),
+});
+export type ScriptFailure = z.infer<typeof ScriptFailure>;
+
+/**
+ * Worker → host: the task's return value. `json` is the return value as JSON text (absent for
+ * `undefined`). `fatal` means the QuickJS module failed (WASM RuntimeError / abort): the host must
+ * replace the worker.
+ */
+export const WorkerOutcome = z.discriminatedUnion("ok", [
+  z.strictObject({ ok: z.literal(true), json: z.string().optional(), logs: z.array(z.string()), calls: z.number().int(), fatal: z.boolean() }),
+  z.strictObject({ ok: z.literal(false), error: ScriptFailure, logs: z.array(z.string()), calls: z.number().int(), fatal: z.boolean() }),
+]);
+export type WorkerOutcome = z.infer<typeof WorkerOutcome>;

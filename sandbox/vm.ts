@@ -1,0 +1,308 @@
+/**
+ * @module sandbox/vm
+ * One script in QuickJS: a fresh runtime + context per script, its limits (memory, stack, CPU
+ * deadline via the interrupt handler, wall-clock deadline, tool calls, log and result bytes), and
+ * its disposal (pending deferreds first, then context, then runtime — stack-notes §2, §8).
+ * Runs inside a sandbox worker; knows nothing of tinypool or the gate.
+ */
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
+import { installBridge, SCRIPT_FILENAME, wrapUserCode } from "./bridge.ts";
+import { METER, type CallRequest, type ScriptFailure, type ScriptLimits, type WorkerOutcome } from "./protocol.ts";
+
+export interface VmOptions {
+  code: string;
+  limits: ScriptLimits;
+  /** Per-runtime QuickJS malloc limit, bytes (refuses single large allocations; the WASM memory cap bounds the total). */
+  memoryBytes: number;
+  /** QuickJS stack size, bytes. */
+  stackBytes: number;
+  /** Shared meter the host watchdog reads (see METER). */
+  meter: Float64Array;
+  /** True when the worker's WASM memory has reached its cap (a `null` error then means out of memory). */
+  memoryExhausted(): boolean;
+  /** Sends a tool call to the host. */
+  post(msg: CallRequest): void;
+}
+
+type Settled = { ok: true; json?: string } | { ok: false; error: ScriptFailure };
+
+const enc = new TextEncoder();
+const byteLength = (s: string): number => (s.length * 3 <= 1024 ? enc.encode(s).length : Buffer.byteLength(s, "utf8"));
+
+/** True for failures of the WASM module itself (the module must not be used again). */
+export function isFatalModuleError(e: unknown): boolean {
+  if (e instanceof WebAssembly.RuntimeError) return true;
+  const msg = e instanceof Error ? e.message : String(e);
+  return /Aborted|Assertion failed|RuntimeError|memory access out of bounds|call_indirect/.test(msg);
+}
+
+/**
+ * A running script. `start()` evaluates it; `reply()` feeds tool results back; `cancel()` stops it.
+ * `done` resolves exactly once with the outcome; it never rejects.
+ */
+export class ScriptRun {
+  readonly done: Promise<WorkerOutcome>;
+  #resolve!: (o: WorkerOutcome) => void;
+  readonly #opts: VmOptions;
+  #rt?: QuickJSRuntime;
+  #ctx?: QuickJSContext;
+  #main?: QuickJSHandle;
+  readonly #deferreds = new Map<number, QuickJSDeferredPromise>();
+  #nextId = 1;
+  #calls = 0;
+  readonly #logs: string[] = [];
+  #logBytes = 0;
+  #cpuUsed = 0;
+  #sliceStart = 0;
+  #inGuest = false;
+  readonly #wallDeadline: number;
+  #wallTimer?: ReturnType<typeof setTimeout>;
+  /** Set by a limit or a cancel: the interrupt handler returns true while it is set. */
+  #stop: ScriptFailure | null = null;
+  #settled: Settled | null = null;
+  #finished = false;
+
+  constructor(private readonly mod: QuickJSWASMModule, opts: VmOptions) {
+    this.#opts = opts;
+    this.done = new Promise((r) => (this.#resolve = r));
+    this.#wallDeadline = Date.now() + opts.limits.wallTimeoutMs;
+  }
+
+  /** Creates the runtime and context, evaluates the script and runs its jobs until it waits on tools. */
+  start(): void {
+    const { limits } = this.#opts;
+    this.#wallTimer = setTimeout(() => {
+      this.#stop ??= timeoutFailure(`the script ran past its wall-clock deadline of ${limits.wallTimeoutMs} ms (limits.script_wall_timeout_ms), tool waits included`);
+      this.#check();
+    }, limits.wallTimeoutMs);
+    this.#guard(() => {
+      const rt = (this.#rt = this.mod.newRuntime());
+      rt.setMemoryLimit(this.#opts.memoryBytes);
+      rt.setMaxStackSize(this.#opts.stackBytes);
+      rt.setInterruptHandler(this.#interrupt);
+      const ctx = (this.#ctx = rt.newContext());
+      this.#enter(() => {
+        this.#main = installBridge(ctx, {
+          call: (name, args) => this.#onCall(name, args),
+          log: (level, line) => this.#onLog(level, line),
+          settle: (ok, value) => this.#onSettle(ok, value),
+        });
+        const fn = ctx.evalCode(wrapUserCode(this.#opts.code), SCRIPT_FILENAME);
+        if (fn.error) {
+          this.#settleFromError(fn.error);
+          fn.error.dispose();
+          return;
+        }
+        const called = ctx.callFunction(this.#main, ctx.undefined, fn.value);
+        fn.value.dispose();
+        if (called.error) {
+          this.#settleFromError(called.error);
+          called.error.dispose();
+        } else called.value.dispose();
+        this.#drain();
+      });
+    });
+    this.#check();
+  }
+
+  /** Delivers the host's answer to tool call `id` (JSON text) and runs the guest on. */
+  reply(id: number, payload: string): void {
+    const d = this.#deferreds.get(id);
+    if (!d || this.#finished) return;
+    this.#deferreds.delete(id);
+    this.#guard(() =>
+      this.#enter(() => {
+        const h = this.#ctx!.newString(payload);
+        d.resolve(h);
+        h.dispose();
+        d.dispose();
+        this.#drain();
+      }),
+    );
+    this.#check();
+  }
+
+  /** Stops the script with `cancelled`. */
+  cancel(): void {
+    this.#stop ??= { code: "cancelled", message: "the script was cancelled by its caller" };
+    this.#check();
+  }
+
+  #interrupt = (): boolean => {
+    if (this.#stop) return true;
+    const { cpuTimeoutMs } = this.#opts.limits;
+    if (this.#cpuUsed + (performance.now() - this.#sliceStart) > cpuTimeoutMs) {
+      this.#stop = timeoutFailure(`the script used more than its CPU deadline of ${cpuTimeoutMs} ms (limits.script_timeout_ms); do less work per script or split it`);
+      return true;
+    }
+    if (Date.now() > this.#wallDeadline) {
+      this.#stop = timeoutFailure(`the script ran past its wall-clock deadline of ${this.#opts.limits.wallTimeoutMs} ms (limits.script_wall_timeout_ms)`);
+      return true;
+    }
+    return false;
+  };
+
+  /** Runs `fn` with the CPU meter running (guest code may execute inside). Re-entrant. */
+  #enter<T>(fn: () => T): T {
+    if (this.#inGuest) return fn();
+    const m = this.#opts.meter;
+    this.#inGuest = true;
+    this.#sliceStart = performance.now();
+    m[METER.enteredAt] = Date.now();
+    try {
+      return fn();
+    } finally {
+      this.#cpuUsed += performance.now() - this.#sliceStart;
+      m[METER.cpuUsed] = this.#cpuUsed;
+      m[METER.enteredAt] = 0;
+      this.#inGuest = false;
+    }
+  }
+
+  #drain(): void {
+    const r = this.#rt!.executePendingJobs();
+    if (r.error) {
+      this.#settleFromError(r.error);
+      r.error.dispose();
+    }
+  }
+
+  /** Runs host-side work on the module; a module failure ends the script and marks the worker fatal. */
+  #guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      const fatal = isFatalModuleError(e);
+      this.#finish({ code: "internal", message: `the script sandbox failed: ${e instanceof Error ? e.message : String(e)}; run the script again` }, fatal);
+    }
+  }
+
+  #onCall(name: string, args: string): QuickJSHandle | { error: QuickJSHandle } {
+    const ctx = this.#ctx!;
+    const { maxToolCalls } = this.#opts.limits;
+    if (this.#stop || this.#finished) return { error: ctx.newError({ name: "Error", message: "the script is stopping" }) };
+    if (this.#calls >= maxToolCalls) {
+      this.#stop = { code: "script_too_many_calls", message: `the script made more than ${maxToolCalls} tool calls (limits.script_max_tool_calls); make fewer, larger calls` };
+      return { error: ctx.newError({ name: "Error", message: this.#stop.message }) };
+    }
+    this.#calls++;
+    const id = this.#nextId++;
+    const d = ctx.newPromise();
+    this.#deferreds.set(id, d);
+    this.#opts.post({ t: "call", id, name, args });
+    return d.handle;
+  }
+
+  #onLog(level: string, line: string): { error: QuickJSHandle } | void {
+    const entry = level === "warn" || level === "error" ? `[${level}] ${line}` : line;
+    const { maxLogBytes } = this.#opts.limits;
+    const n = byteLength(entry) + 1;
+    if (this.#logBytes + n > maxLogBytes) {
+      this.#logs.push(`[console output cut: more than ${maxLogBytes} bytes]`);
+      this.#stop ??= { code: "script_output_too_large", message: `the script logged more than ${maxLogBytes} bytes (limits.script_max_log_bytes); log less` };
+      return { error: this.#ctx!.newError({ name: "Error", message: this.#stop.message }) };
+    }
+    this.#logBytes += n;
+    this.#logs.push(entry);
+  }
+
+  #onSettle(ok: boolean, value: QuickJSHandle): void {
+    if (this.#settled) return;
+    if (!ok) return this.#settleFromError(value);
+    const ctx = this.#ctx!;
+    const json = ctx.typeof(value) === "string" ? ctx.getString(value) : undefined;
+    const { maxResultBytes } = this.#opts.limits;
+    if (json !== undefined && byteLength(json) > maxResultBytes) {
+      this.#settled = { ok: false, error: { code: "script_output_too_large", message: `the script's return value is more than ${maxResultBytes} bytes of JSON (limits.script_max_result_bytes); return less (e.g. a summary)` } };
+    } else this.#settled = { ok: true, json };
+  }
+
+  /** Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. */
+  #settleFromError(h: QuickJSHandle): void {
+    if (this.#settled) return;
+    this.#settled = { ok: false, error: this.#classify(h) };
+  }
+
+  #classify(h: QuickJSHandle): ScriptFailure {
+    const ctx = this.#ctx!;
+    const { name, message, stack } = describe(ctx, h);
+    if (this.#stop) return this.#stop;
+    const memoryMb = Math.round(this.#opts.memoryBytes / 2 ** 20);
+    const oom = { code: "script_memory_limit", message: `the script ran out of memory (limit ${memoryMb} MiB, limits.script_memory_mb); hold less data at once` } as const;
+    if (name === undefined && message === undefined) {
+      return this.#opts.memoryExhausted() ? oom : { code: "script_error", message: `the script threw ${stack ?? "a non-error value"}` };
+    }
+    if (message === "out of memory") return oom;
+    if (message === "stack overflow" || message === "Maximum call stack size exceeded") {
+      return { code: "script_stack_overflow", message: `the script overflowed its stack (${this.#opts.stackBytes >> 10} KiB, limits.script_stack_kb); avoid deep recursion` };
+    }
+    if (message === "interrupted") return timeoutFailure("the script was interrupted at its deadline");
+    return { code: "script_error", message: `${name ?? "Error"}: ${message ?? ""}`, ...(stack ? { stack } : {}) };
+  }
+
+  #check(): void {
+    if (this.#finished) return;
+    if (this.#stop) return this.#finish(this.#stop, false);
+    if (this.#settled) return this.#finish(this.#settled, false);
+    if (this.#deferreds.size === 0) {
+      this.#finish({ code: "script_error", message: "the script is waiting on a promise that can never settle (no tool call is pending); await tools.* calls or return a value" }, false);
+    }
+  }
+
+  #finish(end: Settled | ScriptFailure, fatal: boolean): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    clearTimeout(this.#wallTimer);
+    this.#opts.meter[METER.enteredAt] = 0;
+    try {
+      for (const d of this.#deferreds.values()) d.dispose();
+      this.#deferreds.clear();
+      this.#main?.dispose();
+      this.#ctx?.dispose();
+      this.#rt?.dispose();
+    } catch (e) {
+      fatal = true;
+      if (!("code" in end) && end.ok) end = { code: "internal", message: `the script sandbox failed while cleaning up: ${e instanceof Error ? e.message : String(e)}` };
+    }
+    const base = { logs: this.#logs, calls: this.#calls, fatal };
+    if ("code" in end) this.#resolve({ ok: false, error: end, ...base });
+    else if (end.ok) this.#resolve({ ok: true, ...(end.json !== undefined ? { json: end.json } : {}), ...base });
+    else this.#resolve({ ok: false, error: end.error, ...base });
+  }
+}
+
+function timeoutFailure(message: string): ScriptFailure {
+  return { code: "script_timeout", message };
+}
+
+/** Reads `name`, `message`, `stack` of a guest value as strings (undefined where absent); never throws. */
+function describe(ctx: QuickJSContext, h: QuickJSHandle): { name?: string; message?: string; stack?: string } {
+  try {
+    const t = ctx.typeof(h);
+    if (t === "object" && ctx.sameValue(h, ctx.null)) return {};
+    if (t !== "object" && t !== "function") {
+      if (t === "undefined") return {};
+      const d = ctx.dump(h);
+      return d === null ? {} : { stack: typeof d === "string" ? JSON.stringify(d) : String(d) };
+    }
+    const field = (key: string): string | undefined => {
+      const v = ctx.getProp(h, key);
+      try {
+        return ctx.typeof(v) === "string" ? ctx.getString(v) : undefined;
+      } finally {
+        v.dispose();
+      }
+    };
+    const out: { name?: string; message?: string; stack?: string } = {};
+    const name = field("name");
+    const message = field("message");
+    const stack = field("stack");
+    if (name !== undefined) out.name = name;
+    if (message !== undefined) out.message = message;
+    if (stack !== undefined) out.stack = stack;
+    if (name === undefined && message === undefined) out.message = "[object]";
+    return out;
+  } catch {
+    return {};
+  }
+}
