@@ -1,0 +1,73 @@
+/**
+ * @module launcher/bwrap
+ * Policy becomes mechanism: a pure function from (policy, argv, cwd, writable roots) to the
+ * bubblewrap command line. No filesystem access, no spawning — tested by snapshotting the argv.
+ * Measured flags and the mount-order pitfall: research/stack-notes.md §7.
+ */
+import type { SandboxPolicy } from "./policy.ts";
+
+/** Paths inside each writable root that stay read-only under `workspace-write` (SPEC §9). */
+export const PROTECTED_SUBPATHS = [".git/hooks", ".git/config"] as const;
+
+export interface BwrapOptions {
+  policy: SandboxPolicy;
+  /** The command to run inside, `argv[0]` an absolute path or a name looked up in the sandbox's PATH. */
+  argv: string[];
+  /** Absolute working directory of the command. */
+  cwd: string;
+  /** Absolute real paths that `workspace-write` makes writable (the workspace roots). Read-only under `read-only`. */
+  writableRoots: string[];
+  /** Extra absolute paths bound read-only after the roots (e.g. a `.git` *file* of a worktree). */
+  readOnlyPaths?: string[];
+  /** The bubblewrap binary to name as `argv[0]` of the result. Default `"bwrap"`. */
+  bwrapPath?: string;
+}
+
+function isUnder(p: string, root: string): boolean {
+  return p === root || root === "/" || p.startsWith(root.endsWith("/") ? root : root + "/");
+}
+
+/**
+ * The full argv to execute for `opts.argv` under `opts.policy`:
+ * - `read-only`: `/` read-only, a private `/tmp`, no network (`--unshare-net`), own PID and IPC
+ *   namespaces, `--die-with-parent`, `--new-session`; the roots and `cwd` are re-bound read-only
+ *   AFTER the `/tmp` tmpfs so a workspace under `/tmp` stays visible (stack-notes §7, order pitfall).
+ * - `workspace-write`: the same, but every root is bound read-write, then each root's
+ *   `.git/hooks` and `.git/config` are bound read-only over it (`--ro-bind-try`: skipped when absent;
+ *   the launcher creates a missing `.git/hooks` of an existing repository first).
+ * - `danger-full-access`: no bubblewrap — `opts.argv` is returned unchanged.
+ * Returns `[bwrapPath, ...flags, "--", ...argv]` for the confined policies.
+ */
+export function bwrapArgs(opts: BwrapOptions): string[] {
+  const { policy, argv, cwd, writableRoots } = opts;
+  if (policy === "danger-full-access") return [...argv];
+  const roots = [...new Set(writableRoots)];
+  const out: string[] = [
+    opts.bwrapPath ?? "bwrap",
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-net",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--ro-bind", "/", "/",
+    "--dev", "/dev",
+    "--proc", "/proc",
+    // Before any bind below: a tmpfs mounted later would hide a root that lives under /tmp.
+    "--tmpfs", "/tmp",
+  ];
+  const writable = policy === "workspace-write";
+  for (const root of roots) out.push(writable ? "--bind" : "--ro-bind", root, root);
+  if (writable) {
+    for (const root of roots) {
+      for (const sub of PROTECTED_SUBPATHS) {
+        const p = root === "/" ? `/${sub}` : `${root}/${sub}`;
+        out.push("--ro-bind-try", p, p);
+      }
+    }
+  }
+  for (const p of opts.readOnlyPaths ?? []) out.push("--ro-bind", p, p);
+  // A cwd outside every root may still live under the private /tmp: make it visible, read-only.
+  if (!roots.some((r) => isUnder(cwd, r))) out.push("--ro-bind", cwd, cwd);
+  out.push("--chdir", cwd, "--", ...argv);
+  return out;
+}

@@ -1,0 +1,107 @@
+/**
+ * @module launcher/resolve
+ * What a path or a command name really means on this host: executables found on a PATH, and
+ * paths resolved component by component (symlinks followed, missing tails kept) so that checks
+ * judge the real target, never the model's spelling. Used by the file tools and the security floor.
+ */
+import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync } from "node:fs";
+import path from "node:path";
+
+/** Where `name` is found on `PATH` (colon-separated), as an absolute path — not symlink-resolved. Null when absent. */
+export function findInPath(name: string, PATH: string | undefined): string | null {
+  if (name.includes("/")) return isExecutableFile(name) ? path.resolve(name) : null;
+  for (const dir of (PATH ?? "").split(":")) {
+    if (!dir || !path.isAbsolute(dir)) continue; // a relative PATH entry would depend on the cwd
+    const candidate = path.join(dir, name);
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return null;
+}
+
+function isExecutableFile(p: string): boolean {
+  try {
+    if (!statSync(p).isFile()) return false;
+    accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The executable `name` runs on `PATH`, as its real path (symlinks resolved, e.g.
+ * `/usr/bin/python3` → `/usr/bin/python3.11`), or null when nothing executable is found.
+ * The security floor judges this, not the spelling the model used.
+ */
+export function resolveExecutable(name: string, PATH: string | undefined): string | null {
+  const found = findInPath(name, PATH);
+  if (!found) return null;
+  try {
+    return realpathSync(found);
+  } catch {
+    return null;
+  }
+}
+
+const MAX_LINKS = 40; // like the kernel's ELOOP limit
+
+/**
+ * Resolves `p` like the kernel would, tolerating a missing tail: each existing component is
+ * followed through symlinks (dangling ones included — their target is where a write would land),
+ * `..` is applied to the real path reached so far, and the non-existing remainder is appended as is.
+ * Relative paths are taken from `base`. Returns an absolute path with no symlinks in its existing part.
+ */
+export function resolveRealPath(base: string, p: string): string {
+  const start = path.isAbsolute(p) ? p : path.join(base, p);
+  let real = "/";
+  const todo = start.split("/").filter((c) => c !== "" && c !== ".");
+  let links = 0;
+  let missing = false;
+  while (todo.length > 0) {
+    const c = todo.shift()!;
+    if (c === "..") {
+      real = path.dirname(real);
+      continue;
+    }
+    const next = real === "/" ? `/${c}` : `${real}/${c}`;
+    if (missing) {
+      real = next;
+      continue;
+    }
+    let st;
+    try {
+      st = lstatSync(next);
+    } catch {
+      missing = true;
+      real = next;
+      continue;
+    }
+    if (st.isSymbolicLink()) {
+      if (++links > MAX_LINKS) throw new Error(`too many symbolic links while resolving ${p}`);
+      const target = readlinkSync(next);
+      const parts = target.split("/").filter((x) => x !== "" && x !== ".");
+      todo.unshift(...parts);
+      if (path.isAbsolute(target)) real = "/";
+      continue;
+    }
+    real = next;
+  }
+  return real;
+}
+
+/** True when `p` is `root` or below it (both absolute, normalised). */
+export function isInside(p: string, root: string): boolean {
+  if (root === "/") return true;
+  return p === root || p.startsWith(root + "/");
+}
+
+/**
+ * Resolves `p` (absolute, or relative to the workspace) and says whether its real target is inside
+ * the workspace's real path. A symlink anywhere in `p` that leads out makes `inside` false; one that
+ * stays inside is fine. Shape: `{real, inside}`.
+ */
+export function resolveWorkspacePath(workspace: string, p: string): { real: string; inside: boolean } {
+  const root = resolveRealPath("/", workspace);
+  const real = resolveRealPath(root, p);
+  return { real, inside: isInside(real, root) };
+}

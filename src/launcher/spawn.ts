@@ -1,0 +1,407 @@
+/**
+ * @module launcher/spawn
+ * The one door for host processes: applies the sandbox policy (bubblewrap, or a refusal), rebuilds
+ * the environment from an allow-list, feeds stdin, enforces the timeout, kills the whole process
+ * tree on timeout or cancel, and caps captured output (SPEC §9).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import path from "node:path";
+import type { Config } from "../config/schema.ts";
+import { AirlockError } from "../errors.ts";
+import { bwrapArgs } from "./bwrap.ts";
+import { sanitizedEnv } from "./env.ts";
+import { isConfined, type SandboxPolicy } from "./policy.ts";
+import { findInPath, resolveRealPath } from "./resolve.ts";
+
+export { sanitizedEnv } from "./env.ts";
+
+export interface LaunchOptions {
+  policy: SandboxPolicy;
+  /** Command and arguments; `argv[0]` is looked up on the rebuilt environment's PATH. */
+  argv: string[];
+  /** Absolute working directory. */
+  cwd: string;
+  /** The session workspace: the writable root under `workspace-write`. */
+  workspace: string;
+  /** Writable roots (default: `[workspace]`). */
+  writableRoots?: string[];
+  /** Written to the process's stdin, then closed (interpreter source). Absent: stdin is /dev/null. */
+  stdin?: string;
+  /** Wall-clock limit, ms. */
+  timeoutMs: number;
+  /** Cap for each of stdout and stderr, bytes; the rest is dropped with a visible marker. */
+  maxOutputBytes: number;
+  /** Abort = cancel: the tree is killed and the result has `cancelled: true`. */
+  signal?: AbortSignal;
+  /** Added to the allow-listed environment (secret-looking names are still dropped). */
+  extraEnv?: Record<string, string>;
+  config: Config;
+  /** The bubblewrap binary; default: `bwrap` on the PATH. `null` = treat bubblewrap as missing (tests). */
+  bwrapPath?: string | null;
+}
+
+export interface LaunchResult {
+  /** Exit status, or null when killed by a signal (timeout, cancel). */
+  exit_code: number | null;
+  signal?: string;
+  stdout: string;
+  stderr: string;
+  timed_out: boolean;
+  /** True when stdout or stderr went over `maxOutputBytes` and was cut. */
+  truncated: boolean;
+  /** True when a confining policy ran WITHOUT bubblewrap (`allow_unenforced: true`). */
+  unconfined?: boolean;
+  /** Why `unconfined` is set, in words. */
+  warning?: string;
+  cancelled?: boolean;
+  /** The policy the call was asked to run under. */
+  policy: SandboxPolicy;
+}
+
+/** How to get bubblewrap working, for `sandbox_unavailable` messages. */
+export const BWRAP_INSTALL_HINT =
+  "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`; Alpine: `apk add bubblewrap`) " +
+  "and make sure unprivileged user namespaces are enabled (e.g. `sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu 24.04+ `sysctl kernel.apparmor_restrict_unprivileged_userns=0`), " +
+  "or set `allow_unenforced: true` in airlock.yaml to run such calls unconfined (every result then says so)";
+
+const probes = new Map<string, Promise<boolean>>();
+
+/**
+ * Whether bubblewrap at `bwrapPath` (default: `bwrap` on airlock's PATH) can really confine a process
+ * here: runs it once with the namespaces the launcher uses. Missing binary or namespaces that cannot
+ * be created both count as unavailable. Cached per path for the life of the process.
+ */
+export function bwrapAvailable(bwrapPath: string | null = findInPath("bwrap", process.env.PATH)): Promise<boolean> {
+  if (!bwrapPath) return Promise.resolve(false);
+  let p = probes.get(bwrapPath);
+  if (!p) {
+    p = new Promise<boolean>((resolve) => {
+      let child: ChildProcess;
+      try {
+        child = spawn(
+          bwrapPath,
+          ["--die-with-parent", "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"],
+          { stdio: "ignore", env: sanitizedEnv() },
+        );
+      } catch {
+        return resolve(false);
+      }
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        resolve(false);
+      }, 5000);
+      child.on("error", () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+      child.on("exit", (code) => {
+        clearTimeout(timer);
+        resolve(code === 0);
+      });
+    });
+    probes.set(bwrapPath, p);
+  }
+  return p;
+}
+
+/** One process as seen in /proc: parent, process group, session. */
+interface ProcInfo {
+  ppid: number;
+  pgid: number;
+  sid: number;
+}
+
+function procTable(): Map<number, ProcInfo> {
+  const table = new Map<number, ProcInfo>();
+  for (const name of readdirSync("/proc")) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      // "pid (comm) state ppid pgrp session …" — comm may hold spaces and parens: split after the last ')'.
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      table.set(pid, { ppid: Number(f[1]), pgid: Number(f[2]), sid: Number(f[3]) });
+    } catch {
+      // exited while we looked
+    }
+  }
+  return table;
+}
+
+/**
+ * Kills the process tree rooted at `rootPid` (a process-group and session leader): every descendant
+ * by parent link — including `setsid` children and ones that ignore SIGTERM — and every member of its
+ * process group and session. Freezes the tree with SIGSTOP first (re-scanning until no new process
+ * appears, so nothing forks away), then sends SIGKILL. Returns the pids signalled.
+ */
+export function killTree(rootPid: number): number[] {
+  const hit = new Set<number>();
+  for (let round = 0; round < 10; round++) {
+    const table = procTable();
+    const set = new Set<number>();
+    if (table.has(rootPid)) set.add(rootPid);
+    for (const [pid, p] of table) if (p.pgid === rootPid || p.sid === rootPid) set.add(pid);
+    for (const pid of hit) if (table.has(pid)) set.add(pid);
+    let grew = true;
+    while (grew) {
+      grew = false;
+      for (const [pid, p] of table) {
+        if (!set.has(pid) && set.has(p.ppid)) {
+          set.add(pid);
+          grew = true;
+        }
+      }
+    }
+    const fresh = [...set].filter((pid) => !hit.has(pid));
+    if (fresh.length === 0) break;
+    for (const pid of fresh) {
+      hit.add(pid);
+      try {
+        process.kill(pid, "SIGSTOP");
+      } catch {
+        // gone already
+      }
+    }
+  }
+  for (const pid of hit) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+  try {
+    process.kill(-rootPid, "SIGKILL");
+  } catch {
+    // no such group
+  }
+  return [...hit];
+}
+
+function safeReadlink(p: string): string | null {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return null;
+  }
+}
+
+/** Pids (other than airlock itself) with an open fd on one of `pipes` (`pipe:[inode]` or `socket:[inode]`: Bun uses socketpairs). */
+function pipeHolders(pipes: string[]): number[] {
+  if (pipes.length === 0) return [];
+  const holders: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    if (fds.some((fd) => pipes.includes(safeReadlink(`/proc/${pid}/fd/${fd}`) ?? ""))) holders.push(pid);
+  }
+  return holders;
+}
+
+/** Collects one output stream up to `max` bytes, counting (and draining) the rest. */
+class Capture {
+  private chunks: Buffer[] = [];
+  private kept = 0;
+  total = 0;
+  constructor(private readonly max: number) {}
+  push(b: Buffer): void {
+    this.total += b.length;
+    if (this.kept >= this.max) return;
+    const take = b.length <= this.max - this.kept ? b : b.subarray(0, this.max - this.kept);
+    this.chunks.push(take);
+    this.kept += take.length;
+  }
+  get truncated(): boolean {
+    return this.total > this.kept;
+  }
+  text(): string {
+    const s = Buffer.concat(this.chunks).toString("utf8");
+    if (!this.truncated) return s;
+    return `${s}\n[airlock: output truncated: ${this.total - this.kept} of ${this.total} bytes not shown (limit ${this.max} bytes)]`;
+  }
+}
+
+/**
+ * Host-side preparation of a writable root so bubblewrap can protect it: an existing repository
+ * without `.git/hooks` gets an empty one (git's own layout) so the read-only bind has a source;
+ * a `.git` *file* (worktree, submodule) is returned to be bound read-only itself.
+ */
+function prepareRoot(root: string): string[] {
+  const dotGit = path.join(root, ".git");
+  let st;
+  try {
+    st = lstatSync(dotGit);
+  } catch {
+    return [];
+  }
+  if (st.isFile() || st.isSymbolicLink()) return [dotGit];
+  if (st.isDirectory() && !existsSync(path.join(dotGit, "hooks"))) mkdirSync(path.join(dotGit, "hooks"));
+  return [];
+}
+
+/**
+ * Runs `opts.argv` under `opts.policy` and resolves when the process tree is gone.
+ * Throws AirlockError `external_backend` (config `execution_backend: external`), `sandbox_unavailable`
+ * (a confining policy and no working bubblewrap, unless `allow_unenforced`), `tool_failed` (command
+ * not found, cwd missing). A timeout or cancel is a result (`timed_out` / `cancelled`), not a throw.
+ */
+export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
+  const { policy, config } = opts;
+  if (config.execution_backend === "external") {
+    throw new AirlockError(
+      "external_backend",
+      `this airlock is configured with execution_backend: external, so it runs no local host processes (${path.basename(opts.argv[0] ?? "?")} was refused); run it on the external backend or set execution_backend: local`,
+    );
+  }
+  const env = sanitizedEnv(opts.extraEnv);
+  let confine = isConfined(policy);
+  let warning: string | undefined;
+  let bwrapPath: string | null = null;
+  if (confine) {
+    bwrapPath = opts.bwrapPath !== undefined ? opts.bwrapPath : findInPath("bwrap", env.PATH);
+    if (!(await bwrapAvailable(bwrapPath))) {
+      const why = bwrapPath ? `bubblewrap at ${bwrapPath} cannot create the namespaces it needs here` : "bubblewrap (bwrap) was not found on PATH";
+      if (!config.allow_unenforced) {
+        throw new AirlockError(
+          "sandbox_unavailable",
+          `sandbox policy "${policy}" cannot be enforced: ${why}. Nothing was run. To fix: ${BWRAP_INSTALL_HINT}`,
+          { policy },
+        );
+      }
+      confine = false;
+      warning = `ran UNCONFINED: sandbox policy "${policy}" was not enforced (${why}; allow_unenforced: true)`;
+    }
+  }
+
+  const exe = findInPath(opts.argv[0] ?? "", env.PATH);
+  if (!exe) throw new AirlockError("tool_failed", `command not found: ${opts.argv[0]} (searched PATH=${env.PATH})`);
+  if (!existsSync(opts.cwd)) throw new AirlockError("tool_failed", `working directory ${opts.cwd} does not exist`);
+  const cmd = [exe, ...opts.argv.slice(1)];
+
+  let full = cmd;
+  if (confine) {
+    const roots = (opts.writableRoots ?? [opts.workspace]).map((r) => resolveRealPath("/", r));
+    for (const r of roots) if (!existsSync(r)) throw new AirlockError("tool_failed", `workspace root ${r} does not exist`);
+    const readOnlyPaths = policy === "workspace-write" ? roots.flatMap(prepareRoot) : [];
+    full = bwrapArgs({ policy, argv: cmd, cwd: resolveRealPath("/", opts.cwd), writableRoots: roots, readOnlyPaths, bwrapPath: bwrapPath! });
+  }
+  return run(full, env, opts, { policy, warning });
+}
+
+function run(
+  full: string[],
+  env: Record<string, string>,
+  opts: LaunchOptions,
+  meta: { policy: SandboxPolicy; warning?: string },
+): Promise<LaunchResult> {
+  return new Promise<LaunchResult>((resolve, reject) => {
+    const out = new Capture(opts.maxOutputBytes);
+    const err = new Capture(opts.maxOutputBytes);
+    let timedOut = false;
+    let cancelled = false;
+    let child: ChildProcess;
+    try {
+      child = spawn(full[0]!, full.slice(1), {
+        cwd: opts.cwd,
+        env,
+        detached: true, // own session + process group: the tree can be killed as one
+        stdio: [opts.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe"],
+      });
+    } catch (e) {
+      return reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${(e as Error).message}`));
+    }
+    const pid = child.pid;
+    child.stdout!.on("data", (b: Buffer) => out.push(b));
+    child.stderr!.on("data", (b: Buffer) => err.push(b));
+    if (opts.stdin !== undefined) {
+      child.stdin!.on("error", () => {}); // the process may exit without reading it all (EPIPE)
+      child.stdin!.end(opts.stdin);
+    }
+    const kill = () => {
+      if (pid !== undefined) killTree(pid);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, opts.timeoutMs);
+    const onAbort = () => {
+      cancelled = true;
+      kill();
+    };
+    if (opts.signal?.aborted) onAbort();
+    else opts.signal?.addEventListener("abort", onAbort, { once: true });
+
+    // The pipes' identity (`pipe:[inode]`), to find processes that escaped the group but still hold them.
+    const pipes = pid === undefined ? [] : [1, 2].map((fd) => safeReadlink(`/proc/${pid}/fd/${fd}`)).filter((l): l is string => !!l && /^(pipe|socket):/.test(l));
+
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let done = false;
+    const timers: ReturnType<typeof setTimeout>[] = [];
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      for (const t of timers) clearTimeout(t);
+      opts.signal?.removeEventListener("abort", onAbort);
+      const result: LaunchResult = {
+        exit_code: timedOut || cancelled ? null : (exit?.code ?? null),
+        stdout: out.text(),
+        stderr: err.text(),
+        timed_out: timedOut,
+        truncated: out.truncated || err.truncated,
+        policy: meta.policy,
+      };
+      if (exit?.signal) result.signal = exit.signal;
+      if (cancelled) result.cancelled = true;
+      if (meta.warning) {
+        result.unconfined = true;
+        result.warning = meta.warning;
+      }
+      resolve(result);
+    };
+    child.on("error", (e) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${e.message}`));
+    });
+    child.on("exit", (code, signal) => {
+      exit = { code, signal };
+      // Whatever the leader left behind in its group (background jobs) dies with it.
+      if (pid !== undefined) {
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {
+          // group already empty
+        }
+      }
+      // A process that left the group (setsid) but still holds our pipes dies too (unconfined runs;
+      // under bubblewrap the PID namespace already took it).
+      timers.push(
+        setTimeout(() => {
+          for (const holder of pipeHolders(pipes)) killTree(holder);
+        }, 50),
+      );
+      // Never wait forever for pipes held by something we could not find.
+      timers.push(
+        setTimeout(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+          finish();
+        }, 2000),
+      );
+    });
+    child.on("close", (code, signal) => {
+      exit ??= { code, signal };
+      finish();
+    });
+  });
+}
