@@ -156,14 +156,17 @@ function invalidMessage(sourceName: string, lines: string[]): string {
  * e.g. `airlock.yaml: limits.max_concurrent_calls: expected number, got "eight"` or
  * `airlock.yaml: unknown key "foo" at provider`. Pass `{reportInput: true}` to `safeParse` so the
  * found value can be shown.
- * @returns one line per problem (an issue naming several unknown keys yields one line per key).
+ * @returns one line per problem (an issue naming several unknown keys yields one line per key), in file order
+ *   when `opts.locate` is given, else in zod's order.
  */
 export function formatZodIssues(issues: readonly z.core.$ZodIssue[], sourceName: string, opts: FormatIssuesOptions = {}): string[] {
-  const out: string[] = [];
+  const out: { text: string; pos?: SourcePos }[] = [];
+  let last: SourcePos | undefined;
   const at = (path: readonly PropertyKey[], which: "key" | "value" = "value") => {
-    const pos = opts.locate?.(path, which);
-    return pos ? ` (line ${pos.line}, column ${pos.col})` : "";
+    last = opts.locate?.(path, which);
+    return last ? ` (line ${last.line}, column ${last.col})` : "";
   };
+  const push = (text: string) => out.push({ text, pos: last });
   const prefix = sourceName ? `${sourceName}: ` : "";
   for (const issue of issues) {
     const path = issue.path as PropertyKey[];
@@ -175,7 +178,7 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[], sourceName:
         for (const key of issue.keys) {
           const hint = suggest(key, known);
           const allowed = known.length > 0 ? `; allowed keys: ${known.join(", ")}` : "";
-          out.push(`${prefix}unknown key "${key}" at ${where}${hint ? ` (did you mean "${hint}"?)` : allowed}${at([...path, key], "key")}`);
+          push(`${prefix}unknown key "${key}" at ${where}${hint ? ` (did you mean "${hint}"?)` : allowed}${at([...path, key], "key")}`);
         }
         break;
       }
@@ -185,39 +188,41 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[], sourceName:
         const msg = missing
           ? `required key is missing (expected ${typeName(issue.expected)})`
           : `expected ${typeName(issue.expected)}, got ${input !== undefined ? describeValue(input) : received}`;
-        out.push(`${prefix}${formatPath(path)}: ${msg}${at(path)}`);
+        push(`${prefix}${formatPath(path)}: ${msg}${at(path)}`);
         break;
       }
       case "invalid_value": {
         const values = issue.values.map((v) => JSON.stringify(v));
         const expected = values.length === 1 ? values[0] : `one of ${values.join(" | ")}`;
-        out.push(`${prefix}${formatPath(path)}: expected ${expected}, got ${describeValue(input)}${at(path)}`);
+        push(`${prefix}${formatPath(path)}: expected ${expected}, got ${describeValue(input)}${at(path)}`);
         break;
       }
       case "too_small":
       case "too_big": {
-        out.push(`${prefix}${formatPath(path)}: ${boundText(issue)}, got ${describeValue(input)}${at(path)}`);
+        push(`${prefix}${formatPath(path)}: ${boundText(issue)}, got ${describeValue(input)}${at(path)}`);
         break;
       }
       case "invalid_format": {
         const expected = issue.format === "url" ? "expected a URL (e.g. http://127.0.0.1:11434/v1)" : issue.message.replace(/^Invalid string: /, "");
-        out.push(`${prefix}${formatPath(path)}: ${expected}, got ${describeValue(input)}${at(path)}`);
+        push(`${prefix}${formatPath(path)}: ${expected}, got ${describeValue(input)}${at(path)}`);
         break;
       }
       case "invalid_key": {
         const key = path[path.length - 1];
         const parent = path.slice(0, -1);
         const why = issue.issues.map((i) => i.message).join("; ");
-        out.push(`${prefix}invalid key ${JSON.stringify(String(key))} at ${parent.length ? formatPath(parent) : "the top level"}: ${why}${at(path, "key")}`);
+        push(`${prefix}invalid key ${JSON.stringify(String(key))} at ${parent.length ? formatPath(parent) : "the top level"}: ${why}${at(path, "key")}`);
         break;
       }
       default: {
         const got = input === undefined ? "" : `, got ${describeValue(input)}`;
-        out.push(`${prefix}${path.length ? `${formatPath(path)}: ` : ""}${lowerFirst(issue.message)}${got}${at(path)}`);
+        push(`${prefix}${path.length ? `${formatPath(path)}: ` : ""}${lowerFirst(issue.message)}${got}${at(path)}`);
       }
     }
   }
-  return out;
+  // With positions, report in file order (stable: issues at one place keep zod's order).
+  if (opts.locate) out.sort((a, b) => (a.pos?.line ?? Infinity) - (b.pos?.line ?? Infinity) || (a.pos?.col ?? 0) - (b.pos?.col ?? 0));
+  return out.map((o) => o.text);
 }
 
 /** `["hooks","PreToolUse",0,"matcher"]` → `hooks.PreToolUse[0].matcher`; odd keys are quoted: `tools["a.b"]`. */
