@@ -1,0 +1,194 @@
+/**
+ * @module gate/inspectors/shell-words
+ * Splits a shell command into simple commands for the security floor, using `shell-quote`'s
+ * parser: every segment of a pipeline or list (`|`, `||`, `&&`, `;`, `&`, subshells, `$(…)`,
+ * backticks, newlines) becomes one {@link SimpleCommand} with its words and its redirections. A command the
+ * parser cannot read faithfully (unbalanced quotes, a parser error) yields `{ok: false}` so the
+ * floor can fail closed.
+ */
+import { parse } from "shell-quote";
+
+/** One redirection: the operator (`>`, `>>`, `<`, `>|`, `&>`, `>&`, `<<` …) and its target word. */
+export interface Redirect {
+  op: string;
+  target: string;
+}
+
+/** One simple command: words (globs kept as their pattern text) and redirections. */
+export interface SimpleCommand {
+  words: string[];
+  /** Indices into `words` that were unquoted glob patterns (`*`, `?`, `[…]`). */
+  globs: Set<number>;
+  redirects: Redirect[];
+}
+
+export type ShellParse = { ok: true; commands: SimpleCommand[] } | { ok: false; reason: string };
+
+const SEPARATORS = new Set(["|", "||", "&&", ";", "&", ";;", "|&", "(", ")"]);
+const REDIRECTS = new Set([">", ">>", "<", ">|", "&>", "&>>", ">&", "<&", "<>", "<<", "<<<", "<(", ">("]);
+
+/** Nesting bound for `bash -c` / `$(…)` recursion (a deeper command is refused by the caller). */
+export const MAX_SHELL_DEPTH = 8;
+
+/**
+ * Parses `command` into simple commands. Variables are kept literally (`$HOME` stays `$HOME`) so
+ * the floor can judge them; command substitutions inside words (`$(…)`, backticks) are parsed as
+ * commands of their own and appended.
+ */
+export function splitCommands(command: string, depth = 0): ShellParse {
+  if (depth > MAX_SHELL_DEPTH) return { ok: false, reason: `command nests shells deeper than ${MAX_SHELL_DEPTH} levels` };
+  const pre = preprocess(command);
+  if (!pre.ok) return pre;
+  let entries: ReturnType<typeof parse>;
+  try {
+    entries = parse(pre.text, (name: string) => `$${name}`);
+  } catch (e) {
+    return { ok: false, reason: `the shell parser could not read the command (${(e as Error).message})` };
+  }
+  const out: SimpleCommand[] = [];
+  let cur: SimpleCommand = { words: [], globs: new Set(), redirects: [] };
+  const flush = () => {
+    if (cur.words.length || cur.redirects.length) out.push(cur);
+    cur = { words: [], globs: new Set(), redirects: [] };
+  };
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (typeof e === "string") {
+      // `$` followed by an `(` operator is a command substitution: treat like a subshell.
+      if (e === "$" && isOp(entries[i + 1], "(")) continue;
+      // a digit right before a redirection is its fd number (`2>/dev/null`), not an argument
+      if (/^\d+$/.test(e) && isRedirectOp(entries[i + 1])) continue;
+      cur.words.push(e);
+      continue;
+    }
+    if (!e || typeof e !== "object") continue;
+    if ("comment" in e) continue;
+    if ("pattern" in e) {
+      cur.globs.add(cur.words.length);
+      cur.words.push(String((e as { pattern: string }).pattern));
+      continue;
+    }
+    const op = (e as { op: string }).op;
+    if (op === "glob") continue;
+    if (SEPARATORS.has(op)) {
+      flush();
+      continue;
+    }
+    if (REDIRECTS.has(op)) {
+      const next = entries[i + 1];
+      if (op === "<(" || op === ">(") {
+        flush(); // process substitution: its body is a command of its own
+        continue;
+      }
+      if (typeof next === "string") {
+        cur.redirects.push({ op, target: next });
+        i++;
+      } else if (next && typeof next === "object" && "pattern" in next) {
+        cur.redirects.push({ op, target: String((next as { pattern: string }).pattern) });
+        i++;
+      } else {
+        return { ok: false, reason: `redirection '${op}' without a target` };
+      }
+      continue;
+    }
+    return { ok: false, reason: `unsupported shell operator '${op}'` };
+  }
+  flush();
+  // command substitutions hidden inside words: `$(…)` in double quotes, backticks
+  for (const c of [...out]) {
+    for (const w of [...c.words, ...c.redirects.map((r) => r.target)]) {
+      for (const inner of substitutions(w)) {
+        const sub = splitCommands(inner, depth + 1);
+        if (!sub.ok) return sub;
+        out.push(...sub.commands);
+      }
+    }
+  }
+  return { ok: true, commands: out };
+}
+
+function isOp(e: unknown, op: string): boolean {
+  return typeof e === "object" && e !== null && (e as { op?: string }).op === op;
+}
+
+function isRedirectOp(e: unknown): boolean {
+  return typeof e === "object" && e !== null && REDIRECTS.has((e as { op?: string }).op ?? "");
+}
+
+/** The bodies of `$(…)` and `` `…` `` found inside one word. */
+function substitutions(word: string): string[] {
+  const found: string[] = [];
+  let i = word.indexOf("$(");
+  while (i >= 0) {
+    let depth = 0;
+    let j = i + 1;
+    for (; j < word.length; j++) {
+      if (word[j] === "(") depth++;
+      else if (word[j] === ")" && --depth === 0) break;
+    }
+    found.push(word.slice(i + 2, j));
+    i = word.indexOf("$(", j);
+  }
+  return found;
+}
+
+/**
+ * Normalises the raw text before parsing, outside quotes: comments are dropped, a backslash-newline
+ * joins lines, a newline separates commands (`;`), and backticks become `$(…)`. Unbalanced quotes or
+ * backticks are reported (shell-quote would silently accept them).
+ */
+function preprocess(s: string): { ok: true; text: string } | { ok: false; reason: string } {
+  let out = "";
+  let q: '"' | "'" | null = null;
+  let inTick = false;
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i]!;
+    if (q === "'") {
+      out += ch;
+      if (ch === "'") q = null;
+      continue;
+    }
+    if (ch === "\\") {
+      if (s[i + 1] === "\n") {
+        out += " ";
+        i++;
+        continue;
+      }
+      out += ch + (s[i + 1] ?? "");
+      i++;
+      continue;
+    }
+    if (q === '"') {
+      if (ch === '"') q = null;
+      if (ch === "`") {
+        out += inTick ? ")" : "$(";
+        inTick = !inTick;
+        continue;
+      }
+      out += ch;
+      continue;
+    }
+    if (ch === "'" || ch === '"') {
+      q = ch;
+      out += ch;
+      continue;
+    }
+    if (ch === "`") {
+      out += inTick ? ")" : "$(";
+      inTick = !inTick;
+      continue;
+    }
+    if (ch === "#" && (out === "" || /[\s;&|()]$/.test(out))) {
+      while (i + 1 < s.length && s[i + 1] !== "\n") i++;
+      continue;
+    }
+    if (ch === "\n" || ch === "\r") {
+      out += " ; ";
+      continue;
+    }
+    out += ch;
+  }
+  if (q) return { ok: false, reason: `unbalanced ${q === "'" ? "single" : "double"} quote` };
+  if (inTick) return { ok: false, reason: "unbalanced backtick" };
+  return { ok: true, text: out };
+}
