@@ -1,0 +1,144 @@
+/**
+ * @module agent/providers/scripted
+ * The `scripted` provider (SPEC §3): replays model turns from a YAML file so everything but the
+ * model is real in tests and demos. Stateless: the turn a session gets is picked from its history
+ * (see `createScriptedProvider`), so it survives restarts and needs no bookkeeping by the loop.
+ */
+import { readFileSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { AirlockError } from "../../errors.ts";
+import { newId } from "../../ids.ts";
+import type { ModelRequest, ModelTurn, Provider, ProviderConfig, ProviderOptions } from "./provider.ts";
+import { abortableSleep, cancelledError } from "./retry.ts";
+
+export const ScriptedToolCall = z.strictObject({
+  name: z.string().min(1),
+  arguments: z.record(z.string(), z.unknown()).default({}),
+});
+
+/** One model turn of a script. */
+export const ScriptedTurn = z.strictObject({
+  /** The answer text (streamed through `onDelta` as one fragment). */
+  text: z.string().optional(),
+  tool_calls: z.array(ScriptedToolCall).optional(),
+  /** After the text is streamed, wait this long (ms, abortable) before the turn completes. */
+  delay_ms: z.number().int().min(0).optional(),
+  /** Makes this model call fail with `provider_error` and this message. */
+  error: z.string().min(1).optional(),
+});
+export type ScriptedTurn = z.infer<typeof ScriptedTurn>;
+
+export const Script = z.strictObject({
+  /** Turns of the root session. */
+  turns: z.array(ScriptedTurn).default([]),
+  /** `subagents[N].turns`: the N-th subagent spawned in the run (0-based, spawn order). */
+  subagents: z.array(z.strictObject({ turns: z.array(ScriptedTurn).default([]) })).default([]),
+});
+export type Script = z.infer<typeof Script>;
+
+/** The answer once a session's turns are used up (SPEC §3). */
+export const SCRIPT_ENDED = "(script ended)";
+
+/**
+ * Parses and validates a script's YAML text. `sourceName` (a file name) starts every message.
+ * An empty document is an empty script.
+ * @throws AirlockError `config_invalid`, e.g. `script turns.yaml: turns[1].tool_calls[0].name: Required`.
+ */
+export function parseScript(text: string, sourceName: string): Script {
+  let data: unknown;
+  try {
+    data = parseYaml(text);
+  } catch (e) {
+    throw new AirlockError("config_invalid", `script ${sourceName}: not valid YAML: ${(e as Error).message.split("\n")[0]!.replace(/:\s*$/, "")}`);
+  }
+  const r = Script.safeParse(data ?? {});
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const path = formatPath(issue.path);
+  const missing = issue.code === "invalid_type" && valueAt(data, issue.path) === undefined;
+  const what = missing ? "Required" : issue.message;
+  throw new AirlockError("config_invalid", `script ${sourceName}: ${path ? `${path}: ` : ""}${what}. See SPEC §3 for the format ({turns: [{text?, tool_calls?: [{name, arguments}]}], subagents: [{turns}]}).`, {
+    path,
+  });
+}
+
+/** `["turns", 1, "tool_calls", 0, "name"]` → `turns[1].tool_calls[0].name`. */
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const p of path) out += typeof p === "number" ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out;
+}
+
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let v: any = data;
+  for (const p of path) {
+    if (v === null || typeof v !== "object") return undefined;
+    v = v[p as any];
+  }
+  return v;
+}
+
+/**
+ * Reads and validates the script named by `cfg.script` (relative to `opts.configDir`); no `script` = an empty script.
+ * @throws AirlockError `config_invalid` when the file cannot be read or is invalid.
+ */
+export function loadScript(cfg: ProviderConfig, opts: ProviderOptions): Script {
+  if (!cfg.script) return Script.parse({});
+  const file = isAbsolute(cfg.script) ? cfg.script : resolve(opts.configDir, cfg.script);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new AirlockError("config_invalid", `provider.script: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); the path is relative to the config file's folder.`);
+  }
+  return parseScript(text, cfg.script);
+}
+
+/**
+ * Builds the scripted provider from `cfg.script` (read once, now).
+ *
+ * Which turn a call gets: root sessions (`parent_session_id` null) read `turns`, a subagent with
+ * `spawn_index` N reads `subagents[N].turns` (a subagent without a spawn_index, or beyond the list,
+ * has no turns). The index is the number of assistant messages in the WHOLE history of
+ * `req.messages`, so turn k is the k-th model call of that session across all its replies.
+ * A turn with `error` leaves no assistant message, so this provider instance also counts the error
+ * turns it served per session and skips them (a reply after a failed turn gets the next turn).
+ * Past the end the answer is `(script ended)` with no tool calls. Usage is unknown (undefined).
+ * @throws AirlockError `config_invalid` (bad script file) from the factory; `provider_error` for `error` turns,
+ * `cancelled` when the signal aborts (also during `delay_ms`).
+ */
+export function createScriptedProvider(cfg: ProviderConfig, opts: ProviderOptions): Provider {
+  const script = loadScript(cfg, opts);
+  const errorsServed = new Map<string, number>();
+
+  function turnsFor(s: ModelRequest["session"]): ScriptedTurn[] {
+    if (s.parent_session_id === null) return script.turns;
+    if (s.spawn_index === null) return [];
+    return script.subagents[s.spawn_index]?.turns ?? [];
+  }
+
+  return {
+    name: "scripted",
+    async complete(req: ModelRequest): Promise<ModelTurn> {
+      if (req.signal.aborted) throw cancelledError();
+      const k = req.messages.filter((m) => m.role === "assistant").length + (errorsServed.get(req.session.id) ?? 0);
+      const turn = turnsFor(req.session)[k];
+      if (!turn) {
+        req.onDelta?.(SCRIPT_ENDED);
+        return { text: SCRIPT_ENDED, tool_calls: [], stop_reason: "end_turn", truncated: false, usage: undefined };
+      }
+      const text = turn.text ?? "";
+      if (text) req.onDelta?.(text);
+      if (turn.delay_ms) await abortableSleep(turn.delay_ms, req.signal);
+      if (req.signal.aborted) throw cancelledError();
+      if (turn.error !== undefined) {
+        errorsServed.set(req.session.id, (errorsServed.get(req.session.id) ?? 0) + 1);
+        throw new AirlockError("provider_error", `scripted provider: ${turn.error}`, { partial_text: text, retryable: false, script_turn: k });
+      }
+      const tool_calls = (turn.tool_calls ?? []).map((c) => ({ id: newId("call"), name: c.name, arguments: structuredClone(c.arguments) }));
+      return { text, tool_calls, stop_reason: tool_calls.length > 0 ? "tool_calls" : "end_turn", truncated: false, usage: undefined };
+    },
+  };
+}
