@@ -1,0 +1,363 @@
+/**
+ * @module tool/mcp/server
+ * One configured stdio MCP server: started lazily through the launcher's confinement (bubblewrap
+ * argv from `bwrapArgs`, allow-listed environment), shared by every session, restarted after a
+ * crash or hang with bounded backoff, its process tree killed on close.
+ */
+import { existsSync, lstatSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Config, McpServerConfig } from "../../config/schema.ts";
+import { AirlockError } from "../../errors.ts";
+import { bwrapArgs } from "../../launcher/bwrap.ts";
+import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
+import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
+import { BWRAP_INSTALL_HINT, bwrapAvailable, sanitizedEnv } from "../../launcher/spawn.ts";
+import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
+import type { McpCallResult } from "./result.ts";
+import { ProcessTransport, type ProcessExit } from "./transport.ts";
+
+const CLIENT_INFO = { name: "airlock", version: "0.1.0" };
+/** Lines of a server's stderr kept for error messages. */
+const STDERR_TAIL = 20;
+
+export interface McpServerOptions {
+  /** The key under `mcp_servers` (the tool prefix is `${name}__`). */
+  name: string;
+  server: McpServerConfig;
+  /** The whole config: default `sandbox`, `allow_unenforced`, `execution_backend`. */
+  config: Config;
+  /** The writable root under `workspace-write` and the default cwd (absolute). */
+  workspace: string;
+  /** Where the server's stderr lines and lifecycle notes go (airlock's stderr). */
+  log: (line: string) => void;
+  backoff?: BackoffPolicy;
+  /** The bubblewrap binary; default `bwrap` on PATH; `null` = treat as missing (tests). */
+  bwrapPath?: string | null;
+}
+
+interface Connection {
+  client: Client;
+  transport: ProcessTransport;
+  tools: Tool[];
+  /** Set when the connection ended (crash, kill, recycle, close). */
+  closed: boolean;
+  /** True when airlock ended it on purpose (close, recycle): not reported as a crash. */
+  byUs: boolean;
+  /** True once this connection's failure is recorded for backoff (recorded once). */
+  failed: boolean;
+  stderrTail: string[];
+}
+
+/** The state of one server, for status and tests. */
+export interface McpServerStatus {
+  name: string;
+  running: boolean;
+  pid?: number;
+  policy: SandboxPolicy;
+  /** Failure times (ms since epoch) still inside the backoff window. */
+  recentFailures: number[];
+  /** Processes started so far. */
+  starts: number;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(cancelled());
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(cancelled());
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function cancelled(): AirlockError {
+  return new AirlockError("cancelled", "the MCP tool call was cancelled (the turn was cancelled or the call timed out)");
+}
+
+function describeExit(exit: ProcessExit | undefined): string {
+  if (!exit) return "it closed its connection";
+  return exit.signal ? `it was killed by ${exit.signal}` : `it exited with code ${exit.code}`;
+}
+
+/**
+ * An existing repository without `.git/hooks` gets an empty one, so the read-only bind over it
+ * has a source; a `.git` file (worktree) is returned to be bound read-only. Same rule as the
+ * launcher's (src/launcher/spawn.ts, SPEC §9: `.git/hooks` and `.git/config` stay read-only).
+ */
+function protectRoot(root: string): string[] {
+  const dotGit = path.join(root, ".git");
+  try {
+    const st = lstatSync(dotGit);
+    if (st.isFile() || st.isSymbolicLink()) return [dotGit];
+    if (st.isDirectory() && !existsSync(path.join(dotGit, "hooks"))) mkdirSync(path.join(dotGit, "hooks"));
+  } catch {
+    // no .git: nothing to protect
+  }
+  return [];
+}
+
+/** One MCP server. `tools()` and `call()` start it when needed; `close()` stops it for good. */
+export class McpServer {
+  readonly name: string;
+  readonly policy: SandboxPolicy;
+  private conn?: Connection;
+  private starting?: Promise<Connection>;
+  private failures: number[] = [];
+  /** The last tool list seen: offered while the server is down, so calls can fail with a reason. */
+  private lastTools: Tool[] = [];
+  private starts = 0;
+  private closing = false;
+  private warnedUnconfined = false;
+
+  constructor(private readonly opts: McpServerOptions) {
+    this.name = opts.name;
+    this.policy = opts.server.sandbox ?? opts.config.sandbox;
+  }
+
+  private get timeoutMs(): number {
+    return Math.round(this.opts.server.timeout_s * 1000);
+  }
+
+  status(): McpServerStatus {
+    const now = Date.now();
+    const windowMs = (this.opts.backoff ?? DEFAULT_BACKOFF).windowMs;
+    return {
+      name: this.name,
+      running: !!this.conn && !this.conn.closed,
+      pid: this.conn && !this.conn.closed ? this.conn.transport.pid : undefined,
+      policy: this.policy,
+      recentFailures: this.failures.filter((t) => now - t < windowMs),
+      starts: this.starts,
+    };
+  }
+
+  /**
+   * The server's tools. Starts the server if it is not running and no backoff delay is pending;
+   * otherwise (or when the start fails) returns the last list seen (empty before any success), and logs why.
+   */
+  async tools(): Promise<Tool[]> {
+    try {
+      const conn = await this.connection({ wait: false });
+      return conn.tools;
+    } catch (e) {
+      if (!(e instanceof AirlockError && e.code === "cancelled")) this.opts.log(`[mcp:${this.name}] tools not listed: ${(e as Error).message}`);
+      return this.lastTools;
+    }
+  }
+
+  /**
+   * Calls tool `tool` (the server's own name) with `args`. Throws AirlockError:
+   * `mcp_server_unavailable` (cannot start, crashed during the call, in backoff), `mcp_timeout`
+   * (no answer within `timeout_s`; the connection is recycled), `mcp_tool_error` (a protocol-level
+   * error for this call), `cancelled` (`signal` aborted), `external_backend`, `sandbox_unavailable`.
+   * An `isError` result is returned as is (the caller turns it into an error).
+   */
+  async call(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpCallResult> {
+    const conn = await this.connection({ wait: true, signal });
+    try {
+      return (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: this.timeoutMs })) as McpCallResult;
+    } catch (e) {
+      if (signal?.aborted) throw cancelled();
+      if (e instanceof McpError && e.code === McpErrorCode.RequestTimeout) {
+        this.recycle(conn, `no answer to ${tool} within ${this.opts.server.timeout_s} s`);
+        throw new AirlockError(
+          "mcp_timeout",
+          `MCP server "${this.name}" did not answer ${tool} within ${this.opts.server.timeout_s} s (mcp_servers.${this.name}.timeout_s); ` +
+            `the server was stopped and will be restarted on the next call`,
+          { server: this.name, tool },
+        );
+      }
+      if (conn.closed || (e instanceof McpError && e.code === McpErrorCode.ConnectionClosed)) {
+        throw this.unavailable(`stopped during the call to ${tool}: ${describeExit(conn.transport.exit)}`, conn, tool);
+      }
+      throw new AirlockError("mcp_tool_error", `MCP server "${this.name}" rejected ${tool}: ${(e as Error).message}`, { server: this.name, tool });
+    }
+  }
+
+  /** Stops the server (its whole process tree) and refuses further starts. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const starting = this.starting;
+    if (starting) await starting.catch(() => {});
+    const conn = this.conn;
+    this.conn = undefined;
+    if (conn) await this.stop(conn);
+  }
+
+  /** Kills the running process tree (tests: simulates a crash). Returns the pid killed, if any. */
+  kill(sig: NodeJS.Signals = "SIGKILL"): number | undefined {
+    const pid = this.conn?.transport.pid;
+    if (pid !== undefined) process.kill(pid, sig);
+    return pid;
+  }
+
+  private unavailable(why: string, conn: Connection | undefined, tool?: string): AirlockError {
+    const tail = conn?.stderrTail.length ? ` Its stderr ended with: ${conn.stderrTail.slice(-5).join(" | ")}` : "";
+    return new AirlockError(
+      "mcp_server_unavailable",
+      `MCP server "${this.name}" ${why}; it will be restarted on the next call (check mcp_servers.${this.name} in airlock.yaml if this repeats).${tail}`,
+      { server: this.name, ...(tool ? { tool } : {}) },
+    );
+  }
+
+  private async stop(conn: Connection): Promise<void> {
+    conn.byUs = true;
+    await conn.client.close().catch(() => {});
+    await conn.transport.close().catch(() => {});
+  }
+
+  private markFailed(conn: Connection): void {
+    if (conn.failed) return;
+    conn.failed = true;
+    this.failures.push(Date.now());
+  }
+
+  private recycle(conn: Connection, why: string): void {
+    if (conn.byUs) return;
+    this.markFailed(conn);
+    this.opts.log(`[mcp:${this.name}] stopping the server: ${why}`);
+    if (this.conn === conn) this.conn = undefined;
+    void this.stop(conn);
+  }
+
+  /** The live connection, starting the server when needed (honouring backoff; `wait: false` = do not wait for a delay). */
+  private async connection(o: { wait: boolean; signal?: AbortSignal }): Promise<Connection> {
+    if (this.closing) throw new AirlockError("mcp_server_unavailable", `MCP server "${this.name}" is shut down (airlock is stopping)`, { server: this.name });
+    if (this.conn && !this.conn.closed) return this.conn;
+    if (this.starting) return this.starting;
+    const plan = restartPlan(this.failures, Date.now(), this.opts.backoff);
+    if (!plan.start) {
+      const secs = Math.max(1, Math.ceil((plan.retryAtMs - Date.now()) / 1000));
+      throw this.unavailable(`failed ${this.status().recentFailures.length} times recently and is not restarted for another ${secs} s`, undefined);
+    }
+    if (plan.waitMs > 0) {
+      if (!o.wait) throw this.unavailable(`is down (restart pending in ${plan.waitMs} ms)`, undefined);
+      await sleep(plan.waitMs, o.signal);
+      if (this.conn && !this.conn.closed) return this.conn;
+      if (this.starting) return this.starting;
+    }
+    this.starting = this.start().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  /** The argv and environment of the server process under its policy. Throws the launcher's refusals. */
+  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string }> {
+    const { server, config } = this.opts;
+    if (config.execution_backend === "external") {
+      throw new AirlockError(
+        "external_backend",
+        `MCP server "${this.name}" was not started: this airlock is configured with execution_backend: external, so it runs no local host processes; remove mcp_servers.${this.name} or set execution_backend: local`,
+        { server: this.name },
+      );
+    }
+    const workspace = resolveRealPath("/", this.opts.workspace);
+    const cwd = server.cwd ? resolveRealPath(workspace, server.cwd) : workspace;
+    if (!existsSync(cwd)) throw this.unavailable(`could not start: its working directory ${cwd} does not exist`, undefined);
+    // The user configured these entries for this server: names that look secret pass (an API key for the server).
+    const env = sanitizedEnv(server.env, { allowSecretNames: true });
+    const command = server.command.includes("/") && !path.isAbsolute(server.command) ? path.resolve(cwd, server.command) : server.command;
+    const exe = findInPath(command, env.PATH);
+    if (!exe) throw this.unavailable(`could not start: command not found: ${server.command} (searched PATH=${env.PATH})`, undefined);
+    const argv = [exe, ...server.args];
+    if (!isConfined(this.policy)) return { argv, env, cwd };
+
+    const bwrapPath = this.opts.bwrapPath !== undefined ? this.opts.bwrapPath : findInPath("bwrap", env.PATH);
+    if (!(await bwrapAvailable(bwrapPath))) {
+      const why = bwrapPath ? `bubblewrap at ${bwrapPath} cannot create the namespaces it needs here` : "bubblewrap (bwrap) was not found on PATH";
+      if (!config.allow_unenforced) {
+        throw new AirlockError(
+          "sandbox_unavailable",
+          `MCP server "${this.name}" was not started: sandbox policy "${this.policy}" cannot be enforced: ${why}. To fix: ${BWRAP_INSTALL_HINT}`,
+          { server: this.name, policy: this.policy },
+        );
+      }
+      if (!this.warnedUnconfined) this.opts.log(`[mcp:${this.name}] WARNING: running UNCONFINED: sandbox policy "${this.policy}" is not enforced (${why}; allow_unenforced: true)`);
+      this.warnedUnconfined = true;
+      return { argv, env, cwd };
+    }
+    const readOnlyPaths = this.policy === "workspace-write" ? protectRoot(workspace) : [];
+    return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [workspace], readOnlyPaths, bwrapPath: bwrapPath! }), env, cwd };
+  }
+
+  private async start(): Promise<Connection> {
+    const { argv, env, cwd } = await this.command();
+    const stderrTail: string[] = [];
+    const transport = new ProcessTransport({
+      argv,
+      env,
+      cwd,
+      onStderrLine: (line) => {
+        stderrTail.push(line);
+        if (stderrTail.length > STDERR_TAIL) stderrTail.shift();
+        this.opts.log(`[mcp:${this.name}] ${line}`);
+      },
+    });
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const conn: Connection = { client, transport, tools: [], closed: false, byUs: false, failed: false, stderrTail };
+    client.onclose = () => {
+      conn.closed = true;
+      if (this.conn === conn) this.conn = undefined;
+      if (!conn.byUs) {
+        this.markFailed(conn);
+        this.opts.log(`[mcp:${this.name}] server stopped: ${describeExit(transport.exit)}; it will be restarted on the next call`);
+      }
+    };
+    client.onerror = (e) => this.opts.log(`[mcp:${this.name}] protocol error: ${e.message}`);
+    this.starts++;
+    const t0 = performance.now();
+    try {
+      await client.connect(transport, { timeout: this.timeoutMs });
+      conn.tools = await this.listAll(client);
+    } catch (e) {
+      const timedOut = e instanceof McpError && e.code === McpErrorCode.RequestTimeout;
+      this.markFailed(conn);
+      await this.stop(conn);
+      if (timedOut) {
+        throw new AirlockError(
+          "mcp_timeout",
+          `MCP server "${this.name}" did not finish starting within ${this.opts.server.timeout_s} s (mcp_servers.${this.name}.timeout_s); it will be tried again on the next call`,
+          { server: this.name },
+        );
+      }
+      const why = conn.transport.exit || conn.closed ? describeExit(conn.transport.exit) : (e as Error).message;
+      throw this.unavailable(`failed to start (${this.opts.server.command} under ${this.policy}): ${why}`, conn);
+    }
+    this.lastTools = conn.tools;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      try {
+        conn.tools = await this.listAll(client);
+        this.lastTools = conn.tools;
+      } catch (e) {
+        this.opts.log(`[mcp:${this.name}] could not refresh the tool list: ${(e as Error).message}`);
+      }
+    });
+    this.opts.log(`[mcp:${this.name}] started (pid ${transport.pid}, ${this.policy}, ${conn.tools.length} tools, ${Math.round(performance.now() - t0)} ms)`);
+    if (this.closing) {
+      await this.stop(conn);
+      throw new AirlockError("mcp_server_unavailable", `MCP server "${this.name}" is shut down (airlock is stopping)`, { server: this.name });
+    }
+    this.conn = conn;
+    return conn;
+  }
+
+  private async listAll(client: Client): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.timeoutMs });
+      tools.push(...res.tools);
+      cursor = res.nextCursor;
+      if (!cursor) break;
+    }
+    return tools;
+  }
+}
