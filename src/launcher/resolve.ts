@@ -52,7 +52,8 @@ const MAX_LINKS = 40; // like the kernel's ELOOP limit
  * Relative paths are taken from `base`. Returns an absolute path with no symlinks in its existing part.
  */
 export function resolveRealPath(base: string, p: string): string {
-  const start = path.isAbsolute(p) ? p : path.join(base, p);
+  // No path.join here: it would apply ".." lexically, before the symlinks it crosses are followed.
+  const start = path.isAbsolute(p) ? p : `${base}/${p}`;
   let real = "/";
   const todo = start.split("/").filter((c) => c !== "" && c !== ".");
   let links = 0;

@@ -1,0 +1,40 @@
+import { describe, expect, test } from "bun:test";
+import { isSecretName, sanitizedEnv } from "./env.ts";
+
+describe("env.sanitizedEnv", () => {
+  const source = {
+    PATH: "/usr/bin:/bin",
+    HOME: "/home/u",
+    LANG: "C.UTF-8",
+    LC_ALL: "C",
+    TERM: "xterm",
+    TZ: "UTC",
+    USER: "u",
+    OPENAI_API_KEY: "sk-1",
+    GITHUB_TOKEN: "ghp",
+    AWS_SECRET_ACCESS_KEY: "a",
+    DB_PASSWORD: "p",
+    DATABASE_URL: "postgres://u:p@h/db",
+    SSH_AUTH_SOCK: "/tmp/agent",
+    NODE_OPTIONS: "--require evil.js",
+    LD_PRELOAD: "/tmp/x.so",
+  };
+
+  test("keeps only the allow-list (an allow-list, not a deny-list: unknown names are dropped too)", () => {
+    expect(sanitizedEnv({}, { source })).toEqual({ PATH: "/usr/bin:/bin", HOME: "/home/u", LANG: "C.UTF-8", LC_ALL: "C", TERM: "xterm", TZ: "UTC", USER: "u" });
+  });
+
+  test("adds extras, but never secret-looking ones unless explicitly allowed", () => {
+    expect(sanitizedEnv({ BUN_BE_BUN: "1", MY_API_KEY: "k" }, { source: { PATH: "/bin" } })).toEqual({ PATH: "/bin", BUN_BE_BUN: "1" });
+    expect(sanitizedEnv({ GITHUB_TOKEN: "t" }, { source: {}, allowSecretNames: true })).toMatchObject({ GITHUB_TOKEN: "t" });
+  });
+
+  test("gives a standard PATH when the source has none", () => {
+    expect(sanitizedEnv({}, { source: {} }).PATH).toContain("/usr/bin");
+  });
+
+  test("isSecretName recognises keys, tokens, secrets, passwords and DATABASE_URL", () => {
+    const names = ["OPENAI_API_KEY", "GITHUB_TOKEN", "CLIENT_SECRET", "PGPASSWORD", "my_password_file", "DATABASE_URL", "PATH", "HOME", "LANG"];
+    expect(names.filter(isSecretName)).toEqual(["OPENAI_API_KEY", "GITHUB_TOKEN", "CLIENT_SECRET", "PGPASSWORD", "my_password_file", "DATABASE_URL"]);
+  });
+});
