@@ -42,7 +42,7 @@ export function createAnthropicProvider(cfg: ProviderConfig, opts: ProviderOptio
       }
       apiKey = LOOPBACK_PLACEHOLDER_KEY;
     }
-    client = new Anthropic({ apiKey, baseURL, maxRetries: 0, timeout: idleMs });
+    client = new Anthropic({ apiKey, baseURL, maxRetries: 0, timeout: idleMs, logLevel: "off" });
     return client;
   }
 

@@ -181,6 +181,22 @@ describe("openai provider: tool-call assembly (checklist 1–18)", () => {
       truncated: true,
       usage: undefined,
     });
+    // a call whose text happens to parse is still not trusted in a cut-off turn: every call is flagged
+    const { turn: t2 } = await run([
+      chunk({ tool_calls: [tc(0, { name: "lookup", arguments: '{"q":"a"}' }, { id: "call_1", type: "function" })] }),
+      chunk({ tool_calls: [tc(1, { name: "lookup", arguments: '{"q":"b' }, { id: "call_2", type: "function" })] }),
+      chunk({}, "length"),
+    ]);
+    expect(t2).toEqual({
+      text: "",
+      tool_calls: [
+        { id: "call_1", name: "lookup", arguments: {}, invalid: '{"q":"a"}' },
+        { id: "call_2", name: "lookup", arguments: {}, invalid: '{"q":"b' },
+      ],
+      stop_reason: "length",
+      truncated: true,
+      usage: undefined,
+    });
   });
 
   test("7. usage chunk (choices: []) is recorded; without it usage is unknown", async () => {
@@ -488,6 +504,14 @@ describe("openai provider: wire noise and errors (checklist 19–22)", () => {
 });
 
 describe("openai provider: keys, cancellation, timeouts", () => {
+  test("a data line that is not JSON → provider_error naming a malformed stream", async () => {
+    const fake = serve(() => ({ sse: [chunk({ content: "a" }), { raw: "data: {not json\n\n" }], done: false }));
+    const err = await failure(providerFor(fake.url).complete(request()));
+    expect(err.code).toBe("provider_error");
+    expect(err.message).toContain("malformed stream");
+    expect(err.details.partial_text).toBe("a");
+  });
+
   test("a missing key for a remote base_url is provider_auth naming the variable", async () => {
     const p = createOpenAIProvider(ProviderConfig.parse({ name: "openai", base_url: "https://api.example.com/v1" }), { configDir: ".", env: {} });
     const err = await failure(p.complete(request()));

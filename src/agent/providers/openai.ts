@@ -36,7 +36,7 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
       }
       apiKey = LOOPBACK_PLACEHOLDER_KEY;
     }
-    client = new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: idleMs });
+    client = new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: idleMs, logLevel: "off" });
     return client;
   }
 
