@@ -1,0 +1,116 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { claudeToolName, interpretHookRun, matchingHooks, runHook, runPreToolUseHooks, type HookInput } from "./hooks.ts";
+
+const FIX = path.resolve(import.meta.dir, "../../../test/fixtures/hooks");
+const dir = mkdtempSync(path.join(os.tmpdir(), "airlock-hooks-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const input: HookInput = {
+  hook_event_name: "PreToolUse",
+  session_id: "ses_1",
+  cwd: dir,
+  permission_mode: "default",
+  tool_name: "Bash",
+  tool_input: { command: "ls" },
+  tool_use_id: "call_1",
+  airlock_tool_name: "developer__shell",
+  parent_session_id: null,
+  ancestors: [],
+};
+
+/** True while `pid` exists and is not a zombie (a killed orphan may wait for a reaper that never comes in a container). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+describe("runHook", () => {
+  test("exit 2 with empty stderr denies with a default reason", async () => {
+    const v = await runHook(`${FIX}/exit2-silent.sh`, input, dir, 10);
+    expect(v).toMatchObject({ kind: "deny", inspector: "hook", code: "denied" });
+    expect((v as { reason: string }).reason).toContain("exit 2");
+  });
+  test("exit 2 uses stderr as the reason", async () => {
+    expect(await runHook(`${FIX}/exit2-reason.sh`, input, dir, 10)).toMatchObject({ kind: "deny", reason: "no shell for you" });
+  });
+  test("a hook past its timeout is an ask (hook_timeout) and its whole process group is killed", async () => {
+    const pidFile = path.join(dir, "bg.pid");
+    const v = await runHook(`${FIX}/sleep-forever.sh ${pidFile}`, input, dir, 0.5);
+    expect(v).toMatchObject({ kind: "ask", code: "hook_timeout", inspector: "hook" });
+    const pid = Number(readFileSync(pidFile, "utf8").trim());
+    // SIGKILL to the group is synchronous in the kernel; give the reaper a moment via polling (no fixed sleep)
+    for (let i = 0; i < 200 && alive(pid); i++) await Bun.sleep(5);
+    expect(alive(pid)).toBe(false);
+  });
+  test("a hook that cannot start is an ask (hook_error)", async () => {
+    expect(await runHook(`${FIX}/does-not-exist.sh`, input, dir, 10)).toMatchObject({ kind: "ask", code: "hook_error" });
+    expect(await runHook(`${FIX}/allow.sh`, input, path.join(dir, "missing-cwd"), 10)).toMatchObject({ kind: "ask", code: "hook_error" });
+  });
+  test("a crash (exit 1) is an ask (hook_error) naming the hook", async () => {
+    const v = await runHook(`${FIX}/crash.sh`, input, dir, 10);
+    expect(v).toMatchObject({ kind: "ask", code: "hook_error", hook: `${FIX}/crash.sh` });
+    expect((v as { reason: string }).reason).toContain("boom");
+  });
+  test("an unknown permissionDecision and non-JSON output are hook_output_invalid", async () => {
+    expect(await runHook(`${FIX}/bad-decision.sh`, input, dir, 10)).toMatchObject({ kind: "ask", code: "hook_output_invalid" });
+    expect(await runHook(`${FIX}/not-json.sh`, input, dir, 10)).toMatchObject({ kind: "ask", code: "hook_output_invalid" });
+  });
+  test("allow, ask, legacy block and silence", async () => {
+    expect(await runHook(`${FIX}/allow.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook" });
+    expect(await runHook(`${FIX}/ask.sh`, input, dir, 10)).toMatchObject({ kind: "ask", reason: "hook wants a person", userProof: false });
+    expect(await runHook(`${FIX}/legacy-block.sh`, input, dir, 10)).toMatchObject({ kind: "deny", reason: "legacy says no" });
+    expect(await runHook(`${FIX}/silent.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook" });
+  });
+  test("the hook gets the protocol JSON on stdin, the workspace as cwd and a sanitized environment", async () => {
+    process.env.AIRLOCK_TEST_SECRET_TOKEN = "leak";
+    const out = path.join(dir, "input.json");
+    await runHook(`${FIX}/record-input.sh ${out}`, input, dir, 10);
+    delete process.env.AIRLOCK_TEST_SECRET_TOKEN;
+    expect(JSON.parse(readFileSync(out, "utf8"))).toEqual(input);
+    expect(readFileSync(`${out}.cwd`, "utf8").trim()).toBe(dir);
+    expect(readFileSync(`${out}.env`, "utf8")).not.toContain("AIRLOCK_TEST_SECRET_TOKEN");
+  });
+});
+
+describe("interpretHookRun", () => {
+  test("exit 2 blocks even when stdout says allow", () => {
+    expect(interpretHookRun("h", 2, null, '{"hookSpecificOutput":{"permissionDecision":"allow"}}', "")).toMatchObject({ kind: "deny" });
+  });
+  test("a JSON array or a wrong hookEventName breaks the protocol", () => {
+    expect(interpretHookRun("h", 0, null, "[]", "")).toMatchObject({ code: "hook_output_invalid" });
+    expect(interpretHookRun("h", 0, null, '{"hookSpecificOutput":{"hookEventName":"PostToolUse"}}', "")).toMatchObject({ code: "hook_output_invalid" });
+  });
+  test("killed by a signal is hook_error", () => {
+    expect(interpretHookRun("h", null, "SIGSEGV", "", "")).toMatchObject({ kind: "ask", code: "hook_error" });
+  });
+});
+
+describe("matchers and names", () => {
+  test("a matcher is tested against both names, anchored", () => {
+    const m = [{ matcher: "Bash", hooks: [{ type: "command" as const, command: "a", timeout: 60 }] }];
+    expect(matchingHooks(m, ["Bash", "developer__shell"]).length).toBe(1);
+    expect(matchingHooks(m, ["BashOutput", "x"]).length).toBe(0);
+    const m2 = [{ matcher: "developer__.*", hooks: [{ type: "command" as const, command: "a", timeout: 60 }, { type: "command" as const, command: "a", timeout: 60 }] }];
+    expect(matchingHooks(m2, ["Bash", "developer__shell"]).length).toBe(1); // identical handlers once
+  });
+  test("Claude Code names: alias, mcp__ for MCP servers, airlock's name for built-ins", () => {
+    expect(claudeToolName({ name: "developer__shell", claude: { name: "Bash", input: () => ({}) } })).toBe("Bash");
+    expect(claudeToolName({ name: "fs__read_text_file" })).toBe("mcp__fs__read_text_file");
+    expect(claudeToolName({ name: "subagent__spawn" })).toBe("subagent__spawn");
+    expect(claudeToolName({ name: "code_execution__execute" })).toBe("code_execution__execute");
+  });
+  test("a public script testing tool_name == Bash sees Bash", async () => {
+    const matchers = [{ matcher: "", hooks: [{ type: "command" as const, command: `${FIX}/bash-only-deny.sh`, timeout: 10 }] }];
+    const [v] = await runPreToolUseHooks(matchers, input, dir);
+    expect(v).toMatchObject({ kind: "deny", reason: "Bash is blocked" });
+  });
+});
+
+test("fixtures exist", () => expect(existsSync(`${FIX}/exit2-silent.sh`)).toBe(true));

@@ -1,0 +1,241 @@
+/**
+ * @module gate/inspectors/hooks
+ * User `PreToolUse` hooks, compatible with Claude Code's command-hook protocol (SPEC §5; peers §2):
+ * JSON on stdin, a decision on stdout (`hookSpecificOutput.permissionDecision` or legacy `decision`),
+ * exit 2 blocks with stderr as the reason. Airlock is stricter than Claude Code where a hook fails:
+ * a timeout, a crash, a failure to start or broken output never allows — it asks (hook_timeout /
+ * hook_error / hook_output_invalid), and the hook's whole process group is killed.
+ */
+import { spawn } from "node:child_process";
+import { z } from "zod";
+import type { HookMatcher, Mode } from "../../config/schema.ts";
+import { sanitizedEnv } from "../../launcher/env.ts";
+import type { ToolDef } from "../../tool/tool.ts";
+import type { Verdict } from "../verdict.ts";
+
+/** Extensions whose tools are airlock's own (never reported to hooks as `mcp__…`). */
+export const BUILTIN_EXTENSIONS = new Set(["developer", "interpreter", "code_execution", "subagent"]);
+
+/** Most stdout or stderr kept from one hook run, bytes (more breaks the protocol). */
+export const HOOK_OUTPUT_CAP = 1024 * 1024;
+
+/** The name hooks see: Claude Code's alias (`Bash`, `Read` …), `mcp__server__tool` for MCP tools, else airlock's name. */
+export function claudeToolName(def: Pick<ToolDef, "name" | "claude">): string {
+  if (def.claude) return def.claude.name;
+  const ext = def.name.split("__")[0] ?? "";
+  if (def.name.includes("__") && !BUILTIN_EXTENSIONS.has(ext)) return `mcp__${def.name}`;
+  return def.name;
+}
+
+/** The `tool_input` hooks see: Claude Code's field names where the tool has an alias, else the arguments. */
+export function claudeToolInput(def: Pick<ToolDef, "claude">, args: unknown, workspace: string): unknown {
+  if (def.claude) return def.claude.input(args, { workspace });
+  return args;
+}
+
+/** Claude Code's `permission_mode` for an airlock mode. */
+export function permissionModeFor(mode: Mode): string {
+  switch (mode) {
+    case "autonomous":
+      return "bypassPermissions";
+    case "smart":
+    case "approve":
+      return "default";
+    case "chat":
+      return "plan";
+  }
+}
+
+/** The hooks whose matcher matches either name. A matcher is an anchored regex; empty or `*` matches all. */
+export function matchingHooks(matchers: HookMatcher[], names: string[]): { command: string; timeout: number; badMatcher?: string }[] {
+  const out = new Map<string, { command: string; timeout: number; badMatcher?: string }>();
+  for (const m of matchers) {
+    let hit: boolean;
+    let bad: string | undefined;
+    if (m.matcher === "" || m.matcher === "*") hit = true;
+    else {
+      try {
+        const re = new RegExp(`^(?:${m.matcher})$`);
+        hit = names.some((n) => re.test(n));
+      } catch (e) {
+        hit = true; // a broken matcher must not silently skip its hooks
+        bad = `matcher ${JSON.stringify(m.matcher)} is not a valid regular expression (${(e as Error).message})`;
+      }
+    }
+    if (!hit) continue;
+    for (const h of m.hooks) {
+      const key = `${h.command}\0${h.timeout}`; // identical handlers run once (as Claude Code does)
+      if (!out.has(key)) out.set(key, { command: h.command, timeout: h.timeout, ...(bad ? { badMatcher: bad } : {}) });
+    }
+  }
+  return [...out.values()];
+}
+
+/** The stdin object of one PreToolUse hook run (SPEC §5). */
+export interface HookInput {
+  hook_event_name: "PreToolUse";
+  session_id: string;
+  cwd: string;
+  permission_mode: string;
+  tool_name: string;
+  tool_input: unknown;
+  tool_use_id: string;
+  airlock_tool_name: string;
+  parent_session_id: string | null;
+  ancestors: string[];
+}
+
+const Decision = z.enum(["allow", "deny", "ask", "defer"]);
+const HookOutput = z.looseObject({
+  continue: z.boolean().optional(),
+  stopReason: z.string().optional(),
+  decision: z.enum(["approve", "block"]).optional(),
+  reason: z.string().optional(),
+  hookSpecificOutput: z
+    .looseObject({
+      hookEventName: z.literal("PreToolUse").optional(),
+      permissionDecision: Decision.optional(),
+      permissionDecisionReason: z.string().optional(),
+    })
+    .optional(),
+});
+
+/**
+ * Interprets a hook's exit code, stdout and stderr (exit 2 → deny; exit 0 → the JSON decision, or no
+ * opinion when stdout is empty; anything else → an ask carrying `hook_error` / `hook_output_invalid`).
+ */
+export function interpretHookRun(hook: string, code: number | null, signal: string | null, stdout: string, stderr: string): Verdict {
+  if (code === 2) {
+    const reason = stderr.trim() || `hook ${JSON.stringify(hook)} blocked the call (exit 2)`;
+    return { kind: "deny", inspector: "hook", code: "denied", reason, hook };
+  }
+  if (code !== 0) {
+    const how = code === null ? `was killed by ${signal ?? "a signal"}` : code === 127 ? "could not start (exit 127: command not found)" : `failed with exit ${code}`;
+    const tail = stderr.trim().slice(0, 300);
+    return hookFailure("hook_error", hook, `hook ${JSON.stringify(hook)} ${how}${tail ? `: ${tail}` : ""}`);
+  }
+  const text = stdout.trim();
+  if (text === "") return { kind: "allow", inspector: "hook" };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return hookFailure("hook_output_invalid", hook, `hook ${JSON.stringify(hook)} printed output that is not JSON: ${JSON.stringify(text.slice(0, 120))}`);
+  }
+  const parsed = HookOutput.safeParse(json);
+  if (!parsed.success || typeof json !== "object" || json === null || Array.isArray(json)) {
+    const issue = parsed.success ? "expected a JSON object" : parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    return hookFailure("hook_output_invalid", hook, `hook ${JSON.stringify(hook)} printed JSON that breaks the PreToolUse protocol (${issue})`);
+  }
+  const out = parsed.data;
+  if (out.continue === false) {
+    return { kind: "deny", inspector: "hook", code: "denied", reason: out.stopReason || `hook ${JSON.stringify(hook)} stopped the run (continue: false)`, hook };
+  }
+  const hso = out.hookSpecificOutput;
+  const why = hso?.permissionDecisionReason ?? out.reason;
+  switch (hso?.permissionDecision) {
+    case "allow":
+      return { kind: "allow", inspector: "hook" };
+    case "deny":
+      return { kind: "deny", inspector: "hook", code: "denied", reason: why || `hook ${JSON.stringify(hook)} denied the call`, hook };
+    case "ask":
+    case "defer":
+      return { kind: "ask", inspector: "hook", userProof: false, reason: why || `hook ${JSON.stringify(hook)} asks for a person's decision`, hook };
+    case undefined:
+      break;
+  }
+  if (out.decision === "block") return { kind: "deny", inspector: "hook", code: "denied", reason: why || `hook ${JSON.stringify(hook)} blocked the call`, hook };
+  return { kind: "allow", inspector: "hook" };
+}
+
+function hookFailure(code: "hook_error" | "hook_timeout" | "hook_output_invalid", hook: string, reason: string): Verdict {
+  return { kind: "ask", inspector: "hook", userProof: false, code, reason, hook };
+}
+
+/**
+ * Runs one hook command with `/bin/sh -c` in its own process group, cwd = `cwd`, the sanitized
+ * environment, `input` as JSON on stdin, and a `timeoutS` (seconds) deadline. The whole group is
+ * killed when the hook exits, times out or `signal` aborts. Never throws: failures are verdicts.
+ */
+export function runHook(command: string, input: HookInput, cwd: string, timeoutS: number, signal?: AbortSignal): Promise<Verdict> {
+  return new Promise<Verdict>((resolve) => {
+    let settled = false;
+    let timedOut = false;
+    let stdout = "";
+    let stderr = "";
+    let overflow = false;
+    let exit: { code: number | null; signal: string | null } | null = null;
+    const finish = (v: Verdict) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      killGroup();
+      resolve(v);
+    };
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn("/bin/sh", ["-c", command], { cwd, env: sanitizedEnv(), detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    } catch (e) {
+      resolve(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
+      return;
+    }
+    const killGroup = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      finish(hookFailure("hook_timeout", command, `hook ${JSON.stringify(command)} did not answer within ${timeoutS} s; it was killed`));
+    }, timeoutS * 1000);
+    const onAbort = () => finish(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} was stopped because the turn was cancelled`));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    child.on("error", (e) => finish(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: ${e.message}`)));
+    const take = (which: "out" | "err") => (chunk: Buffer) => {
+      if (which === "out") {
+        if (stdout.length + chunk.length > HOOK_OUTPUT_CAP) overflow = true;
+        else stdout += chunk.toString("utf8");
+      } else if (stderr.length < HOOK_OUTPUT_CAP) stderr += chunk.toString("utf8");
+    };
+    child.stdout!.on("data", take("out"));
+    child.stderr!.on("data", take("err"));
+    child.stdin!.on("error", () => {}); // a hook that does not read stdin is fine
+    child.stdin!.end(JSON.stringify(input));
+    child.on("exit", (code, sig) => {
+      exit = { code, signal: sig };
+      killGroup(); // background children of the hook die with it; this also closes their copies of the pipes
+    });
+    child.on("close", () => {
+      if (timedOut || settled) return;
+      const e = exit ?? { code: null, signal: null };
+      if (overflow) {
+        finish(hookFailure("hook_output_invalid", command, `hook ${JSON.stringify(command)} printed more than ${HOOK_OUTPUT_CAP} bytes`));
+        return;
+      }
+      finish(interpretHookRun(command, e.code, e.signal, stdout, stderr));
+    });
+  });
+}
+
+/**
+ * Runs every matching hook in parallel (identical handlers once) and returns their verdicts.
+ * `matchers`: `hooks.PreToolUse` of the session's effective config.
+ */
+export async function runPreToolUseHooks(
+  matchers: HookMatcher[],
+  input: HookInput,
+  cwd: string,
+  signal?: AbortSignal,
+): Promise<Verdict[]> {
+  const hooks = matchingHooks(matchers, [input.tool_name, input.airlock_tool_name]);
+  return Promise.all(
+    hooks.map((h) =>
+      h.badMatcher ? Promise.resolve(hookFailure("hook_error", h.command, h.badMatcher)) : runHook(h.command, input, cwd, h.timeout, signal),
+    ),
+  );
+}

@@ -1,0 +1,44 @@
+/**
+ * @module gate/inspectors/mode
+ * The session's mode (SPEC §3) combined with per-tool config (`config.tools[name].permission`):
+ * `chat` refuses every call (`mode_chat`); otherwise a configured per-tool permission is this
+ * inspector's verdict for that tool (it is more specific than the mode); else `autonomous` allows,
+ * `smart` asks for calls that change state, `approve` asks for every call but
+ * `code_execution__list_tools`. Script and subagent tools count as read-only: their inner calls are judged one by one.
+ */
+import type { Config, Mode } from "../../config/schema.ts";
+import type { ToolDef } from "../../tool/tool.ts";
+import type { Verdict } from "../verdict.ts";
+import { toolConfigVerdict } from "./tool-config.ts";
+
+/** Tools that only run other calls (each judged by the gate): read-only for `smart`. */
+export function isReadOnlyForMode(def: Pick<ToolDef, "name" | "readOnly">, args: unknown): boolean {
+  if (def.name === "code_execution__execute" || def.name === "code_execution__list_tools" || def.name.startsWith("subagent__")) return true;
+  if (typeof def.readOnly === "function") {
+    try {
+      return def.readOnly(args) === true;
+    } catch {
+      return false;
+    }
+  }
+  return def.readOnly === true;
+}
+
+/** The mode/tool-config verdict for one call. */
+export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly">, args: unknown, mode: Mode, tools: Config["tools"]): Verdict {
+  if (mode === "chat") {
+    return { kind: "deny", inspector: "mode", code: "mode_chat", reason: `the session is in chat mode, which runs no tools; switch the session to smart, approve or autonomous mode to use ${def.name}` };
+  }
+  const configured = toolConfigVerdict(def.name, tools);
+  if (configured) return configured;
+  switch (mode) {
+    case "autonomous":
+      return { kind: "allow", inspector: "mode" };
+    case "approve":
+      if (def.name === "code_execution__list_tools") return { kind: "allow", inspector: "mode" };
+      return { kind: "ask", inspector: "mode", userProof: false, reason: `approve mode asks before every call (${def.name})` };
+    case "smart":
+      if (isReadOnlyForMode(def, args)) return { kind: "allow", inspector: "mode" };
+      return { kind: "ask", inspector: "mode", userProof: false, reason: `smart mode asks before calls that change state (${def.name})` };
+  }
+}

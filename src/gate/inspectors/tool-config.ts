@@ -1,0 +1,21 @@
+/**
+ * @module gate/inspectors/tool-config
+ * Per-tool permission from `config.tools[name].permission` (`allow | ask | deny`), keyed by airlock's tool name.
+ */
+import type { Config } from "../../config/schema.ts";
+import type { Verdict } from "../verdict.ts";
+
+/** The configured verdict for `name`, or null when the config says nothing about it. */
+export function toolConfigVerdict(name: string, tools: Config["tools"]): Verdict | null {
+  const p = tools[name]?.permission;
+  switch (p) {
+    case undefined:
+      return null;
+    case "allow":
+      return { kind: "allow", inspector: "tool_config" };
+    case "ask":
+      return { kind: "ask", inspector: "tool_config", userProof: false, reason: `config.tools.${name}.permission is "ask"` };
+    case "deny":
+      return { kind: "deny", inspector: "tool_config", code: "denied", reason: `config.tools.${name}.permission is "deny"; change it in airlock.yaml to use this tool` };
+  }
+}
