@@ -56,6 +56,12 @@ describe("airlock --version / --help", () => {
     expect(r.stdout).not.toContain("__sandbox-exec");
   });
 
+  test("`help run` prints the run command's help and exits 0", async () => {
+    const r = await airlock(["help", "run"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toStartWith("Usage: airlock run [options] [prompt]");
+  });
+
   test("run --help documents its flags, their choices and the exit codes", async () => {
     const r = await airlock(["run", "--help"]);
     expect(r.code).toBe(0);
