@@ -1,0 +1,64 @@
+/**
+ * @module scheduler/result
+ * The headless result object (SPEC §7) and the rules that derive its `status` and the exit code of
+ * `airlock run` (SPEC §2) from how the turn ended. Pure; shared by `airlock run`, the scheduler and tests.
+ */
+import { z } from "zod";
+import { EXIT } from "../errors.ts";
+
+/** One refused call of the run (direct, from a script, or from a subagent at any depth). */
+export const RefusedCallEntry = z.object({
+  tool: z.string(),
+  code: z.string(),
+  reason: z.string(),
+  session_id: z.string(),
+  call_id: z.string().optional(),
+  inspector: z.string().optional(),
+  from_script: z.boolean().optional(),
+});
+export type RefusedCallEntry = z.infer<typeof RefusedCallEntry>;
+
+export const ResultStatus = z.enum(["completed", "failed", "blocked", "cancelled"]);
+export type ResultStatus = z.infer<typeof ResultStatus>;
+
+/** SPEC §7. `result` is the final answer (null when there is none). */
+export const ResultObject = z.object({
+  session_id: z.string().nullable(),
+  status: ResultStatus,
+  result: z.string().nullable(),
+  tool_calls: z.number().int().min(0),
+  refused_calls: z.array(RefusedCallEntry),
+  error: z.object({ code: z.string(), message: z.string() }).passthrough().nullable(),
+  duration_ms: z.number().min(0),
+});
+export type ResultObject = z.infer<typeof ResultObject>;
+
+/**
+ * The status of a finished headless run.
+ *
+ * Rule (docs/recipes.md, "When is a run blocked"): a turn that was cancelled is `cancelled`. Otherwise the
+ * run is `blocked` when BOTH (a) the turn failed, or it completed with an empty or absent answer (after
+ * trimming whitespace), AND (b) at least one call anywhere in the run's session tree was refused with
+ * `no_human_surface`. Else a completed turn is `completed` and a failed one `failed`. A run that got
+ * refusals but still produced an answer is `completed`: the model went on without the person.
+ */
+export function headlessStatus(turn: { status: "completed" | "failed" | "cancelled"; answer?: string | null }, refused: readonly { code: string }[]): ResultStatus {
+  if (turn.status === "cancelled") return "cancelled";
+  const noAnswer = turn.status === "failed" || !turn.answer || turn.answer.trim() === "";
+  if (noAnswer && refused.some((r) => r.code === "no_human_surface")) return "blocked";
+  return turn.status;
+}
+
+/** Exit code of `airlock run` for a result status (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled. */
+export function exitCodeForStatus(status: ResultStatus): number {
+  switch (status) {
+    case "completed":
+      return EXIT.ok;
+    case "failed":
+      return EXIT.failed;
+    case "blocked":
+      return EXIT.blocked;
+    case "cancelled":
+      return EXIT.cancelled;
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * @module server/routes/schedules
+ * The scheduler's HTTP routes (SPEC §6): `GET/POST /schedules`, `DELETE /schedules/:id`,
+ * `POST /schedules/:id/run`, `GET /schedules/:id/runs` and `GET /runs/:id` (a run's result object, SPEC §7).
+ * Mounted behind the auth middleware by server/app.ts. Bodies are zod-validated (400 naming the path).
+ */
+import { readFileSync } from "node:fs";
+import { isAbsolute } from "node:path";
+import { Hono, type Context } from "hono";
+import { z } from "zod";
+import { formatZodIssues } from "../../config/load.ts";
+import { AirlockError, httpStatus, toAirlockError } from "../../errors.ts";
+import type { Scheduler } from "../../scheduler/scheduler.ts";
+import { schedulerFor, type SchedulerHost } from "../../scheduler/service.ts";
+import type { Run } from "../../scheduler/store.ts";
+
+/** `POST /schedules` body. Give the recipe's absolute path (read by the server) and/or its text. */
+export const NewScheduleBody = z.strictObject({
+  cron: z.string().min(1),
+  /** Absolute path of the recipe file; relative paths inside it resolve against its directory. */
+  recipe_path: z.string().min(1),
+  /** The recipe YAML; when absent the server reads `recipe_path`. */
+  recipe_text: z.string().min(1).optional(),
+  name: z.string().min(1).optional(),
+  params: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+});
+export type NewScheduleBody = z.infer<typeof NewScheduleBody>;
+
+/**
+ * A run as `GET /runs/:id` serves it: the headless result object (SPEC §7) at the top level once the run
+ * finished, plus `run_id`, `schedule_id`, `trigger`, `started_at`, `finished_at` and `reason`. While it goes on,
+ * or when it was skipped, `status` is `running` / `skipped` and `result` is null.
+ */
+export function runView(run: Run): Record<string, unknown> {
+  const base = {
+    session_id: run.session_id,
+    status: run.status,
+    result: null as unknown,
+    tool_calls: null as unknown,
+    refused_calls: [] as unknown[],
+    error: null as unknown,
+    duration_ms: null as unknown,
+  };
+  const obj = run.result ? { ...base, ...run.result } : base;
+  // The stored status wins over the result object's only for states the object cannot express.
+  if (run.status === "interrupted" || run.status === "skipped" || run.status === "running") obj.status = run.status;
+  return { ...obj, run_id: run.id, schedule_id: run.schedule_id, trigger: run.trigger, started_at: run.started_at, finished_at: run.finished_at, reason: run.reason };
+}
+
+function fail(c: Context, e: unknown): Response {
+  const err = toAirlockError(e);
+  const status = httpStatus(err.code) as 400;
+  return c.json({ error: err.code, message: err.message, ...err.details }, status);
+}
+
+async function jsonBody(c: Context): Promise<unknown> {
+  try {
+    return await c.req.json();
+  } catch {
+    throw new AirlockError("bad_request", "the request body is not valid JSON; send Content-Type: application/json with a JSON object");
+  }
+}
+
+/**
+ * The schedule routes over the runtime's scheduler (created and started on first use, stopped when the
+ * runtime closes; see scheduler/service.ts).
+ */
+export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedulerFor(rt)): Hono {
+  const app = new Hono();
+  app.onError((e, c) => fail(c, e));
+
+  app.get("/schedules", (c) => c.json({ schedules: scheduler.list() }));
+
+  app.post("/schedules", async (c) => {
+    const parsed = NewScheduleBody.safeParse(await jsonBody(c), { reportInput: true });
+    if (!parsed.success) {
+      const lines = formatZodIssues(parsed.error.issues, "body", { schema: NewScheduleBody });
+      throw new AirlockError("bad_request", lines.join("; "), { issues: lines });
+    }
+    const b = parsed.data;
+    if (!isAbsolute(b.recipe_path)) throw new AirlockError("bad_request", `body: recipe_path: expected an absolute path, got ${JSON.stringify(b.recipe_path)}`);
+    let text = b.recipe_text;
+    if (text === undefined) {
+      try {
+        text = readFileSync(b.recipe_path, "utf8");
+      } catch (e) {
+        throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); send recipe_text`);
+      }
+    }
+    const s = scheduler.add({ cron: b.cron, recipe_path: b.recipe_path, recipe_text: text, ...(b.name ? { name: b.name } : {}), ...(b.params ? { params: b.params } : {}) });
+    return c.json(s, 201);
+  });
+
+  app.get("/schedules/:id", (c) => {
+    const s = scheduler.get(c.req.param("id"));
+    if (!s) throw new AirlockError("not_found", `no schedule ${c.req.param("id")}; list schedules with GET /schedules`);
+    return c.json(s);
+  });
+
+  app.delete("/schedules/:id", (c) => {
+    const id = c.req.param("id");
+    if (!scheduler.remove(id)) throw new AirlockError("not_found", `no schedule ${id}; list schedules with GET /schedules`);
+    return c.json({ id, deleted: true });
+  });
+
+  app.post("/schedules/:id/run", (c) => {
+    const { run } = scheduler.fire(c.req.param("id"), "manual");
+    if (run.status === "skipped") {
+      return c.json({ error: "conflict", message: `${run.reason}; the fire was recorded as skipped (${run.id}); try again when it finished`, run: runView(run) }, 409);
+    }
+    return c.json(runView(run), 202);
+  });
+
+  app.get("/schedules/:id/runs", (c) => {
+    const limit = Number(c.req.query("limit") ?? 100);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new AirlockError("bad_request", "query: limit: expected an integer from 1 to 1000");
+    return c.json({ runs: scheduler.runs(c.req.param("id"), limit).map(runView) });
+  });
+
+  app.get("/runs/:id", (c) => {
+    const run = scheduler.run(c.req.param("id"));
+    if (!run) throw new AirlockError("not_found", `no run ${c.req.param("id")}; a schedule's runs are listed at GET /schedules/:id/runs`);
+    return c.json(runView(run));
+  });
+
+  return app;
+}
