@@ -1,0 +1,235 @@
+/**
+ * @module agent/loop
+ * One turn of the agent loop (SPEC §1): model call → tool calls through the gate → model call … until
+ * the model answers without tool calls, the turn is cancelled, it fails, or it hits `max_iterations`.
+ * The session is in the in-flight registry from the first line of the turn to a `finally`.
+ */
+import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
+import type { Bus } from "../bus/bus.ts";
+import { GateContext } from "../gate/context.ts";
+import { newId } from "../ids.ts";
+import type { Session, ToolCallRequest } from "../session/types.ts";
+import type { Store } from "../store/store.ts";
+import type { ToolOutcome, ToolSpec } from "../tool/tool.ts";
+import type { Inflight } from "./inflight.ts";
+import type { Provider } from "./providers/provider.ts";
+
+/** The part of the gate the loop needs (src/gate/gate.ts implements it). */
+export interface GateLike {
+  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string }): Promise<ToolOutcome>;
+}
+
+export type TurnStatus = "completed" | "failed" | "cancelled";
+
+/** How a turn ended; also the payload of `turn_finished` (plus `error`, `tool_calls`, `iterations`). */
+export interface TurnResult {
+  session_id: string;
+  turn_id: string;
+  status: TurnStatus;
+  /** The model's final text (completed turns), else null. */
+  answer: string | null;
+  error: { code: ErrorCode; message: string } | null;
+  /** Tool calls the model requested directly in this turn (script calls are counted by the gate's events). */
+  tool_calls: number;
+  /** Model calls made. */
+  iterations: number;
+}
+
+export interface LoopDeps {
+  store: Store;
+  bus: Bus;
+  inflight: Inflight;
+  gate: GateLike;
+  /** The session's provider; called inside the turn so a construction error (missing key) fails the turn. */
+  provider(): Provider;
+  system: string;
+  /** The roster offered to the model. */
+  tools(): Promise<ToolSpec[]>;
+  maxIterations: number;
+  model?: string | null;
+}
+
+export interface StartedTurn {
+  turnId: string;
+  /** Aborted when the turn is cancelled. */
+  signal: AbortSignal;
+  done: Promise<TurnResult>;
+}
+
+/**
+ * Starts a turn of `session` with `userMessage`. Synchronous up to the registration in the in-flight
+ * registry, so a concurrent second turn is refused at once.
+ * @param opts.parentSignal aborting it cancels this turn (a subagent follows its parent's cancellation).
+ * @throws AirlockError `session_busy` when the session already runs a turn.
+ * The returned `done` never rejects: failures are a `failed` TurnResult.
+ */
+export function startTurn(deps: LoopDeps, session: Session, userMessage: string, opts: { parentSignal?: AbortSignal } = {}): StartedTurn {
+  const { store, bus, inflight } = deps;
+  if (inflight.has(session.id)) {
+    throw new AirlockError("session_busy", `session ${session.id} is already running a turn; wait for turn_finished or POST /sessions/${session.id}/cancel`);
+  }
+  const controller = new AbortController();
+  const turn = store.startTurn(session.id);
+  inflight.register(session.id, turn.id, controller);
+  const signal = controller.signal;
+  const parent = opts.parentSignal;
+  let unlink = () => {};
+  if (parent) {
+    const onParentAbort = () => controller.abort(parent.reason ?? new AirlockError("cancelled", "the parent turn was cancelled"));
+    if (parent.aborted) onParentAbort();
+    else {
+      parent.addEventListener("abort", onParentAbort, { once: true });
+      unlink = () => parent.removeEventListener("abort", onParentAbort);
+    }
+  }
+  const done = runTurnBody(deps, session, turn.id, userMessage, signal).finally(unlink);
+  return { turnId: turn.id, signal, done };
+}
+
+async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, userMessage: string, signal: AbortSignal): Promise<TurnResult> {
+  const { store, bus, inflight } = deps;
+  const sid = session.id;
+  const result: TurnResult = { session_id: sid, turn_id: turnId, status: "completed", answer: null, error: null, tool_calls: 0, iterations: 0 };
+  /** Tool calls of the last assistant message still waiting for a result (answered on cancel/failure so the history stays valid). */
+  let unanswered: ToolCallRequest[] = [];
+  try {
+    bus.publish(sid, "turn_started", { session_id: sid, turn_id: turnId });
+    const user = store.appendMessage({ session_id: sid, turn_id: turnId, role: "user", content: userMessage });
+    bus.publish(sid, "message", { ...user }, { persisted: true });
+    const provider = deps.provider();
+    const tools = await deps.tools();
+    for (;;) {
+      throwIfAborted(signal);
+      if (result.iterations >= deps.maxIterations) {
+        throw new AirlockError(
+          "max_iterations",
+          `the turn made ${deps.maxIterations} model calls without a final answer; raise limits.max_iterations or give the model a narrower task`,
+        );
+      }
+      result.iterations++;
+      const mt = await provider.complete({
+        session: { id: sid, parent_session_id: session.parent_session_id, spawn_index: session.spawn_index },
+        ...(deps.model ? { model: deps.model } : {}),
+        system: deps.system,
+        messages: store.listMessages(sid),
+        tools,
+        signal,
+        onDelta: (text) => bus.publish(sid, "delta", { session_id: sid, turn_id: turnId, text }),
+      });
+      throwIfAborted(signal);
+      const calls = mt.tool_calls.map((c) => (c.id ? c : { ...c, id: newId("call") }));
+      const assistant = store.appendMessage({
+        session_id: sid,
+        turn_id: turnId,
+        role: "assistant",
+        content: mt.text,
+        ...(calls.length ? { tool_calls: calls } : {}),
+      });
+      bus.publish(sid, "message", { ...assistant }, { persisted: true });
+      if (calls.length === 0) {
+        result.answer = mt.text;
+        break;
+      }
+      unanswered = [...calls];
+      for (const call of calls) {
+        throwIfAborted(signal);
+        result.tool_calls++;
+        const outcome = await runCall(deps, sid, turnId, call, signal);
+        unanswered = unanswered.filter((c) => c !== call);
+        const msg = store.appendMessage({
+          session_id: sid,
+          turn_id: turnId,
+          role: "tool",
+          content: renderOutcome(outcome),
+          tool_call_id: call.id,
+          name: call.name,
+          is_error: !outcome.ok,
+        });
+        bus.publish(sid, "message", { ...msg }, { persisted: true });
+      }
+    }
+  } catch (e) {
+    const err = signal.aborted ? cancelError(signal) : toAirlockError(e, "internal");
+    result.status = err.code === "cancelled" ? "cancelled" : "failed";
+    result.error = { code: err.code, message: err.message };
+    result.answer = null;
+    if (err.code === "internal") console.error(`airlock: turn ${turnId} of ${sid} failed:`, e);
+  } finally {
+    try {
+      if (unanswered.length) answerUnanswered(deps, sid, turnId, unanswered, result);
+      store.finishTurn(turnId, result.status, { answer: result.answer, error: result.error ? `${result.error.code}: ${result.error.message}` : null });
+    } catch (e) {
+      console.error(`airlock: recording the end of turn ${turnId} failed:`, e);
+    }
+    inflight.unregister(sid, turnId);
+    if (result.error) bus.publish(sid, "error", { session_id: sid, turn_id: turnId, ...result.error });
+    bus.publish(sid, "turn_finished", {
+      session_id: sid,
+      turn_id: turnId,
+      status: result.status,
+      ...(result.answer !== null ? { answer: result.answer } : {}),
+      ...(result.error ? { error: result.error } : {}),
+    });
+  }
+  return result;
+}
+
+/** Runs one model-requested call through the gate inside its ALS calling context. Never throws. */
+async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal): Promise<ToolOutcome> {
+  if (call.invalid !== undefined) {
+    return {
+      ok: false,
+      error: {
+        code: "invalid_arguments",
+        message: `the arguments of ${call.name} were not valid JSON (${truncate(call.invalid, 200)}); call it again with a JSON object`,
+      },
+    };
+  }
+  try {
+    return await GateContext.provide({ sessionId: sid, turnId, callId: call.id }, () =>
+      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false }),
+    );
+  } catch (e) {
+    if (signal.aborted) return { ok: false, error: cancelError(signal).toJSON() };
+    const err = toAirlockError(e, "internal");
+    if (err.code === "internal") console.error(`airlock: tool call ${call.name} threw:`, e);
+    return { ok: false, error: err.toJSON() };
+  }
+}
+
+/** Tool results for calls a cancelled/failed turn never ran, so the next turn's history is valid for every provider. */
+function answerUnanswered(deps: LoopDeps, sid: string, turnId: string, calls: ToolCallRequest[], result: TurnResult): void {
+  const why = result.status === "cancelled" ? "the turn was cancelled before this call ran" : "the turn failed before this call ran";
+  const msgs = deps.store.appendMessages(
+    calls.map((c) => ({
+      session_id: sid,
+      turn_id: turnId,
+      role: "tool" as const,
+      content: JSON.stringify({ error: { code: result.status === "cancelled" ? "cancelled" : "internal", message: why } }),
+      tool_call_id: c.id,
+      name: c.name,
+      is_error: true,
+    })),
+  );
+  for (const m of msgs) deps.bus.publish(sid, "message", { ...m }, { persisted: true });
+}
+
+/** The tool message content the model sees: a string result as is, anything else as JSON; errors as `{"error": {...}}`. */
+export function renderOutcome(o: ToolOutcome): string {
+  if (o.ok) return typeof o.result === "string" ? o.result : (JSON.stringify(o.result) ?? "null");
+  return JSON.stringify({ error: o.error });
+}
+
+function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw cancelError(signal);
+}
+
+function cancelError(signal: AbortSignal): AirlockError {
+  const r = signal.reason;
+  if (r instanceof AirlockError) return r.code === "cancelled" ? r : new AirlockError("cancelled", r.message);
+  return new AirlockError("cancelled", "the turn was cancelled");
+}
+
+function truncate(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n)}…` : s;
+}

@@ -1,0 +1,70 @@
+/**
+ * @module agent/wiring
+ * The parts of the runtime built by other modules (gate, approvals, providers, host tools, code
+ * execution, MCP sources), gathered in one place so `runtime.ts` stays about lifecycle and policy.
+ */
+import type { Config } from "../config/schema.ts";
+import type { ProviderConfig } from "../config/schema.ts";
+import { AirlockError } from "../errors.ts";
+import type { Session } from "../session/types.ts";
+import type { ToolSource } from "../tool/registry.ts";
+import type { ToolDef } from "../tool/tool.ts";
+import type { GateLike } from "./loop.ts";
+import { hostTools } from "../tool/host-tools.ts";
+import { McpManager } from "../tool/mcp/index.ts";
+import { createProvider } from "./providers/index.ts";
+import type { Provider, ProviderOptions } from "./providers/provider.ts";
+import type { GateWiringDeps, Runtime } from "../runtime.ts";
+
+/** A refused call as the gate reports it (headless runs list them in `refused_calls`). */
+export interface RefusedCall {
+  session_id: string;
+  call_id: string;
+  tool: string;
+  code: string;
+  reason: string;
+  inspector?: string;
+  from_script: boolean;
+}
+
+/** The gate as the runtime uses it (src/gate/gate.ts). */
+export interface GateFull extends GateLike {
+  onRefused(l: (r: RefusedCall) => void): () => void;
+}
+
+/** The approvals store as the runtime and the API use it (src/approval/pending.ts). */
+export interface ApprovalsLike {
+  /** The cards homed or surfaced in this session (for the `snapshot` event). */
+  listForSession(sessionId: string): unknown[];
+  close?(): void | Promise<void>;
+}
+
+export interface Wired {
+  approvals: ApprovalsLike;
+  gate(deps: GateWiringDeps): GateFull;
+  tools: ToolDef[];
+  sources: ToolSource[];
+  /** Released on runtime close (MCP server processes). */
+  close(): Promise<void>;
+}
+
+/** Builds the default parts for a runtime whose store, bus, registry, permits and scripts exist. */
+export function wireDefaults(rt: Runtime): Wired {
+  const mcp = new McpManager({ config: rt.config as Config, defaultWorkspace: process.cwd() });
+  return {
+    approvals: { listForSession: () => [] },
+    gate() {
+      throw new AirlockError("internal", "the gate is not wired into this build");
+    },
+    tools: [...hostTools()],
+    sources: mcp.sources(),
+    close: () => mcp.close(),
+  };
+}
+
+/** Creates the provider for a provider config. @throws AirlockError `config_invalid` / `provider_auth`. */
+export function wireProvider(cfg: ProviderConfig, opts: ProviderOptions): Provider {
+  return createProvider(cfg, opts);
+}
+
+export type { Config, Session };

@@ -1,0 +1,53 @@
+/**
+ * @module server/app
+ * The Hono application (SPEC §6): host guard → body limit → bearer auth → routes; one error
+ * handler renders every failure as `{"error": CODE, "message": TEXT}` with the code's HTTP status.
+ */
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { version } from "../../package.json" with { type: "json" };
+import { AirlockError, httpStatus, toAirlockError } from "../errors.ts";
+import type { Runtime } from "../runtime.ts";
+import { bearerAuth } from "./middleware/auth.ts";
+import { hostGuard } from "./middleware/host.ts";
+import { sessionRoutes } from "./routes/sessions.ts";
+
+export interface AppOptions {
+  /** The configured `server.host` (accepted in `Host` headers besides loopback names). Default: the config's. */
+  host?: string;
+  /** SSE heartbeat period, ms (default 15 000). */
+  heartbeatMs?: number;
+  /** Extra route groups mounted behind auth (actions, schedules, runs), each a Hono app with full paths. */
+  extraRoutes?: Hono[];
+}
+
+/** Builds the API app for `rt`. */
+export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
+  const app = new Hono();
+  const host = opts.host ?? rt.config.server.host;
+
+  app.onError((err, c) => {
+    const e = toAirlockError(err);
+    if (e.code === "internal") console.error("airlock: request failed:", err);
+    const status = httpStatus(e.code) as 400;
+    return c.json({ error: e.code, ...e.details, message: e.message }, status);
+  });
+  app.notFound((c) => c.json({ error: "not_found", message: `no route ${c.req.method} ${c.req.path}; see docs/api.md` }, 404));
+
+  app.use("*", hostGuard(host));
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: rt.config.limits.max_body_bytes,
+      onError: () => {
+        throw new AirlockError("payload_too_large", `the request body is larger than limits.max_body_bytes (${rt.config.limits.max_body_bytes} bytes); send less`);
+      },
+    }),
+  );
+  app.use("*", bearerAuth(() => rt.tokens.apiToken));
+
+  app.get("/health", (c) => c.json({ status: "ok", version }));
+  app.route("/", sessionRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
+  for (const r of opts.extraRoutes ?? []) app.route("/", r);
+  return app;
+}

@@ -1,0 +1,134 @@
+/**
+ * @module server/routes/sessions
+ * Sessions over HTTP (SPEC §6): create, list, show, reply (SSE of the turn until `turn_finished`),
+ * observe (SSE opening with a `snapshot`, resumable with `Last-Event-ID`), cancel.
+ */
+import { Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import { z } from "zod";
+import type { BusEvent } from "../../bus/bus.ts";
+import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
+import type { Runtime } from "../../runtime.ts";
+import { SseWriter, untilClosed } from "../sse.ts";
+import { parseBody } from "../validate.ts";
+
+export const CreateSessionBody = z.strictObject({
+  workspace: z.string().min(1).optional(),
+  mode: Mode.optional(),
+  sandbox: SandboxPolicyName.optional(),
+  privacy: Privacy.optional(),
+  headless: z.boolean().optional(),
+  provider: z.enum(["openai", "anthropic", "scripted"]).optional(),
+  model: z.string().min(1).optional(),
+  parent_session_id: z.string().min(1).optional(),
+  title: z.string().max(200).optional(),
+});
+
+export const ReplyBody = z.strictObject({
+  message: z.string().min(1),
+});
+
+export interface SessionRoutesOptions {
+  heartbeatMs?: number;
+}
+
+/** The snapshot a late observer starts from: the session, its stored messages and the cards it may see. */
+export function snapshotOf(rt: Runtime, sessionId: string): Record<string, unknown> {
+  const session = rt.store.requireSession(sessionId);
+  return {
+    session,
+    messages: rt.store.listMessages(sessionId),
+    pending_actions: rt.approvals.listForSession(sessionId),
+    in_flight: rt.inflight.has(sessionId),
+  };
+}
+
+export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hono {
+  const app = new Hono();
+
+  app.post("/sessions", async (c) => {
+    const body = await parseBody(c, CreateSessionBody);
+    const session = rt.createSession(body);
+    return c.json(session, 201);
+  });
+
+  app.get("/sessions", (c) => {
+    const limit = Math.min(Math.max(Number(c.req.query("limit") ?? 200) || 200, 1), 1000);
+    return c.json({ sessions: rt.store.listSessions({ limit }) });
+  });
+
+  app.get("/sessions/:id", (c) => {
+    const id = c.req.param("id");
+    const session = rt.store.requireSession(id);
+    return c.json({ ...session, in_flight: rt.inflight.has(id), messages: rt.store.listMessages(id), turns: rt.store.listTurns(id) });
+  });
+
+  app.post("/sessions/:id/reply", async (c) => {
+    const id = c.req.param("id");
+    rt.store.requireSession(id);
+    const body = await parseBody(c, ReplyBody);
+    // Subscribe before starting so turn_started is not missed; a refused start (409) unsubscribes.
+    const early: BusEvent[] = [];
+    let sink: ((ev: BusEvent) => void) | null = null;
+    const unsubscribe = rt.bus.subscribe(id, (ev) => (sink ? sink(ev) : early.push(ev)));
+    let turnId: string;
+    try {
+      turnId = rt.startTurn(id, body.message).turnId;
+    } catch (e) {
+      unsubscribe();
+      throw e;
+    }
+    return streamSSE(c, async (stream) => {
+      const out = new SseWriter(stream, opts.heartbeatMs);
+      try {
+        await untilClosed(stream, (done) => {
+          const write = (ev: BusEvent) => {
+            out.event(ev);
+            if (ev.type === "turn_finished" && ev.data.turn_id === turnId) done();
+          };
+          for (const ev of early) write(ev);
+          sink = write;
+        });
+      } finally {
+        // The client leaving does not end the turn: it goes on and can be observed on /events.
+        unsubscribe();
+        await out.close();
+      }
+    });
+  });
+
+  app.get("/sessions/:id/events", (c) => {
+    const id = c.req.param("id");
+    rt.store.requireSession(id);
+    const lastHeader = c.req.header("last-event-id");
+    return streamSSE(c, async (stream) => {
+      const out = new SseWriter(stream, opts.heartbeatMs);
+      let unsubscribe = () => {};
+      try {
+        await untilClosed(stream, () => {
+          // Everything below runs in one tick: no event can fall between the replay/snapshot and the subscription.
+          unsubscribe = rt.bus.subscribe(id, (ev) => out.event(ev));
+          const last = lastHeader !== undefined && /^\d+$/.test(lastHeader.trim()) ? Number(lastHeader.trim()) : null;
+          const missed = last === null ? null : rt.bus.since(id, last);
+          if (missed) {
+            for (const ev of missed) out.event(ev);
+          } else {
+            out.raw("snapshot", rt.bus.lastId(id), snapshotOf(rt, id));
+          }
+        });
+      } finally {
+        unsubscribe();
+        await out.close();
+      }
+    });
+  });
+
+  app.post("/sessions/:id/cancel", (c) => {
+    const id = c.req.param("id");
+    rt.store.requireSession(id);
+    const cancelled = rt.cancel(id, "cancelled by POST /cancel");
+    return c.json({ session_id: id, cancelled });
+  });
+
+  return app;
+}

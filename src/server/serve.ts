@@ -1,0 +1,42 @@
+/**
+ * @module server/serve
+ * Binds the API with `Bun.serve` (`idleTimeout: 0`: SSE streams stay open; heartbeats keep proxies
+ * awake). The server is registered with the runtime, so `rt.close()` stops it.
+ */
+import type { Runtime } from "../runtime.ts";
+import { createApp, type AppOptions } from "./app.ts";
+
+export interface ServerHandle {
+  /** `http://HOST:PORT` with the actual port (useful with port 0). */
+  url: string;
+  hostname: string;
+  port: number;
+  /** Stops accepting and closes open connections (SSE streams included). Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the HTTP API for `rt` on `host:port` (port 0 = a free port).
+ * @throws the bind error (e.g. EADDRINUSE) as thrown by Bun.serve.
+ */
+export function startServer(rt: Runtime, opts: { host?: string; port?: number } & AppOptions = {}): ServerHandle {
+  const hostname = opts.host ?? rt.config.server.host;
+  const app = createApp(rt, { ...opts, host: hostname });
+  const server = Bun.serve({
+    hostname,
+    port: opts.port ?? rt.config.server.port,
+    fetch: app.fetch,
+    idleTimeout: 0,
+    // The body-limit middleware answers 413 with our JSON; this is the transport backstop.
+    maxRequestBodySize: rt.config.limits.max_body_bytes + 64 * 1024,
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await server.stop(true);
+  };
+  rt.onClose(stop);
+  const shownHost = hostname.includes(":") ? `[${hostname}]` : hostname;
+  return { url: `http://${shownHost}:${server.port}`, hostname, port: server.port!, stop };
+}

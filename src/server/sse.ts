@@ -1,0 +1,59 @@
+/**
+ * @module server/sse
+ * Writing bus events as Server-Sent Events (SPEC §6): `event:` = the event name, `id:` = the bus id
+ * (increasing per session), `data:` = the JSON payload; a comment heartbeat keeps idle streams open.
+ */
+import type { SSEStreamingApi } from "hono/streaming";
+import type { BusEvent } from "../bus/bus.ts";
+
+/** Heartbeat period of idle SSE streams, ms (SPEC §6: 15 s). */
+export const HEARTBEAT_MS = 15_000;
+
+/** Writes events in order, never twice and never backwards (ids at or below the last one written are dropped). */
+export class SseWriter {
+  private lastId = 0;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  /** Writes are chained: `writeSSE` resolves its data asynchronously, so unchained writes could reorder or land after close. */
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly stream: SSEStreamingApi,
+    heartbeatMs = HEARTBEAT_MS,
+  ) {
+    this.timer = setInterval(() => {
+      this.push(() => stream.write(": heartbeat\n\n"));
+    }, heartbeatMs);
+  }
+
+  /** Writes a bus event unless it was already written. */
+  event(ev: BusEvent): void {
+    if (ev.id <= this.lastId) return;
+    this.lastId = ev.id;
+    this.raw(ev.type, ev.id, ev.data);
+  }
+
+  /** Writes an event with an explicit id (the snapshot: id = the last bus id it covers). */
+  raw(type: string, id: number, data: unknown): void {
+    if (id > this.lastId) this.lastId = id;
+    const text = JSON.stringify(data);
+    this.push(() => this.stream.writeSSE({ event: type, id: String(id), data: text }));
+  }
+
+  private push(write: () => Promise<unknown>): void {
+    this.chain = this.chain.then(() => (this.stream.closed || this.stream.aborted ? undefined : write())).catch(() => {});
+  }
+
+  /** Stops the heartbeat and resolves when every queued write is done (call before the stream closes). */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.chain;
+  }
+}
+
+/** Resolves when the client goes away or `also` fires. */
+export function untilClosed(stream: SSEStreamingApi, also?: (done: () => void) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    stream.onAbort(resolve);
+    also?.(resolve);
+  });
+}
