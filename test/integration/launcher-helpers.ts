@@ -5,14 +5,15 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 
-/** Host pids whose command line contains `marker`. */
+/** Host pids running `sleep <marker>` (not the shells whose command text merely mentions it). */
 export function pidsWith(marker: string): number[] {
   const out: number[] = [];
   for (const name of readdirSync("/proc")) {
     const pid = Number(name);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(marker)) out.push(pid);
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      if (argv[0]?.split("/").pop() === "sleep" && argv[1] === marker) out.push(pid);
     } catch {
       // exited
     }
@@ -20,7 +21,7 @@ export function pidsWith(marker: string): number[] {
   return out;
 }
 
-/** Waits (polling /proc, no fixed sleep) until at least `n` processes carry `marker`; throws after `ms`. */
+/** Waits (polling /proc, no fixed sleep) until at least `n` processes run `sleep <marker>`; throws after `ms`. */
 export async function waitForPids(marker: string, n: number, ms = 5000): Promise<number[]> {
   const deadline = Date.now() + ms;
   for (;;) {
