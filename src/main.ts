@@ -177,21 +177,24 @@ export function buildProgram(done: (code: number) => void): Command {
     .summary("scheduled headless runs of recipes: add, list, remove, run now")
     .description("Recipes run headless on a cron schedule by `airlock serve`.")
     .addHelpText("after", examples(['airlock schedule add --cron "0 3 * * *" --recipe nightly.yaml --name nightly', "airlock schedule list", "airlock schedule run sch_0193…", "airlock schedule remove sch_0193…"]));
-  withJson(
-    withCommon(
-      schedule
-        .command("add")
-        .description("add a schedule")
-        .addOption(new Option("--cron <expr>", "cron expression, e.g. \"0 3 * * *\"").argParser(nonEmpty).makeOptionMandatory())
-        .addOption(new Option("--recipe <file>", "the recipe to run").argParser(nonEmpty).makeOptionMandatory())
-        .addOption(new Option("--name <name>", "a label (default: the recipe's name)").argParser(nonEmpty)),
+  withUrl(
+    withJson(
+      withCommon(
+        schedule
+          .command("add")
+          .description("add a schedule")
+          .addOption(new Option("--cron <expr>", "cron expression, e.g. \"0 3 * * *\" (6 fields = seconds first)").argParser(nonEmpty).makeOptionMandatory())
+          .addOption(new Option("--recipe <file>", "the recipe to run").argParser(nonEmpty).makeOptionMandatory())
+          .addOption(new Option("--name <name>", "a label (default: the recipe's name)").argParser(nonEmpty))
+          .addOption(new Option("--param <key=value>", "a recipe parameter stored with the schedule (repeatable)").argParser(collectParam).default({}, "none")),
+      ),
     ),
   ).action(async (opts) => done(await (await import("./cli/schedule.ts")).scheduleAdd(opts)));
-  withJson(withCommon(schedule.command("list").description("list schedules"))).action(async (opts) => done(await (await import("./cli/schedule.ts")).scheduleList(opts)));
-  withJson(withCommon(schedule.command("remove").description("remove a schedule").argument("<id>", "schedule id (sch_…)"))).action(async (id: string, opts) =>
+  withUrl(withJson(withCommon(schedule.command("list").description("list schedules")))).action(async (opts) => done(await (await import("./cli/schedule.ts")).scheduleList(opts)));
+  withUrl(withJson(withCommon(schedule.command("remove").description("remove a schedule").argument("<id>", "schedule id (sch_…)")))).action(async (id: string, opts) =>
     done(await (await import("./cli/schedule.ts")).scheduleRemove(id, opts)),
   );
-  withJson(withCommon(schedule.command("run").description("run a schedule's recipe now, headless, and print its result").argument("<id>", "schedule id (sch_…)"))).action(
+  withUrl(withJson(withCommon(schedule.command("run").description("run a schedule's recipe now, headless, wait, and print its result object").argument("<id>", "schedule id (sch_…)")))).action(
     async (id: string, opts) => done(await (await import("./cli/schedule.ts")).scheduleRun(id, opts)),
   );
 

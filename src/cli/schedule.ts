@@ -1,16 +1,20 @@
 /**
  * @module cli/schedule
  * `airlock schedule add | list | remove | run`: scheduled headless runs of recipes (SPEC §2, §6).
+ * Schedules live in the running `airlock serve`, so these commands talk HTTP to it: base URL from
+ * `--url`, else `$AIRLOCK_URL`, else the config's `server.host:port` (default http://127.0.0.1:7420).
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { AirlockError } from "../errors.ts";
+import { AirlockError, ERROR_CODES, type ErrorCode } from "../errors.ts";
 import type { CommonOptions } from "./context.ts";
 
 /** Options shared by the `schedule` subcommands. */
 export interface ScheduleOptions extends CommonOptions {
   /** `--json`: print JSON on stdout. */
   json?: boolean;
+  /** `--url URL`: the running server. */
+  url?: string;
 }
 
 /** Options of `airlock schedule add`. */
@@ -21,6 +25,8 @@ export interface ScheduleAddOptions extends ScheduleOptions {
   recipe: string;
   /** `--name NAME`: a label; default the recipe's `name`. */
   name?: string;
+  /** `--param KEY=VALUE` (repeatable): recipe parameters stored with the schedule. */
+  param?: Record<string, string>;
 }
 
 /**
@@ -41,40 +47,129 @@ export async function checkScheduleAdd(opts: ScheduleAddOptions): Promise<{ cron
   return { cron: opts.cron, recipePath };
 }
 
+/** A small authenticated JSON client for the running server. */
+interface Client {
+  base: string;
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, any> }>;
+}
+
+async function client(opts: ScheduleOptions): Promise<Client> {
+  const { resolveContext, serverUrl } = await import("./context.ts");
+  const { ensureTokens } = await import("../config/paths.ts");
+  const ctx = await resolveContext(opts);
+  const base = opts.url ? serverUrl(ctx, opts.url) : process.env.AIRLOCK_URL ? serverUrl(ctx, process.env.AIRLOCK_URL) : serverUrl(ctx);
+  const token = ensureTokens(ctx.dataDir).apiToken;
+  return {
+    base,
+    async call(method, path, body) {
+      let res: Response;
+      try {
+        res = await fetch(base + path, {
+          method,
+          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      } catch (e) {
+        throw new AirlockError("internal", `cannot reach airlock serve at ${base} (${(e as Error).message}); start it with 'airlock serve' or pass --url`);
+      }
+      const text = await res.text();
+      let parsed: Record<string, any>;
+      try {
+        parsed = JSON.parse(text) as Record<string, any>;
+      } catch {
+        throw new AirlockError("internal", `${method} ${base}${path} answered ${res.status} with a body that is not JSON; is --url pointing at airlock serve?`);
+      }
+      return { status: res.status, body: parsed };
+    },
+  };
+}
+
+/** Turns an API error body into an AirlockError with its own code (so exit codes follow `exitCodeFor`). */
+function apiError(r: { status: number; body: Record<string, any> }): AirlockError {
+  const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(r.body.error) ? (r.body.error as ErrorCode) : "internal";
+  const message = r.status === 401 ? `${r.body.message ?? "unauthorized"} (the API token in the data dir does not match the server's; pass the server's --data-dir)` : (r.body.message ?? `HTTP ${r.status}`);
+  return new AirlockError(code, message);
+}
+
 /**
- * Adds a schedule.
- * TODO(scheduler engineer): validate the recipe (`recipe_invalid` → exit 2), store the schedule, print its id.
+ * Adds a schedule: validates the flags, sends the recipe's path and text (the server validates the recipe
+ * and its parameters: `recipe_invalid` → exit 2), prints the new schedule's id (or JSON with `--json`).
  * @returns 0.
  */
 export async function scheduleAdd(opts: ScheduleAddOptions): Promise<number> {
-  const { resolveContext, notImplemented } = await import("./context.ts");
-  await checkScheduleAdd(opts);
-  await resolveContext(opts);
-  return notImplemented("schedule add");
+  const { writeStdout, writeJson } = await import("./output.ts");
+  const { recipePath } = await checkScheduleAdd(opts);
+  const { parseRecipe, resolveParams } = await import("../scheduler/recipe.ts");
+  const text = readFileSync(recipePath, "utf8");
+  resolveParams(parseRecipe(text, opts.recipe), opts.param ?? {}, opts.recipe); // fail fast, locally, with exit 2
+  const c = await client(opts);
+  const r = await c.call("POST", "/schedules", { cron: opts.cron, recipe_path: recipePath, recipe_text: text, ...(opts.name ? { name: opts.name } : {}), params: opts.param ?? {} });
+  if (r.status !== 201) throw apiError(r);
+  if (opts.json) writeJson(r.body);
+  else writeStdout(`${r.body.id}\n`);
+  return 0;
 }
 
-/** Lists schedules: id, name, cron, recipe, next run, last run status. TODO(scheduler engineer). */
+/** Lists schedules: id, name, cron, next fire, recipe (JSON with `--json`). @returns 0. */
 export async function scheduleList(opts: ScheduleOptions): Promise<number> {
-  const { resolveContext, notImplemented } = await import("./context.ts");
-  await resolveContext(opts);
-  return notImplemented("schedule list");
+  const { writeStdout, writeJson } = await import("./output.ts");
+  const c = await client(opts);
+  const r = await c.call("GET", "/schedules");
+  if (r.status !== 200) throw apiError(r);
+  const list = r.body.schedules as Record<string, any>[];
+  if (opts.json) {
+    writeJson(list);
+    return 0;
+  }
+  if (list.length === 0) {
+    writeStdout("no schedules; add one with: airlock schedule add --cron EXPR --recipe FILE\n");
+    return 0;
+  }
+  const rows = [["ID", "NAME", "CRON", "NEXT", "RUNNING", "RECIPE"], ...list.map((s) => [s.id, s.name, s.cron, s.next_fire_at ?? "-", s.running_run_id ?? "-", s.recipe_path])];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
+  writeStdout(rows.map((row) => row.map((cell, i) => String(cell).padEnd(widths[i]!)).join("  ").trimEnd()).join("\n") + "\n");
+  return 0;
 }
 
-/** Removes a schedule by id (`sch_…`). TODO(scheduler engineer). */
+/** Removes a schedule by id (`sch_…`); its run history stays readable. @returns 0. */
 export async function scheduleRemove(id: string, opts: ScheduleOptions): Promise<number> {
-  const { resolveContext, notImplemented } = await import("./context.ts");
-  await resolveContext(opts);
-  void id;
-  return notImplemented("schedule remove");
+  const { writeStdout, writeJson } = await import("./output.ts");
+  const c = await client(opts);
+  const r = await c.call("DELETE", `/schedules/${encodeURIComponent(id)}`);
+  if (r.status !== 200) throw apiError(r);
+  if (opts.json) writeJson(r.body);
+  else writeStdout(`removed ${id}\n`);
+  return 0;
 }
+
+/** How often `schedule run` asks the server whether the run finished, ms. */
+const POLL_MS = 200;
 
 /**
- * Runs a schedule's recipe now, headless, and prints its result object (SPEC §7).
- * TODO(scheduler engineer): exit code as for `airlock run` (0/1/3/130).
+ * Runs a schedule's recipe now, headless, waits for it and prints its result object (SPEC §7) as one
+ * JSON value on stdout. Exit code as for `airlock run`: 0 completed, 1 failed, 3 blocked, 130 cancelled;
+ * 1 when the run was skipped because the previous one is still going.
  */
 export async function scheduleRun(id: string, opts: ScheduleOptions): Promise<number> {
-  const { resolveContext, notImplemented } = await import("./context.ts");
-  await resolveContext(opts);
-  void id;
-  return notImplemented("schedule run");
+  const { writeJsonLine, writeStderr } = await import("./output.ts");
+  const { exitCodeForStatus } = await import("../scheduler/result.ts");
+  const c = await client(opts);
+  const r = await c.call("POST", `/schedules/${encodeURIComponent(id)}/run`);
+  if (r.status === 409) {
+    writeStderr(`airlock: ${r.body.message}\n`);
+    return 1;
+  }
+  if (r.status !== 202) throw apiError(r);
+  const runId = r.body.run_id as string;
+  writeStderr(`airlock: run ${runId} started (session ${r.body.session_id ?? "pending"})\n`);
+  let run = r.body;
+  while (run.status === "running") {
+    await Bun.sleep(POLL_MS);
+    const g = await c.call("GET", `/runs/${runId}`);
+    if (g.status !== 200) throw apiError(g);
+    run = g.body;
+  }
+  writeJsonLine(run);
+  if (run.status === "interrupted" || run.status === "skipped") return 1;
+  return exitCodeForStatus(run.status);
 }
