@@ -20,7 +20,7 @@ const confined: LaunchFn = launch;
 const skipsBwrap: LaunchFn = (o) => launch({ ...o, policy: "danger-full-access" });
 
 const config = Config.parse({});
-let server: ReturnType<typeof Bun.listen>;
+let server: Bun.TCPSocketListener<undefined>;
 let accepted = 0;
 const cleanup: string[] = [];
 
