@@ -93,7 +93,15 @@ function tree(pid: number): number[] {
   return [...out].filter((p) => parent.has(p));
 }
 
-const alive = (pid: number) => existsSync(`/proc/${pid}/stat`) && !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ");
+/** True while `pid` exists and is neither a zombie nor dead. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !["Z", "X"].includes(stat.slice(stat.lastIndexOf(")") + 2)[0]!);
+  } catch {
+    return false;
+  }
+}
 
 describe("McpManager with server-filesystem", () => {
   test("tools are listed as fs__* with the server's JSON Schema, readOnly from readOnlyHint, and the Claude alias", async () => {

@@ -166,7 +166,7 @@ export class McpServer {
     } catch (e) {
       if (signal?.aborted) throw cancelled();
       if (e instanceof McpError && e.code === McpErrorCode.RequestTimeout) {
-        this.recycle(conn, `no answer to ${tool} within ${this.opts.server.timeout_s} s`);
+        await this.recycle(conn, `no answer to ${tool} within ${this.opts.server.timeout_s} s`);
         throw new AirlockError(
           "mcp_timeout",
           `MCP server "${this.name}" did not answer ${tool} within ${this.opts.server.timeout_s} s (mcp_servers.${this.name}.timeout_s); ` +
@@ -219,12 +219,13 @@ export class McpServer {
     this.failures.push(Date.now());
   }
 
-  private recycle(conn: Connection, why: string): void {
+  /** Stops a misbehaving server (counted as a failure for backoff); resolves when its tree is gone. */
+  private async recycle(conn: Connection, why: string): Promise<void> {
     if (conn.byUs) return;
     this.markFailed(conn);
     this.opts.log(`[mcp:${this.name}] stopping the server: ${why}`);
     if (this.conn === conn) this.conn = undefined;
-    void this.stop(conn);
+    await this.stop(conn);
   }
 
   /** The live connection, starting the server when needed (honouring backoff; `wait: false` = do not wait for a delay). */

@@ -5,6 +5,7 @@
  * with exactly the environment we give it (the SDK's transport adds `SHELL` & co.), stderr as lines.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -129,12 +130,33 @@ export class ProcessTransport implements Transport {
     });
   }
 
-  /** Kills the process tree (no grace period: an MCP server holds no state airlock relies on). */
+  /**
+   * Kills the process tree (no grace period: an MCP server holds no state airlock relies on) and
+   * resolves once every process of it is gone (exited or a zombie awaiting its reaper; at most ~2 s).
+   */
   async close(): Promise<void> {
     const child = this.child;
     if (!child) return;
-    if (!this.exit && child.pid !== undefined) killTree(child.pid);
+    const pids = !this.exit && child.pid !== undefined ? killTree(child.pid) : [];
     await this.exited;
+    await waitGone(pids, 2000);
     this.buffer.clear();
   }
+}
+
+/** True while `pid` exists and is not a zombie. */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+/** Polls /proc until none of `pids` runs (SIGKILL is delivered asynchronously), or `maxMs` passed. */
+async function waitGone(pids: number[], maxMs: number): Promise<void> {
+  const until = Date.now() + maxMs;
+  while (pids.some(running) && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
 }
