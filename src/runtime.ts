@@ -342,11 +342,7 @@ class AirlockRuntime implements Runtime {
       }
     }
     await this.registry.close();
-    try {
-      await (this.approvals as { close?: () => void | Promise<void> }).close?.();
-    } catch (e) {
-      console.error("airlock: closing approvals failed:", e);
-    }
+    this.approvals.close();
     await this.scripts.close();
     this.store.close();
   }

@@ -10,6 +10,7 @@ import type { Session } from "../session/types.ts";
 import type { ToolSource } from "../tool/registry.ts";
 import type { ToolDef } from "../tool/tool.ts";
 import type { GateLike } from "./loop.ts";
+import { Approvals } from "../approval/pending.ts";
 import { hostTools } from "../tool/host-tools.ts";
 import { McpManager } from "../tool/mcp/index.ts";
 import { createProvider } from "./providers/index.ts";
@@ -32,12 +33,8 @@ export interface GateFull extends GateLike {
   onRefused(l: (r: RefusedCall) => void): () => void;
 }
 
-/** The approvals store as the runtime and the API use it (src/approval/pending.ts). */
-export interface ApprovalsLike {
-  /** The cards homed or surfaced in this session (for the `snapshot` event). */
-  listForSession(sessionId: string): unknown[];
-  close?(): void | Promise<void>;
-}
+/** The approvals store (src/approval/pending.ts). */
+export type ApprovalsLike = Approvals;
 
 export interface Wired {
   approvals: ApprovalsLike;
@@ -52,7 +49,7 @@ export interface Wired {
 export function wireDefaults(rt: Runtime): Wired {
   const mcp = new McpManager({ config: rt.config as Config, defaultWorkspace: process.cwd() });
   return {
-    approvals: { listForSession: () => [] },
+    approvals: new Approvals({ store: rt.store, bus: rt.bus, inflight: rt.inflight, approverToken: () => rt.tokens.approverToken }),
     gate() {
       throw new AirlockError("internal", "the gate is not wired into this build");
     },

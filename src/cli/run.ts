@@ -49,19 +49,70 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
 }
 
 /**
- * Runs one turn.
- * TODO(agent-loop engineer): load the recipe (`recipe_invalid` → exit 2), merge overrides, open the store,
- * create a session (headless per flag), run the turn, print per `outputFormat` on stdout only
- * (`writeStdout` / `writeJsonLine` from ./output.ts), and map the outcome to the exit code:
- * 0 completed, 1 failed, 3 blocked (`no_human_surface` and the model could not go on), 130 on SIGINT.
- * PROMPT absent and no recipe: read stdin only when it is not a TTY, and never block on it.
- * @returns the exit code (SPEC §2).
+ * Runs one turn: recipe (if any) → config overrides (recipe, then flags) → one runtime in-process →
+ * a root session in `--workspace` (default the cwd) → `runOnce` → stdout per `outputFormat`:
+ * `text` the answer; `json` one result object (SPEC §7); `stream-json` one NDJSON line per event
+ * (`{"type": <event>, ...payload}`) ending with `{"type": "result", ...result}`. Everything else goes
+ * to stderr. PROMPT absent and no recipe: stdin is read only when it is not a TTY.
+ * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT).
+ * @throws AirlockError `usage` (no prompt), `recipe_invalid`, `config_invalid` → exit 2 via main.ts.
  */
 export async function run(prompt: string | undefined, opts: RunOptions): Promise<number> {
-  const { resolveContext, notImplemented } = await import("./context.ts");
+  const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
+  const { AirlockError } = await import("../errors.ts");
+  const { writeStdout, writeJsonLine, writeStderr } = await import("./output.ts");
   const ctx = await resolveContext(opts);
-  mergeConfig(ctx.config, flagOverrides(opts), "command line");
-  void prompt;
-  return notImplemented("run");
+  let config = ctx.config;
+  let workspace = opts.workspace;
+  if (opts.recipe) {
+    const { loadRecipe, prepareRecipe } = await import("../scheduler/recipe.ts");
+    const loaded = loadRecipe(opts.recipe);
+    const prepared = prepareRecipe(loaded, opts.param, opts.recipe);
+    config = mergeConfig(config, prepared.overrides, `recipe ${opts.recipe}`);
+    prompt ??= prepared.prompt;
+    workspace ??= prepared.workspace;
+  }
+  config = mergeConfig(config, flagOverrides(opts), "command line");
+  if (prompt === undefined || prompt === "") {
+    if (process.stdin.isTTY) {
+      throw new AirlockError("usage", "airlock run: no prompt; pass PROMPT, --recipe FILE, or pipe the prompt on stdin");
+    }
+    prompt = (await Bun.stdin.text()).trim();
+    if (!prompt) throw new AirlockError("usage", "airlock run: no prompt (stdin was empty); pass PROMPT or --recipe FILE");
+  }
+  const { createRuntime } = await import("../runtime.ts");
+  const { runOnce } = await import("../agent/run-once.ts");
+  const { exitCodeForStatus } = await import("../scheduler/result.ts");
+  const rt = createRuntime({ config, configDir: ctx.configDir, dataDir: ctx.dataDir });
+  const ac = new AbortController();
+  const onSigint = () => {
+    writeStderr("airlock: cancelling (SIGINT)\n");
+    ac.abort();
+  };
+  process.on("SIGINT", onSigint);
+  try {
+    const result = await runOnce(rt, {
+      prompt,
+      headless: opts.headless,
+      workspace: workspace ?? process.cwd(),
+      signal: ac.signal,
+      onEvent(ev) {
+        if (opts.outputFormat === "stream-json") writeJsonLine({ type: ev.type, ...ev.data });
+        else if (ev.type === "tool_request") writeStderr(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${String(ev.data.tool)}\n`);
+        else if (ev.type === "tool_result" && ev.data.ok === false) {
+          const err = ev.data.error as { code?: string; message?: string } | undefined;
+          writeStderr(`airlock: ✗ ${String(ev.data.tool)}: ${err?.code}: ${err?.message}\n`);
+        }
+      },
+    });
+    if (opts.outputFormat === "json") writeJsonLine(result);
+    else if (opts.outputFormat === "stream-json") writeJsonLine({ type: "result", ...result });
+    else if (result.result !== null) writeStdout(result.result.endsWith("\n") ? result.result : `${result.result}\n`);
+    if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code}: ${result.error.message}\n`);
+    return exitCodeForStatus(result.status);
+  } finally {
+    process.off("SIGINT", onSigint);
+    await rt.close();
+  }
 }

@@ -14,19 +14,41 @@ export interface ServeOptions extends CommonOptions {
 }
 
 /**
- * Runs the server until it is stopped.
- * TODO(server engineer): open the store in `ctx.dataDir`, `ensureTokens(ctx.dataDir)`, build the Hono app,
- * `Bun.serve({hostname, port})`, print `listening on http://HOST:PORT` to stderr (the actual port when 0),
- * start the scheduler, and on SIGINT/SIGTERM drain and return 0.
- * @returns the exit code (0 after a clean stop).
- * @throws AirlockError `usage` / `config_invalid` for a bad data dir or config.
+ * Runs the server until SIGINT/SIGTERM: one runtime on the data dir (turns a previous process left
+ * running are marked `interrupted`), the HTTP API on `host:port`, the scheduler. Prints
+ * `airlock: listening on http://HOST:PORT` (the actual port when 0) on stderr.
+ * @returns 0 after a clean stop.
+ * @throws AirlockError `usage` / `config_invalid` for a bad data dir or config; the bind error when the port is taken.
  */
 export async function serve(opts: ServeOptions): Promise<number> {
-  const { resolveContext, notImplemented } = await import("./context.ts");
+  const { resolveContext } = await import("./context.ts");
+  const { writeStderr } = await import("./output.ts");
+  const { createRuntime } = await import("../runtime.ts");
+  const { startServer } = await import("../server/serve.ts");
   const ctx = await resolveContext(opts);
   const host = opts.host ?? ctx.config.server.host;
   const port = opts.port ?? ctx.config.server.port;
-  void host;
-  void port;
-  return notImplemented("serve");
+  const rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, dataDir: ctx.dataDir });
+  let server;
+  try {
+    server = startServer(rt, { host, port });
+  } catch (e) {
+    await rt.close();
+    throw e;
+  }
+  writeStderr(`airlock: listening on ${server.url} (data dir ${ctx.dataDir}; API token in ${rt.tokens.apiTokenPath})\n`);
+  await new Promise<void>((resolve) => {
+    const stop = (sig: string) => {
+      writeStderr(`airlock: ${sig}: stopping\n`);
+      process.off("SIGINT", onInt);
+      process.off("SIGTERM", onTerm);
+      resolve();
+    };
+    const onInt = () => stop("SIGINT");
+    const onTerm = () => stop("SIGTERM");
+    process.on("SIGINT", onInt);
+    process.on("SIGTERM", onTerm);
+  });
+  await rt.close();
+  return 0;
 }

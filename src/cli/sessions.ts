@@ -10,26 +10,89 @@ export interface SessionsOptions extends CommonOptions {
   json?: boolean;
 }
 
-/**
- * Lists sessions (newest first): id, created, mode, sandbox, headless, parent, title/first prompt.
- * TODO(store engineer): read `<dataDir>/airlock.db` (read-only is enough; WAL lets a running server keep writing).
- * @returns 0.
- */
-export async function sessionsList(opts: SessionsOptions): Promise<number> {
-  const { resolveContext, notImplemented } = await import("./context.ts");
-  await resolveContext(opts);
-  return notImplemented("sessions list");
+/** Opens the store of the data dir (WAL: a running server may keep writing). */
+async function openStore(opts: SessionsOptions) {
+  const { resolveContext } = await import("./context.ts");
+  const { Store } = await import("../store/store.ts");
+  const { join } = await import("node:path");
+  const ctx = await resolveContext(opts);
+  return Store.open(join(ctx.dataDir, "airlock.db"));
 }
 
 /**
- * Shows one session with its messages.
- * TODO(store engineer): unknown id → AirlockError("session_not_found", …) (exit 1).
- * @param id a session id (`ses_…`).
+ * Lists sessions (newest first): id, created, mode, sandbox, headless, parent, title/first prompt.
+ * `--json` prints `{"sessions": [...]}` on stdout.
  * @returns 0.
  */
+export async function sessionsList(opts: SessionsOptions): Promise<number> {
+  const { writeStdout, writeJson } = await import("./output.ts");
+  const store = await openStore(opts);
+  try {
+    const sessions = store.listSessions({ limit: 1000 });
+    if (opts.json) {
+      writeJson({ sessions });
+      return 0;
+    }
+    if (sessions.length === 0) {
+      writeStdout("no sessions\n");
+      return 0;
+    }
+    const rows = sessions.map((s) => {
+      const first = s.title ?? store.listMessages(s.id).find((m) => m.role === "user")?.content ?? "";
+      const last = store.listTurns(s.id).at(-1);
+      return [s.id, s.created_at.replace("T", " ").slice(0, 19), s.mode, s.sandbox, s.headless ? "headless" : "-", last?.status ?? "-", s.parent_session_id ?? "-", oneLine(first, 50)];
+    });
+    writeStdout(table(["ID", "CREATED", "MODE", "SANDBOX", "HEADLESS", "LAST TURN", "PARENT", "TITLE"], rows));
+    return 0;
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Shows one session with its turns and messages (`--json`: `{session, turns, messages}`).
+ * @param id a session id (`ses_…`).
+ * @returns 0.
+ * @throws AirlockError `session_not_found` (exit 1).
+ */
 export async function sessionsShow(id: string, opts: SessionsOptions): Promise<number> {
-  const { resolveContext, notImplemented } = await import("./context.ts");
-  await resolveContext(opts);
-  void id;
-  return notImplemented("sessions show");
+  const { writeStdout, writeJson } = await import("./output.ts");
+  const store = await openStore(opts);
+  try {
+    const session = store.requireSession(id);
+    const turns = store.listTurns(id);
+    const messages = store.listMessages(id);
+    if (opts.json) {
+      writeJson({ session, turns, messages });
+      return 0;
+    }
+    let out = `session ${session.id}\n`;
+    out += `  workspace ${session.workspace}\n  mode ${session.mode}, sandbox ${session.sandbox}, privacy ${session.privacy}${session.headless ? ", headless" : ""}\n`;
+    out += `  provider ${session.provider}${session.model ? ` (${session.model})` : ""}\n`;
+    if (session.parent_session_id) out += `  parent ${session.parent_session_id}\n`;
+    for (const t of turns) out += `  turn ${t.id}: ${t.status}${t.error ? ` — ${t.error}` : ""}\n`;
+    out += "\n";
+    for (const m of messages) {
+      if (m.role === "tool") out += `[tool ${m.name ?? ""}${m.is_error ? " error" : ""}] ${oneLine(m.content, 400)}\n`;
+      else {
+        if (m.content) out += `[${m.role}] ${m.content}\n`;
+        for (const c of m.tool_calls ?? []) out += `[${m.role} → ${c.name}] ${oneLine(JSON.stringify(c.arguments), 400)}\n`;
+      }
+    }
+    writeStdout(out);
+    return 0;
+  } finally {
+    store.close();
+  }
+}
+
+function oneLine(s: string, max: number): string {
+  const t = s.replace(/\s+/g, " ").trim();
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  return [line(head), ...rows.map(line)].join("\n") + "\n";
 }

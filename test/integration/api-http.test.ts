@@ -38,11 +38,11 @@ describe("api auth and host guard", () => {
     h = await startHarness({ parts: { gate: passThroughGate } });
     const health = await fetch(`${h.url}/health`);
     expect(health.status).toBe(200);
-    expect(await health.json()).toMatchObject({ status: "ok" });
+    expect((await health.json()) as any).toMatchObject({ status: "ok" });
     for (const auth of [undefined, "Bearer wrong-token", `Basic ${h.token}`, `Bearer ${h.token}x`]) {
       const res = await fetch(`${h.url}/sessions`, { headers: auth ? { authorization: auth } : {} });
       expect(res.status).toBe(401);
-      expect((await res.json()).error).toBe("unauthorized");
+      expect(((await res.json()) as any).error).toBe("unauthorized");
     }
     expect((await h.api("/sessions")).status).toBe(200);
   });
@@ -52,7 +52,7 @@ describe("api auth and host guard", () => {
     for (const host of ["evil.example", "evil.example:7420", "127.0.0.1.evil.example", "localhost.evil.example"]) {
       const res = await h.api("/sessions", { headers: { host } });
       expect(res.status).toBe(421);
-      expect(await res.json()).toMatchObject({ error: "forbidden_host" });
+      expect((await res.json()) as any).toMatchObject({ error: "forbidden_host" });
       // also before auth, and on /health
       expect((await fetch(`${h.url}/health`, { headers: { host } })).status).toBe(421);
     }
@@ -67,19 +67,19 @@ describe("api body validation", () => {
     h = await startHarness({ parts: { gate: passThroughGate } });
     const bad = await h.api("/sessions", { method: "POST", json: { mode: "yolo" } });
     expect(bad.status).toBe(400);
-    const body = await bad.json();
+    const body = (await bad.json()) as any;
     expect(body.error).toBe("bad_request");
     expect(body.message).toContain("mode");
     const unknown = await h.api("/sessions", { method: "POST", json: { modee: "smart" } });
     expect(unknown.status).toBe(400);
-    expect((await unknown.json()).message).toContain("modee");
+    expect(((await unknown.json()) as any).message).toContain("modee");
     const notJson = await h.api("/sessions", { method: "POST", body: "{nope", headers: { "content-type": "application/json" } });
     expect(notJson.status).toBe(400);
-    expect((await notJson.json()).message).toContain("not valid JSON");
+    expect(((await notJson.json()) as any).message).toContain("not valid JSON");
     const s = await h.createSession();
     const noMsg = await h.api(`/sessions/${s.id}/reply`, { method: "POST", json: {} });
     expect(noMsg.status).toBe(400);
-    expect((await noMsg.json()).message).toContain("message");
+    expect(((await noMsg.json()) as any).message).toContain("message");
     const missingWs = await h.api("/sessions", { method: "POST", json: { workspace: "/no/such/dir" } });
     expect(missingWs.status).toBe(400);
     expect((await h.api("/sessions/ses_nope")).status).toBe(404);
@@ -90,18 +90,18 @@ describe("api body validation", () => {
     const s = await h.createSession();
     const res = await h.api(`/sessions/${s.id}/reply`, { method: "POST", json: { message: "x".repeat(5000) } });
     expect(res.status).toBe(413);
-    expect((await res.json()).error).toBe("payload_too_large");
+    expect(((await res.json()) as any).error).toBe("payload_too_large");
   });
 
   test("a private session is refused with a non-loopback provider and a child cannot change tier", async () => {
     h = await startHarness({ config: { provider: { name: "openai", base_url: "https://api.example.com/v1" } }, parts: { gate: passThroughGate } });
     const res = await h.api("/sessions", { method: "POST", json: { workspace: h.workspace, privacy: "private" } });
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toBe("privacy_violation");
+    expect(((await res.json()) as any).error).toBe("privacy_violation");
     const parent = await h.createSession();
     const child = await h.api("/sessions", { method: "POST", json: { parent_session_id: parent.id, privacy: "private" } });
     expect(child.status).toBe(400);
-    expect((await child.json()).error).toBe("privacy_violation");
+    expect(((await child.json()) as any).error).toBe("privacy_violation");
   });
 });
 
@@ -117,9 +117,9 @@ describe("api turns", () => {
     expect(h.rt.inflight.has(s.id)).toBe(true);
     const second = await h.api(`/sessions/${s.id}/reply`, { method: "POST", json: { message: "two" } });
     expect(second.status).toBe(409);
-    expect((await second.json()).error).toBe("session_busy");
+    expect(((await second.json()) as any).error).toBe("session_busy");
     const cancel = await h.api(`/sessions/${s.id}/cancel`, { method: "POST" });
-    expect(await cancel.json()).toEqual({ session_id: s.id, cancelled: true });
+    expect((await cancel.json()) as any).toEqual({ session_id: s.id, cancelled: true });
     const fin = await first.waitFor((e) => e.event === "turn_finished");
     expect(fin.data.status).toBe("cancelled");
     expect(h.rt.inflight.has(s.id)).toBe(false);

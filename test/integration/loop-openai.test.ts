@@ -51,7 +51,7 @@ describe("loop with the openai provider", () => {
     expect(fake.requests[0].tools.map((t: any) => t.function.name)).toContain("subagent__spawn");
     expect(fake.requests[0].messages[0].role).toBe("system");
     // stored
-    const got = await (await h.api(`/sessions/${s.id}`)).json();
+    const got = (await (await h.api(`/sessions/${s.id}`)).json()) as any;
     expect(got.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(got.turns[0].status).toBe("completed");
     expect(h.rt.inflight.has(s.id)).toBe(false);

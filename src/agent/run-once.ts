@@ -1,0 +1,133 @@
+/**
+ * @module agent/run-once
+ * One prompt, one root session, one turn, one result object (SPEC §7): the core of `airlock run`,
+ * reusable by the scheduler. Refused calls are collected from the gate for the run's session tree.
+ */
+import type { BusEvent } from "../bus/bus.ts";
+import type { ConfigOverrides } from "../config/load.ts";
+import type { Mode, SandboxPolicyName } from "../config/schema.ts";
+import { AirlockError } from "../errors.ts";
+import type { Runtime } from "../runtime.ts";
+import { headlessStatus, type RefusedCallEntry, type ResultObject } from "../scheduler/result.ts";
+import { rootOf } from "../session/graph.ts";
+
+export type { ResultObject };
+
+export interface RunOnceInput {
+  prompt: string;
+  /** No person can answer: asks are refused at once (`no_human_surface`). */
+  headless: boolean;
+  mode?: Mode;
+  sandbox?: SandboxPolicyName;
+  /** Workspace folder (must exist). */
+  workspace: string;
+  provider?: string;
+  model?: string;
+  /** Config overrides for this run's session tree only (a recipe's hooks/mode/provider). */
+  overrides?: ConfigOverrides;
+  /** Aborting it cancels the turn and its descendants; the result is `cancelled`. */
+  signal?: AbortSignal;
+  /** Called once the root session exists. */
+  onSession?(sessionId: string): void;
+  /** Every bus event of the run's session tree, in publish order. */
+  onEvent?(ev: BusEvent): void;
+}
+
+/** How long a finished run waits for background subagents it cancelled, ms. */
+const DRAIN_MS = 5_000;
+
+/**
+ * Runs one turn in a new root session and returns the result object. Expected failures (provider
+ * errors, refusals, cancellation) are results.
+ * @throws AirlockError `bad_request` (missing workspace), `privacy_violation`, `config_invalid` (bad overrides).
+ */
+export async function runOnce(rt: Runtime, input: RunOnceInput): Promise<ResultObject> {
+  const started = Date.now();
+  const o = input.overrides ?? {};
+  const mode = input.mode ?? o.mode;
+  const sandbox = input.sandbox ?? o.sandbox;
+  const provider = input.provider ?? o.provider?.name;
+  const model = input.model ?? o.provider?.model;
+  const session = rt.createSession({
+    headless: input.headless,
+    workspace: input.workspace,
+    ...(mode ? { mode } : {}),
+    ...(sandbox ? { sandbox } : {}),
+    ...(provider ? { provider } : {}),
+    ...(model ? { model } : {}),
+    title: input.prompt.slice(0, 80),
+  });
+  const root = session.id;
+  input.onSession?.(root);
+  if (Object.keys(o).length > 0) rt.setRunOverrides(root, o);
+
+  const member = new Map<string, boolean>([[root, true]]);
+  const inTree = (id: string): boolean => {
+    let m = member.get(id);
+    if (m === undefined) {
+      try {
+        m = rootOf(rt.store, id) === root;
+      } catch {
+        m = false;
+      }
+      member.set(id, m);
+    }
+    return m;
+  };
+  const refused: RefusedCallEntry[] = [];
+  const offRefused = rt.gate.onRefused((r) => {
+    if (!inTree(r.session_id)) return;
+    refused.push({
+      tool: r.tool,
+      code: r.code,
+      reason: r.reason,
+      session_id: r.session_id,
+      call_id: r.call_id,
+      from_script: r.from_script,
+      ...(r.inspector ? { inspector: r.inspector } : {}),
+    });
+  });
+  const offEvents = input.onEvent ? rt.bus.subscribeAll((ev) => inTree(ev.session_id) && input.onEvent!(ev)) : () => {};
+  const onAbort = () => rt.cancel(root, "the run was cancelled");
+  try {
+    if (input.signal?.aborted) {
+      return {
+        session_id: root,
+        status: "cancelled",
+        result: null,
+        tool_calls: 0,
+        refused_calls: [],
+        error: new AirlockError("cancelled", "the run was cancelled before its turn started").toJSON(),
+        duration_ms: Date.now() - started,
+      };
+    }
+    input.signal?.addEventListener("abort", onAbort, { once: true });
+    const turn = await rt.runTurn(root, input.prompt);
+    await endBackgroundChildren(rt, root, inTree);
+    const status = headlessStatus(turn, refused);
+    let error: ResultObject["error"] = turn.error;
+    if (status === "blocked" && !error) {
+      error = new AirlockError(
+        "no_human_surface",
+        `the run ended without an answer after ${refused.length} call(s) were refused because no person could approve them; see refused_calls, then allow those calls (mode, hooks, tools config) or run with a person watching`,
+      ).toJSON();
+    }
+    return { session_id: root, status, result: turn.answer, tool_calls: turn.tool_calls, refused_calls: refused, error, duration_ms: Date.now() - started };
+  } finally {
+    input.signal?.removeEventListener("abort", onAbort);
+    offRefused();
+    offEvents();
+    rt.clearRunOverrides(root);
+  }
+}
+
+/** Background subagents still running when the root turn ended are cancelled; waits (bounded) for them. */
+async function endBackgroundChildren(rt: Runtime, root: string, inTree: (id: string) => boolean): Promise<void> {
+  const live = rt.inflight.sessions().filter((id) => id !== root && inTree(id));
+  if (live.length === 0) return;
+  for (const id of live) rt.cancel(id, "the run's root turn ended");
+  const waits = [...rt.background.entries()].filter(([id]) => inTree(id)).map(([, p]) => p);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([Promise.allSettled(waits), new Promise((r) => (timer = setTimeout(r, DRAIN_MS)))]);
+  clearTimeout(timer);
+}
