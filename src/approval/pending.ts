@@ -1,0 +1,281 @@
+/**
+ * @module approval/pending
+ * Cards: pending "may this call run?" questions (SPEC §5). Parking records and publishes a card in
+ * one synchronous step to each of its surfaces (home, plus the root of its chain); it resolves by a
+ * decision from a surface (authority.ts), by its TTL (`expired`), or is withdrawn when its turn ends
+ * or is cancelled (`cancelled`). Cards are ephemeral and `user_only`: never stored in a conversation.
+ */
+import { z } from "zod";
+import type { Bus } from "../bus/bus.ts";
+import type { Inflight, InflightTurn } from "../agent/inflight.ts";
+import { AirlockError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { Store } from "../store/store.ts";
+import { checkAuthority, type Decision } from "./authority.ts";
+import { surfacesFor } from "./relay.ts";
+
+/** The card as published in `action_required` and listed by `GET /sessions/:id/actions` (SPEC §5). */
+export const Card = z.object({
+  request_id: z.string(),
+  home_session_id: z.string(),
+  surfaced_in: z.string(),
+  tool: z.string(),
+  arguments: z.unknown(),
+  inspector: z.string(),
+  reason: z.string(),
+  requires_user_proof: z.boolean(),
+  expires_at: z.string(),
+  user_only: z.literal(true),
+});
+export type Card = z.infer<typeof Card>;
+
+/** How a card ended. `decided_in`: the session the decision was posted from. */
+export interface CardOutcome {
+  request_id: string;
+  decision: Decision | "expired" | "cancelled";
+  decided_in?: string;
+  reason?: string;
+}
+
+export interface ParkInput {
+  homeSessionId: string;
+  turnId: string;
+  callId: string;
+  tool: string;
+  arguments: unknown;
+  inspector: string;
+  reason: string;
+  requiresUserProof: boolean;
+  /** Seconds before the card expires (→ deny, `expired`). */
+  ttlSeconds: number;
+  /** The turn's abort signal: aborting withdraws the card (`cancelled`). */
+  signal?: AbortSignal;
+}
+
+/** Who posts a decision: the session it is posted from, the approver token (if any), a label for the audit log. */
+export interface DecisionFrom {
+  sessionId: string;
+  approverToken?: string | null;
+  actor?: string;
+  reason?: string;
+}
+
+export type ResolveResult = { ok: true; outcome: CardOutcome } | { ok: false; error: AirlockError };
+
+export interface ApprovalsOptions {
+  store: Store;
+  bus: Bus;
+  inflight: Inflight;
+  /** The approver token (user proof), or a function reading it; null/empty = no allow on proof cards is possible. */
+  approverToken: string | null | (() => string | null);
+  /** Decided cards remembered for 409 answers (oldest forgotten first). Default 10,000. */
+  decidedMemory?: number;
+}
+
+interface PendingCard {
+  base: Omit<Card, "surfaced_in">;
+  surfaces: string[];
+  turnId: string;
+  callId: string;
+  timer: ReturnType<typeof setTimeout>;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+  settle: (o: CardOutcome) => void;
+}
+
+interface DecidedCard {
+  surfaces: string[];
+  home: string;
+  outcome: CardOutcome;
+}
+
+export class Approvals {
+  private pending = new Map<string, PendingCard>();
+  private bySession = new Map<string, Set<string>>();
+  private decided = new Map<string, DecidedCard>();
+  private readonly decidedMemory: number;
+  private readonly offRemoved: () => void;
+
+  constructor(private readonly opts: ApprovalsOptions) {
+    this.decidedMemory = opts.decidedMemory ?? 10_000;
+    this.offRemoved = opts.inflight.onRemoved((t) => this.withdrawTurn(t));
+  }
+
+  /** Cards pending right now. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Parks a card and waits for its outcome. Recording (audit + index) and publishing
+   * (`action_required` to each surface) happen in one synchronous step. Resolves — never rejects
+   * for a decision — with `allow_once`, `deny`, `expired` or `cancelled`.
+   * @throws AirlockError from the session graph (`session_not_found`, `session_graph_invalid`) before anything is parked.
+   */
+  park(input: ParkInput): Promise<CardOutcome> {
+    const surfaces = surfacesFor(this.opts.store, input.homeSessionId);
+    const requestId = newId("act");
+    const expiresAt = new Date(Date.now() + input.ttlSeconds * 1000);
+    const base: Omit<Card, "surfaced_in"> = {
+      request_id: requestId,
+      home_session_id: input.homeSessionId,
+      tool: input.tool,
+      arguments: input.arguments,
+      inspector: input.inspector,
+      reason: input.reason,
+      requires_user_proof: input.requiresUserProof,
+      expires_at: expiresAt.toISOString(),
+      user_only: true,
+    };
+    if (input.signal?.aborted) {
+      return Promise.resolve({ request_id: requestId, decision: "cancelled" });
+    }
+    this.opts.store.audit({
+      kind: "card_parked",
+      outcome: "recorded",
+      request_id: requestId,
+      session_id: input.homeSessionId,
+      home_session_id: input.homeSessionId,
+      detail: { tool: input.tool, call_id: input.callId, inspector: input.inspector, reason: input.reason, surfaces, requires_user_proof: input.requiresUserProof },
+    });
+    return new Promise<CardOutcome>((resolve) => {
+      const rec: PendingCard = {
+        base,
+        surfaces,
+        turnId: input.turnId,
+        callId: input.callId,
+        timer: setTimeout(() => this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl"), input.ttlSeconds * 1000),
+        settle: resolve,
+      };
+      if (input.signal) {
+        rec.signal = input.signal;
+        rec.onAbort = () => this.finish(requestId, { request_id: requestId, decision: "cancelled" }, "turn cancelled");
+        input.signal.addEventListener("abort", rec.onAbort, { once: true });
+      }
+      this.pending.set(requestId, rec);
+      for (const s of surfaces) {
+        let set = this.bySession.get(s);
+        if (!set) this.bySession.set(s, (set = new Set()));
+        set.add(requestId);
+      }
+      for (const s of surfaces) this.opts.bus.publish(s, "action_required", { ...base, surfaced_in: s });
+    });
+  }
+
+  /**
+   * Decides a card from a session. Errors (as results): `not_found` (unknown), `expired` (404),
+   * `outside_scope` (403, not a surface), `already_decided` (409), `user_proof_required` (403).
+   * Every attempt, accepted or refused, is written to the audit log.
+   */
+  resolve(requestId: string, decision: Decision, from: DecisionFrom): ResolveResult {
+    const audit = (outcome: "accepted" | "refused", code?: string) =>
+      this.opts.store.audit({
+        kind: "card_decision",
+        outcome,
+        request_id: requestId,
+        session_id: from.sessionId,
+        home_session_id: rec?.base.home_session_id ?? done?.home ?? null,
+        decision,
+        code: code ?? null,
+        actor: from.actor ?? null,
+        detail: from.reason ? { reason: from.reason } : undefined,
+      });
+    const rec = this.pending.get(requestId);
+    const done = rec ? undefined : this.decided.get(requestId);
+    const refuse = (e: AirlockError): ResolveResult => {
+      audit("refused", e.code);
+      return { ok: false, error: e };
+    };
+    if (!rec && !done) return refuse(new AirlockError("not_found", `no card ${requestId}; list the cards you may answer with GET /sessions/${from.sessionId}/actions`));
+    const surfaces = rec?.surfaces ?? done!.surfaces;
+    const scope = checkAuthority({ requestId, surfaces, requiresUserProof: false, decision, fromSession: from.sessionId });
+    if (scope) return refuse(scope);
+    if (done) {
+      if (done.outcome.decision === "expired") return refuse(new AirlockError("expired", `card ${requestId} expired before it was answered; the call was refused`));
+      return refuse(new AirlockError("already_decided", `card ${requestId} was already decided (${done.outcome.decision}); a card is answered once`));
+    }
+    const token = this.opts.approverToken;
+    const proof = checkAuthority({
+      requestId,
+      surfaces,
+      requiresUserProof: rec!.base.requires_user_proof,
+      decision,
+      fromSession: from.sessionId,
+      approverToken: from.approverToken ?? null,
+      expectedApproverToken: typeof token === "function" ? token() : token,
+    });
+    if (proof) return refuse(proof);
+    audit("accepted");
+    const outcome: CardOutcome = { request_id: requestId, decision, decided_in: from.sessionId, ...(from.reason ? { reason: from.reason } : {}) };
+    this.finish(requestId, outcome);
+    return { ok: true, outcome };
+  }
+
+  /** The pending cards homed or surfaced in `sessionId`, as seen there (`surfaced_in` = that session), oldest first. */
+  listForSession(sessionId: string): Card[] {
+    const ids = this.bySession.get(sessionId);
+    if (!ids) return [];
+    const out: Card[] = [];
+    for (const id of ids) {
+      const rec = this.pending.get(id);
+      if (rec) out.push({ ...rec.base, surfaced_in: sessionId });
+    }
+    return out;
+  }
+
+  /** A pending card by id (as seen at its home), or undefined. */
+  get(requestId: string): Card | undefined {
+    const rec = this.pending.get(requestId);
+    return rec ? { ...rec.base, surfaced_in: rec.base.home_session_id } : undefined;
+  }
+
+  /** Withdraws (`cancelled`) every card raised by this turn. Called when the turn leaves the in-flight registry. */
+  withdrawTurn(t: Pick<InflightTurn, "sessionId" | "turnId">): number {
+    let n = 0;
+    for (const id of [...(this.bySession.get(t.sessionId) ?? [])]) {
+      const rec = this.pending.get(id);
+      if (rec && rec.base.home_session_id === t.sessionId && rec.turnId === t.turnId) {
+        this.finish(id, { request_id: id, decision: "cancelled" }, "turn ended");
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Withdraws every pending card and stops listening to the in-flight registry. */
+  close(): void {
+    this.offRemoved();
+    for (const id of [...this.pending.keys()]) this.finish(id, { request_id: id, decision: "cancelled" }, "runtime closed");
+  }
+
+  private finish(requestId: string, outcome: CardOutcome, why?: string): void {
+    const rec = this.pending.get(requestId);
+    if (!rec) return;
+    this.pending.delete(requestId);
+    clearTimeout(rec.timer);
+    if (rec.signal && rec.onAbort) rec.signal.removeEventListener("abort", rec.onAbort);
+    for (const s of rec.surfaces) {
+      const set = this.bySession.get(s);
+      if (set) {
+        set.delete(requestId);
+        if (set.size === 0) this.bySession.delete(s);
+      }
+    }
+    this.decided.set(requestId, { surfaces: rec.surfaces, home: rec.base.home_session_id, outcome });
+    if (this.decided.size > this.decidedMemory) this.decided.delete(this.decided.keys().next().value!);
+    if (outcome.decision === "expired" || outcome.decision === "cancelled") {
+      this.opts.store.audit({
+        kind: "card_decision",
+        outcome: "recorded",
+        request_id: requestId,
+        home_session_id: rec.base.home_session_id,
+        decision: outcome.decision,
+        detail: why ? { why } : undefined,
+      });
+    }
+    const ev: Record<string, unknown> = { request_id: requestId, decision: outcome.decision };
+    if (outcome.decided_in) ev.decided_in = outcome.decided_in;
+    for (const s of rec.surfaces) this.opts.bus.publish(s, "action_resolved", ev);
+    rec.settle(outcome);
+  }
+}

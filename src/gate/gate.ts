@@ -1,0 +1,279 @@
+/**
+ * @module gate/gate
+ * The judge of every tool call, direct or from a script, at any subagent depth (SPEC §5): reads the
+ * calling context (fail closed: `gate_no_session`), validates the arguments, asks the inspectors
+ * (security floor, hooks, mode + tool config, elevation), combines their verdicts (deny > ask > allow)
+ * and then refuses, parks a card (holding no permit) or runs the call under a permit.
+ */
+import type { Bus } from "../bus/bus.ts";
+import type { Inflight } from "../agent/inflight.ts";
+import type { Config } from "../config/schema.ts";
+import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { sanitizedEnv } from "../launcher/env.ts";
+import { ancestors } from "../session/graph.ts";
+import type { Session } from "../session/types.ts";
+import type { Store } from "../store/store.ts";
+import { toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
+import type { Approvals } from "../approval/pending.ts";
+import { isHeadlessChain } from "../approval/relay.ts";
+import { GateContext, type CallContext } from "./context.ts";
+import { elevationVerdict } from "./inspectors/elevation.ts";
+import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./inspectors/hooks.ts";
+import { modeVerdict } from "./inspectors/mode.ts";
+import { securityFloor } from "./inspectors/security-floor.ts";
+import type { Permits } from "./permits.ts";
+import { combine, type Judgement, type Verdict } from "./verdict.ts";
+
+/** The part of the tool registry the gate needs (src/tool/registry.ts implements it). */
+export interface GateRegistry {
+  resolve(name: string): Promise<ToolDef | undefined>;
+  list(): Promise<ToolDef[]>;
+  listCached?(): ToolDef[];
+}
+
+export interface GateDeps {
+  store: Store;
+  bus: Bus;
+  inflight: Inflight;
+  registry: GateRegistry;
+  approvals: Pick<Approvals, "park">;
+  permits: Permits;
+  /** The session's effective config (run overrides, its own mode and sandbox folded in). */
+  configFor(session: Session): Readonly<Config>;
+  /** Passed to `ToolContext.runtime`. */
+  runtime: unknown;
+}
+
+/** One tool call as the gate receives it. `callId`: this call's id; `parentCallId`: the script call that made it. */
+export interface GateCall {
+  name: string;
+  args: unknown;
+  callId: string;
+  fromScript: boolean;
+  parentCallId?: string;
+}
+
+/** A refused call (headless runs list them in `refused_calls`). */
+export interface RefusedCall {
+  session_id: string;
+  call_id: string;
+  tool: string;
+  code: string;
+  reason: string;
+  inspector?: string;
+  from_script: boolean;
+}
+
+const specCache = new WeakMap<ToolDef, ToolSpec>();
+function specOf(def: ToolDef): ToolSpec {
+  let s = specCache.get(def);
+  if (!s) specCache.set(def, (s = toolSpec(def)));
+  return s;
+}
+
+export class Gate {
+  private refusedListeners = new Set<(r: RefusedCall) => void>();
+
+  constructor(private readonly deps: GateDeps) {}
+
+  /** Listens to every refused call; returns the unsubscribe function. */
+  onRefused(l: (r: RefusedCall) => void): () => void {
+    this.refusedListeners.add(l);
+    return () => this.refusedListeners.delete(l);
+  }
+
+  /**
+   * Judges and runs one call in the current calling context (GateContext). Never throws for expected
+   * failures: returns a ToolOutcome. Publishes `tool_request` and `tool_result` (ephemeral) on the
+   * calling session's bus.
+   */
+  async call(req: GateCall): Promise<ToolOutcome> {
+    const ctx = GateContext.get();
+    if (!ctx) return this.refuse(null, req, "gate_no_session", "tool call refused: it was made outside any session turn (no calling context)");
+    const turn = this.deps.inflight.get(ctx.sessionId);
+    if (!turn || turn.turnId !== ctx.turnId) {
+      return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} of session ${ctx.sessionId} is no longer running (it ended or was cancelled)`);
+    }
+    const session = this.deps.store.getSession(ctx.sessionId);
+    if (!session) return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: session ${ctx.sessionId} does not exist`);
+    this.deps.bus.publish(session.id, "tool_request", { session_id: session.id, call_id: req.callId, tool: req.name, arguments: req.args, from_script: req.fromScript });
+    let outcome: ToolOutcome;
+    try {
+      outcome = await this.judgeAndRun(req, ctx, session, turn.controller.signal);
+    } catch (e) {
+      // a bug in an inspector or the approvals layer: fail closed, never run the tool
+      outcome = this.refuse(session.id, req, "internal", `the gate failed while judging this call, so it was not run: ${(e as Error).message}`);
+    }
+    const res: Record<string, unknown> = { session_id: session.id, call_id: req.callId, tool: req.name, ok: outcome.ok };
+    if (outcome.ok) res.result = outcome.result;
+    else res.error = { code: outcome.error.code, message: outcome.error.message };
+    this.deps.bus.publish(session.id, "tool_result", res);
+    return outcome;
+  }
+
+  private async judgeAndRun(req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal): Promise<ToolOutcome> {
+    const def = await this.deps.registry.resolve(req.name);
+    if (!def) return this.refuse(session.id, req, "unknown_tool", `there is no tool named ${JSON.stringify(req.name)}; list the available tools with code_execution__list_tools`);
+    if (req.fromScript && def.scriptable === false) {
+      return this.refuse(session.id, req, "unknown_tool", `${def.name} cannot be called from a script; call it directly`);
+    }
+    const parsed = def.schema.safeParse(req.args ?? {});
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
+      return this.refuse(session.id, req, "invalid_arguments", `invalid arguments for ${def.name}: ${issues}`);
+    }
+    const args = parsed.data;
+    const config = this.deps.configFor(session);
+    const judgement = await this.judge(def, args, req, session, config, signal);
+
+    let elevatedPolicy: Config["sandbox"] | undefined;
+    switch (judgement.kind) {
+      case "deny": {
+        const v = judgement.verdict;
+        return this.refuse(session.id, req, v.code, v.reason, v.inspector);
+      }
+      case "ask": {
+        let headless: boolean;
+        try {
+          headless = isHeadlessChain(this.deps.store, session.id);
+        } catch (e) {
+          const err = toAirlockError(e);
+          return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, judgement.primary.inspector);
+        }
+        if (headless) {
+          const code: ErrorCode = judgement.asks.find((a) => a.code)?.code ?? "no_human_surface";
+          return this.refuse(
+            session.id,
+            req,
+            code,
+            `no person can answer in this headless session, so the call was refused: ${judgement.primary.inspector} asks: ${judgement.reason}`,
+            judgement.primary.inspector,
+          );
+        }
+        let outcome;
+        try {
+          outcome = await this.deps.approvals.park({
+            homeSessionId: session.id,
+            turnId: ctx.turnId,
+            callId: req.callId,
+            tool: def.name,
+            arguments: req.args,
+            inspector: judgement.primary.inspector,
+            reason: judgement.reason,
+            requiresUserProof: judgement.userProof,
+            ttlSeconds: config.approvals.ttl_seconds,
+            signal,
+          });
+        } catch (e) {
+          const err = toAirlockError(e);
+          return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, judgement.primary.inspector);
+        }
+        switch (outcome.decision) {
+          case "allow_once":
+            break;
+          case "deny":
+            return this.refuse(session.id, req, "denied", `a person denied this call${outcome.reason ? `: ${outcome.reason}` : ""}`, judgement.primary.inspector);
+          case "expired":
+            return this.refuse(session.id, req, "expired", `nobody answered the approval request in time (${config.approvals.ttl_seconds} s); the call was not run`, judgement.primary.inspector);
+          case "cancelled":
+            return this.refuse(session.id, req, "cancelled", "the turn ended while this call waited for approval; it was not run", judgement.primary.inspector);
+        }
+        if (!this.deps.inflight.isRunning(session.id, ctx.turnId)) {
+          return this.refuse(session.id, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} ended while the call waited for approval`);
+        }
+        elevatedPolicy = judgement.elevate;
+        break;
+      }
+      case "allow":
+        break;
+    }
+    return this.execute(def, args, req, ctx, session, config, signal, elevatedPolicy);
+  }
+
+  /** Runs the inspectors in order and combines their verdicts. Hooks are skipped when a cheaper inspector already denies. */
+  private async judge(def: ToolDef, args: unknown, req: GateCall, session: Session, config: Readonly<Config>, signal: AbortSignal): Promise<Judgement> {
+    const elevation = elevationVerdict(config.sandbox, req.args);
+    const policy = elevation.kind === "ask" && elevation.elevate ? elevation.elevate : config.sandbox;
+    const env = sanitizedEnv();
+    const floor = securityFloor(def, args, { workspace: session.workspace, policy, ...(env.HOME ? { home: env.HOME } : {}), PATH: env.PATH });
+    const mode = modeVerdict(def, args, config.mode, config.tools);
+    const cheap: Verdict[] = [floor, mode, elevation];
+    if (cheap.some((v) => v.kind === "deny") || config.hooks.PreToolUse.length === 0) return combine(cheap);
+    const input: HookInput = {
+      hook_event_name: "PreToolUse",
+      session_id: session.id,
+      cwd: session.workspace,
+      permission_mode: permissionModeFor(config.mode),
+      tool_name: claudeToolName(def),
+      tool_input: claudeToolInput(def, args, session.workspace),
+      tool_use_id: req.callId,
+      airlock_tool_name: def.name,
+      parent_session_id: session.parent_session_id,
+      ancestors: ancestors(this.deps.store, session.id),
+    };
+    const hooks = await runPreToolUseHooks(config.hooks.PreToolUse, input, session.workspace, signal);
+    return combine([floor, ...hooks, mode, elevation]);
+  }
+
+  private async execute(
+    def: ToolDef,
+    args: unknown,
+    req: GateCall,
+    ctx: CallContext,
+    session: Session,
+    config: Readonly<Config>,
+    signal: AbortSignal,
+    elevatedPolicy: Config["sandbox"] | undefined,
+  ): Promise<ToolOutcome> {
+    let specs: ToolSpec[] | undefined;
+    if (def.scriptable === false) specs = (await this.deps.registry.list()).filter((t) => t.scriptable !== false).map(specOf);
+    let release: (() => void) | undefined;
+    if (def.usesPermit !== false) {
+      try {
+        release = await this.deps.permits.acquire(signal);
+      } catch (e) {
+        const err = toAirlockError(e, "cancelled");
+        return { ok: false, error: err.toJSON() };
+      }
+    }
+    const callCtx: CallContext = { ...ctx, callId: req.callId };
+    const tctx: ToolContext = {
+      session,
+      turnId: ctx.turnId,
+      callId: req.callId,
+      fromScript: req.fromScript,
+      signal,
+      config,
+      invoke: (name, a) => GateContext.provide(callCtx, () => this.call({ name, args: a, callId: newId("call"), fromScript: true, parentCallId: req.callId })),
+      listTools: () => specs ?? (this.deps.registry.listCached?.() ?? []).filter((t) => t.scriptable !== false).map(specOf),
+      runtime: this.deps.runtime,
+    };
+    if (req.parentCallId) tctx.parentCallId = req.parentCallId;
+    if (elevatedPolicy) tctx.elevatedPolicy = elevatedPolicy;
+    try {
+      const result = await def.execute(args, tctx);
+      return { ok: true, result };
+    } catch (e) {
+      return { ok: false, error: toAirlockError(e, "tool_failed").toJSON() };
+    } finally {
+      release?.();
+    }
+  }
+
+  private refuse(sessionId: string | null, req: GateCall, code: ErrorCode, reason: string, inspector?: string): ToolOutcome {
+    const rec: RefusedCall = { session_id: sessionId ?? "", call_id: req.callId, tool: req.name, code, reason, from_script: req.fromScript };
+    if (inspector) rec.inspector = inspector;
+    {
+      for (const l of [...this.refusedListeners]) {
+        try {
+          l(rec);
+        } catch (e) {
+          console.error("airlock: refused-call listener failed:", e);
+        }
+      }
+    }
+    const error = new AirlockError(code, reason, inspector ? { inspector } : {});
+    return { ok: false, error: error.toJSON() };
+  }
+}
