@@ -5,28 +5,19 @@
  */
 import type { Config } from "../config/schema.ts";
 import type { ProviderConfig } from "../config/schema.ts";
-import { AirlockError } from "../errors.ts";
 import type { Session } from "../session/types.ts";
 import type { ToolSource } from "../tool/registry.ts";
 import type { ToolDef } from "../tool/tool.ts";
 import type { GateLike } from "./loop.ts";
 import { Approvals } from "../approval/pending.ts";
+import { Gate, type RefusedCall } from "../gate/gate.ts";
 import { hostTools } from "../tool/host-tools.ts";
 import { McpManager } from "../tool/mcp/index.ts";
 import { createProvider } from "./providers/index.ts";
 import type { Provider, ProviderOptions } from "./providers/provider.ts";
 import type { GateWiringDeps, Runtime } from "../runtime.ts";
 
-/** A refused call as the gate reports it (headless runs list them in `refused_calls`). */
-export interface RefusedCall {
-  session_id: string;
-  call_id: string;
-  tool: string;
-  code: string;
-  reason: string;
-  inspector?: string;
-  from_script: boolean;
-}
+export type { RefusedCall };
 
 /** The gate as the runtime uses it (src/gate/gate.ts). */
 export interface GateFull extends GateLike {
@@ -50,9 +41,7 @@ export function wireDefaults(rt: Runtime): Wired {
   const mcp = new McpManager({ config: rt.config as Config, defaultWorkspace: process.cwd() });
   return {
     approvals: new Approvals({ store: rt.store, bus: rt.bus, inflight: rt.inflight, approverToken: () => rt.tokens.approverToken }),
-    gate() {
-      throw new AirlockError("internal", "the gate is not wired into this build");
-    },
+    gate: (deps) => new Gate(deps),
     tools: [...hostTools()],
     sources: mcp.sources(),
     close: () => mcp.close(),

@@ -5,7 +5,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { startFakeOpenAI, textChunks, type FakeOpenAI } from "../fixtures/fake-openai.ts";
 import { harnessSse, startHarness, type Harness } from "../harness.ts";
-import { passThroughGate } from "../pass-gate.ts";
 
 let h: Harness | undefined;
 let fake: FakeOpenAI | undefined;
@@ -30,12 +29,12 @@ function heldModel() {
 }
 
 function harnessWith(url: string, extra: Record<string, unknown> = {}) {
-  return startHarness({ config: { provider: { name: "openai", base_url: url, max_retries: 0 }, ...extra }, parts: { gate: passThroughGate } });
+  return startHarness({ config: { provider: { name: "openai", base_url: url, max_retries: 0 }, ...extra } });
 }
 
 describe("api auth and host guard", () => {
   test("/health needs no token; every other route answers 401 without the right bearer token", async () => {
-    h = await startHarness({ parts: { gate: passThroughGate } });
+    h = await startHarness();
     const health = await fetch(`${h.url}/health`);
     expect(health.status).toBe(200);
     expect((await health.json()) as any).toMatchObject({ status: "ok" });
@@ -48,7 +47,7 @@ describe("api auth and host guard", () => {
   });
 
   test("a foreign Host header is refused with 421 forbidden_host, loopback names with any port pass", async () => {
-    h = await startHarness({ parts: { gate: passThroughGate } });
+    h = await startHarness();
     for (const host of ["evil.example", "evil.example:7420", "127.0.0.1.evil.example", "localhost.evil.example"]) {
       const res = await h.api("/sessions", { headers: { host } });
       expect(res.status).toBe(421);
@@ -64,7 +63,7 @@ describe("api auth and host guard", () => {
 
 describe("api body validation", () => {
   test("bad bodies get 400 naming the failing field", async () => {
-    h = await startHarness({ parts: { gate: passThroughGate } });
+    h = await startHarness();
     const bad = await h.api("/sessions", { method: "POST", json: { mode: "yolo" } });
     expect(bad.status).toBe(400);
     const body = (await bad.json()) as any;
@@ -86,7 +85,7 @@ describe("api body validation", () => {
   });
 
   test("a body over limits.max_body_bytes gets 413", async () => {
-    h = await startHarness({ config: { limits: { max_body_bytes: 1024 } }, parts: { gate: passThroughGate } });
+    h = await startHarness({ config: { limits: { max_body_bytes: 1024 } } });
     const s = await h.createSession();
     const res = await h.api(`/sessions/${s.id}/reply`, { method: "POST", json: { message: "x".repeat(5000) } });
     expect(res.status).toBe(413);
@@ -94,7 +93,7 @@ describe("api body validation", () => {
   });
 
   test("a private session is refused with a non-loopback provider and a child cannot change tier", async () => {
-    h = await startHarness({ config: { provider: { name: "openai", base_url: "https://api.example.com/v1" } }, parts: { gate: passThroughGate } });
+    h = await startHarness({ config: { provider: { name: "openai", base_url: "https://api.example.com/v1" } } });
     const res = await h.api("/sessions", { method: "POST", json: { workspace: h.workspace, privacy: "private" } });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error).toBe("privacy_violation");
@@ -175,7 +174,7 @@ describe("api turns", () => {
   });
 
   test("idle SSE streams get comment heartbeats", async () => {
-    h = await startHarness({ parts: { gate: passThroughGate }, heartbeatMs: 20 });
+    h = await startHarness({ heartbeatMs: 20 });
     const s = await h.createSession();
     const obs = await harnessSse(h, `/sessions/${s.id}/events`);
     await obs.waitFor((e) => e.event === "snapshot");

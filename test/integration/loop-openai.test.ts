@@ -5,7 +5,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { startFakeOpenAI, textChunks, toolCallChunks, type FakeOpenAI } from "../fixtures/fake-openai.ts";
 import { harnessSse, startHarness, type Harness } from "../harness.ts";
-import { passThroughGate } from "../pass-gate.ts";
 
 let h: Harness | undefined;
 let fake: FakeOpenAI | undefined;
@@ -25,7 +24,6 @@ describe("loop with the openai provider", () => {
     h = await startHarness({
       config: { provider: { name: "openai", base_url: fake.url, model: "fake-model" }, mode: "autonomous" },
       workspaceFiles: { "notes.txt": "hello from the workspace" },
-      parts: { gate: passThroughGate },
     });
     const s = await h.createSession();
     const sse = await harnessSse(h, `/sessions/${s.id}/reply`, { method: "POST", json: { message: "read notes.txt" } });
@@ -59,7 +57,7 @@ describe("loop with the openai provider", () => {
 
   test("a provider error becomes a failed turn with a clear message", async () => {
     fake = startFakeOpenAI(() => ({ status: 401, body: { error: { message: "bad key", type: "invalid_request_error" } } }));
-    h = await startHarness({ config: { provider: { name: "openai", base_url: fake.url, max_retries: 0 } }, parts: { gate: passThroughGate } });
+    h = await startHarness({ config: { provider: { name: "openai", base_url: fake.url, max_retries: 0 } } });
     const s = await h.createSession();
     const sse = await harnessSse(h, `/sessions/${s.id}/reply`, { method: "POST", json: { message: "hi" } });
     const fin = await sse.waitFor((e) => e.event === "turn_finished");

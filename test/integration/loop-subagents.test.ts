@@ -5,7 +5,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { startFakeOpenAI, textChunks, toolCallChunks, type FakeOpenAI } from "../fixtures/fake-openai.ts";
 import { harnessSse, startHarness, waitForBus, type Harness } from "../harness.ts";
-import { passThroughGate } from "../pass-gate.ts";
 
 let h: Harness | undefined;
 let fake: FakeOpenAI | undefined;
@@ -41,7 +40,6 @@ describe("loop with the scripted provider", () => {
       config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous" },
       files: { "turns.yaml": SCRIPT },
       workspaceFiles: { "notes.txt": "remember the milk" },
-      parts: { gate: passThroughGate },
     });
     const s = await h.createSession({ mode: "autonomous" });
     const sse = await harnessSse(h, `/sessions/${s.id}/reply`, { method: "POST", json: { message: "go" } });
@@ -73,7 +71,6 @@ subagents:
   - turns: [{ text: "child y" }]
 `,
       },
-      parts: { gate: passThroughGate },
     });
     const s = await h.createSession({ headless: true });
     const r = await h.rt.runTurn(s.id, "go");
@@ -110,7 +107,7 @@ describe("background subagents", () => {
       if (n === 0) return toolCallChunks({ name: "subagent__watch", arguments: { session_id: who.split(" ")[1], timeout_s: 1 }, id: "c3" });
       return textChunks(`intruder: ${JSON.stringify(lastTool(body))}`);
     });
-    h = await startHarness({ config: { provider: { name: "openai", base_url: fake.url } }, parts: { gate: passThroughGate } });
+    h = await startHarness({ config: { provider: { name: "openai", base_url: fake.url } } });
     const s = await h.createSession();
     const r = await h.rt.runTurn(s.id, "parent task");
     expect(r.status).toBe("completed");
@@ -132,7 +129,7 @@ describe("background subagents", () => {
       }
       return toolCallChunks({ name: "subagent__spawn", arguments: { instructions: "child task" }, id: "c1" });
     });
-    h = await startHarness({ config: { provider: { name: "openai", base_url: fake.url, max_retries: 0 } }, parts: { gate: passThroughGate } });
+    h = await startHarness({ config: { provider: { name: "openai", base_url: fake.url, max_retries: 0 } } });
     const s = await h.createSession();
     const started = h.rt.startTurn(s.id, "parent task");
     await inChild;
