@@ -10,6 +10,7 @@ import { AirlockError, httpStatus, toAirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { bearerAuth } from "./middleware/auth.ts";
 import { hostGuard } from "./middleware/host.ts";
+import { schedulesRoutes } from "./routes/schedules.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 
 export interface AppOptions {
@@ -48,6 +49,8 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
 
   app.get("/health", (c) => c.json({ status: "ok", version }));
   app.route("/", sessionRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
+  // Schedules and runs (scheduler/service.ts: the runtime's scheduler, started here, stopped on rt.close()).
+  app.route("/", schedulesRoutes(rt));
   for (const r of opts.extraRoutes ?? []) app.route("/", r);
   return app;
 }
