@@ -10,6 +10,7 @@ import { AirlockError, httpStatus, toAirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { bearerAuth } from "./middleware/auth.ts";
 import { hostGuard } from "./middleware/host.ts";
+import { actionsRoutes } from "./routes/actions.ts";
 import { schedulesRoutes } from "./routes/schedules.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 
@@ -49,6 +50,8 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
 
   app.get("/health", (c) => c.json({ status: "ok", version }));
   app.route("/", sessionRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
+  // Cards (the gate engineer's routes): GET /actions, GET /sessions/:id/actions, POST /sessions/:id/actions/:request_id.
+  app.route("/", actionsRoutes(rt));
   // Schedules and runs (scheduler/service.ts: the runtime's scheduler, started here, stopped on rt.close()).
   app.route("/", schedulesRoutes(rt));
   for (const r of opts.extraRoutes ?? []) app.route("/", r);

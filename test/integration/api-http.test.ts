@@ -191,3 +191,31 @@ describe("api turns", () => {
     obs.close();
   });
 });
+
+describe("api cards", () => {
+  test("a parked card reaches the reply stream and a late observer's snapshot; answering it lets the turn finish", async () => {
+    h = await startHarness({
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" },
+      files: {
+        "turns.yaml": `
+turns:
+  - tool_calls: [{ name: developer__write_file, arguments: { path: "out.txt", content: "written" } }]
+  - text: "wrote it"
+`,
+      },
+    });
+    const s = await h.createSession();
+    const reply = await harnessSse(h, `/sessions/${s.id}/reply`, { method: "POST", json: { message: "write" } });
+    const card = await reply.waitFor((e) => e.event === "action_required");
+    expect(card.data).toMatchObject({ home_session_id: s.id, surfaced_in: s.id, tool: "developer__write_file", user_only: true });
+    const obs = await harnessSse(h, `/sessions/${s.id}/events`);
+    const snap = await obs.waitFor((e) => e.event === "snapshot");
+    expect(snap.data.pending_actions.map((c: any) => c.request_id)).toEqual([card.data.request_id]);
+    obs.close();
+    const res = await h.api(`/sessions/${s.id}/actions/${card.data.request_id}`, { method: "POST", json: { decision: "allow_once" } });
+    expect(res.status).toBe(200);
+    const fin = await reply.waitFor((e) => e.event === "turn_finished");
+    expect(fin.data).toMatchObject({ status: "completed", answer: "wrote it" });
+    expect(await Bun.file(`${h.workspace}/out.txt`).text()).toBe("written");
+  });
+});
