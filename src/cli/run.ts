@@ -54,7 +54,7 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
  * `text` the answer; `json` one result object (SPEC §7); `stream-json` one NDJSON line per event
  * (`{"type": <event>, ...payload}`) ending with `{"type": "result", ...result}`. Everything else goes
  * to stderr. PROMPT absent and no recipe: stdin is read only when it is not a TTY.
- * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT).
+ * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT or SIGTERM).
  * @throws AirlockError `usage` (no prompt), `recipe_invalid`, `config_invalid` → exit 2 via main.ts.
  */
 export async function run(prompt: string | undefined, opts: RunOptions): Promise<number> {
@@ -86,11 +86,20 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
   const { exitCodeForStatus } = await import("../scheduler/result.ts");
   const rt = createRuntime({ config, configDir: ctx.configDir, dataDir: ctx.dataDir });
   const ac = new AbortController();
-  const onSigint = () => {
-    writeStderr("airlock: cancelling (SIGINT)\n");
+  const { createProgress } = await import("./progress.ts");
+  const progress = createProgress({ write: writeStderr });
+  // SIGINT and SIGTERM cancel the turn (result `cancelled`, exit 130); a second signal exits 130 at once.
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (ac.signal.aborted) {
+      progress.stop();
+      writeStderr(`airlock: ${sig} again: exiting without waiting\n`);
+      process.exit(130);
+    }
+    progress.log(`airlock: ${sig}: cancelling the turn (send it again to exit at once)`);
     ac.abort();
   };
-  process.on("SIGINT", onSigint);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   try {
     const result = await runOnce(rt, {
       prompt,
@@ -98,21 +107,26 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
       workspace: workspace ?? process.cwd(),
       signal: ac.signal,
       onEvent(ev) {
+        progress.onEvent(ev);
+        // stream-json: each event is ONE synchronous write of one complete line, so concurrent events never interleave
         if (opts.outputFormat === "stream-json") writeJsonLine({ type: ev.type, ...ev.data });
-        else if (ev.type === "tool_request") writeStderr(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${String(ev.data.tool)}\n`);
+        else if (ev.type === "tool_request") progress.log(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${String(ev.data.tool)}`);
         else if (ev.type === "tool_result" && ev.data.ok === false) {
           const err = ev.data.error as { code?: string; message?: string } | undefined;
-          writeStderr(`airlock: ✗ ${String(ev.data.tool)}: ${err?.code}: ${err?.message}\n`);
+          progress.log(`airlock: ✗ ${String(ev.data.tool)}: ${err?.code}: ${err?.message}`);
         }
       },
     });
+    progress.stop();
     if (opts.outputFormat === "json") writeJsonLine(result);
     else if (opts.outputFormat === "stream-json") writeJsonLine({ type: "result", ...result });
     else if (result.result !== null) writeStdout(result.result.endsWith("\n") ? result.result : `${result.result}\n`);
     if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code}: ${result.error.message}\n`);
     return exitCodeForStatus(result.status);
   } finally {
-    process.off("SIGINT", onSigint);
+    progress.stop();
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     await rt.close();
   }
 }

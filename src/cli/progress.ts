@@ -1,0 +1,74 @@
+/**
+ * @module cli/progress
+ * The progress line `airlock run` draws on stderr while a turn goes on — only when stderr is a
+ * terminal, never on stdout. One line, redrawn in place: elapsed time, tool calls so far, refusals,
+ * and the last tool. Log lines written through `log` clear it first so they never mix with it.
+ */
+import type { BusEvent } from "../bus/bus.ts";
+
+/** How often the line is redrawn, ms. */
+const TICK_MS = 250;
+/** The line appears only after the run has taken this long, ms (short runs stay quiet). */
+const SHOW_AFTER_MS = 1_000;
+const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+export interface Progress {
+  /** Feed every event of the run. */
+  onEvent(ev: BusEvent): void;
+  /** Writes a log line on stderr (clearing the progress line first when one is drawn). */
+  log(line: string): void;
+  /** Stops redrawing and clears the line. Idempotent. */
+  stop(): void;
+}
+
+/**
+ * Creates the progress line.
+ * @param opts.tty whether stderr is a terminal (default `process.stderr.isTTY`); when false nothing is drawn.
+ * @param opts.write how to write to stderr (synchronous).
+ */
+export function createProgress(opts: { tty?: boolean; write: (s: string) => void; now?: () => number }): Progress {
+  const tty = opts.tty ?? process.stderr.isTTY === true;
+  const now = opts.now ?? (() => Date.now());
+  const started = now();
+  let calls = 0;
+  let refused = 0;
+  let last = "";
+  let frame = 0;
+  let drawn = false;
+  const clear = () => {
+    if (drawn) opts.write("\r\x1b[2K");
+    drawn = false;
+  };
+  const draw = () => {
+    const elapsed = now() - started;
+    if (elapsed < SHOW_AFTER_MS) return;
+    const cols = process.stderr.columns ?? 80;
+    const text = `${FRAMES[frame++ % FRAMES.length]} ${(elapsed / 1000).toFixed(1)}s · ${calls} tool call${calls === 1 ? "" : "s"}${refused ? ` · ${refused} refused` : ""}${last ? ` · ${last}` : ""}`;
+    opts.write(`\r\x1b[2K${text.slice(0, Math.max(10, cols - 1))}`);
+    drawn = true;
+  };
+  const timer = tty ? setInterval(draw, TICK_MS) : undefined;
+  timer?.unref?.();
+  let stopped = false;
+  return {
+    onEvent(ev) {
+      if (ev.type === "tool_request") {
+        calls++;
+        last = String(ev.data.tool ?? "");
+      } else if (ev.type === "tool_result" && ev.data.ok === false) {
+        const code = (ev.data.error as { code?: string } | undefined)?.code;
+        if (code === "no_human_surface" || code === "denied") refused++;
+      }
+    },
+    log(line) {
+      clear();
+      opts.write(line.endsWith("\n") ? line : `${line}\n`);
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      if (timer) clearInterval(timer);
+      clear();
+    },
+  };
+}
