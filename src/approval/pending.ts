@@ -223,6 +223,11 @@ export class Approvals {
     return out;
   }
 
+  /** Every pending card, as seen at its home, oldest first. */
+  listAll(): Card[] {
+    return [...this.pending.values()].map((rec) => ({ ...rec.base, surfaced_in: rec.base.home_session_id }));
+  }
+
   /** A pending card by id (as seen at its home), or undefined. */
   get(requestId: string): Card | undefined {
     const rec = this.pending.get(requestId);

@@ -1,0 +1,53 @@
+/**
+ * @module server/routes/actions
+ * Cards over HTTP (SPEC §6): `GET /sessions/:id/actions` (the cards this session may answer),
+ * `POST /sessions/:id/actions/:request_id` (decide one, from that session; the approver token in
+ * `X-Airlock-Approver`), and `GET /actions` (every pending card, for `airlock actions list`).
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import type { Approvals } from "../../approval/pending.ts";
+import { APPROVER_HEADER } from "../../approval/authority.ts";
+import type { Store } from "../../store/store.ts";
+import { parseBody } from "../validate.ts";
+
+export const DecisionBody = z.strictObject({
+  decision: z.enum(["allow_once", "deny"]),
+  reason: z.string().max(2000).optional(),
+});
+
+/** What the routes need from the runtime. */
+export interface ActionsRuntime {
+  readonly store: Pick<Store, "requireSession">;
+  readonly approvals: Pick<Approvals, "listForSession" | "listAll" | "resolve">;
+}
+
+/** The actions routes, with full paths (mounted behind the auth middleware). Errors are thrown as AirlockError (rendered by app.onError). */
+export function actionsRoutes(rt: ActionsRuntime): Hono {
+  const app = new Hono();
+
+  app.get("/actions", (c) => c.json({ actions: rt.approvals.listAll() }));
+
+  app.get("/sessions/:id/actions", (c) => {
+    const id = c.req.param("id");
+    rt.store.requireSession(id);
+    return c.json({ actions: rt.approvals.listForSession(id) });
+  });
+
+  app.post("/sessions/:id/actions/:request_id", async (c) => {
+    const id = c.req.param("id");
+    const requestId = c.req.param("request_id");
+    const body = await parseBody(c, DecisionBody);
+    rt.store.requireSession(id);
+    const r = rt.approvals.resolve(requestId, body.decision, {
+      sessionId: id,
+      approverToken: c.req.header(APPROVER_HEADER) ?? null,
+      actor: "http",
+      ...(body.reason ? { reason: body.reason } : {}),
+    });
+    if (!r.ok) throw r.error;
+    return c.json(r.outcome, 200);
+  });
+
+  return app;
+}
