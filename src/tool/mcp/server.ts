@@ -115,6 +115,7 @@ export class McpServer {
   private starts = 0;
   private closing = false;
   private warnedUnconfined = false;
+  private lastListError?: string;
 
   constructor(private readonly opts: McpServerOptions) {
     this.name = opts.name;
@@ -145,9 +146,13 @@ export class McpServer {
   async tools(): Promise<Tool[]> {
     try {
       const conn = await this.connection({ wait: false });
+      this.lastListError = undefined;
       return conn.tools;
     } catch (e) {
-      if (!(e instanceof AirlockError && e.code === "cancelled")) this.opts.log(`[mcp:${this.name}] tools not listed: ${(e as Error).message}`);
+      const msg = `[mcp:${this.name}] tools not listed: ${(e as Error).message}`;
+      // Listing happens on every model call: say it once per distinct reason, not every time.
+      if (msg !== this.lastListError) this.opts.log(msg);
+      this.lastListError = msg;
       return this.lastTools;
     }
   }
@@ -239,7 +244,7 @@ export class McpServer {
       throw this.unavailable(`failed ${this.status().recentFailures.length} times recently and is not restarted for another ${secs} s`, undefined);
     }
     if (plan.waitMs > 0) {
-      if (!o.wait) throw this.unavailable(`is down (restart pending in ${plan.waitMs} ms)`, undefined);
+      if (!o.wait) throw this.unavailable("is down (a restart is pending)", undefined);
       await sleep(plan.waitMs, o.signal);
       if (this.conn && !this.conn.closed) return this.conn;
       if (this.starting) return this.starting;
