@@ -151,8 +151,9 @@ export class McpServer {
     } catch (e) {
       const msg = `[mcp:${this.name}] tools not listed: ${(e as Error).message}`;
       // Listing happens on every model call: say it once per distinct reason, not every time.
-      if (msg !== this.lastListError) this.opts.log(msg);
-      this.lastListError = msg;
+      const key = msg.replace(/\d+/g, "#");
+      if (key !== this.lastListError) this.opts.log(msg);
+      this.lastListError = key;
       return this.lastTools;
     }
   }
