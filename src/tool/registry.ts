@@ -17,7 +17,7 @@ export interface ToolSource {
 }
 
 /** Tool names are `extension__tool` (SPEC §1). */
-const TOOL_NAME = /^[a-zA-Z0-9-]+__[a-zA-Z0-9_.-]+$/;
+const TOOL_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_-]*__[a-zA-Z0-9_.-]+$/;
 
 export class ToolRegistry {
   private tools = new Map<string, ToolDef>();
