@@ -54,7 +54,7 @@ describe("gate cards across root, child and grandchild", () => {
     });
     expect(receivedAt - published.get(`${root.id}:${card.request_id}`)!).toBeLessThan(1000);
     // the same request id is homed in the grandchild
-    const homeActions = await (await h.api(`/sessions/${grand!.id}/actions`)).json();
+    const homeActions = (await (await h.api(`/sessions/${grand!.id}/actions`)).json()) as any;
     expect(homeActions.actions.map((c: any) => [c.request_id, c.surfaced_in])).toEqual([[card.request_id, grand!.id]]);
 
     // a sibling, an unrelated session and the middle child (not a surface) get 403; the card stays pending
@@ -64,9 +64,9 @@ describe("gate cards across root, child and grandchild", () => {
       const r = await decide(h, who, card.request_id, "allow_once");
       expect(r).toMatchObject({ status: 403, body: { error: "outside_scope" } });
     }
-    const middle = await (await h.api(`/sessions/${child!.id}/actions`)).json();
+    const middle = (await (await h.api(`/sessions/${child!.id}/actions`)).json()) as any;
     expect(middle.actions).toEqual([]);
-    expect((await (await h.api(`/sessions/${root.id}/actions`)).json()).actions.map((c: any) => c.request_id)).toEqual([card.request_id]);
+    expect(((await (await h.api(`/sessions/${root.id}/actions`)).json()) as any).actions.map((c: any) => c.request_id)).toEqual([card.request_id]);
     expect(existsSync(join(h.workspace, "made.txt"))).toBe(false);
 
     // late observers: the root (escalation surface) and the grandchild (home) see the card in their snapshot; the middle does not

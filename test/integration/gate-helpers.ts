@@ -1,11 +1,10 @@
 /**
  * @module test/integration/gate-helpers
- * Shared pieces of the gate's full-stack tests: a harness whose runtime uses the real Gate, and a
+ * Shared pieces of the gate's full-stack tests: the default runtime (with the real Gate) and a
  * test tool `testscript__run` that makes nested calls through `ctx.invoke` exactly like a script's
  * `tools.*` door (until the code_execution tools are registered by default).
  */
 import { z } from "zod";
-import { Gate } from "../../src/gate/gate.ts";
 import { defineTool, type ToolOutcome } from "../../src/tool/tool.ts";
 import { startHarness, type Harness, type HarnessOptions } from "../harness.ts";
 
@@ -27,9 +26,9 @@ export const scriptTool = defineTool({
   },
 });
 
-/** Starts a harness wired with the real gate and the test script tool. */
+/** Starts a harness (the runtime's default wiring: the real gate) plus the test script tool. */
 export async function startGateHarness(o: HarnessOptions): Promise<Harness> {
-  const h = await startHarness({ ...o, parts: { ...o.parts, gate: (deps) => new Gate(deps) } });
+  const h = await startHarness(o);
   if (!h.rt.registry.get(scriptTool.name)) h.rt.registry.register(scriptTool);
   return h;
 }
