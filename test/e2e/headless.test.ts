@@ -39,9 +39,15 @@ function floorAndHookScript(home: string): string {
  * A recipe that overrides the config: the config says `approve` (which would ask — and so refuse — even
  * `code_execution__execute`), the recipe says `autonomous` and adds a hook answering `ask` for Bash.
  */
-function floorAndHookBox(): { b: Sandbox; recipe: string } {
+function floorAndHookBox(direct = false): { b: Sandbox; recipe: string } {
   const b = box({ config: { mode: "approve", provider: { name: "openai", model: "none" } } });
-  b.write("recipe/turns.yaml", stringify({ turns: [{ tool_calls: [{ name: "code_execution__execute", arguments: { code: floorAndHookScript(b.home) } }] }, { text: "" }] }));
+  const calls = direct
+    ? [
+        { name: "developer__write_file", arguments: { path: join(b.home, ".ssh", "config"), content: "Host *\n" } },
+        { name: "developer__shell", arguments: { command: "echo hello" } },
+      ]
+    : [{ name: "code_execution__execute", arguments: { code: floorAndHookScript(b.home) } }];
+  b.write("recipe/turns.yaml", stringify({ turns: [{ tool_calls: calls }, { text: "" }] }));
   const recipe = b.write(
     "recipe/r.yaml",
     stringify({
@@ -72,7 +78,7 @@ describe("airlock run --headless (binary)", () => {
     expect(byTool.developer__shell).toMatchObject({ code: "no_human_surface", session_id: result.session_id, from_script: true });
     expect(byTool.developer__write_file.reason).toMatch(/ssh/i);
     expect(byTool.developer__shell.reason).toContain("hook wants a person");
-    expect(byTool.developer__write_file.inspector).not.toBe(byTool.developer__shell.inspector);
+    expect([byTool.developer__write_file.inspector, byTool.developer__shell.inspector]).toEqual(["sensitive_ops", "hook"]);
     expect(existsSync(join(b.home, ".ssh", "config"))).toBe(false);
   }, 30_000);
 
@@ -87,6 +93,20 @@ describe("airlock run --headless (binary)", () => {
     const timings = [...requestToResultMs(p.lines).values()].filter((t) => t.result.ok === false && t.result.error.code === "no_human_surface");
     expect(timings.map((t) => t.tool).sort()).toEqual(["developer__shell", "developer__write_file"]);
     for (const t of timings) expect(t.ms).toBeLessThan(100);
+  }, 30_000);
+
+  test("the same asks made directly by the model (recipe overrides mode and hooks): both refused, exit 3", async () => {
+    const { b, recipe } = floorAndHookBox(true);
+    const r = await spawnAirlock(b, ["run", "--recipe", recipe, "--headless", "--output-format", "json", "--data-dir", b.dataDir]).done;
+    expect(r.code).toBe(3);
+    const result = JSON.parse(r.stdout);
+    expect(result).toMatchObject({ status: "blocked", tool_calls: 2, result: "" });
+    const rows = result.refused_calls.map((c: any) => [c.tool, c.code, c.inspector, c.from_script, c.session_id]).sort();
+    expect(rows).toEqual([
+      ["developer__shell", "no_human_surface", "hook", false, result.session_id],
+      ["developer__write_file", "no_human_surface", "sensitive_ops", false, result.session_id],
+    ]);
+    expect(existsSync(join(b.home, ".ssh", "config"))).toBe(false);
   }, 30_000);
 
   test("an ask raised in a grandchild subagent is refused; the whole tree ends; exit 3", async () => {
