@@ -55,4 +55,9 @@ describe("bwrap.bwrapArgs", () => {
     ]);
     expect(a[0]).toBe("bwrap");
   });
+
+  test("infoFd asks bubblewrap to report the namespace init's pid on that fd", () => {
+    const a = bwrapArgs({ policy: "read-only", argv: ["true"], cwd: "/w", writableRoots: ["/w"], infoFd: 3 });
+    expect(a.slice(0, 4)).toEqual(["bwrap", "--info-fd", "3", "--die-with-parent"]);
+  });
 });

@@ -21,6 +21,8 @@ export interface BwrapOptions {
   readOnlyPaths?: string[];
   /** The bubblewrap binary to name as `argv[0]` of the result. Default `"bwrap"`. */
   bwrapPath?: string;
+  /** An fd on which bubblewrap reports `{"child-pid": N, …}` (`--info-fd`): the host pid of the namespace's init. */
+  infoFd?: number;
 }
 
 function isUnder(p: string, root: string): boolean {
@@ -44,6 +46,7 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   const roots = [...new Set(writableRoots)];
   const out: string[] = [
     opts.bwrapPath ?? "bwrap",
+    ...(opts.infoFd !== undefined ? ["--info-fd", String(opts.infoFd)] : []),
     "--die-with-parent",
     "--new-session",
     "--unshare-net",

@@ -65,6 +65,9 @@ export const BWRAP_INSTALL_HINT =
   "and make sure unprivileged user namespaces are enabled (e.g. `sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu 24.04+ `sysctl kernel.apparmor_restrict_unprivileged_userns=0`), " +
   "or set `allow_unenforced: true` in airlock.yaml to run such calls unconfined (every result then says so)";
 
+/** The child fd on which bubblewrap reports its namespace init's pid (`--info-fd`). */
+const INFO_FD = 3;
+
 const probes = new Map<string, Promise<boolean>>();
 
 /**
@@ -205,6 +208,28 @@ function pipeHolders(pipes: string[]): number[] {
   return holders;
 }
 
+/** True when `pid` no longer runs: no such process, or a zombie waiting to be reaped. */
+function isGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat[stat.lastIndexOf(")") + 2];
+    return state === "Z" || state === "X";
+  } catch {
+    return true;
+  }
+}
+
+/** Resolves once every pid in `pids` is gone, or after `ms`. */
+async function waitGone(pids: number[], ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (pids.some((p) => !isGone(p)) && Date.now() < deadline) await Bun.sleep(2);
+}
+
 /** Collects one output stream up to `max` bytes, counting (and draining) the rest. */
 class Capture {
   private chunks: Buffer[] = [];
@@ -290,16 +315,16 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     const roots = (opts.writableRoots ?? [opts.workspace]).map((r) => resolveRealPath("/", r));
     for (const r of roots) if (!existsSync(r)) throw new AirlockError("tool_failed", `workspace root ${r} does not exist`);
     const readOnlyPaths = policy === "workspace-write" ? roots.flatMap(prepareRoot) : [];
-    full = bwrapArgs({ policy, argv: cmd, cwd: resolveRealPath("/", opts.cwd), writableRoots: roots, readOnlyPaths, bwrapPath: bwrapPath! });
+    full = bwrapArgs({ policy, argv: cmd, cwd: resolveRealPath("/", opts.cwd), writableRoots: roots, readOnlyPaths, bwrapPath: bwrapPath!, infoFd: INFO_FD });
   }
-  return run(full, env, opts, { policy, warning });
+  return run(full, env, opts, { policy, warning, infoFd: confine });
 }
 
 function run(
   full: string[],
   env: Record<string, string>,
   opts: LaunchOptions,
-  meta: { policy: SandboxPolicy; warning?: string },
+  meta: { policy: SandboxPolicy; warning?: string; infoFd: boolean },
 ): Promise<LaunchResult> {
   return new Promise<LaunchResult>((resolve, reject) => {
     const out = new Capture(opts.maxOutputBytes);
@@ -312,7 +337,7 @@ function run(
         cwd: opts.cwd,
         env,
         detached: true, // own session + process group: the tree can be killed as one
-        stdio: [opts.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe"],
+        stdio: [opts.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...(meta.infoFd ? (["pipe"] as const) : [])],
       });
     } catch (e) {
       return reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${(e as Error).message}`));
@@ -320,12 +345,17 @@ function run(
     const pid = child.pid;
     child.stdout!.on("data", (b: Buffer) => out.push(b));
     child.stderr!.on("data", (b: Buffer) => err.push(b));
+    // bubblewrap's report of the namespace init's host pid: when that init is gone, the kernel has
+    // already killed and reaped everything else in the PID namespace.
+    let info = "";
+    if (meta.infoFd) (child.stdio[INFO_FD] as NodeJS.ReadableStream).on("data", (b: Buffer) => (info += b.toString()));
     if (opts.stdin !== undefined) {
       child.stdin!.on("error", () => {}); // the process may exit without reading it all (EPIPE)
       child.stdin!.end(opts.stdin);
     }
+    const killed = new Set<number>();
     const kill = () => {
-      if (pid !== undefined) killTree(pid);
+      if (pid !== undefined) for (const k of killTree(pid)) killed.add(k);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -364,7 +394,10 @@ function run(
         result.unconfined = true;
         result.warning = meta.warning;
       }
-      resolve(result);
+      // Their pipes close a moment before killed processes are fully gone: report only once they are.
+      const nsInit = /"child-pid":\s*(\d+)/.exec(info)?.[1];
+      if (nsInit) killed.add(Number(nsInit));
+      void waitGone([...killed], 2000).then(() => resolve(result));
     };
     child.on("error", (e) => {
       if (done) return;
@@ -387,7 +420,7 @@ function run(
       // under bubblewrap the PID namespace already took it).
       timers.push(
         setTimeout(() => {
-          for (const holder of pipeHolders(pipes)) killTree(holder);
+          for (const holder of pipeHolders(pipes)) for (const k of killTree(holder)) killed.add(k);
         }, 50),
       );
       // Never wait forever for pipes held by something we could not find.
