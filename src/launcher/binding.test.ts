@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { callBinding } from "./binding.ts";
+import { callBinding, resolvedCall } from "./binding.ts";
+import { sanitizedEnv } from "./env.ts";
 
 describe("binding.callBinding", () => {
   const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-bind-")));
@@ -23,5 +24,15 @@ describe("binding.callBinding", () => {
     expect(callBinding({ ...base, tool: "interpreter__python" })).not.toBe(b);
     rmSync(ws, { recursive: true, force: true });
     rmSync(other, { recursive: true, force: true });
+  });
+
+  test("resolvedCall gives the real executable, cwd and file target", () => {
+    const w = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-bind-")));
+    symlinkSync("/etc", path.join(w, "etc-link"));
+    const shell = resolvedCall({ tool: "developer__shell", args: { command: "ls" }, workspace: w });
+    expect(shell.executable).toBe(realpathSync(Bun.which("bash", { PATH: sanitizedEnv().PATH })!));
+    expect(shell.cwd).toBe(w);
+    expect(resolvedCall({ tool: "developer__read_file", args: { path: "etc-link/passwd" }, workspace: w })).toEqual({ executable: null, cwd: w, path: { real: "/etc/passwd", inside: false } });
+    rmSync(w, { recursive: true, force: true });
   });
 });

@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { sanitizedEnv } from "./env.ts";
-import { resolveExecutable, resolveRealPath } from "./resolve.ts";
+import { resolveExecutable, resolveRealPath, resolveWorkspacePath } from "./resolve.ts";
 
 /** The program each host-process tool runs (`argv[0]` before PATH lookup). */
 export function toolExecutable(tool: string): string | null {
@@ -38,4 +38,23 @@ export function callBinding(o: { tool: string; args: unknown; workspace: string 
   const executable = exe ? resolveExecutable(exe, sanitizedEnv().PATH) : null;
   const payload = JSON.stringify(canonical({ tool: o.tool, args: o.args, cwd: resolveRealPath("/", o.workspace), executable }));
   return createHash("sha256").update(payload).digest("hex");
+}
+
+/** What a host tool call will really touch, for the security floor: never the model's spelling. */
+export interface ResolvedCall {
+  /** Real path of the program run (bash, python3, airlock/bun), null for file tools or when not found. */
+  executable: string | null;
+  /** Real path of the working directory (the workspace). */
+  cwd: string;
+  /** File tools: the real target of `args.path` and whether it is inside the workspace. */
+  path?: { real: string; inside: boolean };
+}
+
+/** Resolves a host tool call's executable, cwd and (file tools) target path. Shape: {@link ResolvedCall}. */
+export function resolvedCall(o: { tool: string; args: unknown; workspace: string }): ResolvedCall {
+  const exe = toolExecutable(o.tool);
+  const out: ResolvedCall = { executable: exe ? resolveExecutable(exe, sanitizedEnv().PATH) : null, cwd: resolveRealPath("/", o.workspace) };
+  const p = (o.args as { path?: unknown } | null)?.path;
+  if (o.tool.startsWith("developer__") && typeof p === "string") out.path = resolveWorkspacePath(o.workspace, p);
+  return out;
 }
