@@ -40,6 +40,8 @@ export type CallTool = (name: string, args: unknown) => Promise<ToolOutcome>;
 
 /** How long past a deadline the host waits for the worker before replacing it, ms. */
 export const GRACE_MS = 500;
+/** Longest `close()` waits for workers to exit, ms. */
+const CLOSE_TIMEOUT_MS = 2000;
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
 /** The worker module: beside this file in source; at the bundle root's `sandbox/` in the compiled binary. */
@@ -189,7 +191,10 @@ export class ScriptPool {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#pool.destroy();
+    // A worker that failed during bootstrap may never report 'exit'; do not hang the caller on it.
+    let t: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.#pool.destroy().catch(() => {}), new Promise<void>((r) => (t = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
+    clearTimeout(t);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -1,0 +1,103 @@
+/**
+ * @module build/build
+ * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --bytecode
+ * --format=esm`), with the sandbox worker and tinypool's worker entry embedded as extra entrypoints.
+ * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.
+ */
+import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+
+export const ROOT = join(import.meta.dir, "..");
+export const OUTFILE = join(ROOT, "dist", "airlock");
+/** Folders and files whose change makes the binary stale. */
+const SOURCES = ["src", "sandbox", "build", "package.json", "bun.lock", "tsconfig.json"];
+
+function newestMtime(path: string): number {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return 0;
+  }
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = st.mtimeMs;
+  for (const name of readdirSync(path)) {
+    if (name === "node_modules" || name.startsWith(".")) continue;
+    newest = Math.max(newest, newestMtime(join(path, name)));
+  }
+  return newest;
+}
+
+/** True when `dist/airlock` exists and is newer than every source file. */
+export function isFresh(outfile = OUTFILE): boolean {
+  let built: number;
+  try {
+    built = statSync(outfile).mtimeMs;
+  } catch {
+    return false;
+  }
+  return SOURCES.every((s) => newestMtime(join(ROOT, s)) < built);
+}
+
+export interface BuildResult {
+  built: boolean;
+  outfile: string;
+  bytes: number;
+  ms: number;
+}
+
+/**
+ * Builds the binary unless it is fresh (or `force`). Throws an Error naming the bundler's messages on failure.
+ * The tinypool shim must sit at `<bundle root>/entry/worker.ts`; the bundle root is the repo root (the
+ * common folder of src/main.ts and sandbox/worker.ts), so the shim is given to the bundler as an
+ * in-memory file at that path (`Bun.build({files})`), its text taken from build/tinypool-entry.ts.
+ */
+export async function build(opts: { force?: boolean; outfile?: string } = {}): Promise<BuildResult> {
+  const outfile = opts.outfile ?? OUTFILE;
+  const t0 = performance.now();
+  if (!opts.force && isFresh(outfile)) {
+    return { built: false, outfile, bytes: statSync(outfile).size, ms: performance.now() - t0 };
+  }
+  mkdirSync(dirname(outfile), { recursive: true });
+  // A relative key lands at <root>/entry/worker.js in the binary (an absolute key would be embedded under
+  // its full path); a virtual file has no folder, so its import is made absolute.
+  // Bun resolves a relative virtual key against the working directory, so build from ROOT.
+  const shimPath = "entry/worker.ts";
+  const shim = readFileSync(join(import.meta.dir, "tinypool-entry.ts"), "utf8").replace(
+    /(["'])\.\.\/node_modules\//g,
+    (_m, q: string) => `${q}${join(ROOT, "node_modules")}/`,
+  );
+  const cwd = process.cwd();
+  process.chdir(ROOT);
+  const result = await Bun.build({
+    entrypoints: [join(ROOT, "src", "main.ts"), join(ROOT, "sandbox", "worker.ts"), shimPath],
+    files: { [shimPath]: shim },
+    root: ROOT,
+    format: "esm",
+    minify: true,
+    bytecode: true,
+    target: "bun",
+    compile: { outfile, autoloadDotenv: false, autoloadBunfig: false },
+    throw: false,
+  }).finally(() => process.chdir(cwd));
+  if (!result.success) {
+    throw new Error(`bun build failed:\n${result.logs.map((l) => String(l)).join("\n")}`);
+  }
+  return { built: true, outfile, bytes: statSync(outfile).size, ms: performance.now() - t0 };
+}
+
+if (import.meta.main) {
+  const force = process.argv.includes("--force");
+  try {
+    const r = await build({ force });
+    const rel = relative(process.cwd(), r.outfile) || r.outfile;
+    process.stderr.write(
+      r.built
+        ? `build: compiled ${rel} (${(r.bytes / 1e6).toFixed(1)} MB) in ${Math.round(r.ms)} ms\n`
+        : `build: ${rel} is newer than every source file; skipped (pass --force to rebuild)\n`,
+    );
+  } catch (e) {
+    process.stderr.write(`build: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  }
+}
