@@ -125,7 +125,7 @@ export class ScriptPool {
       if (req.success) void serve(req.data);
     });
 
-    this.#pool.run({ code, limits, port: port2, meter: meterBuf }, { transferList: [port2 as never] }).then(
+    this.#pool.run({ code, limits, port: port2, meter: meterBuf }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
       (raw: unknown) => {
         const out = WorkerOutcome.safeParse(raw);
         if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));

@@ -1,0 +1,263 @@
+/**
+ * @module sandbox/pool.test
+ * The script sandbox with real worker threads and real QuickJS: isolation, escape attempts,
+ * denial of service (right code, within deadline + 1 s, next script fine), concurrency, parked
+ * calls, the caller's AsyncLocalStorage context, cancellation and the worker-replacement backstop.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { GateContext } from "../src/gate/context.ts";
+import type { ToolOutcome } from "../src/tool/tool.ts";
+import { ScriptPool, type RunOptions } from "./pool.ts";
+import { ALLOWED_GLOBALS, DOS_CASES, ESCAPE_SCRIPT, HOST_NAMES, ISOLATION_IMPORTS, ISOLATION_SCRIPT, NATIVE_STALL_SCRIPT, POLLUTION_SCRIPT } from "./test-scripts.ts";
+
+const LIMITS: RunOptions = { cpuTimeoutMs: 500, wallTimeoutMs: 10_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
+
+type Call = { name: string; args: unknown };
+function recorder(extra: Record<string, (args: unknown) => Promise<ToolOutcome>> = {}) {
+  const calls: Call[] = [];
+  const fn = async (name: string, args: unknown): Promise<ToolOutcome> => {
+    calls.push({ name, args });
+    if (extra[name]) return extra[name](args);
+    if (name === "echo") return { ok: true, result: args };
+    if (name === "fail") return { ok: false, error: { code: "tool_failed", message: (args as { message?: string }).message ?? "failed" } };
+    return { ok: false, error: { code: "unknown_tool", message: `no tool ${name}` } };
+  };
+  return { calls, fn };
+}
+
+let pool: ScriptPool;
+beforeAll(() => {
+  pool = new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 });
+});
+afterAll(async () => {
+  await pool.close();
+});
+
+describe("ScriptPool.run basics", () => {
+  test("returns the value, the captured logs and the call count", async () => {
+    const { fn } = recorder();
+    const r = await pool.run("console.log('a', 1, {b: 2}); console.warn('w'); return { got: await tools.echo({ x: 1 }) };", LIMITS, fn);
+    expect(r).toEqual({ ok: true, value: { got: { x: 1 } }, logs: ["a 1 {\"b\":2}", "[warn] w"], calls: 1 });
+  });
+
+  test("a script without return yields null; a thrown error is script_error with the guest stack", async () => {
+    const { fn } = recorder();
+    expect(await pool.run("1 + 1;", LIMITS, fn)).toEqual({ ok: true, value: null, logs: [], calls: 0 });
+    const r = await pool.run("function inner() { throw new TypeError('bad input'); }\ninner();", LIMITS, fn);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error.code).toBe("script_error");
+    expect(r.error.message).toBe("TypeError: bad input");
+    expect(r.error.stack).toContain("inner (script.js:1:");
+    expect(r.error.stack).not.toContain(import.meta.dir);
+  });
+
+  test("a syntax error and a never-settling await are script_error", async () => {
+    const { fn } = recorder();
+    const syntax = await pool.run("return (", LIMITS, fn);
+    expect(syntax.ok || syntax.error.code).toBe("script_error");
+    const stuck = await pool.run("await new Promise(() => {});", LIMITS, fn);
+    expect(stuck.ok || stuck.error.code).toBe("script_error");
+  });
+
+  test("a failed tool call rejects with a guest Error carrying name, message and code", async () => {
+    const { fn } = recorder();
+    const r = await pool.run("try { await tools.fail({ message: 'no way' }); } catch (e) { return [e instanceof Error, e.name, e.message, e.code]; }", LIMITS, fn);
+    expect(r).toEqual({ ok: true, value: [true, "ToolError", "no way", "tool_failed"], logs: [], calls: 1 });
+  });
+
+  test("any tool name reaches the host; unknown names come back as unknown_tool", async () => {
+    const { fn, calls } = recorder();
+    const r = await pool.run("try { await tools.nope__nothing({}); } catch (e) { return e.code; }", LIMITS, fn);
+    expect(r).toMatchObject({ ok: true, value: "unknown_tool" });
+    expect(calls).toEqual([{ name: "nope__nothing", args: {} }]);
+  });
+
+  test("a throwing host tool becomes a guest error without host stack or paths", async () => {
+    const { fn } = recorder({
+      boom: async () => {
+        throw new Error("host exploded");
+      },
+    });
+    const r = await pool.run("try { await tools.boom({}); } catch (e) { return { keys: Object.getOwnPropertyNames(e).sort(), code: e.code, message: e.message, stack: e.stack }; }", LIMITS, fn);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const v = r.value as { keys: string[]; code: string; message: string; stack: string };
+    expect(v.keys).toEqual(["code", "message", "name", "stack"]);
+    expect(v.code).toBe("internal");
+    expect(v.message).toBe("host exploded");
+    expect(v.stack).not.toContain(import.meta.dir);
+    expect(v.stack).not.toContain(".ts");
+  });
+});
+
+describe("ScriptPool isolation", () => {
+  test("the guest sees only ECMAScript built-ins plus tools and console", async () => {
+    const { fn } = recorder();
+    const r = await pool.run(ISOLATION_SCRIPT, LIMITS, fn);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const v = r.value as { names: string[]; types: Record<string, string>; imports: Record<string, string>; evalProcess: string; fnProcess: string };
+    expect(v.names.filter((n) => !ALLOWED_GLOBALS.includes(n))).toEqual([]);
+    expect(v.names).toContain("tools");
+    expect(v.names).toContain("console");
+    expect(v.types).toEqual(Object.fromEntries(HOST_NAMES.map((n) => [n, "undefined"])));
+    expect(v.imports).toEqual(ISOLATION_IMPORTS);
+    expect([v.evalProcess, v.fnProcess]).toEqual(["undefined", "undefined"]);
+  });
+
+  test("constructor walks from errors, results and every global end at the guest's own Function", async () => {
+    const { fn } = recorder();
+    const r = await pool.run(ESCAPE_SCRIPT, LIMITS, fn);
+    expect(r).toEqual({
+      ok: true,
+      value: {
+        errorIsGuestError: true,
+        errorWalk: true,
+        errorFnSeesNoHost: true,
+        errorFieldsAreStrings: true,
+        errorFields: ["code", "message", "name", "stack"],
+        errorCode: "tool_failed",
+        resultWalk: true,
+        resultProto: true,
+        fnGlobal: true,
+        badGlobals: [],
+      },
+      logs: [],
+      calls: 2,
+    });
+  });
+
+  test("host objects never reach the guest: a result with functions, dates and getters arrives as JSON data", async () => {
+    const hostObj = { fn: () => 1, date: new Date(0), nested: { get secret() { return "from-getter"; } }, proc: process.version };
+    const { fn } = recorder({ host: async () => ({ ok: true, result: hostObj }) });
+    const r = await pool.run("const v = await tools.host({}); return { keys: Object.keys(v).sort(), fn: typeof v.fn, date: v.date, secret: v.nested.secret, desc: typeof Object.getOwnPropertyDescriptor(v.nested, 'secret').get };", LIMITS, fn);
+    expect(r).toMatchObject({ ok: true, value: { keys: ["date", "nested", "proc"], fn: "undefined", date: "1970-01-01T00:00:00.000Z", secret: "from-getter", desc: "undefined" } });
+  });
+
+  test("a guest that pollutes Object.prototype and JSON does not change what the host receives", async () => {
+    const { fn, calls } = recorder();
+    const r = await pool.run(POLLUTION_SCRIPT, LIMITS, fn);
+    expect(r).toEqual({ ok: true, value: { a: 1, list: [1, 2] }, logs: [], calls: 1 });
+    expect(calls).toEqual([{ name: "echo", args: { a: 1, list: [1, 2] } }]);
+    const args = calls[0]!.args as Record<string, unknown>;
+    expect(Object.getPrototypeOf(args)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.keys(args)).toEqual(["a", "list"]);
+  });
+
+  test("nothing survives between scripts", async () => {
+    const { fn } = recorder();
+    await pool.run("globalThis.leftover = 42; Object.prototype.leak = 1; return 1", LIMITS, fn);
+    const r = await pool.run("return [typeof leftover, ({}).leak === undefined]", LIMITS, fn);
+    expect(r).toMatchObject({ ok: true, value: ["undefined", true] });
+  });
+});
+
+describe("ScriptPool limits", () => {
+  for (const c of DOS_CASES) {
+    test(`${c.name}: ends with ${c.expect} within deadline + 1 s, and the next script runs`, async () => {
+      const { fn } = recorder();
+      const t0 = performance.now();
+      const r = await pool.run(c.code, LIMITS, fn);
+      const ms = performance.now() - t0;
+      expect(r.ok || r.error.code).toBe(c.expect);
+      expect(ms).toBeLessThan(LIMITS.cpuTimeoutMs + 1000);
+      if (c.expect === "script_too_many_calls") expect(r.calls).toBe(1000);
+      expect(await pool.run("return 'next'", LIMITS, fn)).toMatchObject({ ok: true, value: "next" });
+    });
+  }
+
+  test("the wall-clock deadline ends a script stuck waiting on a tool", async () => {
+    const { fn } = recorder({ never: () => new Promise<ToolOutcome>(() => {}) });
+    const r = await pool.run("await tools.never({})", { ...LIMITS, wallTimeoutMs: 300 }, fn);
+    expect(r.ok || r.error.code).toBe("script_timeout");
+  });
+
+  test("time spent waiting on tools does not count against the CPU deadline", async () => {
+    const { fn } = recorder({ slow: () => new Promise<ToolOutcome>((res) => setTimeout(() => res({ ok: true, result: "late" }), 400)) });
+    const r = await pool.run("return await tools.slow({})", { ...LIMITS, cpuTimeoutMs: 100 }, fn);
+    expect(r).toMatchObject({ ok: true, value: "late" });
+  });
+
+  test("an AbortSignal cancels a script waiting on a tool", async () => {
+    let arrived!: () => void;
+    const inCall = new Promise<void>((r) => (arrived = r));
+    const { fn } = recorder({ never: () => (arrived(), new Promise<ToolOutcome>(() => {})) });
+    const ac = new AbortController();
+    const run = pool.run("await tools.never({})", { ...LIMITS, signal: ac.signal }, fn);
+    await inCall;
+    ac.abort();
+    expect((await run).ok || (await run as { error: { code: string } }).error.code).toBe("cancelled");
+  });
+
+  test("a script stuck in a long native call is stopped by replacing its worker; the next script runs", async () => {
+    await using big = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+    const { fn } = recorder();
+    expect(await big.run("return 1", LIMITS, fn)).toMatchObject({ ok: true });
+    const before = big.threadIds;
+    const code = NATIVE_STALL_SCRIPT;
+    const t0 = performance.now();
+    const r = await big.run(code, { ...LIMITS, cpuTimeoutMs: 200 }, fn);
+    expect(r.ok || r.error.code).toBe("script_timeout");
+    expect(performance.now() - t0).toBeLessThan(200 + 1000);
+    expect(await big.run("return 'after'", LIMITS, fn)).toMatchObject({ ok: true, value: "after" });
+    expect(big.threadIds).not.toEqual(before);
+  });
+});
+
+describe("ScriptPool concurrency", () => {
+  test("three concurrent tools.* calls via Promise.all all get their results", async () => {
+    // The barrier resolves only once all three calls are in flight at the same time.
+    let waiting: Array<() => void> = [];
+    const barrier = (args: unknown): Promise<ToolOutcome> =>
+      new Promise((res) => {
+        waiting.push(() => res({ ok: true, result: args }));
+        if (waiting.length === 3) for (const w of waiting) w();
+      });
+    const { fn } = recorder({ barrier });
+    const r = await pool.run("return await Promise.all([tools.barrier(1), tools.barrier(2), tools.barrier(3)])", LIMITS, fn);
+    expect(r).toEqual({ ok: true, value: [1, 2, 3], logs: [], calls: 3 });
+    waiting = [];
+  });
+
+  test("a parked call does not stop 4 other scripts from running on a pool of 1 worker", async () => {
+    await using one = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let parkedArrived!: () => void;
+    const parked = new Promise<void>((r) => (parkedArrived = r));
+    const { fn } = recorder({
+      park: async () => {
+        parkedArrived();
+        await released;
+        return { ok: true, result: "unparked" };
+      },
+    });
+    const first = one.run("return await tools.park({})", LIMITS, fn);
+    await parked;
+    const others = await Promise.all([1, 2, 3, 4].map((i) => one.run(`let s = 0; for (let j = 0; j < 1e4; j++) s += j; return [await tools.echo(${i}), s]`, LIMITS, fn)));
+    expect(others.map((o) => o.ok && o.value)).toEqual([[1, 49995000], [2, 49995000], [3, 49995000], [4, 49995000]]);
+    release();
+    expect(await first).toMatchObject({ ok: true, value: "unparked" });
+  });
+
+  test("each call runs in the AsyncLocalStorage context of its own run()", async () => {
+    const { fn } = recorder({
+      whoami: async () => {
+        await new Promise((r) => setTimeout(r, 5));
+        return { ok: true, result: GateContext.use() };
+      },
+    });
+    const ctxs = ["a", "b", "c"].map((x) => ({ sessionId: `ses_${x}`, turnId: `turn_${x}`, callId: `call_${x}` }));
+    const results = await Promise.all(ctxs.map((c) => GateContext.provide(c, () => pool.run("return await Promise.all([tools.whoami({}), tools.whoami({})])", LIMITS, fn))));
+    expect(results.map((r) => r.ok && r.value)).toEqual(ctxs.map((c) => [c, c]));
+  });
+
+  test("close() is idempotent and run() after close throws", async () => {
+    const p = new ScriptPool({ workers: 1, memoryMb: 16, stackKb: 256 });
+    await p.close();
+    await p.close();
+    await expect(p.run("return 1", LIMITS, recorder().fn)).rejects.toThrow("closed");
+  });
+});
