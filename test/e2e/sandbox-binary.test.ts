@@ -1,0 +1,80 @@
+/**
+ * @module test/e2e/sandbox-binary.test
+ * The script sandbox through the compiled binary copied alone into an empty folder
+ * (`airlock __sandbox-exec`): isolation, escape attempts, denial of service with the right codes and
+ * a healthy next script, concurrent calls, and a parked call that does not block a 1-worker pool.
+ */
+import { describe, expect, test } from "bun:test";
+import { ALLOWED_GLOBALS, DOS_CASES, ESCAPE_SCRIPT, HOST_NAMES, ISOLATION_IMPORTS, ISOLATION_SCRIPT, NATIVE_STALL_SCRIPT, POLLUTION_SCRIPT } from "../../sandbox/test-scripts.ts";
+import { compiledBinary, runBinary } from "../harness-binary.ts";
+
+const CPU_MS = 500;
+/** Process start + worker and QuickJS load, generous for a loaded CI machine, ms. */
+const STARTUP_ALLOWANCE_MS = 2000;
+
+async function many(scripts: string[], flags: string[] = []): Promise<{ code: number; results: any[]; ms: number; stderr: string }> {
+  const bin = await compiledBinary();
+  const t0 = performance.now();
+  const r = await runBinary(bin, ["__sandbox-exec", "--many", "--cpu-ms", String(CPU_MS), "--wall-ms", "20000", "--max-calls", "1000", ...flags], JSON.stringify(scripts));
+  const ms = performance.now() - t0;
+  return { code: r.code, results: r.stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)), ms, stderr: r.stderr };
+}
+
+describe("compiled binary sandbox", () => {
+  test("isolation, escape attempts and prototype pollution", async () => {
+    const { results, stderr } = await many([ISOLATION_SCRIPT, ESCAPE_SCRIPT, POLLUTION_SCRIPT], ["--sequential"]);
+    expect(stderr).toBe("");
+    const [iso, esc, pol] = results;
+    expect(iso.ok).toBe(true);
+    expect(iso.value.names.filter((n: string) => !ALLOWED_GLOBALS.includes(n))).toEqual([]);
+    expect(iso.value.types).toEqual(Object.fromEntries(HOST_NAMES.map((n) => [n, "undefined"])));
+    expect(iso.value.imports).toEqual(ISOLATION_IMPORTS);
+    expect(esc).toEqual({
+      ok: true,
+      value: {
+        errorIsGuestError: true,
+        errorWalk: true,
+        errorFnSeesNoHost: true,
+        errorFieldsAreStrings: true,
+        errorFields: ["code", "message", "name", "stack"],
+        errorCode: "tool_failed",
+        resultWalk: true,
+        resultProto: true,
+        fnGlobal: true,
+        badGlobals: [],
+      },
+      logs: [],
+      calls: 2,
+    });
+    expect(pol).toEqual({ ok: true, value: { a: 1, list: [1, 2] }, logs: [], calls: 1 });
+  }, 60_000);
+
+  const cases = [...DOS_CASES, { name: "a long native call the interrupt handler misses", code: NATIVE_STALL_SCRIPT, expect: "script_timeout" }];
+  for (const c of cases) {
+    test(`${c.name}: ${c.expect}, then the next script runs`, async () => {
+      const { results, ms } = await many([c.code, "return 'next'"], ["--sequential"]);
+      expect(results.map((r) => (r.ok ? r.value : r.error.code))).toEqual([c.expect, "next"]);
+      expect(ms).toBeLessThan(CPU_MS + 1000 + STARTUP_ALLOWANCE_MS);
+    }, 60_000);
+  }
+
+  test("three concurrent tools.* calls via Promise.all all get their results", async () => {
+    // Each branch holds until all three have released: only possible if the three calls are in flight together.
+    const code = "const b = async (i) => { await tools.release(); await tools.hold({ until: 3 }); return i; }; return await Promise.all([b(1), b(2), b(3)]);";
+    const { results } = await many([code]);
+    expect(results).toEqual([{ ok: true, value: [1, 2, 3], logs: [], calls: 6 }]);
+  }, 60_000);
+
+  test("a parked call does not stop 4 other scripts on a pool of 1 worker", async () => {
+    const other = "await tools.echo({}); return await tools.release();";
+    const { results, code } = await many(["return await tools.hold({ until: 4 });", other, other, other, other], ["--workers", "1"]);
+    expect(code).toBe(0);
+    expect(results[0]).toEqual({ ok: true, value: { released: 4 }, logs: [], calls: 1 });
+    expect(results.slice(1).map((r) => r.value).sort()).toEqual([1, 2, 3, 4]);
+  }, 60_000);
+
+  test("tool calls run in the caller's AsyncLocalStorage context", async () => {
+    const { results } = await many(["return await tools.whoami();"]);
+    expect(results[0].value).toEqual({ sessionId: "ses_sandbox_exec", turnId: "turn_sandbox_exec", callId: "call_sandbox_exec" });
+  }, 60_000);
+});

@@ -1,0 +1,46 @@
+/**
+ * @module test/harness-binary
+ * The compiled binary for e2e tests: builds `dist/airlock` once per test process (build.ts skips when
+ * it is fresh), copies it ALONE into an empty temp folder with no node_modules above it, and runs it.
+ */
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+
+export const REPO = join(import.meta.dir, "..");
+let cached: Promise<string> | undefined;
+
+/** Path of a copy of the freshly built binary in an empty temp folder (same copy for the whole test run). */
+export function compiledBinary(): Promise<string> {
+  cached ??= (async () => {
+    const proc = Bun.spawn([process.execPath, join(REPO, "build", "build.ts")], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+    const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    if (code !== 0) throw new Error(`build/build.ts failed (exit ${code}): ${err}`);
+    const dir = mkdtempSync(join(tmpdir(), "airlock-bin-"));
+    for (let d = dir; d !== dirname(d); d = dirname(d)) {
+      if (existsSync(join(d, "node_modules"))) throw new Error(`${d} has a node_modules folder; the binary must be tested alone`);
+    }
+    const bin = join(dir, "airlock");
+    copyFileSync(join(REPO, "dist", "airlock"), bin);
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    return bin;
+  })();
+  return cached;
+}
+
+export interface BinaryRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the binary with `args`, `stdin` text, in its own folder; kills it after `timeoutMs`. */
+export async function runBinary(bin: string, args: string[], stdin = "", timeoutMs = 60_000): Promise<BinaryRun> {
+  const proc = Bun.spawn([bin, ...args], { cwd: dirname(bin), stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { PATH: "/usr/bin:/bin", HOME: dirname(bin) } });
+  proc.stdin.write(stdin);
+  await proc.stdin.end();
+  const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
