@@ -55,9 +55,9 @@ describe("ScriptPool.run basics", () => {
   test("a syntax error and a never-settling await are script_error", async () => {
     const { fn } = recorder();
     const syntax = await pool.run("return (", LIMITS, fn);
-    expect(syntax.ok || syntax.error.code).toBe("script_error");
+    expect(syntax.ok ? "ok" : syntax.error.code).toBe("script_error");
     const stuck = await pool.run("await new Promise(() => {});", LIMITS, fn);
-    expect(stuck.ok || stuck.error.code).toBe("script_error");
+    expect(stuck.ok ? "ok" : stuck.error.code).toBe("script_error");
   });
 
   test("a failed tool call rejects with a guest Error carrying name, message and code", async () => {
@@ -161,7 +161,7 @@ describe("ScriptPool limits", () => {
       const t0 = performance.now();
       const r = await pool.run(c.code, LIMITS, fn);
       const ms = performance.now() - t0;
-      expect(r.ok || r.error.code).toBe(c.expect);
+      expect(r.ok ? "ok" : r.error.code).toBe(c.expect);
       expect(ms).toBeLessThan(LIMITS.cpuTimeoutMs + 1000);
       if (c.expect === "script_too_many_calls") expect(r.calls).toBe(1000);
       expect(await pool.run("return 'next'", LIMITS, fn)).toMatchObject({ ok: true, value: "next" });
@@ -171,7 +171,7 @@ describe("ScriptPool limits", () => {
   test("the wall-clock deadline ends a script stuck waiting on a tool", async () => {
     const { fn } = recorder({ never: () => new Promise<ToolOutcome>(() => {}) });
     const r = await pool.run("await tools.never({})", { ...LIMITS, wallTimeoutMs: 300 }, fn);
-    expect(r.ok || r.error.code).toBe("script_timeout");
+    expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
   });
 
   test("time spent waiting on tools does not count against the CPU deadline", async () => {
@@ -188,7 +188,8 @@ describe("ScriptPool limits", () => {
     const run = pool.run("await tools.never({})", { ...LIMITS, signal: ac.signal }, fn);
     await inCall;
     ac.abort();
-    expect((await run).ok || (await run as { error: { code: string } }).error.code).toBe("cancelled");
+    const ended = await run;
+    expect(ended.ok ? "ok" : ended.error.code).toBe("cancelled");
   });
 
   test("a script stuck in a long native call is stopped by replacing its worker; the next script runs", async () => {
@@ -199,7 +200,7 @@ describe("ScriptPool limits", () => {
     const code = NATIVE_STALL_SCRIPT;
     const t0 = performance.now();
     const r = await big.run(code, { ...LIMITS, cpuTimeoutMs: 200 }, fn);
-    expect(r.ok || r.error.code).toBe("script_timeout");
+    expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
     expect(performance.now() - t0).toBeLessThan(200 + 1000);
     expect(await big.run("return 'after'", LIMITS, fn)).toMatchObject({ ok: true, value: "after" });
     expect(big.threadIds).not.toEqual(before);
