@@ -11,6 +11,7 @@ import type { ToolDef } from "../tool/tool.ts";
 import type { GateLike } from "./loop.ts";
 import { Approvals } from "../approval/pending.ts";
 import { Gate, type RefusedCall } from "../gate/gate.ts";
+import { createCodeExecutionTools } from "../tool/code-execution.ts";
 import { hostTools } from "../tool/host-tools.ts";
 import { McpManager } from "../tool/mcp/index.ts";
 import { createProvider } from "./providers/index.ts";
@@ -42,7 +43,7 @@ export function wireDefaults(rt: Runtime): Wired {
   return {
     approvals: new Approvals({ store: rt.store, bus: rt.bus, inflight: rt.inflight, approverToken: () => rt.tokens.approverToken }),
     gate: (deps) => new Gate(deps),
-    tools: [...hostTools()],
+    tools: [...createCodeExecutionTools(rt.scripts), ...hostTools()],
     sources: mcp.sources(),
     close: () => mcp.close(),
   };

@@ -46,7 +46,8 @@ describe("loop with the openai provider", () => {
     expect(fake.requests.length).toBe(2);
     const msgs = fake.requests[1].messages;
     expect(msgs.find((m: any) => m.role === "tool")).toMatchObject({ tool_call_id: "call_a1" });
-    expect(fake.requests[0].tools.map((t: any) => t.function.name)).toContain("subagent__spawn");
+    // the default roster (SPEC §4); the direct read_file call above still went through the gate and ran
+    expect(fake.requests[0].tools.map((t: any) => t.function.name).sort()).toEqual(["code_execution__execute", "code_execution__list_tools", "subagent__spawn", "subagent__watch"]);
     expect(fake.requests[0].messages[0].role).toBe("system");
     // stored
     const got = (await (await h.api(`/sessions/${s.id}`)).json()) as any;
