@@ -92,7 +92,7 @@ export const McpServerConfig = z.strictObject({
   sandbox: SandboxPolicyName.optional(),
   /** Seconds to wait for one tool call (and for start-up). */
   timeout_s: z.number().positive().default(60),
-  /** Working directory; default: the session workspace of the first caller, else the server's cwd. */
+  /** Working directory and workspace of the server (writable under workspace-write), relative to airlock's workspace; default: airlock's workspace (docs/mcp.md). */
   cwd: z.string().optional(),
 });
 export type McpServerConfig = z.infer<typeof McpServerConfig>;

@@ -8,6 +8,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
+import { createCodeExecutionTools } from "../../src/tool/code-execution.ts";
 import { startHarness, type Harness } from "../harness.ts";
 
 const ROOT = path.resolve(import.meta.dir, "../..");
@@ -51,6 +52,9 @@ async function start(o: {
       ...(o.hooks ? { hooks: o.hooks(dataDir) } : {}),
     },
   });
+  // The real code-execution tools over the runtime's own script pool, in case this build's default
+  // wiring does not register them yet (it is the same registry either way).
+  if (!h.rt.registry.get("code_execution__execute")) for (const t of createCodeExecutionTools(h.rt.scripts)) h.rt.registry.register(t);
   const events: ToolEvent[] = [];
   h.rt.bus.subscribeAll((e: any) => {
     if (e.type === "tool_request" || e.type === "tool_result") events.push({ event: e.type, data: e.data });
@@ -76,7 +80,8 @@ describe("MCP tools from scripts through the runtime", () => {
   test("server-filesystem under read-only: list_tools shows its schema; a script lists and reads; the write fails inside the sandbox", async () => {
     const { ws, session, events } = await start({
       workspaceFiles: { "hello.txt": "hello through MCP\n" },
-      mcp: (ws) => ({ fs: { command: "node", args: [FS_SERVER, ws], sandbox: "read-only" } }),
+      // `cwd`: the server's workspace (it lives under /tmp, which the sandbox otherwise hides).
+      mcp: (ws) => ({ fs: { command: "node", args: [FS_SERVER, ws], sandbox: "read-only", cwd: ws } }),
       turns: (ws) => [
         { tool_calls: [{ name: "code_execution__list_tools", arguments: {} }] },
         {

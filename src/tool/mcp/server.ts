@@ -28,7 +28,7 @@ export interface McpServerOptions {
   server: McpServerConfig;
   /** The whole config: default `sandbox`, `allow_unenforced`, `execution_backend`. */
   config: Config;
-  /** The writable root under `workspace-write` and the default cwd (absolute). */
+  /** airlock's default workspace (absolute): the server's cwd and writable root unless it sets `cwd`. */
   workspace: string;
   /** Where the server's stderr lines and lifecycle notes go (airlock's stderr). */
   log: (line: string) => void;
@@ -266,8 +266,11 @@ export class McpServer {
         { server: this.name },
       );
     }
-    const workspace = resolveRealPath("/", this.opts.workspace);
-    const cwd = server.cwd ? resolveRealPath(workspace, server.cwd) : workspace;
+    // A server with its own `cwd` has that folder as its workspace (writable under workspace-write);
+    // otherwise it works in airlock's default workspace. Either way: one workspace per shared server.
+    const base = resolveRealPath("/", this.opts.workspace);
+    const workspace = server.cwd ? resolveRealPath(base, server.cwd) : base;
+    const cwd = workspace;
     if (!existsSync(cwd)) throw this.unavailable(`could not start: its working directory ${cwd} does not exist`, undefined);
     // The user configured these entries for this server: names that look secret pass (an API key for the server).
     const env = sanitizedEnv(server.env, { allowSecretNames: true });
