@@ -48,6 +48,8 @@ export interface RuntimeOptions {
   /** Directory relative paths in the config resolve against (the scripted provider's script). */
   configDir: string;
   dataDir: string;
+  /** Default workspace: where MCP servers run when their config names no `cwd` (default: the process cwd). */
+  workspace?: string;
   /** Default `<dataDir>/airlock.db`. */
   dbPath?: string;
   /** Environment providers read API keys from; default `process.env`. */
@@ -63,6 +65,8 @@ export interface Runtime {
   readonly config: Readonly<Config>;
   readonly configDir: string;
   readonly dataDir: string;
+  /** Default workspace (RuntimeOptions.workspace). */
+  readonly workspace: string;
   readonly store: Store;
   readonly bus: Bus;
   readonly inflight: Inflight;
@@ -125,6 +129,7 @@ class AirlockRuntime implements Runtime {
   readonly config: Readonly<Config>;
   readonly configDir: string;
   readonly dataDir: string;
+  readonly workspace: string;
   readonly store: Store;
   readonly bus = new Bus();
   readonly inflight = new Inflight();
@@ -147,6 +152,7 @@ class AirlockRuntime implements Runtime {
     this.config = opts.config;
     this.configDir = opts.configDir;
     this.dataDir = opts.dataDir;
+    this.workspace = opts.workspace ?? process.cwd();
     this.env = opts.env ?? process.env;
     this.providerRetry = opts.providerRetry;
     this.store = Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
@@ -251,7 +257,7 @@ class AirlockRuntime implements Runtime {
     const provider = input.provider ?? this.config.provider.name;
     const rootInput = {
       parent_session_id: null,
-      workspace: checkWorkspace(input.workspace ?? process.cwd()),
+      workspace: checkWorkspace(input.workspace ?? this.workspace),
       mode: input.mode ?? this.config.mode,
       sandbox: input.sandbox ?? this.config.sandbox,
       privacy,
