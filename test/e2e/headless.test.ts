@@ -199,6 +199,15 @@ describe("airlock run --headless (binary)", () => {
     expect(new Set(results.map((e) => e.call_id))).toEqual(new Set(requests.map((e) => e.call_id)));
     expect(results.every((e) => e.ok === true)).toBe(true);
     expect(JSON.stringify(results)).toContain("line1\\nline2");
+    // the calls really overlapped: some call's request line came while another call was still open
+    const open = new Set<string>();
+    let maxOpen = 0;
+    for (const e of events) {
+      if (e.type === "tool_request") open.add(e.call_id);
+      if (e.type === "tool_result") open.delete(e.call_id);
+      maxOpen = Math.max(maxOpen, open.size);
+    }
+    expect(maxOpen).toBeGreaterThan(2);
     for (const e of events) expect(typeof e.type).toBe("string");
   }, 60_000);
 
