@@ -111,6 +111,7 @@ export interface GateWiringDeps {
   permits: Permits;
   configFor(session: Session): Readonly<Config>;
   runtime: Runtime;
+  hookEnv: Record<string, string>;
 }
 
 /** How long `close()` waits for cancelled turns to finish, ms. */
@@ -174,6 +175,7 @@ class AirlockRuntime implements Runtime {
         permits: this.permits,
         configFor: (s) => this.configFor(s),
         runtime: this,
+        hookEnv: { AIRLOCK_CONFIG_DIR: this.configDir },
       };
       this.gate = parts.gate ? parts.gate(deps) : wired.gate(deps);
       for (const t of wired.tools) this.registry.register(t);

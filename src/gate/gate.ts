@@ -43,6 +43,8 @@ export interface GateDeps {
   configFor(session: Session): Readonly<Config>;
   /** Passed to `ToolContext.runtime`. */
   runtime: unknown;
+  /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `AIRLOCK_PROJECT_DIR` is always the session workspace. */
+  hookEnv?: Record<string, string>;
 }
 
 /** One tool call as the gate receives it. `callId`: this call's id; `parentCallId`: the script call that made it. */
@@ -212,7 +214,10 @@ export class Gate {
       parent_session_id: session.parent_session_id,
       ancestors: ancestors(this.deps.store, session.id),
     };
-    const hooks = await runPreToolUseHooks(config.hooks.PreToolUse, input, session.workspace, signal);
+    const hooks = await runPreToolUseHooks(config.hooks.PreToolUse, input, session.workspace, signal, {
+      ...this.deps.hookEnv,
+      AIRLOCK_PROJECT_DIR: session.workspace,
+    });
     return combine([floor, ...hooks, mode, elevation]);
   }
 

@@ -113,4 +113,13 @@ describe("matchers and names", () => {
   });
 });
 
+test("hooks get AIRLOCK_PROJECT_DIR and AIRLOCK_CONFIG_DIR, so a config can name its hooks by path", async () => {
+  const cmd = `[ "$AIRLOCK_CONFIG_DIR" = /etc/airlock-cfg ] && [ "$AIRLOCK_PROJECT_DIR" = "$PWD" ] && exit 2; exit 0`;
+  const matchers = [{ matcher: "", hooks: [{ type: "command" as const, command: cmd, timeout: 10 }] }];
+  const [withEnv] = await runPreToolUseHooks(matchers, input, dir, undefined, { AIRLOCK_CONFIG_DIR: "/etc/airlock-cfg", AIRLOCK_PROJECT_DIR: dir });
+  expect(withEnv).toMatchObject({ kind: "deny" });
+  const [without] = await runPreToolUseHooks(matchers, input, dir);
+  expect(without).toMatchObject({ kind: "allow" });
+});
+
 test("fixtures exist", () => expect(existsSync(`${FIX}/exit2-silent.sh`)).toBe(true));

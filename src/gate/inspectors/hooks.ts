@@ -154,10 +154,17 @@ function hookFailure(code: "hook_error" | "hook_timeout" | "hook_output_invalid"
 
 /**
  * Runs one hook command with `/bin/sh -c` in its own process group, cwd = `cwd`, the sanitized
- * environment, `input` as JSON on stdin, and a `timeoutS` (seconds) deadline. The whole group is
+ * environment plus `extraEnv` (`AIRLOCK_PROJECT_DIR`, `AIRLOCK_CONFIG_DIR` — like Claude Code's `CLAUDE_PROJECT_DIR`), `input` as JSON on stdin, and a `timeoutS` (seconds) deadline. The whole group is
  * killed when the hook exits, times out or `signal` aborts. Never throws: failures are verdicts.
  */
-export function runHook(command: string, input: HookInput, cwd: string, timeoutS: number, signal?: AbortSignal): Promise<Verdict> {
+export function runHook(
+  command: string,
+  input: HookInput,
+  cwd: string,
+  timeoutS: number,
+  signal?: AbortSignal,
+  extraEnv: Record<string, string> = {},
+): Promise<Verdict> {
   return new Promise<Verdict>((resolve) => {
     let settled = false;
     let timedOut = false;
@@ -175,7 +182,7 @@ export function runHook(command: string, input: HookInput, cwd: string, timeoutS
     };
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn("/bin/sh", ["-c", command], { cwd, env: sanitizedEnv(), detached: true, stdio: ["pipe", "pipe", "pipe"] });
+      child = spawn("/bin/sh", ["-c", command], { cwd, env: sanitizedEnv(extraEnv), detached: true, stdio: ["pipe", "pipe", "pipe"] });
     } catch (e) {
       resolve(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
       return;
@@ -231,11 +238,12 @@ export async function runPreToolUseHooks(
   input: HookInput,
   cwd: string,
   signal?: AbortSignal,
+  extraEnv: Record<string, string> = {},
 ): Promise<Verdict[]> {
   const hooks = matchingHooks(matchers, [input.tool_name, input.airlock_tool_name]);
   return Promise.all(
     hooks.map((h) =>
-      h.badMatcher ? Promise.resolve(hookFailure("hook_error", h.command, h.badMatcher)) : runHook(h.command, input, cwd, h.timeout, signal),
+      h.badMatcher ? Promise.resolve(hookFailure("hook_error", h.command, h.badMatcher)) : runHook(h.command, input, cwd, h.timeout, signal, extraEnv),
     ),
   );
 }
