@@ -19,6 +19,8 @@ export interface Progress {
   log(line: string): void;
   /** Stops redrawing and clears the line. Idempotent. */
   stop(): void;
+  /** Pauses redrawing while `true` (e.g. while a question is asked on the terminal), resumes on `false`. */
+  hold(on: boolean): void;
 }
 
 /**
@@ -39,7 +41,9 @@ export function createProgress(opts: { tty?: boolean; write: (s: string) => void
     if (drawn) opts.write("\r\x1b[2K");
     drawn = false;
   };
+  let held = false;
   const draw = () => {
+    if (held) return;
     const elapsed = now() - started;
     if (elapsed < SHOW_AFTER_MS) return;
     const cols = process.stderr.columns ?? 80;
@@ -63,6 +67,10 @@ export function createProgress(opts: { tty?: boolean; write: (s: string) => void
     log(line) {
       clear();
       opts.write(line.endsWith("\n") ? line : `${line}\n`);
+    },
+    hold(on) {
+      held = on;
+      if (on) clear();
     },
     stop() {
       if (stopped) return;

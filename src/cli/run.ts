@@ -53,7 +53,9 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
  * a root session in `--workspace` (default the cwd) → `runOnce` → stdout per `outputFormat`:
  * `text` the answer; `json` one result object (SPEC §7); `stream-json` one NDJSON line per event
  * (`{"type": <event>, ...payload}`) ending with `{"type": "result", ...result}`. Everything else goes
- * to stderr. PROMPT absent and no recipe: stdin is read only when it is not a TTY.
+ * to stderr. PROMPT `-` reads the prompt from stdin; stdin is never read otherwise. Without
+ * `--headless`, asks are put to the person at the terminal when stdin and stderr are TTYs, and the
+ * run is headless otherwise (nobody could answer).
  * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT or SIGTERM).
  * @throws AirlockError `usage` (no prompt), `recipe_invalid`, `config_invalid` → exit 2 via main.ts.
  */
@@ -74,17 +76,29 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
     workspace ??= prepared.workspace;
   }
   config = mergeConfig(config, flagOverrides(opts), "command line");
-  if (prompt === undefined || prompt === "") {
-    if (process.stdin.isTTY) {
-      throw new AirlockError("usage", "airlock run: no prompt; pass PROMPT, --recipe FILE, or pipe the prompt on stdin");
-    }
+  // stdin is read only when asked for with PROMPT "-", so a non-TTY stdin never blocks a run (SPEC §2).
+  if (prompt === "-") {
     prompt = (await Bun.stdin.text()).trim();
-    if (!prompt) throw new AirlockError("usage", "airlock run: no prompt (stdin was empty); pass PROMPT or --recipe FILE");
+    if (!prompt) throw new AirlockError("usage", "airlock run: PROMPT was '-' but stdin was empty; pipe the prompt in, or pass it as an argument");
+  }
+  if (prompt === undefined || prompt === "") {
+    throw new AirlockError("usage", "airlock run: no prompt; pass PROMPT (or '-' to read it from stdin) or --recipe FILE");
+  }
+  // Who can answer an ask: with --headless nobody; otherwise the person at this terminal when there is
+  // one, and nobody when stdin or stderr is not a terminal (a pipe, cron, CI) — then the run is headless
+  // too, so an ask is refused at once instead of waiting for an answer that cannot come.
+  const { terminalCanAsk, startTerminalApprover, ttyLineReader } = await import("./terminal-approver.ts");
+  const interactive = !opts.headless && terminalCanAsk();
+  const headless = !interactive;
+  if (!opts.headless && !interactive) {
+    writeStderr("airlock: no terminal to ask on (stdin or stderr is not a TTY): running headless — calls that need a person are refused\n");
   }
   const { createRuntime } = await import("../runtime.ts");
   const { runOnce } = await import("../agent/run-once.ts");
   const { exitCodeForStatus } = await import("../scheduler/result.ts");
-  const rt = createRuntime({ config, configDir: ctx.configDir, dataDir: ctx.dataDir });
+  const rt = createRuntime({ config, configDir: ctx.configDir, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
+  const reader = interactive ? ttyLineReader() : undefined;
+  let stopApprover: (() => void) | undefined;
   const ac = new AbortController();
   const { createProgress } = await import("./progress.ts");
   const progress = createProgress({ write: writeStderr });
@@ -103,7 +117,10 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
   try {
     const result = await runOnce(rt, {
       prompt,
-      headless: opts.headless,
+      headless,
+      onSession(sessionId) {
+        if (reader) stopApprover = startTerminalApprover(rt, sessionId, reader, writeStderr, (on) => progress.hold(on));
+      },
       workspace: workspace ?? process.cwd(),
       signal: ac.signal,
       onEvent(ev) {
@@ -124,6 +141,8 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
     if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code}: ${result.error.message}\n`);
     return exitCodeForStatus(result.status);
   } finally {
+    stopApprover?.();
+    reader?.close();
     progress.stop();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
