@@ -52,6 +52,12 @@ describe("ScriptPool.run basics", () => {
     expect(r.error.stack).not.toContain(import.meta.dir);
   });
 
+  test("an uncaught tool error keeps the tool's error code in the script error's message", async () => {
+    const refuse = async () => ({ ok: false as const, error: { code: "no_human_surface" as const, message: "nobody can answer" } });
+    const r = await pool.run("await tools.developer__shell({ command: 'x' });", LIMITS, refuse);
+    expect(r.ok ? "ok" : r.error).toMatchObject({ code: "script_error", message: "ToolError [no_human_surface]: nobody can answer" });
+  });
+
   test("a syntax error and a never-settling await are script_error", async () => {
     const { fn } = recorder();
     const syntax = await pool.run("return (", LIMITS, fn);

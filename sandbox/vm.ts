@@ -225,7 +225,7 @@ export class ScriptRun {
 
   #classify(h: QuickJSHandle): ScriptFailure {
     const ctx = this.#ctx!;
-    const { name, message, stack } = describe(ctx, h);
+    const { name, message, stack, code } = describe(ctx, h);
     if (this.#stop) return this.#stop;
     const memoryMb = Math.round(this.#opts.memoryBytes / 2 ** 20);
     const oom = { code: "script_memory_limit", message: `the script ran out of memory (limit ${memoryMb} MiB, limits.script_memory_mb); hold less data at once` } as const;
@@ -237,7 +237,7 @@ export class ScriptRun {
       return { code: "script_stack_overflow", message: `the script overflowed its stack (${this.#opts.stackBytes >> 10} KiB, limits.script_stack_kb); avoid deep recursion` };
     }
     if (message === "interrupted") return timeoutFailure("the script was interrupted at its deadline");
-    return { code: "script_error", message: `${name ?? "Error"}: ${message ?? ""}`, ...(stack ? { stack } : {}) };
+    return { code: "script_error", message: `${name ?? "Error"}${code ? ` [${code}]` : ""}: ${message ?? ""}`, ...(stack ? { stack } : {}) };
   }
 
   #check(): void {
@@ -276,7 +276,7 @@ function timeoutFailure(message: string): ScriptFailure {
 }
 
 /** Reads `name`, `message`, `stack` of a guest value as strings (undefined where absent); never throws. */
-function describe(ctx: QuickJSContext, h: QuickJSHandle): { name?: string; message?: string; stack?: string } {
+function describe(ctx: QuickJSContext, h: QuickJSHandle): { name?: string; message?: string; stack?: string; code?: string } {
   try {
     const t = ctx.typeof(h);
     if (t === "object" && ctx.sameValue(h, ctx.null)) return {};
@@ -293,7 +293,10 @@ function describe(ctx: QuickJSContext, h: QuickJSHandle): { name?: string; messa
         v.dispose();
       }
     };
-    const out: { name?: string; message?: string; stack?: string } = {};
+    const out: { name?: string; message?: string; stack?: string; code?: string } = {};
+    const code = field("code");
+    // a tool's error code (e.g. no_human_surface) is kept so the model sees why the call failed
+    if (code !== undefined && /^[a-z][a-z0-9_]{0,63}$/.test(code)) out.code = code;
     const name = field("name");
     const message = field("message");
     const stack = field("stack");

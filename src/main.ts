@@ -87,9 +87,10 @@ export function buildProgram(done: (code: number) => void): Command {
       .summary("start the HTTP API (default 127.0.0.1:7420)")
       .description("Start the HTTP API and the scheduler on the SQLite store in the data dir, until SIGINT/SIGTERM.")
       .option("--host <host>", "interface to bind (default: server.host from the config, 127.0.0.1)")
-      .addOption(new Option("--port <port>", "port, 0 = any free port (default: server.port from the config, 7420)").argParser(parsePort)),
+      .addOption(new Option("--port <port>", "port, 0 = any free port (default: server.port from the config, 7420)").argParser(parsePort))
+      .option("--headless", "no person answers on this server: every session is headless, and every ask is refused at once", false),
   )
-    .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo"]))
+    .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo", "airlock serve --headless   # an unattended server: asks are refused, never parked"]))
     .action(async (opts) => done(await (await import("./cli/serve.ts")).serve(opts)));
 
   withCommon(

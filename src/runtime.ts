@@ -58,6 +58,8 @@ export interface RuntimeOptions {
   tokens?: Tokens;
   /** Provider retry pacing (tests make it small). */
   providerRetry?: ProviderOptions["retry"];
+  /** Every session created by this runtime is headless (`airlock serve --headless`). */
+  headless?: boolean;
 }
 
 /** The runtime services, also handed to tools as `ToolContext.runtime`. */
@@ -131,6 +133,7 @@ class AirlockRuntime implements Runtime {
   readonly configDir: string;
   readonly dataDir: string;
   readonly workspace: string;
+  private readonly forceHeadless: boolean;
   readonly store: Store;
   readonly bus = new Bus();
   readonly inflight = new Inflight();
@@ -154,6 +157,7 @@ class AirlockRuntime implements Runtime {
     this.configDir = opts.configDir;
     this.dataDir = opts.dataDir;
     this.workspace = opts.workspace ?? process.cwd();
+    this.forceHeadless = opts.headless === true;
     this.env = opts.env ?? process.env;
     this.providerRetry = opts.providerRetry;
     this.store = Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
@@ -263,7 +267,7 @@ class AirlockRuntime implements Runtime {
       mode: input.mode ?? this.config.mode,
       sandbox: input.sandbox ?? this.config.sandbox,
       privacy,
-      headless: input.headless === true,
+      headless: input.headless === true || this.forceHeadless,
       provider,
       model: input.model !== undefined ? input.model : provider === this.config.provider.name ? (this.config.provider.model ?? null) : null,
       title: input.title ?? null,

@@ -11,6 +11,8 @@ export interface ServeOptions extends CommonOptions {
   host?: string;
   /** `--port`: integer 0–65535 (0 = any free port); default the config's `server.port` (7420). */
   port?: number;
+  /** `--headless`: every session on this server is headless (asks refused at once, never parked). */
+  headless?: boolean;
 }
 
 /**
@@ -28,7 +30,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const ctx = await resolveContext(opts);
   const host = opts.host ?? ctx.config.server.host;
   const port = opts.port ?? ctx.config.server.port;
-  const rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, dataDir: ctx.dataDir });
+  const rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, dataDir: ctx.dataDir, headless: opts.headless === true });
   let server;
   try {
     server = startServer(rt, { host, port });
@@ -36,7 +38,12 @@ export async function serve(opts: ServeOptions): Promise<number> {
     await rt.close();
     throw e;
   }
-  writeStderr(`airlock: listening on ${server.url} (data dir ${ctx.dataDir}; API token in ${rt.tokens.apiTokenPath})\n`);
+  writeStderr(
+    `airlock: listening on ${server.url} (data dir ${ctx.dataDir})${opts.headless ? "; headless: every ask is refused at once" : ""}\n` +
+      `airlock: API token in ${rt.tokens.apiTokenPath}; approver token in ${rt.tokens.approverTokenPath}\n` +
+      `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.url}/sessions\n` +
+      `airlock: walkthrough: docs/quickstart.md\n`,
+  );
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {
       writeStderr(`airlock: ${sig}: stopping\n`);
