@@ -6,6 +6,7 @@
  * Shell commands are split with `shell-quote` (./shell-words.ts); each simple command is judged.
  * Interpreter code cannot be parsed: no floor rule; the launcher's sandbox policy confines it.
  */
+import { readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { SandboxPolicyName } from "../../config/schema.ts";
@@ -72,18 +73,31 @@ export function judgeCall(call: FloorCall, env: FloorEnv): string[] {
   return ctx.findings;
 }
 
-const SHELLS = new Set(["bash", "sh", "zsh", "dash", "ksh", "ash", "busybox"]);
-const WRAPPERS = new Set(["sudo", "doas", "command", "builtin", "exec", "nice", "nohup", "time", "stdbuf", "xargs", "env", "timeout", "ionice", "chroot"]);
+const SHELLS = new Set(["bash", "sh", "zsh", "dash", "ksh", "ash"]);
+/** Commands that run a command string given with `-c` (like a shell, but never read commands from stdin). */
+const C_STRING = new Set(["su", "runuser", "script"]);
+const WRAPPERS = new Set(["sudo", "doas", "command", "builtin", "exec", "nice", "nohup", "time", "stdbuf", "xargs", "env", "timeout", "ionice", "chroot", "busybox"]);
+/** Shell reserved words that may precede a command (`{ rm …; }`, `then rm …`, `! rm …`). */
+const RESERVED = new Set(["{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"]);
 const WRITE_ALL = new Set(["tee", "touch", "mkdir", "truncate", "shred", "unlink", "rmdir"]);
 const WRITE_AFTER_FIRST = new Set(["chmod", "chown", "chgrp"]);
 const COPY = new Set(["cp", "mv", "install", "ln", "rsync"]);
 const RC_FILES = new Set([".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".kshrc", ".cshrc", ".tcshrc", ".inputrc"]);
 const HARMLESS_SINKS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"]);
+/**
+ * Command names the floor looks for at every word of a simple command, not only at its head, so an
+ * unlisted wrapper (`setsid rm -rf /`, `flock f rm …`, `find … -exec sh -c '…'`) hides nothing.
+ */
+const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl"]);
+/** Most matches of one glob word checked for credential files. */
+const MAX_GLOB_MATCHES = 256;
 
 class Judge {
   readonly findings: string[] = [];
   readonly ws: string;
   readonly home: string;
+  /** Symlinks this command creates (`ln -s`) before later words use them: [link path, real target]. */
+  readonly links: [string, string][] = [];
   constructor(readonly env: FloorEnv) {
     this.ws = safeReal("/", env.workspace) ?? path.resolve(env.workspace);
     const h = env.home ?? os.homedir();
@@ -99,16 +113,52 @@ class Judge {
     if (cwd) w = w.replace(/\$\{PWD\}|\$PWD\b/g, cwd);
     if (/\$/.test(w)) return null;
     if (!path.isAbsolute(w) && cwd === null) return null;
-    return safeReal(cwd ?? "/", w);
+    const real = safeReal(cwd ?? "/", w);
+    if (real === null) return null;
+    // a link an earlier part of this command creates does not exist yet on disk: follow it by hand
+    for (const [link, target] of this.links) {
+      if (real === link || real.startsWith(link + "/")) return safeReal("/", target + real.slice(link.length));
+    }
+    return real;
   }
 
   read(word: string, cwd: string | null): void {
     const p = this.resolve(word, cwd);
-    const hit = credentialKind(word, this.home) ?? (p ? credentialKind(p, this.home) : null);
+    const hit = credentialKind(word, this.home) ?? (p ? (credentialKind(p, this.home) ?? credentialDirKind(p)) : null);
     if (hit) this.findings.push(`reads credential file ${word} (${hit})`);
   }
 
+  /** A glob word (`~/.ssh/*`, `.env*`): every existing path it matches may be read. */
+  readGlob(word: string, cwd: string | null): void {
+    this.read(word, cwd);
+    let w = word;
+    if (w === "~" || w.startsWith("~/")) w = this.home + w.slice(1);
+    w = w.replace(/\$\{HOME\}|\$HOME\b/g, this.home);
+    if (/\$/.test(w)) return;
+    const parts = w.split("/");
+    const firstGlob = parts.findIndex((c) => /[*?[]/.test(c));
+    if (firstGlob < 0) return;
+    const fixed = parts.slice(0, firstGlob).join("/") || (path.isAbsolute(w) ? "/" : ".");
+    const base = this.resolve(fixed, cwd);
+    if (base === null) return;
+    let n = 0;
+    try {
+      for (const m of new Bun.Glob(parts.slice(firstGlob).join("/")).scanSync({ cwd: base, dot: true, onlyFiles: false, absolute: true })) {
+        const hit = credentialKind(m, this.home) ?? credentialDirKind(m);
+        if (hit) {
+          this.findings.push(`reads credential file ${m} through the pattern ${word} (${hit})`);
+          return;
+        }
+        if (++n >= MAX_GLOB_MATCHES) return;
+      }
+    } catch {
+      // unreadable directory: nothing to match
+    }
+  }
+
   write(word: string, cwd: string | null, verb: string): void {
+    const alts = braceAlternatives(word);
+    if (alts) return alts.forEach((a) => this.write(a, cwd, verb));
     if (HARMLESS_SINKS.has(word) || /^\/dev\/fd\/\d+$/.test(word)) return;
     const p = this.resolve(word, cwd);
     if (p === null) {
@@ -127,6 +177,8 @@ class Judge {
   }
 
   recursiveDelete(word: string, isGlob: boolean, cwd: string | null): void {
+    const alts = braceAlternatives(word);
+    if (alts) return alts.forEach((a) => this.recursiveDelete(a, isGlob, cwd));
     const broad = this.broad(word, isGlob, cwd);
     if (broad) this.findings.push(`recursive delete of broad target ${word} (${broad})`);
     else if (!isGlob) this.write(word, cwd, "deletes");
@@ -161,7 +213,7 @@ class Judge {
   }
 
   /** Judges one simple command; returns the working directory for the commands after it. */
-  simple(c: SimpleCommand, cwd: string | null, depth: number): string | null {
+  simple(c: SimpleCommand, cwd: string | null, depth: number, scan = true): string | null {
     for (const r of c.redirects) {
       if ([">", ">>", ">|", "&>", "&>>", "<>"].includes(r.op)) this.write(r.target, cwd, "redirects output to");
       else if (r.op === ">&" && !/^(\d+|-)$/.test(r.target)) this.write(r.target, cwd, "redirects output to");
@@ -170,22 +222,31 @@ class Judge {
       }
     }
     // every word may name a credential file (`cat`, `cp`, `curl -d @file`, `--file=…`)
-    for (const w of c.words) {
-      for (const cand of credentialCandidates(w)) this.read(cand, cwd);
-    }
+    c.words.forEach((w, j) => {
+      if (c.globs.has(j)) this.readGlob(w, cwd);
+      else for (const cand of credentialCandidates(w)) this.read(cand, cwd);
+    });
     let i = 0;
     const w = c.words;
-    // leading assignments and wrappers (`FOO=1 sudo -E env X=1 nice -n 5 rm …`)
+    let viaXargs = false;
+    // leading assignments, reserved words and wrappers (`FOO=1 sudo -E env X=1 nice -n 5 rm …`, `then rm …`)
     for (;;) {
-      while (i < w.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!)) i++;
+      while (i < w.length && (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!) || RESERVED.has(w[i]!))) i++;
       if (i >= w.length) return cwd;
       const name = this.names(w[i]!);
       if (![...name].some((n) => WRAPPERS.has(n))) break;
       const wrapper = [...name].find((n) => WRAPPERS.has(n))!;
+      if (wrapper === "xargs") viaXargs = true;
       i++;
       while (i < w.length && w[i]!.startsWith("-")) {
         const flag = w[i]!;
         i++;
+        // `env -S 'cmd args'` / `--split-string=…` runs a command line the floor must read too
+        if (wrapper === "env" && (flag === "-S" || flag.startsWith("--split-string") || /^-S./.test(flag))) {
+          const line = flag === "-S" || flag === "--split-string" ? w[i] : flag.startsWith("-S") ? flag.slice(2) : flag.slice(flag.indexOf("=") + 1);
+          if (line !== undefined) this.shell(line, depth + 1);
+          return cwd;
+        }
         if (["-n", "-u", "-g", "-C", "-i", "-o", "-e", "-I", "-s", "-k", "-d", "-P"].includes(flag) && wrapper !== "env") i++; // flag takes a value
       }
       if (wrapper === "timeout" && i < w.length) i++; // the duration
@@ -195,12 +256,38 @@ class Judge {
     const argGlob = (k: number) => c.globs.has(i + 1 + k);
     const has = (...ns: string[]) => ns.some((n) => names.has(n));
 
-    if (has(...SHELLS)) {
-      const ci = args.findIndex((a) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a));
-      if (ci >= 0 && args[ci + 1] !== undefined) {
-        if (depth + 1 > MAX_SHELL_DEPTH) this.findings.push("the command nests shells too deeply to judge");
-        else this.shell(args[ci + 1]!, depth + 1);
+    if (scan) {
+      // the same command names later in the words: an unlisted wrapper in front hides nothing
+      for (let k = 1; k < w.length; k++) {
+        if (k === i || ![...this.names(w[k]!)].some((n) => SCANNED.has(n))) continue;
+        const globs = new Set([...c.globs].filter((g) => g >= k).map((g) => g - k));
+        this.simple({ words: w.slice(k), globs, redirects: [] }, cwd, depth, false);
       }
+    }
+
+    if (has(...SHELLS, ...C_STRING)) {
+      const ci = args.findIndex((a) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a));
+      if (ci >= 0) {
+        const script = args[ci + 1] === "--" ? args[ci + 2] : args[ci + 1];
+        if (script === undefined) return cwd;
+        if (depth + 1 > MAX_SHELL_DEPTH) this.findings.push("the command nests shells too deeply to judge");
+        else this.shell(script, depth + 1);
+        return cwd;
+      }
+      if (!scan || !has(...SHELLS) || args.some((a) => a === "--version" || a === "--help")) return cwd;
+      // no -c: the shell runs a script file, or reads its commands from stdin, which the floor cannot see
+      const script = args.find((a, k) => !a.startsWith("-") && !a.startsWith("+") && !/^[-+]o$/.test(args[k - 1] ?? ""));
+      const hereString = c.redirects.find((r) => r.op === "<<<");
+      if (script !== undefined && !args.includes("-s")) {
+        if (script.startsWith("<(")) this.findings.push(`${w[i]} runs commands from a process substitution the floor cannot read`);
+        return cwd;
+      }
+      if (hereString) this.shell(hereString.target, depth + 1);
+      else if (!c.redirects.some((r) => r.op === "<")) this.findings.push(`${w[i]} reads the commands it runs from standard input, which the floor cannot read; use ${w[i]} -c '…'`);
+      return cwd;
+    }
+    if (has("source", ".") && args[0]?.startsWith("<(")) {
+      this.findings.push(`${w[i]} runs commands from a process substitution the floor cannot read`);
       return cwd;
     }
     if (has("eval")) {
@@ -220,6 +307,7 @@ class Judge {
         if (recursive) this.recursiveDelete(word, argGlob(index), cwd);
         else if (!argGlob(index)) this.write(word, cwd, "deletes");
       });
+      if (recursive && viaXargs) this.findings.push("recursive delete of targets read from standard input (xargs rm -r), which the floor cannot see");
       return cwd;
     }
     if (has("find")) {
@@ -239,10 +327,15 @@ class Judge {
       return cwd;
     }
     if (has(...COPY)) {
-      const t = operands.flags.find((f) => f.startsWith("--target-directory="))?.split("=")[1] ?? flagValue(args, "-t");
+      const t =
+        operands.flags.find((f) => f.startsWith("--target-directory="))?.split("=")[1] ??
+        flagValue(args, "--target-directory") ??
+        flagValue(args, "-t") ??
+        operands.flags.find((f) => /^-t./.test(f))?.slice(2);
       const list = operands.list.map((o) => o.word);
       const dest = t ?? (list.length >= 2 ? list[list.length - 1] : undefined);
       if (dest !== undefined) this.write(dest, cwd, "writes");
+      if (has("ln") && t === undefined && list.length >= 1 && operands.flags.some((f) => f === "--symbolic" || /^-[a-zA-Z]*s/.test(f))) this.noteLink(list, cwd);
       if (has("mv")) for (const s of list.filter((x) => x !== dest)) this.write(s, cwd, "moves");
       return cwd;
     }
@@ -256,6 +349,16 @@ class Judge {
       return cwd;
     }
     return cwd;
+  }
+
+  /** Records `ln -s TARGET [LINK]` so later words of this command resolve through the new link. */
+  noteLink(list: string[], cwd: string | null): void {
+    const target = list[0]!;
+    let link = this.resolve(list.length >= 2 ? list[list.length - 1]! : path.basename(target), cwd);
+    if (link === null) return;
+    if (list.length >= 2 && isDir(link)) link = path.join(link, path.basename(target));
+    const real = this.resolve(target, path.dirname(link));
+    if (real !== null) this.links.push([link, real]);
   }
 
   /** The names a command word goes by: its spelling's basename and the basename of the executable it resolves to. */
@@ -285,6 +388,36 @@ function flagValue(args: string[], flag: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
+/**
+ * The words a brace expansion makes (`{/,x}` → `/`, `x`; `a{b,c}d` → `abd`, `acd`), or null when
+ * `word` has none. Only comma lists are expanded (at most 64 words); `{a..z}` sequences are left as is.
+ */
+export function braceAlternatives(word: string, budget = 64): string[] | null {
+  for (let open = word.indexOf("{"); open >= 0; open = word.indexOf("{", open + 1)) {
+    let depth = 0;
+    const commas: number[] = [];
+    let close = -1;
+    for (let j = open; j < word.length; j++) {
+      const ch = word[j];
+      if (ch === "{") depth++;
+      else if (ch === "}" && --depth === 0) {
+        close = j;
+        break;
+      } else if (ch === "," && depth === 1) commas.push(j);
+    }
+    if (close < 0) return null;
+    if (commas.length === 0) continue;
+    const cuts = [open, ...commas, close];
+    const out: string[] = [];
+    for (let k = 0; k + 1 < cuts.length; k++) {
+      const w = word.slice(0, open) + word.slice(cuts[k]! + 1, cuts[k + 1]) + word.slice(close + 1);
+      for (const x of braceAlternatives(w, budget) ?? [w]) if (out.length < budget) out.push(x);
+    }
+    return out;
+  }
+  return null;
+}
+
 /** A word and the paths it may carry: itself, after `=` (`--file=x`, `if=x`), after a leading `@` (curl). */
 function credentialCandidates(w: string): string[] {
   const out = [w];
@@ -302,7 +435,30 @@ export function credentialKind(p: string, home: string): string | null {
   if (/(^|\/)\.aws\/credentials$/.test(norm)) return "AWS credentials";
   if (base === ".netrc" || base === "_netrc") return "netrc credentials";
   if (base === ".env" || (/^\.env\.[^/]+$/.test(base) && !/\.(example|sample|template|dist)$/.test(base))) return "environment secrets file";
+  if (base === "approver-token" || base === "api-token") return "airlock API or approver token";
   return null;
+}
+
+/** Why the existing directory `p` holds credentials, or null: `.ssh`, `.aws`, airlock's data dir (its tokens). */
+export function credentialDirKind(p: string): string | null {
+  if (!isDir(p)) return null;
+  const base = path.basename(p);
+  if (base === ".ssh") return "directory of SSH private keys";
+  if (base === ".aws") return "directory of AWS credentials";
+  try {
+    if (readdirSync(p).some((n) => n === "approver-token" || n === "api-token")) return "airlock data dir with its API and approver tokens";
+  } catch {
+    // unreadable: nothing to say
+  }
+  return null;
+}
+
+function isDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** Why writing `p` (a real path) is protected, or null: `.git/hooks`, `.git/config`, shell rc files, `~/.ssh`, `/etc`. */

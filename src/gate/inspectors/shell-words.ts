@@ -51,11 +51,23 @@ export function splitCommands(command: string, depth = 0): ShellParse {
     if (cur.words.length || cur.redirects.length) out.push(cur);
     cur = { words: [], globs: new Set(), redirects: [] };
   };
+  // Open parentheses: a subshell, or a substitution (`$(…)`, `<(…)`, `>(…)`) whose command is parsed on
+  // its own while the command around it keeps a placeholder word (its value is unknown to the floor).
+  const parens: ({ kind: "subshell" } | { kind: "substitution"; outer: SimpleCommand })[] = [];
+  const openSubstitution = (placeholder: string) => {
+    cur.words.push(placeholder);
+    parens.push({ kind: "substitution", outer: cur });
+    cur = { words: [], globs: new Set(), redirects: [] };
+  };
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i];
     if (typeof e === "string") {
-      // `$` followed by an `(` operator is a command substitution: treat like a subshell.
-      if (e === "$" && isOp(entries[i + 1], "(")) continue;
+      // `$(` (also `a$(`): a command substitution; the outer command sees the placeholder `$(…)`.
+      if (e.endsWith("$") && isOp(entries[i + 1], "(")) {
+        openSubstitution(`${e.slice(0, -1)}$(…)`);
+        i++;
+        continue;
+      }
       // a digit right before a redirection is its fd number (`2>/dev/null`), not an argument
       if (/^\d+$/.test(e) && isRedirectOp(entries[i + 1])) continue;
       cur.words.push(e);
@@ -70,6 +82,17 @@ export function splitCommands(command: string, depth = 0): ShellParse {
     }
     const op = (e as { op: string }).op;
     if (op === "glob") continue;
+    if (op === "(") {
+      flush();
+      parens.push({ kind: "subshell" });
+      continue;
+    }
+    if (op === ")") {
+      flush();
+      const open = parens.pop();
+      if (open?.kind === "substitution") cur = open.outer;
+      continue;
+    }
     if (SEPARATORS.has(op)) {
       flush();
       continue;
@@ -77,7 +100,7 @@ export function splitCommands(command: string, depth = 0): ShellParse {
     if (REDIRECTS.has(op)) {
       const next = entries[i + 1];
       if (op === "<(" || op === ">(") {
-        flush(); // process substitution: its body is a command of its own
+        openSubstitution(`${op}…)`); // process substitution: its body is a command of its own
         continue;
       }
       if (typeof next === "string") {
@@ -94,6 +117,13 @@ export function splitCommands(command: string, depth = 0): ShellParse {
     return { ok: false, reason: `unsupported shell operator '${op}'` };
   }
   flush();
+  while (parens.length) {
+    const open = parens.pop()!;
+    if (open.kind === "substitution") {
+      cur = open.outer;
+      flush();
+    }
+  }
   // command substitutions hidden inside words: `$(…)` in double quotes, backticks
   for (const c of [...out]) {
     for (const w of [...c.words, ...c.redirects.map((r) => r.target)]) {
@@ -126,7 +156,8 @@ function substitutions(word: string): string[] {
       if (word[j] === "(") depth++;
       else if (word[j] === ")" && --depth === 0) break;
     }
-    found.push(word.slice(i + 2, j));
+    const body = word.slice(i + 2, j);
+    if (body !== "…") found.push(body); // "$(…)" is the placeholder of a substitution already parsed
     i = word.indexOf("$(", j);
   }
   return found;
