@@ -17,6 +17,11 @@ export interface BwrapOptions {
   cwd: string;
   /** Absolute real paths that `workspace-write` makes writable (the workspace roots). Read-only under `read-only`. */
   writableRoots: string[];
+  /**
+   * Existing absolute directories hidden behind an empty tmpfs (airlock's data dir: its tokens and
+   * database). A root inside one stays visible; one inside a root is hidden within it.
+   */
+  hiddenPaths?: string[];
   /** Extra absolute paths bound read-only after the roots (e.g. a `.git` *file* of a worktree). */
   readOnlyPaths?: string[];
   /** The bubblewrap binary to name as `argv[0]` of the result. Default `"bwrap"`. */
@@ -59,7 +64,13 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     "--tmpfs", "/tmp",
   ];
   const writable = policy === "workspace-write";
+  // Hidden dirs under /tmp are private already. One that holds a root is hidden before the root is
+  // bound (so the root shows through); one inside a root is hidden after (so the root's bind cannot re-expose it).
+  const hidden = [...new Set(opts.hiddenPaths ?? [])].filter((h) => !isUnder(h, "/tmp") || h === "/tmp");
+  const hideAfter = (h: string) => roots.some((r) => isUnder(h, r));
+  for (const h of hidden) if (!hideAfter(h)) out.push("--tmpfs", h);
   for (const root of roots) out.push(writable ? "--bind" : "--ro-bind", root, root);
+  for (const h of hidden) if (hideAfter(h)) out.push("--tmpfs", h);
   if (writable) {
     for (const root of roots) {
       for (const sub of PROTECTED_SUBPATHS) {

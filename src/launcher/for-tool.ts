@@ -22,6 +22,12 @@ export function effectivePolicy(args: unknown, ctx: ToolContext): SandboxPolicy 
   return ctx.elevatedPolicy ?? ctx.session.sandbox;
 }
 
+/** Airlock's data dir (tokens, database) from the runtime, to hide it from the process; none when unknown. */
+function dataDirOf(runtime: unknown): string[] {
+  const d = typeof runtime === "object" && runtime !== null ? (runtime as { dataDir?: unknown }).dataDir : undefined;
+  return typeof d === "string" && d !== "" ? [d] : [];
+}
+
 /** What host-process tools return to the model. */
 export interface HostProcessResult {
   exit_code: number | null;
@@ -53,6 +59,7 @@ export async function runForTool(
     signal: ctx.signal,
     extraEnv: o.extraEnv,
     config: ctx.config,
+    hiddenPaths: dataDirOf(ctx.runtime),
   });
   if (r.cancelled) throw new AirlockError("cancelled", `${o.argv[0]} was cancelled; its process tree was killed`);
   const out: HostProcessResult = {

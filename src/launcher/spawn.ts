@@ -34,6 +34,8 @@ export interface LaunchOptions {
   maxOutputBytes: number;
   /** Abort = cancel: the tree is killed and the result has `cancelled: true`. */
   signal?: AbortSignal;
+  /** Existing directories a confined process must not see (airlock's data dir): hidden behind an empty tmpfs. */
+  hiddenPaths?: string[];
   /** Added to the allow-listed environment (secret-looking names are still dropped). */
   extraEnv?: Record<string, string>;
   config: Config;
@@ -315,7 +317,8 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     const roots = (opts.writableRoots ?? [opts.workspace]).map((r) => resolveRealPath("/", r));
     for (const r of roots) if (!existsSync(r)) throw new AirlockError("tool_failed", `workspace root ${r} does not exist`);
     const readOnlyPaths = policy === "workspace-write" ? roots.flatMap(prepareRoot) : [];
-    full = bwrapArgs({ policy, argv: cmd, cwd: resolveRealPath("/", opts.cwd), writableRoots: roots, readOnlyPaths, bwrapPath: bwrapPath!, infoFd: INFO_FD });
+    const hiddenPaths = (opts.hiddenPaths ?? []).map((h) => resolveRealPath("/", h)).filter((h) => existsSync(h) && h !== "/");
+    full = bwrapArgs({ policy, argv: cmd, cwd: resolveRealPath("/", opts.cwd), writableRoots: roots, readOnlyPaths, hiddenPaths, bwrapPath: bwrapPath!, infoFd: INFO_FD });
   }
   return run(full, env, opts, { policy, warning, infoFd: confine });
 }
