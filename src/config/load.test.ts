@@ -224,18 +224,9 @@ describe("formatZodIssues", () => {
   });
 });
 
-describe("docs/configuration.md", () => {
-  /** Every leaf key path of a zod schema: records as `*`, arrays as `[]`. */
-  function leafPaths(schema: unknown, prefix = ""): string[] {
-    type Def = { type: string; innerType?: unknown; shape?: Record<string, unknown>; valueType?: unknown; element?: unknown };
-    let def = (schema as { _zod: { def: Def } })._zod.def;
-    while (def.type === "default" || def.type === "optional") def = (def.innerType as { _zod: { def: Def } })._zod.def;
-    if (def.type === "object") return Object.entries(def.shape!).flatMap(([k, v]) => leafPaths(v, prefix ? `${prefix}.${k}` : k));
-    if (def.type === "record" && (def.valueType as { _zod: { def: Def } })._zod.def.type === "object") return leafPaths(def.valueType, `${prefix}.*`);
-    if (def.type === "array" && (def.element as { _zod: { def: Def } })._zod.def.type === "object") return leafPaths(def.element, `${prefix}[]`);
-    return [prefix];
-  }
+import { leafPaths } from "./schema-paths.ts";
 
+describe("docs/configuration.md", () => {
   test("documents every key of the schema", async () => {
     const doc = await Bun.file(join(import.meta.dir, "..", "..", "docs", "configuration.md")).text();
     const paths = leafPaths(Config);
