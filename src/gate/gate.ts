@@ -77,7 +77,13 @@ function specOf(def: ToolDef): ToolSpec {
 export class Gate {
   private refusedListeners = new Set<(r: RefusedCall) => void>();
 
-  constructor(private readonly deps: GateDeps) {}
+  /** HOME and PATH of the sanitized environment, as the security floor resolves `~` and executables (read once: the process environment does not change under us). */
+  private readonly floorEnv: { home?: string; PATH: string };
+
+  constructor(private readonly deps: GateDeps) {
+    const env = sanitizedEnv();
+    this.floorEnv = { ...(env.HOME ? { home: env.HOME } : {}), PATH: env.PATH ?? "" };
+  }
 
   /** Listens to every refused call; returns the unsubscribe function. */
   onRefused(l: (r: RefusedCall) => void): () => void {
@@ -197,8 +203,7 @@ export class Gate {
   private async judge(def: ToolDef, args: unknown, req: GateCall, session: Session, config: Readonly<Config>, signal: AbortSignal): Promise<Judgement> {
     const elevation = elevationVerdict(config.sandbox, req.args);
     const policy = elevation.kind === "ask" && elevation.elevate ? elevation.elevate : config.sandbox;
-    const env = sanitizedEnv();
-    const floor = securityFloor(def, args, { workspace: session.workspace, policy, ...(env.HOME ? { home: env.HOME } : {}), PATH: env.PATH });
+    const floor = securityFloor(def, args, { workspace: session.workspace, policy, ...this.floorEnv });
     const mode = modeVerdict(def, args, config.mode, config.tools);
     const cheap: Verdict[] = [floor, mode, elevation];
     if (cheap.some((v) => v.kind === "deny") || config.hooks.PreToolUse.length === 0) return combine(cheap);
