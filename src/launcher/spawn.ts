@@ -258,9 +258,11 @@ class Capture {
 /**
  * Host-side preparation of a writable root so bubblewrap can protect it: an existing repository
  * without `.git/hooks` gets an empty one (git's own layout) so the read-only bind has a source;
- * a `.git` *file* (worktree, submodule) is returned to be bound read-only itself.
+ * a `.git` *file* (worktree, submodule) is returned to be bound read-only itself. Used by every
+ * process started under `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts).
+ * @returns extra paths to bind read-only.
  */
-function prepareRoot(root: string): string[] {
+export function prepareRoot(root: string): string[] {
   const dotGit = path.join(root, ".git");
   let st;
   try {

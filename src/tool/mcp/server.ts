@@ -4,7 +4,7 @@
  * argv from `bwrapArgs`, allow-listed environment), shared by every session, restarted after a
  * crash or hang with bounded backoff, its process tree killed on close.
  */
-import { existsSync, lstatSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
@@ -13,7 +13,7 @@ import { AirlockError } from "../../errors.ts";
 import { bwrapArgs } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
-import { BWRAP_INSTALL_HINT, bwrapAvailable, sanitizedEnv } from "../../launcher/spawn.ts";
+import { BWRAP_INSTALL_HINT, bwrapAvailable, prepareRoot, sanitizedEnv } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
 import { ProcessTransport, type ProcessExit } from "./transport.ts";
@@ -86,22 +86,6 @@ function describeExit(exit: ProcessExit | undefined): string {
   return exit.signal ? `it was killed by ${exit.signal}` : `it exited with code ${exit.code}`;
 }
 
-/**
- * An existing repository without `.git/hooks` gets an empty one, so the read-only bind over it
- * has a source; a `.git` file (worktree) is returned to be bound read-only. Same rule as the
- * launcher's (src/launcher/spawn.ts, SPEC §9: `.git/hooks` and `.git/config` stay read-only).
- */
-function protectRoot(root: string): string[] {
-  const dotGit = path.join(root, ".git");
-  try {
-    const st = lstatSync(dotGit);
-    if (st.isFile() || st.isSymbolicLink()) return [dotGit];
-    if (st.isDirectory() && !existsSync(path.join(dotGit, "hooks"))) mkdirSync(path.join(dotGit, "hooks"));
-  } catch {
-    // no .git: nothing to protect
-  }
-  return [];
-}
 
 /** One MCP server. `tools()` and `call()` start it when needed; `close()` stops it for good. */
 export class McpServer {
@@ -294,7 +278,7 @@ export class McpServer {
       this.warnedUnconfined = true;
       return { argv, env, cwd };
     }
-    const readOnlyPaths = this.policy === "workspace-write" ? protectRoot(workspace) : [];
+    const readOnlyPaths = this.policy === "workspace-write" ? prepareRoot(workspace) : [];
     return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [workspace], readOnlyPaths, bwrapPath: bwrapPath! }), env, cwd };
   }
 
