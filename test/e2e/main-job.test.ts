@@ -86,6 +86,11 @@ function api(s: Server, path: string, init: { method?: string; json?: unknown; h
   });
 }
 
+/** The JSON body of a response (loosely typed: these tests compare against the API contract). */
+async function json(res: Promise<Response>): Promise<any> {
+  return (await res).json();
+}
+
 function sse(s: Server, path: string, json?: unknown): Promise<SseStream> {
   return openSse(s.url + path, {
     method: json === undefined ? "GET" : "POST",
@@ -105,9 +110,9 @@ describe("the main job through the compiled binary", () => {
     const ws = temp("airlock-e2e-ws-");
 
     // 1. a root session (workspace-write, smart) and an unrelated one; /events open on the root only
-    const root = await (await api(s, "/sessions", { json: { workspace: ws, mode: "smart", sandbox: "workspace-write" } })).json();
+    const root = await json(api(s, "/sessions", { json: { workspace: ws, mode: "smart", sandbox: "workspace-write" } }));
     expect(root).toMatchObject({ mode: "smart", sandbox: "workspace-write", headless: false, parent_session_id: null });
-    const unrelated = await (await api(s, "/sessions", { json: { workspace: ws } })).json();
+    const unrelated = await json(api(s, "/sessions", { json: { workspace: ws } }));
     const events = await sse(s, `/sessions/${root.id}/events`);
     await events.waitFor((e) => e.event === "snapshot");
 
@@ -126,11 +131,11 @@ describe("the main job through the compiled binary", () => {
     expect(card.home_session_id).not.toBe(root.id);
     expect(card.arguments.command).toContain("build-stamp.txt");
     expect(card.reason).toContain("this shell command writes a file"); // the user hook's reason
-    const child = await (await api(s, `/sessions/${card.home_session_id}`)).json();
+    const child = await json(api(s, `/sessions/${card.home_session_id}`));
     expect(child.parent_session_id).toBe(root.id);
     // the same card, once, on the root's reply stream too
     expect((await reply.waitFor((e) => e.event === "action_required")).data.request_id).toBe(card.request_id);
-    const listed = await (await api(s, `/sessions/${root.id}/actions`)).json();
+    const listed = await json(api(s, `/sessions/${root.id}/actions`));
     expect(listed.actions.map((a: { request_id: string }) => a.request_id)).toEqual([card.request_id]);
 
     const decide = (from: string, headers: Record<string, string> = {}) =>
@@ -138,11 +143,11 @@ describe("the main job through the compiled binary", () => {
     // an unrelated session that knows the id resolves nothing
     const foreign = await decide(unrelated.id, { "x-airlock-approver": s.approver });
     expect(foreign.status).toBe(403);
-    expect((await foreign.json()).error).toBe("outside_scope");
+    expect((await json(Promise.resolve(foreign))).error).toBe("outside_scope");
     // the root without the approver token: the floor's ask needs a person's proof
     const unproven = await decide(root.id);
     expect(unproven.status).toBe(403);
-    expect((await unproven.json()).error).toBe("user_proof_required");
+    expect((await json(Promise.resolve(unproven))).error).toBe("user_proof_required");
     // the root, with proof: accepted
     const ok = await decide(root.id, { "x-airlock-approver": s.approver });
     expect(ok.status).toBe(200);
@@ -157,9 +162,9 @@ describe("the main job through the compiled binary", () => {
     expect(readFileSync(join(ws, "build-stamp.txt"), "utf8")).toMatch(/^built-\d{4}\n$/);
     expect(existsSync(join(s.home, "airlock-escape.txt"))).toBe(false);
 
-    const rootView = await (await api(s, `/sessions/${root.id}`)).json();
-    const childView = await (await api(s, `/sessions/${child.id}`)).json();
-    expect(await (await api(s, `/sessions/${root.id}/actions`)).json()).toEqual({ actions: [] });
+    const rootView = await json(api(s, `/sessions/${root.id}`));
+    const childView = await json(api(s, `/sessions/${child.id}`));
+    expect(await json(api(s, `/sessions/${root.id}/actions`))).toEqual({ actions: [] });
     expect(await s.stop()).toBe(0);
 
     // the child's result reached the parent
@@ -199,17 +204,17 @@ describe("the main job through the compiled binary", () => {
   test("on a headless server the same ask is refused at once and the turn ends cleanly", async () => {
     const s = await startServer(bin, ["--headless"]);
     const ws = temp("airlock-e2e-ws-");
-    const root = await (await api(s, "/sessions", { json: { workspace: ws, mode: "smart" } })).json();
+    const root = await json(api(s, "/sessions", { json: { workspace: ws, mode: "smart" } }));
     expect(root.headless).toBe(true);
     const reply = await sse(s, `/sessions/${root.id}/reply`, { message: "Stamp the build." });
     await reply.ended;
     expect(reply.events.some((e) => e.event === "action_required")).toBe(false);
     expect(reply.events.at(-1)).toMatchObject({ event: "turn_finished", data: { status: "completed" } });
-    expect(await (await api(s, "/actions")).json()).toMatchObject({ actions: [] });
-    const sessions = (await (await api(s, "/sessions")).json()).sessions as { id: string; parent_session_id: string | null; headless: boolean }[];
+    expect(await json(api(s, "/actions"))).toMatchObject({ actions: [] });
+    const sessions = (await json(api(s, "/sessions"))).sessions as { id: string; parent_session_id: string | null; headless: boolean }[];
     const child = sessions.find((x) => x.parent_session_id === root.id)!;
     expect(child.headless).toBe(true);
-    const childView = await (await api(s, `/sessions/${child.id}`)).json();
+    const childView = await json(api(s, `/sessions/${child.id}`));
     const refused = childView.messages.find((m: { role: string; name?: string }) => m.role === "tool" && m.name === "code_execution__execute");
     expect(refused.is_error).toBe(true);
     expect(refused.content).toContain("no_human_surface");

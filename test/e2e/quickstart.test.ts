@@ -41,7 +41,8 @@ test("every command in docs/quickstart.md runs and does what the page says", asy
     const port = await freePort();
     const blocks = shellBlocks(readFileSync(DOC, "utf8"));
     expect(blocks.length).toBeGreaterThanOrEqual(6);
-    const script = ["set -euo pipefail", ...blocks]
+    // on any failure, stop what the page started in the background (server, curl) with the script
+    const script = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT", ...blocks]
       .join("\n")
       .split("\n")
       .filter((line) => line.trim() !== "npm install")
