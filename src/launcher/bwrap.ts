@@ -24,6 +24,15 @@ export interface BwrapOptions {
   hiddenPaths?: string[];
   /** Extra absolute paths bound read-only after the roots (e.g. a `.git` *file* of a worktree). */
   readOnlyPaths?: string[];
+  /**
+   * Absolute paths inside a writable root that do not exist and must not be created: an empty
+   * read-only tmpfs is mounted there (`--tmpfs P --remount-ro P`). Used for the `.git` of a root
+   * that is not a repository, so a process cannot plant one whose hooks the host's git would run.
+   * bubblewrap creates the empty mount point on the host; the launcher removes it afterwards.
+   */
+  lockedPaths?: string[];
+  /** Existing absolute files shown as empty inside (`--ro-bind /dev/null P`): credential files such as `~/.netrc`. */
+  maskedFiles?: string[];
   /** The bubblewrap binary to name as `argv[0]` of the result. Default `"bwrap"`. */
   bwrapPath?: string;
   /** An fd on which bubblewrap reports `{"child-pid": N, …}` (`--info-fd`): the host pid of the namespace's init. */
@@ -41,7 +50,8 @@ function isUnder(p: string, root: string): boolean {
  *   AFTER the `/tmp` tmpfs so a workspace under `/tmp` stays visible (stack-notes §7, order pitfall).
  * - `workspace-write`: the same, but every root is bound read-write, then each root's
  *   `.git/hooks` and `.git/config` are bound read-only over it (`--ro-bind-try`: skipped when absent;
- *   the launcher creates a missing `.git/hooks` of an existing repository first).
+ *   the launcher creates a missing `.git/hooks` of an existing repository first); a root with no
+ *   `.git` at all gets an empty read-only `.git` (`lockedPaths`), so no repository can be planted there.
  * - `danger-full-access`: no bubblewrap — `opts.argv` is returned unchanged.
  * Returns `[bwrapPath, ...flags, "--", ...argv]` for the confined policies.
  */
@@ -80,6 +90,8 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     }
   }
   for (const p of opts.readOnlyPaths ?? []) out.push("--ro-bind", p, p);
+  if (writable) for (const p of opts.lockedPaths ?? []) out.push("--tmpfs", p, "--remount-ro", p);
+  for (const p of opts.maskedFiles ?? []) out.push("--ro-bind", "/dev/null", p);
   // A cwd outside every root may still live under the private /tmp: make it visible, read-only.
   if (!roots.some((r) => isUnder(cwd, r))) out.push("--ro-bind", cwd, cwd);
   out.push("--chdir", cwd, "--", ...argv);

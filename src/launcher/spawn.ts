@@ -5,7 +5,7 @@
  * tree on timeout or cancel, and caps captured output (SPEC §9).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
@@ -256,23 +256,67 @@ class Capture {
 }
 
 /**
+ * Credential folders under HOME hidden behind an empty tmpfs in every confined process, and
+ * credential files shown there as empty. Confined processes have no network, but what they read can
+ * still reach the model (an interpreter's output has no security-floor rule): so they cannot read these.
+ */
+export const CREDENTIAL_DIRS = [".ssh", ".aws", ".gnupg", ".config/gcloud", ".kube", ".docker", ".azure"] as const;
+export const CREDENTIAL_FILES = [".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc"] as const;
+
+/** The existing credential folders and files under `home` (see {@link CREDENTIAL_DIRS}). */
+export function credentialPaths(home: string | undefined): { dirs: string[]; files: string[] } {
+  if (!home || !path.isAbsolute(home)) return { dirs: [], files: [] };
+  const kind = (p: string) => {
+    try {
+      return lstatSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  return {
+    dirs: CREDENTIAL_DIRS.map((d) => path.join(home, d)).filter((p) => kind(p)?.isDirectory()),
+    files: CREDENTIAL_FILES.map((f) => path.join(home, f)).filter((p) => kind(p)?.isFile()),
+  };
+}
+
+/** What a writable root needs before a confined process runs: see {@link prepareRoot}. */
+export interface PreparedRoot {
+  /** Existing paths to bind read-only (a `.git` *file* of a worktree or submodule). */
+  readOnly: string[];
+  /** Missing paths to lock with an empty read-only mount (the `.git` of a root that is not a repository). */
+  locked: string[];
+}
+
+/**
  * Host-side preparation of a writable root so bubblewrap can protect it: an existing repository
  * without `.git/hooks` gets an empty one (git's own layout) so the read-only bind has a source;
- * a `.git` *file* (worktree, submodule) is returned to be bound read-only itself. Used by every
- * process started under `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts).
- * @returns extra paths to bind read-only.
+ * a `.git` *file* (worktree, submodule) is bound read-only itself; a root that is not a repository
+ * gets its `.git` locked (no repository can be created there from inside, since the host's git
+ * would later run the hooks and config such a process wrote). Used by every process started under
+ * `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts); call {@link releaseRoot} after.
  */
-export function prepareRoot(root: string): string[] {
+export function prepareRoot(root: string): PreparedRoot {
   const dotGit = path.join(root, ".git");
   let st;
   try {
     st = lstatSync(dotGit);
   } catch {
-    return [];
+    return { readOnly: [], locked: [dotGit] };
   }
-  if (st.isFile() || st.isSymbolicLink()) return [dotGit];
+  if (st.isFile() || st.isSymbolicLink()) return { readOnly: [dotGit], locked: [] };
   if (st.isDirectory() && !existsSync(path.join(dotGit, "hooks"))) mkdirSync(path.join(dotGit, "hooks"));
-  return [];
+  return { readOnly: [], locked: [] };
+}
+
+/** Removes the empty mount points bubblewrap left for `locked` paths (only while they are still empty). */
+export function releaseRoot(prepared: PreparedRoot[]): void {
+  for (const p of prepared.flatMap((r) => r.locked)) {
+    try {
+      rmdirSync(p);
+    } catch {
+      // not empty (someone made a repository on the host meanwhile), in use by another call, or gone
+    }
+  }
 }
 
 /**
@@ -315,14 +359,34 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   const cmd = [exe, ...opts.argv.slice(1)];
 
   let full = cmd;
+  let prepared: PreparedRoot[] = [];
   if (confine) {
     const roots = (opts.writableRoots ?? [opts.workspace]).map((r) => resolveRealPath("/", r));
     for (const r of roots) if (!existsSync(r)) throw new AirlockError("tool_failed", `workspace root ${r} does not exist`);
-    const readOnlyPaths = policy === "workspace-write" ? roots.flatMap(prepareRoot) : [];
-    const hiddenPaths = (opts.hiddenPaths ?? []).map((h) => resolveRealPath("/", h)).filter((h) => existsSync(h) && h !== "/");
-    full = bwrapArgs({ policy, argv: cmd, cwd: resolveRealPath("/", opts.cwd), writableRoots: roots, readOnlyPaths, hiddenPaths, bwrapPath: bwrapPath!, infoFd: INFO_FD });
+    prepared = policy === "workspace-write" ? roots.map(prepareRoot) : [];
+    const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
+    const lockedPaths = prepared.flatMap((r) => r.locked);
+    const creds = credentialPaths(env.HOME);
+    const hiddenPaths = [...(opts.hiddenPaths ?? []), ...creds.dirs].map((h) => resolveRealPath("/", h)).filter((h) => existsSync(h) && h !== "/");
+    const maskedFiles = creds.files.map((f) => resolveRealPath("/", f));
+    full = bwrapArgs({
+      policy,
+      argv: cmd,
+      cwd: resolveRealPath("/", opts.cwd),
+      writableRoots: roots,
+      readOnlyPaths,
+      lockedPaths,
+      hiddenPaths,
+      maskedFiles,
+      bwrapPath: bwrapPath!,
+      infoFd: INFO_FD,
+    });
   }
-  return run(full, env, opts, { policy, warning, infoFd: confine });
+  try {
+    return await run(full, env, opts, { policy, warning, infoFd: confine });
+  } finally {
+    releaseRoot(prepared);
+  }
 }
 
 function run(

@@ -5,20 +5,11 @@
  */
 import { test } from "bun:test";
 
-// workspace-write, workspace WITHOUT .git: `mkdir -p .git/hooks && echo … > .git/hooks/pre-commit` (from
-// interpreter__python, which the floor does not read, or `git init && git config core.fsmonitor …`) succeeds
-// inside bwrap, because the launcher protects .git/hooks and .git/config only when they exist. The user's next
-// git command in that folder runs the planted code unconfined. Fixing it means either refusing to create `.git`
-// at a writable root (a mount on a path that does not exist would leave a stray `.git` on the host) or a
-// post-call check of a freshly created `.git` — a launcher design choice.
-test.todo("workspace-write without .git: a confined process cannot plant .git/hooks or .git/config");
-
-// interpreter__python / interpreter__js (and `python3 -c …`, `perl -e …`, `awk 'BEGIN{system(…)}'` inside
-// developer__shell) have no floor rule by design (docs/security-model.md §3.1). Under read-only and
-// workspace-write the whole filesystem stays readable, so `open(os.path.expanduser('~/.ssh/id_rsa')).read()`
-// returns the key to the model in autonomous mode without a card, while `cat ~/.ssh/id_rsa` asks with user proof.
-// Closing it needs the sandbox to hide credential paths (~/.ssh, ~/.aws, ~/.netrc, …) like the data dir now is.
-test.todo("interpreter code cannot read ~/.ssh/id_* or ~/.aws/credentials under a confined policy");
+// Fixed since the review, tested in test/security/workspace-protection.test.ts: a root that is not a
+// repository gets a locked `.git`; credential folders/files under HOME are hidden from confined processes.
+// Still open: a repository planted in a SUBFOLDER of the workspace (`mkdir sub && git init sub`) is not
+// prevented; the host's git runs its hooks only if someone runs git inside that subfolder.
+test.todo("workspace-write: no repository can be planted in a subfolder of the workspace either");
 
 // Writes outside the workspace by commands the floor has no rule for (curl -o, wget -O, tar -x -C, unzip -d,
 // git clone DEST, patch FILE, git config) are stopped by bwrap under workspace-write but are unguarded under

@@ -33,6 +33,8 @@ export interface McpManagerOptions {
   backoff?: BackoffPolicy;
   /** The bubblewrap binary; default `bwrap` on PATH; `null` = treat as missing (tests). */
   bwrapPath?: string | null;
+  /** Folders hidden from confined servers behind an empty tmpfs (airlock's data dir: tokens, database). */
+  hiddenPaths?: string[];
 }
 
 /** Any JSON object: the server validates against its own `inputSchema` (shown to the model via `jsonSchema`). */
@@ -81,7 +83,7 @@ export class McpManager {
     for (const [name, server] of Object.entries(opts.config.mcp_servers)) {
       this.servers.set(
         name,
-        new McpServer({ name, server, config: opts.config, workspace: opts.defaultWorkspace, log, backoff: opts.backoff, bwrapPath: opts.bwrapPath }),
+        new McpServer({ name, server, config: opts.config, workspace: opts.defaultWorkspace, log, backoff: opts.backoff, bwrapPath: opts.bwrapPath, hiddenPaths: opts.hiddenPaths }),
       );
     }
   }

@@ -136,6 +136,27 @@ describe("McpManager with server-filesystem", () => {
     expect(path.basename(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0]!)).toBe("bwrap");
   });
 
+  test("airlock's data dir is hidden from a confined server even when the server may read the folder", async () => {
+    const dataDir = mkdtempSync("/var/tmp/airlock-mcp-data-");
+    writeFileSync(path.join(dataDir, "approver-token"), "SECRET-TOKEN");
+    try {
+      const lines: string[] = [];
+      const m = new McpManager({
+        config: Config.parse({ mcp_servers: { fs: { command: "node", args: [FS_SERVER, ws, dataDir], sandbox: "read-only" } } }),
+        defaultWorkspace: ws,
+        log: (l) => lines.push(l),
+        hiddenPaths: [dataDir],
+      });
+      managers.push(m);
+      const t = await tools(m);
+      const e = await failure(t.get("fs__read_text_file")!.execute({ path: path.join(dataDir, "approver-token") }, ctx()));
+      expect(e.message).not.toContain("SECRET-TOKEN");
+      expect(e.message).toContain("ENOENT");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   test("under read-only the write tool fails inside the sandbox although the server allows the path", async () => {
     const { m } = manager({ fs: { command: "node", args: [FS_SERVER, ws], sandbox: "read-only" } });
     const t = await tools(m);

@@ -13,7 +13,7 @@ import { AirlockError } from "../../errors.ts";
 import { bwrapArgs } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
-import { BWRAP_INSTALL_HINT, bwrapAvailable, prepareRoot, sanitizedEnv } from "../../launcher/spawn.ts";
+import { BWRAP_INSTALL_HINT, bwrapAvailable, prepareRoot, releaseRoot, sanitizedEnv, type PreparedRoot } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
 import { ProcessTransport, type ProcessExit } from "./transport.ts";
@@ -35,6 +35,8 @@ export interface McpServerOptions {
   backoff?: BackoffPolicy;
   /** The bubblewrap binary; default `bwrap` on PATH; `null` = treat as missing (tests). */
   bwrapPath?: string | null;
+  /** Folders hidden from the confined server (airlock's data dir). */
+  hiddenPaths?: string[];
 }
 
 interface Connection {
@@ -241,7 +243,7 @@ export class McpServer {
   }
 
   /** The argv and environment of the server process under its policy. Throws the launcher's refusals. */
-  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string }> {
+  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string; prepared?: PreparedRoot[] }> {
     const { server, config } = this.opts;
     if (config.execution_backend === "external") {
       throw new AirlockError(
@@ -278,12 +280,14 @@ export class McpServer {
       this.warnedUnconfined = true;
       return { argv, env, cwd };
     }
-    const readOnlyPaths = this.policy === "workspace-write" ? prepareRoot(workspace) : [];
-    return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [workspace], readOnlyPaths, bwrapPath: bwrapPath! }), env, cwd };
+    const prepared = this.policy === "workspace-write" ? [prepareRoot(workspace)] : [];
+    const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
+    const lockedPaths = prepared.flatMap((r) => r.locked);
+    return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [workspace], readOnlyPaths, lockedPaths, hiddenPaths: (this.opts.hiddenPaths ?? []).filter((h) => existsSync(h)), bwrapPath: bwrapPath! }), env, cwd, prepared };
   }
 
   private async start(): Promise<Connection> {
-    const { argv, env, cwd } = await this.command();
+    const { argv, env, cwd, prepared } = await this.command();
     const stderrTail: string[] = [];
     const transport = new ProcessTransport({
       argv,
@@ -298,6 +302,7 @@ export class McpServer {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const conn: Connection = { client, transport, tools: [], closed: false, byUs: false, failed: false, stderrTail };
     client.onclose = () => {
+      if (prepared) releaseRoot(prepared);
       conn.closed = true;
       if (this.conn === conn) this.conn = undefined;
       if (!conn.byUs) {
