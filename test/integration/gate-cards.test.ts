@@ -24,8 +24,11 @@ subagents:
       - text: "child done"
   - turns:
       - tool_calls:
-          - name: testscript__run
-            arguments: { calls: [{ name: developer__write_file, arguments: { path: "made.txt", content: "from the grandchild" } }] }
+          - name: code_execution__execute
+            arguments:
+              code: |
+                const path = ["made", "txt"].join(".");  // composed at run time: the gate sees the concrete value
+                return await tools.developer__write_file({ path, content: "from the grandchild" });
       - text: "grandchild done"
 `;
 

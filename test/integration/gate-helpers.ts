@@ -1,8 +1,9 @@
 /**
  * @module test/integration/gate-helpers
  * Shared pieces of the gate's full-stack tests: the default runtime (with the real Gate) and a
- * test tool `testscript__run` that makes nested calls through `ctx.invoke` exactly like a script's
- * `tools.*` door (until the code_execution tools are registered by default).
+ * test tool `testscript__run` that makes nested calls through `ctx.invoke` — the same door a script's
+ * `tools.*` uses — and can keep a call alive past its turn (a QuickJS script cannot: its context is
+ * disposed when it ends), to show such a late call is refused `gate_no_session`.
  */
 import { z } from "zod";
 import { defineTool, type ToolOutcome } from "../../src/tool/tool.ts";
