@@ -31,6 +31,12 @@ export interface BwrapOptions {
    * bubblewrap creates the empty mount point on the host; the launcher removes it afterwards.
    */
   lockedPaths?: string[];
+  /**
+   * Absolute paths the command itself needs (its executable, a script it is given). One that lives
+   * under `/tmp` would vanish behind the private `/tmp`, so its top folder there (`/tmp/<name>`: the
+   * program's own checkout or install, e.g. a clone in `/tmp/x`) is bound read-only inside.
+   */
+  runtimePaths?: string[];
   /** Existing absolute files shown as empty inside (`--ro-bind /dev/null P`): credential files such as `~/.netrc`. */
   maskedFiles?: string[];
   /** The bubblewrap binary to name as `argv[0]` of the result. Default `"bwrap"`. */
@@ -74,9 +80,18 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     "--tmpfs", "/tmp",
   ];
   const writable = policy === "workspace-write";
-  // Hidden dirs under /tmp are private already. One that holds a root is hidden before the root is
-  // bound (so the root shows through); one inside a root is hidden after (so the root's bind cannot re-expose it).
-  const hidden = [...new Set(opts.hiddenPaths ?? [])].filter((h) => !isUnder(h, "/tmp") || h === "/tmp");
+  // The program's own files under /tmp (not inside a root): their top folder there, read-only, first.
+  const tmpTop = (p: string) => `/tmp/${p.slice("/tmp/".length).split("/")[0]}`;
+  const programDirs = [
+    ...new Set((opts.runtimePaths ?? []).filter((p) => p.startsWith("/tmp/") && !roots.some((r) => isUnder(p, r))).map(tmpTop)),
+  ];
+  for (const d of programDirs) out.push("--ro-bind", d, d);
+  // Hidden dirs under /tmp are private already (unless a program folder above re-exposed them). One that
+  // holds a root is hidden before the root is bound (so the root shows through); one inside a root is
+  // hidden after (so the root's bind cannot re-expose it).
+  const hidden = [...new Set(opts.hiddenPaths ?? [])].filter(
+    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)),
+  );
   const hideAfter = (h: string) => roots.some((r) => isUnder(h, r));
   for (const h of hidden) if (!hideAfter(h)) out.push("--tmpfs", h);
   for (const root of roots) out.push(writable ? "--bind" : "--ro-bind", root, root);

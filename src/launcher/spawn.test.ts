@@ -65,6 +65,33 @@ describe("spawn.launch", () => {
   });
 });
 
+describe("spawn.launch: programs that live under /tmp", () => {
+  test("an executable and a script file under /tmp (outside the workspace) still run; a hidden data dir beside them stays hidden", async () => {
+    // e.g. a checkout in /tmp/x whose node_modules/bun runs interpreter__js, or an MCP server script there
+    const prog = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-prog-")));
+    try {
+      writeFileSync(path.join(prog, "tool.sh"), "#!/bin/bash\ncat \"$1\"; ls \"$(dirname \"$0\")/data\" | wc -l\n");
+      chmodSync(path.join(prog, "tool.sh"), 0o755);
+      writeFileSync(path.join(prog, "input.txt"), "input under /tmp\n");
+      const data = path.join(prog, "data");
+      Bun.spawnSync(["mkdir", data]);
+      writeFileSync(path.join(data, "approver-token"), "SECRET");
+      for (const policy of ["read-only", "workspace-write"] as const) {
+        const r = await launch(opts({ policy, argv: [path.join(prog, "tool.sh"), path.join(prog, "input.txt")], hiddenPaths: [data] }));
+        expect(r.stderr).toBe("");
+        expect(r.stdout).toBe("input under /tmp\n0\n"); // ran; read its input; the data dir is empty inside
+        expect(r.exit_code).toBe(0);
+      }
+      // and it is read-only inside
+      const w = await launch(opts({ argv: ["bash", "-c", 'cat "$1" && echo x > "$(dirname "$1")/new.txt"', "sh", path.join(prog, "input.txt")] }));
+      expect(w.stdout).toBe("input under /tmp\n");
+      expect(w.stderr).toContain("Read-only file system");
+    } finally {
+      rmSync(prog, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("spawn.launch without bubblewrap", () => {
   test("bwrapAvailable is true for the installed bwrap and false for a missing one", async () => {
     expect(await bwrapAvailable()).toBe(true);

@@ -378,6 +378,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
       lockedPaths,
       hiddenPaths,
       maskedFiles,
+      runtimePaths: [exe, ...cmd.slice(1).filter((a) => path.isAbsolute(a) && existsSync(a))].map((p) => resolveRealPath("/", p)),
       bwrapPath: bwrapPath!,
       infoFd: INFO_FD,
     });

@@ -283,7 +283,22 @@ export class McpServer {
     const prepared = this.policy === "workspace-write" ? [prepareRoot(workspace)] : [];
     const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
     const lockedPaths = prepared.flatMap((r) => r.locked);
-    return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [workspace], readOnlyPaths, lockedPaths, hiddenPaths: (this.opts.hiddenPaths ?? []).filter((h) => existsSync(h)), bwrapPath: bwrapPath! }), env, cwd, prepared };
+    return {
+      argv: bwrapArgs({
+        policy: this.policy,
+        argv,
+        cwd,
+        writableRoots: [workspace],
+        readOnlyPaths,
+        lockedPaths,
+        hiddenPaths: (this.opts.hiddenPaths ?? []).filter((h) => existsSync(h)),
+        runtimePaths: argv.filter((a) => path.isAbsolute(a) && existsSync(a)).map((a) => resolveRealPath("/", a)),
+        bwrapPath: bwrapPath!,
+      }),
+      env,
+      cwd,
+      prepared,
+    };
   }
 
   private async start(): Promise<Connection> {
