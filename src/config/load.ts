@@ -215,7 +215,9 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[], sourceName:
         break;
       }
       default: {
-        const got = input === undefined ? "" : `, got ${describeValue(input)}`;
+        // A refinement's (`custom`) input is the whole object it refined, not the value at its path, so its
+        // message must say what was found itself; appending that object would read ", got a mapping".
+        const got = input === undefined || issue.code === "custom" ? "" : `, got ${describeValue(input)}`;
         push(`${prefix}${path.length ? `${formatPath(path)}: ` : ""}${lowerFirst(issue.message)}${got}${at(path)}`);
       }
     }

@@ -61,6 +61,16 @@ describe("recipe.parseRecipe", () => {
     expect(e.message).toContain("{{ target }} names no declared parameter");
   });
 
+  test("a bad default and an undeclared placeholder read cleanly: no trailing ', got a mapping'", () => {
+    const bad = failure(() => parseRecipe(`instructions: hi\nparameters:\n  strict: { type: boolean, default: nope }\n`, "x.yaml"));
+    expect(bad.message).toBe('recipe x.yaml: parameters.strict.default: expected boolean, got "nope" (line 3, column 37); see docs/recipes.md');
+    const typo = failure(() => parseRecipe(`instructions: "fix {{ projct }}"\nparameters: { project: { type: string } }\n`, "x.yaml"));
+    expect(typo.message).toBe(
+      "recipe x.yaml: instructions: {{ projct }} names no declared parameter; declare it under parameters (e.g. parameters: { projct: { type: string } }) (line 1, column 15); see docs/recipes.md",
+    );
+    for (const e of [bad, typo]) expect(e.message).not.toContain("got a mapping");
+  });
+
   test("unknown keys, a bad mode and YAML syntax errors are recipe_invalid", () => {
     expect(failure(() => parseRecipe(`instructions: a\nmodee: smart\n`, "x.yaml")).message).toContain('unknown key "modee"');
     expect(failure(() => parseRecipe(`instructions: a\nmode: yolo\n`, "x.yaml")).message).toContain("mode: expected one of");
