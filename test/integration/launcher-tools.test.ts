@@ -294,8 +294,14 @@ describe("interpreters", () => {
   test("interpreter source never lands in a host temp file", async () => {
     const ws = workspace();
     const marker = `airlock_marker_${Math.random().toString(36).slice(2)}`;
-    await runTool(pythonTool, { code: `print("${marker}")` }, makeToolContext({ workspace: ws }));
-    const hits = execFileSync("bash", ["-c", `grep -rls ${marker} ${tmpdir()} /var/tmp 2>/dev/null || true`], { encoding: "utf8" }).trim();
+    const stamp = path.join(ws, ".stamp");
+    writeFileSync(stamp, "");
+    const r = await runTool(pythonTool, { code: `print("${marker}")` }, makeToolContext({ workspace: ws }));
+    expect(r.stdout).toBe(`${marker}\n`);
+    // every file written in the temp dirs since the call began (a clone of this repo may live there too: only new files are read)
+    const hits = execFileSync("bash", ["-c", `find ${tmpdir()} /var/tmp -xdev -type f -newer ${stamp} -size -4M -print0 2>/dev/null | xargs -0 -r grep -ls ${marker} 2>/dev/null || true`], {
+      encoding: "utf8",
+    }).trim();
     expect(hits).toBe("");
   });
 });
