@@ -60,6 +60,8 @@ export interface RuntimeOptions {
   providerRetry?: ProviderOptions["retry"];
   /** Every session created by this runtime is headless (`airlock serve --headless`). */
   headless?: boolean;
+  /** Where warnings and MCP server logs go, one line per call (no newline); default airlock's stderr, never stdout. */
+  log?: (line: string) => void;
 }
 
 /** The runtime services, also handed to tools as `ToolContext.runtime`. */
@@ -69,6 +71,8 @@ export interface Runtime {
   readonly dataDir: string;
   /** Default workspace (RuntimeOptions.workspace). */
   readonly workspace: string;
+  /** Warnings and logs, one line per call (RuntimeOptions.log; default stderr). */
+  readonly log: (line: string) => void;
   readonly store: Store;
   readonly bus: Bus;
   readonly inflight: Inflight;
@@ -80,8 +84,18 @@ export interface Runtime {
   readonly tokens: Tokens;
   /** Background subagent turns by child session id (subagent__watch waits on them). */
   readonly background: Map<string, Promise<TurnResult>>;
-  /** The session's effective config: the base, the run overrides of its root, and its own mode/sandbox. */
+  /**
+   * The session's effective config: the base, the run overrides of its root, and its own mode/sandbox.
+   * @throws AirlockError `session_graph_invalid` / `session_not_found` when the root cannot be found (the gate refuses the call).
+   */
   configFor(session: Session): Readonly<Config>;
+  /**
+   * Builds the config's own provider now (and keeps it), so a configuration error — an unreadable or
+   * invalid `provider.script` — fails at start instead of as the first turn. `scriptOrigin` names where
+   * a relative script path came from when it was not the config file (e.g. `recipe nightly.yaml`).
+   * @throws AirlockError `config_invalid` (exit 2 in the CLI).
+   */
+  checkProvider(opts?: { scriptOrigin?: string }): void;
   /** The session's provider (cached per provider config). @throws AirlockError `privacy_violation`, `config_invalid`, `provider_auth`. */
   providerFor(session: Session): Provider;
   /** Creates a session, applying inheritance and privacy rules. @throws `session_not_found`, `privacy_violation`, `bad_request`. */
@@ -133,6 +147,7 @@ class AirlockRuntime implements Runtime {
   readonly configDir: string;
   readonly dataDir: string;
   readonly workspace: string;
+  readonly log: (line: string) => void;
   private readonly forceHeadless: boolean;
   readonly store: Store;
   readonly bus = new Bus();
@@ -157,13 +172,14 @@ class AirlockRuntime implements Runtime {
     this.configDir = opts.configDir;
     this.dataDir = opts.dataDir;
     this.workspace = opts.workspace ?? process.cwd();
+    this.log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
     this.forceHeadless = opts.headless === true;
     this.env = opts.env ?? process.env;
     this.providerRetry = opts.providerRetry;
     this.store = Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
     try {
       const interrupted = this.store.markInterruptedTurns();
-      if (interrupted > 0) process.stderr.write(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted\n`);
+      if (interrupted > 0) this.log(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted`);
       this.tokens = opts.tokens ?? ensureTokens(opts.dataDir);
       const limits = this.config.limits;
       this.permits = new Permits(limits.max_concurrent_calls);
@@ -186,21 +202,25 @@ class AirlockRuntime implements Runtime {
       for (const t of subagentTools()) this.registry.register(t);
       for (const s of wired.sources) this.registry.registerSource(s);
       this.closers.push(wired.close);
+      checkToolPermissions(this.config, this.registry);
     } catch (e) {
+      // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
+      void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});
       this.store.close();
       throw e;
+    }
+    if (this.config.provider.name === "scripted" && !this.config.provider.script) {
+      this.log(
+        "airlock: no model configured — provider is the built-in scripted provider with no script, so every answer is a placeholder; " +
+          "set provider.name, provider.model and provider.base_url in airlock.yaml (docs/configuration.md, docs/quickstart.md §6)",
+      );
     }
   }
 
   configFor(session: Session): Readonly<Config> {
-    let root = session.id;
-    if (session.parent_session_id) {
-      try {
-        root = rootOf(this.store, session.id);
-      } catch {
-        root = session.id;
-      }
-    }
+    // No fallback when the graph cannot be read: the root's run overrides (a recipe's hooks) ADD guards,
+    // so judging without them would loosen. The error reaches the gate, which refuses the call.
+    const root = session.parent_session_id ? rootOf(this.store, session.id) : session.id;
     const base = this.overrides.get(root)?.config ?? this.config;
     if (base.mode === session.mode && base.sandbox === session.sandbox) return base;
     return Object.freeze({ ...base, mode: session.mode, sandbox: session.sandbox });
@@ -218,6 +238,12 @@ class AirlockRuntime implements Runtime {
     return p;
   }
 
+  checkProvider(opts: { scriptOrigin?: string } = {}): void {
+    const cfg = this.config.provider;
+    const key = JSON.stringify(cfg);
+    if (!this.providers.has(key)) this.providers.set(key, this.makeProvider(cfg, opts.scriptOrigin));
+  }
+
   private providerConfigFor(session: { id?: string; provider: string; model: string | null; parent_session_id?: string | null } & Partial<Session>): ProviderConfig {
     const cfgBase = session.id ? this.configFor(session as Session).provider : this.config.provider;
     let cfg: ProviderConfig = cfgBase;
@@ -230,8 +256,13 @@ class AirlockRuntime implements Runtime {
     return cfg;
   }
 
-  private makeProvider(cfg: ProviderConfig): Provider {
-    return wireProvider(cfg, { configDir: this.configDir, env: this.env, ...(this.providerRetry ? { retry: this.providerRetry } : {}) });
+  private makeProvider(cfg: ProviderConfig, scriptOrigin?: string): Provider {
+    return wireProvider(cfg, {
+      configDir: this.configDir,
+      env: this.env,
+      ...(scriptOrigin ? { scriptOrigin } : {}),
+      ...(this.providerRetry ? { retry: this.providerRetry } : {}),
+    });
   }
 
   createSession(input: CreateSessionInput): Session {
@@ -288,7 +319,8 @@ class AirlockRuntime implements Runtime {
         gate: this.gate,
         provider: () => this.providerFor(session),
         system: systemPrompt,
-        tools: () => this.registry.specs(isModelRosterTool),
+        // static tools only: listing the MCP sources would start every server on every model call
+        tools: () => this.registry.specs(isModelRosterTool, { sources: false }),
         maxIterations: config.limits.max_iterations,
         model: session.model,
       },
@@ -379,6 +411,26 @@ export function checkPrivateProvider(privacy: Privacy, cfg: ProviderConfig): voi
       "privacy_violation",
       `a private session may use only a provider on this machine, but ${cfg.name} points at ${cfg.base_url ?? "its public default endpoint"}; set provider.base_url to a loopback address (e.g. http://127.0.0.1:11434/v1) or make the session public`,
     );
+  }
+}
+
+/**
+ * Checks the keys of `config.tools` (per-tool permissions) against the registry, so a typo such as
+ * `developer__shel: { permission: deny }` is not a deny rule silently dropped: a name under a built-in
+ * extension (developer, interpreter, code_execution, subagent) must name a registered tool, any other
+ * must fall under a configured MCP server (`server__tool`; its tools are unknown until it is listed).
+ * @throws AirlockError `config_invalid`, one line per bad key: `tools.developer__shel: no such tool; did you mean developer__shell? …`.
+ */
+export function checkToolPermissions(config: Readonly<Config>, registry: ToolRegistry): void {
+  const problems: string[] = [];
+  for (const name of Object.keys(config.tools)) {
+    const why = registry.checkToolName(name);
+    if (why) problems.push(`tools.${name}: ${why}`);
+  }
+  if (problems.length) {
+    throw new AirlockError("config_invalid", `${problems.join("\n")}\n(fix the key under tools: in the config; a permission for a tool that does not exist would never apply)`, {
+      issues: problems,
+    });
   }
 }
 

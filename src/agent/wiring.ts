@@ -39,7 +39,7 @@ export interface Wired {
 
 /** Builds the default parts for a runtime whose store, bus, registry, permits and scripts exist. */
 export function wireDefaults(rt: Runtime): Wired {
-  const mcp = new McpManager({ config: rt.config as Config, defaultWorkspace: rt.workspace, hiddenPaths: [rt.dataDir] });
+  const mcp = new McpManager({ config: rt.config as Config, defaultWorkspace: rt.workspace, hiddenPaths: [rt.dataDir], log: rt.log });
   return {
     approvals: new Approvals({ store: rt.store, bus: rt.bus, inflight: rt.inflight, approverToken: () => rt.tokens.approverToken }),
     gate: (deps) => new Gate(deps),

@@ -23,7 +23,7 @@ export const ProviderConfig = z.strictObject({
   base_url: z.url().optional(),
   /** Name of the environment variable holding the API key; the key itself is never stored. */
   api_key_env: z.string().min(1).optional(),
-  /** scripted provider only: path of the YAML file of model turns (relative to the config file). */
+  /** scripted provider only: path of the YAML file of model turns (relative to the config file's folder; in a recipe, the recipe's). Checked at start (`Runtime.checkProvider`). */
   script: z.string().min(1).optional(),
   /** Retries for 429/5xx, with exponential backoff. */
   max_retries: z.number().int().min(0).max(10).default(3),

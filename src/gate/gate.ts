@@ -121,7 +121,14 @@ export class Gate {
   }
 
   private async judgeAndRun(req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal): Promise<ToolOutcome> {
-    const def = await this.deps.registry.resolve(req.name);
+    let def: ToolDef | undefined;
+    try {
+      def = await this.deps.registry.resolve(req.name);
+    } catch (e) {
+      // e.g. mcp_server_unavailable: the name is under an MCP server's prefix and that server could not list its tools
+      const err = toAirlockError(e);
+      return this.refuse(session.id, req, err.code, err.message);
+    }
     if (!def) return this.refuse(session.id, req, "unknown_tool", `there is no tool named ${JSON.stringify(req.name)}; list the available tools with code_execution__list_tools`);
     if (req.fromScript && def.scriptable === false) {
       return this.refuse(session.id, req, "unknown_tool", `${def.name} cannot be called from a script; call it directly`);
@@ -132,7 +139,14 @@ export class Gate {
       return this.refuse(session.id, req, "invalid_arguments", `invalid arguments for ${def.name}: ${issues}`);
     }
     const args = parsed.data;
-    const config = this.deps.configFor(session);
+    let config: Readonly<Config>;
+    try {
+      config = this.deps.configFor(session);
+    } catch (e) {
+      // e.g. session_graph_invalid: without the root's run overrides (a recipe's hooks) the call cannot be judged
+      const err = toAirlockError(e);
+      return this.refuse(session.id, req, err.code, `the call was not run: its session's effective config could not be determined: ${err.message}`);
+    }
     const judgement = await this.judge(def, args, req, session, config, signal);
 
     let elevatedPolicy: Config["sandbox"] | undefined;
@@ -237,7 +251,8 @@ export class Gate {
     elevatedPolicy: Config["sandbox"] | undefined,
   ): Promise<ToolOutcome> {
     let specs: ToolSpec[] | undefined;
-    if (def.scriptable === false) specs = (await this.deps.registry.list()).filter((t) => t.scriptable !== false).map(specOf);
+    // Only list_tools shows every tool: listing starts each MCP server, which a plain script run must not do.
+    if (def.name === "code_execution__list_tools") specs = (await this.deps.registry.list()).filter((t) => t.scriptable !== false).map(specOf);
     let release: (() => void) | undefined;
     if (def.usesPermit !== false) {
       try {

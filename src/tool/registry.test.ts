@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
+import { AirlockError } from "../errors.ts";
 import { isModelRosterTool, isScriptableTool, ToolRegistry } from "./registry.ts";
 import { defineTool, type ToolDef } from "./tool.ts";
 
@@ -28,6 +29,37 @@ describe("ToolRegistry", () => {
     expect((await r.list()).map((d) => d.name)).toEqual(["developer__shell", "fs__read"]);
     expect(r.listCached().map((d) => d.name)).toEqual(["developer__shell", "fs__read"]);
     expect(listed).toBe(3); // other__sneaky matched no source prefix, so nothing was listed for it
+  });
+
+  test("specs with sources: false never lists a source; resolve throws a down source's error for a name it never listed", async () => {
+    const r = new ToolRegistry();
+    r.register(tool("code_execution__execute"));
+    let listed = 0;
+    const down = new AirlockError("mcp_server_unavailable", 'MCP server "bad" failed to start: it exited with code 1');
+    r.registerSource({
+      prefix: "bad__",
+      list: async () => {
+        listed++;
+        return [];
+      },
+      unavailable: () => down,
+    });
+    expect((await r.specs(isModelRosterTool, { sources: false })).map((s) => s.name)).toEqual(["code_execution__execute"]);
+    expect(listed).toBe(0);
+    await expect(r.resolve("bad__x")).rejects.toBe(down);
+    expect(listed).toBe(1);
+    expect(await r.resolve("nobody__x")).toBeUndefined();
+  });
+
+  test("checkToolName: static tools and any name under a source pass; typos get the nearest name", () => {
+    const r = new ToolRegistry();
+    for (const n of ["developer__shell", "developer__read_file", "interpreter__js"]) r.register(tool(n));
+    r.registerSource({ prefix: "fs__", list: async () => [] });
+    expect(r.checkToolName("developer__shell")).toBeUndefined();
+    expect(r.checkToolName("fs__whatever")).toBeUndefined();
+    expect(r.checkToolName("developer__shel")).toBe("no such tool; did you mean developer__shell? the developer__ tools are developer__shell, developer__read_file");
+    expect(r.checkToolName("interpreter__ruby")).toBe("no such tool; the interpreter__ tools are interpreter__js");
+    expect(r.checkToolName("fz__read")).toStartWith('no such tool; did you mean fs__read? "fz" is neither a built-in extension nor a configured MCP server');
   });
 
   test("refuses malformed and duplicate names", () => {

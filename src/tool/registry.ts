@@ -12,6 +12,11 @@ export interface ToolSource {
   /** Every tool of this source is named `${prefix}…`, e.g. `fs__`. */
   prefix: string;
   list(): Promise<ToolDef[]>;
+  /**
+   * Why the source could not list its tools the last time (e.g. its MCP server failed to start), as the
+   * error a call to one of its tools should fail with; undefined when the last listing succeeded.
+   */
+  unavailable?(): AirlockError | undefined;
   /** Releases the source's resources (processes); called by the runtime on close. */
   close?(): Promise<void> | void;
 }
@@ -47,14 +52,29 @@ export class ToolRegistry {
     return undefined;
   }
 
-  /** A tool by name, listing the matching dynamic source when needed. A source that fails to list yields undefined. */
+  /**
+   * A tool by name, listing the matching dynamic source when needed (this starts an MCP server).
+   * Undefined when no tool has that name.
+   * @throws AirlockError the source's `unavailable()` error (`mcp_server_unavailable`) when the name is under
+   * a source's prefix, is not in its last-known tools, and the source's last listing failed — the call
+   * fails with why the server is down, not as an unknown tool.
+   */
   async resolve(name: string): Promise<ToolDef | undefined> {
     const t = this.tools.get(name);
     if (t) return t;
     const source = this.sources.find((s) => name.startsWith(s.prefix));
     if (!source) return undefined;
     const defs = await this.listSource(source);
-    return defs.find((d) => d.name === name);
+    const def = defs.find((d) => d.name === name);
+    if (def) return def;
+    const down = source.unavailable?.();
+    if (down) throw down;
+    return undefined;
+  }
+
+  /** True when `name` falls under a registered source's prefix (`fs__anything` when `fs__` is a source). */
+  hasSourceFor(name: string): boolean {
+    return this.sources.some((s) => name.startsWith(s.prefix));
   }
 
   /** Every tool: static ones in registration order, then each source's (sources that fail to list are skipped, with a warning on stderr). */
@@ -72,9 +92,14 @@ export class ToolRegistry {
     return out;
   }
 
-  /** Specs (name, description, JSON Schema) of every tool passing `filter`. */
-  async specs(filter?: (def: ToolDef) => boolean): Promise<ToolSpec[]> {
-    const defs = await this.list();
+  /**
+   * Specs (name, description, JSON Schema) of every tool passing `filter`. With `sources: false`
+   * only static tools are considered and no source is listed (no MCP server starts): the model's
+   * roster (`code_execution__*`, `subagent__*`) holds no source tool, so listing them would only
+   * start servers nobody uses (and stall every model call on a server that cannot start).
+   */
+  async specs(filter?: (def: ToolDef) => boolean, opts: { sources?: boolean } = {}): Promise<ToolSpec[]> {
+    const defs = opts.sources === false ? [...this.tools.values()] : await this.list();
     return defs.filter((d) => !filter || filter(d)).map((d) => this.spec(d));
   }
 
@@ -93,6 +118,35 @@ export class ToolRegistry {
       this.specCache.set(def, s);
     }
     return s;
+  }
+
+  /**
+   * Why `name` cannot name a tool of this registry, for checking the keys of `config.tools` at start:
+   * undefined when it is a static tool or falls under a source's prefix (an MCP server's tools are
+   * not known before it is listed, so any `server__x` is accepted); otherwise one sentence saying
+   * what is wrong, with the closest tool name as a suggestion when one is near (`developer__shel` →
+   * `developer__shell`; Claude Code's `Bash` → `developer__shell`).
+   */
+  checkToolName(name: string): string | undefined {
+    if (this.tools.has(name) || this.hasSourceFor(name)) return undefined;
+    const statics = [...this.tools.values()];
+    const extensions = [...new Set(statics.map((d) => d.name.slice(0, d.name.indexOf("__"))))];
+    const servers = this.sources.map((s) => s.prefix.slice(0, -2));
+    const sep = name.indexOf("__");
+    const alias = statics.find((d) => d.claude?.name.toLowerCase() === name.toLowerCase());
+    const underServers = sep > 0 ? this.sources.map((s) => s.prefix + name.slice(sep + 2)) : [];
+    const suggestion = alias ? alias.name : closest(name, [...statics.map((d) => d.name), ...underServers]);
+    const hint = suggestion ? `did you mean ${suggestion}? ` : "";
+    if (sep <= 0) {
+      return `not an airlock tool name (extension__tool); ${hint}per-tool permissions use airlock's names, e.g. developer__shell, not Claude Code's`;
+    }
+    const ext = name.slice(0, sep);
+    if (extensions.includes(ext)) {
+      const same = statics.filter((d) => d.name.startsWith(`${ext}__`)).map((d) => d.name);
+      return `no such tool; ${hint}the ${ext}__ tools are ${same.join(", ")}`;
+    }
+    const known = `built-in extensions: ${extensions.join(", ")}; MCP servers under mcp_servers: ${servers.length ? servers.join(", ") : "none"}`;
+    return `no such tool; ${hint}"${ext}" is neither a built-in extension nor a configured MCP server (${known})`;
   }
 
   /** Closes every source that has a `close` (MCP server processes). Errors are reported on stderr, not thrown. */
@@ -128,4 +182,33 @@ export function isModelRosterTool(def: ToolDef): boolean {
 /** What a script may call: every tool except `code_execution__*` and those marked `scriptable: false`. */
 export function isScriptableTool(def: ToolDef): boolean {
   return !def.name.startsWith("code_execution__") && def.scriptable !== false;
+}
+
+/**
+ * The candidate nearest to `name` by edit distance, when near enough to be a typo: at most a third of
+ * the length of the tool part (after `__`), and at least 2 (`shel` → `shell`, not `ruby` → `js`).
+ */
+function closest(name: string, candidates: string[]): string | undefined {
+  let best: string | undefined;
+  const part = name.includes("__") ? name.slice(name.indexOf("__") + 2) : name;
+  let bestD = Math.max(2, Math.floor(part.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = editDistance(name.toLowerCase(), c.toLowerCase());
+    if (d < bestD) {
+      best = c;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions each cost 1). */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
 }

@@ -11,7 +11,7 @@ import { createScriptedProvider } from "./scripted.ts";
 
 export type { ModelRequest, ModelTurn, Provider, ProviderOptions, StopReason } from "./provider.ts";
 export { isLoopbackUrl } from "./provider.ts";
-export { parseScript, SCRIPT_ENDED, Script, ScriptedTurn } from "./scripted.ts";
+export { NO_MODEL_CONFIGURED, parseScript, SCRIPT_ENDED, Script, ScriptedTurn } from "./scripted.ts";
 
 /**
  * Builds the provider the config names. `opts.configDir` resolves `provider.script`; `opts.env`

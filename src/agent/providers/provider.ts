@@ -51,6 +51,8 @@ export interface Provider {
 export interface ProviderOptions {
   /** Directory of the config file; relative paths in the config (the script) resolve against it. */
   configDir: string;
+  /** Where a relative `provider.script` came from, for error messages (e.g. `recipe nightly.yaml`); default the config file. */
+  scriptOrigin?: string;
   /** Environment to read API keys from; default `process.env`. */
   env?: Record<string, string | undefined>;
   /** Retry pacing for 429/5xx: first backoff delay in ms (default 500), doubled per attempt, capped at `maxDelayMs` (default 20 000). Tests make it small. */

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { ProviderConfig } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
 import type { Message } from "../../session/types.ts";
-import { createProvider, parseScript } from "./index.ts";
+import { createProvider, NO_MODEL_CONFIGURED, parseScript } from "./index.ts";
 import type { ModelRequest } from "./provider.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "airlock-scripted-"));
@@ -135,10 +135,34 @@ describe("scripted provider", () => {
     expect(() => scripted("subagents:\n  - turns:\n      - tool_calls: [{ name: 3 }]\n", "bad.yaml")).toThrow("script bad.yaml: subagents[0].turns[0].tool_calls[0].name");
   });
 
-  test("no script configured: every call answers (script ended)", async () => {
+  test("no script configured: every call says no model is configured (not a silent (script ended))", async () => {
     const p = createProvider(ProviderConfig.parse({}), { configDir: dir });
     expect(p.name).toBe("scripted");
-    expect((await p.complete(request({}, [msg("user", "hi")]))).text).toBe("(script ended)");
+    const deltas: string[] = [];
+    const t = await p.complete(request({}, [msg("user", "hi")], { onDelta: (d) => deltas.push(d) }));
+    expect(t).toEqual({ text: NO_MODEL_CONFIGURED, tool_calls: [], stop_reason: "end_turn", truncated: false, usage: undefined });
+    expect(t.text).toStartWith("(no model configured: airlock.yaml sets no provider");
+    expect(t.text).toContain("docs/quickstart.md §6");
+    expect(deltas).toEqual([NO_MODEL_CONFIGURED]);
+    const child = await p.complete(request({ id: "ses_c", parent_session_id: "ses_root", spawn_index: 0 }, [msg("user", "x")]));
+    expect(child.text).toBe(NO_MODEL_CONFIGURED);
+  });
+
+  test("a missing script file: config_invalid naming the file and the folder it was relative to", () => {
+    const cfg = ProviderConfig.parse({ name: "scripted", script: "nope.yaml" });
+    const e1 = (() => {
+      try {
+        createProvider(cfg, { configDir: dir });
+      } catch (e) {
+        return e as AirlockError;
+      }
+    })();
+    expect(e1?.code).toBe("config_invalid");
+    expect(e1?.message).toContain(`cannot read ${join(dir, "nope.yaml")} (ENOENT)`);
+    expect(e1?.message).toContain(`relative provider.script resolves against the config file's folder (${dir})`);
+    expect(() => createProvider({ ...cfg, script: join(dir, "nope.yaml") }, { configDir: dir, scriptOrigin: "recipe r.yaml" })).toThrow(
+      "a relative provider.script resolves against the folder of recipe r.yaml",
+    );
   });
 
   test("an error turn throws provider_error; the next call of that session moves on", async () => {

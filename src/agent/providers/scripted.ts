@@ -42,6 +42,14 @@ export type Script = z.infer<typeof Script>;
 export const SCRIPT_ENDED = "(script ended)";
 
 /**
+ * The answer of the scripted provider when no `provider.script` is configured at all: the default
+ * config names no model, and a new user must learn that from the answer, not from a silent
+ * `(script ended)`.
+ */
+export const NO_MODEL_CONFIGURED =
+  "(no model configured: airlock.yaml sets no provider, so the built-in scripted provider answered. Set provider.name/model/base_url — see docs/configuration.md and docs/quickstart.md §6)";
+
+/**
  * Parses and validates a script's YAML text. `sourceName` (a file name) starts every message.
  * An empty document is an empty script.
  * @throws AirlockError `config_invalid`, e.g. `script turns.yaml: turns[1].tool_calls[0].name: Required`.
@@ -82,6 +90,8 @@ function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
 
 /**
  * Reads and validates the script named by `cfg.script` (relative to `opts.configDir`); no `script` = an empty script.
+ * The unreadable-file message names where a relative path resolves: `opts.scriptOrigin` when given
+ * (e.g. `recipe nightly.yaml`, whose loader already made the path absolute), else the config file's folder.
  * @throws AirlockError `config_invalid` when the file cannot be read or is invalid.
  */
 export function loadScript(cfg: ProviderConfig, opts: ProviderOptions): Script {
@@ -91,7 +101,11 @@ export function loadScript(cfg: ProviderConfig, opts: ProviderOptions): Script {
   try {
     text = readFileSync(file, "utf8");
   } catch (e) {
-    throw new AirlockError("config_invalid", `provider.script: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); the path is relative to the config file's folder.`);
+    const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    const relative = opts.scriptOrigin
+      ? `a relative provider.script resolves against the folder of ${opts.scriptOrigin}`
+      : `a relative provider.script resolves against the config file's folder (${opts.configDir})`;
+    throw new AirlockError("config_invalid", `provider.script: cannot read ${file} (${why}); ${relative}. Fix the path or create the file.`, { file });
   }
   return parseScript(text, cfg.script);
 }
@@ -105,12 +119,14 @@ export function loadScript(cfg: ProviderConfig, opts: ProviderOptions): Script {
  * `req.messages`, so turn k is the k-th model call of that session across all its replies.
  * A turn with `error` leaves no assistant message, so this provider instance also counts the error
  * turns it served per session and skips them (a reply after a failed turn gets the next turn).
- * Past the end the answer is `(script ended)` with no tool calls. Usage is unknown (undefined).
+ * Past the end the answer is `(script ended)` with no tool calls; with no `script` configured at all,
+ * every call answers {@link NO_MODEL_CONFIGURED} instead. Usage is unknown (undefined).
  * @throws AirlockError `config_invalid` (bad script file) from the factory; `provider_error` for `error` turns,
  * `cancelled` when the signal aborts (also during `delay_ms`).
  */
 export function createScriptedProvider(cfg: ProviderConfig, opts: ProviderOptions): Provider {
   const script = loadScript(cfg, opts);
+  const ended = cfg.script ? SCRIPT_ENDED : NO_MODEL_CONFIGURED;
   const errorsServed = new Map<string, number>();
 
   function turnsFor(s: ModelRequest["session"]): ScriptedTurn[] {
@@ -126,8 +142,8 @@ export function createScriptedProvider(cfg: ProviderConfig, opts: ProviderOption
       const k = req.messages.filter((m) => m.role === "assistant").length + (errorsServed.get(req.session.id) ?? 0);
       const turn = turnsFor(req.session)[k];
       if (!turn) {
-        req.onDelta?.(SCRIPT_ENDED);
-        return { text: SCRIPT_ENDED, tool_calls: [], stop_reason: "end_turn", truncated: false, usage: undefined };
+        req.onDelta?.(ended);
+        return { text: ended, tool_calls: [], stop_reason: "end_turn", truncated: false, usage: undefined };
       }
       const text = turn.text ?? "";
       if (text) req.onDelta?.(text);

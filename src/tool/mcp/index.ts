@@ -21,6 +21,8 @@ export interface ToolSource {
   prefix: string;
   /** The tools right now (starts the server on first use; never throws — a down server lists its last-known tools). */
   list(): Promise<ToolDef[]>;
+  /** `mcp_server_unavailable` naming the server and why its last listing failed; undefined when it listed. */
+  unavailable(): AirlockError | undefined;
 }
 
 export interface McpManagerOptions {
@@ -93,6 +95,12 @@ export class McpManager {
     return [...this.servers.values()].map((server) => ({
       prefix: `${server.name}__`,
       list: async () => (await server.tools()).map((t) => this.def(server, t)),
+      unavailable: () => {
+        const why = server.listFailure();
+        if (why === undefined) return undefined;
+        const message = why.includes(`"${server.name}"`) ? why : `MCP server "${server.name}" is unavailable: ${why}`;
+        return new AirlockError("mcp_server_unavailable", message, { server: server.name });
+      },
     }));
   }
 

@@ -102,6 +102,8 @@ export class McpServer {
   private closing = false;
   private warnedUnconfined = false;
   private lastListError?: string;
+  /** Why the last listing failed (the start error's message); undefined after a successful one. */
+  private lastListFailure?: string;
 
   constructor(private readonly opts: McpServerOptions) {
     this.name = opts.name;
@@ -133,8 +135,10 @@ export class McpServer {
     try {
       const conn = await this.connection({ wait: false });
       this.lastListError = undefined;
+      this.lastListFailure = undefined;
       return conn.tools;
     } catch (e) {
+      this.lastListFailure = (e as Error).message;
       const msg = `[mcp:${this.name}] tools not listed: ${(e as Error).message}`;
       // Listing happens on every model call: say it once per distinct reason, not every time.
       const key = msg.replace(/\d+/g, "#");
@@ -142,6 +146,11 @@ export class McpServer {
       this.lastListError = key;
       return this.lastTools;
     }
+  }
+
+  /** Why the last `tools()` could not list (the start or backoff error's message), or undefined when it listed. */
+  listFailure(): string | undefined {
+    return this.lastListFailure;
   }
 
   /**
