@@ -97,6 +97,13 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
   const { runOnce } = await import("../agent/run-once.ts");
   const { exitCodeForStatus } = await import("../scheduler/result.ts");
   const rt = createRuntime({ config, configDir: ctx.configDir, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
+  try {
+    // a missing provider.script is a config error (exit 2), not a failed first turn; a recipe's own script is relative to the recipe
+    rt.checkProvider({ scriptOrigin: opts.recipe && config.provider.script !== ctx.config.provider.script ? `recipe ${opts.recipe}` : undefined });
+  } catch (e) {
+    await rt.close();
+    throw e;
+  }
   const reader = interactive ? ttyLineReader() : undefined;
   let stopApprover: (() => void) | undefined;
   const ac = new AbortController();

@@ -33,6 +33,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, dataDir: ctx.dataDir, headless: opts.headless === true });
   let server;
   try {
+    rt.checkProvider(); // a missing provider.script fails at startup (config_invalid, exit 2), not at the first turn
     server = startServer(rt, { host, port });
   } catch (e) {
     await rt.close();
