@@ -79,7 +79,8 @@ async function until<T>(what: string, get: () => Promise<T>, pred: (v: T) => boo
 
 describe("airlock schedule + serve (binary)", () => {
   test("every-second schedule: runs, skips an overlapping fire, lists runs with result objects; run now; remove", async () => {
-    const b = makeSandbox({});
+    // the server's own config names a script; it must exist (serve checks it at startup), the runs use the recipe's
+    const b = makeSandbox({ turns: { turns: [] } });
     cleanups.push(() => b.cleanup());
     // Each run takes ≥ 1.5 s (the scripted answer waits), so the next every-second fire overlaps it.
     b.write("recipes/turns.yaml", stringify({ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: "echo tick" } }] }, { text: "tick done", delay_ms: 1500 }] }));
