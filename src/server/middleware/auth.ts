@@ -14,20 +14,28 @@ export function safeEqual(given: string, expected: string): boolean {
   return timingSafeEqual(a, b) && given.length === expected.length;
 }
 
-/** Requires `Authorization: Bearer <token>`; `/health` is exempt. */
+/** Where to find the token, appended to every 401 message. */
+const WHERE = "('airlock token' prints where it is)";
+
+/**
+ * Why `header` (the `Authorization` value, "" when absent) is refused, or null when it carries `expected`.
+ * A header without the `Bearer ` scheme (a bare token, `Basic …`) is told so, without checking what it holds.
+ */
+export function authProblem(header: string, expected: string): string | null {
+  if (header.trim() === "") return `missing Authorization header; send 'Authorization: Bearer <api-token>' ${WHERE}`;
+  if (!/^Bearer(\s|$)/i.test(header)) return `the Authorization header is missing the 'Bearer ' prefix: send Authorization: Bearer <api-token> ${WHERE}`;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m) return `the Authorization header has no token after 'Bearer ': send Authorization: Bearer <api-token> ${WHERE}`;
+  if (!safeEqual(m[1]!, expected)) return `the bearer token is wrong; use the api-token from the data dir ${WHERE}`;
+  return null;
+}
+
+/** Requires `Authorization: Bearer <token>`; `/health` is exempt. @throws AirlockError `unauthorized` (401) saying what was wrong. */
 export function bearerAuth(token: () => string): MiddlewareHandler {
   return async function bearerAuthMiddleware(c, next) {
     if (c.req.path === "/health") return next();
-    const header = c.req.header("authorization") ?? "";
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m || !safeEqual(m[1]!, token())) {
-      throw new AirlockError(
-        "unauthorized",
-        header
-          ? "the bearer token is wrong; use the api-token from the data dir ('airlock token' prints where it is)"
-          : "missing Authorization header; send 'Authorization: Bearer <api-token>' ('airlock token' prints where it is)",
-      );
-    }
+    const problem = authProblem(c.req.header("authorization") ?? "", token());
+    if (problem) throw new AirlockError("unauthorized", problem);
     await next();
   };
 }

@@ -8,6 +8,7 @@ import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import type { BusEvent } from "../../bus/bus.ts";
 import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
+import { AirlockError } from "../../errors.ts";
 import type { Runtime } from "../../runtime.ts";
 import { SseWriter, untilClosed } from "../sse.ts";
 import { parseBody } from "../validate.ts";
@@ -27,6 +28,32 @@ export const CreateSessionBody = z.strictObject({
 export const ReplyBody = z.strictObject({
   message: z.string().min(1),
 });
+
+/** `GET /sessions`: how many sessions when `?limit=` is absent, and the most it may ask for (docs/api.md). */
+export const DEFAULT_LIST_LIMIT = 200;
+export const MAX_LIST_LIMIT = 1000;
+
+/** `?limit=` of `GET /sessions`: a whole number from 1 to `MAX_LIST_LIMIT`, digits only. */
+export const ListLimit = z
+  .string()
+  .regex(/^\d{1,7}$/)
+  .transform(Number)
+  .pipe(z.number().int().min(1).max(MAX_LIST_LIMIT));
+
+/**
+ * Reads `?limit=` (absent → `DEFAULT_LIST_LIMIT`).
+ * @throws AirlockError `bad_request` naming `limit` for anything but an integer 1–1000 (`5000`, `abc`, `0`, ``).
+ */
+export function parseListLimit(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_LIST_LIMIT;
+  const r = ListLimit.safeParse(raw);
+  if (r.success) return r.data;
+  throw new AirlockError(
+    "bad_request",
+    `query: limit: expected an integer from 1 to ${MAX_LIST_LIMIT}, got ${JSON.stringify(raw)}; leave it out for the newest ${DEFAULT_LIST_LIMIT}`,
+    { fields: ["limit"] },
+  );
+}
 
 export interface SessionRoutesOptions {
   heartbeatMs?: number;
@@ -53,7 +80,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
   });
 
   app.get("/sessions", (c) => {
-    const limit = Math.min(Math.max(Number(c.req.query("limit") ?? 200) || 200, 1), 1000);
+    const limit = parseListLimit(c.req.query("limit"));
     return c.json({ sessions: rt.store.listSessions({ limit }) });
   });
 
