@@ -3,6 +3,7 @@
  * `airlock serve`: starts the HTTP API (SPEC §6) on the embedded SQLite store in the data dir,
  * with the scheduler, until SIGINT/SIGTERM.
  */
+import { AirlockError } from "../errors.ts";
 import type { CommonOptions } from "./context.ts";
 
 /** Options of `airlock serve` (parsed and validated by `main.ts`). */
@@ -20,7 +21,9 @@ export interface ServeOptions extends CommonOptions {
  * running are marked `interrupted`), the HTTP API on `host:port`, the scheduler. Prints
  * `airlock: listening on http://HOST:PORT` (the actual port when 0) on stderr.
  * @returns 0 after a clean stop.
- * @throws AirlockError `usage` / `config_invalid` for a bad data dir or config; the bind error when the port is taken.
+ * @throws AirlockError `usage` / `config_invalid` for a bad data dir or config; `usage` (exit 2, a setup problem)
+ *   when the address cannot be bound: the port is in use, the host is not an address of this machine, or the
+ *   port is privileged (see `bindError`).
  */
 export async function serve(opts: ServeOptions): Promise<number> {
   const { resolveContext } = await import("./context.ts");
@@ -37,7 +40,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     server = startServer(rt, { host, port });
   } catch (e) {
     await rt.close();
-    throw e;
+    throw bindError(e, host, port);
   }
   writeStderr(
     `airlock: listening on ${server.url} (data dir ${ctx.dataDir})${opts.headless ? "; headless: every ask is refused at once" : ""}\n` +
@@ -59,4 +62,23 @@ export async function serve(opts: ServeOptions): Promise<number> {
   });
   await rt.close();
   return 0;
+}
+
+/**
+ * Turns a failure to bind `host:port` into a usage error saying what to do (Bun's own message, "Failed to
+ * start server. Is port N in use?", names neither the host nor the fix). Other errors pass through unchanged.
+ */
+export function bindError(e: unknown, host: string, port: number): unknown {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  const fix = "pick another with --port N (npm start -- --port N)";
+  switch (code) {
+    case "EADDRINUSE":
+      return new AirlockError("usage", `port ${port} on ${host} is in use; ${fix} or stop what is using it`);
+    case "EACCES":
+      return new AirlockError("usage", `not allowed to listen on port ${port} on ${host} (ports below 1024 need privileges); ${fix}`);
+    case "EADDRNOTAVAIL":
+      return new AirlockError("usage", `cannot listen on ${host}: it is not an address of this machine; pass --host 127.0.0.1 (or set server.host)`);
+    default:
+      return e;
+  }
 }
