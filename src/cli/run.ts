@@ -12,9 +12,12 @@ export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 /** Options of `airlock run` (parsed and validated by `main.ts`; enums are already checked). */
 export interface RunOptions extends CommonOptions {
-  /** `--recipe FILE`: a recipe (SPEC §8); its instructions are the prompt when PROMPT is absent. */
+  /**
+   * `--recipe FILE`: a recipe (SPEC §8); its instructions are the prompt when PROMPT is absent. A PROMPT given
+   * with it gets the same `{{ name }}` substitution as the instructions.
+   */
   recipe?: string;
-  /** `--param KEY=VALUE` (repeatable): recipe parameters; later values win. Always an object. */
+  /** `--param KEY=VALUE` (repeatable): recipe parameters; later values win. Always an object; non-empty only with `--recipe`. */
   param: Record<string, string>;
   /** `--headless`: no person can answer; an ask is refused at once (`no_human_surface`). */
   headless: boolean;
@@ -57,21 +60,34 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
  * `--headless`, asks are put to the person at the terminal when stdin and stderr are TTYs, and the
  * run is headless otherwise (nobody could answer).
  * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT or SIGTERM).
- * @throws AirlockError `usage` (no prompt), `recipe_invalid`, `config_invalid` → exit 2 via main.ts.
+ * @throws AirlockError `usage` (no prompt; `--param` without `--recipe`), `recipe_invalid` (also a `{{ name }}`
+ *   in PROMPT that the recipe does not declare), `config_invalid` → exit 2 via main.ts.
  */
 export async function run(prompt: string | undefined, opts: RunOptions): Promise<number> {
+  const { AirlockError } = await import("../errors.ts");
+  const paramNames = Object.keys(opts.param ?? {});
+  if (!opts.recipe && paramNames.length > 0) {
+    throw new AirlockError(
+      "usage",
+      `airlock run: --param needs --recipe: parameters fill a recipe's {{ name }} placeholders (got --param ${paramNames.join(", --param ")}); pass --recipe FILE, or drop --param`,
+    );
+  }
   const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
-  const { AirlockError } = await import("../errors.ts");
   const { writeStdout, writeJsonLine, writeStderr } = await import("./output.ts");
   const ctx = await resolveContext(opts);
   let config = ctx.config;
   let workspace = opts.workspace;
+  /** Applies the recipe's parameters to a PROMPT given with --recipe (identity without a recipe). */
+  let render = (p: string): string => p;
   if (opts.recipe) {
-    const { loadRecipe, prepareRecipe } = await import("../scheduler/recipe.ts");
-    const loaded = loadRecipe(opts.recipe);
-    const prepared = prepareRecipe(loaded, opts.param, opts.recipe);
-    config = mergeConfig(config, prepared.overrides, `recipe ${opts.recipe}`);
+    const { loadRecipe, prepareRecipe, substitutePrompt } = await import("../scheduler/recipe.ts");
+    const source = opts.recipe;
+    const loaded = loadRecipe(source);
+    const prepared = prepareRecipe(loaded, opts.param, source);
+    config = mergeConfig(config, prepared.overrides, `recipe ${source}`);
+    if (prompt !== undefined && prompt !== "-") prompt = substitutePrompt(prompt, loaded.recipe, prepared.params, source);
+    else if (prompt === "-") render = (p) => substitutePrompt(p, loaded.recipe, prepared.params, source);
     prompt ??= prepared.prompt;
     workspace ??= prepared.workspace;
   }
@@ -80,6 +96,7 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
   if (prompt === "-") {
     prompt = (await Bun.stdin.text()).trim();
     if (!prompt) throw new AirlockError("usage", "airlock run: PROMPT was '-' but stdin was empty; pipe the prompt in, or pass it as an argument");
+    prompt = render(prompt);
   }
   if (prompt === undefined || prompt === "") {
     throw new AirlockError("usage", "airlock run: no prompt; pass PROMPT (or '-' to read it from stdin) or --recipe FILE");

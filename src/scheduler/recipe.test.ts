@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AirlockError, exitCodeFor } from "../errors.ts";
-import { loadRecipe, parseParamFlags, parseRecipe, prepareRecipe, resolveParams, substitute } from "./recipe.ts";
+import { loadRecipe, parseParamFlags, parseRecipe, prepareRecipe, resolveParams, substitute, substitutePrompt } from "./recipe.ts";
 
 function failure(fn: () => unknown): AirlockError {
   try {
@@ -134,5 +134,24 @@ describe("recipe.substitute and prepareRecipe", () => {
   test("parseParamFlags splits at the first '=' and refuses a flag without one", () => {
     expect(parseParamFlags(["a=1", "b=x=y", "a=2"])).toEqual({ a: "2", b: "x=y" });
     expect(failure(() => parseParamFlags(["oops"])).code).toBe("usage");
+  });
+});
+
+describe("recipe.substitutePrompt", () => {
+  const r = parseRecipe(TRIAGE, "triage.yaml");
+  const params = resolveParams(r, { count: "2" }, "triage.yaml");
+
+  test("a PROMPT given with --recipe gets the recipe's {{ name }} substitution", () => {
+    expect(substitutePrompt("look at {{project}} ({{ count }} max)", r, params, "triage.yaml")).toBe("look at . (2 max)");
+    expect(substitutePrompt("no placeholders", r, params, "triage.yaml")).toBe("no placeholders");
+  });
+
+  test("a placeholder the recipe does not declare is the instructions' error, naming the prompt", () => {
+    const e = failure(() => substitutePrompt("fix {{ projct }} and {{ projct }}", r, params, "triage.yaml"));
+    expect(e.code).toBe("recipe_invalid");
+    expect(exitCodeFor(e.code)).toBe(2);
+    expect(e.message).toBe(
+      "recipe triage.yaml: prompt: {{ projct }} names no declared parameter; declare it under parameters (e.g. parameters: { projct: { type: string } })",
+    );
   });
 });

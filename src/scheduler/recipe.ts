@@ -62,16 +62,22 @@ export const Recipe = z
       const err = checkValue(p.type, p.default);
       if (err) ctx.addIssue({ code: "custom", path: ["parameters", name, "default"], message: `${err}, got ${describeValue(p.default)}` });
     }
-    for (const m of r.instructions.matchAll(PLACEHOLDER)) {
-      if (!(m[1]! in r.parameters)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["instructions"],
-          message: `{{ ${m[1]} }} names no declared parameter; declare it under parameters (e.g. parameters: { ${m[1]}: { type: string } })`,
-        });
-      }
+    for (const name of undeclaredPlaceholders(r.instructions, r.parameters)) {
+      ctx.addIssue({ code: "custom", path: ["instructions"], message: undeclaredMessage(name) });
     }
   });
+
+/** The names of `{{ name }}` placeholders in `text` that `parameters` does not declare, in order of appearance. */
+function undeclaredPlaceholders(text: string, parameters: Readonly<Record<string, unknown>>): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(PLACEHOLDER)) if (!(m[1]! in parameters) && !out.includes(m[1]!)) out.push(m[1]!);
+  return out;
+}
+
+/** Why a placeholder is refused, shared by the recipe's `instructions` and a PROMPT given with `--recipe`. */
+function undeclaredMessage(name: string): string {
+  return `{{ ${name} }} names no declared parameter; declare it under parameters (e.g. parameters: { ${name}: { type: string } })`;
+}
 export type Recipe = z.infer<typeof Recipe>;
 
 /** A recipe read from disk: the parsed value plus where it came from. */
@@ -214,6 +220,21 @@ export function resolveParams(recipe: Recipe, raw: Readonly<Record<string, unkno
 /** Replaces every `{{ name }}` in `text` with its value, in one pass (values are not expanded again). */
 export function substitute(text: string, values: Readonly<Record<string, ParamValue>>): string {
   return text.replace(PLACEHOLDER, (whole, name: string) => (name in values ? String(values[name]) : whole));
+}
+
+/**
+ * Substitutes a recipe's parameters into a prompt given in place of its instructions (`airlock run PROMPT
+ * --recipe FILE`), with the same rules as the instructions: every `{{ name }}` must name a declared parameter.
+ * @param params the values `prepareRecipe` resolved (`PreparedRecipe.params`).
+ * @throws AirlockError `recipe_invalid`, e.g. `recipe x.yaml: prompt: {{ projct }} names no declared parameter; …`.
+ */
+export function substitutePrompt(prompt: string, recipe: Recipe, params: Readonly<Record<string, ParamValue>>, source: string): string {
+  const bad = undeclaredPlaceholders(prompt, recipe.parameters);
+  if (bad.length) {
+    const problems = bad.map((name) => `recipe ${source}: prompt: ${undeclaredMessage(name)}`);
+    throw new AirlockError("recipe_invalid", problems.join("\n"), { issues: problems });
+  }
+  return substitute(prompt, params);
 }
 
 /**
