@@ -15,6 +15,8 @@ export const ERROR_CODES = [
   "payload_too_large",
   "internal",
   "usage",
+  /** The CLI could not reach a running `airlock serve` (nothing listening at the URL, or not airlock there). */
+  "server_unreachable",
   "config_invalid",
   "recipe_invalid",
   // sessions & agent loop
@@ -118,6 +120,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   session_busy: 409,
   already_decided: 409,
   payload_too_large: 413,
+  server_unreachable: 503,
 };
 
 export function httpStatus(code: ErrorCode): number {

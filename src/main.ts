@@ -49,7 +49,7 @@ function withJson(cmd: Command): Command {
 }
 
 function withUrl(cmd: Command): Command {
-  return cmd.addOption(new Option("--url <url>", "the running airlock serve (default: http://<server.host>:<server.port> from the config)").argParser(nonEmpty));
+  return cmd.addOption(new Option("--url <url>", "the running airlock serve (default: $AIRLOCK_URL, else http://<server.host>:<server.port> from the config)").argParser(nonEmpty));
 }
 
 function examples(lines: string[]): string {
@@ -78,7 +78,7 @@ export function buildProgram(done: (code: number) => void): Command {
         "airlock run --recipe nightly.yaml --param project=./api --headless --output-format json",
         "airlock actions list",
         "airlock token",
-      ]) + "\nDocs: README.md and docs/ (configuration, api, security-model, quickstart).\n",
+      ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, mcp, api, security-model; spec.md is the contract).\n",
     );
 
   withCommon(

@@ -4,13 +4,10 @@
  * answering one. Cards live in the server's memory, so these commands talk to it over HTTP with the
  * API token (and the approver token for an `allow_once` that needs user proof).
  */
-import { AirlockError, ERROR_CODES, type ErrorCode } from "../errors.ts";
-import type { CommonOptions } from "./context.ts";
+import type { ServerClientOptions } from "./server-client.ts";
 
 /** Options shared by the `actions` subcommands. */
-export interface ActionsCommonOptions extends CommonOptions {
-  /** `--url URL`: the running server; default `http://<server.host>:<server.port>` from the config (see `serverUrl`). */
-  url?: string;
+export interface ActionsCommonOptions extends ServerClientOptions {
   /** `--json`: print JSON on stdout. */
   json?: boolean;
 }
@@ -31,45 +28,6 @@ export interface ActionsAnswerOptions extends ActionsCommonOptions {
   reason?: string;
 }
 
-/** A small authenticated JSON client for the running server (api token from the data dir). */
-async function client(opts: ActionsCommonOptions): Promise<{ base: string; dataDir: string; call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: Record<string, any> }> }> {
-  const { resolveContext, serverUrl } = await import("./context.ts");
-  const { ensureTokens } = await import("../config/paths.ts");
-  const ctx = await resolveContext(opts);
-  const base = opts.url ? serverUrl(ctx, opts.url) : process.env.AIRLOCK_URL ? serverUrl(ctx, process.env.AIRLOCK_URL) : serverUrl(ctx);
-  const token = ensureTokens(ctx.dataDir).apiToken;
-  return {
-    base,
-    dataDir: ctx.dataDir,
-    async call(method, path, body, headers = {}) {
-      let res: Response;
-      try {
-        res = await fetch(base + path, {
-          method,
-          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-      } catch (e) {
-        throw new AirlockError("internal", `cannot reach airlock serve at ${base} (${(e as Error).message}); start it with 'airlock serve' or pass --url`);
-      }
-      const text = await res.text();
-      try {
-        return { status: res.status, body: JSON.parse(text) as Record<string, any> };
-      } catch {
-        throw new AirlockError("internal", `${method} ${base}${path} answered ${res.status} with a body that is not JSON; is --url pointing at airlock serve?`);
-      }
-    },
-  };
-}
-
-/** Turns an API error body into an AirlockError with its own code (exit codes follow `exitCodeFor`). */
-function apiError(r: { status: number; body: Record<string, any> }): AirlockError {
-  const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(r.body.error) ? (r.body.error as ErrorCode) : "internal";
-  const message =
-    r.status === 401 ? `${r.body.message ?? "unauthorized"} (the API token in the data dir does not match the server's; pass the server's --data-dir)` : (r.body.message ?? `HTTP ${r.status}`);
-  return new AirlockError(code, message);
-}
-
 /** One card as a line of text: id, tool, where it is homed and surfaced, why, and whether allowing needs user proof. */
 function cardLine(c: Record<string, any>): string {
   const proof = c.requires_user_proof ? " [needs user proof]" : "";
@@ -84,9 +42,10 @@ function cardLine(c: Record<string, any>): string {
  */
 export async function actionsList(opts: ActionsListOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  const c = await client(opts);
+  const { connect, apiError } = await import("./server-client.ts");
+  const c = await connect(opts);
   const r = await c.call("GET", opts.session ? `/sessions/${encodeURIComponent(opts.session)}/actions` : "/actions");
-  if (r.status !== 200) throw apiError(r);
+  if (r.status !== 200) throw apiError(r, r.status === 404 ? "list the sessions with: airlock sessions list (or every pending card with: airlock actions list)" : undefined);
   const cards = (r.body.actions ?? []) as Record<string, any>[];
   if (opts.json) writeJson({ actions: cards });
   else if (cards.length === 0) writeStdout(opts.session ? `no pending cards for ${opts.session}\n` : "no pending cards\n");
@@ -103,7 +62,8 @@ export async function actionsList(opts: ActionsListOptions): Promise<number> {
  */
 export async function actionsAnswer(requestId: string, opts: ActionsAnswerOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  const c = await client(opts);
+  const { connect, apiError } = await import("./server-client.ts");
+  const c = await connect(opts);
   const headers: Record<string, string> = {};
   if (opts.decision === "allow_once") {
     const { ensureTokens } = await import("../config/paths.ts");
@@ -111,8 +71,26 @@ export async function actionsAnswer(requestId: string, opts: ActionsAnswerOption
   }
   const body = { decision: opts.decision, ...(opts.reason ? { reason: opts.reason } : {}) };
   const r = await c.call("POST", `/sessions/${encodeURIComponent(opts.session)}/actions/${encodeURIComponent(requestId)}`, body, headers);
-  if (r.status !== 200) throw apiError(r);
+  if (r.status !== 200) throw apiError(r, answerHint(r.body.error, requestId, opts.session));
   if (opts.json) writeJson(r.body);
   else writeStdout(`${requestId}: ${r.body.decision}${r.body.decided_in ? ` (from ${r.body.decided_in})` : ""}\n`);
   return 0;
+}
+
+/**
+ * The CLI command to run after a refused answer (the server's messages name HTTP routes, for API clients):
+ * `not_found` → list the cards this session may answer; `outside_scope` → list every card with its home and
+ * the session it was escalated to; `session_not_found` → list the sessions.
+ */
+export function answerHint(code: unknown, requestId: string, session: string): string | undefined {
+  switch (code) {
+    case "not_found":
+      return `list the cards you may answer with: airlock actions list --session ${session}`;
+    case "outside_scope":
+      return `see which sessions may answer ${requestId} (its home, and the root it was escalated to) with: airlock actions list`;
+    case "session_not_found":
+      return "list the sessions with: airlock sessions list";
+    default:
+      return undefined;
+  }
 }

@@ -6,16 +6,17 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { AirlockError, ERROR_CODES, type ErrorCode } from "../errors.ts";
-import type { CommonOptions } from "./context.ts";
+import { AirlockError } from "../errors.ts";
+import type { ServerClientOptions } from "./server-client.ts";
 
 /** Options shared by the `schedule` subcommands. */
-export interface ScheduleOptions extends CommonOptions {
+export interface ScheduleOptions extends ServerClientOptions {
   /** `--json`: print JSON on stdout. */
   json?: boolean;
-  /** `--url URL`: the running server. */
-  url?: string;
 }
+
+/** The hint after a schedule or run the server does not know: the CLI command that lists them. */
+const LIST_HINT = "list the schedules with: airlock schedule list";
 
 /** Options of `airlock schedule add`. */
 export interface ScheduleAddOptions extends ScheduleOptions {
@@ -47,50 +48,6 @@ export async function checkScheduleAdd(opts: ScheduleAddOptions): Promise<{ cron
   return { cron: opts.cron, recipePath };
 }
 
-/** A small authenticated JSON client for the running server. */
-interface Client {
-  base: string;
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, any> }>;
-}
-
-async function client(opts: ScheduleOptions): Promise<Client> {
-  const { resolveContext, serverUrl } = await import("./context.ts");
-  const { ensureTokens } = await import("../config/paths.ts");
-  const ctx = await resolveContext(opts);
-  const base = opts.url ? serverUrl(ctx, opts.url) : process.env.AIRLOCK_URL ? serverUrl(ctx, process.env.AIRLOCK_URL) : serverUrl(ctx);
-  const token = ensureTokens(ctx.dataDir).apiToken;
-  return {
-    base,
-    async call(method, path, body) {
-      let res: Response;
-      try {
-        res = await fetch(base + path, {
-          method,
-          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-      } catch (e) {
-        throw new AirlockError("internal", `cannot reach airlock serve at ${base} (${(e as Error).message}); start it with 'airlock serve' or pass --url`);
-      }
-      const text = await res.text();
-      let parsed: Record<string, any>;
-      try {
-        parsed = JSON.parse(text) as Record<string, any>;
-      } catch {
-        throw new AirlockError("internal", `${method} ${base}${path} answered ${res.status} with a body that is not JSON; is --url pointing at airlock serve?`);
-      }
-      return { status: res.status, body: parsed };
-    },
-  };
-}
-
-/** Turns an API error body into an AirlockError with its own code (so exit codes follow `exitCodeFor`). */
-function apiError(r: { status: number; body: Record<string, any> }): AirlockError {
-  const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(r.body.error) ? (r.body.error as ErrorCode) : "internal";
-  const message = r.status === 401 ? `${r.body.message ?? "unauthorized"} (the API token in the data dir does not match the server's; pass the server's --data-dir)` : (r.body.message ?? `HTTP ${r.status}`);
-  return new AirlockError(code, message);
-}
-
 /**
  * Adds a schedule: validates the flags, sends the recipe's path and text (the server validates the recipe
  * and its parameters: `recipe_invalid` → exit 2), prints the new schedule's id (or JSON with `--json`).
@@ -102,7 +59,8 @@ export async function scheduleAdd(opts: ScheduleAddOptions): Promise<number> {
   const { parseRecipe, resolveParams } = await import("../scheduler/recipe.ts");
   const text = readFileSync(recipePath, "utf8");
   resolveParams(parseRecipe(text, opts.recipe), opts.param ?? {}, opts.recipe); // fail fast, locally, with exit 2
-  const c = await client(opts);
+  const { connect, apiError } = await import("./server-client.ts");
+  const c = await connect(opts);
   const r = await c.call("POST", "/schedules", { cron: opts.cron, recipe_path: recipePath, recipe_text: text, ...(opts.name ? { name: opts.name } : {}), params: opts.param ?? {} });
   if (r.status !== 201) throw apiError(r);
   if (opts.json) writeJson(r.body);
@@ -113,7 +71,8 @@ export async function scheduleAdd(opts: ScheduleAddOptions): Promise<number> {
 /** Lists schedules: id, name, cron, next fire, recipe (JSON with `--json`). @returns 0. */
 export async function scheduleList(opts: ScheduleOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  const c = await client(opts);
+  const { connect, apiError } = await import("./server-client.ts");
+  const c = await connect(opts);
   const r = await c.call("GET", "/schedules");
   if (r.status !== 200) throw apiError(r);
   const list = r.body.schedules as Record<string, any>[];
@@ -134,9 +93,10 @@ export async function scheduleList(opts: ScheduleOptions): Promise<number> {
 /** Removes a schedule by id (`sch_…`); its run history stays readable. @returns 0. */
 export async function scheduleRemove(id: string, opts: ScheduleOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  const c = await client(opts);
+  const { connect, apiError } = await import("./server-client.ts");
+  const c = await connect(opts);
   const r = await c.call("DELETE", `/schedules/${encodeURIComponent(id)}`);
-  if (r.status !== 200) throw apiError(r);
+  if (r.status !== 200) throw apiError(r, r.status === 404 ? LIST_HINT : undefined);
   if (opts.json) writeJson(r.body);
   else writeStdout(`removed ${id}\n`);
   return 0;
@@ -153,13 +113,14 @@ const POLL_MS = 200;
 export async function scheduleRun(id: string, opts: ScheduleOptions): Promise<number> {
   const { writeJsonLine, writeStderr } = await import("./output.ts");
   const { exitCodeForStatus } = await import("../scheduler/result.ts");
-  const c = await client(opts);
+  const { connect, apiError } = await import("./server-client.ts");
+  const c = await connect(opts);
   const r = await c.call("POST", `/schedules/${encodeURIComponent(id)}/run`);
   if (r.status === 409) {
     writeStderr(`airlock: ${r.body.message}\n`);
     return 1;
   }
-  if (r.status !== 202) throw apiError(r);
+  if (r.status !== 202) throw apiError(r, r.status === 404 ? LIST_HINT : undefined);
   const runId = r.body.run_id as string;
   writeStderr(`airlock: run ${runId} started (session ${r.body.session_id ?? "pending"})\n`);
   let run = r.body;

@@ -1,0 +1,92 @@
+/**
+ * @module cli/server-client
+ * The small authenticated JSON client the `actions` and `schedule` commands use to talk to a running
+ * `airlock serve`, and how its answers become CLI errors: the server's code and message, plus an
+ * `airlock: hint:` line naming the CLI command to run instead of the HTTP route the message names.
+ */
+import { AirlockError, ERROR_CODES, type ErrorCode } from "../errors.ts";
+import type { CommonOptions } from "./context.ts";
+
+/** Options of every command that talks to the server. */
+export interface ServerClientOptions extends CommonOptions {
+  /** `--url URL`: the running server; else `$AIRLOCK_URL`; else `http://<server.host>:<server.port>` from the config. */
+  url?: string;
+}
+
+/** One HTTP answer: its status and its JSON body. */
+export interface ApiResponse {
+  status: number;
+  body: Record<string, any>;
+}
+
+export interface ServerClient {
+  /** Base URL without a trailing slash. */
+  base: string;
+  /** The data dir the tokens were read from. */
+  dataDir: string;
+  /**
+   * Sends one request with the API token and parses the JSON answer.
+   * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve.
+   */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
+}
+
+/**
+ * Resolves the server's URL (`--url`, else `$AIRLOCK_URL`, else the config's `server.host:port`) and the
+ * API token (from the data dir), and returns a client for it.
+ * @throws AirlockError `usage` / `config_invalid` from the data dir or config.
+ */
+export async function connect(opts: ServerClientOptions, env: Record<string, string | undefined> = process.env): Promise<ServerClient> {
+  const { resolveContext, serverUrl } = await import("./context.ts");
+  const { ensureTokens } = await import("../config/paths.ts");
+  const ctx = await resolveContext(opts, env);
+  const from = opts.url ? "--url" : env.AIRLOCK_URL ? "$AIRLOCK_URL" : "server.host/server.port of the config";
+  const base = serverUrl(ctx, opts.url ?? (env.AIRLOCK_URL || undefined));
+  const token = ensureTokens(ctx.dataDir).apiToken;
+  return {
+    base,
+    dataDir: ctx.dataDir,
+    async call(method, path, body, headers = {}) {
+      let res: Response;
+      try {
+        res = await fetch(base + path, {
+          method,
+          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      } catch (e) {
+        throw unreachable(`cannot reach airlock serve at ${base} (URL from ${from}; ${(e as Error).message.trim()})`, ctx.dataDir);
+      }
+      const text = await res.text();
+      try {
+        return { status: res.status, body: JSON.parse(text) as Record<string, any> };
+      } catch {
+        throw unreachable(`${method} ${base}${path} answered HTTP ${res.status} with a body that is not JSON, so it is not airlock serve (URL from ${from})`, ctx.dataDir);
+      }
+    },
+  };
+}
+
+function unreachable(what: string, dataDir: string): AirlockError {
+  return new AirlockError(
+    "server_unreachable",
+    `${what}.\n` +
+      `  Start it in another terminal: airlock serve --data-dir ${dataDir}\n` +
+      `  or point at the one running: pass --url http://HOST:PORT (or export AIRLOCK_URL=http://HOST:PORT)\n` +
+      `  with --data-dir set to that server's data dir, where its API token is.`,
+  );
+}
+
+/**
+ * Turns an API error answer into an AirlockError with the server's own code (so exit codes follow
+ * `exitCodeFor`) and message, followed by `hint` on its own `airlock: hint:` line. `hint` reads
+ * `what to do with: <command>`; it is left out when the server's message already names that command.
+ */
+export function apiError(r: ApiResponse, hint?: string): AirlockError {
+  const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(r.body.error) ? (r.body.error as ErrorCode) : "internal";
+  let message =
+    r.status === 401 ? `${r.body.message ?? "unauthorized"} (the API token in the data dir does not match the server's; pass the server's --data-dir)` : (r.body.message ?? `HTTP ${r.status}`);
+  // `hint` ends with the command (after its last ": "); a server message that already names it needs no hint.
+  if (hint && !message.includes(hint.slice(hint.lastIndexOf(": ") + 2))) message += `\nairlock: hint: ${hint}`;
+  return new AirlockError(code, message, r.body.request_id ? { request_id: r.body.request_id } : {});
+}
