@@ -67,7 +67,7 @@ export function parseScript(text: string, sourceName: string): Script {
   const path = formatPath(issue.path);
   const missing = issue.code === "invalid_type" && valueAt(data, issue.path) === undefined;
   const what = missing ? "Required" : issue.message;
-  throw new AirlockError("config_invalid", `script ${sourceName}: ${path ? `${path}: ` : ""}${what}. See SPEC §3 for the format ({turns: [{text?, tool_calls?: [{name, arguments}]}], subagents: [{turns}]}).`, {
+  throw new AirlockError("config_invalid", `script ${sourceName}: ${path ? `${path}: ` : ""}${what}. See docs/configuration.md ("The scripted provider") for the format ({turns: [{text?, tool_calls?: [{name, arguments}]}], subagents: [{turns}]}).`, {
     path,
   });
 }
