@@ -17,13 +17,15 @@ describe("bus", () => {
   });
 
   test("since() replays what a client missed, or null when the buffer no longer reaches back", () => {
-    const bus = new Bus(3);
-    for (let i = 0; i < 5; i++) bus.publish("s", "delta", { i });
-    expect(bus.since("s", 3)!.map((e) => e.id)).toEqual([4, 5]);
-    expect(bus.since("s", 2)!.map((e) => e.id)).toEqual([3, 4, 5]);
-    expect(bus.since("s", 1)).toBeNull();
-    expect(bus.since("s", 5)).toEqual([]);
+    const bus = new Bus(3); // keeps at least 3 events, trimmed back to 3 once it holds more than 6
+    for (let i = 0; i < 7; i++) bus.publish("s", "delta", { i });
+    expect(bus.since("s", 5)!.map((e) => e.id)).toEqual([6, 7]);
+    expect(bus.since("s", 4)!.map((e) => e.id)).toEqual([5, 6, 7]);
+    expect(bus.since("s", 3)).toBeNull();
+    expect(bus.since("s", 7)).toEqual([]);
     expect(bus.since("s", 99)).toBeNull();
+    for (let i = 0; i < 3; i++) bus.publish("s", "delta", { i }); // 8..10: not trimmed yet (6 held)
+    expect(bus.since("s", 4)!.map((e) => e.id)).toEqual([5, 6, 7, 8, 9, 10]);
   });
 
   test("a throwing listener does not stop the others", () => {

@@ -38,7 +38,7 @@ interface Channel {
   listeners: Set<Listener>;
 }
 
-/** Events kept per session for `Last-Event-ID` replay. */
+/** Events kept per session for `Last-Event-ID` replay (at least this many; at most twice as many). */
 export const REPLAY_BUFFER = 1024;
 
 export class Bus {
@@ -61,7 +61,8 @@ export class Bus {
     const c = this.channel(sessionId);
     const ev: BusEvent = { id: ++c.seq, session_id: sessionId, type, data, persisted: opts.persisted ?? false };
     c.buffer.push(ev);
-    if (c.buffer.length > this.bufferSize) c.buffer.splice(0, c.buffer.length - this.bufferSize);
+    // trim in batches (amortised O(1) per publish): the buffer holds between bufferSize and 2 × bufferSize events
+    if (c.buffer.length > 2 * this.bufferSize) c.buffer.splice(0, c.buffer.length - this.bufferSize);
     for (const l of [...c.listeners]) safeCall(l, ev);
     for (const l of [...this.global]) safeCall(l, ev);
     return ev;

@@ -79,6 +79,8 @@ export class Gate {
 
   /** HOME and PATH of the sanitized environment, as the security floor resolves `~` and executables (read once: the process environment does not change under us). */
   private readonly floorEnv: { home?: string; PATH: string };
+  /** Session rows by in-flight turn (weak: gone with the turn). */
+  private readonly turnSessions = new WeakMap<object, Session>();
 
   constructor(private readonly deps: GateDeps) {
     const env = sanitizedEnv();
@@ -103,7 +105,12 @@ export class Gate {
     if (!turn || turn.turnId !== ctx.turnId) {
       return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} of session ${ctx.sessionId} is no longer running (it ended or was cancelled)`);
     }
-    const session = this.deps.store.getSession(ctx.sessionId);
+    // the session row, read once per turn (the fields the gate uses never change after creation)
+    let session = this.turnSessions.get(turn);
+    if (!session) {
+      session = this.deps.store.getSession(ctx.sessionId) ?? undefined;
+      if (session) this.turnSessions.set(turn, session);
+    }
     if (!session) return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: session ${ctx.sessionId} does not exist`);
     this.deps.bus.publish(session.id, "tool_request", { session_id: session.id, call_id: req.callId, tool: req.name, arguments: req.args, from_script: req.fromScript });
     let outcome: ToolOutcome;

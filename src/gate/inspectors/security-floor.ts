@@ -56,6 +56,7 @@ export function securityFloor(tool: { name: string; claude?: { name: string } },
 
 /** The floor's findings for one call (empty when nothing is sensitive). */
 export function judgeCall(call: FloorCall, env: FloorEnv): string[] {
+  if (call.kind === "none") return []; // nothing to judge: skip resolving the workspace and home (lstat per component)
   const ctx = new Judge(env);
   switch (call.kind) {
     case "shell":
