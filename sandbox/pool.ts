@@ -35,8 +35,12 @@ export interface RunOptions extends ScriptLimits {
   signal?: AbortSignal;
 }
 
-/** Runs one tool call for a script. Called on the main thread in the caller's async context. */
-export type CallTool = (name: string, args: unknown) => Promise<ToolOutcome>;
+/**
+ * Runs one tool call for a script. Called on the main thread in the caller's async context. `signal`
+ * aborts when the script ends (returned, failed, timed out, cancelled): a call the script did not
+ * await must not outlive it.
+ */
+export type CallTool = (name: string, args: unknown, signal: AbortSignal) => Promise<ToolOutcome>;
 
 /** How long past a deadline the host waits for the worker before replacing it, ms. */
 export const GRACE_MS = 500;
@@ -114,10 +118,13 @@ export class ScriptPool {
     let finish!: (r: ScriptResult) => void;
     const finished = new Promise<ScriptResult>((r) => (finish = r));
     const started = Date.now();
+    // Aborted when the script ends: its calls still running (not awaited) are cancelled with it.
+    const callsEnd = new AbortController();
 
     // Bound here, so each call runs in this run()'s async context (the raw 'message' handler has none).
     const serve = AsyncResource.bind(async (req: CallRequest): Promise<void> => {
-      const payload = await serveCall(req, callTool);
+      if (done) return; // the script already ended: nobody awaits this call
+      const payload = await serveCall(req, callTool, callsEnd.signal);
       if (!done) port1.postMessage({ t: "reply", id: req.id, payload } satisfies HostMessage);
     });
     port1.on("message", (raw: unknown) => {
@@ -176,6 +183,7 @@ export class ScriptPool {
       clearTimeout(cancelTimer);
       signal?.removeEventListener("abort", onAbort);
       port1.close();
+      callsEnd.abort(new AirlockError("cancelled", "the script that made this call ended before the call finished, so it was stopped; await every tools.* call"));
     }
   }
 
@@ -212,7 +220,7 @@ function toResult(o: WorkerOutcome): ScriptResult {
 }
 
 /** Runs one guest tool call and encodes the answer as the JSON text the guest parses. Never throws. */
-async function serveCall(req: CallRequest, callTool: CallTool): Promise<string> {
+async function serveCall(req: CallRequest, callTool: CallTool, signal: AbortSignal): Promise<string> {
   let outcome: ToolOutcome;
   if (!TOOL_NAME.test(req.name)) {
     outcome = { ok: false, error: { code: "unknown_tool", message: `no tool is named ${JSON.stringify(req.name.slice(0, 140))}; call code_execution__list_tools for the names` } };
@@ -224,7 +232,7 @@ async function serveCall(req: CallRequest, callTool: CallTool): Promise<string> 
       return encodeError("invalid_arguments", `tools.${req.name}: arguments are not valid JSON`);
     }
     try {
-      outcome = await callTool(req.name, args);
+      outcome = await callTool(req.name, args, signal);
     } catch (e) {
       const err = toAirlockError(e);
       outcome = { ok: false, error: { code: err.code, message: err.message } };

@@ -50,6 +50,8 @@ export class ScriptRun {
   readonly #deferreds = new Map<number, QuickJSDeferredPromise>();
   #nextId = 1;
   #calls = 0;
+  /** UTF-8 bytes of tool-call arguments sent to the host so far (bounded by the memory limit). */
+  #argBytes = 0;
   readonly #logs: string[] = [];
   #logBytes = 0;
   #cpuUsed = 0;
@@ -185,6 +187,15 @@ export class ScriptRun {
       this.#stop = { code: "script_too_many_calls", message: `the script made more than ${maxToolCalls} tool calls (limits.script_max_tool_calls); make fewer, larger calls` };
       return { error: ctx.newError({ name: "Error", message: this.#stop.message }) };
     }
+    // What a script sends the host counts against its memory limit: the host keeps arguments (events,
+    // cards), so without this a 64 MiB script could make the host hold max_tool_calls × its memory.
+    const argBytes = byteLength(args);
+    if (this.#argBytes + argBytes > this.#opts.memoryBytes) {
+      const mb = Math.round(this.#opts.memoryBytes / 2 ** 20);
+      this.#stop = { code: "script_memory_limit", message: `the script sent more than ${mb} MiB of tool-call arguments to the host (limits.script_memory_mb bounds them too); send less data per script` };
+      return { error: ctx.newError({ name: "Error", message: this.#stop.message }) };
+    }
+    this.#argBytes += argBytes;
     this.#calls++;
     const id = this.#nextId++;
     const d = ctx.newPromise();
@@ -223,7 +234,14 @@ export class ScriptRun {
     this.#settled = { ok: false, error: this.#classify(h) };
   }
 
+  /** The script's failure, its message and stack each cut to the result limit (a thrown error must not carry more than a return value could). */
   #classify(h: QuickJSHandle): ScriptFailure {
+    const f = this.#classifyUncut(h);
+    const max = this.#opts.limits.maxResultBytes;
+    return { ...f, message: cutBytes(f.message, max), ...(f.stack !== undefined ? { stack: cutBytes(f.stack, max) } : {}) };
+  }
+
+  #classifyUncut(h: QuickJSHandle): ScriptFailure {
     const ctx = this.#ctx!;
     const { name, message, stack, code } = describe(ctx, h);
     if (this.#stop) return this.#stop;
@@ -269,6 +287,12 @@ export class ScriptRun {
     else if (end.ok) this.#resolve({ ok: true, ...(end.json !== undefined ? { json: end.json } : {}), ...base });
     else this.#resolve({ ok: false, error: end.error, ...base });
   }
+}
+
+/** `s` when it fits in `max` UTF-8 bytes, else its first `max` bytes plus a note saying it was cut. */
+function cutBytes(s: string, max: number): string {
+  if (s.length <= max / 3 || byteLength(s) <= max) return s;
+  return `${Buffer.from(s.slice(0, max), "utf8").subarray(0, max).toString("utf8")} …[cut: more than ${max} bytes, limits.script_max_result_bytes]`;
 }
 
 function timeoutFailure(message: string): ScriptFailure {

@@ -54,6 +54,8 @@ export interface GateCall {
   callId: string;
   fromScript: boolean;
   parentCallId?: string;
+  /** Cancels this call besides the turn's signal (a script's calls end with the script). */
+  signal?: AbortSignal;
 }
 
 /** A refused call (headless runs list them in `refused_calls`). */
@@ -112,10 +114,12 @@ export class Gate {
       if (session) this.turnSessions.set(turn, session);
     }
     if (!session) return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: session ${ctx.sessionId} does not exist`);
+    if (req.signal?.aborted) return this.refuse(session.id, req, "cancelled", "tool call refused: the script that made it has ended");
+    const signal = req.signal ? AbortSignal.any([turn.controller.signal, req.signal]) : turn.controller.signal;
     this.deps.bus.publish(session.id, "tool_request", { session_id: session.id, call_id: req.callId, tool: req.name, arguments: req.args, from_script: req.fromScript });
     let outcome: ToolOutcome;
     try {
-      outcome = await this.judgeAndRun(req, ctx, session, turn.controller.signal);
+      outcome = await this.judgeAndRun(req, ctx, session, signal);
     } catch (e) {
       // a bug in an inspector or the approvals layer: fail closed, never run the tool
       outcome = this.refuse(session.id, req, "internal", `the gate failed while judging this call, so it was not run: ${(e as Error).message}`);
@@ -277,7 +281,8 @@ export class Gate {
       fromScript: req.fromScript,
       signal,
       config,
-      invoke: (name, a) => GateContext.provide(callCtx, () => this.call({ name, args: a, callId: newId("call"), fromScript: true, parentCallId: req.callId })),
+      invoke: (name, a, opts) =>
+        GateContext.provide(callCtx, () => this.call({ name, args: a, callId: newId("call"), fromScript: true, parentCallId: req.callId, ...(opts?.signal ? { signal: opts.signal } : {}) })),
       listTools: () => specs ?? (this.deps.registry.listCached?.() ?? []).filter((t) => t.scriptable !== false).map(specOf),
       runtime: this.deps.runtime,
     };

@@ -45,7 +45,7 @@ export function createCodeExecutionTools(pool: ScriptPool): ToolDef[] {
     usesPermit: false,
     scriptable: false,
     async execute(args, ctx) {
-      const r = await pool.run(args.code, { ...limitsFromConfig(ctx.config), signal: ctx.signal }, (name, callArgs) => ctx.invoke(name, callArgs));
+      const r = await pool.run(args.code, { ...limitsFromConfig(ctx.config), signal: ctx.signal }, (name, callArgs, signal) => ctx.invoke(name, callArgs, { signal }));
       if (r.ok) return { value: r.value, logs: r.logs, calls: r.calls };
       throw new AirlockError(r.error.code, r.error.message, { ...(r.error.stack ? { stack: r.error.stack } : {}), logs: r.logs, calls: r.calls });
     },

@@ -34,8 +34,11 @@ export interface ToolContext {
   config: Config;
   /** A wider sandbox policy approved for this one call (SPEC §9 elevation); absent otherwise. */
   elevatedPolicy?: SandboxPolicyName;
-  /** Run a nested tool call through the gate (fromScript = true), in this call's context. */
-  invoke(name: string, args: unknown): Promise<ToolOutcome>;
+  /**
+   * Run a nested tool call through the gate (fromScript = true), in this call's context. `opts.signal`
+   * (e.g. the script's end) cancels the nested call too, besides the turn's cancellation.
+   */
+  invoke(name: string, args: unknown, opts?: { signal?: AbortSignal }): Promise<ToolOutcome>;
   /** The tools a script may call (every tool but `code_execution__*`), with JSON Schemas. */
   listTools(): ToolSpec[];
   /** Runtime services for tools that need them (subagents). Typed in src/runtime.ts. */

@@ -1,0 +1,325 @@
+/**
+ * @module test/security/round2-sandbox
+ * Second adversarial pass on the script sandbox (sandbox/*.ts, src/tool/code-execution.ts), with real
+ * worker threads and real QuickJS, and the full stack (gate, bus, launcher) where the finding needs it:
+ * the `tools` object, hostile arguments and names, host results, limits that must hold at the door
+ * to the host, calls a script leaves behind, and what one script can do to another.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { ToolOutcome } from "../../src/tool/tool.ts";
+import { ScriptPool, type RunOptions } from "../../sandbox/pool.ts";
+import { harnessSse, startHarness, waitForBus, type Harness } from "../harness.ts";
+
+const LIMITS: RunOptions = { cpuTimeoutMs: 2000, wallTimeoutMs: 20_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
+
+type Call = { name: string; args: unknown };
+function recorder(extra: Record<string, (args: unknown) => Promise<ToolOutcome>> = {}) {
+  const calls: Call[] = [];
+  let bytes = 0;
+  const fn = async (name: string, args: unknown): Promise<ToolOutcome> => {
+    calls.push({ name, args });
+    bytes += JSON.stringify(args)?.length ?? 0;
+    if (extra[name]) return extra[name](args);
+    return { ok: true, result: args };
+  };
+  return { calls, fn, bytes: () => bytes };
+}
+
+let pool: ScriptPool;
+beforeAll(() => {
+  pool = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+});
+afterAll(async () => {
+  await pool.close();
+});
+
+describe("the tools object (held)", () => {
+  test("introspection finds nothing, cannot be changed, and reaches no host object", async () => {
+    const { fn, calls } = recorder();
+    const r = await pool.run(
+      `const out = {};
+       const t = (k, f) => { try { out[k] = f(); } catch (e) { out[k] = "threw " + e.name; } };
+       t("names", () => Object.getOwnPropertyNames(tools));
+       t("keys", () => Reflect.ownKeys(tools).length);
+       t("ctor", () => tools.constructor === Object);
+       t("proto", () => tools["__proto__"] === Object.prototype);
+       t("hasOwn", () => tools.hasOwnProperty("developer__shell"));
+       t("in", () => "developer__shell" in tools);
+       t("then", () => typeof tools.then);
+       t("define", () => Object.defineProperty(tools, "x", { value: 1 }));
+       t("setProto", () => Object.setPrototypeOf(tools, {}));
+       t("assign", () => { tools.developer__shell = 1; return typeof tools.developer__shell; });
+       t("walk", () => tools.x.constructor("return typeof process + typeof require + typeof Bun")());
+       t("ctorWalk", () => tools.constructor.constructor("return typeof process")());
+       return out;`,
+      LIMITS,
+      fn,
+    );
+    expect(r).toEqual({
+      ok: true,
+      value: {
+        names: [],
+        keys: 0,
+        ctor: true,
+        proto: true,
+        hasOwn: false,
+        in: false,
+        then: "undefined",
+        define: "threw TypeError",
+        setProto: "threw TypeError",
+        assign: "function",
+        walk: "undefinedundefinedundefined",
+        ctorWalk: "undefined",
+      },
+      logs: [],
+      calls: 0,
+    });
+    expect(calls).toEqual([]);
+  });
+
+  test("names with .., /, unicode or nothing never reach a tool; the host judges only the name it runs", async () => {
+    const { fn, calls } = recorder();
+    const r = await pool.run(
+      `const out = {};
+       for (const n of ["../x", "a/b", "dév", "", "x y", "__proto__", "constructor", "hasOwnProperty", ".."]) {
+         try { await tools[n]({}); out[n] = "resolved"; } catch (e) { out[n] = e.code ?? e.name; }
+       }
+       return out;`,
+      LIMITS,
+      fn,
+    );
+    expect(r.ok).toBe(true);
+    // "..", the only one the door's name pattern lets through, reaches the host as exactly ".." (the gate's registry knows no such tool)
+    expect(calls.map((c) => c.name)).toEqual([".."]);
+    expect((r as { value: Record<string, string> }).value).toMatchObject({ "../x": "unknown_tool", "a/b": "unknown_tool", "dév": "unknown_tool", "": "unknown_tool", "x y": "unknown_tool", __proto__: "TypeError", hasOwnProperty: "resolved" });
+  });
+});
+
+describe("hostile arguments (held)", () => {
+  test("BigInt, cyclic, throwing getters fail in the guest; functions and Symbols are refused; nothing reaches the host", async () => {
+    const { fn, calls } = recorder();
+    const r = await pool.run(
+      `const out = {};
+       const cyc = {}; cyc.self = cyc;
+       const cases = { bigint: { n: 10n }, cyclic: cyc, getter: { get boom() { throw new RangeError("getter ran"); } }, fn: () => 1, sym: Symbol("s") };
+       for (const [k, a] of Object.entries(cases)) {
+         try { await tools.echo(a); out[k] = "called"; } catch (e) { out[k] = e.name + ": " + e.message; }
+       }
+       return out;`,
+      LIMITS,
+      fn,
+    );
+    expect(calls).toEqual([]);
+    expect(r).toMatchObject({
+      ok: true,
+      value: {
+        bigint: expect.stringContaining("TypeError"),
+        cyclic: expect.stringContaining("TypeError"),
+        getter: "RangeError: getter ran",
+        fn: expect.stringContaining("TypeError"),
+        sym: expect.stringContaining("TypeError"),
+      },
+    });
+  });
+
+  test("Proxy, toJSON and __proto__ keys arrive as plain host data; the host's prototypes stay clean", async () => {
+    const { fn, calls } = recorder();
+    const r = await pool.run(
+      `const p = new Proxy({}, { ownKeys: () => ["a"], getOwnPropertyDescriptor: () => ({ value: 1, enumerable: true, configurable: true }), get: (t, k) => (k === "toJSON" ? undefined : 7) });
+       await tools.echo({ p, side: { toJSON() { globalThis.sideEffect = true; return "ran"; } }, evil: JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}') }).catch(() => 0);
+       // pollute the guest's prototypes, then pass more data out
+       Object.prototype.then = function () { return "guest-then"; };
+       Array.prototype.toJSON = function () { return "guest-array"; };
+       tools.echo({ list: [1] }).then(() => 0, () => 0);
+       return globalThis.sideEffect === true;`,
+      LIMITS,
+      fn,
+    );
+    expect(r).toMatchObject({ ok: true, value: true });
+    expect(calls[1]!.args).toEqual({ list: "guest-array" }); // the guest's own JSON only fools itself
+    const args = calls[0]!.args as Record<string, any>;
+    expect(args.p).toEqual({ a: 7 });
+    expect(args.side).toBe("ran");
+    expect(Object.getPrototypeOf(args)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(args.evil)).toBe(Object.prototype);
+    expect(Object.hasOwn(args.evil, "__proto__")).toBe(true);
+    expect(({} as any).polluted).toBeUndefined();
+    expect(({} as any).then).toBeUndefined();
+    expect(([] as any).toJSON).toBeUndefined();
+  });
+
+  test("a 100 MB string hits the script's memory limit, not the host", async () => {
+    const { fn, calls } = recorder();
+    const before = process.memoryUsage().rss;
+    const r = await pool.run("const s = 'x'.repeat(100 * 1024 * 1024); return await tools.echo({ s });", LIMITS, fn);
+    expect(r.ok ? "ok" : r.error.code).toBe("script_memory_limit");
+    expect(calls).toEqual([]);
+    expect(process.memoryUsage().rss - before).toBeLessThan(100 * 1024 * 1024);
+  });
+
+  // FINDING (high): every tools.* call copied its arguments to the host, where the gate publishes them
+  // (tool_request, kept in the session's replay buffer of 1,024+ events). A 64 MiB script could send a
+  // 16 MB string 1,000 times: 16 GB held by the host (measured: 40 calls kept 650 MB of host heap).
+  // Fixed: the argument bytes a script sends count against its memory limit (script_memory_limit).
+  test("the arguments a script sends the host, summed over its calls, are bounded by its memory limit", async () => {
+    const { fn, bytes } = recorder({ echo: async () => ({ ok: true, result: 1 }) });
+    const r = await pool.run("const s = 'x'.repeat(4 * 1024 * 1024); for (let i = 0; i < 40; i++) await tools.echo({ s }); return 'sent 160 MiB';", LIMITS, fn);
+    expect(r.ok ? "ok" : r.error.code).toBe("script_memory_limit");
+    expect(bytes()).toBeLessThanOrEqual(64 * 1024 * 1024);
+    // the worker is fine afterwards
+    expect(await pool.run("return 1", LIMITS, fn)).toMatchObject({ ok: true, value: 1 });
+  });
+});
+
+describe("results and errors (held unless marked)", () => {
+  test("host results with BigInt, Buffers, cycles or throwing getters come back as JSON data or a plain error", async () => {
+    const cyc: Record<string, unknown> = {};
+    cyc.self = cyc;
+    const results: Record<string, unknown> = {
+      big: { n: 10n },
+      buf: { b: Buffer.from("hi") },
+      cyc,
+      getter: {
+        get x() {
+          throw new Error(`host getter at ${import.meta.path}`);
+        },
+      },
+      map: { m: new Map([["k", 1]]), fn: () => 1 },
+    };
+    const extra = Object.fromEntries(Object.entries(results).map(([k, v]) => [k, async () => ({ ok: true as const, result: v })]));
+    const { fn } = recorder(extra);
+    const r = await pool.run(
+      `const out = {};
+       for (const k of ["big", "buf", "cyc", "getter", "map"]) {
+         try { const v = await tools[k]({}); out[k] = { ok: JSON.stringify(v), proto: Object.getPrototypeOf(v) === Object.prototype }; }
+         catch (e) { out[k] = { code: e.code, fields: Object.getOwnPropertyNames(e).sort(), stack: e.stack }; }
+       }
+       return out;`,
+      LIMITS,
+      fn,
+    );
+    expect(r.ok).toBe(true);
+    const v = (r as { value: Record<string, any> }).value;
+    expect(v.buf).toEqual({ ok: JSON.stringify({ b: { type: "Buffer", data: [104, 105] } }), proto: true });
+    expect(v.map).toEqual({ ok: JSON.stringify({ m: {} }), proto: true });
+    for (const k of ["big", "cyc", "getter"]) {
+      expect(v[k].code).toBe("internal");
+      expect(v[k].fields).toEqual(["code", "message", "name", "stack"]);
+      expect(v[k].stack).not.toContain(".ts");
+    }
+    expect(JSON.stringify(v)).not.toContain(import.meta.dir);
+  });
+
+  // FINDING (medium): a script's return value is capped (script_max_result_bytes, 1 MiB) but its error
+  // was not: `throw new Error("x".repeat(20e6))` put 20 MB into the tool result, the conversation and
+  // the next model request. Fixed: the message and stack are cut to the result limit and say so.
+  test("a thrown error cannot carry more than the result limit into the conversation", async () => {
+    const { fn } = recorder();
+    for (const code of [
+      "throw new Error('x'.repeat(20e6))",
+      "const e = new Error('m'); Object.defineProperty(e, 'stack', { get() { return 's'.repeat(20e6); } }); throw e",
+      "throw 'y'.repeat(20e6)",
+      "const e = new Error('m'); e.name = 'n'.repeat(20e6); throw e",
+    ]) {
+      const r = await pool.run(code, LIMITS, fn);
+      expect(r.ok).toBe(false);
+      if (r.ok) continue;
+      expect(r.error.code).toBe("script_error");
+      expect(r.error.message.length + (r.error.stack?.length ?? 0)).toBeLessThanOrEqual(2 * LIMITS.maxResultBytes + 200);
+    }
+  });
+});
+
+describe("what one script can do to another", () => {
+  test("a script cannot read memory another script used (fresh buffers are zeroed)", async () => {
+    const { fn } = recorder();
+    const secret = await pool.run("const keep = []; for (let i = 0; i < 2000; i++) keep.push(('SECRET' + i).repeat(500)); const b = new Uint8Array(8e6).fill(0x53); return keep.length + b[0];", LIMITS, fn);
+    expect(secret.ok).toBe(true);
+    const r = await pool.run(
+      `const nz = (u) => { let n = 0; for (let i = 0; i < u.length; i++) if (u[i]) n++; return n; };
+       const out = { ab: nz(new Uint8Array(new ArrayBuffer(8e6))), f64: nz(new Uint8Array(new Float64Array(1e6).buffer)) };
+       try { const rab = new ArrayBuffer(16, { maxByteLength: 8e6 }); rab.resize(8e6); out.resized = nz(new Uint8Array(rab)); } catch (e) { out.resized = 0; }
+       return out;`,
+      { ...LIMITS, cpuTimeoutMs: 20_000 },
+      fn,
+    );
+    expect(r).toMatchObject({ ok: true, value: { ab: 0, f64: 0, resized: 0 } });
+  });
+
+  test("a CPU-bound script delays, but does not fail, another script's tool result on the same worker", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { fn } = recorder({
+      wait: async () => {
+        await gate;
+        return { ok: true, result: "answer" };
+      },
+    });
+    const victim = pool.run("return await tools.wait({})", LIMITS, fn);
+    const spin = pool.run("for (;;) {}", { ...LIMITS, cpuTimeoutMs: 300 }, fn);
+    release();
+    expect((await spin).ok ? "ok" : (await spin as { error: { code: string } }).error.code).toBe("script_timeout");
+    expect(await victim).toMatchObject({ ok: true, value: "answer" });
+  });
+
+  // DESIGN (open): scripts share workers (limits.script_workers, 64 scripts each). A script stuck in one
+  // long native call (NATIVE_STALL_SCRIPT in sandbox/test-scripts.ts) is stopped by replacing its worker,
+  // and tinypool fails every other script in flight on that worker: another session's script loses its
+  // result ("the script's worker stopped before the script ended ... run the script again") although its
+  // tool calls already ran, so running it again repeats their effects. Needs a design: one running script
+  // per worker (others queue or move), or a native-stall-free QuickJS build (e.g. interrupt checks in
+  // Array.prototype.includes/indexOf over array-likes).
+  test.todo("a script stalled in a native call does not fail other scripts on its worker");
+});
+
+describe("calls a script leaves behind (full stack)", () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  function scripted(code: string): string {
+    return `turns:\n  - tool_calls:\n      - name: code_execution__execute\n        arguments:\n          code: ${JSON.stringify(code)}\n  - text: done\n`;
+  }
+
+  test("a script cannot call code_execution__execute or list_tools through tools.*", async () => {
+    h = await startHarness({
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous" },
+      files: {
+        "turns.yaml": scripted(
+          "const out = {}; for (const n of ['code_execution__execute', 'code_execution__list_tools']) { try { await tools[n]({ code: 'return 1' }); out[n] = 'ran'; } catch (e) { out[n] = e.code; } } return out;",
+        ),
+      },
+    });
+    const s = await h.createSession({ mode: "autonomous" });
+    const r = await h.rt.runTurn(s.id, "go");
+    expect(r.status).toBe("completed");
+    const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    expect(JSON.parse(tool.content).value).toEqual({ code_execution__execute: "unknown_tool", code_execution__list_tools: "unknown_tool" });
+  });
+
+  // FINDING (medium): a call the script started but did not await (`tools.x(); return 1`, or a call made
+  // from a toJSON during the return) kept running after the script ended and after its turn finished:
+  // the shell ran on, unobserved, holding a permit; POST /cancel could not stop it (no turn in flight).
+  // Fixed: when a script ends, the calls it made that are still running are cancelled (ToolContext.invoke
+  // takes the script's signal; the gate combines it with the turn's).
+  test("a call the script did not await is cancelled when the script ends, not run after its turn", async () => {
+    h = await startHarness({
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox: "workspace-write" },
+      files: { "turns.yaml": scripted("tools.developer__shell({ command: 'sleep 2; echo late > late.txt' }); return 'returned';") },
+    });
+    const s = await h.createSession({ mode: "autonomous", sandbox: "workspace-write" });
+    const events = await harnessSse(h, `/sessions/${s.id}/events`);
+    await h.api(`/sessions/${s.id}/reply`, { method: "POST", json: { message: "go" } });
+    await events.waitFor((e) => e.event === "turn_finished");
+    const shell = await events.waitFor((e) => e.event === "tool_result" && e.data.tool === "developer__shell");
+    events.close();
+    // the call was stopped (its process tree killed), so the file can never appear
+    expect(shell.data).toMatchObject({ ok: false, error: { code: "cancelled" } });
+    await waitForBus(h.rt, () => h!.rt.permits.inUse === 0);
+    expect(existsSync(join(h.workspace, "late.txt"))).toBe(false);
+  });
+});
