@@ -97,7 +97,7 @@ describe("the tools object (held)", () => {
   });
 });
 
-describe("hostile arguments (held)", () => {
+describe("hostile arguments (held unless marked)", () => {
   test("BigInt, cyclic, throwing getters fail in the guest; functions and Symbols are refused; nothing reaches the host", async () => {
     const { fn, calls } = recorder();
     const r = await pool.run(
@@ -321,5 +321,26 @@ describe("calls a script leaves behind (full stack)", () => {
     expect(shell.data).toMatchObject({ ok: false, error: { code: "cancelled" } });
     await waitForBus(h.rt, () => h!.rt.permits.inUse === 0);
     expect(existsSync(join(h.workspace, "late.txt"))).toBe(false);
+  });
+
+  test("a card raised by a call the script did not await is withdrawn when the script ends; a later allow cannot run it", async () => {
+    h = await startHarness({
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" },
+      files: {
+        "turns.yaml": `turns:\n  - tool_calls:\n      - name: code_execution__execute\n        arguments:\n          code: ${JSON.stringify("tools.developer__write_file({ path: 'orphan.txt', content: 'x' }); await tools.developer__list_dir({ path: '.' }); return 'returned';")}\n  - text: done\n    delay_ms: 1500\n`,
+      },
+    });
+    const s = await h.createSession({ mode: "smart" });
+    const reply = await harnessSse(h, `/sessions/${s.id}/reply`, { method: "POST", json: { message: "go" } });
+    const card = (await reply.waitFor((e) => e.event === "action_required")).data;
+    await reply.waitFor((e) => e.event === "tool_result" && e.data.tool === "code_execution__execute");
+    // the turn is still running (the model's next answer takes 1.5 s): an allow now must not run the write
+    expect(h.rt.inflight.has(s.id)).toBe(true);
+    const late = await h.api(`/sessions/${s.id}/actions/${card.request_id}`, { method: "POST", json: { decision: "allow_once" } });
+    expect(late.status).toBe(409);
+    await reply.waitFor((e) => e.event === "turn_finished");
+    reply.close();
+    expect(reply.events.filter((e) => e.event === "action_resolved").map((e) => e.data.decision)).toEqual(["cancelled"]);
+    expect(existsSync(join(h.workspace, "orphan.txt"))).toBe(false);
   });
 });
