@@ -102,7 +102,7 @@ describe("racing decisions (held)", () => {
       } else {
         expect(a.body.error).toBe("expired");
         expect(ends).toEqual(["expired"]);
-        expect(shell.map((e) => e.data.error?.code)).toEqual(["expired"]);
+        expect(shell.map((e) => (e.data.error as { code?: string } | undefined)?.code)).toEqual(["expired"]);
         expect(lines(join(p.ws, "ran.txt"))).toBe(0);
       }
       // an answer after the end is never a second resolution

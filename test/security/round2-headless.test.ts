@@ -179,7 +179,7 @@ describe("headless over HTTP (held)", () => {
     expect(child.headless).toBe(true);
     const parked: string[] = [];
     h.rt.bus.subscribeAll((ev) => {
-      if (ev.type === "action_required") parked.push(ev.data.request_id);
+      if (ev.type === "action_required") parked.push(String(ev.data.request_id));
     });
     const reply = await harnessSse(h, `/sessions/${child.id}/reply`, { method: "POST", json: { message: "go" } });
     const res = await reply.waitFor((e) => e.event === "tool_result");
