@@ -68,8 +68,6 @@ export function judgeCall(call: FloorCall, env: FloorEnv): string[] {
     case "write":
       ctx.write(call.path, ctx.ws, "writes");
       break;
-    case "none":
-      break;
   }
   return ctx.findings;
 }
