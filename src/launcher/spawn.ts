@@ -192,6 +192,22 @@ function safeReadlink(p: string): string | null {
   }
 }
 
+/** The identities (`pipe:[inode]` / `socket:[inode]`) of `pid`'s stdout and stderr, to find later who still holds them. */
+export function outputPipes(pid: number | undefined): string[] {
+  if (pid === undefined) return [];
+  return [1, 2].map((fd) => safeReadlink(`/proc/${pid}/fd/${fd}`)).filter((l): l is string => !!l && /^(pipe|socket):/.test(l));
+}
+
+/**
+ * Kills every process (and its tree) that still holds one of `pipes`: children that left the process
+ * group with `setsid` but kept the output open. Returns the pids signalled.
+ */
+export function killPipeHolders(pipes: string[]): number[] {
+  const killed: number[] = [];
+  for (const holder of pipeHolders(pipes)) killed.push(...killTree(holder));
+  return killed;
+}
+
 /** Pids (other than airlock itself) with an open fd on one of `pipes` (`pipe:[inode]` or `socket:[inode]`: Bun uses socketpairs). */
 function pipeHolders(pipes: string[]): number[] {
   if (pipes.length === 0) return [];
@@ -439,7 +455,7 @@ function run(
     else opts.signal?.addEventListener("abort", onAbort, { once: true });
 
     // The pipes' identity (`pipe:[inode]`), to find processes that escaped the group but still hold them.
-    const pipes = pid === undefined ? [] : [1, 2].map((fd) => safeReadlink(`/proc/${pid}/fd/${fd}`)).filter((l): l is string => !!l && /^(pipe|socket):/.test(l));
+    const pipes = outputPipes(pid);
 
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let done = false;

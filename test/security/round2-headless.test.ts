@@ -153,14 +153,7 @@ describe("airlock run --headless always exits (held)", () => {
   }, 30_000);
 });
 
-// FINDING (low, open): a PreToolUse hook that starts a `setsid` child (`setsid sleep 620 & echo '{}'`)
-// leaves its process group, so src/gate/inspectors/hooks.ts's group kill misses it: the child outlives the
-// hook, the turn and `airlock run` (measured: `sleep 620` still running after exit 0), although
-// security-model §3.2 says background children die with the hook. It also holds the hook's stdout, so a
-// hook that answered at once is reported as `hook_timeout` ("it was killed") — fail-closed, but wrong.
-// Fix: kill by pipe holders as the launcher does (src/launcher/spawn.ts killTree + pipeHolders, which
-// would need exporting). Hooks are the user's own configured commands, hence low.
-test.todo("a hook's setsid child is killed with the hook; an answer printed before exit is not a hook_timeout");
+// A hook's setsid child is now killed with the hook (pipe holders): tested in src/gate/inspectors/hooks.test.ts.
 
 describe("headless over HTTP (held)", () => {
   let h: Harness | undefined;

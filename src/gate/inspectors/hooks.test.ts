@@ -122,4 +122,17 @@ test("hooks get AIRLOCK_PROJECT_DIR and AIRLOCK_CONFIG_DIR, so a config can name
   expect(without).toMatchObject({ kind: "allow" });
 });
 
+test("a hook's setsid child dies with the hook, and an answer printed before exit is read as the answer", async () => {
+  const marker = `airlock_hook_child_${Math.random().toString(36).slice(2)}`;
+  // the child leaves the hook's process group (setsid) but keeps its stdout open
+  const cmd = `setsid bash -c 'exec -a ${marker} sleep 600' & sleep 0.3; printf '%s' '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}'`;
+  const matchers = [{ matcher: "", hooks: [{ type: "command" as const, command: cmd, timeout: 5 }] }];
+  const [v] = await runPreToolUseHooks(matchers, input, dir);
+  expect(v).toMatchObject({ kind: "deny", reason: "no" });
+  const left = () =>
+    Bun.spawnSync(["pgrep", "-f", marker]).stdout.toString().trim().split("\n").filter(Boolean).map(Number).filter((pid) => alive(pid));
+  for (let i = 0; i < 100 && left().length > 0; i++) await Bun.sleep(20);
+  expect(left()).toEqual([]);
+});
+
 test("fixtures exist", () => expect(existsSync(`${FIX}/exit2-silent.sh`)).toBe(true));

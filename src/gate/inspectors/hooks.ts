@@ -10,6 +10,7 @@ import { spawn } from "node:child_process";
 import { z } from "zod";
 import type { HookMatcher, Mode } from "../../config/schema.ts";
 import { sanitizedEnv } from "../../launcher/env.ts";
+import { killPipeHolders, outputPipes } from "../../launcher/spawn.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
 
@@ -187,6 +188,8 @@ export function runHook(
       resolve(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
       return;
     }
+    // the identities of the hook's stdout/stderr, to find a child that left the group but kept them
+    const pipes = outputPipes(child.pid);
     const killGroup = () => {
       if (child.pid === undefined) return;
       try {
@@ -194,6 +197,7 @@ export function runHook(
       } catch {
         /* already gone */
       }
+      killPipeHolders(pipes);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -216,6 +220,7 @@ export function runHook(
     child.on("exit", (code, sig) => {
       exit = { code, signal: sig };
       killGroup(); // background children of the hook die with it; this also closes their copies of the pipes
+      killPipeHolders(pipes); // and so does one that left the group (setsid) but kept the hook's output open
     });
     child.on("close", () => {
       if (timedOut || settled) return;
