@@ -9,7 +9,8 @@ import { AirlockError } from "../../errors.ts";
 import type { Message, ToolCallRequest } from "../../session/types.ts";
 import { parseArguments } from "./openai-assemble.ts";
 import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelTurn, type Provider, type ProviderConfig, type ProviderOptions, type StopReason } from "./provider.ts";
-import { attemptController, cancelledError, retryAfterMs, withRetries } from "./retry.ts";
+import { connectionError, httpStatusError, idleTimeout, malformedStream, otherError } from "./errors.ts";
+import { attemptController, cancelledError, withRetries } from "./retry.ts";
 
 export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
 export const ANTHROPIC_DEFAULT_MODEL = "claude-sonnet-4-5";
@@ -179,13 +180,6 @@ function mapStop(stop: string | null, hasCalls: boolean): StopReason {
   }
 }
 
-function idleTimeout(timeoutS: number, partial: string): AirlockError {
-  return new AirlockError("provider_error", `The model server sent nothing for ${timeoutS} s; gave up. Raise provider.timeout_s or check the server.`, {
-    partial_text: partial,
-    retryable: false,
-  });
-}
-
 /**
  * SDK error → AirlockError: 401/403 → `provider_auth`; 429 → retryable `provider_rate_limit`;
  * 408/409/5xx/529 and connection failures → retryable `provider_error`; an `event: error` in the stream
@@ -193,12 +187,7 @@ function idleTimeout(timeoutS: number, partial: string): AirlockError {
  */
 export function mapAnthropicError(e: unknown, baseURL: string, keyVar: string, partialText: string): AirlockError {
   if (e instanceof AirlockError) return e;
-  if (e instanceof Anthropic.APIConnectionError) {
-    return new AirlockError("provider_error", `Could not reach the model server at ${baseURL}: ${e.message}. Check that it is running and provider.base_url is right.`, {
-      retryable: true,
-      partial_text: partialText,
-    });
-  }
+  if (e instanceof Anthropic.APIConnectionError) return connectionError(baseURL, e.message, partialText);
   if (e instanceof Anthropic.APIError) {
     const detail = e.apiMessage ?? e.message;
     const extra = { status: e.status ?? null, type: e.type ?? null, request_id: e.requestID ?? null, partial_text: partialText };
@@ -209,30 +198,10 @@ export function mapAnthropicError(e: unknown, baseURL: string, keyVar: string, p
         retryable,
       });
     }
-    if (e.status === 401 || e.status === 403) {
-      return new AirlockError("provider_auth", `The model server at ${baseURL} refused the API key (HTTP ${e.status}: ${detail}). Check the key in ${keyVar}.`, { ...extra, retryable: false });
-    }
-    if (e.status === 429) {
-      return new AirlockError("provider_rate_limit", `The model server at ${baseURL} is rate-limiting requests (HTTP 429: ${detail}). Wait and retry, or lower the request rate.`, {
-        ...extra,
-        retryable: true,
-        retry_after_ms: retryAfterMs(e.headers),
-      });
-    }
-    if (e.status >= 500 || e.status === 408 || e.status === 409) {
-      return new AirlockError("provider_error", `The model server at ${baseURL} failed (HTTP ${e.status}: ${detail}). Retry later.`, {
-        ...extra,
-        retryable: true,
-        retry_after_ms: retryAfterMs(e.headers),
-      });
-    }
-    return new AirlockError("provider_error", `The model server at ${baseURL} rejected the request (HTTP ${e.status}: ${detail}). Check provider.model and the conversation.`, { ...extra, retryable: false });
+    return httpStatusError({ status: e.status, detail, baseURL, keyVar, headers: e.headers, extra, rejectHint: "Check provider.model and the conversation." });
   }
-  if (e instanceof SyntaxError) {
-    return new AirlockError("provider_error", `The model server at ${baseURL} sent a malformed stream (${e.message}).`, { retryable: false, partial_text: partialText });
-  }
-  const msg = e instanceof Error ? e.message : String(e);
-  return new AirlockError("provider_error", `The call to the model server at ${baseURL} failed: ${msg}.`, { retryable: false, partial_text: partialText });
+  if (e instanceof SyntaxError) return malformedStream(baseURL, e.message, partialText);
+  return otherError(baseURL, e, partialText);
 }
 
 type Block_ = Record<string, unknown>;

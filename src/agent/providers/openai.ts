@@ -10,7 +10,8 @@ import type { Message } from "../../session/types.ts";
 import type { ToolSpec } from "../../tool/tool.ts";
 import { ChunkAssembler } from "./openai-assemble.ts";
 import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelTurn, type Provider, type ProviderConfig, type ProviderOptions } from "./provider.ts";
-import { attemptController, cancelledError, retryAfterMs, withRetries } from "./retry.ts";
+import { connectionError, httpStatusError, idleTimeout, malformedStream, otherError } from "./errors.ts";
+import { attemptController, cancelledError, withRetries } from "./retry.ts";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const OPENAI_DEFAULT_MODEL = "gpt-4.1-mini";
@@ -97,13 +98,6 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
   };
 }
 
-function idleTimeout(timeoutS: number, partial: string): AirlockError {
-  return new AirlockError("provider_error", `The model server sent nothing for ${timeoutS} s; gave up. Raise provider.timeout_s or check the server.`, {
-    partial_text: partial,
-    retryable: false,
-  });
-}
-
 /**
  * SDK / network error → AirlockError. 401/403 → `provider_auth` (never retried); 429 → `provider_rate_limit`
  * (retried unless `insufficient_quota`); 408/409/5xx and connection failures → retryable `provider_error`;
@@ -111,12 +105,7 @@ function idleTimeout(timeoutS: number, partial: string): AirlockError {
  */
 export function mapOpenAIError(e: unknown, baseURL: string, keyVar: string, partialText: string): AirlockError {
   if (e instanceof AirlockError) return e;
-  if (e instanceof OpenAI.APIConnectionError) {
-    return new AirlockError("provider_error", `Could not reach the model server at ${baseURL}: ${e.message}. Check that it is running and provider.base_url is right.`, {
-      retryable: true,
-      partial_text: partialText,
-    });
-  }
+  if (e instanceof OpenAI.APIConnectionError) return connectionError(baseURL, e.message, partialText);
   if (e instanceof OpenAI.APIError) {
     const body = (e.error ?? {}) as Record<string, any>;
     const detail = String(body.message ?? e.message);
@@ -124,36 +113,15 @@ export function mapOpenAIError(e: unknown, baseURL: string, keyVar: string, part
     if (e.status === undefined) {
       return new AirlockError("provider_error", `The model server reported an error mid-stream: ${detail}. Retry the turn; if it keeps failing, check the server.`, { ...extra, retryable: true });
     }
-    if (e.status === 401 || e.status === 403) {
-      return new AirlockError("provider_auth", `The model server at ${baseURL} refused the API key (HTTP ${e.status}: ${detail}). Check the key in ${keyVar}.`, { ...extra, retryable: false });
+    if (e.status === 429 && (e.code === "insufficient_quota" || e.type === "insufficient_quota")) {
+      return new AirlockError("provider_rate_limit", `The account behind ${keyVar} has no quota left (HTTP 429 insufficient_quota: ${detail}). Check the plan and billing; retrying will not help.`, { ...extra, retryable: false });
     }
-    if (e.status === 429) {
-      if (e.code === "insufficient_quota" || e.type === "insufficient_quota") {
-        return new AirlockError("provider_rate_limit", `The account behind ${keyVar} has no quota left (HTTP 429 insufficient_quota: ${detail}). Check the plan and billing; retrying will not help.`, { ...extra, retryable: false });
-      }
-      return new AirlockError("provider_rate_limit", `The model server at ${baseURL} is rate-limiting requests (HTTP 429: ${detail}). Wait and retry, or lower the request rate.`, {
-        ...extra,
-        retryable: true,
-        retry_after_ms: retryAfterMs(e.headers),
-      });
-    }
-    if (e.status >= 500 || e.status === 408 || e.status === 409) {
-      return new AirlockError("provider_error", `The model server at ${baseURL} failed (HTTP ${e.status}: ${detail}). Retry later.`, {
-        ...extra,
-        retryable: true,
-        retry_after_ms: retryAfterMs(e.headers),
-      });
-    }
-    return new AirlockError("provider_error", `The model server at ${baseURL} rejected the request (HTTP ${e.status}: ${detail}). Check provider.model and the server's tool support.`, { ...extra, retryable: false });
+    return httpStatusError({ status: e.status, detail, baseURL, keyVar, headers: e.headers, extra, rejectHint: "Check provider.model and the server's tool support." });
   }
   if (e instanceof SyntaxError) {
-    return new AirlockError("provider_error", `The model server at ${baseURL} sent a malformed stream (${e.message}). Check that provider.base_url points at an OpenAI-compatible /v1 endpoint.`, {
-      retryable: false,
-      partial_text: partialText,
-    });
+    return malformedStream(baseURL, e.message, partialText, "Check that provider.base_url points at an OpenAI-compatible /v1 endpoint.");
   }
-  const msg = e instanceof Error ? e.message : String(e);
-  return new AirlockError("provider_error", `The call to the model server at ${baseURL} failed: ${msg}.`, { retryable: false, partial_text: partialText });
+  return otherError(baseURL, e, partialText);
 }
 
 /** Tool specs → `tools` of a chat-completions request. */
