@@ -10,7 +10,7 @@ import type { Message, ToolCallRequest } from "../../session/types.ts";
 import { parseArguments } from "./openai-assemble.ts";
 import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelTurn, type Provider, type ProviderConfig, type ProviderOptions, type StopReason } from "./provider.ts";
 import { connectionError, httpStatusError, idleTimeout, malformedStream, otherError } from "./errors.ts";
-import { attemptController, cancelledError, withRetries } from "./retry.ts";
+import { attemptController, cancelledError, retryingComplete } from "./retry.ts";
 
 export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
 export const ANTHROPIC_DEFAULT_MODEL = "claude-sonnet-4-5";
@@ -148,20 +148,7 @@ export function createAnthropicProvider(cfg: ProviderConfig, opts: ProviderOptio
     }
   }
 
-  return {
-    name: "anthropic",
-    async complete(req: ModelRequest): Promise<ModelTurn> {
-      if (req.signal.aborted) throw cancelledError();
-      const emitted = { value: false };
-      return withRetries(() => attempt(req, emitted), {
-        maxRetries: cfg.max_retries,
-        baseDelayMs: opts.retry?.baseDelayMs ?? 500,
-        maxDelayMs: opts.retry?.maxDelayMs ?? 20_000,
-        signal: req.signal,
-        canRetry: () => !emitted.value,
-      });
-    },
-  };
+  return { name: "anthropic", complete: retryingComplete(cfg.max_retries, opts.retry, attempt) };
 }
 
 function mapStop(stop: string | null, hasCalls: boolean): StopReason {

@@ -11,7 +11,7 @@ import type { ToolSpec } from "../../tool/tool.ts";
 import { ChunkAssembler } from "./openai-assemble.ts";
 import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelTurn, type Provider, type ProviderConfig, type ProviderOptions } from "./provider.ts";
 import { connectionError, httpStatusError, idleTimeout, malformedStream, otherError } from "./errors.ts";
-import { attemptController, cancelledError, withRetries } from "./retry.ts";
+import { attemptController, cancelledError, retryingComplete } from "./retry.ts";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const OPENAI_DEFAULT_MODEL = "gpt-4.1-mini";
@@ -82,20 +82,7 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
     }
   }
 
-  return {
-    name: "openai",
-    async complete(req: ModelRequest): Promise<ModelTurn> {
-      if (req.signal.aborted) throw cancelledError();
-      const emitted = { value: false };
-      return withRetries(() => attempt(req, emitted), {
-        maxRetries: cfg.max_retries,
-        baseDelayMs: opts.retry?.baseDelayMs ?? 500,
-        maxDelayMs: opts.retry?.maxDelayMs ?? 20_000,
-        signal: req.signal,
-        canRetry: () => !emitted.value,
-      });
-    },
-  };
+  return { name: "openai", complete: retryingComplete(cfg.max_retries, opts.retry, attempt) };
 }
 
 /**

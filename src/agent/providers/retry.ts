@@ -5,6 +5,7 @@
  * Also: `Retry-After` parsing and an abortable sleep.
  */
 import { AirlockError } from "../../errors.ts";
+import type { ModelRequest, ModelTurn } from "./provider.ts";
 
 /** The longest server-requested wait we honour, ms; a longer `Retry-After` ends the retries at once. */
 export const MAX_RETRY_AFTER_MS = 60_000;
@@ -116,5 +117,28 @@ export function attemptController(signal: AbortSignal, idleMs: number) {
       if (timer) clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
     },
+  };
+}
+
+/**
+ * The `complete` of a streaming provider: runs `attempt` with bounded retries (`maxRetries`, backoff
+ * 500 ms doubling to 20 s unless `retry` says otherwise), never retrying once text reached the caller
+ * (`emitted.value`), since a retry would repeat it. @throws what the last attempt threw, or `cancelled`.
+ */
+export function retryingComplete(
+  maxRetries: number,
+  retry: { baseDelayMs?: number; maxDelayMs?: number } | undefined,
+  attempt: (req: ModelRequest, emitted: { value: boolean }) => Promise<ModelTurn>,
+): (req: ModelRequest) => Promise<ModelTurn> {
+  return async function complete(req) {
+    if (req.signal.aborted) throw cancelledError();
+    const emitted = { value: false };
+    return withRetries(() => attempt(req, emitted), {
+      maxRetries,
+      baseDelayMs: retry?.baseDelayMs ?? 500,
+      maxDelayMs: retry?.maxDelayMs ?? 20_000,
+      signal: req.signal,
+      canRetry: () => !emitted.value,
+    });
   };
 }
