@@ -15,6 +15,7 @@ import type { Subprocess } from "bun";
 import { Store } from "../../src/store/store.ts";
 import { compiledBinary, REPO } from "../harness-binary.ts";
 import { openSse, type SseStream } from "../harness.ts";
+import { spawnServe, type ServeProcess } from "../harness-serve.ts";
 
 const DEMO_CONFIG = join(REPO, "examples", "demo", "airlock.yaml");
 const temps: string[] = [];
@@ -35,7 +36,7 @@ interface Server {
   home: string;
   token: string;
   approver: string;
-  proc: Subprocess<"ignore", "pipe", "pipe">;
+  proc: ServeProcess["proc"];
   stop(): Promise<number>;
 }
 
@@ -44,26 +45,11 @@ async function startServer(bin: string, extra: string[] = []): Promise<Server> {
   const dataDir = temp("airlock-e2e-data-");
   // HOME outside /tmp: inside the sandbox /tmp is private, so a write there would prove nothing
   const home = temp("airlock-e2e-home-", "/var/tmp");
-  const proc = Bun.spawn([bin, "serve", "--port", "0", "--data-dir", dataDir, "--config", DEMO_CONFIG, ...extra], {
+  const { proc, url } = await spawnServe([bin, "serve", "--port", "0", "--data-dir", dataDir, "--config", DEMO_CONFIG, ...extra], {
     cwd: home,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
     env: { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: home, LANG: "C.UTF-8" },
   });
   procs.push(proc);
-  const reader = proc.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`airlock serve exited before listening: ${seen}`);
-    seen += value;
-    url = /listening on (http:\/\/\S+)/.exec(seen)?.[1];
-  }
-  void (async () => {
-    for (;;) if ((await reader.read()).done) break; // keep draining stderr
-  })();
   return {
     url,
     dataDir,

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { ensureBinary, makeSandbox, spawnAirlock, type Sandbox } from "./headless-helpers.ts";
+import { spawnServe } from "../harness-serve.ts";
 
 beforeAll(async () => {
   await ensureBinary();
@@ -27,28 +28,10 @@ afterEach(async () => {
 
 /** Starts `airlock serve --port 0` and waits for its "listening on URL" line on stderr. */
 async function startServe(b: Sandbox): Promise<Server> {
-  const proc = Bun.spawn([join(import.meta.dir, "..", "..", "dist", "airlock"), "serve", "--port", "0", "--data-dir", b.dataDir], {
+  const { proc, url } = await spawnServe([join(import.meta.dir, "..", "..", "dist", "airlock"), "serve", "--port", "0", "--data-dir", b.dataDir], {
     cwd: b.workspace,
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "pipe",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: b.home, LANG: "C.UTF-8" },
   });
-  const dec = new TextDecoder();
-  let err = "";
-  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`airlock serve exited before listening:\n${err}`);
-    err += dec.decode(value, { stream: true });
-    url = /listening on (http:\/\/\S+)/.exec(err)?.[1];
-  }
-  void (async () => {
-    while (!(await reader.read()).done) {
-      // drain stderr so the server never blocks on a full pipe
-    }
-  })();
   const token = readFileSync(join(b.dataDir, "api-token"), "utf8").trim();
   let stopped = false;
   const stop = async () => {

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSse } from "../harness.ts";
+import { spawnServe, type ServeProcess } from "../harness-serve.ts";
 
 const MAIN = join(import.meta.dir, "../../src/main.ts");
 const dir = mkdtempSync(join(tmpdir(), "airlock-crash-"));
@@ -20,24 +21,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Starts `airlock serve --port 0` and resolves with its URL, read from the "listening on" line on stderr. */
-async function serve(): Promise<{ proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string }> {
-  const proc = Bun.spawn([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  procs.push(proc);
-  const reader = proc.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`serve exited before listening: ${seen}`);
-    seen += value;
-    const m = /listening on (http:\/\/\S+)/.exec(seen);
-    if (m) {
-      void (async () => {
-        while (!(await reader.read()).done);
-      })();
-      return { proc, url: m[1]! };
-    }
-  }
+/** Starts `airlock serve --port 0` on the test's data dir. */
+async function serve(): Promise<ServeProcess> {
+  const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir]);
+  procs.push(sp.proc);
+  return sp;
 }
 
 test("after kill -9 mid-turn and a restart, the session is readable and its turn is interrupted", async () => {

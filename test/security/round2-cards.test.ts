@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { harnessSse, openSse, startHarness, waitForBus, type Harness, type SseStream } from "../harness.ts";
 import { decide } from "../integration/gate-helpers.ts";
+import { spawnServe, type ServeProcess } from "../harness-serve.ts";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -229,23 +230,10 @@ describe("request ids after a server process restart (held)", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function serve(): Promise<{ proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string }> {
-    const proc = Bun.spawn([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-    procs.push(proc);
-    const reader = proc.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let seen = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`serve exited before listening: ${seen}`);
-      seen += value;
-      const m = /listening on (http:\/\/\S+)/.exec(seen);
-      if (m) {
-        void (async () => {
-          while (!(await reader.read()).done);
-        })();
-        return { proc, url: m[1]! };
-      }
-    }
+  async function serve(): Promise<ServeProcess> {
+    const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir]);
+    procs.push(sp.proc);
+    return sp;
   }
 
   test("a pending and a decided request id replayed to a restarted server are 404, never 200; nothing runs", async () => {
