@@ -1,0 +1,49 @@
+/**
+ * @module test/as-user
+ * Runs a test body once as the current user and once as an unprivileged one (`nobody`, uid 65534),
+ * so a wall is proven both where airlock runs as root (containers, CI) and where it does not.
+ * Dropping privileges uses util-linux `setpriv`; when the tests already run unprivileged the second
+ * pass is skipped and says so (the first pass is then the unprivileged one).
+ */
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** The uid and gid of the unprivileged user (Debian's `nobody` / `nogroup`). */
+export const NOBODY = 65534;
+
+/** A user a test can run airlock as. `prefix` goes before the command's argv (empty for the current user). */
+export interface TestUser {
+  /** `"root"` or `"nobody"` (or `"self"` when the tests do not run as root). */
+  name: string;
+  uid: number;
+  /** argv prefix that runs a command as this user, e.g. `["setpriv", "--reuid=65534", …, "--"]`. */
+  prefix: string[];
+}
+
+/** True when the test process runs as root. */
+export const IS_ROOT = process.getuid?.() === 0;
+
+/** The users each security test runs as: root and nobody when the tests run as root, else only the current user. */
+export function testUsers(): TestUser[] {
+  if (!IS_ROOT) return [{ name: "self", uid: process.getuid?.() ?? -1, prefix: [] }];
+  return [
+    { name: "root", uid: 0, prefix: [] },
+    {
+      name: "nobody",
+      uid: NOBODY,
+      prefix: ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--inh-caps=-all", "--"],
+    },
+  ];
+}
+
+/**
+ * A fresh temp directory every test user may read, write and enter (mode 0777 on the directory
+ * itself; its parent `/tmp` is world-writable already). Removed at process exit.
+ */
+export function sharedTempDir(prefix = "airlock-user-"): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dir, 0o777);
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
