@@ -6,11 +6,14 @@
  * the allow refused as `approval_stale`, and a NEW card for the new content appears; allowing that one
  * runs the new content exactly once. An unchanged file runs normally, with one card.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { harnessSse, startHarness, waitForBus, type Harness, type SseStream } from "../harness.ts";
+import { testUsers, sharedTempDir, type TestUser } from "../as-user.ts";
+import { compiledBinary } from "../harness-binary.ts";
+import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { harnessSse, openSse, startHarness, waitForBus, type Harness, type SseStream } from "../harness.ts";
 import { decide } from "../integration/gate-helpers.ts";
 
 let h: Harness | undefined;
@@ -53,7 +56,7 @@ async function allowExpectingStale(id: string, reply: SseStream, card: any): Pro
   return (await reply.waitFor((e) => e.event === "action_required" && e.data.replaces === card.request_id)).data;
 }
 
-function toolResults(sessionId: string) {
+function toolResults(sessionId: string): any[] {
   return h!.rt.bus.since(sessionId, 0)!.filter((e) => e.type === "tool_result").map((e) => e.data);
 }
 
@@ -197,5 +200,73 @@ describe("an approval binds to the content of the files the call names", () => {
     expect(existsSync(join(h!.workspace, "ran.txt"))).toBe(false);
     await waitForBus(h!.rt, () => h!.rt.permits.inUse === 0);
     reply.close();
+  });
+});
+
+const procs: ServeProcess["proc"][] = [];
+afterAll(async () => {
+  for (const p of procs) {
+    p.kill("SIGKILL");
+    await p.exited;
+  }
+});
+
+function chownTree(p: string, uid: number): void {
+  chownSync(p, uid, uid);
+  for (const e of readdirSync(p, { withFileTypes: true })) {
+    if (e.isDirectory()) chownTree(join(p, e.name), uid);
+    else chownSync(join(p, e.name), uid, uid);
+  }
+}
+
+describe.each(testUsers())("the compiled binary's serve, run as $name", (user: TestUser) => {
+  test("a script rewritten while its card waits is refused approval_stale; actions list shows the new hash; the new card's allow runs the new content once", async () => {
+    const dir = sharedTempDir("airlock-stale-");
+    const bin = join(dir, "airlock");
+    copyFileSync(await compiledBinary(), bin);
+    chmodSync(bin, 0o755);
+    const dataDir = join(dir, "data");
+    const ws = join(dir, "ws");
+    const home = join(dir, "home");
+    for (const d of [dataDir, ws, home]) mkdirSync(d);
+    writeFileSync(join(dataDir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\nsandbox: workspace-write\n");
+    writeFileSync(join(dataDir, "turns.yaml"), turns({ name: "developer__shell", arguments: { command: "sh script.sh" } }));
+    writeFileSync(join(ws, "script.sh"), "echo old >> ran.txt\n");
+    if (user.uid !== (process.getuid?.() ?? -1)) chownTree(dir, user.uid);
+    const env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: home, LANG: "C.UTF-8" };
+    const sp = await spawnServe([...user.prefix, bin, "serve", "--port", "0", "--data-dir", dataDir], { cwd: home, env });
+    procs.push(sp.proc);
+    const token = readFileSync(join(dataDir, "api-token"), "utf8").trim();
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+    const post = async (path: string, body: unknown) => (await fetch(sp.url + path, { method: "POST", headers, body: JSON.stringify(body) })).json() as Promise<any>;
+    const s = await post("/sessions", { workspace: ws });
+    const reply = await openSse(`${sp.url}/sessions/${s.id}/reply`, { method: "POST", headers, body: JSON.stringify({ message: "go" }) });
+    const card = (await reply.waitFor((e) => e.event === "action_required")).data;
+    expect(card.files).toEqual([{ path: "script.sh", kind: "file", size: 20, sha256: sha("echo old >> ran.txt\n") }]);
+
+    writeFileSync(join(ws, "script.sh"), "echo new >> ran.txt\n");
+    expect(await post(`/sessions/${s.id}/actions/${card.request_id}`, { decision: "allow_once" })).toMatchObject({ decision: "allow_once" });
+    const next = (await reply.waitFor((e) => e.event === "action_required" && e.data.replaces === card.request_id)).data;
+    expect(next.files).toEqual([{ path: "script.sh", kind: "file", size: 20, sha256: sha("echo new >> ran.txt\n") }]);
+    expect(existsSync(join(ws, "ran.txt"))).toBe(false);
+
+    // `airlock actions list` (the binary, as the same user) shows the new card with the new content's full hash
+    const list = Bun.spawn([...user.prefix, bin, "actions", "list", "--data-dir", dataDir, "--url", sp.url], { cwd: home, env, stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(list.stdout).text(), new Response(list.stderr).text(), list.exited]);
+    expect({ code, err }).toEqual({ code: 0, err: "" });
+    expect(out).toContain(next.request_id);
+    expect(out).toContain(`replaces ${card.request_id}`);
+    expect(out).toContain(`file script.sh: sha256 ${sha("echo new >> ran.txt\n")} (20 bytes)`);
+    expect(out).not.toContain(card.request_id + "  ");
+
+    expect(await post(`/sessions/${s.id}/actions/${next.request_id}`, { decision: "allow_once" })).toMatchObject({ decision: "allow_once" });
+    const fin = await reply.waitFor((e) => e.event === "turn_finished");
+    expect(fin.data.status).toBe("completed");
+    expect(readFileSync(join(ws, "ran.txt"), "utf8")).toBe("new\n");
+    const results = reply.events.filter((e) => e.event === "tool_result").map((e) => e.data.ok);
+    expect(results).toEqual([true]);
+    reply.close();
+    sp.proc.kill("SIGTERM");
+    await sp.proc.exited;
   });
 });
