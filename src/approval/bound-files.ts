@@ -56,6 +56,7 @@ function inlineFlags(name: string): Set<string> {
 /** Interpreter flags that take a value as the next word. */
 const VALUE_FLAGS = new Set(["-W", "-X", "-o", "+o", "-O", "-r", "--require", "--import", "--loader", "-I", "--config", "--conditions"]);
 const WRAPPERS = new Set(["sudo", "doas", "command", "builtin", "exec", "nice", "nohup", "time", "stdbuf", "env", "timeout", "ionice", "setsid", "unbuffer"]);
+const WRAPPER_VALUE_FLAGS = new Set(["-n", "-u", "-g", "-C", "-i", "-o", "-e", "-s", "-k", "-c", "-p"]);
 const RESERVED = new Set(["{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"]);
 
 /** True when a word's value is not known statically (variables, substitutions, `~`): such a word names nothing here. */
@@ -117,7 +118,11 @@ function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, de
     if (!WRAPPERS.has(path.basename(w[i]!))) break;
     const wrapper = path.basename(w[i]!);
     i++;
-    while (i < w.length && (w[i]!.startsWith("-") || (wrapper === "env" && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!)))) i++;
+    while (i < w.length && (w[i]!.startsWith("-") || (wrapper === "env" && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!)))) {
+      // `nice -n 5`, `sudo -u x`, `timeout -s KILL`, `stdbuf -o L`: the flag's value is the next word
+      if (wrapper !== "env" && WRAPPER_VALUE_FLAGS.has(w[i]!)) i++;
+      i++;
+    }
     if (wrapper === "timeout" && i < w.length) i++; // the duration
   }
   const cmd = w[i]!;

@@ -8,7 +8,8 @@
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { BIND_MAX_BYTES } from "../../src/approval/bound-files.ts";
+import { chmodSync, chownSync, closeSync, copyFileSync, ftruncateSync, openSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { testUsers, sharedTempDir, type TestUser } from "../as-user.ts";
 import { compiledBinary } from "../harness-binary.ts";
@@ -182,6 +183,24 @@ describe("an approval binds to the content of the files the call names", () => {
     expect(cards(reply).length).toBe(1);
     expect(toolResults(id).map((r) => r.ok)).toEqual([true]);
     expect(h!.rt.store.listAudit({}).filter((a) => a.kind === "card_stale")).toEqual([]);
+    reply.close();
+  });
+
+  test("a named file over the hashing limit is refused payload_too_large with a reason, and no card is raised", async () => {
+    h = await startHarness({
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", sandbox: "workspace-write" },
+      files: { "turns.yaml": turns({ name: "developer__shell", arguments: { command: "sh big.sh" } }) },
+    });
+    const fd = openSync(join(h.workspace, "big.sh"), "w");
+    ftruncateSync(fd, BIND_MAX_BYTES + 1); // sparse
+    closeSync(fd);
+    const s = await h.createSession({ mode: "smart", sandbox: "workspace-write" });
+    const reply = await harnessSse(h, `/sessions/${s.id}/reply`, { method: "POST", json: { message: "go" } });
+    await reply.waitFor((e) => e.event === "turn_finished");
+    expect(cards(reply)).toEqual([]);
+    const [r] = toolResults(s.id);
+    expect(r.error.code).toBe("payload_too_large");
+    expect(r.error.message).toContain(`big.sh is ${BIND_MAX_BYTES + 1} bytes`);
     reply.close();
   });
 
