@@ -71,6 +71,9 @@ describe("an approval binds to the content of the files the call names", () => {
     expect(listed.map((c: any) => c.files)).toEqual([card.files]);
     const all = ((await (await h!.api(`/actions`)).json()) as any).actions;
     expect(all.map((c: any) => c.files)).toEqual([card.files]);
+    const obs = await harnessSse(h!, `/sessions/${id}/events`);
+    expect((await obs.waitFor((e) => e.event === "snapshot")).data.pending_actions.map((c: any) => c.files)).toEqual([card.files]);
+    obs.close();
 
     writeFileSync(join(ws, "script.sh"), "echo new >> ran.txt\n");
     const next = await allowExpectingStale(id, reply, card);
@@ -93,6 +96,19 @@ describe("an approval binds to the content of the files the call names", () => {
     expect(readFileSync(join(ws, "ran.txt"), "utf8")).toBe("new\n");
     expect(toolResults(id).map((r) => r.ok)).toEqual([true]);
     expect(cards(reply).length).toBe(2);
+    reply.close();
+  });
+
+  test("a shell call made from a QuickJS script is bound the same way", async () => {
+    const code = "return await tools.developer__shell({ command: 'sh script.sh' })";
+    const { id, reply, card } = await parkedCall({ name: "code_execution__execute", arguments: { code } }, { "script.sh": "echo old >> ran.txt\n" });
+    expect(card).toMatchObject({ tool: "developer__shell", files: [{ path: "script.sh", sha256: sha("echo old >> ran.txt\n") }] });
+    writeFileSync(join(h!.workspace, "script.sh"), "echo new >> ran.txt\n");
+    const next = await allowExpectingStale(id, reply, card);
+    expect(next.files[0].sha256).toBe(sha("echo new >> ran.txt\n"));
+    expect(await decide(h!, id, next.request_id, "allow_once")).toMatchObject({ status: 200 });
+    await reply.waitFor((e) => e.event === "turn_finished");
+    expect(readFileSync(join(h!.workspace, "ran.txt"), "utf8")).toBe("new\n");
     reply.close();
   });
 
