@@ -43,6 +43,8 @@ export const ERROR_CODES = [
   "unknown_tool",
   "invalid_arguments",
   "mode_chat",
+  /** A file an approved call names (its script, its write target) changed while the card waited: the call did not run. */
+  "approval_stale",
   // launcher & tools
   "sandbox_unavailable",
   "external_backend",
@@ -119,6 +121,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   conflict: 409,
   session_busy: 409,
   already_decided: 409,
+  approval_stale: 409,
   payload_too_large: 413,
   server_unreachable: 503,
 };

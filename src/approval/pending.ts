@@ -12,6 +12,7 @@ import { AirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Store } from "../store/store.ts";
 import { checkAuthority, type Decision } from "./authority.ts";
+import { FileBinding } from "./bound-files.ts";
 import { surfacesFor } from "./relay.ts";
 
 /** The card as published in `action_required` and listed by `GET /sessions/:id/actions` (SPEC §5). */
@@ -26,6 +27,10 @@ export const Card = z.object({
   requires_user_proof: z.boolean(),
   expires_at: z.string(),
   user_only: z.literal(true),
+  /** The workspace files the call names (its script, its write target) with their sha256, as hashed when the card was raised; present when it names any. An allow runs only if they are unchanged. */
+  files: z.array(FileBinding).optional(),
+  /** The card an allow of which was refused as `approval_stale` because a named file changed; this card asks about the new content. */
+  replaces: z.string().optional(),
 });
 export type Card = z.infer<typeof Card>;
 
@@ -48,6 +53,10 @@ export interface ParkInput {
   requiresUserProof: boolean;
   /** Seconds before the card expires (→ deny, `expired`). */
   ttlSeconds: number;
+  /** The named files and their hashes (shown on the card and in the `card_parked` audit row). */
+  files?: FileBinding[];
+  /** The request id of the card this one replaces (its allow went stale). */
+  replaces?: string;
   /** The turn's abort signal: aborting withdraws the card (`cancelled`). */
   signal?: AbortSignal;
 }
@@ -126,6 +135,8 @@ export class Approvals {
       requires_user_proof: input.requiresUserProof,
       expires_at: expiresAt.toISOString(),
       user_only: true,
+      ...(input.files?.length ? { files: input.files } : {}),
+      ...(input.replaces ? { replaces: input.replaces } : {}),
     };
     if (input.signal?.aborted) {
       return Promise.resolve({ request_id: requestId, decision: "cancelled" });
@@ -136,7 +147,16 @@ export class Approvals {
       request_id: requestId,
       session_id: input.homeSessionId,
       home_session_id: input.homeSessionId,
-      detail: { tool: input.tool, call_id: input.callId, inspector: input.inspector, reason: input.reason, surfaces, requires_user_proof: input.requiresUserProof },
+      detail: {
+        tool: input.tool,
+        call_id: input.callId,
+        inspector: input.inspector,
+        reason: input.reason,
+        surfaces,
+        requires_user_proof: input.requiresUserProof,
+        ...(input.files?.length ? { files: input.files } : {}),
+        ...(input.replaces ? { replaces: input.replaces } : {}),
+      },
     });
     return new Promise<CardOutcome>((resolve) => {
       const rec: PendingCard = {

@@ -28,11 +28,33 @@ export interface ActionsAnswerOptions extends ActionsCommonOptions {
   reason?: string;
 }
 
-/** One card as a line of text: id, tool, where it is homed and surfaced, why, and whether allowing needs user proof. */
-function cardLine(c: Record<string, any>): string {
+/**
+ * One card as a line of text: id, tool, where it is homed and surfaced, why, whether allowing needs user proof,
+ * the card it replaces (its allow went stale), and one line per named file with its full sha256 (what an allow runs).
+ */
+export function cardLine(c: Record<string, any>): string {
   const proof = c.requires_user_proof ? " [needs user proof]" : "";
   const where = c.surfaced_in && c.surfaced_in !== c.home_session_id ? `home ${c.home_session_id}, surfaced in ${c.surfaced_in}` : `home ${c.home_session_id}`;
-  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n    ${where}; expires ${c.expires_at}\n`;
+  const replaces = c.replaces ? `; replaces ${c.replaces}` : "";
+  const files = Array.isArray(c.files) ? c.files.map((f: Record<string, any>) => `    file ${f.path}: ${fileState(f)}\n`).join("") : "";
+  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n    ${where}; expires ${c.expires_at}${replaces}\n${files}`;
+}
+
+/** A card's file binding in words: `sha256 <hex> (N bytes)`, `missing`, `symlink -> target (sha256 <hex>)`, … */
+function fileState(f: Record<string, any>): string {
+  const hash = f.sha256 ? `sha256 ${f.sha256} (${f.size} bytes)` : "";
+  switch (f.kind) {
+    case "file":
+      return hash;
+    case "symlink":
+      return `symlink -> ${f.link}${hash ? ` (${hash})` : ""}`;
+    case "missing":
+      return "missing";
+    case "too_large":
+      return `too large to hash (${f.size} bytes)`;
+    default:
+      return "not a regular file";
+  }
 }
 
 /**

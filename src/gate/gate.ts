@@ -17,6 +17,7 @@ import type { Store } from "../store/store.ts";
 import { toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
 import type { Approvals } from "../approval/pending.ts";
 import { isHeadlessChain } from "../approval/relay.ts";
+import { BIND_MAX_BYTES, bindFiles, changedFiles, namedFiles, type FileBinding, type NamedFile } from "../approval/bound-files.ts";
 import { GateContext, type CallContext } from "./context.ts";
 import { elevationVerdict } from "./inspectors/elevation.ts";
 import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./inspectors/hooks.ts";
@@ -68,6 +69,12 @@ export interface RefusedCall {
   inspector?: string;
   from_script: boolean;
 }
+
+/** Most cards one call raises when the files it names keep changing after each allow; then it is refused `approval_stale`. */
+export const MAX_STALE_CARDS = 5;
+
+/** What `execute` did: ran the tool (its outcome), or found a named file changed since the approval (`now`: the new hashes). */
+type Ran = { kind: "ran"; outcome: ToolOutcome } | { kind: "stale"; now: FileBinding[] };
 
 const specCache = new WeakMap<ToolDef, ToolSpec>();
 function specOf(def: ToolDef): ToolSpec {
@@ -160,7 +167,6 @@ export class Gate {
     }
     const judgement = await this.judge(def, args, req, session, config, signal);
 
-    let elevatedPolicy: Config["sandbox"] | undefined;
     switch (judgement.kind) {
       case "deny": {
         const v = judgement.verdict;
@@ -184,44 +190,128 @@ export class Gate {
             judgement.primary.inspector,
           );
         }
-        let outcome;
-        try {
-          outcome = await this.deps.approvals.park({
-            homeSessionId: session.id,
-            turnId: ctx.turnId,
-            callId: req.callId,
-            tool: def.name,
-            arguments: req.args,
-            inspector: judgement.primary.inspector,
-            reason: judgement.reason,
-            requiresUserProof: judgement.userProof,
-            ttlSeconds: config.approvals.ttl_seconds,
-            signal,
-          });
-        } catch (e) {
-          const err = toAirlockError(e);
-          return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, judgement.primary.inspector);
-        }
-        switch (outcome.decision) {
-          case "allow_once":
-            break;
-          case "deny":
-            return this.refuse(session.id, req, "denied", `a person denied this call${outcome.reason ? `: ${outcome.reason}` : ""}`, judgement.primary.inspector);
-          case "expired":
-            return this.refuse(session.id, req, "expired", `nobody answered the approval request in time (${config.approvals.ttl_seconds} s); the call was not run`, judgement.primary.inspector);
-          case "cancelled":
-            return this.refuse(session.id, req, "cancelled", "the turn ended while this call waited for approval; it was not run", judgement.primary.inspector);
-        }
-        if (!this.deps.inflight.isRunning(session.id, ctx.turnId)) {
-          return this.refuse(session.id, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} ended while the call waited for approval`);
-        }
-        elevatedPolicy = judgement.elevate;
-        break;
+        return this.askAndRun(def, args, req, ctx, session, config, signal, judgement);
       }
       case "allow":
         break;
     }
-    return this.execute(def, args, req, ctx, session, config, signal, elevatedPolicy);
+    const ran = await this.execute(def, args, req, ctx, session, config, signal, undefined, undefined);
+    switch (ran.kind) {
+      case "ran":
+        return ran.outcome;
+      case "stale": // only a call bound to files can go stale
+        return this.refuse(session.id, req, "internal", "the gate found a stale approval on a call that had none; it was not run");
+    }
+  }
+
+  /**
+   * Parks a card for an ask and runs the call once a person allows it. The card is bound to the workspace
+   * files the call names (approval/bound-files.ts): just before running (permit held) they are hashed again,
+   * and a change refuses that allow as `approval_stale` (audit row `card_stale`) and parks a NEW card for the new
+   * content (`replaces` = the old request id), after judging the call again. After {@link MAX_STALE_CARDS} cards
+   * the call is refused `approval_stale`. A named file over `BIND_MAX_BYTES` refuses the call (`payload_too_large`).
+   */
+  private async askAndRun(
+    def: ToolDef,
+    args: unknown,
+    req: GateCall,
+    ctx: CallContext,
+    session: Session,
+    config: Readonly<Config>,
+    signal: AbortSignal,
+    first: Extract<Judgement, { kind: "ask" }>,
+  ): Promise<ToolOutcome> {
+    let judgement = first;
+    const named = namedFiles(def, args, session.workspace);
+    let files: FileBinding[] = [];
+    try {
+      if (named.length) files = await bindFiles(named, session.workspace, signal);
+    } catch (e) {
+      if (signal.aborted) return this.refuse(session.id, req, "cancelled", "the turn ended before a card was raised; the call was not run", judgement.primary.inspector);
+      throw e;
+    }
+    let replaces: string | undefined;
+    let staleNote = "";
+    for (let round = 1; ; round++) {
+      const big = files.find((f) => f.kind === "too_large");
+      if (big) {
+        return this.refuse(
+          session.id,
+          req,
+          "payload_too_large",
+          `no card was raised: ${big.path} is ${big.size} bytes, over the ${BIND_MAX_BYTES}-byte limit for binding an approval to a file's content, so a person could not approve what would run; use a smaller file`,
+          judgement.primary.inspector,
+        );
+      }
+      let outcome;
+      try {
+        outcome = await this.deps.approvals.park({
+          homeSessionId: session.id,
+          turnId: ctx.turnId,
+          callId: req.callId,
+          tool: def.name,
+          arguments: req.args,
+          inspector: judgement.primary.inspector,
+          reason: staleNote + judgement.reason,
+          requiresUserProof: judgement.userProof,
+          ttlSeconds: config.approvals.ttl_seconds,
+          signal,
+          ...(files.length ? { files } : {}),
+          ...(replaces ? { replaces } : {}),
+        });
+      } catch (e) {
+        const err = toAirlockError(e);
+        return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, judgement.primary.inspector);
+      }
+      switch (outcome.decision) {
+        case "allow_once":
+          break;
+        case "deny":
+          return this.refuse(session.id, req, "denied", `a person denied this call${outcome.reason ? `: ${outcome.reason}` : ""}`, judgement.primary.inspector);
+        case "expired":
+          return this.refuse(session.id, req, "expired", `nobody answered the approval request in time (${config.approvals.ttl_seconds} s); the call was not run`, judgement.primary.inspector);
+        case "cancelled":
+          return this.refuse(session.id, req, "cancelled", "the turn ended while this call waited for approval; it was not run", judgement.primary.inspector);
+      }
+      if (!this.deps.inflight.isRunning(session.id, ctx.turnId)) {
+        return this.refuse(session.id, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} ended while the call waited for approval`);
+      }
+      const ran = await this.execute(def, args, req, ctx, session, config, signal, judgement.elevate, named.length ? { named, files } : undefined);
+      switch (ran.kind) {
+        case "ran":
+          return ran.outcome;
+        case "stale":
+          break;
+      }
+      const changes = changedFiles(files, ran.now);
+      const why = `${changes.join("; ")}: changed after the call was approved (${outcome.request_id}), so the allow was refused (approval_stale)`;
+      this.deps.store.audit({
+        kind: "card_stale",
+        outcome: "refused",
+        request_id: outcome.request_id,
+        session_id: session.id,
+        home_session_id: session.id,
+        code: "approval_stale",
+        detail: { tool: def.name, call_id: req.callId, approved: files, now: ran.now, changes },
+      });
+      if (round >= MAX_STALE_CARDS) {
+        return this.refuse(session.id, req, "approval_stale", `${why}; the files kept changing under ${round} approvals, so the call was not run`, judgement.primary.inspector);
+      }
+      // the new content is judged again, as a new call would be
+      const again = await this.judge(def, args, req, session, config, signal);
+      switch (again.kind) {
+        case "deny":
+          return this.refuse(session.id, req, again.verdict.code, `${why}; judged again, it is refused: ${again.verdict.reason}`, again.verdict.inspector);
+        case "ask":
+          judgement = again;
+          break;
+        case "allow":
+          break; // the person still approves the new content: keep the first ask's inspector and reason
+      }
+      files = ran.now;
+      replaces = outcome.request_id;
+      staleNote = `${why}; approve the new content: `;
+    }
   }
 
   /** Runs the inspectors in order and combines their verdicts. Hooks are skipped when a cheaper inspector already denies. */
@@ -260,7 +350,8 @@ export class Gate {
     config: Readonly<Config>,
     signal: AbortSignal,
     elevatedPolicy: Config["sandbox"] | undefined,
-  ): Promise<ToolOutcome> {
+    bound: { named: NamedFile[]; files: FileBinding[] } | undefined,
+  ): Promise<Ran> {
     let specs: ToolSpec[] | undefined;
     // Only list_tools shows every tool: listing starts each MCP server, which a plain script run must not do.
     if (def.name === "code_execution__list_tools") specs = (await this.deps.registry.list()).filter((t) => t.scriptable !== false).map(specOf);
@@ -270,7 +361,21 @@ export class Gate {
         release = await this.deps.permits.acquire(signal);
       } catch (e) {
         const err = toAirlockError(e, "cancelled");
-        return { ok: false, error: err.toJSON() };
+        return { kind: "ran", outcome: { ok: false, error: err.toJSON() } };
+      }
+    }
+    if (bound) {
+      // just before running, with the permit held: the files the person approved must be what runs
+      let now: FileBinding[];
+      try {
+        now = await bindFiles(bound.named, session.workspace, signal);
+      } catch (e) {
+        release?.();
+        return { kind: "ran", outcome: { ok: false, error: toAirlockError(signal.aborted ? new AirlockError("cancelled", "the turn ended before the call ran") : e).toJSON() } };
+      }
+      if (changedFiles(bound.files, now).length) {
+        release?.();
+        return { kind: "stale", now };
       }
     }
     const callCtx: CallContext = { ...ctx, callId: req.callId };
@@ -290,9 +395,9 @@ export class Gate {
     if (elevatedPolicy) tctx.elevatedPolicy = elevatedPolicy;
     try {
       const result = await def.execute(args, tctx);
-      return { ok: true, result };
+      return { kind: "ran", outcome: { ok: true, result } };
     } catch (e) {
-      return { ok: false, error: toAirlockError(e, "tool_failed").toJSON() };
+      return { kind: "ran", outcome: { ok: false, error: toAirlockError(e, "tool_failed").toJSON() } };
     } finally {
       release?.();
     }
