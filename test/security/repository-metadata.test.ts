@@ -176,3 +176,35 @@ for (const user of users) {
     });
   });
 }
+
+describe("repository metadata: MCP servers", () => {
+  test("what a workspace-write MCP server plants during a call is quarantined when the call returns, and the result says so", async () => {
+    const { McpManager } = await import("../../src/tool/mcp/index.ts");
+    const { Config } = await import("../../src/config/schema.ts");
+    const FS_SERVER = path.resolve(import.meta.dir, "../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    const base = sharedTempDir("airlock-gitmeta-mcp-");
+    const ws = path.join(base, "ws");
+    mkdirSync(ws);
+    const lines: string[] = [];
+    const m = new McpManager({
+      config: Config.parse({ mcp_servers: { fs: { command: "node", args: [FS_SERVER, ws], sandbox: "workspace-write", cwd: ws } } }),
+      defaultWorkspace: ws,
+      log: (l) => lines.push(l),
+    });
+    try {
+      const defs = new Map<string, any>();
+      for (const s of m.sources()) for (const d of await s.list()) defs.set(d.name, d);
+      const ctx = { signal: new AbortController().signal } as any;
+      const r = await defs.get("fs__create_directory").execute({ path: path.join(ws, "sub", ".git", "hooks") }, ctx);
+      expect(r.warning).toContain("quarantined repository metadata");
+      expect(existsSync(path.join(ws, "sub", ".git"))).toBe(false);
+      expect(quarantined(path.join(ws, "sub")).length).toBe(1);
+      expect(lines.some((l) => l.includes("quarantined repository metadata"))).toBe(true);
+      // the next call, with nothing new, reports nothing
+      const again = await defs.get("fs__create_directory").execute({ path: path.join(ws, "plain") }, ctx);
+      expect(JSON.stringify(again)).not.toContain("quarantine");
+    } finally {
+      await m.close();
+    }
+  });
+});
