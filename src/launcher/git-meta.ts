@@ -6,7 +6,7 @@
  * the launcher can pin the existing ones with mounts before a confined process runs and quarantine
  * whatever appeared or was replaced after it ends. The scan caches the directory tree per root.
  */
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, type BigIntStats } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, type Stats } from "node:fs";
 import path from "node:path";
 
 /** A `.git` name, matched case-insensitively. */
@@ -25,7 +25,7 @@ export interface GitMetaEntry {
   path: string;
   /** `dotgit-dir` / `dotgit-file` / `dotgit-link`: an entry named `.git`; `bare`: a repository-shaped folder not named `.git`. */
   kind: "dotgit-dir" | "dotgit-file" | "dotgit-link" | "bare";
-  /** Inode number (as a string: inode numbers can exceed 2^53). */
+  /** Inode number (as a string, to compare). */
   ino: string;
   /** For folders: true when it holds HEAD, objects/ and refs/ (a repository git would use). */
   repo: boolean;
@@ -36,8 +36,9 @@ export interface GitMetaEntry {
 }
 
 interface DirStamp {
-  ino: bigint;
-  ctimeNs: bigint;
+  ino: number;
+  /** ctime in ms with its sub-ms fraction: ctime, unlike mtime, cannot be set from inside. */
+  ctimeMs: number;
   /** Re-read on the next scan even if unchanged: its ctime was too close to the read to trust (coarse clocks). */
   recent: boolean;
   /** Child folders to descend into (not `.git`, not repository-shaped, not quarantined, not symlinks). */
@@ -49,12 +50,12 @@ interface DirStamp {
 
 /** Per root: folder path → what was read there. */
 const treeCache = new Map<string, Map<string, DirStamp>>();
-/** A ctime closer than this (ns) to the moment of reading is re-read next time. */
-const RECENT_NS = 2_000_000_000n;
+/** A ctime closer than this (ms) to the moment of reading is re-read next time (coarse file-system clocks). */
+const RECENT_MS = 2000;
 
-function lstatBig(p: string): BigIntStats | null {
+function lstatOrNull(p: string): Stats | null {
   try {
-    return lstatSync(p, { bigint: true });
+    return lstatSync(p);
   } catch {
     return null;
   }
@@ -74,8 +75,8 @@ function repoShaped(list: { name: string; dir: boolean; file: boolean; link: boo
   return has("head", (e) => e.file || e.link) && has("objects", (e) => e.dir) && has("refs", (e) => e.dir);
 }
 
-function readStamp(dir: string, st: BigIntStats): DirStamp {
-  const before = BigInt(Date.now()) * 1_000_000n;
+function readStamp(dir: string, st: Stats): DirStamp {
+  const before = Date.now();
   const list = names(dir);
   const bare = repoShaped(list);
   const gitChildren: DirStamp["gitChildren"] = [];
@@ -87,7 +88,7 @@ function readStamp(dir: string, st: BigIntStats): DirStamp {
       subdirs.push(e.name);
     }
   }
-  return { ino: st.ino, ctimeNs: st.ctimeNs, recent: st.ctimeNs + RECENT_NS > before, subdirs, gitChildren, bare };
+  return { ino: st.ino, ctimeMs: st.ctimeMs, recent: st.ctimeMs + RECENT_MS > before, subdirs, gitChildren, bare };
 }
 
 function folderFacts(p: string): Pick<GitMetaEntry, "repo" | "sensitive" | "empty"> {
@@ -110,11 +111,11 @@ export function scanGitMeta(root: string): GitMetaEntry[] {
   const seen = new Set<string>();
   const out: GitMetaEntry[] = [];
   const visit = (dir: string) => {
-    const st = lstatBig(dir);
+    const st = lstatOrNull(dir);
     if (!st || !st.isDirectory()) return;
     seen.add(dir);
     let stamp = cache.get(dir);
-    if (!stamp || stamp.recent || stamp.ino !== st.ino || stamp.ctimeNs !== st.ctimeNs) {
+    if (!stamp || stamp.recent || stamp.ino !== st.ino || stamp.ctimeMs !== st.ctimeMs) {
       stamp = readStamp(dir, st);
       cache.set(dir, stamp);
     }
@@ -123,7 +124,7 @@ export function scanGitMeta(root: string): GitMetaEntry[] {
     }
     for (const g of stamp.gitChildren) {
       const p = path.join(dir, g.name);
-      const gs = lstatBig(p);
+      const gs = lstatOrNull(p);
       if (!gs) continue;
       const kind: GitMetaEntry["kind"] = gs.isSymbolicLink() ? "dotgit-link" : gs.isDirectory() ? "dotgit-dir" : "dotgit-file";
       const facts = kind === "dotgit-dir" ? folderFacts(p) : { repo: false, sensitive: [], empty: false };
@@ -226,7 +227,7 @@ function quarantineName(p: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*$/, "");
   for (let i = 0; ; i++) {
     const q = `${p}${QUARANTINE_MARK}${stamp}${i ? `-${i}` : ""}`;
-    if (!lstatBig(q)) return q;
+    if (!lstatOrNull(q)) return q;
   }
 }
 
