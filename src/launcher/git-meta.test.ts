@@ -100,8 +100,12 @@ describe("git-meta.quarantineNewGitMeta", () => {
     renameSync(path.join(r, "old", ".git"), path.join(r, "old", "x")); // moved away...
     mkdirSync(path.join(r, "old", ".git")); // ...and replaced
     repo(path.join(r, "notes")); // newly repository-shaped
+    mkdirSync(path.join(r, "wt"));
+    writeFileSync(path.join(r, "wt", "HEAD"), "ref: refs/heads/x\n");
+    writeFileSync(path.join(r, "wt", "commondir"), "../notes\n"); // newly a linked worktree's git folder
     const notes = quarantineNewGitMeta(r, before);
-    expect(notes.length).toBe(4);
+    expect(notes.length).toBe(5);
+    expect(existsSync(path.join(r, "wt", "HEAD"))).toBe(false);
     expect(existsSync(path.join(r, ".git", "commondir"))).toBe(false);
     expect(existsSync(path.join(r, "sub", ".git"))).toBe(false);
     expect(existsSync(path.join(r, "old", ".git"))).toBe(false);

@@ -2,7 +2,7 @@
  * @module launcher/git-meta
  * Repository metadata in writable roots (SPEC §9, security-model "Repository metadata"): finds every
  * `.git` entry (folder, file or symlink, any depth, name matched case-insensitively) and every
- * repository-shaped folder (HEAD + objects/ + refs/, which git discovers as a bare repository), so
+ * repository-shaped folder (HEAD + objects/ + refs/, or HEAD + commondir: git discovers it as a git folder), so
  * the launcher can pin the existing ones with mounts before a confined process runs and quarantine
  * whatever appeared or was replaced after it ends. The scan caches the directory tree per root.
  */
@@ -69,10 +69,15 @@ function names(dir: string): { name: string; dir: boolean; file: boolean; link: 
   }
 }
 
-/** True when a folder listing holds HEAD (file or symlink), objects/ and refs/ (names case-insensitive). */
+/**
+ * True when a folder listing is one git would take for a git folder (names case-insensitive): HEAD
+ * (file or symlink) with objects/ and refs/, or HEAD with a `commondir` file (a linked worktree's git
+ * folder, whose objects and refs live in the common one).
+ */
 function repoShaped(list: { name: string; dir: boolean; file: boolean; link: boolean }[]): boolean {
   const has = (n: string, ok: (e: { dir: boolean; file: boolean; link: boolean }) => boolean) => list.some((e) => e.name.toLowerCase() === n && ok(e));
-  return has("head", (e) => e.file || e.link) && has("objects", (e) => e.dir) && has("refs", (e) => e.dir);
+  if (!has("head", (e) => e.file || e.link)) return false;
+  return (has("objects", (e) => e.dir) && has("refs", (e) => e.dir)) || has("commondir", (e) => e.file || e.link);
 }
 
 function readStamp(dir: string, st: Stats): DirStamp {

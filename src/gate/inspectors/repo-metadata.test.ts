@@ -31,3 +31,12 @@ describe("repo-metadata.repoMetadataWrite", () => {
     expect(repoMetadataWrite("src/x/HEAD", ws)).toBeNull();
   });
 });
+
+describe("repo-metadata.repoMetadataWrite: linked-worktree shape", () => {
+  test("HEAD next to a commondir file (a linked worktree's git folder) is repository-shaped too", () => {
+    mkdirSync(path.join(ws, "wt"));
+    writeFileSync(path.join(ws, "wt", "HEAD"), "ref: refs/heads/x\n");
+    expect(repoMetadataWrite("wt/commondir", ws)).toContain("would become a git repository");
+    expect(repoMetadataWrite("wt/config", ws)).toBeNull();
+  });
+});

@@ -2,15 +2,14 @@
  * @module gate/inspectors/repo-metadata
  * The security floor's rule for file-tool writes into repository metadata (SPEC §9): a path with a
  * `.git` component (any depth, case-insensitive, as spelled or as resolved through symlinks), or a
- * write that leaves a folder repository-shaped (HEAD + objects/ + refs/: a bare repository git would
- * discover), asks a person in every mode. Confined processes are handled by the launcher instead.
+ * write that leaves a folder repository-shaped (HEAD + objects/ + refs/, or HEAD + commondir: a git
+ * folder git would discover), asks a person in every mode. Confined processes are handled by the launcher instead.
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { isInside, resolveRealPath } from "../../launcher/resolve.ts";
 
 const DOT_GIT = /^\.git$/i;
-const SHAPE = ["head", "objects", "refs"] as const;
 
 function entryNames(dir: string): string[] {
   try {
@@ -24,7 +23,8 @@ function entryNames(dir: string): string[] {
  * Why a file tool writing `target` (absolute, or relative to `workspace`) would create or change
  * repository metadata, or null. Checks the spelled path and its real path for a `.git` component, then
  * every folder from the target's parent up to the workspace root (or `/` for a target outside it): if
- * that folder, with this write's first component below it added, would hold HEAD, objects and refs.
+ * that folder, with this write's first component below it added, would hold HEAD with objects and refs,
+ * or HEAD with commondir.
  * Reads folder listings only; never throws.
  */
 export function repoMetadataWrite(target: string, workspace: string): string | null {
@@ -44,8 +44,9 @@ export function repoMetadataWrite(target: string, workspace: string): string | n
   for (let dir = path.dirname(real); ; dir = path.dirname(dir)) {
     const first = real.slice(dir === "/" ? 1 : dir.length + 1).split("/")[0]!.toLowerCase();
     const existing = entryNames(dir);
-    if (SHAPE.every((n) => n === first || existing.includes(n))) {
-      const is = SHAPE.every((n) => existing.includes(n)) ? "is" : "would become";
+    const shaped = (has: (n: string) => boolean) => has("head") && ((has("objects") && has("refs")) || has("commondir"));
+    if (shaped((n) => n === first || existing.includes(n))) {
+      const is = shaped((n) => existing.includes(n)) ? "is" : "would become";
       return `writes ${target} into ${dir}, which ${is} a git repository (HEAD, objects/, refs/: git runs its config and hooks)`;
     }
     if (dir === top || dir === "/") break;
