@@ -22,6 +22,12 @@ export interface BwrapOptions {
    * database). A root inside one stays visible; one inside a root is hidden within it.
    */
   hiddenPaths?: string[];
+  /**
+   * Existing absolute folders inside a writable root bound onto themselves read-write, before the
+   * protected and read-only paths: a repository's git folder, which then cannot be renamed or removed
+   * from inside (a mount point: EBUSY) while git can still commit (src/launcher/git-meta.ts).
+   */
+  mountPoints?: string[];
   /** Extra absolute paths bound read-only after the roots (e.g. a `.git` *file* of a worktree). */
   readOnlyPaths?: string[];
   /**
@@ -96,6 +102,7 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   for (const h of hidden) if (!hideAfter(h)) out.push("--tmpfs", h);
   for (const root of roots) out.push(writable ? "--bind" : "--ro-bind", root, root);
   for (const h of hidden) if (hideAfter(h)) out.push("--tmpfs", h);
+  if (writable) for (const p of new Set(opts.mountPoints ?? [])) out.push("--bind", p, p);
   if (writable) {
     for (const root of roots) {
       for (const sub of PROTECTED_SUBPATHS) {

@@ -37,7 +37,10 @@ export interface HostProcessResult {
   truncated: boolean;
   policy: SandboxPolicy;
   unconfined?: boolean;
+  /** Why `unconfined` is set, and/or what repository metadata was quarantined after the call. */
   warning?: string;
+  /** Repository metadata the process created, moved or replaced, renamed to a quarantine name: one line each. */
+  quarantined?: string[];
 }
 
 /**
@@ -70,9 +73,8 @@ export async function runForTool(
     truncated: r.truncated,
     policy: o.policy,
   };
-  if (r.unconfined) {
-    out.unconfined = true;
-    out.warning = r.warning;
-  }
+  if (r.unconfined) out.unconfined = true;
+  if (r.warning) out.warning = r.warning;
+  if (r.quarantined) out.quarantined = r.quarantined;
   return out;
 }

@@ -5,7 +5,7 @@
  * tree on timeout or cancel, and caps captured output (SPEC §9).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
@@ -13,6 +13,7 @@ import { bwrapArgs } from "./bwrap.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
+import { holdLocks, planGitMeta, quarantineNewGitMeta, releaseLocks, scanGitMeta, type GitMetaEntry } from "./git-meta.ts";
 
 export { sanitizedEnv } from "./env.ts";
 
@@ -54,8 +55,10 @@ export interface LaunchResult {
   truncated: boolean;
   /** True when a confining policy ran WITHOUT bubblewrap (`allow_unenforced: true`). */
   unconfined?: boolean;
-  /** Why `unconfined` is set, in words. */
+  /** Why `unconfined` is set, and/or what repository metadata was quarantined after the call, in words. */
   warning?: string;
+  /** Repository metadata the process created, moved or replaced, renamed to a quarantine name: one line each. */
+  quarantined?: string[];
   cancelled?: boolean;
   /** The policy the call was asked to run under. */
   policy: SandboxPolicy;
@@ -297,42 +300,54 @@ export function credentialPaths(home: string | undefined): { dirs: string[]; fil
 
 /** What a writable root needs before a confined process runs: see {@link prepareRoot}. */
 export interface PreparedRoot {
-  /** Existing paths to bind read-only (a `.git` *file* of a worktree or submodule). */
+  /** The root (absolute real path). */
+  root: string;
+  /** Existing paths to bind read-only (`.git` files, `.git` folders git would not use, sensitive parts of repositories). */
   readOnly: string[];
-  /** Missing paths to lock with an empty read-only mount (the `.git` of a root that is not a repository). */
+  /** Repository git folders bound onto themselves read-write, so they cannot be renamed or removed. */
+  mountPoints: string[];
+  /** Missing (or empty) paths to lock with an empty read-only mount (the `.git` of a root that is not a repository). */
   locked: string[];
+  /** The repository metadata found before the process started (compared after it ends). */
+  before: GitMetaEntry[];
 }
 
 /**
- * Host-side preparation of a writable root so bubblewrap can protect it: an existing repository
- * without `.git/hooks` gets an empty one (git's own layout) so the read-only bind has a source;
- * a `.git` *file* (worktree, submodule) is bound read-only itself; a root that is not a repository
- * gets its `.git` locked (no repository can be created there from inside, since the host's git
- * would later run the hooks and config such a process wrote). Used by every process started under
- * `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts); call {@link releaseRoot} after.
+ * Host-side preparation of a writable root so bubblewrap can protect its repository metadata
+ * (src/launcher/git-meta.ts): every existing `.git` entry and repository-shaped folder at any depth is
+ * found; repositories become mount points with their config, hooks, info, commondir, gitdir,
+ * worktrees and modules read-only; `.git` files are bound read-only; the root's `.git` is locked when
+ * missing or empty (an empty one may be a crashed run's mount point). Used by every process started
+ * under `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts); call {@link releaseRoot}
+ * (or, between MCP calls, {@link recheckRoot}) after. Never throws.
  */
 export function prepareRoot(root: string): PreparedRoot {
-  const dotGit = path.join(root, ".git");
-  let st;
-  try {
-    st = lstatSync(dotGit);
-  } catch {
-    return { readOnly: [], locked: [dotGit] };
-  }
-  if (st.isFile() || st.isSymbolicLink()) return { readOnly: [dotGit], locked: [] };
-  if (st.isDirectory() && !existsSync(path.join(dotGit, "hooks"))) mkdirSync(path.join(dotGit, "hooks"));
-  return { readOnly: [], locked: [] };
+  const before = scanGitMeta(root);
+  const plan = planGitMeta(root, before);
+  holdLocks(plan.locked);
+  return { root, readOnly: plan.readOnly, mountPoints: plan.mountPoints, locked: plan.locked, before };
 }
 
-/** Removes the empty mount points bubblewrap left for `locked` paths (only while they are still empty). */
-export function releaseRoot(prepared: PreparedRoot[]): void {
-  for (const p of prepared.flatMap((r) => r.locked)) {
-    try {
-      rmdirSync(p);
-    } catch {
-      // not empty (someone made a repository on the host meanwhile), in use by another call, or gone
-    }
-  }
+/**
+ * Quarantines repository metadata that appeared in the prepared roots since {@link prepareRoot}
+ * (see `quarantineNewGitMeta`). Returns one line per entry quarantined, for the result's warning.
+ */
+export function recheckRoot(prepared: PreparedRoot[]): string[] {
+  return prepared.flatMap((r) => quarantineNewGitMeta(r.root, r.before));
+}
+
+/**
+ * After the process is gone: removes the empty mount points bubblewrap left for `locked` paths (once
+ * no other call of this process holds them), then {@link recheckRoot}. Returns its lines. Never throws.
+ */
+export function releaseRoot(prepared: PreparedRoot[]): string[] {
+  for (const r of prepared) releaseLocks(r.locked);
+  return recheckRoot(prepared);
+}
+
+/** The warning line for quarantined repository metadata (`notes` from {@link releaseRoot}). */
+export function quarantineWarning(notes: string[]): string {
+  return `airlock quarantined repository metadata that a confined process created, moved or replaced (nothing may change it without a person): ${notes.join("; ")}`;
 }
 
 /**
@@ -382,6 +397,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     prepared = policy === "workspace-write" ? roots.map(prepareRoot) : [];
     const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
     const lockedPaths = prepared.flatMap((r) => r.locked);
+    const mountPoints = prepared.flatMap((r) => r.mountPoints);
     const creds = credentialPaths(env.HOME);
     const hiddenPaths = [...(opts.hiddenPaths ?? []), ...creds.dirs].map((h) => resolveRealPath("/", h)).filter((h) => existsSync(h) && h !== "/");
     const maskedFiles = creds.files.map((f) => resolveRealPath("/", f));
@@ -392,6 +408,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
       writableRoots: roots,
       readOnlyPaths,
       lockedPaths,
+      mountPoints,
       hiddenPaths,
       maskedFiles,
       runtimePaths: [exe, ...cmd.slice(1).filter((a) => path.isAbsolute(a) && existsSync(a))].map((p) => resolveRealPath("/", p)),
@@ -399,11 +416,19 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
       infoFd: INFO_FD,
     });
   }
+  let result: LaunchResult;
   try {
-    return await run(full, env, opts, { policy, warning, infoFd: confine });
-  } finally {
+    result = await run(full, env, opts, { policy, warning, infoFd: confine });
+  } catch (e) {
     releaseRoot(prepared);
+    throw e;
   }
+  const notes = releaseRoot(prepared);
+  if (notes.length > 0) {
+    result.quarantined = notes;
+    result.warning = [result.warning, quarantineWarning(notes)].filter(Boolean).join("\n");
+  }
+  return result;
 }
 
 function run(

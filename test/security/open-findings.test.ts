@@ -7,9 +7,8 @@ import { test } from "bun:test";
 
 // Fixed since the review, tested in test/security/workspace-protection.test.ts: a root that is not a
 // repository gets a locked `.git`; credential folders/files under HOME are hidden from confined processes.
-// Still open: a repository planted in a SUBFOLDER of the workspace (`mkdir sub && git init sub`) is not
-// prevented; the host's git runs its hooks only if someone runs git inside that subfolder.
-test.todo("workspace-write: no repository can be planted in a subfolder of the workspace either");
+// A repository planted in a subfolder (`git init sub`) is quarantined after the call:
+// test/security/repository-metadata.test.ts.
 
 // Writes outside the workspace by commands the floor has no rule for (curl -o, wget -O, tar -x -C, unzip -d,
 // git clone DEST, patch FILE, git config) are stopped by bwrap under workspace-write but are unguarded under

@@ -12,6 +12,7 @@ import path from "node:path";
 import type { SandboxPolicyName } from "../../config/schema.ts";
 import { isInside, resolveExecutable, resolveRealPath } from "../../launcher/resolve.ts";
 import type { Verdict } from "../verdict.ts";
+import { repoMetadataWrite } from "./repo-metadata.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./shell-words.ts";
 
 /** Where the floor judges: the session's workspace (absolute), the policy the call runs under, HOME and PATH. */
@@ -49,6 +50,10 @@ export function floorCall(tool: { name: string; claude?: { name: string } }, arg
 export function securityFloor(tool: { name: string; claude?: { name: string } }, args: unknown, env: FloorEnv): Verdict {
   const call = floorCall(tool, args);
   const findings = judgeCall(call, env);
+  if (call.kind === "write") {
+    const meta = repoMetadataWrite(call.path, env.workspace); // file tools; confined processes: launcher/git-meta.ts
+    if (meta) findings.push(meta);
+  }
   if (findings.length === 0) return { kind: "allow", inspector: "sensitive_ops" };
   const uniq = [...new Set(findings)];
   return { kind: "ask", inspector: "sensitive_ops", userProof: true, reason: uniq.slice(0, 5).join("; ") + (uniq.length > 5 ? `; and ${uniq.length - 5} more` : "") };

@@ -19,6 +19,8 @@ export interface McpCallResult {
   content?: unknown[];
   structuredContent?: Record<string, unknown>;
   isError?: boolean;
+  /** Set by airlock, not the server: repository metadata quarantined after the call (launcher/git-meta.ts). */
+  quarantined?: string[];
 }
 
 /** One content block as text: text as is; images/audio/blobs as a one-line description; resources by text or URI. */

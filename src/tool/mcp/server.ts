@@ -13,7 +13,7 @@ import { AirlockError } from "../../errors.ts";
 import { bwrapArgs } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
-import { BWRAP_INSTALL_HINT, bwrapAvailable, prepareRoot, releaseRoot, sanitizedEnv, type PreparedRoot } from "../../launcher/spawn.ts";
+import { BWRAP_INSTALL_HINT, bwrapAvailable, prepareRoot, quarantineWarning, recheckRoot, releaseRoot, sanitizedEnv, type PreparedRoot } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
 import { ProcessTransport, type ProcessExit } from "./transport.ts";
@@ -50,6 +50,8 @@ interface Connection {
   /** True once this connection's failure is recorded for backoff (recorded once). */
   failed: boolean;
   stderrTail: string[];
+  /** The workspace as prepared at start (workspace-write): checked for new repository metadata after each call. */
+  prepared?: PreparedRoot[];
 }
 
 /** The state of one server, for status and tests. */
@@ -163,8 +165,11 @@ export class McpServer {
   async call(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpCallResult> {
     const conn = await this.connection({ wait: true, signal });
     try {
-      return (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: this.timeoutMs })) as McpCallResult;
+      const res = (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: this.timeoutMs })) as McpCallResult;
+      const notes = this.recheck(conn);
+      return notes.length > 0 ? { ...res, quarantined: notes } : res;
     } catch (e) {
+      this.recheck(conn);
       if (signal?.aborted) throw cancelled();
       if (e instanceof McpError && e.code === McpErrorCode.RequestTimeout) {
         await this.recycle(conn, `no answer to ${tool} within ${this.opts.server.timeout_s} s`);
@@ -180,6 +185,17 @@ export class McpServer {
       }
       throw new AirlockError("mcp_tool_error", `MCP server "${this.name}" rejected ${tool}: ${(e as Error).message}`, { server: this.name, tool });
     }
+  }
+
+  /**
+   * Quarantines repository metadata the server created, moved or replaced in its workspace since it
+   * started (workspace-write only; SPEC §9). Returns one line per entry, also logged.
+   */
+  private recheck(conn: Connection): string[] {
+    if (!conn.prepared || conn.prepared.length === 0) return [];
+    const notes = recheckRoot(conn.prepared);
+    if (notes.length > 0) this.opts.log(`[mcp:${this.name}] ${quarantineWarning(notes)}`);
+    return notes;
   }
 
   /** Stops the server (its whole process tree) and refuses further starts. */
@@ -292,6 +308,7 @@ export class McpServer {
     const prepared = this.policy === "workspace-write" ? [prepareRoot(workspace)] : [];
     const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
     const lockedPaths = prepared.flatMap((r) => r.locked);
+    const mountPoints = prepared.flatMap((r) => r.mountPoints);
     return {
       argv: bwrapArgs({
         policy: this.policy,
@@ -300,6 +317,7 @@ export class McpServer {
         writableRoots: [workspace],
         readOnlyPaths,
         lockedPaths,
+        mountPoints,
         hiddenPaths: (this.opts.hiddenPaths ?? []).filter((h) => existsSync(h)),
         runtimePaths: argv.filter((a) => path.isAbsolute(a) && existsSync(a)).map((a) => resolveRealPath("/", a)),
         bwrapPath: bwrapPath!,
@@ -324,9 +342,12 @@ export class McpServer {
       },
     });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
-    const conn: Connection = { client, transport, tools: [], closed: false, byUs: false, failed: false, stderrTail };
+    const conn: Connection = { client, transport, tools: [], closed: false, byUs: false, failed: false, stderrTail, prepared };
     client.onclose = () => {
-      if (prepared) releaseRoot(prepared);
+      if (prepared) {
+        const notes = releaseRoot(prepared);
+        if (notes.length > 0) this.opts.log(`[mcp:${this.name}] ${quarantineWarning(notes)}`);
+      }
       conn.closed = true;
       if (this.conn === conn) this.conn = undefined;
       if (!conn.byUs) {

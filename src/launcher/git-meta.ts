@@ -1,0 +1,287 @@
+/**
+ * @module launcher/git-meta
+ * Repository metadata in writable roots (SPEC §9, security-model "Repository metadata"): finds every
+ * `.git` entry (folder, file or symlink, any depth, name matched case-insensitively) and every
+ * repository-shaped folder (HEAD + objects/ + refs/, or HEAD + commondir: git discovers it as a git folder), so
+ * the launcher can pin the existing ones with mounts before a confined process runs and quarantine
+ * whatever appeared or was replaced after it ends. The scan caches the directory tree per root.
+ */
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, type Stats } from "node:fs";
+import path from "node:path";
+
+/** A `.git` name, matched case-insensitively. */
+export const DOT_GIT = /^\.git$/i;
+/** Marks a name airlock gave a quarantined entry; such entries are not scanned again. */
+export const QUARANTINE_MARK = ".airlock-quarantine-";
+/**
+ * Paths inside a repository's git folder that decide what the host's git runs or where it looks:
+ * bound read-only when present; created during a call, they are quarantined.
+ */
+export const GIT_SENSITIVE = ["config", "config.worktree", "hooks", "info", "commondir", "gitdir", "worktrees", "modules"] as const;
+
+/** One repository-metadata entry found by {@link scanGitMeta}. */
+export interface GitMetaEntry {
+  /** Absolute path: the `.git` entry, or a repository-shaped folder. */
+  path: string;
+  /** `dotgit-dir` / `dotgit-file` / `dotgit-link`: an entry named `.git`; `bare`: a repository-shaped folder not named `.git`. */
+  kind: "dotgit-dir" | "dotgit-file" | "dotgit-link" | "bare";
+  /** Inode number (as a string, to compare). */
+  ino: string;
+  /** For folders: true when it holds HEAD, objects/ and refs/ (a repository git would use). */
+  repo: boolean;
+  /** For folders: which {@link GIT_SENSITIVE} names it holds (lower case). */
+  sensitive: string[];
+  /** For folders: true when it is empty. */
+  empty: boolean;
+}
+
+interface DirStamp {
+  ino: number;
+  /** ctime in ms with its sub-ms fraction: ctime, unlike mtime, cannot be set from inside. */
+  ctimeMs: number;
+  /** Re-read on the next scan even if unchanged: its ctime was too close to the read to trust (coarse clocks). */
+  recent: boolean;
+  /** Child folders to descend into (not `.git`, not repository-shaped, not quarantined, not symlinks). */
+  subdirs: string[];
+  /** `.git` children of this folder, and whether the folder itself is repository-shaped. */
+  gitChildren: { name: string; kind: GitMetaEntry["kind"] }[];
+  bare: boolean;
+}
+
+/** Per root: folder path → what was read there. */
+const treeCache = new Map<string, Map<string, DirStamp>>();
+/** A ctime closer than this (ms) to the moment of reading is re-read next time (coarse file-system clocks). */
+const RECENT_MS = 2000;
+
+function lstatOrNull(p: string): Stats | null {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
+  }
+}
+
+function names(dir: string): { name: string; dir: boolean; file: boolean; link: boolean }[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).map((d) => ({ name: d.name, dir: d.isDirectory(), file: d.isFile(), link: d.isSymbolicLink() }));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * True when a folder listing is one git would take for a git folder (names case-insensitive): HEAD
+ * (file or symlink) with objects/ and refs/, or HEAD with a `commondir` file (a linked worktree's git
+ * folder, whose objects and refs live in the common one).
+ */
+function repoShaped(list: { name: string; dir: boolean; file: boolean; link: boolean }[]): boolean {
+  const has = (n: string, ok: (e: { dir: boolean; file: boolean; link: boolean }) => boolean) => list.some((e) => e.name.toLowerCase() === n && ok(e));
+  if (!has("head", (e) => e.file || e.link)) return false;
+  return (has("objects", (e) => e.dir) && has("refs", (e) => e.dir)) || has("commondir", (e) => e.file || e.link);
+}
+
+function readStamp(dir: string, st: Stats): DirStamp {
+  const before = Date.now();
+  const list = names(dir);
+  const bare = repoShaped(list);
+  const gitChildren: DirStamp["gitChildren"] = [];
+  const subdirs: string[] = [];
+  for (const e of list) {
+    if (DOT_GIT.test(e.name)) {
+      gitChildren.push({ name: e.name, kind: e.link ? "dotgit-link" : e.dir ? "dotgit-dir" : "dotgit-file" });
+    } else if (e.dir && !bare && !e.name.includes(QUARANTINE_MARK)) {
+      subdirs.push(e.name);
+    }
+  }
+  return { ino: st.ino, ctimeMs: st.ctimeMs, recent: st.ctimeMs + RECENT_MS > before, subdirs, gitChildren, bare };
+}
+
+function folderFacts(p: string): Pick<GitMetaEntry, "repo" | "sensitive" | "empty"> {
+  const list = names(p);
+  const sens = new Set<string>(GIT_SENSITIVE);
+  return { repo: repoShaped(list), sensitive: list.map((e) => e.name.toLowerCase()).filter((n) => sens.has(n)).sort(), empty: list.length === 0 };
+}
+
+/**
+ * Every repository-metadata entry under `root` (an absolute real path), root itself included when it
+ * is repository-shaped. Does not follow symlinks, does not descend into `.git` folders, repository-shaped
+ * folders or quarantined entries. Cost: the first scan of a root reads every folder; later scans
+ * `lstat` each cached folder and read only those whose inode or ctime changed (or whose ctime was
+ * too recent to trust), descending fully into new folders. Never throws: unreadable folders are skipped.
+ * @returns entries sorted by path.
+ */
+export function scanGitMeta(root: string): GitMetaEntry[] {
+  let cache = treeCache.get(root);
+  if (!cache) treeCache.set(root, (cache = new Map()));
+  const seen = new Set<string>();
+  const out: GitMetaEntry[] = [];
+  const visit = (dir: string) => {
+    const st = lstatOrNull(dir);
+    if (!st || !st.isDirectory()) return;
+    seen.add(dir);
+    let stamp = cache.get(dir);
+    if (!stamp || stamp.recent || stamp.ino !== st.ino || stamp.ctimeMs !== st.ctimeMs) {
+      stamp = readStamp(dir, st);
+      cache.set(dir, stamp);
+    }
+    if (stamp.bare && !DOT_GIT.test(path.basename(dir))) {
+      out.push({ path: dir, kind: "bare", ino: String(st.ino), ...folderFacts(dir) });
+    }
+    for (const g of stamp.gitChildren) {
+      const p = path.join(dir, g.name);
+      const gs = lstatOrNull(p);
+      if (!gs) continue;
+      const kind: GitMetaEntry["kind"] = gs.isSymbolicLink() ? "dotgit-link" : gs.isDirectory() ? "dotgit-dir" : "dotgit-file";
+      const facts = kind === "dotgit-dir" ? folderFacts(p) : { repo: false, sensitive: [], empty: false };
+      out.push({ path: p, kind, ino: String(gs.ino), ...facts });
+    }
+    for (const s of stamp.subdirs) visit(path.join(dir, s));
+  };
+  visit(root);
+  for (const k of cache.keys()) if (!seen.has(k)) cache.delete(k);
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** Forgets the cached tree of every root (tests; measuring the first scan). */
+export function clearGitMetaCache(): void {
+  treeCache.clear();
+}
+
+/** The mounts a writable root needs before a confined process runs: see {@link planGitMeta}. */
+export interface GitMetaPlan {
+  /** Repository git folders bound onto themselves read-write: a mount point cannot be renamed or removed (EBUSY). */
+  mountPoints: string[];
+  /** Existing paths bound read-only: `.git` files, non-repository `.git` folders, the sensitive parts of repositories. */
+  readOnly: string[];
+  /** A missing or empty `.git` of the root itself: locked with an empty read-only tmpfs. */
+  locked: string[];
+}
+
+/**
+ * What to mount for `entries` (from {@link scanGitMeta}) of `root`. A repository folder (a `.git` folder
+ * with HEAD, objects/ and refs/, or a bare one) becomes a mount point, with its {@link GIT_SENSITIVE}
+ * parts read-only (`hooks/` and `info/` are created on the host first when missing, as git's own layout
+ * has them, so they can be bound); a `.git` file, or a `.git` folder git would not use, is bound read-only
+ * whole; a `.git` symlink is left to the scan after the call. The root's `.git` when missing, or an
+ * empty folder (a mount point left by a crashed run, or useless anyway), is locked. Creates folders only
+ * inside existing repository folders.
+ */
+export function planGitMeta(root: string, entries: GitMetaEntry[]): GitMetaPlan {
+  const plan: GitMetaPlan = { mountPoints: [], readOnly: [], locked: [] };
+  const rootGit = entries.find((e) => e.kind !== "bare" && path.dirname(e.path) === root);
+  if (!rootGit) plan.locked.push(path.join(root, ".git"));
+  for (const e of entries) {
+    if (e.kind === "dotgit-link") continue;
+    if (e.kind === "dotgit-file") {
+      plan.readOnly.push(e.path);
+      continue;
+    }
+    if (e === rootGit && e.empty) {
+      plan.locked.push(e.path);
+      continue;
+    }
+    if (!e.repo) {
+      plan.readOnly.push(e.path);
+      continue;
+    }
+    for (const d of ["hooks", "info"]) {
+      if (!e.sensitive.includes(d)) {
+        try {
+          mkdirSync(path.join(e.path, d));
+          e.sensitive = [...e.sensitive, d].sort();
+        } catch {
+          // a file of that name, or no permission: the scan after the call still sees a change
+        }
+      }
+    }
+    plan.mountPoints.push(e.path);
+    for (const s of e.sensitive) plan.readOnly.push(path.join(e.path, s));
+  }
+  return plan;
+}
+
+/** Empty `.git` folders locked by calls still running in this process: path → number of calls. */
+const liveLocks = new Map<string, number>();
+
+/** Registers locks taken for a call (see {@link releaseLocks}). */
+export function holdLocks(locked: string[]): void {
+  for (const p of locked) liveLocks.set(p, (liveLocks.get(p) ?? 0) + 1);
+}
+
+/**
+ * Drops a call's locks and removes each lock's empty mount point from the host once no other call of
+ * this process holds it (removing it earlier would detach the mount in that call's namespace).
+ */
+export function releaseLocks(locked: string[]): void {
+  for (const p of locked) {
+    const n = (liveLocks.get(p) ?? 1) - 1;
+    if (n > 0) {
+      liveLocks.set(p, n);
+      continue;
+    }
+    liveLocks.delete(p);
+    try {
+      rmdirSync(p);
+    } catch {
+      // not empty (quarantined by the check that follows), or gone
+    }
+  }
+}
+
+function quarantineName(p: string): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*$/, "");
+  for (let i = 0; ; i++) {
+    const q = `${p}${QUARANTINE_MARK}${stamp}${i ? `-${i}` : ""}`;
+    if (!lstatOrNull(q)) return q;
+  }
+}
+
+function quarantine(p: string, root: string, why: string): string {
+  const rel = (x: string) => path.relative(root, x) || ".";
+  try {
+    const q = quarantineName(p);
+    renameSync(p, q);
+    return `${why}: ${rel(p)} was renamed to ${rel(q)} (a person can rename it back after checking its config and hooks)`;
+  } catch (e) {
+    return `${why}: ${rel(p)} could NOT be quarantined (${(e as Error).message}); do not run git in ${rel(path.dirname(p))} before checking it`;
+  }
+}
+
+/**
+ * Compares `root` now with `before` (its entries when the process started) and quarantines, by renaming
+ * to `<name>.airlock-quarantine-<UTC stamp>`: every `.git` entry that is new, moved here or replaced
+ * (other inode or kind); every sensitive part newly made inside a repository folder; the HEAD of a
+ * folder newly made repository-shaped. Empty `.git` folders still locked by a live call of this
+ * process are left alone. Never throws.
+ * @returns one line per quarantined (or unquarantinable) entry, for the tool result's warning.
+ */
+export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): string[] {
+  const old = new Map(before.map((e) => [e.path, e]));
+  const notes: string[] = [];
+  for (const e of scanGitMeta(root)) {
+    const was = old.get(e.path);
+    if (e.kind === "dotgit-dir" && e.empty && liveLocks.has(e.path)) continue;
+    const same = was !== undefined && was.ino === e.ino && was.kind === e.kind;
+    if (e.kind === "bare") {
+      if (same && was.repo) {
+        for (const s of e.sensitive) if (!was.sensitive.includes(s)) notes.push(quarantine(path.join(e.path, s), root, "repository metadata created during the call"));
+        continue;
+      }
+      const head = names(e.path).find((n) => n.name.toLowerCase() === "head");
+      if (head) notes.push(quarantine(path.join(e.path, head.name), root, "a folder was made into a git repository during the call"));
+      continue;
+    }
+    if (!same) {
+      notes.push(quarantine(e.path, root, was ? "repository metadata replaced during the call" : "repository metadata created or moved during the call"));
+      continue;
+    }
+    if (e.kind === "dotgit-dir") {
+      if (!was.repo && e.repo) {
+        notes.push(quarantine(e.path, root, "a .git folder was made into a repository during the call"));
+        continue;
+      }
+      for (const s of e.sensitive) if (!was.sensitive.includes(s)) notes.push(quarantine(path.join(e.path, s), root, "repository metadata created during the call"));
+    }
+  }
+  return notes;
+}
