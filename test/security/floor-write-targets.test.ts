@@ -3,8 +3,8 @@
  * The security floor judges a write target after the shell's own expansions (docs/security-model.md
  * §3.1): a glob, a `[…]` bracket or a brace sequence that reaches outside the workspace through a
  * symlink in it asks like the plain path would, and a target the floor cannot expand statically asks.
- * Downloads, unpacking and clones name their targets too (`curl -o`, `wget -O`, `tar -C`, `unzip -d`,
- * `git clone DEST`): under `danger-full-access` nothing else stops them. Each input is judged by the
+ * Downloads, unpacking, clones and patches name their targets too (`curl -o`, `wget -O`, `tar -C`,
+ * `unzip -d`, `git clone DEST`, `patch -d`): under `danger-full-access` nothing else stops them. Each input is judged by the
  * real floor, run as root and as `nobody`, against a real workspace on disk.
  */
 import { describe, expect, test } from "bun:test";
@@ -94,6 +94,9 @@ for (const user of testUsers()) {
       [`git -C ${out} clone https://example.com/r.git`],
       [`git clone --depth 1 -b main https://example.com/r.git ${out}/r`],
       [`setsid curl -o ${out}/x https://example.com/x`],
+      [`patch -d ${out} -p1 < fix.diff`],
+      [`patch ${out}/f.txt fix.diff`],
+      [`patch -o ${out}/f.txt -i fix.diff build/a.o`],
     ])("%s", (command) => {
       expectAllAsk(user.prefix, "danger-full-access", [command]);
     });
@@ -112,6 +115,8 @@ for (const user of testUsers()) {
         "unzip -l a.zip",
         "git clone https://example.com/r.git",
         "git clone https://example.com/r.git build/r",
+        "patch -p1 < fix.diff",
+        "patch -p1 -i fix.diff",
       ];
       expect(judge(user.prefix, "danger-full-access", commands)).toEqual(commands.map(() => []));
     });

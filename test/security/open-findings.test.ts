@@ -11,6 +11,6 @@ import { test } from "bun:test";
 // prevented; the host's git runs its hooks only if someone runs git inside that subfolder.
 test.todo("workspace-write: no repository can be planted in a subfolder of the workspace either");
 
-// Writes outside the workspace by `curl -o`, `wget -O`, `tar -C`, `unzip -d` and `git clone DEST` are judged by
-// the floor now (test/security/floor-write-targets.test.ts). Still open under danger-full-access: `patch FILE`
-// and `git config` name no target the floor reads.
+// Writes outside the workspace by `curl -o`, `wget -O`, `tar -C`, `unzip -d`, `git clone DEST` and `patch` are
+// judged by the floor now (test/security/floor-write-targets.test.ts). Still open under danger-full-access:
+// `git config --global`/`--file` name no target the floor reads.

@@ -87,7 +87,7 @@ const HARMLESS_SINKS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr", "/dev
  * Command names the floor looks for at every word of a simple command, not only at its head, so an
  * unlisted wrapper (`setsid rm -rf /`, `flock f rm …`, `find … -exec sh -c '…'`) hides nothing.
  */
-const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl", "curl", "wget", "tar", "unzip", "git"]);
+const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl", "curl", "wget", "tar", "unzip", "git", "patch"]);
 /** Most matches of one glob word checked for credential files. */
 const MAX_GLOB_MATCHES = 256;
 
@@ -404,13 +404,13 @@ class Judge {
       for (const { word, index } of files) this.write(word, cwd, "edits in place", argGlob(index));
       return cwd;
     }
-    if (has("curl", "wget", "tar", "unzip", "git")) this.fetchWrites(names, args, cwd);
+    if (has("curl", "wget", "tar", "unzip", "git", "patch")) this.fetchWrites(names, args, cwd);
     return cwd;
   }
 
   /**
    * Where a download, unpack or clone writes (`curl -o/-O/-D/-c`, `wget -O/-P/-o`, `tar -x [-C]`,
-   * `tar -c -f`, `unzip [-d]`, `git [-C] clone SRC [DEST]`): each target is judged as a write, so
+   * `tar -c -f`, `unzip [-d]`, `git [-C] clone SRC [DEST]`, `patch [-d DIR] [-o OUT] [FILE]`): each target is judged as a write, so
    * under `danger-full-access` (no bwrap) a target outside the workspace asks like `touch` does.
    */
   fetchWrites(names: Set<string>, args: string[], cwd: string | null): void {
@@ -460,6 +460,16 @@ class Judge {
       if (o.some((x) => ["l", "t", "v", "p", "Z", "z"].includes(x.name))) return; // list, test, pipe: no files written
       const d = o.find((x) => x.name === "d");
       this.write(d?.value ?? ".", cwd, "extracts into");
+      return;
+    }
+    if (names.has("patch")) {
+      // patch writes the file it is given, -o OUT, or the files its input names under -d DIR (or the cwd)
+      const o = opts("bBdDFgiopVYzr", args);
+      const dir = o.find((x) => x.name === "d" || x.name === "--directory")?.value;
+      for (const x of o) if ((x.name === "o" || x.name === "--output" || x.name === "r" || x.name === "--reject-file") && x.value !== undefined && x.value !== "-") this.write(x.value, cwd, "patches");
+      const file = o.find((x) => x.name === "")?.value;
+      if (file !== undefined) this.write(file, cwd, "patches");
+      this.write(dir ?? ".", cwd, "patches files under");
       return;
     }
     if (names.has("git")) {
