@@ -5,7 +5,7 @@
  * One runtime per process (`airlock serve`, `airlock run`, tests); `close()` releases every handle.
  */
 import { realpathSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import systemPrompt from "./agent/system.txt" with { type: "text" };
 import { Inflight } from "./agent/inflight.ts";
 import { startTurn as loopStartTurn, type GateLike, type StartedTurn, type TurnResult } from "./agent/loop.ts";
@@ -45,10 +45,11 @@ export type RunOverrides = ConfigOverrides;
 
 export interface RuntimeOptions {
   config: Readonly<Config>;
-  /** Directory relative paths in the config resolve against (the scripted provider's script). */
+  /** Directory relative paths in the config resolve against (the scripted provider's script); made absolute against the cwd. */
   configDir: string;
+  /** The data dir; made absolute against the cwd. */
   dataDir: string;
-  /** Default workspace: where MCP servers run when their config names no `cwd` (default: the process cwd). */
+  /** Default workspace: where MCP servers run when their config names no `cwd` (default: the process cwd); made absolute against the cwd. */
   workspace?: string;
   /** Default `<dataDir>/airlock.db`. */
   dbPath?: string;
@@ -169,9 +170,11 @@ class AirlockRuntime implements Runtime {
 
   constructor(opts: RuntimeOptions, parts: RuntimeParts) {
     this.config = opts.config;
-    this.configDir = opts.configDir;
-    this.dataDir = opts.dataDir;
-    this.workspace = opts.workspace ?? process.cwd();
+    // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
+    // workspace would otherwise be read against "/" where a path is resolved without a base.
+    this.configDir = resolve(opts.configDir);
+    this.dataDir = resolve(opts.dataDir);
+    this.workspace = resolve(opts.workspace ?? process.cwd());
     this.log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
     this.forceHeadless = opts.headless === true;
     this.env = opts.env ?? process.env;

@@ -3,6 +3,7 @@
  * `airlock run`: one turn from a prompt or a recipe, printed on stdout as text, one JSON result
  * object, or NDJSON events ending with the result (SPEC §2, §7). Logs go to stderr.
  */
+import { resolve as resolvePath } from "node:path";
 import type { ConfigOverrides } from "../config/load.ts";
 import type { Mode, ProviderName, SandboxPolicyName } from "../config/schema.ts";
 import type { CommonOptions } from "./context.ts";
@@ -77,7 +78,8 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
   const { writeStdout, writeJsonLine, writeStderr } = await import("./output.ts");
   const ctx = await resolveContext(opts);
   let config = ctx.config;
-  let workspace = opts.workspace;
+  // made absolute once, here at the edge: the runtime, its MCP servers and the session all get the same path
+  let workspace = opts.workspace === undefined ? undefined : resolvePath(opts.workspace);
   /** Applies the recipe's parameters to a PROMPT given with --recipe (identity without a recipe). */
   let render = (p: string): string => p;
   if (opts.recipe) {

@@ -97,6 +97,24 @@ export const McpServerConfig = z.strictObject({
 });
 export type McpServerConfig = z.infer<typeof McpServerConfig>;
 
+/**
+ * The extensions of airlock's own tools (`developer__shell`, `subagent__spawn` …). An MCP server's tools
+ * are named `<server>__<tool>`, so a server with one of these names (in any case) would make its tools
+ * look built-in: refused at start (`config_invalid`).
+ */
+export const RESERVED_SERVER_NAMES: readonly string[] = ["developer", "interpreter", "code_execution", "subagent"];
+
+function refuseReservedServerNames(servers: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  for (const name of Object.keys(servers)) {
+    if (!RESERVED_SERVER_NAMES.includes(name.toLowerCase())) continue;
+    ctx.addIssue({
+      code: "custom",
+      path: [name],
+      message: `the MCP server name "${name}" is reserved: ${RESERVED_SERVER_NAMES.join(", ")} name airlock's built-in tools, and this server's tools (${name}__…) would pass for them; rename the server`,
+    });
+  }
+}
+
 export const ToolPermission = z.enum(["allow", "ask", "deny"]);
 export const ToolConfig = z.strictObject({ permission: ToolPermission });
 
@@ -113,7 +131,10 @@ export const Config = z.strictObject({
   limits: Limits.default(Limits.parse({})),
   /** Per-tool permission (`allow | ask | deny`), keyed by airlock tool name. */
   tools: z.record(z.string(), ToolConfig).default({}),
-  mcp_servers: z.record(z.string().regex(/^[a-zA-Z0-9-]+$/, "server names are letters, digits and '-'"), McpServerConfig).default({}),
+  mcp_servers: z
+    .record(z.string().regex(/^[a-zA-Z0-9-]+$/, "server names are letters, digits and '-'"), McpServerConfig)
+    .superRefine(refuseReservedServerNames)
+    .default({}),
   server: z
     .strictObject({
       host: z.string().default("127.0.0.1"),

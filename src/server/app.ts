@@ -42,7 +42,8 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
     bodyLimit({
       maxSize: rt.config.limits.max_body_bytes,
       onError: () => {
-        throw new AirlockError("payload_too_large", `the request body is larger than limits.max_body_bytes (${rt.config.limits.max_body_bytes} bytes); send less`);
+        const limit = rt.config.limits.max_body_bytes;
+        throw new AirlockError("payload_too_large", `the request body is larger than limits.max_body_bytes (${limit} bytes); send less`, { limit_bytes: limit });
       },
     }),
   );

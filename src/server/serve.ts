@@ -27,8 +27,9 @@ export function startServer(rt: Runtime, opts: { host?: string; port?: number } 
     port: opts.port ?? rt.config.server.port,
     fetch: app.fetch,
     idleTimeout: 0,
-    // The body-limit middleware answers 413 with our JSON; this is the transport backstop.
-    maxRequestBodySize: rt.config.limits.max_body_bytes + 64 * 1024,
+    // No transport cap: Bun would answer a bare 413 without JSON. The body-limit middleware (app.ts)
+    // refuses an over-limit Content-Length before reading, and stops a chunked body at the limit.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
   });
   let stopped = false;
   const stop = async () => {

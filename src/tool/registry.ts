@@ -31,16 +31,21 @@ export class ToolRegistry {
   private cached = new Map<string, ToolDef[]>();
   private specCache = new WeakMap<ToolDef, ToolSpec>();
 
-  /** Registers a static tool. Throws `internal` for a malformed or duplicate name (a bug, not a user error). */
+  /** Registers a static tool. Throws `internal` for a malformed or duplicate name, or one under a source's prefix (a bug, not a user error). */
   register(def: ToolDef): void {
     if (!TOOL_NAME.test(def.name)) throw new AirlockError("internal", `tool name ${JSON.stringify(def.name)} is not of the form extension__tool`);
     if (this.tools.has(def.name)) throw new AirlockError("internal", `tool ${def.name} is registered twice`);
+    const source = this.sources.find((s) => def.name.startsWith(s.prefix));
+    if (source) throw new AirlockError("internal", `tool ${def.name} falls under the prefix of the tool source ${source.prefix}`);
     this.tools.set(def.name, def);
   }
 
-  /** Registers a dynamic source; its tools must all start with `source.prefix`. */
+  /** Registers a dynamic source; its tools must all start with `source.prefix`. @throws AirlockError `config_invalid` when a static (built-in) tool already uses that prefix. */
   registerSource(source: ToolSource): void {
     if (this.sources.some((s) => s.prefix === source.prefix)) throw new AirlockError("internal", `tool source ${source.prefix} is registered twice`);
+    // a source under a built-in's prefix would make its tools pass for built-in ones (config/schema.ts refuses such names first)
+    const shadowed = [...this.tools.keys()].find((n) => n.startsWith(source.prefix));
+    if (shadowed) throw new AirlockError("config_invalid", `tool source ${source.prefix} shares its prefix with the built-in tool ${shadowed}; rename the MCP server`);
     this.sources.push(source);
   }
 

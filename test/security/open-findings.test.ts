@@ -10,7 +10,6 @@ import { test } from "bun:test";
 // A repository planted in a subfolder (`git init sub`) is quarantined after the call:
 // test/security/repository-metadata.test.ts.
 
-// Writes outside the workspace by commands the floor has no rule for (curl -o, wget -O, tar -x -C, unzip -d,
-// git clone DEST, patch FILE, git config) are stopped by bwrap under workspace-write but are unguarded under
-// danger-full-access.
-test.todo("danger-full-access: curl -o / wget -O / tar -C / unzip -d / git clone outside the workspace ask");
+// Writes outside the workspace by `curl -o`, `wget -O`, `tar -C`, `unzip -d`, `git clone DEST` and `patch` are
+// judged by the floor now (test/security/floor-write-targets.test.ts). Still open under danger-full-access:
+// `git config --global`/`--file` name no target the floor reads.

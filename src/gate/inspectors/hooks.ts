@@ -87,23 +87,76 @@ export interface HookInput {
 }
 
 const Decision = z.enum(["allow", "deny", "ask", "defer"]);
-const HookOutput = z.looseObject({
+/**
+ * A PreToolUse hook's JSON answer, after Claude Code's hooks reference ("Common JSON fields" and
+ * "PreToolUse decision control", docs.claude.com/en/docs/claude-code/hooks): the common fields
+ * `continue`, `stopReason`, `suppressOutput`, `systemMessage`; the deprecated `decision`
+ * (`approve` | `block`) and `reason`; and `hookSpecificOutput`. Objects are strict: a key the
+ * protocol does not name (a `permissionDecision` at the top level, a typo) is not guessed at.
+ */
+const HookOutput = z.strictObject({
   continue: z.boolean().optional(),
   stopReason: z.string().optional(),
+  suppressOutput: z.boolean().optional(),
+  systemMessage: z.string().optional(),
   decision: z.enum(["approve", "block"]).optional(),
   reason: z.string().optional(),
   hookSpecificOutput: z
-    .looseObject({
+    .strictObject({
       hookEventName: z.literal("PreToolUse").optional(),
       permissionDecision: Decision.optional(),
       permissionDecisionReason: z.string().optional(),
+      updatedInput: z.record(z.string(), z.unknown()).optional(),
+      additionalContext: z.string().optional(),
     })
     .optional(),
 });
 
+/** The `permissionDecision` each legacy `decision` stands for (Claude Code: `approve` → allow, `block` → deny). */
+const LEGACY_DECISION = { approve: "allow", block: "deny" } as const;
+
+/**
+ * The first key that appears twice in one object of `text` (valid JSON), or null. `JSON.parse` keeps
+ * the last of duplicates silently, so `{"decision":"block","decision":"approve"}` would read as a
+ * single answer; a hook's output with two values for one key is ambiguous and is refused instead.
+ * Keys are compared after unescaping (`"a"` and `"\u0061"` are the same key).
+ */
+export function duplicateJsonKey(text: string): string | null {
+  const stack: { keys: Set<string> | null; expectKey: boolean }[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === "{") stack.push({ keys: new Set(), expectKey: true });
+    else if (ch === "[") stack.push({ keys: null, expectKey: false });
+    else if (ch === "}" || ch === "]") stack.pop();
+    else if (ch === ",") {
+      const top = stack[stack.length - 1];
+      if (top?.keys) top.expectKey = true;
+    } else if (ch === ":") {
+      const top = stack[stack.length - 1];
+      if (top) top.expectKey = false;
+    } else if (ch === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+      const top = stack[stack.length - 1];
+      if (top?.keys && top.expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        if (top.keys.has(key)) return key;
+        top.keys.add(key);
+      }
+      i = j;
+    }
+  }
+  return null;
+}
+
 /**
  * Interprets a hook's exit code, stdout and stderr (exit 2 → deny; exit 0 → the JSON decision, or no
  * opinion when stdout is empty; anything else → an ask carrying `hook_error` / `hook_output_invalid`).
+ * Exit 0 output is read strictly (Claude Code's hooks reference is the protocol; airlock refuses where
+ * Claude Code would guess): stdout that is not exactly one JSON object (plain text, JSON followed or
+ * preceded by more text), a key given twice, a key or value type the protocol does not name, an
+ * unknown decision, or a legacy `decision` that disagrees with `permissionDecision` is
+ * `hook_output_invalid` — an ask, never an allow.
  */
 export function interpretHookRun(hook: string, code: number | null, signal: string | null, stdout: string, stderr: string): Verdict {
   if (code === 2) {
@@ -123,6 +176,8 @@ export function interpretHookRun(hook: string, code: number | null, signal: stri
   } catch {
     return hookFailure("hook_output_invalid", hook, `hook ${JSON.stringify(hook)} printed output that is not JSON: ${JSON.stringify(text.slice(0, 120))}`);
   }
+  const dup = duplicateJsonKey(text);
+  if (dup !== null) return hookFailure("hook_output_invalid", hook, `hook ${JSON.stringify(hook)} printed JSON with the key ${JSON.stringify(dup)} twice in one object; which one it meant is ambiguous`);
   const parsed = HookOutput.safeParse(json);
   if (!parsed.success || typeof json !== "object" || json === null || Array.isArray(json)) {
     const issue = parsed.success ? "expected a JSON object" : parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
@@ -133,6 +188,13 @@ export function interpretHookRun(hook: string, code: number | null, signal: stri
     return { kind: "deny", inspector: "hook", code: "denied", reason: out.stopReason || `hook ${JSON.stringify(hook)} stopped the run (continue: false)`, hook };
   }
   const hso = out.hookSpecificOutput;
+  if (out.decision !== undefined && hso?.permissionDecision !== undefined && LEGACY_DECISION[out.decision] !== hso.permissionDecision) {
+    return hookFailure(
+      "hook_output_invalid",
+      hook,
+      `hook ${JSON.stringify(hook)} printed both decision ${JSON.stringify(out.decision)} and permissionDecision ${JSON.stringify(hso.permissionDecision)}, which disagree`,
+    );
+  }
   const why = hso?.permissionDecisionReason ?? out.reason;
   switch (hso?.permissionDecision) {
     case "allow":

@@ -11,9 +11,12 @@ import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
 import { toolConfigVerdict } from "./tool-config.ts";
 
-/** Tools that only run other calls (each judged by the gate): read-only for `smart`. */
+/**
+ * Whether `smart` mode may run the call without asking: decided by the tool's registry entry
+ * (`readOnly`), never by its name — an MCP tool cannot pass for a built-in by its prefix. Script and
+ * subagent tools are `readOnly: true` in their definitions (each call they make is judged on its own).
+ */
 export function isReadOnlyForMode(def: Pick<ToolDef, "name" | "readOnly">, args: unknown): boolean {
-  if (def.name === "code_execution__execute" || def.name === "code_execution__list_tools" || def.name.startsWith("subagent__")) return true;
   if (typeof def.readOnly === "function") {
     try {
       return def.readOnly(args) === true;

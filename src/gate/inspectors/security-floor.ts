@@ -92,7 +92,7 @@ const HARMLESS_SINKS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr", "/dev
  * Command names the floor looks for at every word of a simple command, not only at its head, so an
  * unlisted wrapper (`setsid rm -rf /`, `flock f rm …`, `find … -exec sh -c '…'`) hides nothing.
  */
-const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl"]);
+const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl", "curl", "wget", "tar", "unzip", "git", "patch"]);
 /** Most matches of one glob word checked for credential files. */
 const MAX_GLOB_MATCHES = 256;
 
@@ -160,24 +160,80 @@ class Judge {
     }
   }
 
-  write(word: string, cwd: string | null, verb: string): void {
+  /**
+   * Judges a write target with the shell's own expansions: braces (lists and `{a..z}` sequences),
+   * `~`/`$HOME`/`$PWD`, then globs (`glob`: the word was an unquoted pattern; a `[…]` bracket always
+   * counts, since the parser keeps no quoting for it). Every path the pattern matches on disk (or
+   * through a link this command creates) is judged, and so is the word as spelled (what the shell
+   * passes when nothing matches). A target the floor cannot expand statically asks.
+   */
+  write(word: string, cwd: string | null, verb: string, glob = false): void {
     const alts = braceAlternatives(word);
-    if (alts) return alts.forEach((a) => this.write(a, cwd, verb));
+    if (alts) {
+      if (alts.length >= BRACE_BUDGET) this.findings.push(`${verb} ${word}, a brace expansion too large for the floor to judge`);
+      return alts.forEach((a) => this.write(a, cwd, verb, glob));
+    }
+    if (glob || /\[[^\]]+\]/.test(word)) {
+      const matches = this.expandGlob(word, cwd);
+      if (matches === null) {
+        this.findings.push(`${verb} ${word}, a pattern the floor cannot expand statically`);
+        return;
+      }
+      for (const m of matches) this.writePath(m, cwd, verb, word);
+    }
+    this.writePath(word, cwd, verb, word);
+  }
+
+  /**
+   * The paths a glob word matches now, component by component (`*`, `?`, `[…]`, `[!…]`; dot names
+   * included), through symlinks and the links this command creates; the unmatched tail is kept as
+   * spelled. Null when a variable or an unknown cwd is involved, or past {@link MAX_GLOB_MATCHES}.
+   */
+  expandGlob(word: string, cwd: string | null): string[] | null {
+    let w = word;
+    if (w === "~" || w.startsWith("~/")) w = this.home + w.slice(1);
+    else if (w.startsWith("~")) return null;
+    w = w.replace(/\$\{HOME\}|\$HOME\b/g, this.home);
+    if (cwd) w = w.replace(/\$\{PWD\}|\$PWD\b/g, cwd);
+    if (/\$/.test(w)) return null;
+    if (!path.isAbsolute(w) && cwd === null) return null;
+    let bases = [path.isAbsolute(w) ? "" : cwd!];
+    for (const comp of w.split("/").filter((c) => c !== "")) {
+      if (!/[*?[]/.test(comp)) {
+        bases = bases.map((b) => `${b}/${comp}`);
+        continue;
+      }
+      const re = globComponent(comp);
+      const next: string[] = [];
+      for (const b of bases) {
+        const dir = safeReal("/", b || "/");
+        if (dir === null) continue;
+        const names = new Set(listDir(dir));
+        for (const [link] of this.links) if (path.dirname(link) === dir) names.add(path.basename(link));
+        for (const n of names) if (re.test(n)) next.push(`${b}/${n}`);
+        if (next.length > MAX_GLOB_MATCHES) return null;
+      }
+      bases = next;
+    }
+    return bases.map((b) => b || "/");
+  }
+
+  writePath(word: string, cwd: string | null, verb: string, spelled: string): void {
     if (HARMLESS_SINKS.has(word) || /^\/dev\/fd\/\d+$/.test(word)) return;
     const p = this.resolve(word, cwd);
     if (p === null) {
-      this.findings.push(`${verb} ${word}, a path that depends on a variable the floor cannot see`);
+      this.findings.push(`${verb} ${spelled}, a path that depends on a variable the floor cannot see`);
       return;
     }
     if (HARMLESS_SINKS.has(p) || /^\/(dev|proc\/self)\/fd\/\d+$/.test(p)) return;
     const prot = protectedKind(p, this.home);
     if (prot) {
-      this.findings.push(`${verb} protected path ${word} (${prot})`);
+      this.findings.push(`${verb} protected path ${spelled} (${prot})`);
       return;
     }
     if (isInside(p, this.ws)) return;
     if (this.env.policy !== "danger-full-access" && isInside(p, "/tmp")) return; // private /tmp under bwrap (SPEC §9)
-    this.findings.push(`${verb} ${word} outside the workspace (${p})`);
+    this.findings.push(`${verb} ${spelled} outside the workspace (${p})`);
   }
 
   recursiveDelete(word: string, isGlob: boolean, cwd: string | null): void {
@@ -185,7 +241,7 @@ class Judge {
     if (alts) return alts.forEach((a) => this.recursiveDelete(a, isGlob, cwd));
     const broad = this.broad(word, isGlob, cwd);
     if (broad) this.findings.push(`recursive delete of broad target ${word} (${broad})`);
-    else if (!isGlob) this.write(word, cwd, "deletes");
+    else this.write(word, cwd, "deletes", isGlob);
   }
 
   /** Why a delete target is broad, or null. */
@@ -219,8 +275,8 @@ class Judge {
   /** Judges one simple command; returns the working directory for the commands after it. */
   simple(c: SimpleCommand, cwd: string | null, depth: number, scan = true): string | null {
     for (const r of c.redirects) {
-      if ([">", ">>", ">|", "&>", "&>>", "<>"].includes(r.op)) this.write(r.target, cwd, "redirects output to");
-      else if (r.op === ">&" && !/^(\d+|-)$/.test(r.target)) this.write(r.target, cwd, "redirects output to");
+      if ([">", ">>", ">|", "&>", "&>>", "<>"].includes(r.op)) this.write(r.target, cwd, "redirects output to", r.glob);
+      else if (r.op === ">&" && !/^(\d+|-)$/.test(r.target)) this.write(r.target, cwd, "redirects output to", r.glob);
       else if (r.op === "<" || r.op === "<&") {
         if (!/^(\d+|-)$/.test(r.target)) this.read(r.target, cwd);
       }
@@ -309,7 +365,7 @@ class Judge {
       const recursive = operands.flags.some((f) => f === "--recursive" || (/^-[a-zA-Z]+$/.test(f) && /[rR]/.test(f)));
       operands.list.forEach(({ word, index }) => {
         if (recursive) this.recursiveDelete(word, argGlob(index), cwd);
-        else if (!argGlob(index)) this.write(word, cwd, "deletes");
+        else this.write(word, cwd, "deletes", argGlob(index));
       });
       if (recursive && viaXargs) this.findings.push("recursive delete of targets read from standard input (xargs rm -r), which the floor cannot see");
       return cwd;
@@ -323,11 +379,11 @@ class Judge {
       return cwd;
     }
     if (has(...WRITE_ALL)) {
-      for (const { word, index } of operands.list) if (!argGlob(index)) this.write(word, cwd, "writes");
+      for (const { word, index } of operands.list) this.write(word, cwd, "writes", argGlob(index));
       return cwd;
     }
     if (has(...WRITE_AFTER_FIRST)) {
-      for (const { word, index } of operands.list.slice(1)) if (!argGlob(index)) this.write(word, cwd, "changes");
+      for (const { word, index } of operands.list.slice(1)) this.write(word, cwd, "changes", argGlob(index));
       return cwd;
     }
     if (has(...COPY)) {
@@ -337,10 +393,11 @@ class Judge {
         flagValue(args, "-t") ??
         operands.flags.find((f) => /^-t./.test(f))?.slice(2);
       const list = operands.list.map((o) => o.word);
+      const last = operands.list[operands.list.length - 1];
       const dest = t ?? (list.length >= 2 ? list[list.length - 1] : undefined);
-      if (dest !== undefined) this.write(dest, cwd, "writes");
+      if (dest !== undefined) this.write(dest, cwd, "writes", t === undefined && last !== undefined && argGlob(last.index));
       if (has("ln") && t === undefined && list.length >= 1 && operands.flags.some((f) => f === "--symbolic" || /^-[a-zA-Z]*s/.test(f))) this.noteLink(list, cwd);
-      if (has("mv")) for (const s of list.filter((x) => x !== dest)) this.write(s, cwd, "moves");
+      if (has("mv")) for (const o of operands.list.filter((x) => x.word !== dest)) this.write(o.word, cwd, "moves", argGlob(o.index));
       return cwd;
     }
     if (has("dd")) {
@@ -349,10 +406,94 @@ class Judge {
     }
     if (has("sed", "perl") && args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith("--in-place"))) {
       const files = operands.list.slice(args.some((a) => a === "-e" || a.startsWith("--expression")) ? 0 : 1);
-      for (const { word, index } of files) if (!argGlob(index)) this.write(word, cwd, "edits in place");
+      for (const { word, index } of files) this.write(word, cwd, "edits in place", argGlob(index));
       return cwd;
     }
+    if (has("curl", "wget", "tar", "unzip", "git", "patch")) this.fetchWrites(names, args, cwd);
     return cwd;
+  }
+
+  /**
+   * Where a download, unpack or clone writes (`curl -o/-O/-D/-c`, `wget -O/-P/-o`, `tar -x [-C]`,
+   * `tar -c -f`, `unzip [-d]`, `git [-C] clone SRC [DEST]`, `patch [-d DIR] [-o OUT] [FILE]`): each target is judged as a write, so
+   * under `danger-full-access` (no bwrap) a target outside the workspace asks like `touch` does.
+   */
+  fetchWrites(names: Set<string>, args: string[], cwd: string | null): void {
+    const opts = (valueLetters: string, a: string[]) => shortAndLongOptions(a, valueLetters);
+    if (names.has("curl")) {
+      let remoteName = false;
+      let outputDir: string | undefined;
+      for (const o of opts("AbcCdDeEFHKmoPQrTtuUwxXyYz", args)) {
+        if (["o", "--output", "D", "--dump-header", "c", "--cookie-jar", "--trace", "--trace-ascii", "--stderr", "--etag-save", "--libcurl", "--hsts", "--alt-svc"].includes(o.name)) {
+          if (o.value !== undefined && o.value !== "-") this.write(o.value, cwd, "downloads to");
+        } else if (o.name === "--output-dir" && o.value !== undefined) outputDir = o.value;
+        else if (o.name === "O" || o.name === "--remote-name" || o.name === "--remote-name-all") remoteName = true;
+      }
+      if (remoteName || outputDir !== undefined) this.write(outputDir ?? ".", cwd, "downloads into");
+      return;
+    }
+    if (names.has("wget")) {
+      let named = false;
+      for (const o of opts("OoaPeiBtTwQUlARDIXY", args)) {
+        if (["O", "--output-document", "o", "--output-file", "a", "--append-output", "P", "--directory-prefix"].includes(o.name)) {
+          if (o.name === "O" || o.name === "--output-document" || o.name === "P" || o.name === "--directory-prefix") named = true;
+          if (o.value !== undefined && o.value !== "-") this.write(o.value, cwd, "downloads to");
+        }
+      }
+      if (!named) this.write(".", cwd, "downloads into");
+      return;
+    }
+    if (names.has("tar")) {
+      // old style `tar xzf a.tar -C dir`: the first word is a cluster of letters without a dash
+      const first = args[0];
+      const oldStyle = first !== undefined && /^[A-Za-z]+$/.test(first);
+      const a = oldStyle ? [`-${first}`, ...args.slice(1)] : args;
+      const o = opts("fCTXbgHIKLNVF", a);
+      const modes = new Set(o.map((x) => x.name));
+      const extract = modes.has("x") || modes.has("--extract") || modes.has("--get");
+      const create = ["c", "r", "u", "A", "--create", "--append", "--update", "--concatenate", "--catenate", "--delete"].some((m) => modes.has(m));
+      if (extract) {
+        const dirs = o.filter((x) => x.name === "C" || x.name === "--directory").map((x) => x.value);
+        for (const d of dirs.length ? dirs : ["."]) this.write(d ?? ".", cwd, "extracts into");
+        if (modes.has("P") || modes.has("--absolute-names")) this.findings.push("extracts an archive with absolute member names (tar -P), which may write anywhere");
+      }
+      if (create) for (const f of o.filter((x) => x.name === "f" || x.name === "--file")) if (f.value !== undefined && f.value !== "-") this.write(f.value, cwd, "writes the archive");
+      return;
+    }
+    if (names.has("unzip")) {
+      const o = opts("dx", args);
+      if (o.some((x) => ["l", "t", "v", "p", "Z", "z"].includes(x.name))) return; // list, test, pipe: no files written
+      const d = o.find((x) => x.name === "d");
+      this.write(d?.value ?? ".", cwd, "extracts into");
+      return;
+    }
+    if (names.has("patch")) {
+      // patch writes the file it is given, -o OUT, or the files its input names under -d DIR (or the cwd)
+      const o = opts("bBdDFgiopVYzr", args);
+      const dir = o.find((x) => x.name === "d" || x.name === "--directory")?.value;
+      for (const x of o) if ((x.name === "o" || x.name === "--output" || x.name === "r" || x.name === "--reject-file") && x.value !== undefined && x.value !== "-") this.write(x.value, cwd, "patches");
+      const file = o.find((x) => x.name === "")?.value;
+      if (file !== undefined) this.write(file, cwd, "patches");
+      this.write(dir ?? ".", cwd, "patches files under");
+      return;
+    }
+    if (names.has("git")) {
+      let j = 0;
+      let gcwd = cwd;
+      while (j < args.length && args[j]!.startsWith("-")) {
+        const f = args[j++]!;
+        if (f === "-C") gcwd = gcwd === null ? null : this.resolve(args[j++] ?? "", gcwd);
+        else if (["-c", "--git-dir", "--work-tree", "--namespace", "--config-env"].includes(f)) j++;
+      }
+      if (args[j] !== "clone") return;
+      const rest = args.slice(j + 1);
+      const o = opts("obucj", rest);
+      for (const x of o) if (x.name === "--separate-git-dir" && x.value !== undefined) this.write(x.value, gcwd, "clones into");
+      const positional = o.filter((x) => x.name === "").map((x) => x.value!);
+      const src = positional[0];
+      const dest = positional[1] ?? (src === undefined ? undefined : humanishName(src));
+      if (dest !== undefined) this.write(dest, gcwd, "clones into");
+    }
   }
 
   /** Records `ln -s TARGET [LINK]` so later words of this command resolve through the new link. */
@@ -374,6 +515,92 @@ class Judge {
   }
 }
 
+/** Long options whose value may follow as the next word (`--output FILE`); others take theirs after `=` or none. */
+const LONG_WITH_VALUE = new Set(["--output", "--output-dir", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr", "--etag-save", "--libcurl", "--hsts", "--alt-svc", "--output-document", "--output-file", "--append-output", "--directory-prefix", "--directory", "--file", "--separate-git-dir", "--branch", "--origin", "--upload-pack", "--reference", "--depth", "--template", "--config", "--filter", "--jobs", "--header", "--data", "--user-agent", "--user", "--request"]);
+
+/**
+ * Reads options the getopt way: short clusters (`-sSLo f`, `-Cdir`; a letter in `valueLetters` takes
+ * the rest of the cluster or the next word), long options (`--name=v`, or `--name v` for the names in
+ * {@link LONG_WITH_VALUE}), and operands as `{name: "", value}`. Everything after `--` is an operand.
+ */
+export function shortAndLongOptions(args: string[], valueLetters: string): { name: string; value?: string }[] {
+  const out: { name: string; value?: string }[] = [];
+  for (let k = 0; k < args.length; k++) {
+    const a = args[k]!;
+    if (a === "--") {
+      for (const r of args.slice(k + 1)) out.push({ name: "", value: r });
+      break;
+    }
+    if (a.startsWith("--")) {
+      const eq = a.indexOf("=");
+      if (eq > 0) out.push({ name: a.slice(0, eq), value: a.slice(eq + 1) });
+      else if (LONG_WITH_VALUE.has(a)) out.push({ name: a, value: args[++k] });
+      else out.push({ name: a });
+      continue;
+    }
+    if (a.startsWith("-") && a.length > 1) {
+      for (let j = 1; j < a.length; j++) {
+        const letter = a[j]!;
+        if (valueLetters.includes(letter)) {
+          out.push({ name: letter, value: j + 1 < a.length ? a.slice(j + 1) : args[++k] });
+          break;
+        }
+        out.push({ name: letter });
+      }
+      continue;
+    }
+    out.push({ name: "", value: a });
+  }
+  return out;
+}
+
+/** The folder `git clone SRC` creates when no DEST is given: the last path part of SRC without `.git`. */
+function humanishName(src: string): string {
+  const trimmed = src.replace(/\/+$/, "").replace(/\/\.git$/, "");
+  const last = trimmed.split(/[/:]/).pop() ?? trimmed;
+  return last.replace(/\.git$/, "") || ".";
+}
+
+/** A RegExp for one glob path component: `*`, `?`, `[…]`, `[!…]`/`[^…]`, `\x`; anything else literal. */
+function globComponent(comp: string): RegExp {
+  let re = "";
+  for (let i = 0; i < comp.length; i++) {
+    const ch = comp[i]!;
+    if (ch === "*") re += "[^/]*";
+    else if (ch === "?") re += "[^/]";
+    else if (ch === "\\" && i + 1 < comp.length) re += escapeRe(comp[++i]!);
+    else if (ch === "[") {
+      const close = comp.indexOf("]", i + 2);
+      if (close < 0) {
+        re += "\\[";
+        continue;
+      }
+      let body = comp.slice(i + 1, close);
+      const negate = body.startsWith("!") || body.startsWith("^");
+      if (negate) body = body.slice(1);
+      re += `[${negate ? "^" : ""}${body.replace(/[\\\]^]/g, "\\$&")}]`;
+      i = close;
+    } else re += escapeRe(ch);
+  }
+  try {
+    return new RegExp(`^${re}$`, "s");
+  } catch {
+    return /^/; // a class the RegExp engine rejects: match every name (judge them all)
+  }
+}
+
+function escapeRe(ch: string): string {
+  return ch.replace(/[.*+?^${}()|[\]\\\/-]/g, "\\$&");
+}
+
+function listDir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 /** Splits arguments into flags and operands (everything after `--` is an operand); operands keep their index. */
 function splitOperands(args: string[]): { flags: string[]; list: { word: string; index: number }[] } {
   const flags: string[] = [];
@@ -392,11 +619,14 @@ function flagValue(args: string[], flag: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
+/** Most words one brace expansion yields; a word that reaches it is too large to judge. */
+export const BRACE_BUDGET = 64;
+
 /**
- * The words a brace expansion makes (`{/,x}` → `/`, `x`; `a{b,c}d` → `abd`, `acd`), or null when
- * `word` has none. Only comma lists are expanded (at most 64 words); `{a..z}` sequences are left as is.
+ * The words a brace expansion makes (`{/,x}` → `/`, `x`; `a{b,c}d` → `abd`, `acd`; `l{h..j}nk` →
+ * `lhnk`, `link`, `ljnk`; `{1..3}`, `{01..10..2}`), or null when `word` has none. At most `budget` words.
  */
-export function braceAlternatives(word: string, budget = 64): string[] | null {
+export function braceAlternatives(word: string, budget = BRACE_BUDGET): string[] | null {
   for (let open = word.indexOf("{"); open >= 0; open = word.indexOf("{", open + 1)) {
     let depth = 0;
     const commas: number[] = [];
@@ -410,7 +640,16 @@ export function braceAlternatives(word: string, budget = 64): string[] | null {
       } else if (ch === "," && depth === 1) commas.push(j);
     }
     if (close < 0) return null;
-    if (commas.length === 0) continue;
+    if (commas.length === 0) {
+      const seq = braceSequence(word.slice(open + 1, close), budget);
+      if (seq === null) continue;
+      const out: string[] = [];
+      for (const item of seq) {
+        const w = word.slice(0, open) + item + word.slice(close + 1);
+        for (const x of braceAlternatives(w, budget) ?? [w]) if (out.length < budget) out.push(x);
+      }
+      return out;
+    }
     const cuts = [open, ...commas, close];
     const out: string[] = [];
     for (let k = 0; k + 1 < cuts.length; k++) {
@@ -420,6 +659,24 @@ export function braceAlternatives(word: string, budget = 64): string[] | null {
     return out;
   }
   return null;
+}
+
+/** The items of a `{a..e}` / `{1..10..2}` / `{01..10}` sequence (at most `budget`), or null when `body` is none. */
+function braceSequence(body: string, budget: number): string[] | null {
+  const num = /^([-+]?\d+)\.\.([-+]?\d+)(?:\.\.([-+]?\d+))?$/.exec(body);
+  const chr = /^([A-Za-z])\.\.([A-Za-z])(?:\.\.([-+]?\d+))?$/.exec(body);
+  const m = num ?? chr;
+  if (!m) return null;
+  const from = num ? Number(m[1]) : m[1]!.charCodeAt(0);
+  const to = num ? Number(m[2]) : m[2]!.charCodeAt(0);
+  const step = Math.abs(Number(m[3] ?? 1)) || 1;
+  const width = num && (/^[-+]?0\d/.test(m[1]!) || /^[-+]?0\d/.test(m[2]!)) ? Math.max(m[1]!.length, m[2]!.length) : 0;
+  const out: string[] = [];
+  for (let v = from; from <= to ? v <= to : v >= to; v += from <= to ? step : -step) {
+    if (out.length >= budget) break;
+    out.push(num ? (v < 0 ? "-" + String(-v).padStart(width - 1, "0") : String(v).padStart(width, "0")) : String.fromCharCode(v));
+  }
+  return out;
 }
 
 /** A word and the paths it may carry: itself, after `=` (`--file=x`, `if=x`), after a leading `@` (curl). */

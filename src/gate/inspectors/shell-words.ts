@@ -12,6 +12,8 @@ import { parse } from "shell-quote";
 export interface Redirect {
   op: string;
   target: string;
+  /** True when the target was an unquoted glob pattern (`> l?nk/f`): the shell expands it before opening. */
+  glob?: boolean;
 }
 
 /** One simple command: words (globs kept as their pattern text) and redirections. */
@@ -107,7 +109,7 @@ export function splitCommands(command: string, depth = 0): ShellParse {
         cur.redirects.push({ op, target: next });
         i++;
       } else if (next && typeof next === "object" && "pattern" in next) {
-        cur.redirects.push({ op, target: String((next as { pattern: string }).pattern) });
+        cur.redirects.push({ op, target: String((next as { pattern: string }).pattern), glob: true });
         i++;
       } else {
         return { ok: false, reason: `redirection '${op}' without a target` };

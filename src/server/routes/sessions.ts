@@ -5,6 +5,7 @@
  */
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
+import { isAbsolute } from "node:path";
 import { z } from "zod";
 import type { BusEvent } from "../../bus/bus.ts";
 import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
@@ -14,7 +15,12 @@ import { SseWriter, untilClosed } from "../sse.ts";
 import { parseBody } from "../validate.ts";
 
 export const CreateSessionBody = z.strictObject({
-  workspace: z.string().min(1).optional(),
+  /** Absolute: the server cannot know the client's cwd, so a relative path is refused (SPEC §9). */
+  workspace: z
+    .string()
+    .min(1)
+    .refine((p) => isAbsolute(p), "expected an absolute path (the server does not know the client's working directory)")
+    .optional(),
   mode: Mode.optional(),
   sandbox: SandboxPolicyName.optional(),
   privacy: Privacy.optional(),
