@@ -70,9 +70,7 @@ export async function runForTool(
     truncated: r.truncated,
     policy: o.policy,
   };
-  if (r.unconfined) {
-    out.unconfined = true;
-    out.warning = r.warning;
-  }
+  if (r.unconfined) out.unconfined = true;
+  if (r.warning) out.warning = r.warning;
   return out;
 }

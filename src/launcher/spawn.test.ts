@@ -123,9 +123,17 @@ describe("spawn.launch without bubblewrap", () => {
     expect(e.message).toContain("cannot create the namespaces");
   });
 
-  test("danger-full-access needs no bubblewrap", async () => {
+  test("danger-full-access runs without bubblewrap, and warns that its tree is not tied to airlock's lifetime", async () => {
     const r = await launch(opts({ policy: "danger-full-access", bwrapPath: null, argv: ["bash", "-c", "echo ok"] }));
-    expect(r).toEqual({ exit_code: 0, stdout: "ok\n", stderr: "", timed_out: false, truncated: false, policy: "danger-full-access" });
+    expect(r).toEqual({
+      exit_code: 0,
+      stdout: "ok\n",
+      stderr: "",
+      timed_out: false,
+      truncated: false,
+      policy: "danger-full-access",
+      warning: expect.stringContaining("not tied to airlock's lifetime"),
+    });
   });
 
   test("allow_unenforced: true runs unconfined and the result says so", async () => {
