@@ -1,0 +1,39 @@
+/**
+ * @module test/security/sandbox-no-capabilities.test
+ * Confined processes hold no capabilities, whoever airlock runs as: with airlock as root, a
+ * `read-only` process used to keep `CapEff 000001fffeffffff`, so `mount -o remount,bind,rw /` wrote
+ * on the host and `mount --bind / /dev/shm/r` read the data dir with both tokens. Run as root and as
+ * nobody (test/as-user.ts), through the real launcher and real bubblewrap.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { sharedTempDir, testUsers } from "../as-user.ts";
+import { ownedDir, probeEnv, runProbe } from "./probe.ts";
+
+const ATTACK = [
+  "grep CapEff /proc/self/status",
+  "mount -o remount,bind,rw / 2>/dev/null && echo remount=ok || echo remount=refused",
+  "touch /airlock-cap-probe 2>/dev/null && echo hostwrite=ok || echo hostwrite=refused",
+  "mkdir -p /dev/shm/r && mount --bind / /dev/shm/r 2>/dev/null && echo bind=ok || echo bind=refused",
+  `cat /dev/shm/r"$DATA"/approver-token /dev/shm/r"$DATA"/api-token 2>/dev/null; cat "$DATA"/approver-token "$DATA"/api-token 2>/dev/null; echo end`,
+].join("; ");
+
+describe("confined processes hold no capabilities", () => {
+  for (const policy of ["read-only", "workspace-write"] as const) {
+    test(`${policy}: CapEff is 0 for every user; remount and bind mounts fail; the tokens stay unreadable`, async () => {
+      const seen: Record<string, string> = {};
+      for (const user of testUsers()) {
+        const base = sharedTempDir("airlock-caps-");
+        const home = ownedDir(user, base, "home");
+        const data = ownedDir(user, base, "data", { "approver-token": "APPROVER-SECRET\n", "api-token": "API-SECRET\n" });
+        const ws = ownedDir(user, base, "ws");
+        const r = await runProbe(user, { kind: "launch", policy, argv: ["sh", "-c", ATTACK.replaceAll("$DATA", data)], cwd: ws, dataDir: data }, probeEnv(home));
+        seen[user.name] = r.stdout;
+        expect(existsSync("/airlock-cap-probe")).toBe(false);
+      }
+      for (const [name, out] of Object.entries(seen)) {
+        expect({ name, out }).toEqual({ name, out: "CapEff:\t0000000000000000\nremount=refused\nhostwrite=refused\nbind=refused\nend\n" });
+      }
+    }, 120_000);
+  }
+});
