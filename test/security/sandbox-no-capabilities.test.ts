@@ -6,14 +6,14 @@
  * nobody (test/as-user.ts), through the real launcher and real bubblewrap.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { sharedTempDir, testUsers } from "../as-user.ts";
 import { ownedDir, probeEnv, runProbe } from "./probe.ts";
 
 const ATTACK = [
   "grep CapEff /proc/self/status",
   "mount -o remount,bind,rw / 2>/dev/null && echo remount=ok || echo remount=refused",
-  "touch /airlock-cap-probe 2>/dev/null && echo hostwrite=ok || echo hostwrite=refused",
+  `touch "$BASE"/hostwrite 2>/dev/null && echo hostwrite=ok || echo hostwrite=refused`,
   "mkdir -p /dev/shm/r && mount --bind / /dev/shm/r 2>/dev/null && echo bind=ok || echo bind=refused",
   `cat /dev/shm/r"$DATA"/approver-token /dev/shm/r"$DATA"/api-token 2>/dev/null; cat "$DATA"/approver-token "$DATA"/api-token 2>/dev/null; echo end`,
 ].join("; ");
@@ -27,9 +27,13 @@ describe("confined processes hold no capabilities", () => {
         const home = ownedDir(user, base, "home");
         const data = ownedDir(user, base, "data", { "approver-token": "APPROVER-SECRET\n", "api-token": "API-SECRET\n" });
         const ws = ownedDir(user, base, "ws");
-        const r = await runProbe(user, { kind: "launch", policy, argv: ["sh", "-c", ATTACK.replaceAll("$DATA", data)], cwd: ws, dataDir: data }, probeEnv(home));
+        // a host folder outside /tmp (the sandbox's /tmp is private): writable by the user on the host, read-only inside
+        const host = mkdtempSync("/var/tmp/airlock-caps-");
+        chmodSync(host, 0o777);
+        process.on("exit", () => rmSync(host, { recursive: true, force: true }));
+        const r = await runProbe(user, { kind: "launch", policy, argv: ["sh", "-c", ATTACK.replaceAll("$DATA", data).replaceAll("$BASE", host)], cwd: ws, dataDir: data }, probeEnv(home));
         seen[user.name] = r.stdout;
-        expect(existsSync("/airlock-cap-probe")).toBe(false);
+        expect(existsSync(`${host}/hostwrite`)).toBe(false);
       }
       for (const [name, out] of Object.entries(seen)) {
         expect({ name, out }).toEqual({ name, out: "CapEff:\t0000000000000000\nremount=refused\nhostwrite=refused\nbind=refused\nend\n" });
