@@ -1,0 +1,76 @@
+/**
+ * @module test/security/process-lifetime.test
+ * Every host process tree dies with airlock, in every policy: under `danger-full-access`, `kill -9`
+ * of airlock during `sleep …; touch X` used to leave the shell running, and it wrote X afterwards.
+ * A real airlock process (the launcher and hook runner in a bun child, test/security/probe.ts) is
+ * killed with SIGKILL mid-call; the test then waits until no process of the call is left (an event,
+ * not a clock) and checks that X never appeared. Run as root and as nobody.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { ownedDir, probeEnv, startProbe } from "./probe.ts";
+
+/** Host pids whose command line mentions `marker`. */
+function processesWith(marker: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (stat[stat.lastIndexOf(")") + 2] === "Z") continue;
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker)) pids.push(pid);
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}
+
+async function waitFor(cond: () => boolean, what: string, limitMs = 60_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+type Kind = "danger-full-access" | "workspace-write" | "hook";
+
+/** Starts `sleep; touch survived` through airlock as `user`, kills airlock with SIGKILL once it runs, returns whether `survived` appeared. */
+async function killMidCall(user: TestUser, kind: Kind): Promise<boolean> {
+  const base = sharedTempDir("airlock-life-");
+  const home = ownedDir(user, base, "home");
+  const ws = ownedDir(user, base, "ws");
+  const marker = `lifetime-${crypto.randomUUID()}`;
+  const script = `touch started; sleep 6; touch ${join(ws, "survived")} # ${marker}`;
+  const request = kind === "hook" ? { kind: "hook", command: script, cwd: ws } : { kind: "launch", policy: kind, argv: ["sh", "-c", script], cwd: ws };
+  const proc = startProbe(user, request, probeEnv(home));
+  await waitFor(() => existsSync(join(ws, "started")), "the call to start");
+  proc.kill("SIGKILL");
+  await proc.exited;
+  // once no process of the call is left, `survived` either exists already or never will
+  await waitFor(() => processesWith(marker).length === 0, "the call's processes to end");
+  return existsSync(join(ws, "survived"));
+}
+
+async function survivors(kinds: Kind[]): Promise<Record<string, boolean>> {
+  const survived: Record<string, boolean> = {};
+  for (const kind of kinds) for (const user of testUsers()) survived[`${kind} as ${user.name}`] = await killMidCall(user, kind);
+  return survived;
+}
+
+describe("host processes die with airlock", () => {
+  test("kill -9 of airlock mid-call kills the call's whole tree under danger-full-access (and workspace-write), for every user", async () => {
+    const kinds: Kind[] = ["danger-full-access", "workspace-write"];
+    const survived = await survivors(kinds);
+    expect(Object.entries(survived).filter(([, s]) => s)).toEqual([]);
+  }, 180_000);
+
+  test("kill -9 of airlock while a hook runs kills the hook's whole tree, for every user", async () => {
+    const survived = await survivors(["hook"]);
+    expect(Object.entries(survived).filter(([, s]) => s)).toEqual([]);
+  }, 180_000);
+});
