@@ -7,9 +7,11 @@
  * not a clock) and checks that X never appeared. Run as root and as nobody.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { stringify } from "yaml";
 import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { compiledBinary } from "../harness-binary.ts";
 import { ownedDir, probeEnv, startProbe } from "./probe.ts";
 
 /** Host pids whose command line mentions `marker`. */
@@ -62,7 +64,46 @@ async function survivors(kinds: Kind[]): Promise<Record<string, boolean>> {
   return survived;
 }
 
+/**
+ * The same through the compiled binary: `airlock run` (scripted model, autonomous, danger-full-access)
+ * calls `developer__shell`; airlock is killed with SIGKILL once the command runs.
+ */
+async function killBinaryMidCall(user: TestUser): Promise<boolean> {
+  const base = sharedTempDir("airlock-life-bin-");
+  const bin = join(base, "airlock");
+  copyFileSync(await compiledBinary(), bin);
+  chmodSync(bin, 0o755);
+  const home = ownedDir(user, base, "home");
+  const ws = ownedDir(user, base, "ws");
+  const marker = `lifetime-${crypto.randomUUID()}`;
+  const command = `touch started; sleep 6; touch ${join(ws, "survived")} # ${marker}`;
+  const data = ownedDir(user, base, "data", {
+    "airlock.yaml": stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox: "danger-full-access" }),
+    "turns.yaml": stringify({ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command } }] }, { text: "done" }] }),
+  });
+  const proc = Bun.spawn([...user.prefix, bin, "run", "go", "--headless", "--data-dir", data], {
+    cwd: ws,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: probeEnv(home),
+  });
+  const err = new Response(proc.stderr).text();
+  await waitFor(() => existsSync(join(ws, "started")) || proc.exitCode !== null, "the shell call to start");
+  if (!existsSync(join(ws, "started"))) throw new Error(`airlock as ${user.name} ended before the call ran: ${await err}`);
+  proc.kill("SIGKILL");
+  await proc.exited;
+  await waitFor(() => processesWith(marker).length === 0, "the call's processes to end");
+  return existsSync(join(ws, "survived"));
+}
+
 describe("host processes die with airlock", () => {
+  test("the compiled binary: kill -9 of `airlock run` mid-call under danger-full-access leaves nothing running, for every user", async () => {
+    const survived: Record<string, boolean> = {};
+    for (const user of testUsers()) survived[user.name] = await killBinaryMidCall(user);
+    expect(Object.entries(survived).filter(([, s]) => s)).toEqual([]);
+  }, 300_000);
+
   test("kill -9 of airlock mid-call kills the call's whole tree under danger-full-access (and workspace-write), for every user", async () => {
     const kinds: Kind[] = ["danger-full-access", "workspace-write"];
     const survived = await survivors(kinds);
