@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
-import { bwrapAvailable, launch, type LaunchOptions } from "./spawn.ts";
+import { bwrapAvailable, launch, unixSocketPlan, type LaunchOptions } from "./spawn.ts";
 
 const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-spawn-")));
 afterAll(() => rmSync(ws, { recursive: true, force: true }));
@@ -142,5 +142,12 @@ describe("spawn.launch without bubblewrap", () => {
     expect(r.unconfined).toBe(true);
     expect(r.warning).toContain("UNCONFINED");
     expect(r.warning).toContain("read-only");
+  });
+});
+
+describe("spawn.unixSocketPlan", () => {
+  test("no socket named (or none that exists): nothing to bind, so the seccomp filter applies", () => {
+    expect(unixSocketPlan([])).toEqual({ sockets: [], socketDirs: [] });
+    expect(unixSocketPlan(["/nonexistent/airlock.sock", "/etc/hostname"])).toEqual({ sockets: [], socketDirs: [] });
   });
 });

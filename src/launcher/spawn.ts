@@ -113,7 +113,7 @@ export function unixSocketPlan(configured: readonly string[]): { sockets: string
   });
   if (sockets.length === 0) return { sockets: [], socketDirs: [] };
   const socketDirs = [...new Set(["/run", "/var/run"].filter((d) => existsSync(d)).map((d) => resolveRealPath("/", d)))].filter(
-    (d, _i, all) => !all.some((o) => o !== d && (d === o || d.startsWith(o + "/"))),
+    (d, _i, all) => !all.some((o) => o !== d && d.startsWith(o + "/")),
   );
   return { sockets, socketDirs };
 }
