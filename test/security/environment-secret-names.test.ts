@@ -4,19 +4,21 @@
  * in airlock's environment used to pass into python, js and hooks because every `LC_*` was copied.
  * Run as root and as nobody, through the real launcher, real bubblewrap and the real hook runner.
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { sharedTempDir, testUsers } from "../as-user.ts";
-import { ownedDir, probeEnv, runProbe } from "./probe.ts";
+import { testUsers } from "../as-user.ts";
+import { ownedDir, probeEnv, removeTempDirs, runProbe, tempBase } from "./probe.ts";
 
 const AIRLOCK_ENV = { LC_ALL: "C", LC_MY_TOKEN: "tok-lc-secret", LC_API_KEY: "key-lc-secret" };
+
+afterAll(removeTempDirs);
 
 describe("secret-looking names never reach a host process", () => {
   test("LC_MY_TOKEN and LC_API_KEY reach neither python, nor js, nor a hook; LC_ALL still does", async () => {
     const seen: Record<string, string[]> = {};
     for (const user of testUsers()) {
-      const base = sharedTempDir("airlock-env-");
+      const base = tempBase("airlock-env-");
       const home = ownedDir(user, base, "home");
       const ws = ownedDir(user, base, "ws");
       const env = probeEnv(home, AIRLOCK_ENV);

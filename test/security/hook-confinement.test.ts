@@ -6,17 +6,19 @@
  * reads its config dir, but holds no capabilities, has its own PID namespace and sees the data dir's
  * secrets as empty. Run as root and as nobody, through the real hook runner and real bubblewrap.
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { sharedTempDir, testUsers } from "../as-user.ts";
-import { ownedDir, probeEnv, runProbe } from "./probe.ts";
+import { testUsers } from "../as-user.ts";
+import { ownedDir, probeEnv, removeTempDirs, runProbe, tempBase } from "./probe.ts";
+
+afterAll(removeTempDirs);
 
 describe("hooks run confined", () => {
   test("a hook reads its config dir and writes the workspace, but gets no capabilities, no token, no database and no view of airlock's environment", async () => {
     const seen: Record<string, string> = {};
     for (const user of testUsers()) {
-      const base = sharedTempDir("airlock-hook-");
+      const base = tempBase("airlock-hook-");
       const home = ownedDir(user, base, "home");
       // the data dir is also the config dir (airlock.yaml beside the tokens), as it often is
       const data = ownedDir(user, base, "data", {

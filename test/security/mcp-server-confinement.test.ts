@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { sharedTempDir, testUsers } from "../as-user.ts";
-import { ownedDir, probeEnv, runProbe } from "./probe.ts";
+import { testUsers } from "../as-user.ts";
+import { ownedDir, probeEnv, removeTempDirs, runProbe, tempBase } from "./probe.ts";
 
 const sockDir = mkdtempSync("/var/tmp/airlock-mcp-sock-");
 let server: { stop(): void } | undefined;
@@ -42,13 +42,15 @@ const SCRIPT = [
   'cat "$DATA/approver-token" "$DATA/api-token" 2>/dev/null; echo end',
 ].join("; ");
 
+afterAll(removeTempDirs);
+
 describe("MCP servers are confined like every other host process", () => {
   for (const policy of ["read-only", "workspace-write"] as const) {
     test(`${policy}: a server holds no capabilities, cannot mount, reaches no host unix socket and reads no token, for every user`, async () => {
       const before = connections;
       const seen: Record<string, string> = {};
       for (const user of testUsers()) {
-        const base = sharedTempDir("airlock-mcpconf-");
+        const base = tempBase("airlock-mcpconf-");
         const home = ownedDir(user, base, "home");
         const data = ownedDir(user, base, "data", { "approver-token": "APPROVER-SECRET\n", "api-token": "API-SECRET\n" });
         const ws = ownedDir(user, base, "ws");

@@ -3,9 +3,23 @@
  * Runs test/security/fixtures/launcher-probe.ts (airlock's launcher and hook runner in a bun child)
  * as a test user, so a wall is checked with airlock running as root and as `nobody`.
  */
-import { chownSync, mkdirSync, writeFileSync } from "node:fs";
+import { chownSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { TestUser } from "../as-user.ts";
+import { sharedTempDir, type TestUser } from "../as-user.ts";
+
+const made: string[] = [];
+
+/** `sharedTempDir(prefix)` (0777, usable by every test user), removed by {@link removeTempDirs}. */
+export function tempBase(prefix: string): string {
+  const dir = sharedTempDir(prefix);
+  made.push(dir);
+  return dir;
+}
+
+/** Removes every folder {@link tempBase} made (call it from `afterAll`). */
+export function removeTempDirs(): void {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+}
 
 export const PROBE = join(import.meta.dir, "fixtures", "launcher-probe.ts");
 

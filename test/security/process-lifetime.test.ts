@@ -6,13 +6,13 @@
  * killed with SIGKILL mid-call; the test then waits until no process of the call is left (an event,
  * not a clock) and checks that X never appeared. Run as root and as nobody.
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { testUsers, type TestUser } from "../as-user.ts";
 import { compiledBinary } from "../harness-binary.ts";
-import { ownedDir, probeEnv, startProbe } from "./probe.ts";
+import { ownedDir, probeEnv, removeTempDirs, startProbe, tempBase } from "./probe.ts";
 
 /** Host pids whose command line mentions `marker`. */
 function processesWith(marker: string): number[] {
@@ -43,7 +43,7 @@ type Kind = "danger-full-access" | "workspace-write" | "hook";
 
 /** Starts `sleep; touch survived` through airlock as `user`, kills airlock with SIGKILL once it runs, returns whether `survived` appeared. */
 async function killMidCall(user: TestUser, kind: Kind): Promise<boolean> {
-  const base = sharedTempDir("airlock-life-");
+  const base = tempBase("airlock-life-");
   const home = ownedDir(user, base, "home");
   const ws = ownedDir(user, base, "ws");
   const marker = `lifetime-${crypto.randomUUID()}`;
@@ -69,7 +69,7 @@ async function survivors(kinds: Kind[]): Promise<Record<string, boolean>> {
  * calls `developer__shell`; airlock is killed with SIGKILL once the command runs.
  */
 async function killBinaryMidCall(user: TestUser): Promise<boolean> {
-  const base = sharedTempDir("airlock-life-bin-");
+  const base = tempBase("airlock-life-bin-");
   const bin = join(base, "airlock");
   copyFileSync(await compiledBinary(), bin);
   chmodSync(bin, 0o755);
@@ -96,6 +96,8 @@ async function killBinaryMidCall(user: TestUser): Promise<boolean> {
   await waitFor(() => processesWith(marker).length === 0, "the call's processes to end");
   return existsSync(join(ws, "survived"));
 }
+
+afterAll(removeTempDirs);
 
 describe("host processes die with airlock", () => {
   test("the compiled binary: kill -9 of `airlock run` mid-call under danger-full-access leaves nothing running, for every user", async () => {

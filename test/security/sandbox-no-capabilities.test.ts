@@ -5,10 +5,10 @@
  * on the host and `mount --bind / /dev/shm/r` read the data dir with both tokens. Run as root and as
  * nobody (test/as-user.ts), through the real launcher and real bubblewrap.
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { sharedTempDir, testUsers } from "../as-user.ts";
-import { ownedDir, probeEnv, runProbe } from "./probe.ts";
+import { testUsers } from "../as-user.ts";
+import { ownedDir, probeEnv, removeTempDirs, runProbe, tempBase } from "./probe.ts";
 
 const ATTACK = [
   "grep CapEff /proc/self/status",
@@ -18,19 +18,26 @@ const ATTACK = [
   `cat /dev/shm/r"$DATA"/approver-token /dev/shm/r"$DATA"/api-token 2>/dev/null; cat "$DATA"/approver-token "$DATA"/api-token 2>/dev/null; echo end`,
 ].join("; ");
 
+const hostDirs: string[] = [];
+afterAll(() => {
+  for (const d of hostDirs) rmSync(d, { recursive: true, force: true });
+});
+
+afterAll(removeTempDirs);
+
 describe("confined processes hold no capabilities", () => {
   for (const policy of ["read-only", "workspace-write"] as const) {
     test(`${policy}: CapEff is 0 for every user; remount and bind mounts fail; the tokens stay unreadable`, async () => {
       const seen: Record<string, string> = {};
       for (const user of testUsers()) {
-        const base = sharedTempDir("airlock-caps-");
+        const base = tempBase("airlock-caps-");
         const home = ownedDir(user, base, "home");
         const data = ownedDir(user, base, "data", { "approver-token": "APPROVER-SECRET\n", "api-token": "API-SECRET\n" });
         const ws = ownedDir(user, base, "ws");
         // a host folder outside /tmp (the sandbox's /tmp is private): writable by the user on the host, read-only inside
         const host = mkdtempSync("/var/tmp/airlock-caps-");
         chmodSync(host, 0o777);
-        process.on("exit", () => rmSync(host, { recursive: true, force: true }));
+        hostDirs.push(host);
         const r = await runProbe(user, { kind: "launch", policy, argv: ["sh", "-c", ATTACK.replaceAll("$DATA", data).replaceAll("$BASE", host)], cwd: ws, dataDir: data }, probeEnv(home));
         seen[user.name] = r.stdout;
         expect(existsSync(`${host}/hostwrite`)).toBe(false);

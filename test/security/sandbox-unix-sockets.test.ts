@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { IS_ROOT, sharedTempDir, testUsers } from "../as-user.ts";
-import { ownedDir, probeEnv, runProbe } from "./probe.ts";
+import { IS_ROOT, testUsers } from "../as-user.ts";
+import { ownedDir, probeEnv, removeTempDirs, runProbe, tempBase } from "./probe.ts";
 
 const CLIENT = `
 import socket, sys
@@ -62,7 +62,7 @@ afterAll(() => {
 async function connectFromSandbox(policy: "read-only" | "workspace-write", sockets?: string[]): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const user of testUsers()) {
-    const base = sharedTempDir("airlock-sock-");
+    const base = tempBase("airlock-sock-");
     const home = ownedDir(user, base, "home");
     const ws = ownedDir(user, base, "ws");
     const targets = [join(hostDir, "host.sock"), join(runDir, "allowed.sock"), join(runDir, "other.sock")];
@@ -71,6 +71,8 @@ async function connectFromSandbox(policy: "read-only" | "workspace-write", socke
   }
   return out;
 }
+
+afterAll(removeTempDirs);
 
 describe("host unix sockets are out of reach of confined processes", () => {
   for (const policy of ["read-only", "workspace-write"] as const) {
