@@ -125,6 +125,8 @@ export const Config = z.strictObject({
   /** Where bubblewrap cannot run: run confined policies unconfined (every result says so). Default: refuse. */
   allow_unenforced: z.boolean().default(false),
   execution_backend: z.enum(["local", "external"]).default("local"),
+  /** Host unix sockets (absolute paths) that `read-only` / `workspace-write` processes may connect to. Default: none. */
+  sandbox_unix_sockets: z.array(z.string().refine((p) => p.startsWith("/"), "must be an absolute path")).default([]),
   privacy: Privacy.default("public"),
   approvals: z.strictObject({ ttl_seconds: z.number().int().positive().default(3600) }).default({ ttl_seconds: 3600 }),
   hooks: HooksConfig.default({ PreToolUse: [] }),

@@ -334,10 +334,15 @@ export class Gate {
       parent_session_id: session.parent_session_id,
       ancestors: ancestors(this.deps.store, session.id),
     };
-    const hooks = await runPreToolUseHooks(config.hooks.PreToolUse, input, session.workspace, signal, {
-      ...this.deps.hookEnv,
-      AIRLOCK_PROJECT_DIR: session.workspace,
-    });
+    const dataDir = (this.deps.runtime as { dataDir?: unknown } | undefined)?.dataDir;
+    const hooks = await runPreToolUseHooks(
+      config.hooks.PreToolUse,
+      input,
+      session.workspace,
+      signal,
+      { ...this.deps.hookEnv, AIRLOCK_PROJECT_DIR: session.workspace },
+      { ...(typeof dataDir === "string" && dataDir !== "" ? { dataDir } : {}), allowUnenforced: config.allow_unenforced },
+    );
     return combine([floor, ...hooks, mode, elevation]);
   }
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { bwrapArgs } from "./bwrap.ts";
+import { bwrapArgs, hookBwrapArgs, unixSocketFilter } from "./bwrap.ts";
 
-const common = ["/usr/bin/bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"];
+const common = ["/usr/bin/bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"];
 
 describe("bwrap.bwrapArgs", () => {
   test("read-only: / read-only, private /tmp, no network, own PID namespace; the workspace re-bound read-only after the tmpfs", () => {
@@ -27,8 +27,64 @@ describe("bwrap.bwrapArgs", () => {
     ]);
   });
 
-  test("danger-full-access: no bubblewrap at all, the argv unchanged", () => {
-    expect(bwrapArgs({ policy: "danger-full-access", argv: ["bash", "-c", "true"], cwd: "/w", writableRoots: ["/w"] })).toEqual(["bash", "-c", "true"]);
+  test("danger-full-access: the whole filesystem and the network, but its own PID namespace that dies with airlock", () => {
+    expect(bwrapArgs({ policy: "danger-full-access", argv: ["bash", "-c", "true"], cwd: "/w", writableRoots: ["/w"], infoFd: 3 })).toEqual([
+      "bwrap", "--info-fd", "3", "--die-with-parent", "--new-session",
+      "--unshare-pid", "--dev-bind", "/", "/",
+      "--chdir", "/w",
+      "--", "bash", "-c", "true",
+    ]);
+  });
+
+  test("seccompFd: the unix-socket filter is loaded from that fd under both confined policies", () => {
+    for (const policy of ["read-only", "workspace-write"] as const) {
+      const a = bwrapArgs({ policy, argv: ["true"], cwd: "/w", writableRoots: ["/w"], seccompFd: 4, bwrapPath: "/usr/bin/bwrap" });
+      expect(a.slice(0, common.length + 2)).toEqual([...common.slice(0, 8), "--seccomp", "4", ...common.slice(8)]);
+    }
+  });
+
+  test("unixSockets: no seccomp filter; /run hidden before the roots, only the named sockets bound back after", () => {
+    const a = bwrapArgs({
+      policy: "read-only",
+      argv: ["true"],
+      cwd: "/w",
+      writableRoots: ["/w"],
+      seccompFd: 4,
+      unixSockets: ["/run/user/0/bus"],
+      socketDirs: ["/run"],
+      maskedFiles: ["/root/.netrc"],
+      bwrapPath: "/usr/bin/bwrap",
+    });
+    expect(a).toEqual([
+      ...common,
+      "--tmpfs", "/run",
+      "--ro-bind", "/w", "/w",
+      "--ro-bind", "/dev/null", "/root/.netrc",
+      "--ro-bind", "/run/user/0/bus", "/run/user/0/bus",
+      "--chdir", "/w",
+      "--", "true",
+    ]);
+  });
+
+  test("hookBwrapArgs: network and files as they are, no capabilities, own PID namespace and /proc, the data dir's secrets masked", () => {
+    expect(hookBwrapArgs({ argv: ["/bin/sh", "-c", "check"], cwd: "/p", maskedFiles: ["/d/api-token", "/d/airlock.db"], bwrapPath: "/usr/bin/bwrap" })).toEqual([
+      "/usr/bin/bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL",
+      "--dev-bind", "/", "/", "--proc", "/proc",
+      "--ro-bind", "/dev/null", "/d/api-token",
+      "--ro-bind", "/dev/null", "/d/airlock.db",
+      "--chdir", "/p",
+      "--", "/bin/sh", "-c", "check",
+    ]);
+  });
+
+  test("unixSocketFilter: 15 classic-BPF instructions; checks the arch first and kills an unknown one", () => {
+    const f = unixSocketFilter();
+    expect(f.length).toBe(15 * 8);
+    const v = new DataView(f.buffer);
+    const ins = (i: number) => [v.getUint16(i * 8, true), v.getUint8(i * 8 + 2), v.getUint8(i * 8 + 3), v.getUint32(i * 8 + 4, true)];
+    expect(ins(0)).toEqual([0x20, 0, 0, 4]); // load the arch
+    expect(ins(3)).toEqual([0x06, 0, 0, 0x80000000]); // unknown arch: kill the process
+    expect(ins(14)).toEqual([0x06, 0, 0, 0x00050001]); // EPERM
   });
 
   test("the /tmp tmpfs comes before every bind (a workspace under /tmp would otherwise be hidden)", () => {

@@ -49,6 +49,95 @@ export interface BwrapOptions {
   bwrapPath?: string;
   /** An fd on which bubblewrap reports `{"child-pid": N, …}` (`--info-fd`): the host pid of the namespace's init. */
   infoFd?: number;
+  /**
+   * An fd from which bubblewrap reads a compiled classic-BPF seccomp program (`--seccomp FD`): the
+   * launcher's {@link unixSocketFilter}, which refuses `socket(AF_UNIX, …)`. Confined policies only;
+   * ignored when `unixSockets` names sockets (they need AF_UNIX).
+   */
+  seccompFd?: number;
+  /**
+   * Host unix sockets a confined process may connect to (`sandbox_unix_sockets`, absolute real paths).
+   * When non-empty, no seccomp filter is applied; instead every `socketDirs` folder is hidden behind an
+   * empty tmpfs and only these sockets are bound back (read-only binds: `connect()` still works).
+   */
+  unixSockets?: string[];
+  /** Folders hidden when `unixSockets` is non-empty (absolute real paths). Default `["/run"]`. */
+  socketDirs?: string[];
+}
+
+/** The data dir files no hook may read (tokens, the database and its journals); masked when they exist. */
+export const DATA_DIR_SECRETS = ["api-token", "approver-token", "airlock.db", "airlock.db-wal", "airlock.db-shm", "airlock.db-journal"] as const;
+
+export interface HookBwrapOptions {
+  /** The hook's command line, e.g. `["/bin/sh", "-c", "check.sh"]`. */
+  argv: string[];
+  /** Absolute working directory. */
+  cwd: string;
+  /** Existing absolute files shown as empty inside (the data dir's {@link DATA_DIR_SECRETS}). */
+  maskedFiles: string[];
+  /** The bubblewrap binary to name as `argv[0]` of the result. Default `"bwrap"`. */
+  bwrapPath?: string;
+}
+
+/**
+ * The argv that runs a PreToolUse hook: like a Claude Code hook it keeps the network and ordinary file
+ * access (`--dev-bind / /`), but it holds no capabilities (`--cap-drop ALL`), has its own PID namespace
+ * and `/proc` (it cannot see airlock or read `/proc/<airlock>/fd` or `environ`), dies with airlock, and
+ * sees `maskedFiles` as empty. Returns `[bwrapPath, ...flags, "--", ...argv]`.
+ */
+export function hookBwrapArgs(opts: HookBwrapOptions): string[] {
+  const out = [opts.bwrapPath ?? "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL", "--dev-bind", "/", "/", "--proc", "/proc"];
+  for (const f of opts.maskedFiles) out.push("--ro-bind", "/dev/null", f);
+  out.push("--chdir", opts.cwd, "--", ...opts.argv);
+  return out;
+}
+
+/** `AUDIT_ARCH_*` values of the architectures {@link unixSocketFilter} knows; any other arch is killed. */
+const AUDIT_ARCH_X86_64 = 0xc000003e;
+const AUDIT_ARCH_AARCH64 = 0xc00000b7;
+/** Syscall numbers: `socket` (x86_64 41, aarch64 198), `io_uring_setup` (425 on both; io_uring can open sockets itself). */
+const NR = { x86_64: { socket: 41, io_uring_setup: 425 }, aarch64: { socket: 198, io_uring_setup: 425 } } as const;
+const X32_SYSCALL_BIT = 0x40000000;
+const AF_UNIX = 1;
+const EPERM = 1;
+
+/**
+ * The seccomp filter (classic BPF, `struct sock_filter[]` in little-endian bytes, 8 bytes per
+ * instruction) that bubblewrap loads with `--seccomp FD` for confined processes: `socket(AF_UNIX, …)`
+ * and `io_uring_setup` fail with EPERM on x86_64 and aarch64; x32-ABI syscalls fail with EPERM; any
+ * other architecture (i386 via `int 0x80`, where `socketcall` would bypass the check) is killed.
+ * `socketpair` and every other syscall stay allowed. Pure: no syscalls made.
+ */
+export function unixSocketFilter(): Uint8Array {
+  const LD_W_ABS = 0x20, JEQ_K = 0x15, JGE_K = 0x35, RET_K = 0x06;
+  const ALLOW = 0x7fff0000, ERRNO = 0x00050000 | EPERM, KILL_PROCESS = 0x80000000;
+  // [code, jt, jf, k]; jumps are relative to the next instruction.
+  const prog: [number, number, number, number][] = [
+    /* 0 */ [LD_W_ABS, 0, 0, 4], // seccomp_data.arch
+    /* 1 */ [JEQ_K, 2, 0, AUDIT_ARCH_X86_64], // → 4
+    /* 2 */ [JEQ_K, 5, 0, AUDIT_ARCH_AARCH64], // → 8
+    /* 3 */ [RET_K, 0, 0, KILL_PROCESS],
+    /* 4 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (x86_64)
+    /* 5 */ [JGE_K, 8, 0, X32_SYSCALL_BIT], // → 14
+    /* 6 */ [JEQ_K, 4, 0, NR.x86_64.socket], // → 11
+    /* 7 */ [JEQ_K, 6, 5, NR.x86_64.io_uring_setup], // → 14 : 13
+    /* 8 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (aarch64)
+    /* 9 */ [JEQ_K, 1, 0, NR.aarch64.socket], // → 11
+    /* 10 */ [JEQ_K, 3, 2, NR.aarch64.io_uring_setup], // → 14 : 13
+    /* 11 */ [LD_W_ABS, 0, 0, 16], // low 32 bits of args[0] (the domain)
+    /* 12 */ [JEQ_K, 1, 0, AF_UNIX], // → 14 : 13
+    /* 13 */ [RET_K, 0, 0, ALLOW],
+    /* 14 */ [RET_K, 0, 0, ERRNO],
+  ];
+  const buf = new Uint8Array(prog.length * 8);
+  const view = new DataView(buf.buffer);
+  prog.forEach(([code, jt, jf, k], i) => {
+    view.setUint16(i * 8, code, true);
+    view.setUint8(i * 8 + 2, jt);
+    view.setUint8(i * 8 + 3, jf);
+    view.setUint32(i * 8 + 4, k >>> 0, true);
+  });
+  return buf;
 }
 
 function isUnder(p: string, root: string): boolean {
@@ -64,27 +153,34 @@ function isUnder(p: string, root: string): boolean {
  *   `.git/hooks` and `.git/config` are bound read-only over it (`--ro-bind-try`: skipped when absent;
  *   the launcher creates a missing `.git/hooks` of an existing repository first); a root with no
  *   `.git` at all gets an empty read-only `.git` (`lockedPaths`), so no repository can be planted there.
- * - `danger-full-access`: no bubblewrap — `opts.argv` is returned unchanged.
- * Returns `[bwrapPath, ...flags, "--", ...argv]` for the confined policies.
+ * - Both confined policies: no capabilities (`--cap-drop ALL`, also when airlock runs as root), and
+ *   no host unix socket: the `seccompFd` filter, or (with `unixSockets`) `/run` hidden and only the
+ *   named sockets bound back.
+ * - `danger-full-access`: the whole filesystem as it is (`--dev-bind / /`), the host network, the
+ *   capabilities airlock has, but still its own PID namespace with `--die-with-parent`, so the whole
+ *   process tree dies with airlock (even on `kill -9`).
+ * Returns `[bwrapPath, ...flags, "--", ...argv]`.
  */
 export function bwrapArgs(opts: BwrapOptions): string[] {
   const { policy, argv, cwd, writableRoots } = opts;
-  if (policy === "danger-full-access") return [...argv];
+  const head = [opts.bwrapPath ?? "bwrap", ...(opts.infoFd !== undefined ? ["--info-fd", String(opts.infoFd)] : []), "--die-with-parent", "--new-session"];
+  if (policy === "danger-full-access") return [...head, "--unshare-pid", "--dev-bind", "/", "/", "--chdir", cwd, "--", ...argv];
   const roots = [...new Set(writableRoots)];
+  const sockets = [...new Set(opts.unixSockets ?? [])];
   const out: string[] = [
-    opts.bwrapPath ?? "bwrap",
-    ...(opts.infoFd !== undefined ? ["--info-fd", String(opts.infoFd)] : []),
-    "--die-with-parent",
-    "--new-session",
+    ...head,
     "--unshare-net",
     "--unshare-pid",
     "--unshare-ipc",
+    "--cap-drop", "ALL",
+    ...(sockets.length === 0 && opts.seccompFd !== undefined ? ["--seccomp", String(opts.seccompFd)] : []),
     "--ro-bind", "/", "/",
     "--dev", "/dev",
     "--proc", "/proc",
     // Before any bind below: a tmpfs mounted later would hide a root that lives under /tmp.
     "--tmpfs", "/tmp",
   ];
+  if (sockets.length > 0) for (const d of opts.socketDirs ?? ["/run"]) out.push("--tmpfs", d);
   const writable = policy === "workspace-write";
   // The program's own files under /tmp (not inside a root): their top folder there, read-only, first.
   const tmpTop = (p: string) => `/tmp/${p.slice("/tmp/".length).split("/")[0]}`;
@@ -114,6 +210,7 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   for (const p of opts.readOnlyPaths ?? []) out.push("--ro-bind", p, p);
   if (writable) for (const p of opts.lockedPaths ?? []) out.push("--tmpfs", p, "--remount-ro", p);
   for (const p of opts.maskedFiles ?? []) out.push("--ro-bind", "/dev/null", p);
+  for (const p of sockets) out.push("--ro-bind", p, p);
   // A cwd outside every root may still live under the private /tmp: make it visible, read-only.
   if (!roots.some((r) => isUnder(cwd, r))) out.push("--ro-bind", cwd, cwd);
   out.push("--chdir", cwd, "--", ...argv);

@@ -29,6 +29,10 @@ describe("env.sanitizedEnv", () => {
     expect(sanitizedEnv({ GITHUB_TOKEN: "t" }, { source: {}, allowSecretNames: true })).toMatchObject({ GITHUB_TOKEN: "t" });
   });
 
+  test("the secret-name filter applies to allow-listed families too: LC_MY_TOKEN and LC_API_KEY never pass", () => {
+    expect(sanitizedEnv({}, { source: { PATH: "/bin", LC_ALL: "C", LC_MY_TOKEN: "t", LC_API_KEY: "k", LC_SECRET_X: "s" } })).toEqual({ PATH: "/bin", LC_ALL: "C" });
+  });
+
   test("gives a standard PATH when the source has none", () => {
     expect(sanitizedEnv({}, { source: {} }).PATH).toContain("/usr/bin");
   });

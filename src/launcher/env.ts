@@ -19,7 +19,8 @@ const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 /**
  * The allow-listed environment: `PATH`, `HOME`, `LANG`, `LC_*`, `TERM`, `TZ`, `USER`, `LOGNAME`
- * from `source` (default `process.env`), then `extra` on top (e.g. `BUN_BE_BUN` for `interpreter__js`).
+ * from `source` (default `process.env`), except names that look secret ({@link isSecretName}, e.g.
+ * `LC_MY_TOKEN`), then `extra` on top (e.g. `BUN_BE_BUN` for `interpreter__js`).
  * Extras whose name looks secret are dropped unless `opts.allowSecretNames` (for a user-configured
  * MCP server env, never for model-driven tools). `PATH` defaults to a standard system path.
  */
@@ -31,7 +32,8 @@ export function sanitizedEnv(
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(source)) {
     if (v === undefined) continue;
-    if ((ENV_ALLOW as readonly string[]).includes(k) || /^LC_[A-Z_]+$/.test(k)) env[k] = v;
+    // The secret-name filter applies to allow-listed families too (`LC_MY_TOKEN` never passes).
+    if (((ENV_ALLOW as readonly string[]).includes(k) || /^LC_[A-Z_]+$/.test(k)) && !isSecretName(k)) env[k] = v;
   }
   env.PATH ??= DEFAULT_PATH;
   for (const [k, v] of Object.entries(extra)) {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
-import { bwrapAvailable, launch, type LaunchOptions } from "./spawn.ts";
+import { bwrapAvailable, launch, unixSocketPlan, type LaunchOptions } from "./spawn.ts";
 
 const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-spawn-")));
 afterAll(() => rmSync(ws, { recursive: true, force: true }));
@@ -123,9 +123,17 @@ describe("spawn.launch without bubblewrap", () => {
     expect(e.message).toContain("cannot create the namespaces");
   });
 
-  test("danger-full-access needs no bubblewrap", async () => {
+  test("danger-full-access runs without bubblewrap, and warns that its tree is not tied to airlock's lifetime", async () => {
     const r = await launch(opts({ policy: "danger-full-access", bwrapPath: null, argv: ["bash", "-c", "echo ok"] }));
-    expect(r).toEqual({ exit_code: 0, stdout: "ok\n", stderr: "", timed_out: false, truncated: false, policy: "danger-full-access" });
+    expect(r).toEqual({
+      exit_code: 0,
+      stdout: "ok\n",
+      stderr: "",
+      timed_out: false,
+      truncated: false,
+      policy: "danger-full-access",
+      warning: expect.stringContaining("not tied to airlock's lifetime"),
+    });
   });
 
   test("allow_unenforced: true runs unconfined and the result says so", async () => {
@@ -134,5 +142,12 @@ describe("spawn.launch without bubblewrap", () => {
     expect(r.unconfined).toBe(true);
     expect(r.warning).toContain("UNCONFINED");
     expect(r.warning).toContain("read-only");
+  });
+});
+
+describe("spawn.unixSocketPlan", () => {
+  test("no socket named (or none that exists): nothing to bind, so the seccomp filter applies", () => {
+    expect(unixSocketPlan([])).toEqual({ sockets: [], socketDirs: [] });
+    expect(unixSocketPlan(["/nonexistent/airlock.sock", "/etc/hostname"])).toEqual({ sockets: [], socketDirs: [] });
   });
 });

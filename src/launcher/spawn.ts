@@ -5,11 +5,12 @@
  * tree on timeout or cancel, and caps captured output (SPEC §9).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
-import { bwrapArgs } from "./bwrap.ts";
+import { bwrapArgs, unixSocketFilter } from "./bwrap.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
@@ -55,7 +56,11 @@ export interface LaunchResult {
   truncated: boolean;
   /** True when a confining policy ran WITHOUT bubblewrap (`allow_unenforced: true`). */
   unconfined?: boolean;
-  /** Why `unconfined` is set, and/or what repository metadata was quarantined after the call, in words. */
+  /**
+   * Why `unconfined` is set, in words; under `danger-full-access` without a working bubblewrap, that
+   * the process tree is not tied to airlock's lifetime; and/or what repository metadata was
+   * quarantined after the call.
+   */
   warning?: string;
   /** Repository metadata the process created, moved or replaced, renamed to a quarantine name: one line each. */
   quarantined?: string[];
@@ -72,6 +77,50 @@ export const BWRAP_INSTALL_HINT =
 
 /** The child fd on which bubblewrap reports its namespace init's pid (`--info-fd`). */
 const INFO_FD = 3;
+/** The child fd from which bubblewrap reads the seccomp filter (`--seccomp`). */
+const SECCOMP_FD = 4;
+
+let filterFd: number | undefined;
+
+/**
+ * A fresh read-only fd (its own file offset) on the compiled {@link unixSocketFilter}, for bubblewrap's
+ * `--seccomp`; the caller closes it once the child is spawned. The filter lives in an unlinked file
+ * that airlock keeps open (reopened through `/proc/self/fd`), so nothing is left on disk, even after a crash.
+ * @throws Error when the temp dir is unusable (the caller turns it into `sandbox_unavailable`).
+ */
+export function openSeccompFilter(): number {
+  if (filterFd === undefined) {
+    const dir = mkdtempSync(path.join(tmpdir(), "airlock-seccomp-"));
+    const file = path.join(dir, "filter.bpf");
+    try {
+      writeFileSync(file, unixSocketFilter(), { mode: 0o600 });
+      filterFd = openSync(file, "r");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  return openSync(`/proc/self/fd/${filterFd}`, "r");
+}
+
+/**
+ * The unix-socket part of a confined launch from `sandbox_unix_sockets`: the named sockets that exist
+ * (absolute real paths) and the folders to hide when there are any (`/run`, and `/var/run` when it is
+ * not a link into `/run`). Empty `sockets`: the seccomp filter applies instead.
+ */
+export function unixSocketPlan(configured: readonly string[]): { sockets: string[]; socketDirs: string[] } {
+  const sockets = [...new Set(configured.map((p) => resolveRealPath("/", p)))].filter((p) => {
+    try {
+      return statSync(p).isSocket();
+    } catch {
+      return false;
+    }
+  });
+  if (sockets.length === 0) return { sockets: [], socketDirs: [] };
+  const socketDirs = [...new Set(["/run", "/var/run"].filter((d) => existsSync(d)).map((d) => resolveRealPath("/", d)))].filter(
+    (d, _i, all) => !all.some((o) => o !== d && d.startsWith(o + "/")),
+  );
+  return { sockets, socketDirs };
+}
 
 const probes = new Map<string, Promise<boolean>>();
 
@@ -367,10 +416,14 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   const env = sanitizedEnv(opts.extraEnv);
   let confine = isConfined(policy);
   let warning: string | undefined;
-  let bwrapPath: string | null = null;
+  let bwrapPath: string | null = opts.bwrapPath !== undefined ? opts.bwrapPath : findInPath("bwrap", env.PATH);
+  // danger-full-access still runs under bubblewrap (own PID namespace, --die-with-parent) when it works.
+  let wrap = await bwrapAvailable(bwrapPath);
+  if (!confine && !wrap) {
+    warning = `ran under "${policy}" without bubblewrap: its process tree is not tied to airlock's lifetime (a process it leaves behind may outlive a crash or kill -9 of airlock). To fix: ${BWRAP_INSTALL_HINT}`;
+  }
   if (confine) {
-    bwrapPath = opts.bwrapPath !== undefined ? opts.bwrapPath : findInPath("bwrap", env.PATH);
-    if (!(await bwrapAvailable(bwrapPath))) {
+    if (!wrap) {
       const why = bwrapPath ? `bubblewrap at ${bwrapPath} cannot create the namespaces it needs here` : "bubblewrap (bwrap) was not found on PATH";
       if (!config.allow_unenforced) {
         throw new AirlockError(
@@ -380,6 +433,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
         );
       }
       confine = false;
+      wrap = false;
       warning = `ran UNCONFINED: sandbox policy "${policy}" was not enforced (${why}; allow_unenforced: true)`;
     }
   }
@@ -391,6 +445,10 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
 
   let full = cmd;
   let prepared: PreparedRoot[] = [];
+  let seccomp: number | undefined;
+  if (wrap && !confine) {
+    full = bwrapArgs({ policy, argv: cmd, cwd: opts.cwd, writableRoots: [], bwrapPath: bwrapPath!, infoFd: INFO_FD });
+  }
   if (confine) {
     const roots = (opts.writableRoots ?? [opts.workspace]).map((r) => resolveRealPath("/", r));
     for (const r of roots) if (!existsSync(r)) throw new AirlockError("tool_failed", `workspace root ${r} does not exist`);
@@ -401,6 +459,14 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     const creds = credentialPaths(env.HOME);
     const hiddenPaths = [...(opts.hiddenPaths ?? []), ...creds.dirs].map((h) => resolveRealPath("/", h)).filter((h) => existsSync(h) && h !== "/");
     const maskedFiles = creds.files.map((f) => resolveRealPath("/", f));
+    const socketPlan = unixSocketPlan(config.sandbox_unix_sockets ?? []);
+    if (socketPlan.sockets.length === 0) {
+      try {
+        seccomp = openSeccompFilter();
+      } catch (e) {
+        throw new AirlockError("sandbox_unavailable", `sandbox policy "${policy}" cannot be enforced: the seccomp filter could not be prepared (${(e as Error).message}). Nothing was run.`, { policy });
+      }
+    }
     full = bwrapArgs({
       policy,
       argv: cmd,
@@ -414,15 +480,20 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
       runtimePaths: [exe, ...cmd.slice(1).filter((a) => path.isAbsolute(a) && existsSync(a))].map((p) => resolveRealPath("/", p)),
       bwrapPath: bwrapPath!,
       infoFd: INFO_FD,
+      ...(seccomp !== undefined ? { seccompFd: SECCOMP_FD } : {}),
+      unixSockets: socketPlan.sockets,
+      socketDirs: socketPlan.socketDirs,
     });
   }
   let result: LaunchResult;
   try {
-    result = await run(full, env, opts, { policy, warning, infoFd: confine });
+    result = await run(full, env, opts, { policy, warning, unconfined: isConfined(policy) && !confine, infoFd: wrap, seccompFd: seccomp });
   } catch (e) {
+    if (seccomp !== undefined) closeSync(seccomp);
     releaseRoot(prepared);
     throw e;
   }
+  if (seccomp !== undefined) closeSync(seccomp);
   const notes = releaseRoot(prepared);
   if (notes.length > 0) {
     result.quarantined = notes;
@@ -435,7 +506,7 @@ function run(
   full: string[],
   env: Record<string, string>,
   opts: LaunchOptions,
-  meta: { policy: SandboxPolicy; warning?: string; infoFd: boolean },
+  meta: { policy: SandboxPolicy; warning?: string; unconfined: boolean; infoFd: boolean; seccompFd?: number },
 ): Promise<LaunchResult> {
   return new Promise<LaunchResult>((resolve, reject) => {
     const out = new Capture(opts.maxOutputBytes);
@@ -448,7 +519,13 @@ function run(
         cwd: opts.cwd,
         env,
         detached: true, // own session + process group: the tree can be killed as one
-        stdio: [opts.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...(meta.infoFd ? (["pipe"] as const) : [])],
+        stdio: [
+          opts.stdin !== undefined ? "pipe" : "ignore",
+          "pipe",
+          "pipe",
+          ...(meta.infoFd ? (["pipe"] as const) : []),
+          ...(meta.seccompFd !== undefined ? [meta.seccompFd] : []),
+        ],
       });
     } catch (e) {
       return reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${(e as Error).message}`));
@@ -501,10 +578,8 @@ function run(
       };
       if (exit?.signal) result.signal = exit.signal;
       if (cancelled) result.cancelled = true;
-      if (meta.warning) {
-        result.unconfined = true;
-        result.warning = meta.warning;
-      }
+      if (meta.unconfined) result.unconfined = true;
+      if (meta.warning) result.warning = meta.warning;
       // Their pipes close a moment before killed processes are fully gone: report only once they are.
       const nsInit = /"child-pid":\s*(\d+)/.exec(info)?.[1];
       if (nsInit) killed.add(Number(nsInit));

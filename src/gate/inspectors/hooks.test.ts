@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { claudeToolName, interpretHookRun, matchingHooks, runHook, runPreToolUseHooks, type HookInput } from "./hooks.ts";
@@ -20,6 +20,20 @@ const input: HookInput = {
   parent_session_id: null,
   ancestors: [],
 };
+
+/** Host pids of live (not zombie) processes whose cwd is `cwd`. */
+function processesIn(cwd: string): number[] {
+  return readdirSync("/proc")
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pid !== process.pid)
+    .filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/cwd`) === cwd && alive(pid);
+      } catch {
+        return false;
+      }
+    });
+}
 
 /** True while `pid` exists and is not a zombie (a killed orphan may wait for a reaper that never comes in a container). */
 function alive(pid: number): boolean {
@@ -44,10 +58,11 @@ describe("runHook", () => {
     const pidFile = path.join(dir, "bg.pid");
     const v = await runHook(`${FIX}/sleep-forever.sh ${pidFile}`, input, dir, 0.5);
     expect(v).toMatchObject({ kind: "ask", code: "hook_timeout", inspector: "hook" });
-    const pid = Number(readFileSync(pidFile, "utf8").trim());
-    // SIGKILL to the group is synchronous in the kernel; give the reaper a moment via polling (no fixed sleep)
-    for (let i = 0; i < 200 && alive(pid); i++) await Bun.sleep(5);
-    expect(alive(pid)).toBe(false);
+    // the background child started (its pid is one in the hook's own PID namespace, so it is not looked up here)
+    expect(Number(readFileSync(pidFile, "utf8").trim())).toBeGreaterThan(0);
+    // every process the hook started worked in `dir`: none may be left. Polling, no fixed sleep.
+    for (let i = 0; i < 200 && processesIn(dir).length > 0; i++) await Bun.sleep(5);
+    expect(processesIn(dir)).toEqual([]);
   });
   test("a hook that cannot start is an ask (hook_error)", async () => {
     expect(await runHook(`${FIX}/does-not-exist.sh`, input, dir, 10)).toMatchObject({ kind: "ask", code: "hook_error" });

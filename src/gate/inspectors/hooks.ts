@@ -9,8 +9,12 @@
 import { spawn } from "node:child_process";
 import { z } from "zod";
 import type { HookMatcher, Mode } from "../../config/schema.ts";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { DATA_DIR_SECRETS, hookBwrapArgs } from "../../launcher/bwrap.ts";
 import { sanitizedEnv } from "../../launcher/env.ts";
-import { killPipeHolders, outputPipes } from "../../launcher/spawn.ts";
+import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
+import { BWRAP_INSTALL_HINT, bwrapAvailable, killPipeHolders, outputPipes } from "../../launcher/spawn.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
 
@@ -215,19 +219,51 @@ function hookFailure(code: "hook_error" | "hook_timeout" | "hook_output_invalid"
   return { kind: "ask", inspector: "hook", userProof: false, code, reason, hook };
 }
 
+/** How hook processes are confined (see {@link hookBwrapArgs}). */
+export interface HookLaunch {
+  /** airlock's data dir: its tokens and database (`DATA_DIR_SECRETS`) are shown empty to the hook. */
+  dataDir?: string;
+  /** `allow_unenforced`: where bubblewrap cannot run, run the hook unconfined instead of asking (hook_error). */
+  allowUnenforced?: boolean;
+  /** The bubblewrap binary; default `bwrap` on the hook environment's PATH; `null` = missing (tests). */
+  bwrapPath?: string | null;
+}
+
 /**
- * Runs one hook command with `/bin/sh -c` in its own process group, cwd = `cwd`, the sanitized
+ * The argv that runs `command` as a hook: `/bin/sh -c command` under bubblewrap ({@link hookBwrapArgs}:
+ * no capabilities, own PID namespace, dies with airlock, the data dir's secrets masked), or plain
+ * `/bin/sh -c` where bubblewrap cannot run and `launch.allowUnenforced`. A string: why it cannot run.
+ */
+async function hookArgv(command: string, cwd: string, env: Record<string, string>, launch: HookLaunch): Promise<string[] | string> {
+  const sh = ["/bin/sh", "-c", command];
+  const bwrapPath = launch.bwrapPath !== undefined ? launch.bwrapPath : findInPath("bwrap", env.PATH);
+  if (!(await bwrapAvailable(bwrapPath))) {
+    if (launch.allowUnenforced) return sh;
+    return `bubblewrap cannot run here, so the hook could not be confined and was not run. To fix: ${BWRAP_INSTALL_HINT}`;
+  }
+  const maskedFiles = launch.dataDir ? DATA_DIR_SECRETS.map((f) => path.join(launch.dataDir!, f)).filter((f) => existsSync(f)).map((f) => resolveRealPath("/", f)) : [];
+  return hookBwrapArgs({ argv: sh, cwd: existsSync(cwd) ? resolveRealPath("/", cwd) : cwd, maskedFiles, bwrapPath: bwrapPath! });
+}
+
+/**
+ * Runs one hook command with `/bin/sh -c` in its own process group, under bubblewrap (`launch`:
+ * {@link hookArgv}), cwd = `cwd`, the sanitized
  * environment plus `extraEnv` (`AIRLOCK_PROJECT_DIR`, `AIRLOCK_CONFIG_DIR` — like Claude Code's `CLAUDE_PROJECT_DIR`), `input` as JSON on stdin, and a `timeoutS` (seconds) deadline. The whole group is
  * killed when the hook exits, times out or `signal` aborts. Never throws: failures are verdicts.
  */
-export function runHook(
+export async function runHook(
   command: string,
   input: HookInput,
   cwd: string,
   timeoutS: number,
   signal?: AbortSignal,
   extraEnv: Record<string, string> = {},
+  launch: HookLaunch = {},
 ): Promise<Verdict> {
+  const env = sanitizedEnv(extraEnv);
+  if (!existsSync(cwd)) return hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: its working directory ${cwd} does not exist`);
+  const argv = await hookArgv(command, cwd, env, launch);
+  if (typeof argv === "string") return hookFailure("hook_error", command, `hook ${JSON.stringify(command)}: ${argv}`);
   return new Promise<Verdict>((resolve) => {
     let settled = false;
     let timedOut = false;
@@ -245,7 +281,7 @@ export function runHook(
     };
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn("/bin/sh", ["-c", command], { cwd, env: sanitizedEnv(extraEnv), detached: true, stdio: ["pipe", "pipe", "pipe"] });
+      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
     } catch (e) {
       resolve(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
       return;
@@ -306,11 +342,12 @@ export async function runPreToolUseHooks(
   cwd: string,
   signal?: AbortSignal,
   extraEnv: Record<string, string> = {},
+  launch: HookLaunch = {},
 ): Promise<Verdict[]> {
   const hooks = matchingHooks(matchers, [input.tool_name, input.airlock_tool_name]);
   return Promise.all(
     hooks.map((h) =>
-      h.badMatcher ? Promise.resolve(hookFailure("hook_error", h.command, h.badMatcher)) : runHook(h.command, input, cwd, h.timeout, signal, extraEnv),
+      h.badMatcher ? Promise.resolve(hookFailure("hook_error", h.command, h.badMatcher)) : runHook(h.command, input, cwd, h.timeout, signal, extraEnv, launch),
     ),
   );
 }

@@ -13,7 +13,7 @@ import { AirlockError } from "../../errors.ts";
 import { bwrapArgs } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
-import { BWRAP_INSTALL_HINT, bwrapAvailable, prepareRoot, quarantineWarning, recheckRoot, releaseRoot, sanitizedEnv, type PreparedRoot } from "../../launcher/spawn.ts";
+import { BWRAP_INSTALL_HINT, bwrapAvailable, openSeccompFilter, prepareRoot, quarantineWarning, recheckRoot, releaseRoot, sanitizedEnv, unixSocketPlan, type PreparedRoot } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
 import { ProcessTransport, type ProcessExit } from "./transport.ts";
@@ -268,7 +268,7 @@ export class McpServer {
   }
 
   /** The argv and environment of the server process under its policy. Throws the launcher's refusals. */
-  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string; prepared?: PreparedRoot[] }> {
+  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string; prepared?: PreparedRoot[]; extraFds?: number[] }> {
     const { server, config } = this.opts;
     if (config.execution_backend === "external") {
       throw new AirlockError(
@@ -289,9 +289,15 @@ export class McpServer {
     const exe = findInPath(command, env.PATH);
     if (!exe) throw this.unavailable(`could not start: command not found: ${server.command} (searched PATH=${env.PATH})`, undefined);
     const argv = [exe, ...server.args];
-    if (!isConfined(this.policy)) return { argv, env, cwd };
-
     const bwrapPath = this.opts.bwrapPath !== undefined ? this.opts.bwrapPath : findInPath("bwrap", env.PATH);
+    if (!isConfined(this.policy)) {
+      // Still its own PID namespace with --die-with-parent: the server's tree dies with airlock.
+      if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], bwrapPath: bwrapPath! }), env, cwd };
+      if (!this.warnedUnconfined) this.opts.log(`[mcp:${this.name}] WARNING: bubblewrap cannot run here, so this "${this.policy}" server's process tree is not tied to airlock's lifetime`);
+      this.warnedUnconfined = true;
+      return { argv, env, cwd };
+    }
+
     if (!(await bwrapAvailable(bwrapPath))) {
       const why = bwrapPath ? `bubblewrap at ${bwrapPath} cannot create the namespaces it needs here` : "bubblewrap (bwrap) was not found on PATH";
       if (!config.allow_unenforced) {
@@ -309,6 +315,15 @@ export class McpServer {
     const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
     const lockedPaths = prepared.flatMap((r) => r.locked);
     const mountPoints = prepared.flatMap((r) => r.mountPoints);
+    const socketPlan = unixSocketPlan(config.sandbox_unix_sockets ?? []);
+    let seccomp: number | undefined;
+    if (socketPlan.sockets.length === 0) {
+      try {
+        seccomp = openSeccompFilter();
+      } catch (e) {
+        throw this.unavailable(`could not start: the seccomp filter could not be prepared (${(e as Error).message})`, undefined);
+      }
+    }
     return {
       argv: bwrapArgs({
         policy: this.policy,
@@ -321,20 +336,25 @@ export class McpServer {
         hiddenPaths: (this.opts.hiddenPaths ?? []).filter((h) => existsSync(h)),
         runtimePaths: argv.filter((a) => path.isAbsolute(a) && existsSync(a)).map((a) => resolveRealPath("/", a)),
         bwrapPath: bwrapPath!,
+        ...(seccomp !== undefined ? { seccompFd: 3 } : {}),
+        unixSockets: socketPlan.sockets,
+        socketDirs: socketPlan.socketDirs,
       }),
       env,
       cwd,
       prepared,
+      ...(seccomp !== undefined ? { extraFds: [seccomp] } : {}),
     };
   }
 
   private async start(): Promise<Connection> {
-    const { argv, env, cwd, prepared } = await this.command();
+    const { argv, env, cwd, prepared, extraFds } = await this.command();
     const stderrTail: string[] = [];
     const transport = new ProcessTransport({
       argv,
       env,
       cwd,
+      extraFds,
       onStderrLine: (line) => {
         stderrTail.push(line);
         if (stderrTail.length > STDERR_TAIL) stderrTail.shift();

@@ -5,7 +5,7 @@
  * with exactly the environment we give it (the SDK's transport adds `SHELL` & co.), stderr as lines.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { closeSync, readFileSync } from "node:fs";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -19,6 +19,11 @@ export interface ProcessTransportOptions {
   cwd: string;
   /** Called with each complete line the process writes on stderr (no trailing newline). */
   onStderrLine?: (line: string) => void;
+  /**
+   * Open fds given to the process as its fds 3, 4, … (bubblewrap's `--seccomp` filter). The transport
+   * owns them: they are closed once the process is spawned, or could not be.
+   */
+  extraFds?: number[];
 }
 
 /** How the process ended, once it has. */
@@ -59,9 +64,18 @@ export class ProcessTransport implements Transport {
         cwd: this.opts.cwd,
         env: this.opts.env,
         detached: true, // own session and process group: the tree is killed as one
-        stdio: ["pipe", "pipe", "pipe"],
+        stdio: ["pipe", "pipe", "pipe", ...(this.opts.extraFds ?? [])],
       });
       this.child = child;
+      const closeExtra = () => {
+        for (const fd of this.opts.extraFds ?? []) {
+          try {
+            closeSync(fd);
+          } catch {
+            // closed already
+          }
+        }
+      };
       let spawned = false;
       this.exited = new Promise<void>((done) => {
         child.on("close", (code, signal) => {
@@ -83,10 +97,12 @@ export class ProcessTransport implements Transport {
         }
       });
       child.on("error", (e) => {
+        closeExtra();
         if (!spawned) reject(e);
         else this.onerror?.(e);
       });
       child.on("spawn", () => {
+        closeExtra();
         spawned = true;
         resolve();
       });
