@@ -231,6 +231,7 @@ export async function main(argv: string[]): Promise<number> {
     const { sandboxExec } = await import("./cli/sandbox-exec.ts");
     return sandboxExec(argv.slice(1));
   }
+  const started = Date.now();
   let code = EXIT_OK;
   const program = buildProgram((c) => {
     code = c;
@@ -242,7 +243,15 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) {
       // --help, help CMD, --version exit 0; an unknown flag/command, a missing or invalid argument, or help shown
       // because a subcommand is missing (`airlock sessions`) is a usage error.
-      return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+      if (err.exitCode === 0) return EXIT_OK;
+      // `airlock run --output-format json|stream-json`: a usage error still prints one result object (status invalid)
+      const { machineFormatIn, writeEarlyResult } = await import("./cli/run.ts");
+      const format = machineFormatIn(argv);
+      if (format) {
+        const { AirlockError } = await import("./errors.ts");
+        await writeEarlyResult(format, new AirlockError("usage", err.message.replace(/^error: /, "")), Date.now() - started);
+      }
+      return EXIT_USAGE;
     }
     const { printError } = await import("./cli/output.ts");
     const { exitCodeFor } = await import("./errors.ts");
