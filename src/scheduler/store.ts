@@ -5,6 +5,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { newId } from "../ids.ts";
+import { currentOwner, ownerIsGone } from "../store/owner.ts";
 
 /** A stored schedule as the API shows it (without the recipe text). */
 export interface Schedule {
@@ -48,6 +49,8 @@ type ScheduleRow = Omit<ScheduleWithRecipe, "params" | "enabled"> & { params: st
 type RunRow = Omit<Run, "result"> & { result: string | null };
 
 const nowIso = () => new Date().toISOString();
+/** The public columns of a run (the owner columns stay internal). */
+const RUN_COLUMNS = "id, schedule_id, session_id, status, trigger, started_at, finished_at, result, reason";
 
 function toSchedule(r: ScheduleRow): ScheduleWithRecipe {
   return { ...r, params: JSON.parse(r.params) as Record<string, unknown>, enabled: r.enabled === 1 };
@@ -124,7 +127,8 @@ export function insertRun(
 ): Run {
   const id = newId("run");
   const at = nowIso();
-  db.query("INSERT INTO runs (id, schedule_id, status, trigger, started_at, finished_at, result, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").run(
+  const owner = currentOwner();
+  db.query("INSERT INTO runs (id, schedule_id, status, trigger, started_at, finished_at, result, reason, owner_pid, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").run(
     id,
     r.schedule_id,
     r.status,
@@ -133,6 +137,8 @@ export function insertRun(
     r.status === "running" ? null : at,
     r.result ? JSON.stringify(r.result) : null,
     r.reason ?? null,
+    owner.pid,
+    owner.start,
   );
   return getRun(db, id)!;
 }
@@ -154,21 +160,33 @@ export function finishRun(
 }
 
 export function getRun(db: Database, id: string): Run | null {
-  const r = db.query<RunRow, [string]>("SELECT * FROM runs WHERE id = ?").get(id);
+  const r = db.query<RunRow, [string]>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`).get(id);
   return r ? toRun(r) : null;
 }
 
 /** A schedule's runs, newest first (at most `limit`, default 100). */
 export function listRuns(db: Database, scheduleId: string, limit = 100): Run[] {
   return db
-    .query<RunRow, [string, number]>("SELECT * FROM runs WHERE schedule_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?")
+    .query<RunRow, [string, number]>(`SELECT ${RUN_COLUMNS} FROM runs WHERE schedule_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?`)
     .all(scheduleId, limit)
     .map(toRun);
 }
 
-/** Marks runs left `running` by a previous process `interrupted` (their turn died with it). Returns how many. */
+/**
+ * Marks runs left `running` by a process that is gone (`ownerIsGone`) `interrupted` (their turn died with it);
+ * runs of a live process are left alone. Returns how many.
+ */
 export function markInterruptedRuns(db: Database): number {
-  return db
-    .query("UPDATE runs SET status = 'interrupted', finished_at = ?, reason = COALESCE(reason, 'the server stopped while this run was going') WHERE status = 'running'")
-    .run(nowIso()).changes;
+  const gone = db
+    .query<{ id: string; owner_pid: number | null; owner_start: string | null }, []>("SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'")
+    .all()
+    .filter((r) => ownerIsGone({ pid: r.owner_pid, start: r.owner_start }));
+  const at = nowIso();
+  let n = 0;
+  for (const r of gone) {
+    n += db
+      .query("UPDATE runs SET status = 'interrupted', finished_at = ?, reason = COALESCE(reason, 'the server stopped while this run was going') WHERE id = ? AND status = 'running'")
+      .run(at, r.id).changes;
+  }
+  return n;
 }
