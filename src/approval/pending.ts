@@ -136,7 +136,7 @@ export class Approvals {
       request_id: requestId,
       session_id: input.homeSessionId,
       home_session_id: input.homeSessionId,
-      detail: { tool: input.tool, call_id: input.callId, inspector: input.inspector, reason: input.reason, surfaces, requires_user_proof: input.requiresUserProof },
+      detail: { tool: input.tool, call_id: input.callId, turn_id: input.turnId, inspector: input.inspector, reason: input.reason, surfaces, requires_user_proof: input.requiresUserProof },
     });
     return new Promise<CardOutcome>((resolve) => {
       const rec: PendingCard = {

@@ -7,9 +7,9 @@
  * - `PRAGMA integrity_check` is ok;
  * - no turn is left `running` and no session is in flight;
  * - every card the dead process parked and never closed ends `interrupted` in the audit log;
- * - the next reply in every session touched works, against a fake OpenAI server that enforces the
- *   tool-call pairing rule (an assistant message with `tool_calls` must be followed by a tool message
- *   for each id, and a tool message must answer such a call).
+ * - the next reply in every session works, against the fake OpenAI server, which answers 400 to a
+ *   history that breaks the tool-call pairing rule (an assistant message with `tool_calls` must be
+ *   followed by a tool message for each id, and a tool message must answer such a call).
  * The kill point is a seeded delay after the turns start, or the k-th SSE event of a turn, or (every
  * fifth round, so cards are always covered) the first card. Replay a failure with the seed it prints:
  * `AIRLOCK_CRASH_SEED=<n> bun test test/e2e/serve-sigkill-recovery.test.ts`.
@@ -54,6 +54,14 @@ afterAll(async () => {
     p.kill("SIGKILL");
     await p.exited;
   }
+  // survivors a failed check named: this test's own processes (their argv carries MARKER), killed by pid
+  for (const line of markedProcesses()) {
+    try {
+      process.kill(Number(line.split(":")[0]), "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -95,34 +103,10 @@ function toolCall(step: Step, id: string): { name: string; arguments: unknown; i
   }
 }
 
-/** Why `messages` breaks OpenAI's pairing rule, or null when it is valid. */
-function pairingViolation(messages: any[]): string | null {
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i];
-    if (m.role === "tool") return `message ${i}: a tool message (tool_call_id ${m.tool_call_id}) does not answer a preceding assistant tool call`;
-    if (m.role !== "assistant" || !Array.isArray(m.tool_calls) || m.tool_calls.length === 0) continue;
-    const want = new Set<string>(m.tool_calls.map((c: any) => c.id));
-    let j = i + 1;
-    for (; j < messages.length && messages[j].role === "tool"; j++) {
-      if (!want.delete(messages[j].tool_call_id)) return `message ${j}: tool message for ${messages[j].tool_call_id}, which message ${i} did not ask for (or answered twice)`;
-    }
-    if (want.size > 0) {
-      return `an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'; message ${i} has no answer for ${[...want].join(", ")}`;
-    }
-    i = j - 1;
-  }
-  return null;
-}
-
-const violations: string[] = [];
 let callSeq = 0;
+/** The model. The fake server itself answers 400 to a history that breaks the pairing rule (openAIPairingError). */
 const fake = startFakeOpenAI((body): FakeReply => {
   const messages: any[] = body.messages ?? [];
-  const bad = pairingViolation(messages);
-  if (bad) {
-    violations.push(bad);
-    return { status: 400, body: { error: { message: `Invalid parameter: messages: ${bad}`, type: "invalid_request_error", param: "messages", code: null } } };
-  }
   const last = messages.at(-1);
   if (last?.role === "user" && typeof last.content === "string" && last.content.startsWith("plan:")) {
     const plan = JSON.parse(last.content.slice("plan:".length)) as Step[];
@@ -223,7 +207,6 @@ async function checkRecovered(sp: ServeProcess, round: number, sessions: string[
   }
   const streams = await Promise.all(sessions.map((id) => reply(sp.url, id, "hello")));
   const finished = await Promise.all(streams.map((s) => s.waitFor((e) => e.event === "turn_finished", 60_000)));
-  expect(violations, `${where}: requests that broke the tool-call pairing rule`).toEqual([]);
   finished.forEach((f, i) => expect(f.data, `${where}: the next reply in ${sessions[i]}`).toMatchObject({ status: "completed", answer: "hi" }));
 }
 
@@ -266,7 +249,8 @@ test(
         } else {
           const k = 1 + Math.floor(r() * 12);
           const s = streams[Math.floor(r() * streams.length)]!;
-          await s.waitFor((e) => s.events.length >= k || e.event === "turn_finished", 60_000);
+          // the k-th event of one turn; a turn parked on a card or a long call may never send it, so a seeded cap ends the wait
+          await s.waitFor((e) => s.events.length >= k || e.event === "turn_finished", 500 + Math.floor(r() * 2000)).catch(() => undefined);
         }
         sp.proc.kill("SIGKILL");
         await sp.proc.exited;
