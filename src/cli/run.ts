@@ -61,7 +61,9 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
  * run is headless otherwise (nobody could answer).
  * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT or SIGTERM).
  * @throws AirlockError `usage` (no prompt; `--param` without `--recipe`), `recipe_invalid` (also a `{{ name }}`
- *   in PROMPT that the recipe does not declare), `config_invalid` → exit 2 via main.ts.
+ *   in PROMPT that the recipe does not declare), `config_invalid`, `bad_request` (missing workspace) → exit 2 via
+ *   main.ts. With `json` / `stream-json`, anything thrown before the result was printed first prints the
+ *   result object of a run that never started (`earlyResult`: `status: "invalid"` for those codes).
  */
 export async function run(prompt: string | undefined, opts: RunOptions): Promise<number> {
   const started = Date.now();
