@@ -97,12 +97,13 @@ describe("one data dir, several processes", () => {
     expect(await third.proc.exited).toBe(0);
   }, 120_000);
 
-  test("two airlock run at once on one fresh data dir both complete", async () => {
+  test("several airlock run at once on one fresh data dir all complete, and none marks another's turn interrupted", async () => {
     const dir = dataDir();
     const args = ["run", "--headless", "--output-format", "json", "--data-dir", dir, "--config", join(dir, "run.yaml"), "--workspace", join(dir, "ws"), "hello"];
-    const [a, b] = await Promise.all([airlock(args), airlock(args)]);
-    expect([a.code, b.code]).toEqual([0, 0]);
-    expect([JSON.parse(a.out).status, JSON.parse(b.out).status]).toEqual(["completed", "completed"]);
+    const runs = await Promise.all(Array.from({ length: 6 }, () => airlock(args)));
+    expect(runs.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(runs.map((r) => JSON.parse(r.out).status)).toEqual(Array(6).fill("completed"));
+    expect(runs.filter((r) => r.err.includes("interrupted"))).toEqual([]);
   }, 120_000);
 });
 
