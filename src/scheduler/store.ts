@@ -31,10 +31,15 @@ export type RunStatus = "running" | "completed" | "failed" | "blocked" | "cancel
 /** What started a run: the cron clock, `POST /schedules/:id/run`, or the one catch-up after a restart. */
 export type RunTrigger = "cron" | "manual" | "catch-up";
 
-/** One fire of a schedule. `result` is the headless result object (SPEC §7) once the run finished. */
+/**
+ * One fire of a schedule. `result` is the headless result object (SPEC §7) once the run finished. Runs outlive
+ * their schedule: after `DELETE /schedules/:id` they keep `schedule_id` and get `schedule_removed: true`.
+ */
 export interface Run {
   id: string;
   schedule_id: string | null;
+  /** True once the run's schedule was removed (the run is kept as history). */
+  schedule_removed: boolean;
   session_id: string | null;
   status: RunStatus;
   trigger: RunTrigger;
@@ -46,11 +51,12 @@ export interface Run {
 }
 
 type ScheduleRow = Omit<ScheduleWithRecipe, "params" | "enabled"> & { params: string; enabled: number };
-type RunRow = Omit<Run, "result"> & { result: string | null };
+type RunRow = Omit<Run, "result" | "schedule_removed"> & { result: string | null; schedule_removed: number };
 
 const nowIso = () => new Date().toISOString();
 /** The public columns of a run (the owner columns stay internal). */
-const RUN_COLUMNS = "id, schedule_id, session_id, status, trigger, started_at, finished_at, result, reason";
+const RUN_COLUMNS =
+  "id, COALESCE(schedule_id, removed_schedule_id) AS schedule_id, (removed_schedule_id IS NOT NULL) AS schedule_removed, session_id, status, trigger, started_at, finished_at, result, reason";
 
 function toSchedule(r: ScheduleRow): ScheduleWithRecipe {
   return { ...r, params: JSON.parse(r.params) as Record<string, unknown>, enabled: r.enabled === 1 };
@@ -62,7 +68,7 @@ function withoutRecipe(s: ScheduleWithRecipe): Schedule {
 }
 
 function toRun(r: RunRow): Run {
-  return { ...r, result: r.result === null ? null : (JSON.parse(r.result) as Record<string, unknown>) };
+  return { ...r, schedule_removed: r.schedule_removed === 1, result: r.result === null ? null : (JSON.parse(r.result) as Record<string, unknown>) };
 }
 
 /** Stores a new schedule and returns it (with a fresh `sch_` id). */
@@ -105,12 +111,13 @@ export function publicSchedule(s: ScheduleWithRecipe | Schedule): Schedule {
 }
 
 /**
- * Deletes a schedule. Its runs are kept (history and `GET /runs/:id` stay readable) with `schedule_id`
- * set to null, in the same transaction. Returns false when there was no such schedule.
+ * Deletes a schedule. Its runs are kept as history, marked removed (`removed_schedule_id`; the foreign key
+ * `schedule_id` becomes null), in the same transaction, so `GET /schedules/:id/runs`, `GET /runs` and
+ * `GET /runs/:id` still show them. Returns false when there was no such schedule.
  */
 export function deleteSchedule(db: Database, id: string): boolean {
   return db.transaction(() => {
-    db.query("UPDATE runs SET schedule_id = NULL WHERE schedule_id = ?").run(id);
+    db.query("UPDATE runs SET removed_schedule_id = schedule_id, schedule_id = NULL WHERE schedule_id = ?").run(id);
     return db.query("DELETE FROM schedules WHERE id = ?").run(id).changes > 0;
   })();
 }
@@ -164,12 +171,24 @@ export function getRun(db: Database, id: string): Run | null {
   return r ? toRun(r) : null;
 }
 
-/** A schedule's runs, newest first (at most `limit`, default 100). */
+/** A schedule's runs (also after the schedule was removed), newest first (at most `limit`, default 100). */
 export function listRuns(db: Database, scheduleId: string, limit = 100): Run[] {
   return db
-    .query<RunRow, [string, number]>(`SELECT ${RUN_COLUMNS} FROM runs WHERE schedule_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?`)
-    .all(scheduleId, limit)
+    .query<RunRow, [string, string, number]>(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE schedule_id = ? OR removed_schedule_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?`,
+    )
+    .all(scheduleId, scheduleId, limit)
     .map(toRun);
+}
+
+/** Every run of every schedule, removed ones included, newest first (at most `limit`, default 100). */
+export function listAllRuns(db: Database, limit = 100): Run[] {
+  return db.query<RunRow, [number]>(`SELECT ${RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?`).all(limit).map(toRun);
+}
+
+/** True when runs of a removed schedule `scheduleId` are kept. */
+export function hasRemovedRuns(db: Database, scheduleId: string): boolean {
+  return db.query("SELECT 1 FROM runs WHERE removed_schedule_id = ? LIMIT 1").get(scheduleId) !== null;
 }
 
 /**

@@ -4,7 +4,18 @@
  * Migrations are idempotent: each runs once, in its own transaction, recorded in `schema_version`.
  */
 import { Database } from "bun:sqlite";
+import { statfsSync } from "node:fs";
+import { dirname } from "node:path";
 import { AirlockError } from "../errors.ts";
+
+/** True when the file system holding `path` has no block left for this user (an I/O error there means "full"). */
+function noSpaceLeft(path: string): boolean {
+  try {
+    return statfsSync(dirname(path)).bavail === 0;
+  } catch {
+    return false;
+  }
+}
 
 /** Numbered migrations. Append only; never edit a released one. */
 export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
@@ -148,6 +159,9 @@ export function storageError(e: unknown, path: string): AirlockError | null {
   }
   if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code) || code === "EACCES" || code === "EROFS" || code === "EPERM" || /readonly|read-only|unable to open/i.test(msg)) {
     return new AirlockError("data_dir_unusable", `${where} cannot be written (${msg}); make it writable by this user or pass another --data-dir`, { path });
+  }
+  if (/^SQLITE_IOERR/.test(code) && noSpaceLeft(path)) {
+    return new AirlockError("data_dir_unusable", `${where} is full (${msg}); free some space or pass another --data-dir`, { path });
   }
   if (/^SQLITE_(IOERR|CORRUPT|NOTADB)/.test(code)) {
     return new AirlockError("data_dir_unusable", `${where} could not be read or written (${msg}); check the disk, or pass another --data-dir`, { path });

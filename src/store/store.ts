@@ -149,7 +149,7 @@ export class Store {
           at,
         );
       return this.getSession(id)!;
-    })();
+    }).immediate(); // IMMEDIATE: it reads then writes; a deferred one could fail at once (SQLITE_BUSY) beside another process's writer
   }
 
   getSession(id: string): Session | null {

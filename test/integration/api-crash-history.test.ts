@@ -111,3 +111,28 @@ describe("history after a cancel during a tool call", () => {
     }, 120_000);
   }
 });
+
+describe("history after a turn hits a limit after a tool call", () => {
+  for (const flavour of ["openai", "anthropic"] as const) {
+    test(`the next reply after max_iterations is accepted by a ${flavour} server that enforces tool-call pairing`, async () => {
+      const fake =
+        flavour === "openai"
+          ? startFakeOpenAI((_b, n) => (n === 0 ? toolCallChunks({ id: "call_r1", name: "developer__read_file", arguments: { path: "nothing.txt" } }) : textChunks("recovered")))
+          : startFakeAnthropic((_b, n) =>
+              n === 0 ? anthropicMessage([{ tool_use: { id: "toolu_r1", name: "developer__read_file", input: { path: "nothing.txt" } } }]) : anthropicMessage([{ text: "recovered" }]),
+            );
+      closers.push(fake.close);
+      const dir = setup(flavour, fake.url);
+      writeFileSync(join(dir, "airlock.yaml"), `${readFileSync(join(dir, "airlock.yaml"), "utf8")}limits: { max_iterations: 1 }\n`);
+      const sp = await serve(dir);
+      const h = auth(dir);
+      const session = (await (await fetch(`${sp.url}/sessions`, { method: "POST", headers: h, body: JSON.stringify({ workspace: join(dir, "ws") }) })).json()) as { id: string };
+      const reply = await openSse(`${sp.url}/sessions/${session.id}/reply`, { method: "POST", headers: h, body: JSON.stringify({ message: "read" }) });
+      expect((await reply.waitFor((e) => e.event === "turn_finished", 60_000)).data).toMatchObject({ status: "failed", error: { code: "max_iterations" } });
+      const again = await openSse(`${sp.url}/sessions/${session.id}/reply`, { method: "POST", headers: h, body: JSON.stringify({ message: "go on" }) });
+      expect((await again.waitFor((e) => e.event === "turn_finished", 60_000)).data).toMatchObject({ status: "completed", answer: "recovered" });
+      sp.proc.kill("SIGTERM");
+      expect(await sp.proc.exited).toBe(0);
+    }, 120_000);
+  }
+});
