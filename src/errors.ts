@@ -19,6 +19,10 @@ export const ERROR_CODES = [
   "server_unreachable",
   "config_invalid",
   "recipe_invalid",
+  /** The data dir cannot be used: read-only, full, or not a database (exit 2, a setup problem). */
+  "data_dir_unusable",
+  /** Another `airlock serve` already serves this data dir (its pid and port are in the message). */
+  "data_dir_in_use",
   // sessions & agent loop
   "session_busy",
   "session_not_found",
@@ -29,6 +33,8 @@ export const ERROR_CODES = [
   "provider_auth",
   "provider_rate_limit",
   "cancelled",
+  /** The process running a turn died (kill -9, crash, power loss); the turn's unanswered calls get this result. */
+  "interrupted",
   // gate & approvals
   "gate_no_session",
   "no_human_surface",
@@ -123,6 +129,8 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   already_decided: 409,
   approval_stale: 409,
   payload_too_large: 413,
+  data_dir_in_use: 409,
+  data_dir_unusable: 503,
   server_unreachable: 503,
 };
 
@@ -139,6 +147,8 @@ export function exitCodeFor(code: ErrorCode): number {
     case "config_invalid":
     case "recipe_invalid":
     case "bad_request":
+    case "data_dir_unusable":
+    case "data_dir_in_use":
       return EXIT.usage;
     case "no_human_surface":
       return EXIT.blocked;

@@ -23,6 +23,12 @@ function parsePort(value: string): number {
 }
 
 /** `--param KEY=VALUE`, repeatable: collects into an object (later values win). */
+/** Parses `schedule runs --limit N`: an integer from 1 to 1000. */
+function parseRunsLimit(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1000) throw new InvalidArgumentError("expected an integer from 1 to 1000.");
+  return Number(value);
+}
+
 function collectParam(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const eq = value.indexOf("=");
   const key = eq > 0 ? value.slice(0, eq).trim() : "";
@@ -175,9 +181,9 @@ export function buildProgram(done: (code: number) => void): Command {
 
   const schedule = program
     .command("schedule")
-    .summary("scheduled headless runs of recipes: add, list, remove, run now")
+    .summary("scheduled headless runs of recipes: add, list, remove, run now, run history")
     .description("Recipes run headless on a cron schedule by `airlock serve`.")
-    .addHelpText("after", examples(['airlock schedule add --cron "0 3 * * *" --recipe nightly.yaml --name nightly', "airlock schedule list", "airlock schedule run sch_0193…", "airlock schedule remove sch_0193…"]));
+    .addHelpText("after", examples(['airlock schedule add --cron "0 3 * * *" --recipe nightly.yaml --name nightly', "airlock schedule list", "airlock schedule run sch_0193…", "airlock schedule runs sch_0193…", "airlock schedule remove sch_0193…"]));
   withUrl(
     withJson(
       withCommon(
@@ -198,6 +204,17 @@ export function buildProgram(done: (code: number) => void): Command {
   withUrl(withJson(withCommon(schedule.command("run").description("run a schedule's recipe now, headless, wait, and print its result object").argument("<id>", "schedule id (sch_…)")))).action(
     async (id: string, opts) => done(await (await import("./cli/schedule.ts")).scheduleRun(id, opts)),
   );
+  withUrl(
+    withJson(
+      withCommon(
+        schedule
+          .command("runs")
+          .description("list runs, newest first: one schedule's (kept after it is removed) or, without ID, every schedule's")
+          .argument("[id]", "schedule id (sch_…)")
+          .addOption(new Option("--limit <n>", "at most N runs (1–1000)").argParser(parseRunsLimit)),
+      ),
+    ),
+  ).action(async (id: string | undefined, opts) => done(await (await import("./cli/schedule.ts")).scheduleRuns(id, opts)));
 
   withJson(
     program
@@ -231,6 +248,7 @@ export async function main(argv: string[]): Promise<number> {
     const { sandboxExec } = await import("./cli/sandbox-exec.ts");
     return sandboxExec(argv.slice(1));
   }
+  const started = Date.now();
   let code = EXIT_OK;
   const program = buildProgram((c) => {
     code = c;
@@ -242,7 +260,15 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) {
       // --help, help CMD, --version exit 0; an unknown flag/command, a missing or invalid argument, or help shown
       // because a subcommand is missing (`airlock sessions`) is a usage error.
-      return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+      if (err.exitCode === 0) return EXIT_OK;
+      // `airlock run --output-format json|stream-json`: a usage error still prints one result object (status invalid)
+      const { machineFormatIn, writeEarlyResult } = await import("./cli/run.ts");
+      const format = machineFormatIn(argv);
+      if (format) {
+        const { AirlockError } = await import("./errors.ts");
+        await writeEarlyResult(format, new AirlockError("usage", err.message.replace(/^error: /, "")), Date.now() - started);
+      }
+      return EXIT_USAGE;
     }
     const { printError } = await import("./cli/output.ts");
     const { exitCodeFor } = await import("./errors.ts");

@@ -10,6 +10,7 @@ import systemPrompt from "./agent/system.txt" with { type: "text" };
 import { Inflight } from "./agent/inflight.ts";
 import { startTurn as loopStartTurn, type GateLike, type StartedTurn, type TurnResult } from "./agent/loop.ts";
 import { isLoopbackUrl, type Provider, type ProviderOptions } from "./agent/providers/provider.ts";
+import { interruptOrphanCards } from "./approval/recovery.ts";
 import { Bus } from "./bus/bus.ts";
 import { mergeConfig, type ConfigOverrides } from "./config/load.ts";
 import { ensureTokens, type Tokens } from "./config/paths.ts";
@@ -183,6 +184,8 @@ class AirlockRuntime implements Runtime {
     try {
       const interrupted = this.store.markInterruptedTurns();
       if (interrupted > 0) this.log(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted`);
+      const cards = interruptOrphanCards(this.store);
+      if (cards.length > 0) this.log(`airlock: closed ${cards.length} card(s) left pending by a previous process as interrupted`);
       this.tokens = opts.tokens ?? ensureTokens(opts.dataDir);
       const limits = this.config.limits;
       this.permits = new Permits(limits.max_concurrent_calls);

@@ -150,6 +150,7 @@ export class Approvals {
       detail: {
         tool: input.tool,
         call_id: input.callId,
+        turn_id: input.turnId,
         inspector: input.inspector,
         reason: input.reason,
         surfaces,

@@ -41,4 +41,14 @@ describe("bus", () => {
     console.error = orig;
     expect(seen).toEqual(["message"]);
   });
+
+  test("wire ids name the bus that issued them; an id of another bus or one that cannot be parsed is null", () => {
+    const a = new Bus();
+    const b = new Bus();
+    expect(a.epoch).not.toBe(b.epoch);
+    expect(a.wireId(7)).toBe(`${a.epoch}-7`);
+    expect(a.parseWireId(a.wireId(7))).toBe(7);
+    expect(a.parseWireId(b.wireId(7))).toBeNull();
+    for (const bad of [undefined, "", "7", "x-", `${a.epoch}-`, `${a.epoch}-1.5`, `${a.epoch}--1`, `${a.epoch}-7 junk`]) expect(a.parseWireId(bad)).toBeNull();
+  });
 });

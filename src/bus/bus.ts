@@ -2,9 +2,13 @@
  * @module bus/bus
  * Per-session publish/subscribe of the events SSE clients and `stream-json` see (SPEC §6).
  * Each event gets an `id` increasing per session, and a bounded replay buffer serves
- * `Last-Event-ID` resumes. `persisted` marks events whose content is also in the database
+ * `Last-Event-ID` resumes. On the wire an id is `<epoch>-<n>` (`wireId`): the epoch is random per bus,
+ * that is per server process, so an id issued by an earlier process is recognised and answered
+ * with a fresh snapshot, never with a replay of another process's numbering. `persisted` marks events whose content is also in the database
  * (messages) as opposed to ephemeral ones (cards, deltas, tool progress).
  */
+
+import { randomBytes } from "node:crypto";
 
 export const EVENT_NAMES = [
   "snapshot",
@@ -44,8 +48,25 @@ export const REPLAY_BUFFER = 1024;
 export class Bus {
   private channels = new Map<string, Channel>();
   private global = new Set<Listener>();
+  /** This bus's epoch: lowercase letters and digits, unique per process (start time + 48 random bits). */
+  readonly epoch: string = `${Date.now().toString(36)}${randomBytes(6).toString("hex")}`;
 
   constructor(private readonly bufferSize = REPLAY_BUFFER) {}
+
+  /** The SSE id of event number `n` of this bus: `<epoch>-<n>`. */
+  wireId(n: number): string {
+    return `${this.epoch}-${n}`;
+  }
+
+  /**
+   * The event number in a `Last-Event-ID` header, or null when the header is missing, cannot be
+   * parsed, or was issued by another bus (another server process): the client then needs a snapshot.
+   */
+  parseWireId(header: string | undefined): number | null {
+    const m = header === undefined ? null : /^([0-9a-z]+)-(\d{1,15})$/.exec(header.trim());
+    if (!m || m[1] !== this.epoch) return null;
+    return Number(m[2]);
+  }
 
   private channel(sessionId: string): Channel {
     let c = this.channels.get(sessionId);

@@ -62,9 +62,62 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
  * run is headless otherwise (nobody could answer).
  * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT or SIGTERM).
  * @throws AirlockError `usage` (no prompt; `--param` without `--recipe`), `recipe_invalid` (also a `{{ name }}`
- *   in PROMPT that the recipe does not declare), `config_invalid` → exit 2 via main.ts.
+ *   in PROMPT that the recipe does not declare), `config_invalid`, `bad_request` (missing workspace) → exit 2 via
+ *   main.ts. With `json` / `stream-json`, anything thrown before the result was printed first prints the
+ *   result object of a run that never started (`earlyResult`: `status: "invalid"` for those codes).
  */
 export async function run(prompt: string | undefined, opts: RunOptions): Promise<number> {
+  const started = Date.now();
+  const printed = { result: false };
+  try {
+    return await runInner(prompt, opts, printed);
+  } catch (e) {
+    // json / stream-json: a run that could not start (or failed before printing its result) still prints one result object
+    if (!printed.result) await writeEarlyResult(opts.outputFormat, e, Date.now() - started);
+    throw e;
+  }
+}
+
+/**
+ * `--output-format json` or `stream-json` as given in `argv` (the user arguments of `airlock`), when
+ * `argv` is an `airlock run` command; else undefined. Reads `--output-format X` and `--output-format=X`
+ * (the last one wins), and stops at `--`. Used by main.ts for usage errors commander reports before
+ * `run` is called.
+ */
+export function machineFormatIn(argv: readonly string[]): "json" | "stream-json" | undefined {
+  if (argv[0] !== "run") return undefined;
+  let format: string | undefined;
+  for (let i = 1; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") break;
+    if (a === "--output-format") format = argv[++i];
+    else if (a.startsWith("--output-format=")) format = a.slice("--output-format=".length);
+  }
+  return format === "json" || format === "stream-json" ? format : undefined;
+}
+
+/**
+ * Writes the result object of a run that ended before its turn (`earlyResult`: `status: "invalid"` for
+ * usage/config errors) on stdout: one JSON line for `json`, a `{"type":"result",…}` line for
+ * `stream-json`, nothing for `text`. `durationMs`: ms since the command started.
+ */
+export async function writeEarlyResult(format: OutputFormat, err: unknown, durationMs: number): Promise<void> {
+  if (format === "text") return;
+  const { toAirlockError } = await import("../errors.ts");
+  const { earlyResult } = await import("../scheduler/result.ts");
+  const { writeJsonLine } = await import("./output.ts");
+  const result = earlyResult(toAirlockError(err), durationMs);
+  switch (format) {
+    case "json":
+      writeJsonLine(result);
+      return;
+    case "stream-json":
+      writeJsonLine({ type: "result", ...result });
+      return;
+  }
+}
+
+async function runInner(prompt: string | undefined, opts: RunOptions, printed: { result: boolean }): Promise<number> {
   const { AirlockError } = await import("../errors.ts");
   const paramNames = Object.keys(opts.param ?? {});
   if (!opts.recipe && paramNames.length > 0) {
@@ -161,6 +214,7 @@ export async function run(prompt: string | undefined, opts: RunOptions): Promise
       },
     });
     progress.stop();
+    printed.result = true;
     if (opts.outputFormat === "json") writeJsonLine(result);
     else if (opts.outputFormat === "stream-json") writeJsonLine({ type: "result", ...result });
     else if (result.result !== null) writeStdout(result.result.endsWith("\n") ? result.result : `${result.result}\n`);

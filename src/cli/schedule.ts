@@ -1,6 +1,6 @@
 /**
  * @module cli/schedule
- * `airlock schedule add | list | remove | run`: scheduled headless runs of recipes (SPEC §2, §6).
+ * `airlock schedule add | list | remove | run | runs`: scheduled headless runs of recipes (SPEC §2, §6).
  * Schedules live in the running `airlock serve`, so these commands talk HTTP to it: base URL from
  * `--url`, else `$AIRLOCK_URL`, else the config's `server.host:port` (default http://127.0.0.1:7420).
  */
@@ -99,6 +99,51 @@ export async function scheduleRemove(id: string, opts: ScheduleOptions): Promise
   if (r.status !== 200) throw apiError(r, r.status === 404 ? LIST_HINT : undefined);
   if (opts.json) writeJson(r.body);
   else writeStdout(`removed ${id}\n`);
+  return 0;
+}
+
+/** Options of `airlock schedule runs`. */
+export interface ScheduleRunsOptions extends ScheduleOptions {
+  /** `--limit N`: at most N runs, newest first (1–1000, default 100). */
+  limit?: number;
+}
+
+/**
+ * Lists runs, newest first: one schedule's (`id` given; also after it was removed) or every schedule's.
+ * Text: a table of RUN, SCHEDULE (`(removed)` after a removed one), STATUS, TRIGGER, STARTED, FINISHED,
+ * SESSION; `--json`: the array of run objects as `GET /runs/:id` shows them.
+ * @returns 0. @throws AirlockError `not_found` (exit 1) for a schedule that never had runs or never existed.
+ */
+export async function scheduleRuns(id: string | undefined, opts: ScheduleRunsOptions): Promise<number> {
+  const { writeStdout, writeJson } = await import("./output.ts");
+  const { connect, apiError } = await import("./server-client.ts");
+  const c = await connect(opts);
+  const query = opts.limit !== undefined ? `?limit=${opts.limit}` : "";
+  const r = await c.call("GET", id ? `/schedules/${encodeURIComponent(id)}/runs${query}` : `/runs${query}`);
+  if (r.status !== 200) throw apiError(r, r.status === 404 ? LIST_HINT : undefined);
+  const list = r.body.runs as Record<string, any>[];
+  if (opts.json) {
+    writeJson(list);
+    return 0;
+  }
+  if (list.length === 0) {
+    writeStdout(id ? `no runs of ${id} yet; run it now with: airlock schedule run ${id}\n` : "no runs yet; list the schedules with: airlock schedule list\n");
+    return 0;
+  }
+  const rows = [
+    ["RUN", "SCHEDULE", "STATUS", "TRIGGER", "STARTED", "FINISHED", "SESSION"],
+    ...list.map((run) => [
+      run.run_id,
+      `${run.schedule_id ?? "-"}${run.schedule_removed ? " (removed)" : ""}`,
+      run.status,
+      run.trigger,
+      run.started_at,
+      run.finished_at ?? "-",
+      run.session_id ?? "-",
+    ]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
+  writeStdout(rows.map((row) => row.map((cell, i) => String(cell).padEnd(widths[i]!)).join("  ").trimEnd()).join("\n") + "\n");
   return 0;
 }
 

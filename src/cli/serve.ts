@@ -21,7 +21,8 @@ export interface ServeOptions extends CommonOptions {
  * running are marked `interrupted`), the HTTP API on `host:port`, the scheduler. Prints
  * `airlock: listening on http://HOST:PORT` (the actual port when 0) on stderr.
  * @returns 0 after a clean stop.
- * @throws AirlockError `usage` / `config_invalid` for a bad data dir or config; `usage` (exit 2, a setup problem)
+ * @throws AirlockError `data_dir_in_use` when another live `airlock serve` holds the data dir (its pid and URL in the
+ *   message); `data_dir_unusable` for a read-only or full data dir; `usage` / `config_invalid` for a bad config; `usage` (exit 2, a setup problem)
  *   when the address cannot be bound: the port is in use, the host is not an address of this machine, or the
  *   port is privileged (see `bindError`).
  */
@@ -30,14 +31,25 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const { writeStderr } = await import("./output.ts");
   const { createRuntime } = await import("../runtime.ts");
   const { startServer } = await import("../server/serve.ts");
+  const { acquireServeLock } = await import("../store/serve-lock.ts");
   const ctx = await resolveContext(opts);
   const host = opts.host ?? ctx.config.server.host;
   const port = opts.port ?? ctx.config.server.port;
-  const rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, dataDir: ctx.dataDir, headless: opts.headless === true });
+  // one server per data dir (its scheduler would fire every schedule twice otherwise): data_dir_in_use names the other
+  const lock = acquireServeLock(ctx.dataDir);
+  let rt;
+  try {
+    rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, dataDir: ctx.dataDir, headless: opts.headless === true });
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
+  rt.onClose(() => lock.release());
   let server;
   try {
     rt.checkProvider(); // a missing provider.script fails at startup (config_invalid, exit 2), not at the first turn
     server = startServer(rt, { host, port });
+    lock.setUrl(server.url);
   } catch (e) {
     await rt.close();
     throw bindError(e, host, port);

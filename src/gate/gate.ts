@@ -24,7 +24,7 @@ import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks,
 import { modeVerdict } from "./inspectors/mode.ts";
 import { securityFloor } from "./inspectors/security-floor.ts";
 import type { Permits } from "./permits.ts";
-import { combine, type Judgement, type Verdict } from "./verdict.ts";
+import { combine, headlessRefusal, type Judgement, type Verdict } from "./verdict.ts";
 
 /** The part of the tool registry the gate needs (src/tool/registry.ts implements it). */
 export interface GateRegistry {
@@ -181,14 +181,8 @@ export class Gate {
           return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, judgement.primary.inspector);
         }
         if (headless) {
-          const code: ErrorCode = judgement.asks.find((a) => a.code)?.code ?? "no_human_surface";
-          return this.refuse(
-            session.id,
-            req,
-            code,
-            `no person can answer in this headless session, so the call was refused: ${judgement.primary.inspector} asks: ${judgement.reason}`,
-            judgement.primary.inspector,
-          );
+          const { code, reason } = headlessRefusal(judgement);
+          return this.refuse(session.id, req, code, `no person can answer in this headless session, so the call was refused: ${reason}`, judgement.primary.inspector);
         }
         return this.askAndRun(def, args, req, ctx, session, config, signal, judgement);
       }

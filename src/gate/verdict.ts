@@ -49,3 +49,18 @@ export function combine(verdicts: Verdict[]): Judgement {
   const elevate = asks.find((a) => a.elevate)?.elevate;
   return { kind: "ask", asks, primary, userProof: asks.some((a) => a.userProof), reason, ...(elevate ? { elevate } : {}) };
 }
+
+/**
+ * What a headless session refuses an `ask` judgement with (SPEC §5.2, §7): a call that needed a person
+ * (any ask without its own failure code: the floor, the mode, a hook's `ask`, elevation) is refused
+ * `no_human_surface` whatever else failed with it, so the run ends `blocked`; only when every ask is an
+ * inspector's own failure (a hook's `hook_error`, `hook_timeout`, `hook_output_invalid`) does the first
+ * failure's code stand. The reason lists every ask and failure as `[inspector] code: reason`.
+ * @returns `{code, reason}`: the refusal's error code and its model-facing reason text.
+ */
+export function headlessRefusal(judgement: Extract<Judgement, { kind: "ask" }>): { code: ErrorCode; reason: string } {
+  const needsPerson = judgement.asks.some((a) => !a.code);
+  const code: ErrorCode = needsPerson ? "no_human_surface" : (judgement.asks.find((a) => a.code)?.code ?? "no_human_surface");
+  const reason = judgement.asks.map((a) => `[${a.inspector}] ${a.code ? `${a.code}: ` : ""}${a.reason}`).join("; ");
+  return { code, reason };
+}

@@ -4,7 +4,7 @@
  * `airlock run` (SPEC §2) from how the turn ended. Pure; shared by `airlock run`, the scheduler and tests.
  */
 import { z } from "zod";
-import { EXIT } from "../errors.ts";
+import { EXIT, exitCodeFor, type AirlockError } from "../errors.ts";
 
 /** One refused call of the run (direct, from a script, or from a subagent at any depth). */
 export const RefusedCallEntry = z.object({
@@ -61,4 +61,28 @@ export function exitCodeForStatus(status: ResultStatus): number {
     case "cancelled":
       return EXIT.cancelled;
   }
+}
+
+/** The result object of a run that never started (`earlyResult`): also `status: "invalid"` (exit 2). */
+export type EarlyResultObject = Omit<ResultObject, "status"> & { status: ResultStatus | "invalid" };
+
+/**
+ * The result object of a run that ended before its turn started (SPEC §7): no session, no answer, no
+ * calls, `error: {code, message}` from `err`. `status` follows the error's exit code (`exitCodeFor`):
+ * `invalid` for exit 2 (usage, config, recipe, workspace), `blocked` for 3, `cancelled` for 130, else
+ * `failed` — matching the exit code the CLI returns for `err`.
+ * @param durationMs wall time from the start of the command, ms.
+ */
+export function earlyResult(err: AirlockError, durationMs: number): EarlyResultObject {
+  const exit = exitCodeFor(err.code);
+  const status: EarlyResultObject["status"] = exit === EXIT.usage ? "invalid" : exit === EXIT.blocked ? "blocked" : exit === EXIT.cancelled ? "cancelled" : "failed";
+  return {
+    session_id: null,
+    status,
+    result: null,
+    tool_calls: 0,
+    refused_calls: [],
+    error: { code: err.code, message: err.message },
+    duration_ms: Math.max(0, durationMs),
+  };
 }

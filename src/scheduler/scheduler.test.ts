@@ -126,14 +126,16 @@ describe("Scheduler.fire", () => {
     expect((await done).status).toBe("cancelled");
   });
 
-  test("remove() keeps the run history readable by run id", async () => {
+  test("remove() keeps the run history, marked removed, by run id, by schedule id and in the list of all runs", async () => {
     const { s } = setup(async () => result("completed"));
     const sch = s.add({ cron: "0 0 1 1 *", recipe_path: "/r.yaml", recipe_text: RECIPE });
     const run = await s.fire(sch.id, "manual").done;
     expect(s.remove(sch.id)).toBe(true);
     expect(s.remove(sch.id)).toBe(false);
-    expect(s.run(run.id)).toMatchObject({ id: run.id, schedule_id: null, status: "completed" });
-    expect(() => s.runs(sch.id)).toThrow(/no schedule/);
+    expect(s.run(run.id)).toMatchObject({ id: run.id, schedule_id: sch.id, schedule_removed: true, status: "completed" });
+    expect(s.runs(sch.id).map((r) => [r.id, r.schedule_removed])).toEqual([[run.id, true]]);
+    expect(s.allRuns().map((r) => r.id)).toEqual([run.id]);
+    expect(() => s.runs("sch_never")).toThrow(/no schedule/);
   });
 });
 

@@ -18,6 +18,8 @@ import {
   insertRun,
   insertSchedule,
   listRuns,
+  listAllRuns,
+  hasRemovedRuns,
   listSchedules,
   markInterruptedRuns,
   publicSchedule,
@@ -228,10 +230,19 @@ export class Scheduler {
     return { ...publicSchedule(s), next_fire_at: next ? next.toISOString() : null, running_run_id: this.active.get(s.id)?.runId ?? null };
   }
 
-  /** A schedule's runs, newest first. @throws AirlockError `not_found` for an unknown schedule. */
+  /**
+   * A schedule's runs, newest first (at most `limit`, default 100), also after the schedule was removed
+   * (then each has `schedule_removed: true`).
+   * @throws AirlockError `not_found` for a schedule that never existed (or was removed with no runs).
+   */
   runs(scheduleId: string, limit?: number): Run[] {
-    if (!getScheduleWithRecipe(this.db, scheduleId)) throw notFound(scheduleId);
+    if (!getScheduleWithRecipe(this.db, scheduleId) && !hasRemovedRuns(this.db, scheduleId)) throw notFound(scheduleId);
     return listRuns(this.db, scheduleId, limit);
+  }
+
+  /** Every run of every schedule (removed schedules included), newest first (at most `limit`, default 100). */
+  allRuns(limit?: number): Run[] {
+    return listAllRuns(this.db, limit);
   }
 
   /** One run (also of a removed schedule), or null. */

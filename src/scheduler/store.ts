@@ -5,6 +5,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { newId } from "../ids.ts";
+import { currentOwner, ownerIsGone } from "../store/owner.ts";
 
 /** A stored schedule as the API shows it (without the recipe text). */
 export interface Schedule {
@@ -30,10 +31,15 @@ export type RunStatus = "running" | "completed" | "failed" | "blocked" | "cancel
 /** What started a run: the cron clock, `POST /schedules/:id/run`, or the one catch-up after a restart. */
 export type RunTrigger = "cron" | "manual" | "catch-up";
 
-/** One fire of a schedule. `result` is the headless result object (SPEC §7) once the run finished. */
+/**
+ * One fire of a schedule. `result` is the headless result object (SPEC §7) once the run finished. Runs outlive
+ * their schedule: after `DELETE /schedules/:id` they keep `schedule_id` and get `schedule_removed: true`.
+ */
 export interface Run {
   id: string;
   schedule_id: string | null;
+  /** True once the run's schedule was removed (the run is kept as history). */
+  schedule_removed: boolean;
   session_id: string | null;
   status: RunStatus;
   trigger: RunTrigger;
@@ -45,9 +51,12 @@ export interface Run {
 }
 
 type ScheduleRow = Omit<ScheduleWithRecipe, "params" | "enabled"> & { params: string; enabled: number };
-type RunRow = Omit<Run, "result"> & { result: string | null };
+type RunRow = Omit<Run, "result" | "schedule_removed"> & { result: string | null; schedule_removed: number };
 
 const nowIso = () => new Date().toISOString();
+/** The public columns of a run (the owner columns stay internal). */
+const RUN_COLUMNS =
+  "id, COALESCE(schedule_id, removed_schedule_id) AS schedule_id, (removed_schedule_id IS NOT NULL) AS schedule_removed, session_id, status, trigger, started_at, finished_at, result, reason";
 
 function toSchedule(r: ScheduleRow): ScheduleWithRecipe {
   return { ...r, params: JSON.parse(r.params) as Record<string, unknown>, enabled: r.enabled === 1 };
@@ -59,7 +68,7 @@ function withoutRecipe(s: ScheduleWithRecipe): Schedule {
 }
 
 function toRun(r: RunRow): Run {
-  return { ...r, result: r.result === null ? null : (JSON.parse(r.result) as Record<string, unknown>) };
+  return { ...r, schedule_removed: r.schedule_removed === 1, result: r.result === null ? null : (JSON.parse(r.result) as Record<string, unknown>) };
 }
 
 /** Stores a new schedule and returns it (with a fresh `sch_` id). */
@@ -102,12 +111,13 @@ export function publicSchedule(s: ScheduleWithRecipe | Schedule): Schedule {
 }
 
 /**
- * Deletes a schedule. Its runs are kept (history and `GET /runs/:id` stay readable) with `schedule_id`
- * set to null, in the same transaction. Returns false when there was no such schedule.
+ * Deletes a schedule. Its runs are kept as history, marked removed (`removed_schedule_id`; the foreign key
+ * `schedule_id` becomes null), in the same transaction, so `GET /schedules/:id/runs`, `GET /runs` and
+ * `GET /runs/:id` still show them. Returns false when there was no such schedule.
  */
 export function deleteSchedule(db: Database, id: string): boolean {
   return db.transaction(() => {
-    db.query("UPDATE runs SET schedule_id = NULL WHERE schedule_id = ?").run(id);
+    db.query("UPDATE runs SET removed_schedule_id = schedule_id, schedule_id = NULL WHERE schedule_id = ?").run(id);
     return db.query("DELETE FROM schedules WHERE id = ?").run(id).changes > 0;
   })();
 }
@@ -124,7 +134,8 @@ export function insertRun(
 ): Run {
   const id = newId("run");
   const at = nowIso();
-  db.query("INSERT INTO runs (id, schedule_id, status, trigger, started_at, finished_at, result, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").run(
+  const owner = currentOwner();
+  db.query("INSERT INTO runs (id, schedule_id, status, trigger, started_at, finished_at, result, reason, owner_pid, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").run(
     id,
     r.schedule_id,
     r.status,
@@ -133,6 +144,8 @@ export function insertRun(
     r.status === "running" ? null : at,
     r.result ? JSON.stringify(r.result) : null,
     r.reason ?? null,
+    owner.pid,
+    owner.start,
   );
   return getRun(db, id)!;
 }
@@ -154,21 +167,45 @@ export function finishRun(
 }
 
 export function getRun(db: Database, id: string): Run | null {
-  const r = db.query<RunRow, [string]>("SELECT * FROM runs WHERE id = ?").get(id);
+  const r = db.query<RunRow, [string]>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`).get(id);
   return r ? toRun(r) : null;
 }
 
-/** A schedule's runs, newest first (at most `limit`, default 100). */
+/** A schedule's runs (also after the schedule was removed), newest first (at most `limit`, default 100). */
 export function listRuns(db: Database, scheduleId: string, limit = 100): Run[] {
   return db
-    .query<RunRow, [string, number]>("SELECT * FROM runs WHERE schedule_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?")
-    .all(scheduleId, limit)
+    .query<RunRow, [string, string, number]>(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE schedule_id = ? OR removed_schedule_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?`,
+    )
+    .all(scheduleId, scheduleId, limit)
     .map(toRun);
 }
 
-/** Marks runs left `running` by a previous process `interrupted` (their turn died with it). Returns how many. */
+/** Every run of every schedule, removed ones included, newest first (at most `limit`, default 100). */
+export function listAllRuns(db: Database, limit = 100): Run[] {
+  return db.query<RunRow, [number]>(`SELECT ${RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?`).all(limit).map(toRun);
+}
+
+/** True when runs of a removed schedule `scheduleId` are kept. */
+export function hasRemovedRuns(db: Database, scheduleId: string): boolean {
+  return db.query("SELECT 1 FROM runs WHERE removed_schedule_id = ? LIMIT 1").get(scheduleId) !== null;
+}
+
+/**
+ * Marks runs left `running` by a process that is gone (`ownerIsGone`) `interrupted` (their turn died with it);
+ * runs of a live process are left alone. Returns how many.
+ */
 export function markInterruptedRuns(db: Database): number {
-  return db
-    .query("UPDATE runs SET status = 'interrupted', finished_at = ?, reason = COALESCE(reason, 'the server stopped while this run was going') WHERE status = 'running'")
-    .run(nowIso()).changes;
+  const gone = db
+    .query<{ id: string; owner_pid: number | null; owner_start: string | null }, []>("SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'")
+    .all()
+    .filter((r) => ownerIsGone({ pid: r.owner_pid, start: r.owner_start }));
+  const at = nowIso();
+  let n = 0;
+  for (const r of gone) {
+    n += db
+      .query("UPDATE runs SET status = 'interrupted', finished_at = ?, reason = COALESCE(reason, 'the server stopped while this run was going') WHERE id = ? AND status = 'running'")
+      .run(at, r.id).changes;
+  }
+  return n;
 }

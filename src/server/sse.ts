@@ -1,7 +1,7 @@
 /**
  * @module server/sse
  * Writing bus events as Server-Sent Events (SPEC §6): `event:` = the event name, `id:` = the bus id
- * (increasing per session), `data:` = the JSON payload; a comment heartbeat keeps idle streams open.
+ * as `<epoch>-<n>` (n increasing per session; the epoch names the server process), `data:` = the JSON payload; a comment heartbeat keeps idle streams open.
  */
 import type { SSEStreamingApi } from "hono/streaming";
 import type { BusEvent } from "../bus/bus.ts";
@@ -16,8 +16,13 @@ export class SseWriter {
   /** Writes are chained: `writeSSE` resolves its data asynchronously, so unchained writes could reorder or land after close. */
   private chain: Promise<unknown> = Promise.resolve();
 
+  /**
+   * @param wireId renders an event number as its SSE id (`Bus.wireId`: `<epoch>-<n>`).
+   * @param heartbeatMs period of the comment heartbeat, ms.
+   */
   constructor(
     private readonly stream: SSEStreamingApi,
+    private readonly wireId: (n: number) => string,
     heartbeatMs = HEARTBEAT_MS,
   ) {
     this.timer = setInterval(() => {
@@ -36,7 +41,7 @@ export class SseWriter {
   raw(type: string, id: number, data: unknown): void {
     if (id > this.lastId) this.lastId = id;
     const text = JSON.stringify(data);
-    this.push(() => this.stream.writeSSE({ event: type, id: String(id), data: text }));
+    this.push(() => this.stream.writeSSE({ event: type, id: this.wireId(id), data: text }));
   }
 
   private push(write: () => Promise<unknown>): void {

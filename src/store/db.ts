@@ -4,6 +4,18 @@
  * Migrations are idempotent: each runs once, in its own transaction, recorded in `schema_version`.
  */
 import { Database } from "bun:sqlite";
+import { statfsSync } from "node:fs";
+import { dirname } from "node:path";
+import { AirlockError } from "../errors.ts";
+
+/** True when the file system holding `path` has no block left for this user (an I/O error there means "full"). */
+function noSpaceLeft(path: string): boolean {
+  try {
+    return statfsSync(dirname(path)).bavail === 0;
+  } catch {
+    return false;
+  }
+}
 
 /** Numbered migrations. Append only; never edit a released one. */
 export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
@@ -97,15 +109,64 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX runs_schedule ON runs(schedule_id, started_at);
     `,
   },
+  {
+    version: 3,
+    name: "owner process of turns and runs; runs of removed schedules",
+    sql: `
+      ALTER TABLE turns ADD COLUMN owner_pid INTEGER;
+      ALTER TABLE turns ADD COLUMN owner_start TEXT;
+      ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+      ALTER TABLE runs ADD COLUMN owner_start TEXT;
+      ALTER TABLE runs ADD COLUMN removed_schedule_id TEXT;
+      CREATE INDEX runs_removed_schedule ON runs(removed_schedule_id, started_at);
+    `,
+  },
 ];
 
-/** Opens (creating if needed) the database at `path` (`:memory:` allowed), in WAL mode, and migrates it. */
+/**
+ * Opens (creating if needed) the database at `path` (`:memory:` allowed), in WAL mode with a 5 s busy
+ * timeout (several processes may share one file: `airlock run` beside `airlock serve`), and migrates it.
+ * @throws AirlockError `data_dir_unusable` when the file or its directory is read-only, the disk is full,
+ *   or the file cannot be opened (the message names the path and the fix).
+ */
 export function openDatabase(path: string): Database {
-  const db = new Database(path, { create: true, strict: true });
-  if (path !== ":memory:") db.query("PRAGMA journal_mode = WAL").get();
-  db.exec("PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;");
-  migrate(db);
-  return db;
+  let db: Database | undefined;
+  try {
+    db = new Database(path, { create: true, strict: true });
+    // the busy timeout first: switching to WAL and migrating take locks another process may hold
+    db.exec("PRAGMA busy_timeout = 5000");
+    if (path !== ":memory:") db.query("PRAGMA journal_mode = WAL").get();
+    db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+    migrate(db);
+    return db;
+  } catch (e) {
+    db?.close();
+    throw storageError(e, path) ?? e;
+  }
+}
+
+/**
+ * Maps a storage failure (SQLite `SQLITE_CANTOPEN`, `SQLITE_READONLY*`, `SQLITE_FULL`, `SQLITE_IOERR*`, or
+ * errno `EACCES`/`EROFS`/`ENOSPC`/`EDQUOT`) to `data_dir_unusable` with a message naming `path`; null for other errors.
+ */
+export function storageError(e: unknown, path: string): AirlockError | null {
+  if (e instanceof AirlockError) return null;
+  const code = String((e as { code?: unknown } | undefined)?.code ?? "");
+  const msg = e instanceof Error ? e.message : String(e);
+  const where = `the data dir (${path})`;
+  if (/^SQLITE_FULL/.test(code) || code === "ENOSPC" || code === "EDQUOT" || /disk is full|no space/i.test(msg)) {
+    return new AirlockError("data_dir_unusable", `${where} is full (${msg}); free some space or pass another --data-dir`, { path });
+  }
+  if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code) || code === "EACCES" || code === "EROFS" || code === "EPERM" || /readonly|read-only|unable to open/i.test(msg)) {
+    return new AirlockError("data_dir_unusable", `${where} cannot be written (${msg}); make it writable by this user or pass another --data-dir`, { path });
+  }
+  if (/^SQLITE_IOERR/.test(code) && noSpaceLeft(path)) {
+    return new AirlockError("data_dir_unusable", `${where} is full (${msg}); free some space or pass another --data-dir`, { path });
+  }
+  if (/^SQLITE_(IOERR|CORRUPT|NOTADB)/.test(code)) {
+    return new AirlockError("data_dir_unusable", `${where} could not be read or written (${msg}); check the disk, or pass another --data-dir`, { path });
+  }
+  return null;
 }
 
 /** Applies every migration not yet recorded. Returns the versions applied now (empty when up to date). */
@@ -115,11 +176,15 @@ export function migrate(db: Database): number[] {
   const applied: number[] = [];
   for (const m of MIGRATIONS) {
     if (done.has(m.version)) continue;
-    db.transaction(() => {
+    // IMMEDIATE takes the write lock first, and the check is repeated under it: two processes opening a
+    // fresh data dir at once apply each migration exactly once (the other waits on busy_timeout, then skips it).
+    const ran = db.transaction(() => {
+      if (db.query("SELECT 1 FROM schema_version WHERE version = ?").get(m.version)) return false;
       db.exec(m.sql);
       db.query("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, new Date().toISOString());
-    })();
-    applied.push(m.version);
+      return true;
+    }).immediate();
+    if (ran) applied.push(m.version);
   }
   return applied;
 }

@@ -81,12 +81,37 @@ describe("store transactions", () => {
     expect(s.listMessages(ses.id)).toEqual([]);
   });
 
-  test("turns left running are marked interrupted on recovery", () => {
+  test("turns left running by a gone process are marked interrupted on recovery", () => {
     const s = Store.open(":memory:");
     const ses = s.createSession(base);
     const t = s.startTurn(ses.id);
-    expect(s.markInterruptedTurns()).toBe(1);
+    expect(s.markInterruptedTurns(() => true)).toBe(1);
     expect(s.getTurn(t.id)!.status).toBe("interrupted");
+  });
+
+  test("recovery leaves a turn of a live process alone, and takes one whose pid was reused", () => {
+    const s = Store.open(":memory:");
+    const ses = s.createSession(base);
+    const mine = s.startTurn(ses.id);
+    const other = s.createSession(base);
+    const reused = s.startTurn(other.id, { pid: process.pid, start: "another-boot:1" });
+    expect(s.markInterruptedTurns()).toBe(1);
+    expect(s.getTurn(mine.id)!.status).toBe("running");
+    expect(s.getTurn(reused.id)!.status).toBe("interrupted");
+  });
+
+  test("recovery answers each unanswered tool call of an interrupted turn with an interrupted error", () => {
+    const s = Store.open(":memory:");
+    const ses = s.createSession(base);
+    const t = s.startTurn(ses.id, { pid: process.pid, start: "gone:1" });
+    s.appendMessages([
+      { session_id: ses.id, turn_id: t.id, role: "user", content: "go" },
+      { session_id: ses.id, turn_id: t.id, role: "assistant", content: "", tool_calls: [{ id: "c1", name: "a", arguments: {} }, { id: "c2", name: "b", arguments: {} }] },
+      { session_id: ses.id, turn_id: t.id, role: "tool", content: "done", tool_call_id: "c1", name: "a", is_error: false },
+    ]);
+    expect(s.markInterruptedTurns()).toBe(1);
+    const tail = s.listMessages(ses.id).slice(3).map((m) => ({ role: m.role, id: m.tool_call_id, err: m.is_error, code: JSON.parse(m.content).error.code }));
+    expect(tail).toEqual([{ role: "tool", id: "c2", err: true, code: "interrupted" }]);
   });
 
   test("messages round-trip with tool calls and results", () => {

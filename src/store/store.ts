@@ -9,6 +9,7 @@ import { AirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Message, MessageRole, Session, ToolCallRequest } from "../session/types.ts";
 import { openDatabase } from "./db.ts";
+import { currentOwner, ownerIsGone, type Owner } from "./owner.ts";
 
 export interface NewSession {
   parent_session_id?: string | null;
@@ -77,6 +78,8 @@ type MessageRow = {
 };
 
 const now = () => new Date().toISOString();
+/** The public columns of a turn (the owner columns stay internal). */
+const TURN_COLUMNS = "id, session_id, status, answer, error, started_at, finished_at";
 
 function toSession(r: SessionRow): Session {
   return { ...r, headless: r.headless === 1 };
@@ -146,7 +149,7 @@ export class Store {
           at,
         );
       return this.getSession(id)!;
-    })();
+    }).immediate(); // IMMEDIATE: it reads then writes; a deferred one could fail at once (SQLITE_BUSY) beside another process's writer
   }
 
   getSession(id: string): Session | null {
@@ -180,11 +183,17 @@ export class Store {
 
   // ---- turns ----------------------------------------------------------------------------
 
-  startTurn(sessionId: string): Turn {
+  /**
+   * Starts a `running` turn owned by `owner` (default this process: pid + start identity), so start-up
+   * recovery in another process leaves it alone while its owner lives.
+   */
+  startTurn(sessionId: string, owner: Owner = currentOwner()): Turn {
     const id = newId("turn");
     const at = now();
     this.db.transaction(() => {
-      this.db.query("INSERT INTO turns (id, session_id, status, started_at) VALUES (?, ?, 'running', ?)").run(id, sessionId, at);
+      this.db
+        .query("INSERT INTO turns (id, session_id, status, started_at, owner_pid, owner_start) VALUES (?, ?, 'running', ?, ?, ?)")
+        .run(id, sessionId, at, owner.pid, owner.start);
       this.db.query("UPDATE sessions SET updated_at = ? WHERE id = ?").run(at, sessionId);
     })();
     return { id, session_id: sessionId, status: "running", answer: null, error: null, started_at: at, finished_at: null };
@@ -197,20 +206,70 @@ export class Store {
   }
 
   getTurn(id: string): Turn | null {
-    return this.db.query<Turn, [string]>("SELECT * FROM turns WHERE id = ?").get(id);
+    return this.db.query<Turn, [string]>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ?`).get(id);
   }
 
   listTurns(sessionId: string): Turn[] {
-    return this.db.query<Turn, [string]>("SELECT * FROM turns WHERE session_id = ? ORDER BY started_at, rowid").all(sessionId);
+    return this.db.query<Turn, [string]>(`SELECT ${TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY started_at, rowid`).all(sessionId);
   }
 
-  /** Crash recovery: turns left `running` by a previous process become `interrupted`. Returns how many. */
-  markInterruptedTurns(): number {
-    const r = this.db
-      .query("UPDATE turns SET status = 'interrupted', finished_at = ?, error = 'the server stopped while this turn was running' WHERE status = 'running'")
-      .run(now());
-    this.db.query("UPDATE runs SET status = 'interrupted', finished_at = ? WHERE status = 'running'").run(now());
-    return r.changes;
+  /**
+   * Crash recovery, run at start by every process: turns left `running` by a process that is gone (see
+   * `ownerIsGone`) become `interrupted`, and each tool call of theirs that has no result gets an
+   * `interrupted` error result, so the history stays valid for OpenAI's and Anthropic's pairing rules.
+   * Runs of a gone process become `interrupted` too. Turns and runs of live processes (a `serve` beside
+   * this `run`) are not touched. One transaction. Returns how many turns were marked.
+   */
+  markInterruptedTurns(isGone: (o: { pid: number | null; start: string | null }) => boolean = ownerIsGone): number {
+    const at = now();
+    return this.db.transaction(() => {
+      const turns = this.db
+        .query<{ id: string; session_id: string; owner_pid: number | null; owner_start: string | null }, []>(
+          "SELECT id, session_id, owner_pid, owner_start FROM turns WHERE status = 'running'",
+        )
+        .all()
+        .filter((t) => isGone({ pid: t.owner_pid, start: t.owner_start }));
+      for (const t of turns) {
+        this.db
+          .query("UPDATE turns SET status = 'interrupted', finished_at = ?, error = 'interrupted: the process running this turn stopped' WHERE id = ? AND status = 'running'")
+          .run(at, t.id);
+        this.answerInterruptedCalls(t.session_id, t.id);
+      }
+      const runs = this.db
+        .query<{ id: string; owner_pid: number | null; owner_start: string | null }, []>("SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'")
+        .all()
+        .filter((r) => isGone({ pid: r.owner_pid, start: r.owner_start }));
+      for (const r of runs) {
+        this.db
+          .query("UPDATE runs SET status = 'interrupted', finished_at = ?, reason = COALESCE(reason, 'the server stopped while this run was going') WHERE id = ? AND status = 'running'")
+          .run(at, r.id);
+      }
+      return turns.length;
+    }).immediate();
+  }
+
+  /** Appends an `interrupted` error result for every tool call of the turn's assistant messages that has none. */
+  private answerInterruptedCalls(sessionId: string, turnId: string): void {
+    const msgs = this.db
+      .query<MessageRow, [string, string]>("SELECT * FROM messages WHERE session_id = ? AND turn_id = ? ORDER BY seq")
+      .all(sessionId, turnId)
+      .map(toMessage);
+    const answered = new Set(msgs.filter((m) => m.role === "tool" && m.tool_call_id).map((m) => m.tool_call_id));
+    const missing = msgs.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []) : [])).filter((c) => !answered.has(c.id));
+    if (missing.length === 0) return;
+    this.appendMessages(
+      missing.map((c) => ({
+        session_id: sessionId,
+        turn_id: turnId,
+        role: "tool" as const,
+        content: JSON.stringify({
+          error: { code: "interrupted", message: "the process running this call stopped (crash or kill) before it returned; its effect is unknown, check before repeating it" },
+        }),
+        tool_call_id: c.id,
+        name: c.name,
+        is_error: true,
+      })),
+    );
   }
 
   // ---- messages -------------------------------------------------------------------------

@@ -152,12 +152,13 @@ describe("airlock run --headless (binary)", () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ status: "completed", result: "ran it", tool_calls: 1, refused_calls: [], error: null });
   }, 30_000);
 
-  test("a recipe parameter of the wrong type exits 2 naming it; so does a bad declared type; stdout stays empty", async () => {
+  test("a recipe parameter of the wrong type exits 2 naming it; so does a bad declared type; json stdout is only the invalid result", async () => {
     const b = box({});
     const good = b.write("r.yaml", stringify({ instructions: "count to {{ count }}", parameters: { count: { type: "integer" } } }));
     const r1 = await spawnAirlock(b, ["run", "--recipe", good, "--param", "count=ten", "--headless", "--output-format", "json", "--data-dir", b.dataDir]).done;
     expect(r1.code).toBe(2);
-    expect(r1.stdout).toBe("");
+    expect(r1.stdout.trimEnd().split("\n")).toHaveLength(1);
+    expect(JSON.parse(r1.stdout)).toMatchObject({ status: "invalid", session_id: null, error: { code: "recipe_invalid" } });
     expect(r1.stderr).toContain('parameters.count: expected integer, got "ten"');
     const r2 = await spawnAirlock(b, ["run", "--recipe", good, "--param", "colour=red", "--param", "count=1", "--data-dir", b.dataDir]).done;
     expect(r2.code).toBe(2);

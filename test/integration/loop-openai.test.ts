@@ -39,8 +39,10 @@ describe("loop with the openai provider", () => {
     expect(names).toContain("delta");
     const req = sse.events.find((e) => e.event === "tool_request")!;
     expect(req.data).toMatchObject({ session_id: s.id, call_id: "call_a1", tool: "developer__read_file", arguments: { path: "notes.txt" }, from_script: false });
-    // ids increase
-    const ids = sse.events.map((e) => Number(e.id));
+    // ids (`<epoch>-<n>`) share one epoch and n increases
+    expect(new Set(sse.events.map((e) => e.id!.split("-")[0])).size).toBe(1);
+    const ids = sse.events.map((e) => Number(e.id!.split("-")[1]));
+    expect(ids.every(Number.isInteger)).toBe(true);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
     // the second request carried the assistant tool call and the tool result
     expect(fake.requests.length).toBe(2);

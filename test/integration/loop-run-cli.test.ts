@@ -71,7 +71,7 @@ describe("airlock run", () => {
     expect(bad.stdout).toBe("");
     const none = await airlock(["run", "--output-format", "json"]);
     expect(none.code).toBe(2);
-    expect(none.stdout).toBe("");
+    expect(JSON.parse(none.stdout)).toMatchObject({ status: "invalid", error: { code: "usage" } });
     expect(none.stderr).toContain("no prompt");
   });
 });

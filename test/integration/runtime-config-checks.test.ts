@@ -146,11 +146,11 @@ describe("a missing provider.script is a configuration error at start", () => {
     expect((await r.runTurn(r.createSession({}).id, "go")).answer).toBe("loaded at start");
   });
 
-  test("airlock run: config file's script missing → exit 2 (not a failed turn), stdout empty", async () => {
+  test("airlock run: config file's script missing → exit 2 (not a failed turn), stdout only the invalid result", async () => {
     const d = dataDir("cli-missing", { "airlock.yaml": "provider: { name: scripted, script: nowhere.yaml }\n" });
     const r = await airlock(["run", "go", "--output-format", "json"], d);
     expect(r.code).toBe(2);
-    expect(r.stdout).toBe("");
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: "invalid", session_id: null, error: { code: "config_invalid" } });
     expect(r.stderr).toContain(`provider.script: cannot read ${join(d, "nowhere.yaml")} (ENOENT)`);
     expect(r.stderr).toContain(`the config file's folder (${d})`);
   });

@@ -1,7 +1,8 @@
 /**
  * @module server/routes/schedules
  * The scheduler's HTTP routes (SPEC §6): `GET/POST /schedules`, `DELETE /schedules/:id`,
- * `POST /schedules/:id/run`, `GET /schedules/:id/runs` and `GET /runs/:id` (a run's result object, SPEC §7).
+ * `POST /schedules/:id/run`, `GET /schedules/:id/runs`, `GET /runs` (every run, removed schedules' included)
+ * and `GET /runs/:id` (a run's result object, SPEC §7).
  * Mounted behind the auth middleware by server/app.ts. Bodies are zod-validated (400 naming the path).
  */
 import { readFileSync } from "node:fs";
@@ -28,7 +29,7 @@ export type NewScheduleBody = z.infer<typeof NewScheduleBody>;
 
 /**
  * A run as `GET /runs/:id` serves it: the headless result object (SPEC §7) at the top level once the run
- * finished, plus `run_id`, `schedule_id`, `trigger`, `started_at`, `finished_at` and `reason`. While it goes on,
+ * finished, plus `run_id`, `schedule_id`, `schedule_removed`, `trigger`, `started_at`, `finished_at` and `reason`. While it goes on,
  * or when it was skipped, `status` is `running` / `skipped` and `result` is null.
  */
 export function runView(run: Run): Record<string, unknown> {
@@ -44,7 +45,14 @@ export function runView(run: Run): Record<string, unknown> {
   const obj = run.result ? { ...base, ...run.result } : base;
   // The stored status wins over the result object's only for states the object cannot express.
   if (run.status === "interrupted" || run.status === "skipped" || run.status === "running") obj.status = run.status;
-  return { ...obj, run_id: run.id, schedule_id: run.schedule_id, trigger: run.trigger, started_at: run.started_at, finished_at: run.finished_at, reason: run.reason };
+  return { ...obj, run_id: run.id, schedule_id: run.schedule_id, schedule_removed: run.schedule_removed, trigger: run.trigger, started_at: run.started_at, finished_at: run.finished_at, reason: run.reason };
+}
+
+/** `?limit=N` of the run lists: an integer 1–1000, default 100. @throws AirlockError `bad_request`. */
+function runsLimit(c: Context): number {
+  const limit = Number(c.req.query("limit") ?? 100);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new AirlockError("bad_request", "query: limit: expected an integer from 1 to 1000");
+  return limit;
 }
 
 function fail(c: Context, e: unknown): Response {
@@ -112,9 +120,11 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedu
   });
 
   app.get("/schedules/:id/runs", (c) => {
-    const limit = Number(c.req.query("limit") ?? 100);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new AirlockError("bad_request", "query: limit: expected an integer from 1 to 1000");
-    return c.json({ runs: scheduler.runs(c.req.param("id"), limit).map(runView) });
+    return c.json({ runs: scheduler.runs(c.req.param("id"), runsLimit(c)).map(runView) });
+  });
+
+  app.get("/runs", (c) => {
+    return c.json({ runs: scheduler.allRuns(runsLimit(c)).map(runView) });
   });
 
   app.get("/runs/:id", (c) => {

@@ -112,7 +112,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
       throw e;
     }
     return streamSSE(c, async (stream) => {
-      const out = new SseWriter(stream, opts.heartbeatMs);
+      const out = new SseWriter(stream, (n) => rt.bus.wireId(n), opts.heartbeatMs);
       try {
         await untilClosed(stream, (done) => {
           const write = (ev: BusEvent) => {
@@ -135,13 +135,15 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     rt.store.requireSession(id);
     const lastHeader = c.req.header("last-event-id");
     return streamSSE(c, async (stream) => {
-      const out = new SseWriter(stream, opts.heartbeatMs);
+      const out = new SseWriter(stream, (n) => rt.bus.wireId(n), opts.heartbeatMs);
       let unsubscribe = () => {};
       try {
         await untilClosed(stream, () => {
           // Everything below runs in one tick: no event can fall between the replay/snapshot and the subscription.
           unsubscribe = rt.bus.subscribe(id, (ev) => out.event(ev));
-          const last = lastHeader !== undefined && /^\d+$/.test(lastHeader.trim()) ? Number(lastHeader.trim()) : null;
+          // an id of another server process, one that cannot be parsed, or one the buffer no longer reaches: a fresh
+          // snapshot (with the pending cards), never a replay that could skip a card published under another numbering
+          const last = rt.bus.parseWireId(lastHeader);
           const missed = last === null ? null : rt.bus.since(id, last);
           if (missed) {
             for (const ev of missed) out.event(ev);

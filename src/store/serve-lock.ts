@@ -1,0 +1,116 @@
+/**
+ * @module store/serve-lock
+ * One `airlock serve` per data dir: a pid file (`serve.lock`, JSON `{pid, start, url, started_at}`)
+ * created atomically (write a temp file, then `link` it into place, which fails if one exists) and
+ * checked for liveness with the owner's pid + start identity (store/owner.ts), so a lock left by a
+ * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock.
+ */
+import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { AirlockError } from "../errors.ts";
+import { storageError } from "./db.ts";
+import { currentOwner, ownerIsGone } from "./owner.ts";
+
+/** The lock file's name inside the data dir. */
+export const SERVE_LOCK_FILE = "serve.lock";
+
+/** What the lock file holds. `url` is null until the server listens. */
+export interface ServeLockInfo {
+  pid: number;
+  start: string | null;
+  url: string | null;
+  started_at: string;
+}
+
+/** A held lock. `release()` is idempotent and removes the file only while it is still ours. */
+export interface ServeLock {
+  readonly path: string;
+  /** Records the address the server listens on (shown to a second `serve`). */
+  setUrl(url: string): void;
+  release(): void;
+}
+
+/**
+ * Takes the data dir's serve lock.
+ * @throws AirlockError `data_dir_in_use` when a live `airlock serve` holds it (the message names its pid and URL);
+ *   `data_dir_unusable` when the lock file cannot be written (read-only or full data dir).
+ */
+export function acquireServeLock(dataDir: string): ServeLock {
+  const path = join(dataDir, SERVE_LOCK_FILE);
+  const me = currentOwner();
+  const info: ServeLockInfo = { pid: me.pid, start: me.start, url: null, started_at: new Date().toISOString() };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const tmp = `${path}.${me.pid}.tmp`;
+    try {
+      writeFileSync(tmp, JSON.stringify(info), { mode: 0o600 });
+      try {
+        linkSync(tmp, path);
+        return held(path, info);
+      } finally {
+        unlinkSync(tmp);
+      }
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw storageError(e, path) ?? e;
+    }
+    const other = readLock(path);
+    if (other === "missing") continue;
+    if (other !== "unreadable" && !ownerIsGone({ pid: other.pid, start: other.start })) {
+      throw new AirlockError(
+        "data_dir_in_use",
+        `another airlock serve (pid ${other.pid}, ${other.url ? `listening on ${other.url}` : "still starting"}) already uses the data dir ${dataDir}; ` +
+          `stop it first, talk to it (airlock sessions list --url ${other.url ?? "URL"}), or start this one with another --data-dir. ` +
+          `One SQLite data dir serves one server; several servers need a shared database server, not a shared SQLite file`,
+        { pid: other.pid, url: other.url, data_dir: dataDir },
+      );
+    }
+    // stale (its server is gone) or unreadable: move it aside atomically and try again
+    try {
+      renameSync(path, `${path}.stale`);
+    } catch {
+      // another starting server moved it first
+    }
+  }
+  throw new AirlockError("data_dir_in_use", `could not take the serve lock ${path} (other servers are starting on the same data dir); try again`);
+}
+
+function readLock(path: string): ServeLockInfo | "missing" | "unreadable" {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "unreadable";
+  }
+  try {
+    const v = JSON.parse(text) as ServeLockInfo;
+    return typeof v.pid === "number" ? v : "unreadable";
+  } catch {
+    return "unreadable";
+  }
+}
+
+function held(path: string, info: ServeLockInfo): ServeLock {
+  let released = false;
+  const ours = () => {
+    const cur = readLock(path);
+    return typeof cur === "object" && cur.pid === info.pid && cur.start === info.start;
+  };
+  return {
+    path,
+    setUrl(url: string) {
+      if (released || !ours()) return;
+      info.url = url;
+      const tmp = `${path}.${info.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify(info), { mode: 0o600 });
+      renameSync(tmp, path);
+    },
+    release() {
+      if (released) return;
+      released = true;
+      try {
+        if (ours()) unlinkSync(path);
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
