@@ -56,6 +56,11 @@ export interface BwrapOptions {
    */
   seccompFd?: number;
   /**
+   * An fd (3–9) on which the process inherits airlock's end-of-life signal: see {@link withLifeline}.
+   * The launcher holds the other end of that socket and never writes to it.
+   */
+  lifelineFd?: number;
+  /**
    * Host unix sockets a confined process may connect to (`sandbox_unix_sockets`, absolute real paths).
    * When non-empty, no seccomp filter is applied; instead every `socketDirs` folder is hidden behind an
    * empty tmpfs and only these sockets are bound back (read-only binds: `connect()` still works).
@@ -77,6 +82,25 @@ export interface HookBwrapOptions {
   maskedFiles: string[];
   /** The bubblewrap binary to name as `argv[0]` of the result. Default `"bwrap"`. */
   bwrapPath?: string;
+  /** See {@link BwrapOptions.lifelineFd}. */
+  lifelineFd?: number;
+}
+
+/**
+ * The command `argv` preceded by a watchdog that ties its PID namespace to airlock's life:
+ * `/bin/sh -c '(read <&FD; kill -9 -1) & exec FD<&-; exec "$@"' airlock-lifeline ...argv`.
+ * The watchdog blocks reading `fd`, whose other end only airlock holds (and never writes); when
+ * airlock ends in any way (`kill -9` included) the kernel closes that end, the read returns, and
+ * `kill -9 -1` kills every process of the namespace, so bubblewrap's init ends it. This closes the
+ * start-up gap of `--die-with-parent` (bubblewrap arms its parent-death signal, then changes
+ * credentials, which clears it: a `serve` killed in that instant left the tree running). Only valid
+ * inside a PID namespace (`--unshare-pid`): `kill -1` there reaches the namespace alone.
+ * @param fd a single digit 3–9 (POSIX sh redirections); throws RangeError otherwise.
+ */
+export function withLifeline(argv: string[], fd: number): string[] {
+  if (!Number.isInteger(fd) || fd < 3 || fd > 9) throw new RangeError(`lifeline fd must be 3-9, got ${fd}`);
+  const script = `(IFS= read -r _ <&${fd}; kill -9 -1) </dev/null >/dev/null 2>&1 & exec ${fd}<&-; exec "$@"`;
+  return ["/bin/sh", "-c", script, "airlock-lifeline", ...argv];
 }
 
 /**
@@ -88,7 +112,8 @@ export interface HookBwrapOptions {
 export function hookBwrapArgs(opts: HookBwrapOptions): string[] {
   const out = [opts.bwrapPath ?? "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL", "--dev-bind", "/", "/", "--proc", "/proc"];
   for (const f of opts.maskedFiles) out.push("--ro-bind", "/dev/null", f);
-  out.push("--chdir", opts.cwd, "--", ...opts.argv);
+  const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd) : opts.argv;
+  out.push("--chdir", opts.cwd, "--", ...argv);
   return out;
 }
 
@@ -162,7 +187,8 @@ function isUnder(p: string, root: string): boolean {
  * Returns `[bwrapPath, ...flags, "--", ...argv]`.
  */
 export function bwrapArgs(opts: BwrapOptions): string[] {
-  const { policy, argv, cwd, writableRoots } = opts;
+  const { policy, cwd, writableRoots } = opts;
+  const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd) : opts.argv;
   const head = [opts.bwrapPath ?? "bwrap", ...(opts.infoFd !== undefined ? ["--info-fd", String(opts.infoFd)] : []), "--die-with-parent", "--new-session"];
   if (policy === "danger-full-access") return [...head, "--unshare-pid", "--dev-bind", "/", "/", "--chdir", cwd, "--", ...argv];
   const roots = [...new Set(writableRoots)];

@@ -79,6 +79,8 @@ export const BWRAP_INSTALL_HINT =
 const INFO_FD = 3;
 /** The child fd from which bubblewrap reads the seccomp filter (`--seccomp`). */
 const SECCOMP_FD = 4;
+/** The child fd of the lifeline socket (bwrap.ts `withLifeline`): after the info fd, and the seccomp fd when there is one. */
+const lifelineFdFor = (seccomp: boolean): number => (seccomp ? SECCOMP_FD + 1 : INFO_FD + 1);
 
 let filterFd: number | undefined;
 
@@ -447,7 +449,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   let prepared: PreparedRoot[] = [];
   let seccomp: number | undefined;
   if (wrap && !confine) {
-    full = bwrapArgs({ policy, argv: cmd, cwd: opts.cwd, writableRoots: [], bwrapPath: bwrapPath!, infoFd: INFO_FD });
+    full = bwrapArgs({ policy, argv: cmd, cwd: opts.cwd, writableRoots: [], bwrapPath: bwrapPath!, infoFd: INFO_FD, lifelineFd: lifelineFdFor(false) });
   }
   if (confine) {
     const roots = (opts.writableRoots ?? [opts.workspace]).map((r) => resolveRealPath("/", r));
@@ -481,6 +483,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
       bwrapPath: bwrapPath!,
       infoFd: INFO_FD,
       ...(seccomp !== undefined ? { seccompFd: SECCOMP_FD } : {}),
+      lifelineFd: lifelineFdFor(seccomp !== undefined),
       unixSockets: socketPlan.sockets,
       socketDirs: socketPlan.socketDirs,
     });
@@ -525,6 +528,8 @@ function run(
           "pipe",
           ...(meta.infoFd ? (["pipe"] as const) : []),
           ...(meta.seccompFd !== undefined ? [meta.seccompFd] : []),
+          // The lifeline (bwrap.ts withLifeline): airlock keeps its end, unwritten, until the tree is gone.
+          ...(meta.infoFd ? (["pipe"] as const) : []),
         ],
       });
     } catch (e) {
@@ -558,6 +563,9 @@ function run(
 
     // The pipes' identity (`pipe:[inode]`), to find processes that escaped the group but still hold them.
     const pipes = outputPipes(pid);
+    const lifeline = meta.infoFd ? (child.stdio[lifelineFdFor(meta.seccompFd !== undefined)] as NodeJS.ReadableStream & { destroy(): void }) : undefined;
+    lifeline?.on("error", () => {});
+    lifeline?.resume(); // flowing, so its end (when the namespace is gone) is seen and "close" can fire
 
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let done = false;
@@ -565,6 +573,7 @@ function run(
     const finish = () => {
       if (done) return;
       done = true;
+      lifeline?.destroy();
       clearTimeout(timer);
       for (const t of timers) clearTimeout(t);
       opts.signal?.removeEventListener("abort", onAbort);
@@ -588,12 +597,14 @@ function run(
     child.on("error", (e) => {
       if (done) return;
       done = true;
+      lifeline?.destroy();
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onAbort);
       reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${e.message}`));
     });
     child.on("exit", (code, signal) => {
       exit = { code, signal };
+      lifeline?.destroy(); // bubblewrap has ended the namespace: the watchdog is gone
       // Whatever the leader left behind in its group (background jobs) dies with it.
       if (pid !== undefined) {
         try {

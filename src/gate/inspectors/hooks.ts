@@ -229,6 +229,9 @@ export interface HookLaunch {
   bwrapPath?: string | null;
 }
 
+/** The hook's fd of the lifeline socket (bwrap.ts `withLifeline`), right after stdio. */
+const HOOK_LIFELINE_FD = 3;
+
 /**
  * The argv that runs `command` as a hook: `/bin/sh -c command` under bubblewrap ({@link hookBwrapArgs}:
  * no capabilities, own PID namespace, dies with airlock, the data dir's secrets masked), or plain
@@ -242,7 +245,7 @@ async function hookArgv(command: string, cwd: string, env: Record<string, string
     return `bubblewrap cannot run here, so the hook could not be confined and was not run. To fix: ${BWRAP_INSTALL_HINT}`;
   }
   const maskedFiles = launch.dataDir ? DATA_DIR_SECRETS.map((f) => path.join(launch.dataDir!, f)).filter((f) => existsSync(f)).map((f) => resolveRealPath("/", f)) : [];
-  return hookBwrapArgs({ argv: sh, cwd: existsSync(cwd) ? resolveRealPath("/", cwd) : cwd, maskedFiles, bwrapPath: bwrapPath! });
+  return hookBwrapArgs({ argv: sh, cwd: existsSync(cwd) ? resolveRealPath("/", cwd) : cwd, maskedFiles, bwrapPath: bwrapPath!, lifelineFd: HOOK_LIFELINE_FD });
 }
 
 /**
@@ -277,17 +280,24 @@ export async function runHook(
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       killGroup();
+      (child?.stdio[HOOK_LIFELINE_FD] as { destroy?: () => void } | null | undefined)?.destroy?.();
       resolve(v);
     };
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+      // Under bubblewrap a 4th pipe is the lifeline: airlock keeps its end, unwritten, until the hook is gone.
+      const tied = argv[0] !== "/bin/sh";
+      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", ...(tied ? (["pipe"] as const) : [])] });
     } catch (e) {
       resolve(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
       return;
     }
     // the identities of the hook's stdout/stderr, to find a child that left the group but kept them
     const pipes = outputPipes(child.pid);
+    const lifeline = child.stdio[HOOK_LIFELINE_FD] as (NodeJS.ReadableStream & { destroy(): void }) | null | undefined;
+    lifeline?.on("error", () => {});
+    lifeline?.resume(); // flowing, so its end is seen and "close" can fire
+    child.on("exit", () => lifeline?.destroy());
     const killGroup = () => {
       if (child.pid === undefined) return;
       try {

@@ -268,7 +268,7 @@ export class McpServer {
   }
 
   /** The argv and environment of the server process under its policy. Throws the launcher's refusals. */
-  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string; prepared?: PreparedRoot[]; extraFds?: number[] }> {
+  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string; prepared?: PreparedRoot[]; extraFds?: number[]; lifeline?: boolean }> {
     const { server, config } = this.opts;
     if (config.execution_backend === "external") {
       throw new AirlockError(
@@ -292,7 +292,7 @@ export class McpServer {
     const bwrapPath = this.opts.bwrapPath !== undefined ? this.opts.bwrapPath : findInPath("bwrap", env.PATH);
     if (!isConfined(this.policy)) {
       // Still its own PID namespace with --die-with-parent: the server's tree dies with airlock.
-      if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], bwrapPath: bwrapPath! }), env, cwd };
+      if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], bwrapPath: bwrapPath!, lifelineFd: 3 }), env, cwd, lifeline: true };
       if (!this.warnedUnconfined) this.opts.log(`[mcp:${this.name}] WARNING: bubblewrap cannot run here, so this "${this.policy}" server's process tree is not tied to airlock's lifetime`);
       this.warnedUnconfined = true;
       return { argv, env, cwd };
@@ -337,24 +337,27 @@ export class McpServer {
         runtimePaths: argv.filter((a) => path.isAbsolute(a) && existsSync(a)).map((a) => resolveRealPath("/", a)),
         bwrapPath: bwrapPath!,
         ...(seccomp !== undefined ? { seccompFd: 3 } : {}),
+        lifelineFd: seccomp !== undefined ? 4 : 3,
         unixSockets: socketPlan.sockets,
         socketDirs: socketPlan.socketDirs,
       }),
       env,
       cwd,
       prepared,
+      lifeline: true,
       ...(seccomp !== undefined ? { extraFds: [seccomp] } : {}),
     };
   }
 
   private async start(): Promise<Connection> {
-    const { argv, env, cwd, prepared, extraFds } = await this.command();
+    const { argv, env, cwd, prepared, extraFds, lifeline } = await this.command();
     const stderrTail: string[] = [];
     const transport = new ProcessTransport({
       argv,
       env,
       cwd,
       extraFds,
+      lifeline,
       onStderrLine: (line) => {
         stderrTail.push(line);
         if (stderrTail.length > STDERR_TAIL) stderrTail.shift();

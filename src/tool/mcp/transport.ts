@@ -24,6 +24,11 @@ export interface ProcessTransportOptions {
    * owns them: they are closed once the process is spawned, or could not be.
    */
   extraFds?: number[];
+  /**
+   * Add a lifeline socket as the fd after `extraFds` (bwrap.ts `withLifeline`): the transport keeps
+   * its end, unwritten, until the process has exited, so the server's namespace dies with airlock.
+   */
+  lifeline?: boolean;
 }
 
 /** How the process ended, once it has. */
@@ -64,9 +69,12 @@ export class ProcessTransport implements Transport {
         cwd: this.opts.cwd,
         env: this.opts.env,
         detached: true, // own session and process group: the tree is killed as one
-        stdio: ["pipe", "pipe", "pipe", ...(this.opts.extraFds ?? [])],
+        stdio: ["pipe", "pipe", "pipe", ...(this.opts.extraFds ?? []), ...(this.opts.lifeline ? (["pipe"] as const) : [])],
       });
       this.child = child;
+      const lifeline = this.opts.lifeline ? (child.stdio[3 + (this.opts.extraFds?.length ?? 0)] as (NodeJS.ReadableStream & { destroy(): void }) | null) : null;
+      lifeline?.on("error", () => {});
+      lifeline?.resume(); // flowing, so its end is seen and "close" can fire
       const closeExtra = () => {
         for (const fd of this.opts.extraFds ?? []) {
           try {
@@ -87,6 +95,7 @@ export class ProcessTransport implements Transport {
       });
       child.on("exit", (code, signal) => {
         this.exit = { code, signal };
+        lifeline?.destroy(); // bubblewrap has ended the namespace: the watchdog is gone
         // Whatever the server left behind in its group dies with it (its pipes then close too).
         if (child.pid !== undefined) {
           try {

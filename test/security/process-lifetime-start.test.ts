@@ -1,0 +1,67 @@
+/**
+ * @module test/security/process-lifetime-start
+ * A host process dies with airlock even when airlock is killed in the instant after spawning it,
+ * before bubblewrap's `--die-with-parent` holds (found by the SIGKILL crash test: bwrap and its
+ * `sleep` survived a killed `serve` in 2 of 6 runs; a parent killing itself right after spawn left
+ * 24 of 30 trees running). The parent here calls the real `launch()` and SIGKILLs itself in the
+ * same tick, so every run hits the gap; the lifeline (bwrap.ts `withLifeline`) must end the tree.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { sharedTempDir, testUsers } from "../as-user.ts";
+
+const REPO = join(import.meta.dir, "..", "..");
+const BUN = process.execPath;
+
+/** Pids whose command line contains `marker`. */
+function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(marker)) found.push(Number(name));
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+describe("launcher.launch: airlock killed right after spawning", () => {
+  for (const user of testUsers()) {
+    for (const policy of ["workspace-write", "danger-full-access"] as const) {
+      test(`as ${user.name}, ${policy}: the tree dies, the marker is never written (10 tries)`, async () => {
+        for (let i = 0; i < 10; i++) {
+          const dir = sharedTempDir("airlock-pdeath-");
+          const marker = join(dir, "written");
+          // A unique sleep length names the process tree in /proc; it is long, so only a survivor writes.
+          const tag = `3${Math.floor(Math.random() * 1e6)}`;
+          const parent = join(dir, "parent.ts");
+          writeFileSync(
+            parent,
+            `import { bwrapAvailable, launch } from ${JSON.stringify(join(REPO, "src/launcher/spawn.ts"))};
+import { parseConfigText } from ${JSON.stringify(join(REPO, "src/config/load.ts"))};
+const config = parseConfigText("sandbox: ${policy}\\n", "airlock.yaml");
+// The availability probe is cached: with it done, launch() reaches spawn() within this tick's microtasks.
+if (!(await bwrapAvailable("/usr/bin/bwrap"))) throw new Error("bubblewrap cannot run here");
+void launch({ policy: "${policy}", argv: ["/bin/sh", "-c", "sleep 0.${tag}; sleep 4; touch ${marker}"], cwd: ${JSON.stringify(dir)}, workspace: ${JSON.stringify(dir)}, timeoutMs: 60000, maxOutputBytes: 1000, config });
+// After the spawn, in the same tick: the bwrap child exists, its --die-with-parent may not yet hold.
+setImmediate(() => process.kill(process.pid, "SIGKILL"));
+`,
+          );
+          const proc = Bun.spawn([...user.prefix, BUN, parent], { cwd: dir, stdout: "ignore", stderr: "pipe", env: { PATH: "/usr/bin:/bin", HOME: dir } });
+          await proc.exited;
+          const stderr = await new Response(proc.stderr).text();
+          expect({ signal: proc.signalCode, stderr }).toEqual({ signal: "SIGKILL", stderr: "" });
+          // Wait until nothing of the tree is left (an event, not a clock), then look for the marker.
+          for (let w = 0; w < 400 && processesWith(`0.${tag}`).length > 0; w++) await Bun.sleep(50);
+          const survivors = processesWith(`0.${tag}`);
+          for (const pid of survivors) process.kill(pid, "SIGKILL");
+          expect(survivors).toEqual([]);
+          expect(existsSync(marker)).toBe(false);
+        }
+      });
+    }
+  }
+});
