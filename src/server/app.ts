@@ -8,6 +8,8 @@ import { bodyLimit } from "hono/body-limit";
 import { version } from "../../package.json" with { type: "json" };
 import { AirlockError, httpStatus, toAirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
+import { join } from "node:path";
+import { storageError } from "../store/db.ts";
 import { bearerAuth } from "./middleware/auth.ts";
 import { hostGuard } from "./middleware/host.ts";
 import { actionsRoutes } from "./routes/actions.ts";
@@ -29,7 +31,9 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   const host = opts.host ?? rt.config.server.host;
 
   app.onError((err, c) => {
-    const e = toAirlockError(err);
+    // a database write that failed because the data dir became full or read-only is said so (503), not a bare 500
+    const sqlite = /^SQLITE_/.test(String((err as { code?: unknown } | null)?.code ?? ""));
+    const e = (sqlite ? storageError(err, join(rt.dataDir, "airlock.db")) : null) ?? toAirlockError(err);
     if (e.code === "internal") console.error("airlock: request failed:", err);
     const status = httpStatus(e.code) as 400;
     return c.json({ error: e.code, ...e.details, message: e.message }, status);

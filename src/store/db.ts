@@ -154,15 +154,12 @@ export function storageError(e: unknown, path: string): AirlockError | null {
   const code = String((e as { code?: unknown } | undefined)?.code ?? "");
   const msg = e instanceof Error ? e.message : String(e);
   const where = `the data dir (${path})`;
-  if (/^SQLITE_FULL/.test(code) || code === "ENOSPC" || code === "EDQUOT" || /disk is full|no space/i.test(msg)) {
-    return new AirlockError("data_dir_unusable", `${where} is full (${msg}); free some space or pass another --data-dir`, { path });
-  }
-  if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code) || code === "EACCES" || code === "EROFS" || code === "EPERM" || /readonly|read-only|unable to open/i.test(msg)) {
+  const full = () => new AirlockError("data_dir_unusable", `${where} is full (${msg}); free some space or pass another --data-dir`, { path });
+  if (/^SQLITE_FULL/.test(code) || code === "ENOSPC" || code === "EDQUOT") return full();
+  if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code) || code === "EACCES" || code === "EROFS" || code === "EPERM") {
     return new AirlockError("data_dir_unusable", `${where} cannot be written (${msg}); make it writable by this user or pass another --data-dir`, { path });
   }
-  if (/^SQLITE_IOERR/.test(code) && noSpaceLeft(path)) {
-    return new AirlockError("data_dir_unusable", `${where} is full (${msg}); free some space or pass another --data-dir`, { path });
-  }
+  if (/^SQLITE_IOERR/.test(code) && noSpaceLeft(path)) return full();
   if (/^SQLITE_(IOERR|CORRUPT|NOTADB)/.test(code)) {
     return new AirlockError("data_dir_unusable", `${where} could not be read or written (${msg}); check the disk, or pass another --data-dir`, { path });
   }

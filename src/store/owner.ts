@@ -20,22 +20,27 @@ function bootId(): string {
   }
 }
 
-/**
- * The start identity of process `pid` (`<boot id>:<start ticks>`), or null when it does not exist, is a
- * zombie, or /proc cannot be read. Field 22 of /proc/PID/stat, counted after the `(comm)` field, which may hold spaces.
- */
-export function processStart(pid: number): string | null {
+/** State (field 3) and start identity of process `pid` from /proc/PID/stat; null when it cannot be read. */
+function readStat(pid: number): { state: string; start: string | null } | null {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
     return null;
   }
+  // fields after the `(comm)` field, which may hold spaces: rest[0] is field 3 (state), rest[19] field 22 (starttime)
   const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // rest[0] is field 3 (state); field 22 (starttime) is rest[19]
-  if (rest[0] === "Z" || rest[0] === "X") return null;
   const ticks = rest[19];
-  return ticks ? `${bootId()}:${ticks}` : null;
+  return { state: rest[0] ?? "?", start: ticks ? `${bootId()}:${ticks}` : null };
+}
+
+/**
+ * The start identity of process `pid` (`<boot id>:<start ticks>`), or null when it does not exist, is a
+ * zombie, or /proc cannot be read.
+ */
+export function processStart(pid: number): string | null {
+  const st = readStat(pid);
+  return st && st.state !== "Z" && st.state !== "X" ? st.start : null;
 }
 
 let self: Owner | undefined;
@@ -48,14 +53,14 @@ export function currentOwner(): Owner {
 
 /**
  * True when the owner recorded with a row no longer runs: no pid recorded (a row from before owners were
- * recorded), no such process, or a process with that pid but another start identity (the pid was reused).
+ * recorded), no such process, a zombie, or a process with that pid but another start identity (the pid was
+ * reused). When /proc hides the process (hidepid) but a signal-0 probe finds it, it counts as alive: recovery
+ * leaves a turn alone rather than interrupt one that may still run.
  */
 export function ownerIsGone(o: { pid: number | null; start: string | null }): boolean {
   if (o.pid === null) return true;
-  const now = processStart(o.pid);
-  if (now === null) {
-    // no /proc entry: fall back to a signal-0 probe when /proc is unavailable altogether
-    if (processStart(process.pid) !== null) return true;
+  const st = readStat(o.pid);
+  if (st === null) {
     try {
       process.kill(o.pid, 0);
       return false;
@@ -63,5 +68,6 @@ export function ownerIsGone(o: { pid: number | null; start: string | null }): bo
       return (e as NodeJS.ErrnoException).code === "ESRCH";
     }
   }
-  return o.start !== null && o.start !== now;
+  if (st.state === "Z" || st.state === "X") return true;
+  return o.start !== null && st.start !== null && o.start !== st.start;
 }

@@ -63,11 +63,26 @@ export function acquireServeLock(dataDir: string): ServeLock {
         { pid: other.pid, url: other.url, data_dir: dataDir },
       );
     }
-    // stale (its server is gone) or unreadable: move it aside atomically and try again
+    // stale (its server is gone) or unreadable: move it aside atomically and try again. If another starting
+    // server replaced it in between, what was moved is a live lock: put it back (link fails if a third took the place).
+    const aside = `${path}.stale.${me.pid}`;
     try {
-      renameSync(path, `${path}.stale`);
+      renameSync(path, aside);
     } catch {
-      // another starting server moved it first
+      continue; // another starting server moved it first
+    }
+    const moved = readLock(aside);
+    if (typeof moved === "object" && !ownerIsGone({ pid: moved.pid, start: moved.start })) {
+      try {
+        linkSync(aside, path);
+      } catch {
+        // the place is taken again; the next attempt reads whoever holds it
+      }
+    }
+    try {
+      unlinkSync(aside);
+    } catch {
+      // already gone
     }
   }
   throw new AirlockError("data_dir_in_use", `could not take the serve lock ${path} (other servers are starting on the same data dir); try again`);

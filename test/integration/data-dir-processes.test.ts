@@ -154,4 +154,31 @@ describe("unusable data dir", () => {
     expect(err.match(/airlock: data_dir_unusable: .* is full/g)?.length).toBe(2);
     expect(/\n\s+at /.test(err)).toBe(false);
   }, 120_000);
+
+  test.skipIf(!IS_ROOT)("a data dir that fills up under a running serve answers 503 data_dir_unusable, not a 500 with a stack", async () => {
+    const shared = sharedTempDir("airlock-fullserve-");
+    const dir = join(shared, "data");
+    const ws = join(shared, "ws");
+    mkdirSync(dir);
+    mkdirSync(ws);
+    const log = join(shared, "serve.err");
+    // in a private mount namespace: serve on a 2 MiB tmpfs, wait for its listening line, fill the disk, create a session
+    const script = [
+      "set -e",
+      `mount -t tmpfs -o size=2m tmpfs "${dir}"`,
+      `"${process.execPath}" "${MAIN}" serve --port 0 --data-dir "${dir}" 2>"${log}" &`,
+      "SP=$!",
+      `until grep -q "listening on" "${log}"; do kill -0 $SP; sleep 0.1; done`,
+      `URL=$(grep -o "http://[^ ]*" "${log}" | head -1)`,
+      `dd if=/dev/zero of="${dir}/fill" bs=4k >/dev/null 2>&1 || true`,
+      `curl -s -o "${shared}/body.json" -w "%{http_code}" -H "authorization: Bearer $(cat "${dir}/api-token")" -H "content-type: application/json" -d '{"workspace":"${ws}"}' "$URL/sessions"`,
+      "kill -TERM $SP; wait $SP || true",
+    ].join("\n");
+    const p = Bun.spawn(["unshare", "-m", "sh", "-c", script], { cwd: shared, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    procs.push(p);
+    const [out] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+    expect(out.trim()).toBe("503");
+    expect(JSON.parse(readFileSync(join(shared, "body.json"), "utf8"))).toMatchObject({ error: "data_dir_unusable", message: expect.stringContaining("is full") });
+    expect(/\n\s+at /.test(readFileSync(log, "utf8"))).toBe(false);
+  }, 120_000);
 });

@@ -1,0 +1,51 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AirlockError } from "../errors.ts";
+import { currentOwner } from "./owner.ts";
+import { acquireServeLock, SERVE_LOCK_FILE } from "./serve-lock.ts";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function dir(): string {
+  const d = mkdtempSync(join(tmpdir(), "airlock-lock-"));
+  dirs.push(d);
+  return d;
+}
+
+describe("acquireServeLock", () => {
+  test("a live holder is refused with data_dir_in_use naming its pid and URL; release frees the data dir", () => {
+    const d = dir();
+    const lock = acquireServeLock(d);
+    lock.setUrl("http://127.0.0.1:7420");
+    let err: unknown;
+    try {
+      acquireServeLock(d);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AirlockError);
+    expect((err as AirlockError).toJSON()).toMatchObject({ code: "data_dir_in_use", pid: process.pid, url: "http://127.0.0.1:7420" });
+    expect((err as AirlockError).message).toContain(`pid ${process.pid}, listening on http://127.0.0.1:7420`);
+    lock.release();
+    expect(existsSync(join(d, SERVE_LOCK_FILE))).toBe(false);
+    acquireServeLock(d).release();
+  });
+
+  test("a lock left by a gone process, by a reused pid (another start identity), or unreadable is taken over", () => {
+    for (const left of [
+      JSON.stringify({ pid: 2 ** 22 + 7, start: "x:1", url: null, started_at: "" }),
+      JSON.stringify({ pid: process.pid, start: `${currentOwner().start}-other`, url: null, started_at: "" }),
+      "{half a json",
+    ]) {
+      const d = dir();
+      writeFileSync(join(d, SERVE_LOCK_FILE), left);
+      const lock = acquireServeLock(d);
+      expect(JSON.parse(readFileSync(join(d, SERVE_LOCK_FILE), "utf8"))).toMatchObject({ pid: process.pid, start: currentOwner().start });
+      lock.release();
+    }
+  });
+});
