@@ -5,7 +5,7 @@
  * (through the floor) and the MCP launcher (src/tool/mcp/server.ts). Also: which `/proc` files carry
  * another process's secrets, and the test for airlock's own data dir (refused to the file tools).
  */
-import { lstatSync } from "node:fs";
+import { statSync } from "node:fs";
 import path from "node:path";
 import { isInside } from "./resolve.ts";
 
@@ -58,14 +58,14 @@ export const CREDENTIAL_DIRS: readonly string[] = CREDENTIALS.filter((c) => c.di
 export const CREDENTIAL_FILES: readonly string[] = CREDENTIALS.filter((c) => !c.dir).map((c) => c.rel);
 
 /**
- * The existing credential folders and files under `home` (absolute paths; a path that is a symlink
- * or of the wrong kind is left out, bubblewrap binds only what exists). `home` missing or relative: none.
+ * The existing credential folders and files under `home` (absolute paths, spelled under `home`; a
+ * symlink counts as what it leads to, as dotfile managers link them). `home` missing or relative: none.
  */
 export function credentialPaths(home: string | undefined): { dirs: string[]; files: string[] } {
   if (!home || !path.isAbsolute(home)) return { dirs: [], files: [] };
   const kind = (p: string) => {
     try {
-      return lstatSync(p);
+      return statSync(p);
     } catch {
       return undefined;
     }

@@ -13,6 +13,7 @@ import { AirlockError } from "../../errors.ts";
 import { bwrapArgs } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
+import { credentialPaths, expandCredentialPaths } from "../../launcher/credentials.ts";
 import { BWRAP_INSTALL_HINT, bwrapAvailable, prepareRoot, releaseRoot, sanitizedEnv, type PreparedRoot } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
@@ -290,7 +291,8 @@ export class McpServer {
       return { argv, env, cwd };
     }
     const prepared = this.policy === "workspace-write" ? [prepareRoot(workspace)] : [];
-    const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
+    const creds = this.credentialMounts(env.HOME);
+    const readOnlyPaths = [...prepared.flatMap((r) => r.readOnly), ...creds.visible];
     const lockedPaths = prepared.flatMap((r) => r.locked);
     return {
       argv: bwrapArgs({
@@ -300,13 +302,37 @@ export class McpServer {
         writableRoots: [workspace],
         readOnlyPaths,
         lockedPaths,
-        hiddenPaths: (this.opts.hiddenPaths ?? []).filter((h) => existsSync(h)),
+        hiddenPaths: [...(this.opts.hiddenPaths ?? []), ...creds.hidden].filter((h) => existsSync(h)),
+        maskedFiles: creds.masked,
         runtimePaths: argv.filter((a) => path.isAbsolute(a) && existsSync(a)).map((a) => resolveRealPath("/", a)),
         bwrapPath: bwrapPath!,
       }),
       env,
       cwd,
       prepared,
+    };
+  }
+
+  /**
+   * The credential list applied to this server (the launcher's masks): every credential folder under
+   * `home` hidden, every credential file shown empty, except the paths it names in
+   * `mcp_servers.<name>.credentials`, which are bound read-only after the masks (`visible`, real paths).
+   */
+  private credentialMounts(home: string | undefined): { hidden: string[]; masked: string[]; visible: string[] } {
+    const real = (p: string) => {
+      try {
+        return resolveRealPath("/", p);
+      } catch {
+        return p;
+      }
+    };
+    const named = expandCredentialPaths(this.opts.server.credentials ?? [], home).map(real);
+    const all = credentialPaths(home);
+    const keep = (p: string) => !named.includes(real(p));
+    return {
+      hidden: all.dirs.map(real).filter(keep),
+      masked: all.files.map(real).filter(keep),
+      visible: named.filter((p) => existsSync(p)),
     };
   }
 
