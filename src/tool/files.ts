@@ -7,7 +7,7 @@
  * link and without blocking (`O_NOFOLLOW | O_NONBLOCK`), the opened fd must be a regular file (a folder
  * for `list_dir`) at the very path that was checked, and reads are capped and honour the call's signal.
  */
-import { constants as FS, mkdirSync, readlinkSync } from "node:fs";
+import { constants as FS, lstatSync, mkdirSync, readlinkSync } from "node:fs";
 import { lstat, open, readdir, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
@@ -120,7 +120,7 @@ type Want = "file" | "dir";
  * Throws AirlockError `file_not_found`, `invalid_arguments` (a folder for a file, or the reverse),
  * `not_regular_file` (FIFO, device, socket, a link swapped in), `tool_failed` (other open errors).
  */
-async function openChecked(real: string, p: string, want: Want, write = false): Promise<FileHandle> {
+export async function openChecked(real: string, p: string, want: Want, write = false): Promise<FileHandle> {
   const base = FS.O_NOFOLLOW | FS.O_NONBLOCK | FS.O_NOCTTY;
   const flags = want === "dir" ? base | FS.O_RDONLY | FS.O_DIRECTORY : write ? base | FS.O_WRONLY | FS.O_CREAT : base | FS.O_RDONLY;
   let fh: FileHandle;
@@ -132,6 +132,7 @@ async function openChecked(real: string, p: string, want: Want, write = false): 
       case "ENOENT":
         throw new AirlockError("file_not_found", `${p} does not exist (real path ${real})`, { path: p });
       case "ENOTDIR":
+        if (want === "dir" && !isRegular(real)) throw new AirlockError("not_regular_file", `${p} is neither a folder nor a regular file; developer__list_dir lists folders only`, { path: p });
         throw new AirlockError("invalid_arguments", `${p} is not a directory; use developer__read_file`, { path: p });
       case "EISDIR":
         throw new AirlockError("invalid_arguments", `${p} is a directory; use developer__list_dir`, { path: p });
@@ -162,6 +163,14 @@ async function openChecked(real: string, p: string, want: Want, write = false): 
   } catch (e) {
     await fh.close().catch(() => {});
     throw e;
+  }
+}
+
+function isRegular(p: string): boolean {
+  try {
+    return lstatSync(p).isFile();
+  } catch {
+    return false;
   }
 }
 
