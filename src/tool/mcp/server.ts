@@ -327,11 +327,12 @@ export class McpServer {
       }
     };
     const named = expandCredentialPaths(this.opts.server.credentials ?? [], home).map(real);
-    const all = credentialPaths(home);
+    // the server's HOME (its `env` may set one) and airlock's own: a configured HOME hides nothing of the real one
+    const all = [credentialPaths(home), credentialPaths(process.env.HOME)];
     const keep = (p: string) => !named.includes(real(p));
     return {
-      hidden: all.dirs.map(real).filter(keep),
-      masked: all.files.map(real).filter(keep),
+      hidden: [...new Set(all.flatMap((c) => c.dirs).map(real))].filter(keep),
+      masked: [...new Set(all.flatMap((c) => c.files).map(real))].filter(keep),
       visible: named.filter((p) => existsSync(p)),
     };
   }
