@@ -90,6 +90,13 @@ const ANYWHERE = CREDENTIALS.filter((c) => c.anywhere).map((c) => ({
   re: new RegExp(`(^|/)${c.rel.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}${c.dir ? "(/|$)" : "$"}`),
 }));
 
+/** The list's absolute paths under one HOME (the floor judges many words against the same HOME). */
+let homeCache: { home: string; list: { c: CredentialEntry; abs: string }[] } | undefined;
+function underHome(home: string): { c: CredentialEntry; abs: string }[] {
+  if (homeCache?.home !== home) homeCache = { home, list: CREDENTIALS.map((c) => ({ c, abs: path.join(home, c.rel) })) };
+  return homeCache.list;
+}
+
 /**
  * Why `p` is (or lies inside) a listed credential store, or null. `p` is an absolute path or one
  * starting `~/`; `home` is the real HOME. A store matches under `home`, and those marked `anywhere`
@@ -98,9 +105,8 @@ const ANYWHERE = CREDENTIALS.filter((c) => c.anywhere).map((c) => ({
 export function credentialStoreKind(p: string, home: string): string | null {
   const norm = path.posix.normalize(p.startsWith("~/") || p === "~" ? home + p.slice(1) : p);
   if (/(^|\/)\.ssh\/[^/]+\.pub$/.test(norm)) return null;
-  for (const c of CREDENTIALS) {
-    const abs = path.join(home, c.rel);
-    if (norm === abs || (c.dir && isInside(norm, abs))) return c.kind;
+  if (isInside(norm, home)) {
+    for (const { c, abs } of underHome(home)) if (norm === abs || (c.dir && isInside(norm, abs))) return c.kind;
   }
   for (const { c, re } of ANYWHERE) if (re.test(norm)) return c.kind;
   return null;
