@@ -48,7 +48,7 @@ export function floorCall(tool: { name: string; claude?: { name: string } }, arg
   return { kind: "none" };
 }
 
-/** Judges one call. Returns allow, or an ask (user proof) whose reason lists what was found. */
+/** Judges one call. Returns allow, an ask (user proof) whose reason lists what was found, or a deny (`data_dir_refused`) for a file tool in airlock's data dir. */
 export function securityFloor(tool: { name: string; claude?: { name: string } }, args: unknown, env: FloorEnv): Verdict {
   const call = floorCall(tool, args);
   const refusal = dataDirRefusal(call, env);
@@ -433,7 +433,7 @@ function credentialCandidates(w: string): string[] {
   return out;
 }
 
-/** Why `p` (spelled or real) is a credential file, or null. Rules: `~/.ssh/id_*` (not `.pub`), `~/.aws/credentials`, `.netrc`, `.env`/`.env.*`. */
+/** Why `p` (spelled or real) is a credential file, or null. Rules: `~/.ssh/id_*` (not `.pub`), `~/.aws/credentials`, `.netrc`, `.env`/`.env.*`, airlock's tokens, and every store on the one credential list (src/launcher/credentials.ts). */
 export function credentialKind(p: string, home: string): string | null {
   const norm = p.replace(/^~(?=\/)/, home);
   const base = path.basename(norm);
