@@ -64,6 +64,10 @@ export const ERROR_CODES = [
   "edit_no_match",
   "read_only_policy",
   "protected_path",
+  /** A file tool named a path in airlock's data dir (tokens, database): refused outright, no card. */
+  "data_dir_refused",
+  /** A file tool met something that is not a regular file (a FIFO, device, socket) or a folder for list_dir. */
+  "not_regular_file",
   // script sandbox
   "script_timeout",
   "script_memory_limit",
@@ -131,6 +135,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   payload_too_large: 413,
   data_dir_in_use: 409,
   data_dir_unusable: 503,
+  data_dir_refused: 403,
   server_unreachable: 503,
 };
 

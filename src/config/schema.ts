@@ -94,6 +94,20 @@ export const McpServerConfig = z.strictObject({
   timeout_s: z.number().positive().default(60),
   /** Working directory and workspace of the server (writable under workspace-write), relative to airlock's workspace; default: airlock's workspace (docs/mcp.md). */
   cwd: z.string().optional(),
+  /**
+   * Credential paths this server may read (absolute, or `~/…`): every other entry of the credential
+   * list (src/launcher/credentials.ts) stays hidden from it, as from every confined process.
+   */
+  credentials: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine((p) => (p.startsWith("/") || p.startsWith("~/")) && !p.split("/").includes("..") && !p.includes("\0"), {
+          message: "a credential path is absolute or starts with ~/, and has no '..'",
+        }),
+    )
+    .default([]),
 });
 export type McpServerConfig = z.infer<typeof McpServerConfig>;
 

@@ -87,13 +87,16 @@ export class Gate {
   private refusedListeners = new Set<(r: RefusedCall) => void>();
 
   /** HOME and PATH of the sanitized environment, as the security floor resolves `~` and executables (read once: the process environment does not change under us). */
-  private readonly floorEnv: { home?: string; PATH: string };
+  private readonly floorEnv: { home?: string; PATH: string; dataDir?: string };
   /** Session rows by in-flight turn (weak: gone with the turn). */
   private readonly turnSessions = new WeakMap<object, Session>();
 
   constructor(private readonly deps: GateDeps) {
     const env = sanitizedEnv();
     this.floorEnv = { ...(env.HOME ? { home: env.HOME } : {}), PATH: env.PATH ?? "" };
+    // airlock's data dir, so the floor refuses file tools there (no card)
+    const dataDir = (deps.runtime as { dataDir?: unknown } | null | undefined)?.dataDir;
+    if (typeof dataDir === "string" && dataDir !== "") this.floorEnv.dataDir = dataDir;
   }
 
   /** Listens to every refused call; returns the unsubscribe function. */

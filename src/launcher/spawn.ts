@@ -11,6 +11,7 @@ import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
 import { bwrapArgs, unixSocketFilter } from "./bwrap.ts";
+import { credentialPaths } from "./credentials.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
@@ -327,27 +328,9 @@ class Capture {
 
 /**
  * Credential folders under HOME hidden behind an empty tmpfs in every confined process, and
- * credential files shown there as empty. Confined processes have no network, but what they read can
- * still reach the model (an interpreter's output has no security-floor rule): so they cannot read these.
+ * credential files shown there as empty: the one list lives in ./credentials.ts (re-exported here).
  */
-export const CREDENTIAL_DIRS = [".ssh", ".aws", ".gnupg", ".config/gcloud", ".kube", ".docker", ".azure"] as const;
-export const CREDENTIAL_FILES = [".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc"] as const;
-
-/** The existing credential folders and files under `home` (see {@link CREDENTIAL_DIRS}). */
-export function credentialPaths(home: string | undefined): { dirs: string[]; files: string[] } {
-  if (!home || !path.isAbsolute(home)) return { dirs: [], files: [] };
-  const kind = (p: string) => {
-    try {
-      return lstatSync(p);
-    } catch {
-      return undefined;
-    }
-  };
-  return {
-    dirs: CREDENTIAL_DIRS.map((d) => path.join(home, d)).filter((p) => kind(p)?.isDirectory()),
-    files: CREDENTIAL_FILES.map((f) => path.join(home, f)).filter((p) => kind(p)?.isFile()),
-  };
-}
+export { CREDENTIAL_DIRS, CREDENTIAL_FILES, credentialPaths } from "./credentials.ts";
 
 /** What a writable root needs before a confined process runs: see {@link prepareRoot}. */
 export interface PreparedRoot {

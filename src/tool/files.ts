@@ -2,12 +2,17 @@
  * @module tool/files
  * The host-side file tools (`developer__read_file`, `write_file`, `edit_file`, `list_dir`). Every path
  * is resolved to its real target first (symlinks followed component by component, missing tail kept),
- * and the checks judge that real path under the call's sandbox policy (SPEC §4, §9).
+ * and the checks judge that real path under the call's sandbox policy (SPEC §4, §9). airlock's data
+ * dir is refused outright (`data_dir_refused`). Files are opened without following a last-component
+ * link and without blocking (`O_NOFOLLOW | O_NONBLOCK`), the opened fd must be a regular file (a folder
+ * for `list_dir`) at the very path that was checked, and reads are capped and honour the call's signal.
  */
-import { lstatSync, mkdirSync, openSync, readdirSync, readSync, closeSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { constants as FS, lstatSync, mkdirSync, readlinkSync } from "node:fs";
+import { lstat, open, readdir, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
+import { insideDataDir } from "../launcher/credentials.ts";
 import { effectivePolicy } from "../launcher/for-tool.ts";
 import type { SandboxPolicy } from "../launcher/policy.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
@@ -34,7 +39,28 @@ interface Resolved {
 function resolveFor(ctx: ToolContext, p: string): Resolved {
   const root = resolveRealPath("/", ctx.session.workspace);
   const real = resolveRealPath(root, p);
+  refuseDataDir(ctx, real, root, p);
   return { real, root, inside: isInside(real, root) };
+}
+
+/** airlock's data dir (real path) from the runtime, or undefined when unknown (tests without a runtime). */
+function dataDirOf(ctx: ToolContext): string | undefined {
+  const d = typeof ctx.runtime === "object" && ctx.runtime !== null ? (ctx.runtime as { dataDir?: unknown }).dataDir : undefined;
+  if (typeof d !== "string" || d === "") return undefined;
+  try {
+    return resolveRealPath("/", d);
+  } catch {
+    return path.resolve(d);
+  }
+}
+
+/** Throws `data_dir_refused` when `real` (or the spelling of `p`) lies in airlock's data dir: every policy, every mode. */
+function refuseDataDir(ctx: ToolContext, real: string, root: string, p: string): void {
+  const dataDir = dataDirOf(ctx);
+  if (!dataDir) return;
+  if (insideDataDir(real, dataDir, root) || insideDataDir(path.resolve(root, p), dataDir, root)) {
+    throw new AirlockError("data_dir_refused", `${p} is in airlock's data dir (${dataDir}: its tokens and every session's messages); file tools never read, list or write it`, { path: p });
+  }
 }
 
 /**
@@ -81,26 +107,112 @@ function checkWrite(ctx: ToolContext, policy: SandboxPolicy, p: string): Resolve
   }
 }
 
-function readText(real: string, p: string, max: number): { content: string; size: number; truncated: boolean } {
-  let st;
+/** Bytes read from a file per step (the call's signal is checked between steps). */
+const READ_CHUNK = 64 * 1024;
+
+type Want = "file" | "dir";
+
+/**
+ * Opens the already-checked real path `real` for `want` without blocking and without following a
+ * link: `O_NOFOLLOW | O_NONBLOCK | O_NOCTTY` (+ `O_DIRECTORY` for a folder; `O_WRONLY | O_CREAT`
+ * with `write`). Then fstat: anything but a regular file (a folder for `dir`) is refused, and the fd
+ * must still name `real` (`/proc/self/fd`), so a link swapped into a parent after the check is caught.
+ * Throws AirlockError `file_not_found`, `invalid_arguments` (a folder for a file, or the reverse),
+ * `not_regular_file` (FIFO, device, socket, a link swapped in), `tool_failed` (other open errors).
+ */
+export async function openChecked(real: string, p: string, want: Want, write = false): Promise<FileHandle> {
+  const base = FS.O_NOFOLLOW | FS.O_NONBLOCK | FS.O_NOCTTY;
+  const flags = want === "dir" ? base | FS.O_RDONLY | FS.O_DIRECTORY : write ? base | FS.O_WRONLY | FS.O_CREAT : base | FS.O_RDONLY;
+  let fh: FileHandle;
   try {
-    st = statSync(real);
-  } catch {
-    throw new AirlockError("file_not_found", `${p} does not exist (real path ${real})`, { path: p });
-  }
-  if (st.isDirectory()) throw new AirlockError("invalid_arguments", `${p} is a directory; use developer__list_dir`, { path: p });
-  const fd = openSync(real, "r");
-  try {
-    const buf = Buffer.alloc(Math.min(st.size, max));
-    let n = 0;
-    while (n < buf.length) {
-      const got = readSync(fd, buf, n, buf.length - n, n);
-      if (got === 0) break;
-      n += got;
+    fh = await open(real, flags, 0o666);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    switch (code) {
+      case "ENOENT":
+        throw new AirlockError("file_not_found", `${p} does not exist (real path ${real})`, { path: p });
+      case "ENOTDIR":
+        if (want === "dir" && !isRegular(real)) throw new AirlockError("not_regular_file", `${p} is neither a folder nor a regular file; developer__list_dir lists folders only`, { path: p });
+        throw new AirlockError("invalid_arguments", `${p} is not a directory; use developer__read_file`, { path: p });
+      case "EISDIR":
+        throw new AirlockError("invalid_arguments", `${p} is a directory; use developer__list_dir`, { path: p });
+      case "ELOOP":
+        throw new AirlockError("not_regular_file", `${p} became a symbolic link after it was checked (real path ${real}); the call was not run`, { path: p });
+      case "ENXIO":
+      case "EOPNOTSUPP":
+        throw new AirlockError("not_regular_file", `${p} is a socket or a FIFO, not a regular file; file tools read and write regular files only`, { path: p });
+      default:
+        throw new AirlockError("tool_failed", `cannot open ${p}: ${(e as Error).message}`, { path: p });
     }
-    return { content: buf.subarray(0, n).toString("utf8"), size: st.size, truncated: st.size > max };
+  }
+  try {
+    const st = await fh.stat();
+    if (want === "file" && st.isDirectory()) throw new AirlockError("invalid_arguments", `${p} is a directory; use developer__list_dir`, { path: p });
+    if (want === "dir" ? !st.isDirectory() : !st.isFile()) {
+      const what = st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : st.isCharacterDevice() || st.isBlockDevice() ? "a device" : "not a regular file";
+      throw new AirlockError("not_regular_file", `${p} is ${what}; file tools ${want === "dir" ? "list folders" : "read and write regular files"} only`, { path: p });
+    }
+    let now: string;
+    try {
+      now = readlinkSync(`/proc/self/fd/${fh.fd}`);
+    } catch {
+      now = real;
+    }
+    if (now !== real) throw new AirlockError("not_regular_file", `${p} changed while it was opened (it now leads to ${now}, not ${real}); the call was not run`, { path: p });
+    return fh;
+  } catch (e) {
+    await fh.close().catch(() => {});
+    throw e;
+  }
+}
+
+function isRegular(p: string): boolean {
+  try {
+    return lstatSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function cancelled(p: string): AirlockError {
+  return new AirlockError("cancelled", `reading ${p} was cancelled (the turn was cancelled or the call timed out)`, { path: p });
+}
+
+/** Reads at most `max` bytes of the regular file at `real`, in chunks, checking `signal` between them. Throws as {@link openChecked}, and `cancelled`. */
+async function readText(real: string, p: string, max: number, signal: AbortSignal): Promise<{ content: string; size: number; truncated: boolean }> {
+  if (signal.aborted) throw cancelled(p);
+  const fh = await openChecked(real, p, "file");
+  try {
+    const st = await fh.stat();
+    const chunks: Buffer[] = [];
+    let n = 0;
+    // read one byte past the cap: that is how a file whose size fstat does not know (/proc) shows as truncated
+    while (n <= max) {
+      if (signal.aborted) throw cancelled(p);
+      const want = Math.min(READ_CHUNK, max + 1 - n);
+      const chunk = Buffer.alloc(want);
+      const { bytesRead } = await fh.read(chunk, 0, want, n);
+      if (bytesRead === 0) break;
+      chunks.push(chunk.subarray(0, bytesRead));
+      n += bytesRead;
+    }
+    const truncated = n > max;
+    const buf = Buffer.concat(chunks);
+    const kept = Math.min(n, max);
+    return { content: buf.subarray(0, kept).toString("utf8"), size: Math.max(st.size, n), truncated };
   } finally {
-    closeSync(fd);
+    await fh.close().catch(() => {});
+  }
+}
+
+/** Replaces the content of the regular file at `real` (created when missing). Throws as {@link openChecked}. */
+async function writeText(real: string, p: string, content: string): Promise<void> {
+  const fh = await openChecked(real, p, "file", true);
+  try {
+    await fh.truncate(0);
+    await fh.write(Buffer.from(content), 0, undefined, 0);
+  } finally {
+    await fh.close().catch(() => {});
   }
 }
 
@@ -117,7 +229,7 @@ export const readFileTool = defineTool({
   },
   async execute(args, ctx) {
     const r = checkRead(ctx, effectivePolicy(args, ctx), args.path);
-    const text = readText(r.real, args.path, ctx.config.limits.max_output_bytes);
+    const text = await readText(r.real, args.path, ctx.config.limits.max_output_bytes, ctx.signal);
     const content = text.truncated ? `${text.content}\n[airlock: file truncated: showing ${ctx.config.limits.max_output_bytes} of ${text.size} bytes]` : text.content;
     return { path: r.real, content, size: text.size, truncated: text.truncated };
   },
@@ -135,7 +247,7 @@ export const writeFileTool = defineTool({
   async execute(args, ctx) {
     const r = checkWrite(ctx, effectivePolicy(args, ctx), args.path);
     mkdirSync(path.dirname(r.real), { recursive: true });
-    writeFileSync(r.real, args.content);
+    await writeText(r.real, args.path, args.content);
     return { path: r.real, bytes: Buffer.byteLength(args.content) };
   },
 });
@@ -157,8 +269,14 @@ export const editFileTool = defineTool({
     const r = checkWrite(ctx, effectivePolicy(args, ctx), args.path);
     let text: string;
     try {
-      text = readFileSync(r.real, "utf8");
-    } catch {
+      const fh = await openChecked(r.real, args.path, "file");
+      try {
+        text = await fh.readFile("utf8");
+      } finally {
+        await fh.close().catch(() => {});
+      }
+    } catch (e) {
+      if (e instanceof AirlockError && e.code !== "file_not_found") throw e;
       throw new AirlockError("file_not_found", `${args.path} does not exist (real path ${r.real}); use developer__write_file to create it`, { path: args.path });
     }
     const count = text.split(args.old_string).length - 1;
@@ -172,7 +290,7 @@ export const editFileTool = defineTool({
       );
     }
     const i = text.indexOf(args.old_string);
-    writeFileSync(r.real, text.slice(0, i) + args.new_string + text.slice(i + args.old_string.length));
+    await writeText(r.real, args.path, text.slice(0, i) + args.new_string + text.slice(i + args.old_string.length));
     return { path: r.real, replacements: 1 };
   },
 });
@@ -184,24 +302,31 @@ export const listDirTool = defineTool({
   readOnly: true,
   async execute(args, ctx) {
     const r = checkRead(ctx, effectivePolicy(args, ctx), args.path);
-    let names: string[];
+    if (ctx.signal.aborted) throw cancelled(args.path);
+    // the folder the fd holds (not the path, which a link swapped in could redirect)
+    const fh = await openChecked(r.real, args.path, "dir");
     try {
-      names = readdirSync(r.real).sort();
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") throw new AirlockError("file_not_found", `${args.path} does not exist (real path ${r.real})`, { path: args.path });
-      if (code === "ENOTDIR") throw new AirlockError("invalid_arguments", `${args.path} is not a directory; use developer__read_file`, { path: args.path });
-      throw new AirlockError("tool_failed", `cannot list ${args.path}: ${(e as Error).message}`, { path: args.path });
-    }
-    const entries = names.slice(0, MAX_DIR_ENTRIES).map((name) => {
+      const dir = `/proc/self/fd/${fh.fd}`;
+      let names: string[];
       try {
-        const st = lstatSync(path.join(r.real, name));
-        const type = st.isSymbolicLink() ? "symlink" : st.isDirectory() ? "dir" : st.isFile() ? "file" : "other";
-        return { name, type, size: st.size };
-      } catch {
-        return { name, type: "other", size: 0 };
+        names = (await readdir(dir)).sort();
+      } catch (e) {
+        throw new AirlockError("tool_failed", `cannot list ${args.path}: ${(e as Error).message}`, { path: args.path });
       }
-    });
-    return { path: r.real, entries, truncated: names.length > MAX_DIR_ENTRIES };
+      const entries = [];
+      for (const name of names.slice(0, MAX_DIR_ENTRIES)) {
+        if (ctx.signal.aborted) throw cancelled(args.path);
+        try {
+          const st = await lstat(path.join(dir, name));
+          const type = st.isSymbolicLink() ? "symlink" : st.isDirectory() ? "dir" : st.isFile() ? "file" : "other";
+          entries.push({ name, type, size: st.size });
+        } catch {
+          entries.push({ name, type: "other", size: 0 });
+        }
+      }
+      return { path: r.real, entries, truncated: names.length > MAX_DIR_ENTRIES };
+    } finally {
+      await fh.close().catch(() => {});
+    }
   },
 });

@@ -10,6 +10,7 @@ import { readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { SandboxPolicyName } from "../../config/schema.ts";
+import { credentialStoreKind, insideDataDir, procSecretKind } from "../../launcher/credentials.ts";
 import { isInside, resolveExecutable, resolveRealPath } from "../../launcher/resolve.ts";
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
@@ -21,6 +22,8 @@ export interface FloorEnv {
   policy: SandboxPolicyName;
   home?: string;
   PATH?: string;
+  /** airlock's data dir (tokens, database): file tools touching it are denied (`data_dir_refused`), no card. */
+  dataDir?: string;
 }
 
 /** The kind of a call, as the floor sees it (by Claude Code alias or airlock name). */
@@ -35,7 +38,7 @@ export function floorCall(tool: { name: string; claude?: { name: string } }, arg
     const c = str("command");
     return c === undefined ? { kind: "none" } : { kind: "shell", command: c };
   }
-  if (alias === "Read" || tool.name === "developer__read_file") {
+  if (alias === "Read" || tool.name === "developer__read_file" || tool.name === "developer__list_dir") {
     const p = str("path") ?? str("file_path");
     return p === undefined ? { kind: "none" } : { kind: "read", path: p };
   }
@@ -46,9 +49,11 @@ export function floorCall(tool: { name: string; claude?: { name: string } }, arg
   return { kind: "none" };
 }
 
-/** Judges one call. Returns allow, or an ask (user proof) whose reason lists what was found. */
+/** Judges one call. Returns allow, an ask (user proof) whose reason lists what was found, or a deny (`data_dir_refused`) for a file tool in airlock's data dir. */
 export function securityFloor(tool: { name: string; claude?: { name: string } }, args: unknown, env: FloorEnv): Verdict {
   const call = floorCall(tool, args);
+  const refusal = dataDirRefusal(call, env);
+  if (refusal) return { kind: "deny", inspector: "sensitive_ops", code: "data_dir_refused", reason: refusal };
   const findings = judgeCall(call, env);
   if (call.kind === "write") {
     const meta = repoMetadataWrite(call.path, env.workspace); // file tools; confined processes: launcher/git-meta.ts
@@ -68,7 +73,7 @@ export function judgeCall(call: FloorCall, env: FloorEnv): string[] {
       ctx.shell(call.command, 0);
       break;
     case "read":
-      ctx.read(call.path, ctx.ws);
+      ctx.read(call.path, ctx.ws, true);
       break;
     case "write":
       ctx.write(call.path, ctx.ws, "writes");
@@ -126,9 +131,11 @@ class Judge {
     return real;
   }
 
-  read(word: string, cwd: string | null): void {
+  /** `byAirlock`: a file tool reads, so `/proc/self` is airlock itself (its provider keys). */
+  read(word: string, cwd: string | null, byAirlock = false): void {
     const p = this.resolve(word, cwd);
-    const hit = credentialKind(word, this.home) ?? (p ? (credentialKind(p, this.home) ?? credentialDirKind(p)) : null);
+    const hit =
+      credentialKind(word, this.home) ?? (p ? (credentialKind(p, this.home) ?? credentialDirKind(p)) : null) ?? procReadKind(word, cwd, p, byAirlock);
     if (hit) this.findings.push(`reads credential file ${word} (${hit})`);
   }
 
@@ -688,7 +695,7 @@ function credentialCandidates(w: string): string[] {
   return out;
 }
 
-/** Why `p` (spelled or real) is a credential file, or null. Rules: `~/.ssh/id_*` (not `.pub`), `~/.aws/credentials`, `.netrc`, `.env`/`.env.*`. */
+/** Why `p` (spelled or real) is a credential file, or null. Rules: `~/.ssh/id_*` (not `.pub`), `~/.aws/credentials`, `.netrc`, `.env`/`.env.*`, airlock's tokens, and every store on the one credential list (src/launcher/credentials.ts). */
 export function credentialKind(p: string, home: string): string | null {
   const norm = p.replace(/^~(?=\/)/, home);
   const base = path.basename(norm);
@@ -697,6 +704,37 @@ export function credentialKind(p: string, home: string): string | null {
   if (base === ".netrc" || base === "_netrc") return "netrc credentials";
   if (base === ".env" || (/^\.env\.[^/]+$/.test(base) && !/\.(example|sample|template|dist)$/.test(base))) return "environment secrets file";
   if (base === "approver-token" || base === "api-token") return "airlock API or approver token";
+  return credentialStoreKind(norm, home);
+}
+
+/**
+ * Why reading `word` (in `cwd`; `real` its resolved path) reads another process's `/proc/<pid>/environ`
+ * or `mem`, or null. The spelling is judged lexically (`$PPID`, globs, `self/../N`); the real path too
+ * (a link to it), except where the spelling names the reading process itself (`/proc/self/…` of a
+ * shell) — unless `byAirlock` (a file tool: the reader is airlock).
+ */
+function procReadKind(word: string, cwd: string | null, real: string | null, byAirlock: boolean): string | null {
+  const spelled = word.startsWith("/") ? word : cwd ? path.posix.join(cwd, word) : null;
+  const hit = spelled ? procSecretKind(spelled) : null;
+  if (hit || real === null) return hit;
+  if (!byAirlock && spelled && /^\/proc\/(self|thread-self)(\/|$)/.test(path.posix.normalize(spelled))) return null;
+  return procSecretKind(real);
+}
+
+/**
+ * Why a file-tool call is refused outright (no card): its real path lies in airlock's data dir
+ * (`env.dataDir`), or null. Shell commands are not judged here: confined ones cannot see the data
+ * dir, and a token read under `danger-full-access` asks through {@link credentialKind}.
+ */
+export function dataDirRefusal(call: FloorCall, env: FloorEnv): string | null {
+  if ((call.kind !== "read" && call.kind !== "write") || !env.dataDir) return null;
+  const ws = safeReal("/", env.workspace) ?? path.resolve(env.workspace);
+  const dataDir = safeReal("/", env.dataDir) ?? path.resolve(env.dataDir);
+  const real = safeReal(ws, call.path);
+  const spelled = path.resolve(ws, call.path);
+  if ((real !== null && insideDataDir(real, dataDir, ws)) || insideDataDir(spelled, dataDir, ws)) {
+    return `${call.path} is in airlock's data dir (${dataDir}: its tokens and every session's messages); file tools never read, list or write it`;
+  }
   return null;
 }
 

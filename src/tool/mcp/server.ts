@@ -13,6 +13,7 @@ import { AirlockError } from "../../errors.ts";
 import { bwrapArgs } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
+import { credentialPaths, expandCredentialPaths } from "../../launcher/credentials.ts";
 import { BWRAP_INSTALL_HINT, bwrapAvailable, openSeccompFilter, prepareRoot, quarantineWarning, recheckRoot, releaseRoot, sanitizedEnv, unixSocketPlan, type PreparedRoot } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
@@ -312,7 +313,8 @@ export class McpServer {
       return { argv, env, cwd };
     }
     const prepared = this.policy === "workspace-write" ? [prepareRoot(workspace)] : [];
-    const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
+    const creds = this.credentialMounts(env.HOME);
+    const readOnlyPaths = [...prepared.flatMap((r) => r.readOnly), ...creds.visible];
     const lockedPaths = prepared.flatMap((r) => r.locked);
     const mountPoints = prepared.flatMap((r) => r.mountPoints);
     const socketPlan = unixSocketPlan(config.sandbox_unix_sockets ?? []);
@@ -333,7 +335,8 @@ export class McpServer {
         readOnlyPaths,
         lockedPaths,
         mountPoints,
-        hiddenPaths: (this.opts.hiddenPaths ?? []).filter((h) => existsSync(h)),
+        hiddenPaths: [...(this.opts.hiddenPaths ?? []), ...creds.hidden].filter((h) => existsSync(h)),
+        maskedFiles: creds.masked,
         runtimePaths: argv.filter((a) => path.isAbsolute(a) && existsSync(a)).map((a) => resolveRealPath("/", a)),
         bwrapPath: bwrapPath!,
         ...(seccomp !== undefined ? { seccompFd: 3 } : {}),
@@ -346,6 +349,30 @@ export class McpServer {
       prepared,
       lifeline: true,
       ...(seccomp !== undefined ? { extraFds: [seccomp] } : {}),
+    };
+  }
+
+  /**
+   * The credential list applied to this server (the launcher's masks): every credential folder under
+   * `home` hidden, every credential file shown empty, except the paths it names in
+   * `mcp_servers.<name>.credentials`, which are bound read-only after the masks (`visible`, real paths).
+   */
+  private credentialMounts(home: string | undefined): { hidden: string[]; masked: string[]; visible: string[] } {
+    const real = (p: string) => {
+      try {
+        return resolveRealPath("/", p);
+      } catch {
+        return p;
+      }
+    };
+    const named = expandCredentialPaths(this.opts.server.credentials ?? [], home).map(real);
+    // the server's HOME (its `env` may set one) and airlock's own: a configured HOME hides nothing of the real one
+    const all = [credentialPaths(home), credentialPaths(process.env.HOME)];
+    const keep = (p: string) => !named.includes(real(p));
+    return {
+      hidden: [...new Set(all.flatMap((c) => c.dirs).map(real))].filter(keep),
+      masked: [...new Set(all.flatMap((c) => c.files).map(real))].filter(keep),
+      visible: named.filter((p) => existsSync(p)),
     };
   }
 

@@ -1,0 +1,136 @@
+/**
+ * @module launcher/credentials
+ * The one list of credential stores under a user's home, and the rules built on it. Four users share
+ * it: the launcher's masks (src/launcher/spawn.ts), the security floor's read asks, the file tools
+ * (through the floor) and the MCP launcher (src/tool/mcp/server.ts). Also: which `/proc` files carry
+ * another process's secrets, and the test for airlock's own data dir (refused to the file tools).
+ */
+import { statSync } from "node:fs";
+import path from "node:path";
+import { isInside } from "./resolve.ts";
+
+/** One credential store: a path relative to HOME, whether it is a folder, and what it holds. */
+export interface CredentialEntry {
+  /** Relative to HOME, no leading `./`, e.g. `.config/gh`. */
+  rel: string;
+  dir: boolean;
+  /** Shown in the floor's reason, e.g. "GitHub CLI tokens". */
+  kind: string;
+  /**
+   * True when the same relative path is a credential wherever it sits (another user's home, a copied
+   * home); false when only the one under HOME is (a project's own `.npmrc` holds registry settings).
+   */
+  anywhere: boolean;
+}
+
+/** Every credential store airlock knows. Folders are hidden whole from confined processes; files are shown empty. */
+export const CREDENTIALS: readonly CredentialEntry[] = [
+  { rel: ".ssh", dir: true, kind: "SSH keys", anywhere: true },
+  { rel: ".aws", dir: true, kind: "AWS credentials", anywhere: true },
+  { rel: ".gnupg", dir: true, kind: "GnuPG keys", anywhere: true },
+  { rel: ".config/gcloud", dir: true, kind: "gcloud credentials", anywhere: true },
+  { rel: ".kube", dir: true, kind: "Kubernetes credentials", anywhere: true },
+  { rel: ".docker", dir: true, kind: "Docker registry credentials", anywhere: true },
+  { rel: ".azure", dir: true, kind: "Azure credentials", anywhere: true },
+  { rel: ".config/gh", dir: true, kind: "GitHub CLI tokens", anywhere: true },
+  { rel: ".config/hub", dir: false, kind: "GitHub hub token", anywhere: true },
+  { rel: ".password-store", dir: true, kind: "pass password store", anywhere: true },
+  { rel: ".terraform.d/credentials.tfrc.json", dir: false, kind: "Terraform Cloud token", anywhere: true },
+  { rel: ".cargo/credentials", dir: false, kind: "Cargo registry token", anywhere: true },
+  { rel: ".cargo/credentials.toml", dir: false, kind: "Cargo registry token", anywhere: true },
+  { rel: ".gem/credentials", dir: false, kind: "RubyGems API key", anywhere: true },
+  { rel: ".config/git/credentials", dir: false, kind: "git credentials", anywhere: true },
+  { rel: ".git-credentials", dir: false, kind: "git credentials", anywhere: true },
+  { rel: ".netrc", dir: false, kind: "netrc credentials", anywhere: true },
+  { rel: "_netrc", dir: false, kind: "netrc credentials", anywhere: true },
+  { rel: ".pgpass", dir: false, kind: "PostgreSQL passwords", anywhere: true },
+  { rel: ".my.cnf", dir: false, kind: "MySQL client passwords", anywhere: false },
+  { rel: ".vault-token", dir: false, kind: "Vault token", anywhere: true },
+  { rel: ".npmrc", dir: false, kind: "npm registry token", anywhere: false },
+  { rel: ".yarnrc.yml", dir: false, kind: "Yarn registry token", anywhere: false },
+  { rel: ".pypirc", dir: false, kind: "PyPI upload token", anywhere: true },
+  { rel: ".config/pip/pip.conf", dir: false, kind: "pip index credentials", anywhere: false },
+];
+
+/** The credential folders under HOME (relative), hidden behind an empty tmpfs in every confined process. */
+export const CREDENTIAL_DIRS: readonly string[] = CREDENTIALS.filter((c) => c.dir).map((c) => c.rel);
+/** The credential files under HOME (relative), shown empty in every confined process. */
+export const CREDENTIAL_FILES: readonly string[] = CREDENTIALS.filter((c) => !c.dir).map((c) => c.rel);
+
+/**
+ * The existing credential folders and files under `home` (absolute paths, spelled under `home`; a
+ * symlink counts as what it leads to, as dotfile managers link them). `home` missing or relative: none.
+ */
+export function credentialPaths(home: string | undefined): { dirs: string[]; files: string[] } {
+  if (!home || !path.isAbsolute(home)) return { dirs: [], files: [] };
+  const kind = (p: string) => {
+    try {
+      return statSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  return {
+    dirs: CREDENTIAL_DIRS.map((d) => path.join(home, d)).filter((p) => kind(p)?.isDirectory()),
+    files: CREDENTIAL_FILES.map((f) => path.join(home, f)).filter((p) => kind(p)?.isFile()),
+  };
+}
+
+/**
+ * The credential paths to keep visible for one MCP server that names them
+ * (`mcp_servers.<name>.credentials`): each entry made absolute (`~` → `home`, relative → against `home`).
+ */
+export function expandCredentialPaths(list: readonly string[], home: string | undefined): string[] {
+  const h = home && path.isAbsolute(home) ? home : "/";
+  return list.map((p) => (p === "~" ? h : p.startsWith("~/") ? path.join(h, p.slice(2)) : path.resolve(h, p)));
+}
+
+const ANYWHERE = CREDENTIALS.filter((c) => c.anywhere).map((c) => ({
+  c,
+  re: new RegExp(`(^|/)${c.rel.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}${c.dir ? "(/|$)" : "$"}`),
+}));
+
+/** The list's absolute paths under one HOME (the floor judges many words against the same HOME). */
+let homeCache: { home: string; list: { c: CredentialEntry; abs: string }[] } | undefined;
+function underHome(home: string): { c: CredentialEntry; abs: string }[] {
+  if (homeCache?.home !== home) homeCache = { home, list: CREDENTIALS.map((c) => ({ c, abs: path.join(home, c.rel) })) };
+  return homeCache.list;
+}
+
+/**
+ * Why `p` is (or lies inside) a listed credential store, or null. `p` is an absolute path or one
+ * starting `~/`; `home` is the real HOME. A store matches under `home`, and those marked `anywhere`
+ * match at any depth. Inside `~/.ssh`, public keys (`*.pub`) are not credentials.
+ */
+export function credentialStoreKind(p: string, home: string): string | null {
+  const norm = path.posix.normalize(p.startsWith("~/") || p === "~" ? home + p.slice(1) : p);
+  if (/(^|\/)\.ssh\/[^/]+\.pub$/.test(norm)) return null;
+  if (isInside(norm, home)) {
+    for (const { c, abs } of underHome(home)) if (norm === abs || (c.dir && isInside(norm, abs))) return c.kind;
+  }
+  for (const { c, re } of ANYWHERE) if (re.test(norm)) return c.kind;
+  return null;
+}
+
+/**
+ * Why reading `spelled` reads another process's secrets, or null: `/proc/<pid>/environ` or
+ * `/proc/<pid>/mem` (also under `task/<tid>/`), whatever spells the pid — a number, `$PPID`, a glob,
+ * `self/../N`. `/proc/self/…` and `/proc/thread-self/…` (the reading process itself) are not.
+ * `spelled` is normalised lexically; pass an absolute path (resolve a relative one against its cwd first).
+ */
+export function procSecretKind(spelled: string): string | null {
+  const norm = path.posix.normalize(spelled);
+  const m = /^\/proc\/([^/]+)\/(?:task\/[^/]+\/)?(environ|mem)$/.exec(norm);
+  if (!m || m[1] === "self" || m[1] === "thread-self") return null;
+  return m[2] === "environ" ? "another process's environment (airlock's own keys live there)" : "another process's memory";
+}
+
+/**
+ * True when the real path `real` lies in airlock's data dir `dataDir` (its tokens and database):
+ * the file tools refuse it. A workspace inside the data dir stays usable: paths inside `workspace`
+ * then are not refused (as bubblewrap shows a root inside a hidden folder). All three are real paths.
+ */
+export function insideDataDir(real: string, dataDir: string, workspace: string): boolean {
+  if (!isInside(real, dataDir)) return false;
+  return !(isInside(workspace, dataDir) && workspace !== dataDir && isInside(real, workspace));
+}
