@@ -20,10 +20,13 @@ afterEach(() => {
 
 /** A data dir whose model writes ~/.ssh/config directly (the security floor asks), then answers "". */
 function box(hooks: string[]): { dir: string; ws: string; home: string } {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-precedence-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  const home = join(dir, "home");
+  const top = mkdtempSync(join(tmpdir(), "airlock-precedence-"));
+  dirs.push(top);
+  // The data dir sits beside HOME, not above it: a file-tool path inside the data dir is refused outright.
+  const dir = join(top, "data");
+  const ws = join(top, "ws");
+  const home = join(top, "home");
+  mkdirSync(dir);
   mkdirSync(ws);
   mkdirSync(join(home, ".ssh"), { recursive: true });
   const PreToolUse = hooks.length ? [{ matcher: "*", hooks: hooks.map((command) => ({ type: "command", command, timeout: 10 })) }] : [];
