@@ -63,6 +63,8 @@ export const ERROR_CODES = [
   "script_too_many_calls",
   "script_output_too_large",
   "script_error",
+  /** The script's worker was replaced because another script on it stalled in a native call; retryable. */
+  "script_worker_lost",
   // mcp
   "mcp_server_unavailable",
   "mcp_timeout",
@@ -121,6 +123,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   already_decided: 409,
   payload_too_large: 413,
   server_unreachable: 503,
+  script_worker_lost: 503,
 };
 
 export function httpStatus(code: ErrorCode): number {
