@@ -12,7 +12,8 @@ import type { ToolOutcome } from "../../src/tool/tool.ts";
 import { ScriptPool, type RunOptions } from "../../sandbox/pool.ts";
 import { harnessSse, startHarness, waitForBus, type Harness } from "../harness.ts";
 
-const LIMITS: RunOptions = { cpuTimeoutMs: 2000, wallTimeoutMs: 20_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
+// Generous deadlines: a loaded machine preempts the guest; only the CPU-bound test sets a short one.
+const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
 
 type Call = { name: string; args: unknown };
 function recorder(extra: Record<string, (args: unknown) => Promise<ToolOutcome>> = {}) {
