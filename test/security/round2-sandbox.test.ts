@@ -239,11 +239,11 @@ describe("what one script can do to another", () => {
     const secret = await pool.run("const keep = []; for (let i = 0; i < 2000; i++) keep.push(('SECRET' + i).repeat(500)); const b = new Uint8Array(8e6).fill(0x53); return keep.length + b[0];", LIMITS, fn);
     expect(secret.ok).toBe(true);
     const r = await pool.run(
-      `const nz = (u) => { let n = 0; for (let i = 0; i < u.length; i++) if (u[i]) n++; return n; };
+      `const nz = (u) => (new Set(u).size === 1 && u[0] === 0 ? 0 : 1); // native scan: a guest loop over 8 MB is slow on a loaded machine
        const out = { ab: nz(new Uint8Array(new ArrayBuffer(8e6))), f64: nz(new Uint8Array(new Float64Array(1e6).buffer)) };
        try { const rab = new ArrayBuffer(16, { maxByteLength: 8e6 }); rab.resize(8e6); out.resized = nz(new Uint8Array(rab)); } catch (e) { out.resized = 0; }
        return out;`,
-      { ...LIMITS, cpuTimeoutMs: 20_000 },
+      LIMITS,
       fn,
     );
     expect(r).toMatchObject({ ok: true, value: { ab: 0, f64: 0, resized: 0 } });
