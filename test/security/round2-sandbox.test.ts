@@ -265,13 +265,12 @@ describe("what one script can do to another", () => {
     expect(await victim).toMatchObject({ ok: true, value: "answer" });
   });
 
-  // DESIGN (open): scripts share workers (limits.script_workers, 64 scripts each). A script stuck in one
-  // long native call (NATIVE_STALL_SCRIPT in sandbox/test-scripts.ts) is stopped by replacing its worker,
-  // and tinypool fails every other script in flight on that worker: another session's script loses its
-  // result ("the script's worker stopped before the script ended ... run the script again") although its
-  // tool calls already ran, so running it again repeats their effects. Needs a design: one running script
-  // per worker (others queue or move), or a native-stall-free QuickJS build (e.g. interrupt checks in
-  // Array.prototype.includes/indexOf over array-likes).
+  // DESIGN (open, blast radius made explicit): each script has its own QuickJS instance, so memory and
+  // aborts stay inside it (test/security/script-isolation.test.ts). A script stuck in one long native call
+  // (NATIVE_STALL_SCRIPT) still blocks its worker thread, which the watchdog replaces; the other scripts in
+  // flight there end with script_worker_lost, saying how many of their calls had started (tested in
+  // script-isolation). Full isolation needs a native-stall-free QuickJS build (interrupt checks in
+  // Array.prototype.includes/indexOf over array-likes) or one thread per running script.
   test.todo("a script stalled in a native call does not fail other scripts on its worker");
 });
 
