@@ -18,9 +18,9 @@ export type ScriptResult =
   | { ok: false; error: { code: ErrorCode; message: string; stack?: string }; logs: string[]; calls: number };
 
 export interface ScriptPoolOptions {
-  /** Worker threads (each with its own QuickJS module and WASM memory cap). */
+  /** Worker threads. Each script runs in its own QuickJS WASM instance (own memory) on one of them. */
   workers: number;
-  /** WASM memory cap per worker, MiB (also each script's QuickJS malloc limit). */
+  /** Each script's memory limit, MiB (its QuickJS malloc limit; its instance's WASM memory is capped at this + 16 MiB). */
   memoryMb: number;
   /** QuickJS stack per script, KiB. */
   stackKb: number;
@@ -93,7 +93,8 @@ export class ScriptPool {
    * Runs `code` as the body of an async function in a fresh QuickJS runtime and resolves with its
    * result; limits, guest errors and cancellation are `{ok: false, error: {code, message, stack?}}`
    * (codes: script_timeout, script_memory_limit, script_stack_overflow, script_too_many_calls,
-   * script_output_too_large, script_error, cancelled, internal). Each `tools.NAME(args)` in the guest
+   * script_output_too_large, script_error, script_worker_lost (its worker was replaced because another
+   * script on it stalled; retryable), cancelled, internal). Each `tools.NAME(args)` in the guest
    * becomes `callTool(NAME, args)`, run in the async context of this `run()` call.
    * @throws AirlockError `internal` when the pool is closed; `bad_request` when the limits are invalid.
    */
@@ -122,8 +123,10 @@ export class ScriptPool {
     const callsEnd = new AbortController();
 
     // Bound here, so each call runs in this run()'s async context (the raw 'message' handler has none).
+    let served = 0;
     const serve = AsyncResource.bind(async (req: CallRequest): Promise<void> => {
       if (done) return; // the script already ended: nobody awaits this call
+      served++;
       const payload = await serveCall(req, callTool, callsEnd.signal);
       if (!done) port1.postMessage({ t: "reply", id: req.id, payload } satisfies HostMessage);
     });
@@ -139,8 +142,7 @@ export class ScriptPool {
         if (out.data.fatal) this.#replaceWorker(meter[METER.threadId]!, "its QuickJS module failed");
         finish(toResult(out.data));
       },
-      (e: unknown) =>
-        finish(fail("script_error", `the script's worker stopped before the script ended (${e instanceof Error ? e.message : String(e)}); run the script again`, [], 0)),
+      (e: unknown) => finish(workerLost(e, served)),
     );
 
     // Watchdog: the worker enforces the deadlines itself; this catches a worker that cannot
@@ -208,6 +210,17 @@ export class ScriptPool {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/**
+ * The outcome of a script whose worker went away under it (another script on that worker stalled in a
+ * native call, or the worker died): `script_worker_lost`, retryable, saying how many of its tool calls
+ * already ran, so a caller can judge whether running it again repeats effects.
+ */
+function workerLost(e: unknown, calls: number): ScriptResult {
+  const why = e instanceof Error ? e.message : String(e);
+  const ran = calls === 0 ? "none of its tool calls had run" : `${calls} of its tool calls had started (running it again repeats them)`;
+  return fail("script_worker_lost", `the script's worker was replaced before the script ended (${why}); ${ran}; run the script again`, [], calls);
 }
 
 function fail(code: ErrorCode, message: string, logs: string[], calls: number): ScriptResult {

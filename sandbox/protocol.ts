@@ -23,7 +23,7 @@ export type ScriptLimits = z.infer<typeof ScriptLimits>;
 
 /** Per-worker settings, fixed when the pool starts (tinypool `workerData`). */
 export const WorkerSettings = z.strictObject({
-  /** Hard cap of the worker's WASM memory (shared by the scripts running on it), MiB. */
+  /** Each script's memory limit, MiB (its own WASM instance; nothing shared with other scripts). */
   memoryMb: z.number().int().min(8).max(2048),
   /** QuickJS stack size per script, KiB. */
   stackKb: z.number().int().min(16),
@@ -98,8 +98,8 @@ export type ScriptFailure = z.infer<typeof ScriptFailure>;
 
 /**
  * Worker → host: the task's return value. `json` is the return value as JSON text (absent for
- * `undefined`). `fatal` means the QuickJS module failed (WASM RuntimeError / abort): the host must
- * replace the worker.
+ * `undefined`). `fatal` means the worker itself is broken and the host must replace it; a failed QuickJS
+ * instance is dropped by the worker (sandbox/instances.ts) and never sets it.
  */
 export const WorkerOutcome = z.discriminatedUnion("ok", [
   z.strictObject({ ok: z.literal(true), json: z.string().optional(), logs: z.array(z.string()), calls: z.number().int(), fatal: z.boolean() }),

@@ -12,13 +12,13 @@ import { METER, type CallRequest, type ScriptFailure, type ScriptLimits, type Wo
 export interface VmOptions {
   code: string;
   limits: ScriptLimits;
-  /** Per-runtime QuickJS malloc limit, bytes (refuses single large allocations; the WASM memory cap bounds the total). */
+  /** Per-runtime QuickJS malloc limit, bytes: the script's whole memory limit (its instance's WASM memory has room for it). */
   memoryBytes: number;
   /** QuickJS stack size, bytes. */
   stackBytes: number;
   /** Shared meter the host watchdog reads (see METER). */
   meter: Float64Array;
-  /** True when the worker's WASM memory has reached its cap (a `null` error then means out of memory). */
+  /** True when the script's instance memory has reached its cap (a `null` error then means out of memory). */
   memoryExhausted(): boolean;
   /** Sends a tool call to the host. */
   post(msg: CallRequest): void;
@@ -29,7 +29,7 @@ type Settled = { ok: true; json?: string } | { ok: false; error: ScriptFailure }
 const enc = new TextEncoder();
 const byteLength = (s: string): number => (s.length * 3 <= 1024 ? enc.encode(s).length : Buffer.byteLength(s, "utf8"));
 
-/** True for failures of the WASM module itself (the module must not be used again). */
+/** True for failures of the WASM module instance itself (that instance must not be used again). */
 export function isFatalModuleError(e: unknown): boolean {
   if (e instanceof WebAssembly.RuntimeError) return true;
   const msg = e instanceof Error ? e.message : String(e);
@@ -169,7 +169,7 @@ export class ScriptRun {
     }
   }
 
-  /** Runs host-side work on the module; a module failure ends the script and marks the worker fatal. */
+  /** Runs host-side work on the module; a module failure ends the script and marks its instance fatal (dropped, never reused). */
   #guard(fn: () => void): void {
     try {
       fn();
@@ -278,9 +278,10 @@ export class ScriptRun {
       this.#main?.dispose();
       this.#ctx?.dispose();
       this.#rt?.dispose();
-    } catch (e) {
+    } catch {
+      // The script has ended and its outcome is known; only its instance is broken (QuickJS can abort
+      // in JS_FreeRuntime after a GC inside a promise job). The worker drops the instance.
       fatal = true;
-      if (!("code" in end) && end.ok) end = { code: "internal", message: `the script sandbox failed while cleaning up: ${e instanceof Error ? e.message : String(e)}` };
     }
     const base = { logs: this.#logs, calls: this.#calls, fatal };
     if ("code" in end) this.#resolve({ ok: false, error: end, ...base });

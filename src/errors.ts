@@ -75,6 +75,8 @@ export const ERROR_CODES = [
   "script_too_many_calls",
   "script_output_too_large",
   "script_error",
+  /** The script's worker was replaced because another script on it stalled in a native call; retryable. */
+  "script_worker_lost",
   // mcp
   "mcp_server_unavailable",
   "mcp_timeout",
@@ -137,6 +139,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   data_dir_unusable: 503,
   data_dir_refused: 403,
   server_unreachable: 503,
+  script_worker_lost: 503,
 };
 
 export function httpStatus(code: ErrorCode): number {

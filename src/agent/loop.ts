@@ -97,7 +97,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
     const user = store.appendMessage({ session_id: sid, turn_id: turnId, role: "user", content: userMessage });
     bus.publish(sid, "message", { ...user }, { persisted: true });
     const provider = deps.provider();
-    const tools = await deps.tools();
+    const tools = await untilAborted(deps.tools(), signal);
     for (;;) {
       throwIfAborted(signal);
       if (result.iterations >= deps.maxIterations) {
@@ -107,7 +107,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         );
       }
       result.iterations++;
-      const mt = await provider.complete({
+      const mt = await untilAborted(provider.complete({
         session: { id: sid, parent_session_id: session.parent_session_id, spawn_index: session.spawn_index },
         ...(deps.model ? { model: deps.model } : {}),
         system: deps.system,
@@ -115,7 +115,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         tools,
         signal,
         onDelta: (text) => bus.publish(sid, "delta", { session_id: sid, turn_id: turnId, text }),
-      });
+      }), signal);
       throwIfAborted(signal);
       const calls = mt.tool_calls.map((c) => (c.id ? c : { ...c, id: newId("call") }));
       const assistant = store.appendMessage({
@@ -134,7 +134,9 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
       for (const call of calls) {
         throwIfAborted(signal);
         result.tool_calls++;
-        const outcome = await runCall(deps, sid, turnId, call, signal);
+        // A call gets CALL_CANCEL_GRACE_MS to end on its own signal (its process tree killed, its card
+        // withdrawn) and report that; one that does not is left behind and answered `cancelled`.
+        const outcome = await untilAborted(runCall(deps, sid, turnId, call, signal), signal, CALL_CANCEL_GRACE_MS);
         unanswered = unanswered.filter((c) => c !== call);
         const msg = store.appendMessage({
           session_id: sid,
@@ -218,6 +220,43 @@ function answerUnanswered(deps: LoopDeps, sid: string, turnId: string, calls: To
 export function renderOutcome(o: ToolOutcome): string {
   if (o.ok) return typeof o.result === "string" ? o.result : (JSON.stringify(o.result) ?? "null");
   return JSON.stringify({ error: o.error });
+}
+
+/** How long a cancelled tool call may take to end on its own before the turn ends without it, ms. */
+const CALL_CANCEL_GRACE_MS = 500;
+
+/**
+ * `p`, or a rejection with the turn's `cancelled` error once `signal` has been aborted for `graceMs`
+ * (0: at once), whichever is first:
+ * whatever the turn waits on (an MCP server starting, a provider that never sends, a tool that does
+ * not honour its signal), cancel ends the turn at once. What `p` was doing is stopped by its own
+ * signal handling; its late result is dropped (an unanswered call gets a `cancelled` result).
+ */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal, graceMs = 0): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const giveUp = (): void => reject(cancelError(signal));
+    const onAbort = (): void => {
+      if (graceMs > 0) timer = setTimeout(giveUp, graceMs);
+      else giveUp();
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    const settle = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+    };
+    p.then(
+      (v) => {
+        settle();
+        resolve(v);
+      },
+      (e: unknown) => {
+        settle();
+        reject(e);
+      },
+    );
+  });
 }
 
 function throwIfAborted(signal: AbortSignal): void {

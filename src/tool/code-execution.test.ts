@@ -56,8 +56,8 @@ test("a failing script throws AirlockError with its code, stack and logs", async
 });
 
 test("limits come from config limits.script_*", async () => {
-  const config = Config.parse({ limits: { script_timeout_ms: 200, script_max_tool_calls: 2 } });
-  expect(limitsFromConfig(config)).toMatchObject({ cpuTimeoutMs: 200, maxToolCalls: 2 });
+  const config = Config.parse({ limits: { script_timeout_ms: 45_000, script_max_tool_calls: 2 } });
+  expect(limitsFromConfig(config)).toMatchObject({ cpuTimeoutMs: 45_000, maxToolCalls: 2 });
   const e = (await execute!.execute({ code: "for (let i = 0; i < 5; i++) await tools.developer__shell({ command: 'x' });" }, ctx(config)).catch((x: unknown) => x)) as AirlockError;
   expect(e.code).toBe("script_too_many_calls");
 });

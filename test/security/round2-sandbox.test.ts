@@ -12,7 +12,8 @@ import type { ToolOutcome } from "../../src/tool/tool.ts";
 import { ScriptPool, type RunOptions } from "../../sandbox/pool.ts";
 import { harnessSse, startHarness, waitForBus, type Harness } from "../harness.ts";
 
-const LIMITS: RunOptions = { cpuTimeoutMs: 2000, wallTimeoutMs: 20_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
+// Generous deadlines: a loaded machine preempts the guest; only the CPU-bound test sets a short one.
+const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
 
 type Call = { name: string; args: unknown };
 function recorder(extra: Record<string, (args: unknown) => Promise<ToolOutcome>> = {}) {
@@ -238,11 +239,11 @@ describe("what one script can do to another", () => {
     const secret = await pool.run("const keep = []; for (let i = 0; i < 2000; i++) keep.push(('SECRET' + i).repeat(500)); const b = new Uint8Array(8e6).fill(0x53); return keep.length + b[0];", LIMITS, fn);
     expect(secret.ok).toBe(true);
     const r = await pool.run(
-      `const nz = (u) => { let n = 0; for (let i = 0; i < u.length; i++) if (u[i]) n++; return n; };
+      `const nz = (u) => (new Set(u).size === 1 && u[0] === 0 ? 0 : 1); // native scan: a guest loop over 8 MB is slow on a loaded machine
        const out = { ab: nz(new Uint8Array(new ArrayBuffer(8e6))), f64: nz(new Uint8Array(new Float64Array(1e6).buffer)) };
        try { const rab = new ArrayBuffer(16, { maxByteLength: 8e6 }); rab.resize(8e6); out.resized = nz(new Uint8Array(rab)); } catch (e) { out.resized = 0; }
        return out;`,
-      { ...LIMITS, cpuTimeoutMs: 20_000 },
+      LIMITS,
       fn,
     );
     expect(r).toMatchObject({ ok: true, value: { ab: 0, f64: 0, resized: 0 } });
@@ -264,13 +265,12 @@ describe("what one script can do to another", () => {
     expect(await victim).toMatchObject({ ok: true, value: "answer" });
   });
 
-  // DESIGN (open): scripts share workers (limits.script_workers, 64 scripts each). A script stuck in one
-  // long native call (NATIVE_STALL_SCRIPT in sandbox/test-scripts.ts) is stopped by replacing its worker,
-  // and tinypool fails every other script in flight on that worker: another session's script loses its
-  // result ("the script's worker stopped before the script ended ... run the script again") although its
-  // tool calls already ran, so running it again repeats their effects. Needs a design: one running script
-  // per worker (others queue or move), or a native-stall-free QuickJS build (e.g. interrupt checks in
-  // Array.prototype.includes/indexOf over array-likes).
+  // DESIGN (open, blast radius made explicit): each script has its own QuickJS instance, so memory and
+  // aborts stay inside it (test/security/script-isolation.test.ts). A script stuck in one long native call
+  // (NATIVE_STALL_SCRIPT) still blocks its worker thread, which the watchdog replaces; the other scripts in
+  // flight there end with script_worker_lost, saying how many of their calls had started (tested in
+  // script-isolation). Full isolation needs a native-stall-free QuickJS build (interrupt checks in
+  // Array.prototype.includes/indexOf over array-likes) or one thread per running script.
   test.todo("a script stalled in a native call does not fail other scripts on its worker");
 });
 

@@ -82,6 +82,17 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** `p`, or `cancelled` as soon as `signal` aborts (the work behind `p` goes on for whoever else waits on it). */
+function whileWanted<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(cancelled());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(cancelled());
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 function cancelled(): AirlockError {
   return new AirlockError("cancelled", "the MCP tool call was cancelled (the turn was cancelled or the call timed out)");
 }
@@ -98,6 +109,8 @@ export class McpServer {
   readonly policy: SandboxPolicy;
   private conn?: Connection;
   private starting?: Promise<Connection>;
+  /** Aborts the start in progress (on close: shutdown does not wait out timeout_s). */
+  private startAbort?: AbortController;
   private failures: number[] = [];
   /** The last tool list seen: offered while the server is down, so calls can fail with a reason. */
   private lastTools: Tool[] = [];
@@ -202,6 +215,7 @@ export class McpServer {
   /** Stops the server (its whole process tree) and refuses further starts. */
   async close(): Promise<void> {
     this.closing = true;
+    this.startAbort?.abort();
     const starting = this.starting;
     if (starting) await starting.catch(() => {});
     const conn = this.conn;
@@ -250,7 +264,7 @@ export class McpServer {
   private async connection(o: { wait: boolean; signal?: AbortSignal }): Promise<Connection> {
     if (this.closing) throw new AirlockError("mcp_server_unavailable", `MCP server "${this.name}" is shut down (airlock is stopping)`, { server: this.name });
     if (this.conn && !this.conn.closed) return this.conn;
-    if (this.starting) return this.starting;
+    if (this.starting) return whileWanted(this.starting, o.signal);
     const plan = restartPlan(this.failures, Date.now(), this.opts.backoff);
     if (!plan.start) {
       const secs = Math.max(1, Math.ceil((plan.retryAtMs - Date.now()) / 1000));
@@ -260,12 +274,13 @@ export class McpServer {
       if (!o.wait) throw this.unavailable("is down (a restart is pending)", undefined);
       await sleep(plan.waitMs, o.signal);
       if (this.conn && !this.conn.closed) return this.conn;
-      if (this.starting) return this.starting;
+      if (this.starting) return whileWanted(this.starting, o.signal);
     }
     this.starting = this.start().finally(() => {
       this.starting = undefined;
     });
-    return this.starting;
+    // The start is shared (other calls may wait on it): a caller that is cancelled stops waiting, not the start.
+    return whileWanted(this.starting, o.signal);
   }
 
   /** The argv and environment of the server process under its policy. Throws the launcher's refusals. */
@@ -408,13 +423,15 @@ export class McpServer {
     client.onerror = (e) => this.opts.log(`[mcp:${this.name}] protocol error: ${e.message}`);
     this.starts++;
     const t0 = performance.now();
+    const abort = (this.startAbort = new AbortController());
     try {
-      await client.connect(transport, { timeout: this.timeoutMs });
-      conn.tools = await this.listAll(client);
+      await client.connect(transport, { timeout: this.timeoutMs, signal: abort.signal });
+      conn.tools = await this.listAll(client, abort.signal);
     } catch (e) {
       const timedOut = e instanceof McpError && e.code === McpErrorCode.RequestTimeout;
       this.markFailed(conn);
       await this.stop(conn);
+      if (abort.signal.aborted) throw new AirlockError("mcp_server_unavailable", `MCP server "${this.name}" is shut down (airlock is stopping)`, { server: this.name });
       if (timedOut) {
         throw new AirlockError(
           "mcp_timeout",
@@ -443,11 +460,11 @@ export class McpServer {
     return conn;
   }
 
-  private async listAll(client: Client): Promise<Tool[]> {
+  private async listAll(client: Client, signal?: AbortSignal): Promise<Tool[]> {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 100; page++) {
-      const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.timeoutMs });
+      const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.timeoutMs, ...(signal ? { signal } : {}) });
       tools.push(...res.tools);
       cursor = res.nextCursor;
       if (!cursor) break;

@@ -1,0 +1,94 @@
+/**
+ * @module sandbox/instances
+ * QuickJS WASM module instances for one sandbox worker, one per running script. The WASM code is
+ * compiled once per worker; each instance has its own `WebAssembly.Memory` (capped), so a script's
+ * memory is its own and a QuickJS abort (e.g. an assertion in `JS_FreeRuntime`) kills only the
+ * instance it happened in. Instances whose runtime was freed cleanly are kept for reuse (a few, and
+ * only small ones); any other instance is dropped and left to the garbage collector.
+ */
+import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
+import { newQuickJSWASMModuleFromVariant, newVariant, type CustomizeVariantOptions, type QuickJSWASMModule } from "quickjs-emscripten-core";
+
+const PAGE = 65536;
+/** Pages the QuickJS build declares as its initial memory (16 MiB); an instance's memory starts there. */
+const INITIAL_PAGES = 256;
+/** Room above the script's malloc limit for the module's own data and C stack, pages (16 MiB). */
+const HEADROOM_PAGES = 256;
+/** Idle instances kept for reuse per worker. */
+const IDLE_MAX = 4;
+/** An instance whose memory grew past this is dropped after its script, not reused (bytes). */
+const REUSE_MAX_BYTES = 32 * 2 ** 20;
+
+/** One QuickJS module instance and its memory. */
+export interface Instance {
+  readonly module: QuickJSWASMModule;
+  readonly memory: WebAssembly.Memory;
+  /** True when the memory has reached its cap (a `null` guest error then means out of memory). */
+  exhausted(): boolean;
+}
+
+/** The instances of one worker. Create with `await Instances.create(memoryMb)`. */
+export class Instances {
+  readonly #idle: Instance[] = [];
+  /** Instances created so far (diagnostics and benchmarks). */
+  created = 0;
+
+  private constructor(
+    private readonly compiled: WebAssembly.Module,
+    private readonly maxPages: number,
+    first: Instance,
+  ) {
+    this.#idle.push(first);
+    this.created = 1;
+  }
+
+  /**
+   * Compiles the QuickJS WASM once and makes the first instance. `memoryMb` is the per-script malloc
+   * limit, MiB; each instance's memory is capped at `memoryMb` + 16 MiB (and at least 16 MiB).
+   * @throws Error when the WASM module cannot be compiled or instantiated (the worker cannot start).
+   */
+  static async create(memoryMb: number): Promise<Instances> {
+    const maxPages = Math.max(INITIAL_PAGES, memoryMb * 16 + HEADROOM_PAGES);
+    // The singlefile build compiles its embedded bytes inside WebAssembly.instantiate; catch the
+    // compiled module from that first call so later instances skip compilation.
+    let compiled: WebAssembly.Module | undefined;
+    const original = WebAssembly.instantiate;
+    const capture = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      const r = await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+      if (r && typeof r === "object" && "module" in r && r.module instanceof WebAssembly.Module) compiled = r.module;
+      return r;
+    };
+    (WebAssembly as { instantiate: unknown }).instantiate = capture;
+    let first: Instance;
+    try {
+      first = await instantiate(undefined, maxPages);
+    } finally {
+      (WebAssembly as { instantiate: unknown }).instantiate = original;
+    }
+    if (!compiled) throw new Error("the QuickJS WASM module was not compiled through WebAssembly.instantiate; cannot make per-script instances");
+    return new Instances(compiled, maxPages, first);
+  }
+
+  /** An instance for one script: an idle one, or a new one (about 10 ms). */
+  async take(): Promise<Instance> {
+    const idle = this.#idle.pop();
+    if (idle) return idle;
+    this.created++;
+    return instantiate(this.compiled, this.maxPages);
+  }
+
+  /** Returns `inst` after its script. `clean`: its runtime was freed without error; only then may it be reused. */
+  give(inst: Instance, clean: boolean): void {
+    if (clean && this.#idle.length < IDLE_MAX && inst.memory.buffer.byteLength <= REUSE_MAX_BYTES) this.#idle.push(inst);
+  }
+}
+
+async function instantiate(compiled: WebAssembly.Module | undefined, maxPages: number): Promise<Instance> {
+  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: maxPages });
+  // An abort inside QuickJS surfaces as a thrown RuntimeError (handled by sandbox/vm.ts); its stderr copy is noise.
+  const emscriptenModule = { printErr: quiet, print: quiet } as unknown as CustomizeVariantOptions["emscriptenModule"];
+  const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, compiled ? { wasmModule: compiled, wasmMemory: memory, emscriptenModule } : { wasmMemory: memory, emscriptenModule }));
+  return { module, memory, exhausted: () => memory.buffer.byteLength >= maxPages * PAGE };
+}
+
+function quiet(): void {}
