@@ -69,6 +69,9 @@ export const ERROR_CODES = [
   "mcp_server_unavailable",
   "mcp_timeout",
   "mcp_tool_error",
+  // console
+  /** The console cannot preview a card's target file: outside the workspace, in the data dir, not a regular file, or too large. */
+  "preview_refused",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -124,6 +127,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   approval_stale: 409,
   payload_too_large: 413,
   server_unreachable: 503,
+  preview_refused: 403,
 };
 
 export function httpStatus(code: ErrorCode): number {
