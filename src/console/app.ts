@@ -226,6 +226,7 @@ function App() {
 }
 
 const root = document.getElementById("app")!;
+root.textContent = "";
 setRenderer(() => render(html`<${App} />`, root));
 
 function onRoute(): void {

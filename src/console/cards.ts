@@ -10,7 +10,7 @@ import { useEffect, useState } from "preact/hooks";
 import htm from "htm";
 import { api, approverToken, setApproverToken } from "./net.ts";
 import { changed, chainLabel, feed, notice, type Card } from "./state.ts";
-import { Fold, pretty } from "./fold.ts";
+import { Args, Fold } from "./fold.ts";
 
 const html = htm.bind(h);
 
@@ -105,7 +105,7 @@ function Preview({ card }: { card: Card }) {
   return html`<div class="preview">
     <div class="preview-head">${d.exists ? `diff against the current ${d.path} (${d.size} bytes)` : `${d.path} does not exist yet: all new`}${d.exact ? "" : " — shown as a block replacement (too large to align)"}</div>
     ${d.problem ? html`<div class="warn">${d.problem}</div>` : null}
-    <${Fold} text=${text} cls="diff" lines=${40} render=${(t: string) => t.split("\n").map((l) => html`<span class=${l[0] === "+" ? "add" : l[0] === "-" ? "del" : "ctx"}>${l}\n</span>`)} />
+    <${Fold} text=${text} cls="diff" lines=${24} render=${(t: string) => t.split("\n").map((l) => html`<span class=${l[0] === "+" ? "add" : l[0] === "-" ? "del" : "ctx"}>${l}</span>`)} />
   </div>`;
 }
 
@@ -150,7 +150,7 @@ export function CardView({ card }: { card: Card }) {
     <div class="what"><span class="tool">${card.tool}</span> <a href=${"#/s/" + (home?.id ?? card.home_session_id)}>asked in ${home?.name ?? card.home_session_id}</a></div>
     <div class="reason"><b>${card.inspector}</b>: ${card.reason}</div>
     ${card.replaces ? html`<div class="warn">a file changed after ${card.replaces} was allowed: this card asks about the new content</div>` : null}
-    <${Fold} text=${pretty(card.arguments)} cls="args" lines=${20} />
+    <${Args} args=${card.arguments} />
     ${card.files?.length ? html`<${Files} files=${card.files} />` : null}
     ${card.tool === "developer__write_file" || card.tool === "developer__edit_file" ? html`<${Preview} card=${card} />` : null}
     ${ui.error ? html`<div class="error" role="alert">${ui.error}</div>` : null}

@@ -8,7 +8,7 @@ import { h } from "preact";
 import { useState } from "preact/hooks";
 import htm from "htm";
 import { CardList } from "./cards.ts";
-import { Fold, pretty } from "./fold.ts";
+import { Args, Fold, pretty } from "./fold.ts";
 import { api, openStream, reply } from "./net.ts";
 import { changed, feed, MAX_LIVE, notice, sessionName, view, type LiveCall, type Message } from "./state.ts";
 
@@ -125,7 +125,7 @@ function Result({ tool, content, isError }: { tool: string; content: unknown; is
 function Call({ id, tool, args, result }: { id: string; tool: string; args: unknown; result: { content: unknown; isError: boolean } | null }) {
   return html`<div class="call" data-call-id=${id}>
     <div class="call-head"><span class="tool">${tool}</span></div>
-    <${Fold} cls="args" text=${pretty(args)} />
+    <${Args} args=${args} />
     ${result ? html`<${Result} tool=${tool} content=${result.content} isError=${result.isError} />` : html`<div class="muted">running…</div>`}
   </div>`;
 }
