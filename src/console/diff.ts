@@ -65,12 +65,12 @@ export function diffLines(oldText: string, newText: string, maxCells = MAX_LCS_C
         out.push({ op: " ", text: am[i]! });
         i++;
         j++;
-      } else if (j < m && (i === n || lcs[i * w + j + 1]! >= lcs[(i + 1) * w + j]!)) {
-        out.push({ op: "+", text: bm[j]! });
-        j++;
-      } else {
+      } else if (i < n && (j === m || lcs[(i + 1) * w + j]! >= lcs[i * w + j + 1]!)) {
         out.push({ op: "-", text: am[i]! });
         i++;
+      } else {
+        out.push({ op: "+", text: bm[j]! });
+        j++;
       }
     }
   }

@@ -82,7 +82,10 @@ export function previewCard(card: Card, workspace: string, dataDir: string): Pre
   const real = resolveRealPath(root, p);
   const data = resolveRealPath("/", dataDir);
   if (!isInside(real, root)) throw refuse(p, `its real path ${real} is outside the workspace ${root}`);
-  if (isInside(real, data) || isInside(data, real)) throw refuse(p, "it is in airlock's data dir");
+  // The data dir (tokens, the database, the config) is never previewed, also when the workspace is it or contains
+  // it; only a workspace strictly inside the data dir (as in tests) keeps its own files.
+  const wsInsideData = root !== data && isInside(root, data);
+  if ((isInside(real, data) && !wsInsideData) || isInside(data, real)) throw refuse(p, "it is in airlock's data dir");
   const cur = readCurrent(real, p);
   const current = cur?.text ?? "";
   let proposed: string;
