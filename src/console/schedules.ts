@@ -13,9 +13,22 @@ const html = htm.bind(h);
 
 function Runs({ id, bump }: { id: string; bump: number }) {
   const [runs, setRuns] = useState<any[] | null>(null);
+  const [tick, setTick] = useState(0);
   useEffect(() => {
-    void api("GET", `/schedules/${encodeURIComponent(id)}/runs?limit=20`).then((r) => setRuns(r.status === 200 ? r.body.runs : []));
-  }, [id, bump]);
+    let live = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    void api("GET", `/schedules/${encodeURIComponent(id)}/runs?limit=20`).then((r) => {
+      if (!live) return;
+      const list = r.status === 200 ? (r.body.runs as any[]) : [];
+      setRuns(list);
+      // While a run goes on, look again every second.
+      if (list.some((x) => x.status === "running")) timer = setTimeout(() => setTick((n) => n + 1), 1000);
+    });
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [id, bump, tick]);
   if (!runs) return html`<p class="muted">loading runs…</p>`;
   if (!runs.length) return html`<p class="muted">no runs yet</p>`;
   return html`<ol class="runs">${runs.map(

@@ -4,7 +4,7 @@
  * binary. Prints one JSON line per case, `{"case", "ok", "error"?}`, then `{"done": true}`.
  * Usage: node scenarios.mjs '{"bin": "...", "tmp": "...", "shots": "<folder for screenshots>"}'
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { api, launchBrowser, setup, startServer, startTurn, stopServer, until } from "./servers.mjs";
 
@@ -211,7 +211,55 @@ await run("Allow without the approver token is refused and explained; with it th
   if (kept !== B.approver) throw new Error("the approver token is not kept for the tab");
 });
 
+await run("a session started from the page shows its card and messages; a message sent from the page runs a turn", async () => {
+  await page.goto(`${B.url}/#/`);
+  await page.locator('textarea[name="first-message"]').fill("please read the env file");
+  await page.locator(".new-session button[type=submit]").click();
+  await page.waitForURL(/#\/s\/ses_/, { timeout: T });
+  const sid = new URL(page.url()).hash.slice(4);
+  await page.locator(".msg.user .text", { hasText: "please read the env file" }).waitFor({ timeout: T });
+  const pinned = page.locator(".session .card");
+  await pinned.waitFor({ timeout: T });
+  if ((await pinned.locator(".tool").first().textContent()) !== "developer__read_file") throw new Error("wrong card");
+  await pinned.locator("button.deny:not([disabled])").click({ timeout: T });
+  await page.locator(".transcript .refusal .code", { hasText: "denied" }).waitFor({ timeout: T });
+  await page.locator(".msg.assistant .text", { hasText: "read the env file" }).waitFor({ timeout: T });
+  await page.locator('.composer textarea[name="message"]').fill("one more time");
+  await page.locator(".composer button.send:not([disabled])").click({ timeout: T });
+  await page.locator(".msg.user .text", { hasText: "one more time" }).waitFor({ timeout: T });
+  await page.locator(".msg.assistant .text", { hasText: "(script ended)" }).waitFor({ timeout: T });
+  const msgs = await messages(B, sid);
+  if (msgs.filter((m) => m.role === "user").length !== 2) throw new Error(`messages: ${JSON.stringify(msgs)}`);
+});
+
+await run("Cancel turn from the page ends the turn and withdraws its card", async () => {
+  const s = await startTurn(B);
+  const c = await cardOf(B, (x) => x.home_session_id === s.id);
+  await page.goto(`${B.url}/#/s/${s.id}`);
+  await card(page, c.request_id).waitFor({ timeout: T });
+  await page.locator(".composer button.cancel").click({ timeout: T });
+  await card(page, c.request_id).waitFor({ state: "detached", timeout: T });
+  await page.locator(".session-head .state.idle").waitFor({ timeout: T });
+  const turns = (await api(B, "GET", `/sessions/${s.id}`)).body.turns;
+  if (turns[turns.length - 1]?.status !== "cancelled") throw new Error(`turns: ${JSON.stringify(turns)}`);
+});
+
+await run("schedules: the list, Run now, and the run's result object", async () => {
+  writeFileSync(join(proofDirs.dataDir, "nightly.yaml"), "name: nightly\ninstructions: go\nprovider: { name: scripted, script: nightly.turns.yaml }\nmode: autonomous\n");
+  writeFileSync(join(proofDirs.dataDir, "nightly.turns.yaml"), "turns:\n  - text: nightly done\n");
+  const sch = await api(B, "POST", "/schedules", { cron: "0 3 1 1 *", recipe_path: join(proofDirs.dataDir, "nightly.yaml") });
+  if (sch.status !== 201) throw new Error(`POST /schedules: ${sch.status} ${JSON.stringify(sch.body)}`);
+  await page.goto(`${B.url}/#/schedules`);
+  const li = page.locator(`li[data-schedule-id="${sch.body.id}"]`);
+  await li.waitFor({ timeout: T });
+  await li.locator("button", { hasText: "Run now" }).click();
+  await li.locator(".runs .state.completed").waitFor({ timeout: T });
+  const text = await li.locator(".runs .result pre").first().textContent();
+  if (!text.includes('"result": "nightly done"') || !text.includes('"status": "completed"')) throw new Error(`run shown: ${text}`);
+});
+
 await run("the server restarts: the page reconnects and resyncs from the snapshot", async () => {
+  await page.goto(`${B.url}/#/`);
   const s = await startTurn(B);
   const c = await cardOf(B, (x) => x.home_session_id === s.id);
   await card(page, c.request_id).waitFor({ timeout: T });
