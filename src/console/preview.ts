@@ -3,13 +3,18 @@
  * What a `developer__write_file` / `developer__edit_file` card would change: the current content of the
  * workspace file it targets against the proposed content, as a line diff. The same refusals as the file
  * tools apply, and more: never airlock's data dir, never outside the session's workspace (symlinks
- * followed), regular files only, at most {@link MAX_PREVIEW_BYTES}.
+ * followed), never a credential file (what the security floor asks before reading, and what the sandbox
+ * hides under HOME), regular files only, at most {@link MAX_PREVIEW_BYTES}. The preview shows the current
+ * content, so it must not become a way to read what a tool call could not read without a person.
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
 import type { Card } from "../approval/pending.ts";
 import { AirlockError } from "../errors.ts";
+import { credentialKind } from "../gate/inspectors/security-floor.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
+import { CREDENTIAL_DIRS, CREDENTIAL_FILES } from "../launcher/spawn.ts";
 import { diffLines, type DiffLine } from "./diff.ts";
 
 /** The largest current file the console previews, bytes (1 MiB). */
@@ -66,6 +71,24 @@ function readCurrent(real: string, shown: string): { text: string; size: number 
 }
 
 /**
+ * Why the file is a credential the preview must not show, or null: the floor's credential files (SSH private
+ * keys, AWS credentials, .netrc, .env, airlock's tokens), by its spelled and its real path, and anything in the
+ * folders and files the sandbox hides under HOME (`~/.ssh`, `~/.aws`, `~/.gnupg`, …, `~/.git-credentials`, …)
+ * or in a folder of the same name anywhere.
+ */
+export function credentialOf(spelled: string, real: string, home: string): string | null {
+  const hit = credentialKind(real, home) ?? credentialKind(spelled, home);
+  if (hit) return hit;
+  const parts = real.split("/");
+  for (const d of CREDENTIAL_DIRS) {
+    if (isInside(real, path.join(home, d))) return `inside ~/${d}`;
+    if (!d.includes("/") && parts.includes(d)) return `inside a ${d} folder`;
+  }
+  for (const f of CREDENTIAL_FILES) if (path.basename(real) === f) return `a ${f} file`;
+  return null;
+}
+
+/**
  * The preview of `card` for a session whose workspace is `workspace`.
  * @param dataDir airlock's data dir: a target inside it (or containing it) is refused.
  * @throws AirlockError `bad_request` (the card's tool has no file preview or its arguments lack a path),
@@ -86,6 +109,8 @@ export function previewCard(card: Card, workspace: string, dataDir: string): Pre
   // it; only a workspace strictly inside the data dir (as in tests) keeps its own files.
   const wsInsideData = root !== data && isInside(root, data);
   if ((isInside(real, data) && !wsInsideData) || isInside(data, real)) throw refuse(p, "it is in airlock's data dir");
+  const secret = credentialOf(p, real, process.env.HOME || homedir());
+  if (secret) throw refuse(p, `it is a credential file (${secret})`);
   const cur = readCurrent(real, p);
   const current = cur?.text ?? "";
   let proposed: string;

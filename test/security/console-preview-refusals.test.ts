@@ -130,6 +130,22 @@ describe("console preview", () => {
     expect(p3.body.message).toContain("preview limit");
   });
 
+  test("credential files are refused even inside the workspace: .env, an SSH key, a .git-credentials file", async () => {
+    for (const [target, files] of [
+      [".env", { ".env": "SECRET=hunter2\n" }],
+      ["keys/.ssh/id_ed25519", { "keys/.ssh/id_ed25519": "PRIVATE hunter2\n" }],
+      [".git-credentials", { ".git-credentials": "https://u:hunter2@example.com\n" }],
+    ] as const) {
+      const { id, card } = await parked({ name: "developer__write_file", arguments: { path: target, content: "x" } }, { workspaceFiles: files });
+      const p = await preview(id, card.request_id);
+      expect([target, p.status, p.body.error]).toEqual([target, 403, "preview_refused"]);
+      expect(p.body.message).toContain("credential");
+      expect(p.text).not.toContain("hunter2");
+      await h!.close();
+      h = undefined;
+    }
+  });
+
   test("a card of another tool has no preview; an unknown card is 404; the preview needs the bearer token", async () => {
     const { id, card } = await parked({ name: "developer__shell", arguments: { command: "touch x" } });
     const p = await preview(id, card.request_id);
