@@ -163,9 +163,19 @@ export function CardView({ card }: { card: Card }) {
   </article>`;
 }
 
-/** A list of cards, oldest first; arms the inert guard when the list changes. */
+const watched = new WeakSet<Element>();
+const resized = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => makeInert());
+
+/** Arms the inert guard whenever the list's box changes size: a card grew (its diff loaded) and moved the ones below. */
+function watchSize(el: Element | null): void {
+  if (!el || !resized || watched.has(el)) return;
+  watched.add(el);
+  resized.observe(el);
+}
+
+/** A list of cards, oldest first; arms the inert guard when the list changes order or size. */
 export function CardList({ cards, empty }: { cards: Card[]; empty?: string }) {
   noteOrder(cards.map((c) => c.request_id));
   if (!cards.length) return empty ? html`<p class="muted">${empty}</p>` : null;
-  return html`<section class="cards" aria-label="pending cards">${cards.map((c) => html`<${CardView} key=${c.request_id} card=${c} />`)}</section>`;
+  return html`<section class="cards" aria-label="pending cards" ref=${watchSize}>${cards.map((c) => html`<${CardView} key=${c.request_id} card=${c} />`)}</section>`;
 }

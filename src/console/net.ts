@@ -82,7 +82,7 @@ export async function reply(sessionId: string, message: string): Promise<Answer>
 }
 
 /** Connection state of a stream. */
-export type StreamState = "connecting" | "live" | "reconnecting" | "unauthorized";
+export type StreamState = "connecting" | "live" | "reconnecting" | "unauthorized" | "not found";
 
 /** Callbacks of {@link openStream}. */
 export interface StreamHandlers {
@@ -93,7 +93,7 @@ export interface StreamHandlers {
 /**
  * Reads an SSE route until `signal` aborts, reconnecting after any end or failure with backoff (0.25 s
  * doubling to 8 s, reset once a stream opens) and the last seen id as `Last-Event-ID`. Ids are opaque.
- * A 401 stops it (`unauthorized`).
+ * A 401 stops it (`unauthorized`), and so does a 404 (`not found`: the session does not exist).
  */
 export async function openStream(path: string, h: StreamHandlers, signal: AbortSignal): Promise<void> {
   let lastId: string | null = null;
@@ -106,6 +106,10 @@ export async function openStream(path: string, h: StreamHandlers, signal: AbortS
       const res = await fetch(path, { headers, signal, cache: "no-store" });
       if (res.status === 401) {
         h.onState("unauthorized", "the API token was refused");
+        return;
+      }
+      if (res.status === 404) {
+        h.onState("not found", "no such session");
         return;
       }
       if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);

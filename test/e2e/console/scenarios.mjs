@@ -169,8 +169,9 @@ await run("a double click across two queued cards decides only the first", async
   const second = await page.evaluate(() => window.__secondClick);
   if (second?.card !== c2.request_id || second?.cls !== "deny") throw new Error(`the second card's Deny did not slide under the pointer: ${JSON.stringify(second)}`);
   await page.locator(".notices li", { hasText: "denied" }).first().waitFor({ timeout: T });
-  // Give a stray decision time to land, then the second card must still wait.
-  await page.waitForTimeout(1000);
+  // The page never started a decision for the second card (decide() marks a card synchronously before posting).
+  const started = await page.evaluate((rid) => window.airlockConsole.feed.mine.has(rid) || !!window.airlockConsole.feed.ui.get(rid)?.busy, c2.request_id);
+  if (started) throw new Error("the second click started a decision on the second card");
   const still = (await pending(B)).map((x) => x.request_id);
   if (still.includes(c1.request_id) || !still.includes(c2.request_id)) throw new Error(`pending after the double click: ${JSON.stringify(still)}`);
   if (!(await card(page, c2.request_id).isVisible())) throw new Error("the second card is no longer shown");
