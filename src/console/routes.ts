@@ -36,6 +36,8 @@ let assets: Promise<Record<(typeof CONSOLE_PUBLIC_PATHS)[number], Served>> | und
 /** The page's files: embedded in the binary, or bundled once on first use when running from source. */
 function loadAssets(): Promise<Record<(typeof CONSOLE_PUBLIC_PATHS)[number], Served>> {
   assets ??= (async () => {
+    // The compiled binary has the bundle embedded (build/build.ts); it never bundles at run time.
+    if (!EMBEDDED && import.meta.url.includes("$bunfs")) throw new AirlockError("internal", "the console's page is not embedded in this binary; rebuild it with bun build/build.ts");
     const a: ConsoleAssets = EMBEDDED ?? (await (await import("./bundle.ts")).bundleConsole());
     const enc = new TextEncoder();
     const one = (type: string, text: string): Served => {
