@@ -51,6 +51,8 @@ export interface BuildResult {
  * The tinypool shim must sit at `<bundle root>/entry/worker.ts`; the bundle root is the repo root (the
  * common folder of src/main.ts and sandbox/worker.ts), so the shim is given to the bundler as an
  * in-memory file at that path (`Bun.build({files})`), its text taken from build/tinypool-entry.ts.
+ * The console page (src/console/) is bundled first and replaces src/console/embedded.ts the same way, so the
+ * binary serves it without bundling at run time.
  */
 export async function build(opts: { force?: boolean; outfile?: string } = {}): Promise<BuildResult> {
   const outfile = opts.outfile ?? OUTFILE;
@@ -67,11 +69,14 @@ export async function build(opts: { force?: boolean; outfile?: string } = {}): P
     /(["'])\.\.\/node_modules\//g,
     (_m, q: string) => `${q}${join(ROOT, "node_modules")}/`,
   );
+  // The console page is bundled here and embedded as text: src/console/embedded.ts is replaced by the bundle.
+  const { bundleConsole, embeddedModule } = await import("../src/console/bundle.ts");
+  const consoleModule = embeddedModule(await bundleConsole());
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
     entrypoints: [join(ROOT, "src", "main.ts"), join(ROOT, "sandbox", "worker.ts"), shimPath],
-    files: { [shimPath]: shim },
+    files: { [shimPath]: shim, [join(ROOT, "src", "console", "embedded.ts")]: consoleModule },
     root: ROOT,
     format: "esm",
     minify: true,

@@ -81,6 +81,9 @@ export const ERROR_CODES = [
   "mcp_server_unavailable",
   "mcp_timeout",
   "mcp_tool_error",
+  // console
+  /** The console cannot preview a card's target file: outside the workspace, in the data dir, not a regular file, or too large. */
+  "preview_refused",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -140,6 +143,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   data_dir_refused: 403,
   server_unreachable: 503,
   script_worker_lost: 503,
+  preview_refused: 403,
 };
 
 export function httpStatus(code: ErrorCode): number {

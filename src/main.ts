@@ -216,6 +216,19 @@ export function buildProgram(done: (code: number) => void): Command {
     ),
   ).action(async (id: string | undefined, opts) => done(await (await import("./cli/schedule.ts")).scheduleRuns(id, opts)));
 
+  withUrl(
+    withJson(
+      withCommon(
+        program
+          .command("console")
+          .summary("print the link that opens the watcher's console in a browser")
+          .description("Print http://HOST:PORT/#t=<api-token> for the running airlock serve: open it to watch sessions and answer cards.\nThe token is in the fragment (never sent to the server); the page keeps it in sessionStorage."),
+      ),
+    ),
+  )
+    .addHelpText("after", examples(["airlock console", "airlock console --url http://127.0.0.1:8080", "xdg-open \"$(airlock console)\""]))
+    .action(async (opts) => done(await (await import("./cli/console.ts")).consoleCommand(opts)));
+
   withJson(
     program
       .command("token")

@@ -32,6 +32,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const { createRuntime } = await import("../runtime.ts");
   const { startServer } = await import("../server/serve.ts");
   const { acquireServeLock } = await import("../store/serve-lock.ts");
+  const { consoleLink } = await import("./console.ts");
   const ctx = await resolveContext(opts);
   const host = opts.host ?? ctx.config.server.host;
   const port = opts.port ?? ctx.config.server.port;
@@ -58,6 +59,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     `airlock: listening on ${server.url} (data dir ${ctx.dataDir})${opts.headless ? "; headless: every ask is refused at once" : ""}\n` +
       `airlock: API token in ${rt.tokens.apiTokenPath}; approver token in ${rt.tokens.approverTokenPath}\n` +
       `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.url}/sessions\n` +
+      `airlock: console: ${consoleLink(consoleBase(server.url, server.hostname, server.port), rt.tokens.apiToken)}\n` +
       `airlock: walkthrough: docs/quickstart.md\n`,
   );
   await new Promise<void>((resolve) => {
@@ -93,4 +95,12 @@ export function bindError(e: unknown, host: string, port: number): unknown {
     default:
       return e;
   }
+}
+
+/**
+ * The base URL the console link should use: the server's own URL, except that a wildcard bind (0.0.0.0, ::)
+ * is shown as loopback, since the Host check only accepts loopback names or the configured host.
+ */
+export function consoleBase(url: string, hostname: string, port: number): string {
+  return hostname === "0.0.0.0" || hostname === "::" ? `http://127.0.0.1:${port}` : url;
 }

@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { version } from "../../package.json" with { type: "json" };
+import { consoleApiRoutes, consolePublicRoutes } from "../console/routes.ts";
 import { AirlockError, httpStatus, toAirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { join } from "node:path";
@@ -41,6 +42,8 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   app.notFound((c) => c.json({ error: "not_found", message: `no route ${c.req.method} ${c.req.path}; see docs/api.md` }, 404));
 
   app.use("*", hostGuard(host));
+  // The console's page, script and style: after the Host guard, before the bearer check (they hold no data).
+  app.route("/", consolePublicRoutes());
   app.use(
     "*",
     bodyLimit({
@@ -59,6 +62,8 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   app.route("/", actionsRoutes(rt));
   // Schedules and runs (scheduler/service.ts: the runtime's scheduler, started here, stopped on rt.close()).
   app.route("/", schedulesRoutes(rt));
+  // The console's feed and card previews (src/console/routes.ts).
+  app.route("/", consoleApiRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
   for (const r of opts.extraRoutes ?? []) app.route("/", r);
   return app;
 }

@@ -49,7 +49,7 @@ describe("airlock --version / --help", () => {
     const r = await airlock(["--help"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe("");
-    for (const cmd of ["serve", "run", "sessions", "actions", "schedule", "token"]) {
+    for (const cmd of ["serve", "run", "sessions", "actions", "schedule", "token", "console"]) {
       expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b.*\\S`, "m"));
     }
     expect(r.stdout).toContain("Examples:");

@@ -1,0 +1,203 @@
+/**
+ * @module console/routes
+ * The watcher's console over HTTP. Public (no bearer token; the page holds no data): `GET /` (HTML with a
+ * strict CSP), `GET /console.js`, `GET /console.css`. Behind the token: `GET /console/events` (one SSE
+ * stream for the whole server: sessions, turns and every pending card with its chain) and
+ * `GET /sessions/:id/actions/:request_id/preview` (the diff a file-writing card would make).
+ */
+import { Hono, type Context } from "hono";
+import { streamSSE, type SSEStreamingApi } from "hono/streaming";
+import type { Card } from "../approval/pending.ts";
+import type { BusEvent } from "../bus/bus.ts";
+import { AirlockError } from "../errors.ts";
+import type { Runtime } from "../runtime.ts";
+import { ancestors } from "../session/graph.ts";
+import type { Session } from "../session/types.ts";
+import type { ConsoleAssets } from "./bundle.ts";
+import { EMBEDDED } from "./embedded.ts";
+import { previewCard } from "./preview.ts";
+
+/** The page's Content-Security-Policy: only its own script, style and API; no inline code, no framing. */
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** The public paths of the console (served without the bearer token). */
+export const CONSOLE_PUBLIC_PATHS = ["/", "/console.js", "/console.css"] as const;
+
+/** One file as served: its bytes and their gzip. */
+interface Served {
+  type: string;
+  body: Uint8Array<ArrayBuffer>;
+  gzip: Uint8Array<ArrayBuffer>;
+}
+
+let assets: Promise<Record<(typeof CONSOLE_PUBLIC_PATHS)[number], Served>> | undefined;
+
+/** The page's files: embedded in the binary, or bundled once on first use when running from source. */
+function loadAssets(): Promise<Record<(typeof CONSOLE_PUBLIC_PATHS)[number], Served>> {
+  assets ??= (async () => {
+    // The compiled binary has the bundle embedded (build/build.ts); it never bundles at run time.
+    if (!EMBEDDED && import.meta.url.includes("$bunfs")) throw new AirlockError("internal", "the console's page is not embedded in this binary; rebuild it with bun build/build.ts");
+    const a: ConsoleAssets = EMBEDDED ?? (await (await import("./bundle.ts")).bundleConsole());
+    const enc = new TextEncoder();
+    const one = (type: string, text: string): Served => {
+      const body = enc.encode(text);
+      return { type, body, gzip: Bun.gzipSync(body) };
+    };
+    return {
+      "/": one("text/html; charset=utf-8", a.html),
+      "/console.js": one("text/javascript; charset=utf-8", a.js),
+      "/console.css": one("text/css; charset=utf-8", a.css),
+    };
+  })();
+  assets.catch(() => {
+    assets = undefined;
+  });
+  return assets;
+}
+
+/** The sizes of the console's files, bytes: raw and gzip (for the bench and docs). */
+export async function consoleSizes(): Promise<{ raw: number; gzip: number }> {
+  const a = await loadAssets();
+  const files = Object.values(a);
+  return { raw: files.reduce((n, f) => n + f.body.length, 0), gzip: files.reduce((n, f) => n + f.gzip.length, 0) };
+}
+
+async function serveAsset(c: Context, p: (typeof CONSOLE_PUBLIC_PATHS)[number]): Promise<Response> {
+  const f = (await loadAssets())[p];
+  const gz = /\bgzip\b/.test(c.req.header("accept-encoding") ?? "");
+  const headers: Record<string, string> = {
+    "content-type": f.type,
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "content-security-policy": CONSOLE_CSP,
+    "x-frame-options": "DENY",
+    vary: "accept-encoding",
+  };
+  if (gz) headers["content-encoding"] = "gzip";
+  return new Response(gz ? f.gzip : f.body, { status: 200, headers });
+}
+
+/** `GET /`, `/console.js`, `/console.css`: mount after the Host guard and before the bearer check. */
+export function consolePublicRoutes(): Hono {
+  const app = new Hono();
+  for (const p of CONSOLE_PUBLIC_PATHS) app.get(p, (c) => serveAsset(c, p));
+  return app;
+}
+
+/** One link of a card's chain: a session id and the name shown for it. */
+export interface ChainLink {
+  id: string;
+  name: string;
+}
+
+/** A card as the console's feed sends it: with its chain (root first, home last) and the session to answer from (the root). */
+export type ConsoleCard = Card & { chain: ChainLink[]; answer_in: string };
+
+/** The name a session shows in a chain label: its title, else `root` / `subagent#N` (N = spawn order in its tree). */
+export function sessionName(s: Pick<Session, "title" | "parent_session_id" | "spawn_index"> | null, id: string): string {
+  if (!s) return id;
+  if (s.title) return s.title;
+  return s.parent_session_id ? `subagent#${s.spawn_index ?? "?"}` : "root";
+}
+
+/** Adds the chain (root → home) to a card. @throws AirlockError from the session graph. */
+export function withChain(rt: Pick<Runtime, "store">, card: Card): ConsoleCard {
+  const ids = [...ancestors(rt.store, card.home_session_id)].reverse().concat(card.home_session_id);
+  const chain = ids.map((id) => ({ id, name: sessionName(rt.store.getSession(id), id) }));
+  return { ...card, surfaced_in: chain[0]!.id, chain, answer_in: chain[0]!.id };
+}
+
+/** The feed's opening state: recent sessions (newest first), the sessions running a turn, every pending card. */
+export function feedSnapshot(rt: Runtime): Record<string, unknown> {
+  const cards: ConsoleCard[] = [];
+  for (const c of rt.approvals.listAll()) {
+    try {
+      cards.push(withChain(rt, c));
+    } catch {
+      cards.push({ ...c, chain: [{ id: c.home_session_id, name: c.home_session_id }], answer_in: c.home_session_id });
+    }
+  }
+  return { sessions: rt.store.listSessions({ limit: 500 }), in_flight: rt.inflight.sessions(), pending_actions: cards };
+}
+
+/** Event names the feed forwards from every session's bus. */
+const FEED_EVENTS = new Set(["turn_started", "turn_finished", "error", "action_required", "action_resolved"]);
+
+/** Writes SSE frames in order (each write waits for the previous one), ids counting up per stream. */
+function feedWriter(stream: SSEStreamingApi) {
+  let chain: Promise<unknown> = Promise.resolve();
+  let n = 0;
+  return (event: string, data: unknown) => {
+    const id = String(++n);
+    const text = JSON.stringify(data);
+    chain = chain.then(() => (stream.closed || stream.aborted ? undefined : stream.writeSSE({ event, id, data: text }))).catch(() => {});
+    return chain;
+  };
+}
+
+/** Options of the console's API routes. */
+export interface ConsoleRoutesOptions {
+  /** Heartbeat period of the feed, ms (default 15 000). */
+  heartbeatMs?: number;
+}
+
+/** `GET /console/events` and `GET /sessions/:id/actions/:request_id/preview` (mounted behind the bearer check). */
+export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): Hono {
+  const app = new Hono();
+
+  app.get("/console/events", (c) =>
+    streamSSE(c, async (stream) => {
+      const write = feedWriter(stream);
+      const resolved = new Set<string>();
+      let off = () => {};
+      const beat = setInterval(() => void stream.write(": heartbeat\n\n").catch(() => {}), opts.heartbeatMs ?? 15_000);
+      try {
+        await new Promise<void>((resolve) => {
+          stream.onAbort(resolve);
+          // One tick: the snapshot and the subscription, so no event falls between them.
+          off = rt.bus.subscribeAll((ev: BusEvent) => {
+            if (!FEED_EVENTS.has(ev.type)) return;
+            if (ev.type === "action_required") {
+              let card: ConsoleCard;
+              try {
+                card = withChain(rt, ev.data as Card);
+              } catch {
+                return;
+              }
+              if (card.answer_in !== ev.session_id) return; // one copy per card: the root's
+              void write(ev.type, card);
+              return;
+            }
+            if (ev.type === "action_resolved") {
+              const rid = String(ev.data.request_id);
+              if (resolved.has(rid)) return;
+              resolved.add(rid);
+              if (resolved.size > 10_000) resolved.delete(resolved.values().next().value!);
+              void write(ev.type, ev.data);
+              return;
+            }
+            void write(ev.type, { ...ev.data, session_id: ev.session_id });
+          });
+          void write("snapshot", feedSnapshot(rt));
+        });
+      } finally {
+        clearInterval(beat);
+        off();
+      }
+    }),
+  );
+
+  app.get("/sessions/:id/actions/:request_id/preview", (c) => {
+    const id = c.req.param("id");
+    const rid = c.req.param("request_id");
+    rt.store.requireSession(id);
+    const card = rt.approvals.listForSession(id).find((x) => x.request_id === rid);
+    if (!card) throw new AirlockError("not_found", `no pending card ${rid} in session ${id}; list them with GET /sessions/${id}/actions`);
+    const home = rt.store.requireSession(card.home_session_id);
+    return c.json(previewCard(card, home.workspace, rt.dataDir));
+  });
+
+  return app;
+}
