@@ -14,7 +14,7 @@ import type { Card } from "../approval/pending.ts";
 import { AirlockError } from "../errors.ts";
 import { credentialKind } from "../gate/inspectors/security-floor.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
-import { CREDENTIAL_DIRS, CREDENTIAL_FILES } from "../launcher/spawn.ts";
+import { CREDENTIAL_DIRS, CREDENTIAL_FILES } from "../launcher/credentials.ts";
 import { diffLines, type DiffLine } from "./diff.ts";
 
 /** The largest current file the console previews, bytes (1 MiB). */
