@@ -546,9 +546,11 @@ function run(
 
     // The pipes' identity (`pipe:[inode]`), to find processes that escaped the group but still hold them.
     const pipes = outputPipes(pid);
-    const lifeline = meta.infoFd ? (child.stdio[lifelineFdFor(meta.seccompFd !== undefined)] as NodeJS.ReadableStream & { destroy(): void }) : undefined;
+    // Read (nothing ever comes) so its end is seen when the namespace is gone; never destroyed by hand:
+    // Bun then closes the fd a second time, which can hit a later child's reused fd.
+    const lifeline = meta.infoFd ? (child.stdio[lifelineFdFor(meta.seccompFd !== undefined)] as NodeJS.ReadableStream) : undefined;
     lifeline?.on("error", () => {});
-    lifeline?.resume(); // flowing, so its end (when the namespace is gone) is seen and "close" can fire
+    lifeline?.on("data", () => {});
 
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let done = false;
@@ -556,7 +558,6 @@ function run(
     const finish = () => {
       if (done) return;
       done = true;
-      lifeline?.destroy();
       clearTimeout(timer);
       for (const t of timers) clearTimeout(t);
       opts.signal?.removeEventListener("abort", onAbort);
@@ -580,14 +581,12 @@ function run(
     child.on("error", (e) => {
       if (done) return;
       done = true;
-      lifeline?.destroy();
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onAbort);
       reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${e.message}`));
     });
     child.on("exit", (code, signal) => {
       exit = { code, signal };
-      lifeline?.destroy(); // bubblewrap has ended the namespace: the watchdog is gone
       // Whatever the leader left behind in its group (background jobs) dies with it.
       if (pid !== undefined) {
         try {

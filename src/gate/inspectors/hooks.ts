@@ -280,7 +280,6 @@ export async function runHook(
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       killGroup();
-      (child?.stdio[HOOK_LIFELINE_FD] as { destroy?: () => void } | null | undefined)?.destroy?.();
       resolve(v);
     };
     let child: ReturnType<typeof spawn>;
@@ -294,10 +293,10 @@ export async function runHook(
     }
     // the identities of the hook's stdout/stderr, to find a child that left the group but kept them
     const pipes = outputPipes(child.pid);
-    const lifeline = child.stdio[HOOK_LIFELINE_FD] as (NodeJS.ReadableStream & { destroy(): void }) | null | undefined;
+    // Read (nothing ever comes) so its end is seen; never destroyed by hand (see launcher/spawn.ts).
+    const lifeline = child.stdio[HOOK_LIFELINE_FD] as NodeJS.ReadableStream | null | undefined;
     lifeline?.on("error", () => {});
-    lifeline?.resume(); // flowing, so its end is seen and "close" can fire
-    child.on("exit", () => lifeline?.destroy());
+    lifeline?.on("data", () => {});
     const killGroup = () => {
       if (child.pid === undefined) return;
       try {

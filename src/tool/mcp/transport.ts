@@ -72,9 +72,6 @@ export class ProcessTransport implements Transport {
         stdio: ["pipe", "pipe", "pipe", ...(this.opts.extraFds ?? []), ...(this.opts.lifeline ? (["pipe"] as const) : [])],
       });
       this.child = child;
-      const lifeline = this.opts.lifeline ? (child.stdio[3 + (this.opts.extraFds?.length ?? 0)] as (NodeJS.ReadableStream & { destroy(): void }) | null) : null;
-      lifeline?.on("error", () => {});
-      lifeline?.resume(); // flowing, so its end is seen and "close" can fire
       const closeExtra = () => {
         for (const fd of this.opts.extraFds ?? []) {
           try {
@@ -95,7 +92,6 @@ export class ProcessTransport implements Transport {
       });
       child.on("exit", (code, signal) => {
         this.exit = { code, signal };
-        lifeline?.destroy(); // bubblewrap has ended the namespace: the watchdog is gone
         // Whatever the server left behind in its group dies with it (its pipes then close too).
         if (child.pid !== undefined) {
           try {
@@ -110,11 +106,21 @@ export class ProcessTransport implements Transport {
         if (!spawned) reject(e);
         else this.onerror?.(e);
       });
-      child.on("spawn", () => {
+      const onSpawned = () => {
+        if (spawned) return;
         closeExtra();
         spawned = true;
         resolve();
-      });
+      };
+      child.on("spawn", onSpawned);
+      // A pid means the process exists: Bun does not always emit "spawn" for a child with an extra
+      // "pipe" beyond stdio (seen with the lifeline socket), and start() must not wait for it.
+      if (child.pid !== undefined) queueMicrotask(onSpawned);
+      // Read (nothing ever comes) so its end is seen; never destroyed by hand (see launcher/spawn.ts).
+      // Only after the "spawn" listener: Bun's lazy `stdio` getter can emit "spawn" before one is attached.
+      const lifeline = this.opts.lifeline ? (child.stdio[3 + (this.opts.extraFds?.length ?? 0)] as NodeJS.ReadableStream | null) : null;
+      lifeline?.on("error", () => {});
+      lifeline?.on("data", () => {});
       child.stdin!.on("error", (e) => this.onerror?.(e));
       child.stdout!.on("data", (chunk: Buffer) => {
         this.buffer.append(chunk);
