@@ -54,7 +54,7 @@ function inlineFlags(name: string): Set<string> {
   return new Set(["-e"]);
 }
 /** Interpreter flags that take a value as the next word. */
-const VALUE_FLAGS = new Set(["-W", "-X", "-o", "+o", "-O", "-r", "--require", "--import", "--loader", "-I", "--config", "--conditions"]);
+const VALUE_FLAGS = new Set(["-W", "-X", "-o", "+o", "-O", "-r", "--require", "--import", "--loader", "-I", "--config", "--conditions", "--rcfile", "--init-file"]);
 const WRAPPERS = new Set(["sudo", "doas", "command", "builtin", "exec", "nice", "nohup", "time", "stdbuf", "env", "timeout", "ionice", "setsid", "unbuffer"]);
 const WRAPPER_VALUE_FLAGS = new Set(["-n", "-u", "-g", "-C", "-i", "-o", "-e", "-s", "-k", "-c", "-p"]);
 const RESERVED = new Set(["{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"]);
@@ -104,13 +104,31 @@ function shellNames(command: string, workspace: string, depth: number, out: { wo
   if (depth > MAX_SHELL_DEPTH) return;
   const parsed = splitCommands(command, depth);
   if (!parsed.ok) return; // the floor asks for a command it cannot parse
+  // a command line that runs code also runs what it feeds in: `cat x | sh`, `bash -c "$(cat x)"`, `source <(cat x)`
+  const feeds = parsed.commands.some(runsCode);
   let cwd: string | null = workspace;
-  for (const c of parsed.commands) cwd = simpleNames(c, cwd, workspace, depth, out);
+  for (const c of parsed.commands) cwd = simpleNames(c, cwd, workspace, depth, out, feeds);
+}
+
+/** True when a simple command runs code from a file, a string or stdin: a shell, an interpreter, `eval`, `source`/`.` (any word: wrappers included). */
+function runsCode(c: SimpleCommand): boolean {
+  let i = 0;
+  while (i < c.words.length && (/^[A-Za-z_][A-Za-z0-9_]*=/.test(c.words[i]!) || RESERVED.has(c.words[i]!))) i++;
+  if (c.words[i] === ".") return true;
+  return c.words.slice(i).some((w) => {
+    const n = path.basename(w);
+    return SHELLS.has(n) || INTERPRETER.test(n) || n === "eval" || n === "source";
+  });
 }
 
 /** Collects the files one simple command runs; returns the working directory for the commands after it (null: unknown). */
-function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, depth: number, out: { word: string; cwd: string }[]): string | null {
+function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, depth: number, out: { word: string; cwd: string }[], feeds = false): string | null {
   const w = c.words;
+  if (feeds && cwd !== null) {
+    // what this line feeds to the code it runs: `cat` operands and input redirections
+    for (const r of c.redirects) if (r.op === "<") out.push({ word: r.target, cwd });
+    if (path.basename(w[0] ?? "") === "cat") w.slice(1).forEach((a, k) => !a.startsWith("-") && !c.globs.has(k + 1) && out.push({ word: a, cwd }));
+  }
   let i = 0;
   for (;;) {
     while (i < w.length && (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!) || RESERVED.has(w[i]!))) i++;
@@ -142,8 +160,20 @@ function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, de
     add(args[0], i + 1);
     return cwd;
   }
+  if (name === "eval") {
+    shellNames(args.join(" "), cwd ?? workspace, depth + 1, out);
+    return cwd;
+  }
   const shell = SHELLS.has(name);
-  if (!shell && !INTERPRETER.test(name)) return cwd;
+  if (!shell && !INTERPRETER.test(name)) {
+    // an unlisted wrapper in front (`flock l sh x.sh`, `strace -f python3 x.py`): the shell or interpreter later in the words
+    const k = w.findIndex((x, j) => j > i && (SHELLS.has(path.basename(x)) || INTERPRETER.test(path.basename(x))));
+    if (k > i) {
+      const globs = new Set([...c.globs].filter((g) => g >= k).map((g) => g - k));
+      simpleNames({ words: w.slice(k), globs, redirects: c.redirects }, cwd, workspace, depth, out);
+    }
+    return cwd;
+  }
   const inline = inlineFlags(name);
   let script: number | undefined;
   for (let k = 0; k < args.length; k++) {
@@ -151,6 +181,16 @@ function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, de
     if (shell && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a)) {
       const body = args[k + 1] === "--" ? args[k + 2] : args[k + 1];
       if (body !== undefined) shellNames(body, cwd ?? workspace, depth + 1, out);
+      return cwd;
+    }
+    if (!shell && /^(python|pypy)/.test(name) && a.startsWith("-m")) {
+      // `python3 -m mod`: runs mod.py, or mod/__main__.py when mod is a package (which wins)
+      const mod = a === "-m" ? args[k + 1] : a.slice(2);
+      if (mod !== undefined && /^[A-Za-z_][A-Za-z0-9_.]*$/.test(mod)) {
+        const rel = mod.split(".").join("/");
+        add(`${rel}.py`);
+        add(`${rel}/__main__.py`);
+      }
       return cwd;
     }
     if (!shell && (inline.has(a) || a.startsWith("--eval=") || a.startsWith("--print="))) return cwd;
