@@ -190,7 +190,12 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   const { policy, cwd, writableRoots } = opts;
   const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd) : opts.argv;
   const head = [opts.bwrapPath ?? "bwrap", ...(opts.infoFd !== undefined ? ["--info-fd", String(opts.infoFd)] : []), "--die-with-parent", "--new-session"];
-  if (policy === "danger-full-access") return [...head, "--unshare-pid", "--dev-bind", "/", "/", "--chdir", cwd, "--", ...argv];
+  if (policy === "danger-full-access") {
+    // like a hook: everything, but its own /proc (airlock's environ with the provider keys, and its fds,
+    // are out of sight) and the data dir's tokens and database shown empty (`maskedFiles`)
+    const masks = (opts.maskedFiles ?? []).flatMap((f) => ["--ro-bind", "/dev/null", f]);
+    return [...head, "--unshare-pid", "--dev-bind", "/", "/", "--proc", "/proc", ...masks, "--chdir", cwd, "--", ...argv];
+  }
   const roots = [...new Set(writableRoots)];
   const sockets = [...new Set(opts.unixSockets ?? [])];
   const out: string[] = [

@@ -10,7 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Config, McpServerConfig } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
-import { bwrapArgs } from "../../launcher/bwrap.ts";
+import { bwrapArgs, DATA_DIR_SECRETS } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
 import { credentialPaths, expandCredentialPaths } from "../../launcher/credentials.ts";
@@ -293,7 +293,9 @@ export class McpServer {
     const bwrapPath = this.opts.bwrapPath !== undefined ? this.opts.bwrapPath : findInPath("bwrap", env.PATH);
     if (!isConfined(this.policy)) {
       // Still its own PID namespace with --die-with-parent: the server's tree dies with airlock.
-      if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], bwrapPath: bwrapPath!, lifelineFd: 3 }), env, cwd, lifeline: true };
+      // its own /proc, and the data dir's tokens and database masked (hiddenPaths holds the data dir)
+      const maskedFiles = (this.opts.hiddenPaths ?? []).flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f));
+      if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], maskedFiles, bwrapPath: bwrapPath!, lifelineFd: 3 }), env, cwd, lifeline: true };
       if (!this.warnedUnconfined) this.opts.log(`[mcp:${this.name}] WARNING: bubblewrap cannot run here, so this "${this.policy}" server's process tree is not tied to airlock's lifetime`);
       this.warnedUnconfined = true;
       return { argv, env, cwd };
