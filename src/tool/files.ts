@@ -64,6 +64,31 @@ function refuseDataDir(ctx: ToolContext, real: string, root: string, p: string):
 }
 
 /**
+ * Throws `data_dir_refused` when the open regular file `fh` is a hard link to a file directly in airlock's
+ * data dir (same device and inode as its `approver-token`, `api-token`, `airlock.db`, …): a link made in the
+ * workspace has an innocent name and path, but it is the token itself. Only files with more than one link are
+ * compared (one `readdir` and an `lstat` per data dir entry).
+ */
+async function refuseDataDirLink(ctx: ToolContext, fh: FileHandle, p: string): Promise<void> {
+  const dataDir = dataDirOf(ctx);
+  if (!dataDir) return;
+  const st = await fh.stat();
+  if (st.nlink < 2) return;
+  let names: string[];
+  try {
+    names = await readdir(dataDir);
+  } catch {
+    return; // no data dir to compare with
+  }
+  for (const n of names) {
+    const d = await lstat(path.join(dataDir, n)).catch(() => undefined);
+    if (d?.isFile() && d.ino === st.ino && d.dev === st.dev) {
+      throw new AirlockError("data_dir_refused", `${p} is a hard link to ${path.join(dataDir, n)} in airlock's data dir (its tokens and every session's messages); file tools never read, list or write it`, { path: p });
+    }
+  }
+}
+
+/**
  * Read rule: anything may be read (the gate's security floor judges credential paths), but a path
  * SPELLED inside the workspace whose real target is outside it (a symlink leading out) is refused
  * with `path_outside_workspace` — except under `danger-full-access`.
@@ -179,10 +204,11 @@ function cancelled(p: string): AirlockError {
 }
 
 /** Reads at most `max` bytes of the regular file at `real`, in chunks, checking `signal` between them. Throws as {@link openChecked}, and `cancelled`. */
-async function readText(real: string, p: string, max: number, signal: AbortSignal): Promise<{ content: string; size: number; truncated: boolean }> {
+async function readText(ctx: ToolContext, real: string, p: string, max: number, signal: AbortSignal): Promise<{ content: string; size: number; truncated: boolean }> {
   if (signal.aborted) throw cancelled(p);
   const fh = await openChecked(real, p, "file");
   try {
+    await refuseDataDirLink(ctx, fh, p);
     const st = await fh.stat();
     const chunks: Buffer[] = [];
     let n = 0;
@@ -206,9 +232,10 @@ async function readText(real: string, p: string, max: number, signal: AbortSigna
 }
 
 /** Replaces the content of the regular file at `real` (created when missing). Throws as {@link openChecked}. */
-async function writeText(real: string, p: string, content: string): Promise<void> {
+async function writeText(ctx: ToolContext, real: string, p: string, content: string): Promise<void> {
   const fh = await openChecked(real, p, "file", true);
   try {
+    await refuseDataDirLink(ctx, fh, p);
     await fh.truncate(0);
     await fh.write(Buffer.from(content), 0, undefined, 0);
   } finally {
@@ -229,7 +256,7 @@ export const readFileTool = defineTool({
   },
   async execute(args, ctx) {
     const r = checkRead(ctx, effectivePolicy(args, ctx), args.path);
-    const text = await readText(r.real, args.path, ctx.config.limits.max_output_bytes, ctx.signal);
+    const text = await readText(ctx, r.real, args.path, ctx.config.limits.max_output_bytes, ctx.signal);
     const content = text.truncated ? `${text.content}\n[airlock: file truncated: showing ${ctx.config.limits.max_output_bytes} of ${text.size} bytes]` : text.content;
     return { path: r.real, content, size: text.size, truncated: text.truncated };
   },
@@ -247,7 +274,7 @@ export const writeFileTool = defineTool({
   async execute(args, ctx) {
     const r = checkWrite(ctx, effectivePolicy(args, ctx), args.path);
     mkdirSync(path.dirname(r.real), { recursive: true });
-    await writeText(r.real, args.path, args.content);
+    await writeText(ctx, r.real, args.path, args.content);
     return { path: r.real, bytes: Buffer.byteLength(args.content) };
   },
 });
@@ -271,6 +298,7 @@ export const editFileTool = defineTool({
     try {
       const fh = await openChecked(r.real, args.path, "file");
       try {
+        await refuseDataDirLink(ctx, fh, args.path);
         text = await fh.readFile("utf8");
       } finally {
         await fh.close().catch(() => {});
@@ -290,7 +318,7 @@ export const editFileTool = defineTool({
       );
     }
     const i = text.indexOf(args.old_string);
-    await writeText(r.real, args.path, text.slice(0, i) + args.new_string + text.slice(i + args.old_string.length));
+    await writeText(ctx, r.real, args.path, text.slice(0, i) + args.new_string + text.slice(i + args.old_string.length));
     return { path: r.real, replacements: 1 };
   },
 });
