@@ -222,8 +222,9 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   // Hidden dirs under /tmp are private already (unless a program folder above re-exposed them). One that
   // holds a root is hidden before the root is bound (so the root shows through); one inside a root is
   // hidden after (so the root's bind cannot re-expose it).
+  // A root under /tmp that holds a hidden dir (the data dir, ~/.ssh with HOME under /tmp) re-exposes it: kept.
   const hidden = [...new Set(opts.hiddenPaths ?? [])].filter(
-    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)),
+    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)) || roots.some((r) => isUnder(h, r)),
   );
   const hideAfter = (h: string) => roots.some((r) => isUnder(h, r));
   for (const h of hidden) if (!hideAfter(h)) out.push("--tmpfs", h);
