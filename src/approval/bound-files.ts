@@ -33,6 +33,8 @@ export const FileBinding = z.object({
   size: z.number().optional(),
   sha256: z.string().optional(),
   link: z.string().optional(),
+  /** The real folder the file is in, present only when a symlink on the way (`sub` → elsewhere) leads out of the spelled folder. */
+  parent: z.string().optional(),
 });
 export type FileBinding = z.infer<typeof FileBinding>;
 
@@ -222,7 +224,14 @@ function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, de
 export async function bindFiles(files: NamedFile[], workspace: string, signal?: AbortSignal): Promise<FileBinding[]> {
   const root = safeReal(workspace) ?? workspace;
   const out: FileBinding[] = [];
-  for (const f of files) out.push(await bindOne(f, path.join(root, f.rel), signal));
+  for (const f of files) {
+    const at = path.join(root, f.rel);
+    const b = await bindOne(f, at, signal);
+    // a folder on the way swapped for a symlink (`sub` → /etc) changes where the call lands, not the file's own entry
+    const parent = safeReal(path.dirname(at));
+    if (parent !== null && parent !== path.dirname(at)) b.parent = parent;
+    out.push(b);
+  }
   return out;
 }
 
@@ -303,12 +312,13 @@ export function changedFiles(before: FileBinding[], after: FileBinding[]): strin
 }
 
 function sameBinding(a: FileBinding, b: FileBinding): boolean {
-  return a.path === b.path && a.kind === b.kind && a.sha256 === b.sha256 && a.size === b.size && a.link === b.link;
+  return a.path === b.path && a.kind === b.kind && a.sha256 === b.sha256 && a.size === b.size && a.link === b.link && a.parent === b.parent;
 }
 
 /** A binding in a few words, e.g. `sha256 3a7b…(12 bytes)`, `missing`, `symlink → /etc/passwd`. */
 export function describe(b: FileBinding | undefined): string {
   if (!b) return "not named";
+  if (b.parent !== undefined) return `${describe({ ...b, parent: undefined })} in ${b.parent}`;
   switch (b.kind) {
     case "file":
       return `sha256 ${b.sha256!.slice(0, 12)}… (${b.size} bytes)`;
