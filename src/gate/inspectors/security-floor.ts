@@ -438,6 +438,10 @@ class Judge {
       if (dest !== undefined) this.write(dest, cwd, "writes", t === undefined && last !== undefined && argGlob(last.index));
       if (has("ln") && t === undefined && list.length >= 1 && operands.flags.some((f) => f === "--symbolic" || /^-[a-zA-Z]*s/.test(f))) this.noteLink(list, cwd);
       if (has("mv")) for (const o of operands.list.filter((x) => x.word !== dest)) this.write(o.word, cwd, "moves", argGlob(o.index));
+      // a hard link (`ln SRC DEST` without -s, `cp -l`) makes SRC writable through DEST: judged as a write of SRC
+      const symbolic = operands.flags.some((f) => f === "--symbolic" || /^-[a-zA-Z]*s/.test(f));
+      const hardLink = (has("ln") && !symbolic) || (has("cp") && operands.flags.some((f) => f === "--link" || /^-[a-zA-Z]*l/.test(f)));
+      if (hardLink) for (const o of operands.list.filter((x) => t !== undefined || dest === undefined || x !== last)) this.write(o.word, cwd, "hard-links (so writes through the link change)", argGlob(o.index));
       return cwd;
     }
     if (has("dd")) {
