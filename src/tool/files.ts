@@ -8,7 +8,7 @@
  * for `list_dir`) at the very path that was checked, and reads are capped and honour the call's signal.
  */
 import { constants as FS, lstatSync, mkdirSync, readlinkSync } from "node:fs";
-import { lstat, open, readdir, type FileHandle } from "node:fs/promises";
+import { lstat, open, readdir, unlink, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
@@ -149,8 +149,18 @@ export async function openChecked(real: string, p: string, want: Want, write = f
   const base = FS.O_NOFOLLOW | FS.O_NONBLOCK | FS.O_NOCTTY;
   const flags = want === "dir" ? base | FS.O_RDONLY | FS.O_DIRECTORY : write ? base | FS.O_WRONLY | FS.O_CREAT : base | FS.O_RDONLY;
   let fh: FileHandle;
+  // a write creates exclusively first, so a file made at a path swapped in after the check can be removed again
+  let created = false;
   try {
-    fh = await open(real, flags, 0o666);
+    if (write && want === "file") {
+      try {
+        fh = await open(real, flags | FS.O_EXCL, 0o666);
+        created = true;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+        fh = await open(real, flags, 0o666);
+      }
+    } else fh = await open(real, flags, 0o666);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     switch (code) {
@@ -183,7 +193,10 @@ export async function openChecked(real: string, p: string, want: Want, write = f
     } catch {
       now = real;
     }
-    if (now !== real) throw new AirlockError("not_regular_file", `${p} changed while it was opened (it now leads to ${now}, not ${real}); the call was not run`, { path: p });
+    if (now !== real) {
+      if (created) await unlink(now).catch(() => {}); // made where a swapped-in link led: removed again
+      throw new AirlockError("not_regular_file", `${p} changed while it was opened (it now leads to ${now}, not ${real}); the call was not run`, { path: p });
+    }
     return fh;
   } catch (e) {
     await fh.close().catch(() => {});
