@@ -67,7 +67,8 @@ function dynamic(word: string): boolean {
 }
 
 /**
- * The workspace files a call names, in the order named, without duplicates, at most {@link BIND_MAX_FILES}.
+ * The workspace files a call names, in the order named, without duplicates, at most {@link BIND_MAX_FILES} + 1
+ * (one more than can be bound: the gate refuses such a call, `payload_too_large`, rather than bind part of it).
  * Shell commands (`developer__shell`/`Bash`) are split with the floor's parser (shell-words.ts): a shell or
  * interpreter's script operand (`sh x.sh`, `python3 -u x.py`, `bun run x.ts`, `bash < x.sh`, also inside
  * `bash -c '…'`), `source x` / `. x`, and a command spelled with a slash (`./x.sh`). A write/edit names its target.
@@ -97,7 +98,8 @@ export function namedFiles(tool: { name: string; claude?: { name: string } }, ar
     if (!isInside(abs, workspace) || abs === workspace || seen.has(abs)) continue;
     seen.add(abs);
     out.push({ rel: path.relative(workspace, abs), abs });
-    if (out.length >= BIND_MAX_FILES) break;
+    if (out.length > BIND_MAX_FILES) break; // one more than can be bound: the gate refuses the call
+
   }
   return out;
 }
