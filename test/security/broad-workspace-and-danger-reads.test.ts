@@ -43,3 +43,10 @@ test.todo("danger-full-access processes cannot change airlock's own configuratio
 // An approval binds the script a call names, not the files that script itself sources by a static name
 // (`sh x.sh` where x.sh runs `. ./lib.sh`): lib.sh rewritten while the card waits runs unbound.
 test.todo("sh x.sh binds the files x.sh sources");
+
+// Under `danger-full-access` with airlock running as root, the process keeps airlock's capabilities, so
+// `umount -l /proc; umount -l $DATA/approver-token` undoes the walls that hide airlock's environment and
+// tokens (test/security/danger-full-access-hides-airlock-secrets.test.ts holds for nobody, and for root
+// only without CAP_SYS_ADMIN). Dropping CAP_SYS_ADMIN there changes what danger-full-access means; root
+// can also read the raw disk. Needs a decision.
+test.todo("danger-full-access as root cannot unmount the masks over airlock's secrets");
