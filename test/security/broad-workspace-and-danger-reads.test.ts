@@ -50,3 +50,10 @@ test.todo("sh x.sh binds the files x.sh sources");
 // only without CAP_SYS_ADMIN). Dropping CAP_SYS_ADMIN there changes what danger-full-access means; root
 // can also read the raw disk. Needs a decision.
 test.todo("danger-full-access as root cannot unmount the masks over airlock's secrets");
+
+// Under `danger-full-access` the credential stores are readable by proxy, with no word naming them:
+// `gh auth token`, `git credential fill`, `kubectl config view --raw`, `gcloud auth print-access-token`,
+// `aws configure export-credentials`, `az account get-access-token`, `docker-credential-desktop get`
+// print the secrets the floor asks about when a command names their files. (Confined, the stores are hidden,
+// so these fail.) A list of such commands for the floor would close the common ones.
+test.todo("danger-full-access: commands that print a credential store's secrets ask like reading the store");
