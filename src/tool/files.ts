@@ -132,6 +132,9 @@ function checkWrite(ctx: ToolContext, policy: SandboxPolicy, p: string): Resolve
   }
 }
 
+/** Largest file `developer__edit_file` reads whole (bytes, 16 MiB): a bigger one (a sparse `truncate -s 1G`) is refused `payload_too_large`, never loaded into airlock's memory. */
+export const EDIT_MAX_BYTES = 16 * 1024 * 1024;
+
 /** Bytes read from a file per step (the call's signal is checked between steps). */
 const READ_CHUNK = 64 * 1024;
 
@@ -312,7 +315,23 @@ export const editFileTool = defineTool({
       const fh = await openChecked(r.real, args.path, "file");
       try {
         await refuseDataDirLink(ctx, fh, args.path);
-        text = await fh.readFile("utf8");
+        const size = (await fh.stat()).size;
+        if (size > EDIT_MAX_BYTES) {
+          throw new AirlockError("payload_too_large", `${args.path} is ${size} bytes, over the ${EDIT_MAX_BYTES}-byte limit of developer__edit_file; edit it with a shell command (sed, patch) instead`, { path: args.path, size, limit_bytes: EDIT_MAX_BYTES });
+        }
+        // read in chunks from this fd, one byte past the cap: a file growing while it is read stops there
+        const chunks: Buffer[] = [];
+        let n = 0;
+        while (n <= EDIT_MAX_BYTES) {
+          if (ctx.signal.aborted) throw cancelled(args.path);
+          const want = Math.min(READ_CHUNK, EDIT_MAX_BYTES + 1 - n);
+          const { bytesRead, buffer } = await fh.read(Buffer.alloc(want), 0, want, n);
+          if (bytesRead === 0) break;
+          chunks.push(buffer.subarray(0, bytesRead));
+          n += bytesRead;
+        }
+        if (n > EDIT_MAX_BYTES) throw new AirlockError("payload_too_large", `${args.path} grew past the ${EDIT_MAX_BYTES}-byte limit of developer__edit_file while it was read`, { path: args.path, limit_bytes: EDIT_MAX_BYTES });
+        text = Buffer.concat(chunks).toString("utf8");
       } finally {
         await fh.close().catch(() => {});
       }
