@@ -29,13 +29,14 @@ describe("namedFiles", () => {
     ["cd sub && sh y.sh", ["sub/y.sh"]],
     ["sh x.sh; sh x.sh", ["x.sh"]],
     ["echo $(sh sub.sh)", ["sub.sh"]],
+    // `-m` looks in the cwd first: a workspace package of that name (which wins) or module would run
+    ["python3 -m http.server", ["http/server.py", "http/server/__main__.py"]],
   ])("%p names %p", (command, files) => {
     expect(shell(command)).toEqual(files);
   });
 
   test.each([
     "python3 -c 'print(1)'",
-    "python3 -m http.server",
     "node -e 'console.log(1)'",
     "perl -e 'print 1'",
     "sh $SCRIPT",

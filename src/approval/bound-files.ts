@@ -33,6 +33,8 @@ export const FileBinding = z.object({
   size: z.number().optional(),
   sha256: z.string().optional(),
   link: z.string().optional(),
+  /** The real folder the file is in, present only when a symlink on the way (`sub` → elsewhere) leads out of the spelled folder. */
+  parent: z.string().optional(),
 });
 export type FileBinding = z.infer<typeof FileBinding>;
 
@@ -54,7 +56,7 @@ function inlineFlags(name: string): Set<string> {
   return new Set(["-e"]);
 }
 /** Interpreter flags that take a value as the next word. */
-const VALUE_FLAGS = new Set(["-W", "-X", "-o", "+o", "-O", "-r", "--require", "--import", "--loader", "-I", "--config", "--conditions"]);
+const VALUE_FLAGS = new Set(["-W", "-X", "-o", "+o", "-O", "-r", "--require", "--import", "--loader", "-I", "--config", "--conditions", "--rcfile", "--init-file"]);
 const WRAPPERS = new Set(["sudo", "doas", "command", "builtin", "exec", "nice", "nohup", "time", "stdbuf", "env", "timeout", "ionice", "setsid", "unbuffer"]);
 const WRAPPER_VALUE_FLAGS = new Set(["-n", "-u", "-g", "-C", "-i", "-o", "-e", "-s", "-k", "-c", "-p"]);
 const RESERVED = new Set(["{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"]);
@@ -65,7 +67,8 @@ function dynamic(word: string): boolean {
 }
 
 /**
- * The workspace files a call names, in the order named, without duplicates, at most {@link BIND_MAX_FILES}.
+ * The workspace files a call names, in the order named, without duplicates, at most {@link BIND_MAX_FILES} + 1
+ * (one more than can be bound: the gate refuses such a call, `payload_too_large`, rather than bind part of it).
  * Shell commands (`developer__shell`/`Bash`) are split with the floor's parser (shell-words.ts): a shell or
  * interpreter's script operand (`sh x.sh`, `python3 -u x.py`, `bun run x.ts`, `bash < x.sh`, also inside
  * `bash -c '…'`), `source x` / `. x`, and a command spelled with a slash (`./x.sh`). A write/edit names its target.
@@ -95,7 +98,8 @@ export function namedFiles(tool: { name: string; claude?: { name: string } }, ar
     if (!isInside(abs, workspace) || abs === workspace || seen.has(abs)) continue;
     seen.add(abs);
     out.push({ rel: path.relative(workspace, abs), abs });
-    if (out.length >= BIND_MAX_FILES) break;
+    if (out.length > BIND_MAX_FILES) break; // one more than can be bound: the gate refuses the call
+
   }
   return out;
 }
@@ -104,13 +108,31 @@ function shellNames(command: string, workspace: string, depth: number, out: { wo
   if (depth > MAX_SHELL_DEPTH) return;
   const parsed = splitCommands(command, depth);
   if (!parsed.ok) return; // the floor asks for a command it cannot parse
+  // a command line that runs code also runs what it feeds in: `cat x | sh`, `bash -c "$(cat x)"`, `source <(cat x)`
+  const feeds = parsed.commands.some(runsCode);
   let cwd: string | null = workspace;
-  for (const c of parsed.commands) cwd = simpleNames(c, cwd, workspace, depth, out);
+  for (const c of parsed.commands) cwd = simpleNames(c, cwd, workspace, depth, out, feeds);
+}
+
+/** True when a simple command runs code from a file, a string or stdin: a shell, an interpreter, `eval`, `source`/`.` (any word: wrappers included). */
+function runsCode(c: SimpleCommand): boolean {
+  let i = 0;
+  while (i < c.words.length && (/^[A-Za-z_][A-Za-z0-9_]*=/.test(c.words[i]!) || RESERVED.has(c.words[i]!))) i++;
+  if (c.words[i] === ".") return true;
+  return c.words.slice(i).some((w) => {
+    const n = path.basename(w);
+    return SHELLS.has(n) || INTERPRETER.test(n) || n === "eval" || n === "source";
+  });
 }
 
 /** Collects the files one simple command runs; returns the working directory for the commands after it (null: unknown). */
-function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, depth: number, out: { word: string; cwd: string }[]): string | null {
+function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, depth: number, out: { word: string; cwd: string }[], feeds = false): string | null {
   const w = c.words;
+  if (feeds && cwd !== null) {
+    // what this line feeds to the code it runs: `cat` operands and input redirections
+    for (const r of c.redirects) if (r.op === "<") out.push({ word: r.target, cwd });
+    if (path.basename(w[0] ?? "") === "cat") w.slice(1).forEach((a, k) => !a.startsWith("-") && !c.globs.has(k + 1) && out.push({ word: a, cwd }));
+  }
   let i = 0;
   for (;;) {
     while (i < w.length && (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!) || RESERVED.has(w[i]!))) i++;
@@ -142,8 +164,20 @@ function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, de
     add(args[0], i + 1);
     return cwd;
   }
+  if (name === "eval") {
+    shellNames(args.join(" "), cwd ?? workspace, depth + 1, out);
+    return cwd;
+  }
   const shell = SHELLS.has(name);
-  if (!shell && !INTERPRETER.test(name)) return cwd;
+  if (!shell && !INTERPRETER.test(name)) {
+    // an unlisted wrapper in front (`flock l sh x.sh`, `strace -f python3 x.py`): the shell or interpreter later in the words
+    const k = w.findIndex((x, j) => j > i && (SHELLS.has(path.basename(x)) || INTERPRETER.test(path.basename(x))));
+    if (k > i) {
+      const globs = new Set([...c.globs].filter((g) => g >= k).map((g) => g - k));
+      simpleNames({ words: w.slice(k), globs, redirects: c.redirects }, cwd, workspace, depth, out);
+    }
+    return cwd;
+  }
   const inline = inlineFlags(name);
   let script: number | undefined;
   for (let k = 0; k < args.length; k++) {
@@ -151,6 +185,16 @@ function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, de
     if (shell && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a)) {
       const body = args[k + 1] === "--" ? args[k + 2] : args[k + 1];
       if (body !== undefined) shellNames(body, cwd ?? workspace, depth + 1, out);
+      return cwd;
+    }
+    if (!shell && /^(python|pypy)/.test(name) && a.startsWith("-m")) {
+      // `python3 -m mod`: runs mod.py, or mod/__main__.py when mod is a package (which wins)
+      const mod = a === "-m" ? args[k + 1] : a.slice(2);
+      if (mod !== undefined && /^[A-Za-z_][A-Za-z0-9_.]*$/.test(mod)) {
+        const rel = mod.split(".").join("/");
+        add(`${rel}.py`);
+        add(`${rel}/__main__.py`);
+      }
       return cwd;
     }
     if (!shell && (inline.has(a) || a.startsWith("--eval=") || a.startsWith("--print="))) return cwd;
@@ -182,7 +226,14 @@ function simpleNames(c: SimpleCommand, cwd: string | null, workspace: string, de
 export async function bindFiles(files: NamedFile[], workspace: string, signal?: AbortSignal): Promise<FileBinding[]> {
   const root = safeReal(workspace) ?? workspace;
   const out: FileBinding[] = [];
-  for (const f of files) out.push(await bindOne(f, path.join(root, f.rel), signal));
+  for (const f of files) {
+    const at = path.join(root, f.rel);
+    const b = await bindOne(f, at, signal);
+    // a folder on the way swapped for a symlink (`sub` → /etc) changes where the call lands, not the file's own entry
+    const parent = safeReal(path.dirname(at));
+    if (parent !== null && parent !== path.dirname(at)) b.parent = parent;
+    out.push(b);
+  }
   return out;
 }
 
@@ -263,12 +314,13 @@ export function changedFiles(before: FileBinding[], after: FileBinding[]): strin
 }
 
 function sameBinding(a: FileBinding, b: FileBinding): boolean {
-  return a.path === b.path && a.kind === b.kind && a.sha256 === b.sha256 && a.size === b.size && a.link === b.link;
+  return a.path === b.path && a.kind === b.kind && a.sha256 === b.sha256 && a.size === b.size && a.link === b.link && a.parent === b.parent;
 }
 
 /** A binding in a few words, e.g. `sha256 3a7b…(12 bytes)`, `missing`, `symlink → /etc/passwd`. */
 export function describe(b: FileBinding | undefined): string {
   if (!b) return "not named";
+  if (b.parent !== undefined) return `${describe({ ...b, parent: undefined })} in ${b.parent}`;
   switch (b.kind) {
     case "file":
       return `sha256 ${b.sha256!.slice(0, 12)}… (${b.size} bytes)`;

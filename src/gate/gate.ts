@@ -17,7 +17,7 @@ import type { Store } from "../store/store.ts";
 import { toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
 import type { Approvals } from "../approval/pending.ts";
 import { isHeadlessChain } from "../approval/relay.ts";
-import { BIND_MAX_BYTES, bindFiles, changedFiles, namedFiles, type FileBinding, type NamedFile } from "../approval/bound-files.ts";
+import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, namedFiles, type FileBinding, type NamedFile } from "../approval/bound-files.ts";
 import { GateContext, type CallContext } from "./context.ts";
 import { elevationVerdict } from "./inspectors/elevation.ts";
 import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./inspectors/hooks.ts";
@@ -220,6 +220,16 @@ export class Gate {
   ): Promise<ToolOutcome> {
     let judgement = first;
     const named = namedFiles(def, args, session.workspace);
+    if (named.length > BIND_MAX_FILES) {
+      // binding part of them would let an unbound one change after the allow
+      return this.refuse(
+        session.id,
+        req,
+        "payload_too_large",
+        `no card was raised: the call names more than ${BIND_MAX_FILES} workspace files to run or write, more than an approval can bind to their content, so a person could not approve what would run; split the call`,
+        judgement.primary.inspector,
+      );
+    }
     let files: FileBinding[] = [];
     try {
       if (named.length) files = await bindFiles(named, session.workspace, signal);

@@ -30,9 +30,19 @@ describe("bwrap.bwrapArgs", () => {
   test("danger-full-access: the whole filesystem and the network, but its own PID namespace that dies with airlock", () => {
     expect(bwrapArgs({ policy: "danger-full-access", argv: ["bash", "-c", "true"], cwd: "/w", writableRoots: ["/w"], infoFd: 3 })).toEqual([
       "bwrap", "--info-fd", "3", "--die-with-parent", "--new-session",
-      "--unshare-pid", "--dev-bind", "/", "/",
+      "--unshare-pid", "--dev-bind", "/", "/", "--proc", "/proc",
       "--chdir", "/w",
       "--", "bash", "-c", "true",
+    ]);
+  });
+
+  test("danger-full-access: its own /proc, and the data dir's tokens and database masked", () => {
+    expect(bwrapArgs({ policy: "danger-full-access", argv: ["true"], cwd: "/w", writableRoots: [], maskedFiles: ["/d/approver-token", "/d/airlock.db"] })).toEqual([
+      "bwrap", "--die-with-parent", "--new-session",
+      "--unshare-pid", "--dev-bind", "/", "/", "--proc", "/proc",
+      "--ro-bind", "/dev/null", "/d/approver-token", "--ro-bind", "/dev/null", "/d/airlock.db",
+      "--chdir", "/w",
+      "--", "true",
     ]);
   });
 

@@ -190,7 +190,12 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   const { policy, cwd, writableRoots } = opts;
   const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd) : opts.argv;
   const head = [opts.bwrapPath ?? "bwrap", ...(opts.infoFd !== undefined ? ["--info-fd", String(opts.infoFd)] : []), "--die-with-parent", "--new-session"];
-  if (policy === "danger-full-access") return [...head, "--unshare-pid", "--dev-bind", "/", "/", "--chdir", cwd, "--", ...argv];
+  if (policy === "danger-full-access") {
+    // like a hook: everything, but its own /proc (airlock's environ with the provider keys, and its fds,
+    // are out of sight) and the data dir's tokens and database shown empty (`maskedFiles`)
+    const masks = (opts.maskedFiles ?? []).flatMap((f) => ["--ro-bind", "/dev/null", f]);
+    return [...head, "--unshare-pid", "--dev-bind", "/", "/", "--proc", "/proc", ...masks, "--chdir", cwd, "--", ...argv];
+  }
   const roots = [...new Set(writableRoots)];
   const sockets = [...new Set(opts.unixSockets ?? [])];
   const out: string[] = [
@@ -217,8 +222,9 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
   // Hidden dirs under /tmp are private already (unless a program folder above re-exposed them). One that
   // holds a root is hidden before the root is bound (so the root shows through); one inside a root is
   // hidden after (so the root's bind cannot re-expose it).
+  // A root under /tmp that holds a hidden dir (the data dir, ~/.ssh with HOME under /tmp) re-exposes it: kept.
   const hidden = [...new Set(opts.hiddenPaths ?? [])].filter(
-    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)),
+    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)) || roots.some((r) => isUnder(h, r)),
   );
   const hideAfter = (h: string) => roots.some((r) => isUnder(h, r));
   for (const h of hidden) if (!hideAfter(h)) out.push("--tmpfs", h);

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
-import { bwrapArgs, unixSocketFilter } from "./bwrap.ts";
+import { bwrapArgs, DATA_DIR_SECRETS, unixSocketFilter } from "./bwrap.ts";
 import { credentialPaths } from "./credentials.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
@@ -432,7 +432,9 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   let prepared: PreparedRoot[] = [];
   let seccomp: number | undefined;
   if (wrap && !confine) {
-    full = bwrapArgs({ policy, argv: cmd, cwd: opts.cwd, writableRoots: [], bwrapPath: bwrapPath!, infoFd: INFO_FD, lifelineFd: lifelineFdFor(false) });
+    // the data dir's tokens and database (hiddenPaths: the data dir) read as empty even here
+    const maskedFiles = (opts.hiddenPaths ?? []).flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f)).map((f) => resolveRealPath("/", f));
+    full = bwrapArgs({ policy, argv: cmd, cwd: opts.cwd, writableRoots: [], maskedFiles, bwrapPath: bwrapPath!, infoFd: INFO_FD, lifelineFd: lifelineFdFor(false) });
   }
   if (confine) {
     const roots = (opts.writableRoots ?? [opts.workspace]).map((r) => resolveRealPath("/", r));

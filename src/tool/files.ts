@@ -8,7 +8,7 @@
  * for `list_dir`) at the very path that was checked, and reads are capped and honour the call's signal.
  */
 import { constants as FS, lstatSync, mkdirSync, readlinkSync } from "node:fs";
-import { lstat, open, readdir, type FileHandle } from "node:fs/promises";
+import { lstat, open, readdir, unlink, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
@@ -64,6 +64,31 @@ function refuseDataDir(ctx: ToolContext, real: string, root: string, p: string):
 }
 
 /**
+ * Throws `data_dir_refused` when the open regular file `fh` is a hard link to a file directly in airlock's
+ * data dir (same device and inode as its `approver-token`, `api-token`, `airlock.db`, …): a link made in the
+ * workspace has an innocent name and path, but it is the token itself. Only files with more than one link are
+ * compared (one `readdir` and an `lstat` per data dir entry).
+ */
+async function refuseDataDirLink(ctx: ToolContext, fh: FileHandle, p: string): Promise<void> {
+  const dataDir = dataDirOf(ctx);
+  if (!dataDir) return;
+  const st = await fh.stat();
+  if (st.nlink < 2) return;
+  let names: string[];
+  try {
+    names = await readdir(dataDir);
+  } catch {
+    return; // no data dir to compare with
+  }
+  for (const n of names) {
+    const d = await lstat(path.join(dataDir, n)).catch(() => undefined);
+    if (d?.isFile() && d.ino === st.ino && d.dev === st.dev) {
+      throw new AirlockError("data_dir_refused", `${p} is a hard link to ${path.join(dataDir, n)} in airlock's data dir (its tokens and every session's messages); file tools never read, list or write it`, { path: p });
+    }
+  }
+}
+
+/**
  * Read rule: anything may be read (the gate's security floor judges credential paths), but a path
  * SPELLED inside the workspace whose real target is outside it (a symlink leading out) is refused
  * with `path_outside_workspace` — except under `danger-full-access`.
@@ -107,6 +132,9 @@ function checkWrite(ctx: ToolContext, policy: SandboxPolicy, p: string): Resolve
   }
 }
 
+/** Largest file `developer__edit_file` reads whole (bytes, 16 MiB): a bigger one (a sparse `truncate -s 1G`) is refused `payload_too_large`, never loaded into airlock's memory. */
+export const EDIT_MAX_BYTES = 16 * 1024 * 1024;
+
 /** Bytes read from a file per step (the call's signal is checked between steps). */
 const READ_CHUNK = 64 * 1024;
 
@@ -124,8 +152,18 @@ export async function openChecked(real: string, p: string, want: Want, write = f
   const base = FS.O_NOFOLLOW | FS.O_NONBLOCK | FS.O_NOCTTY;
   const flags = want === "dir" ? base | FS.O_RDONLY | FS.O_DIRECTORY : write ? base | FS.O_WRONLY | FS.O_CREAT : base | FS.O_RDONLY;
   let fh: FileHandle;
+  // a write creates exclusively first, so a file made at a path swapped in after the check can be removed again
+  let created = false;
   try {
-    fh = await open(real, flags, 0o666);
+    if (write && want === "file") {
+      try {
+        fh = await open(real, flags | FS.O_EXCL, 0o666);
+        created = true;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+        fh = await open(real, flags, 0o666);
+      }
+    } else fh = await open(real, flags, 0o666);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     switch (code) {
@@ -158,7 +196,10 @@ export async function openChecked(real: string, p: string, want: Want, write = f
     } catch {
       now = real;
     }
-    if (now !== real) throw new AirlockError("not_regular_file", `${p} changed while it was opened (it now leads to ${now}, not ${real}); the call was not run`, { path: p });
+    if (now !== real) {
+      if (created) await unlink(now).catch(() => {}); // made where a swapped-in link led: removed again
+      throw new AirlockError("not_regular_file", `${p} changed while it was opened (it now leads to ${now}, not ${real}); the call was not run`, { path: p });
+    }
     return fh;
   } catch (e) {
     await fh.close().catch(() => {});
@@ -179,10 +220,11 @@ function cancelled(p: string): AirlockError {
 }
 
 /** Reads at most `max` bytes of the regular file at `real`, in chunks, checking `signal` between them. Throws as {@link openChecked}, and `cancelled`. */
-async function readText(real: string, p: string, max: number, signal: AbortSignal): Promise<{ content: string; size: number; truncated: boolean }> {
+async function readText(ctx: ToolContext, real: string, p: string, max: number, signal: AbortSignal): Promise<{ content: string; size: number; truncated: boolean }> {
   if (signal.aborted) throw cancelled(p);
   const fh = await openChecked(real, p, "file");
   try {
+    await refuseDataDirLink(ctx, fh, p);
     const st = await fh.stat();
     const chunks: Buffer[] = [];
     let n = 0;
@@ -206,9 +248,10 @@ async function readText(real: string, p: string, max: number, signal: AbortSigna
 }
 
 /** Replaces the content of the regular file at `real` (created when missing). Throws as {@link openChecked}. */
-async function writeText(real: string, p: string, content: string): Promise<void> {
+async function writeText(ctx: ToolContext, real: string, p: string, content: string): Promise<void> {
   const fh = await openChecked(real, p, "file", true);
   try {
+    await refuseDataDirLink(ctx, fh, p);
     await fh.truncate(0);
     await fh.write(Buffer.from(content), 0, undefined, 0);
   } finally {
@@ -229,7 +272,7 @@ export const readFileTool = defineTool({
   },
   async execute(args, ctx) {
     const r = checkRead(ctx, effectivePolicy(args, ctx), args.path);
-    const text = await readText(r.real, args.path, ctx.config.limits.max_output_bytes, ctx.signal);
+    const text = await readText(ctx, r.real, args.path, ctx.config.limits.max_output_bytes, ctx.signal);
     const content = text.truncated ? `${text.content}\n[airlock: file truncated: showing ${ctx.config.limits.max_output_bytes} of ${text.size} bytes]` : text.content;
     return { path: r.real, content, size: text.size, truncated: text.truncated };
   },
@@ -247,7 +290,7 @@ export const writeFileTool = defineTool({
   async execute(args, ctx) {
     const r = checkWrite(ctx, effectivePolicy(args, ctx), args.path);
     mkdirSync(path.dirname(r.real), { recursive: true });
-    await writeText(r.real, args.path, args.content);
+    await writeText(ctx, r.real, args.path, args.content);
     return { path: r.real, bytes: Buffer.byteLength(args.content) };
   },
 });
@@ -271,7 +314,24 @@ export const editFileTool = defineTool({
     try {
       const fh = await openChecked(r.real, args.path, "file");
       try {
-        text = await fh.readFile("utf8");
+        await refuseDataDirLink(ctx, fh, args.path);
+        const size = (await fh.stat()).size;
+        if (size > EDIT_MAX_BYTES) {
+          throw new AirlockError("payload_too_large", `${args.path} is ${size} bytes, over the ${EDIT_MAX_BYTES}-byte limit of developer__edit_file; edit it with a shell command (sed, patch) instead`, { path: args.path, size, limit_bytes: EDIT_MAX_BYTES });
+        }
+        // read in chunks from this fd, one byte past the cap: a file growing while it is read stops there
+        const chunks: Buffer[] = [];
+        let n = 0;
+        while (n <= EDIT_MAX_BYTES) {
+          if (ctx.signal.aborted) throw cancelled(args.path);
+          const want = Math.min(READ_CHUNK, EDIT_MAX_BYTES + 1 - n);
+          const { bytesRead, buffer } = await fh.read(Buffer.alloc(want), 0, want, n);
+          if (bytesRead === 0) break;
+          chunks.push(buffer.subarray(0, bytesRead));
+          n += bytesRead;
+        }
+        if (n > EDIT_MAX_BYTES) throw new AirlockError("payload_too_large", `${args.path} grew past the ${EDIT_MAX_BYTES}-byte limit of developer__edit_file while it was read`, { path: args.path, limit_bytes: EDIT_MAX_BYTES });
+        text = Buffer.concat(chunks).toString("utf8");
       } finally {
         await fh.close().catch(() => {});
       }
@@ -290,7 +350,7 @@ export const editFileTool = defineTool({
       );
     }
     const i = text.indexOf(args.old_string);
-    await writeText(r.real, args.path, text.slice(0, i) + args.new_string + text.slice(i + args.old_string.length));
+    await writeText(ctx, r.real, args.path, text.slice(0, i) + args.new_string + text.slice(i + args.old_string.length));
     return { path: r.real, replacements: 1 };
   },
 });

@@ -199,6 +199,11 @@ export function interpretHookRun(hook: string, code: number | null, signal: stri
       `hook ${JSON.stringify(hook)} printed both decision ${JSON.stringify(out.decision)} and permissionDecision ${JSON.stringify(hso.permissionDecision)}, which disagree`,
     );
   }
+  if (hso?.updatedInput !== undefined) {
+    // Claude Code would run the rewritten input; airlock runs the call's own arguments, so an allow (or an
+    // ask a person answers) would run what the hook meant to change: refused, never silently dropped
+    return hookFailure("hook_output_invalid", hook, `hook ${JSON.stringify(hook)} printed updatedInput; airlock never rewrites a call's arguments, so it cannot run the input the hook asked for`);
+  }
   const why = hso?.permissionDecisionReason ?? out.reason;
   switch (hso?.permissionDecision) {
     case "allow":

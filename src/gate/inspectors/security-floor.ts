@@ -97,7 +97,7 @@ const HARMLESS_SINKS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr", "/dev
  * Command names the floor looks for at every word of a simple command, not only at its head, so an
  * unlisted wrapper (`setsid rm -rf /`, `flock f rm …`, `find … -exec sh -c '…'`) hides nothing.
  */
-const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl", "curl", "wget", "tar", "unzip", "git", "patch"]);
+const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl", "curl", "wget", "tar", "bsdtar", "unzip", "git", "patch"]);
 /** Most matches of one glob word checked for credential files. */
 const MAX_GLOB_MATCHES = 256;
 
@@ -137,6 +137,19 @@ class Judge {
     const hit =
       credentialKind(word, this.home) ?? (p ? (credentialKind(p, this.home) ?? credentialDirKind(p)) : null) ?? procReadKind(word, cwd, p, byAirlock);
     if (hit) this.findings.push(`reads credential file ${word} (${hit})`);
+  }
+
+  /**
+   * One word that may name a file read: its brace alternatives (`~/.{ssh,x}/id_rsa`) each, then
+   * `--opt=FILE`/`@FILE` candidates, a glob word by what it matches.
+   */
+  readWord(word: string, glob: boolean, cwd: string | null): void {
+    const alts = braceAlternatives(word);
+    if (alts && alts.length >= BRACE_BUDGET) this.findings.push(`reads ${word}, a brace expansion too large for the floor to judge`);
+    for (const w of alts ?? [word]) {
+      if (glob || (alts && /[*?[]/.test(w))) this.readGlob(w, cwd);
+      else for (const cand of credentialCandidates(w)) this.read(cand, cwd);
+    }
   }
 
   /** A glob word (`~/.ssh/*`, `.env*`): every existing path it matches may be read. */
@@ -285,14 +298,11 @@ class Judge {
       if ([">", ">>", ">|", "&>", "&>>", "<>"].includes(r.op)) this.write(r.target, cwd, "redirects output to", r.glob);
       else if (r.op === ">&" && !/^(\d+|-)$/.test(r.target)) this.write(r.target, cwd, "redirects output to", r.glob);
       else if (r.op === "<" || r.op === "<&") {
-        if (!/^(\d+|-)$/.test(r.target)) this.read(r.target, cwd);
+        if (!/^(\d+|-)$/.test(r.target)) for (const t of braceAlternatives(r.target) ?? [r.target]) this.read(t, cwd);
       }
     }
     // every word may name a credential file (`cat`, `cp`, `curl -d @file`, `--file=…`)
-    c.words.forEach((w, j) => {
-      if (c.globs.has(j)) this.readGlob(w, cwd);
-      else for (const cand of credentialCandidates(w)) this.read(cand, cwd);
-    });
+    c.words.forEach((w, j) => this.readWord(w, c.globs.has(j), cwd));
     let i = 0;
     const w = c.words;
     let viaXargs = false;
@@ -309,6 +319,18 @@ class Judge {
         const flag = w[i]!;
         i++;
         // `env -S 'cmd args'` / `--split-string=…` runs a command line the floor must read too
+        const chdir = wrapper === "env" || wrapper === "sudo" ? chdirFlag(wrapper, flag, w[i]) : undefined;
+        if (chdir !== undefined) {
+          // `env -C DIR cmd`, `sudo -D DIR cmd`: the rest runs in DIR (redirects above stay in the shell's cwd)
+          const rest = w.slice(i + (chdir.next ? 1 : 0));
+          const off = w.length - rest.length;
+          const globs = new Set([...c.globs].filter((g) => g >= off).map((g) => g - off));
+          const dir = this.resolve(chdir.dir, cwd);
+          if (dir === null) this.findings.push(`runs a command in ${chdir.dir}, a folder that depends on a variable the floor cannot see`);
+          // judged again from the wrapper's name, so its remaining flags (`env -C /etc -i touch x`) are read too
+          if (rest.length) this.simple({ words: [wrapper, ...rest], globs: new Set([...globs].map((g) => g + 1)), redirects: [] }, dir, depth, scan);
+          return cwd;
+        }
         if (wrapper === "env" && (flag === "-S" || flag.startsWith("--split-string") || /^-S./.test(flag))) {
           const line = flag === "-S" || flag === "--split-string" ? w[i] : flag.startsWith("-S") ? flag.slice(2) : flag.slice(flag.indexOf("=") + 1);
           if (line !== undefined) this.shell(line, depth + 1);
@@ -357,6 +379,12 @@ class Judge {
       this.findings.push(`${w[i]} runs commands from a process substitution the floor cannot read`);
       return cwd;
     }
+    if (has("trap") && args[0] !== undefined && !args[0].startsWith("-")) {
+      // `trap 'cmd' EXIT` runs cmd later in this shell, like eval
+      if (depth + 1 > MAX_SHELL_DEPTH) this.findings.push("the command nests trap too deeply to judge");
+      else this.shell(args[0], depth + 1);
+      return cwd;
+    }
     if (has("eval")) {
       if (depth + 1 > MAX_SHELL_DEPTH) this.findings.push("the command nests eval too deeply to judge");
       else this.shell(args.join(" "), depth + 1);
@@ -368,6 +396,10 @@ class Judge {
       return this.resolve(t, cwd);
     }
     const operands = splitOperands(args);
+    if (viaXargs && this.env.policy === "danger-full-access" && has("rm", ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl")) {
+      // no sandbox: a write whose targets xargs reads from standard input cannot be judged
+      this.findings.push(`${w[i]} writes to targets read from standard input through xargs, which the floor cannot see`);
+    }
     if (has("rm")) {
       const recursive = operands.flags.some((f) => f === "--recursive" || (/^-[a-zA-Z]+$/.test(f) && /[rR]/.test(f)));
       operands.list.forEach(({ word, index }) => {
@@ -398,13 +430,18 @@ class Judge {
         operands.flags.find((f) => f.startsWith("--target-directory="))?.split("=")[1] ??
         flagValue(args, "--target-directory") ??
         flagValue(args, "-t") ??
-        operands.flags.find((f) => /^-t./.test(f))?.slice(2);
+        operands.flags.find((f) => /^-t./.test(f))?.slice(2) ??
+        (has("rsync") ? undefined : clusterTarget(args));
       const list = operands.list.map((o) => o.word);
       const last = operands.list[operands.list.length - 1];
       const dest = t ?? (list.length >= 2 ? list[list.length - 1] : undefined);
       if (dest !== undefined) this.write(dest, cwd, "writes", t === undefined && last !== undefined && argGlob(last.index));
       if (has("ln") && t === undefined && list.length >= 1 && operands.flags.some((f) => f === "--symbolic" || /^-[a-zA-Z]*s/.test(f))) this.noteLink(list, cwd);
       if (has("mv")) for (const o of operands.list.filter((x) => x.word !== dest)) this.write(o.word, cwd, "moves", argGlob(o.index));
+      // a hard link (`ln SRC DEST` without -s, `cp -l`) makes SRC writable through DEST: judged as a write of SRC
+      const symbolic = operands.flags.some((f) => f === "--symbolic" || /^-[a-zA-Z]*s/.test(f));
+      const hardLink = (has("ln") && !symbolic) || (has("cp") && operands.flags.some((f) => f === "--link" || /^-[a-zA-Z]*l/.test(f)));
+      if (hardLink) for (const o of operands.list.filter((x) => t !== undefined || dest === undefined || x !== last)) this.write(o.word, cwd, "hard-links (so writes through the link change)", argGlob(o.index));
       return cwd;
     }
     if (has("dd")) {
@@ -416,7 +453,7 @@ class Judge {
       for (const { word, index } of files) this.write(word, cwd, "edits in place", argGlob(index));
       return cwd;
     }
-    if (has("curl", "wget", "tar", "unzip", "git", "patch")) this.fetchWrites(names, args, cwd);
+    if (has("curl", "wget", "tar", "bsdtar", "unzip", "git", "patch")) this.fetchWrites(names, args, cwd);
     return cwd;
   }
 
@@ -450,11 +487,11 @@ class Judge {
       if (!named) this.write(".", cwd, "downloads into");
       return;
     }
-    if (names.has("tar")) {
+    if (names.has("tar") || names.has("bsdtar")) {
       // old style `tar xzf a.tar -C dir`: the first word is a cluster of letters without a dash
       const first = args[0];
       const oldStyle = first !== undefined && /^[A-Za-z]+$/.test(first);
-      const a = oldStyle ? [`-${first}`, ...args.slice(1)] : args;
+      const a = oldStyle ? oldStyleTar(first, args.slice(1), "fCTXbgHIKLNVF") : args;
       const o = opts("fCTXbgHIKLNVF", a);
       const modes = new Set(o.map((x) => x.name));
       const extract = modes.has("x") || modes.has("--extract") || modes.has("--get");
@@ -462,6 +499,7 @@ class Judge {
       if (extract) {
         const dirs = o.filter((x) => x.name === "C" || x.name === "--directory").map((x) => x.value);
         for (const d of dirs.length ? dirs : ["."]) this.write(d ?? ".", cwd, "extracts into");
+        for (const x of o) if (x.name === "--one-top-level" && x.value !== undefined) this.write(x.value, dirs.length ? this.resolve(dirs[dirs.length - 1] ?? ".", cwd) : cwd, "extracts into");
         if (modes.has("P") || modes.has("--absolute-names")) this.findings.push("extracts an archive with absolute member names (tar -P), which may write anywhere");
       }
       if (create) for (const f of o.filter((x) => x.name === "f" || x.name === "--file")) if (f.value !== undefined && f.value !== "-") this.write(f.value, cwd, "writes the archive");
@@ -472,6 +510,7 @@ class Judge {
       if (o.some((x) => ["l", "t", "v", "p", "Z", "z"].includes(x.name))) return; // list, test, pipe: no files written
       const d = o.find((x) => x.name === "d");
       this.write(d?.value ?? ".", cwd, "extracts into");
+      if (o.some((x) => x.name === ":")) this.findings.push("extracts an archive keeping ../ in member names (unzip -:), which may write anywhere");
       return;
     }
     if (names.has("patch")) {
@@ -559,6 +598,42 @@ export function shortAndLongOptions(args: string[], valueLetters: string): { nam
     out.push({ name: "", value: a });
   }
   return out;
+}
+
+/**
+ * `tar` old-style options (`tar xfC a.tar DIR`): each letter of the first word that takes a value takes
+ * the next word, in order. Returns getopt-style words (`-x -f a.tar -C DIR …`).
+ */
+function oldStyleTar(cluster: string, rest: string[], valueLetters: string): string[] {
+  const out: string[] = [];
+  const more = [...rest];
+  for (const ch of cluster) {
+    out.push(`-${ch}`);
+    if (valueLetters.includes(ch) && more.length) out.push(more.shift()!);
+  }
+  return [...out, ...more];
+}
+
+/** The target folder of `cp`/`mv`/`install`/`ln` given as `-t` inside a cluster of short flags (`-at DIR`, `-at/etc`), or undefined. */
+function clusterTarget(args: string[]): string | undefined {
+  for (let k = 0; k < args.length && args[k] !== "--"; k++) {
+    const m = /^-([a-zA-Z]*?)t(.*)$/.exec(args[k]!);
+    if (!m || args[k]!.startsWith("--") || /[SmogZ]/.test(m[1]!)) continue; // a letter before t that takes a value ate the rest
+    return m[2] !== "" ? m[2] : args[k + 1];
+  }
+  return undefined;
+}
+
+/**
+ * The folder a wrapper flag moves the command into: `env -C DIR`/`-CDIR`/`--chdir=DIR`/`--chdir DIR`,
+ * `sudo -D DIR`/`--chdir=DIR`. `next`: the folder is the following word. Undefined for other flags.
+ */
+function chdirFlag(wrapper: string, flag: string, following: string | undefined): { dir: string; next: boolean } | undefined {
+  const short = wrapper === "env" ? "C" : "D";
+  if (flag === `-${short}` || flag === "--chdir") return following === undefined ? undefined : { dir: following, next: true };
+  if (flag.startsWith("--chdir=")) return { dir: flag.slice("--chdir=".length), next: false };
+  if (flag.startsWith(`-${short}`)) return { dir: flag.slice(2), next: false };
+  return undefined;
 }
 
 /** The folder `git clone SRC` creates when no DEST is given: the last path part of SRC without `.git`. */

@@ -10,9 +10,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Config, McpServerConfig } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
-import { bwrapArgs } from "../../launcher/bwrap.ts";
+import { bwrapArgs, DATA_DIR_SECRETS } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
-import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
+import { findInPath, isInside, resolveRealPath } from "../../launcher/resolve.ts";
 import { credentialPaths, expandCredentialPaths } from "../../launcher/credentials.ts";
 import { BWRAP_INSTALL_HINT, bwrapAvailable, openSeccompFilter, prepareRoot, quarantineWarning, recheckRoot, releaseRoot, sanitizedEnv, unixSocketPlan, type PreparedRoot } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
@@ -308,7 +308,9 @@ export class McpServer {
     const bwrapPath = this.opts.bwrapPath !== undefined ? this.opts.bwrapPath : findInPath("bwrap", env.PATH);
     if (!isConfined(this.policy)) {
       // Still its own PID namespace with --die-with-parent: the server's tree dies with airlock.
-      if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], bwrapPath: bwrapPath!, lifelineFd: 3 }), env, cwd, lifeline: true };
+      // its own /proc, and the data dir's tokens and database masked (hiddenPaths holds the data dir)
+      const maskedFiles = (this.opts.hiddenPaths ?? []).flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f));
+      if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], maskedFiles, bwrapPath: bwrapPath!, lifelineFd: 3 }), env, cwd, lifeline: true };
       if (!this.warnedUnconfined) this.opts.log(`[mcp:${this.name}] WARNING: bubblewrap cannot run here, so this "${this.policy}" server's process tree is not tied to airlock's lifetime`);
       this.warnedUnconfined = true;
       return { argv, env, cwd };
@@ -384,10 +386,16 @@ export class McpServer {
     // the server's HOME (its `env` may set one) and airlock's own: a configured HOME hides nothing of the real one
     const all = [credentialPaths(home), credentialPaths(process.env.HOME)];
     const keep = (p: string) => !named.includes(real(p));
+    const visible = named.filter((p) => existsSync(p));
+    // a named path that holds the data dir (`~/`, `~/.local/share`) or lies in it brings airlock's tokens
+    // and database back into view: those stay masked whatever the server names
+    const dataDirs = (this.opts.hiddenPaths ?? []).filter((d) => existsSync(d)).map(real);
+    const overlap = dataDirs.filter((d) => visible.some((v) => isInside(d, v) || isInside(v, d)));
+    const secrets = overlap.flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f));
     return {
       hidden: [...new Set(all.flatMap((c) => c.dirs).map(real))].filter(keep),
-      masked: [...new Set(all.flatMap((c) => c.files).map(real))].filter(keep),
-      visible: named.filter((p) => existsSync(p)),
+      masked: [...new Set([...all.flatMap((c) => c.files).map(real).filter(keep), ...secrets])],
+      visible,
     };
   }
 
