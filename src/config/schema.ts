@@ -90,8 +90,10 @@ export const McpServerConfig = z.strictObject({
   env: z.record(z.string(), z.string()).default({}),
   /** Sandbox policy for this server's process; default: the config's `sandbox`. */
   sandbox: SandboxPolicyName.optional(),
-  /** Seconds to wait for one tool call (and for start-up). */
+  /** Seconds to wait for one tool call (and for start-up, unless `startup_timeout_s` is set). */
   timeout_s: z.number().positive().default(60),
+  /** Seconds to wait for the server to start and list its tools; default: `timeout_s` (npx-started servers may need longer than a call). */
+  startup_timeout_s: z.number().positive().optional(),
   /** Working directory and workspace of the server (writable under workspace-write), relative to airlock's workspace; default: airlock's workspace (docs/mcp.md). */
   cwd: z.string().optional(),
   /**

@@ -41,4 +41,9 @@ describe("env.sanitizedEnv", () => {
     const names = ["OPENAI_API_KEY", "GITHUB_TOKEN", "CLIENT_SECRET", "PGPASSWORD", "my_password_file", "DATABASE_URL", "PATH", "HOME", "LANG"];
     expect(names.filter(isSecretName)).toEqual(["OPENAI_API_KEY", "GITHUB_TOKEN", "CLIENT_SECRET", "PGPASSWORD", "my_password_file", "DATABASE_URL"]);
   });
+
+  test("isSecretName: PASS and AUTH as a word, cookies, DSNs, private keys (found by attacking LC_*); GIT_AUTHOR_NAME, PWD, OLDPWD pass", () => {
+    const names = ["LC_MY_PASS", "LC_AUTH", "NPM_AUTH", "AUTH_HEADER", "SESSION_COOKIE", "SENTRY_DSN", "GPG_PRIVATE_KEY_FILE", "DB_PWD", "GCP_CREDENTIAL_FILE", "GIT_AUTHOR_NAME", "PWD", "OLDPWD", "PASSAGE", "COMPASS"];
+    expect(names.filter(isSecretName)).toEqual(["LC_MY_PASS", "LC_AUTH", "NPM_AUTH", "AUTH_HEADER", "SESSION_COOKIE", "SENTRY_DSN", "GPG_PRIVATE_KEY_FILE", "DB_PWD", "GCP_CREDENTIAL_FILE"]);
+  });
 });

@@ -7,8 +7,13 @@
 /** Names copied from airlock's environment (SPEC §9), plus every `LC_*`. */
 export const ENV_ALLOW = ["PATH", "HOME", "LANG", "TERM", "TZ", "USER", "LOGNAME"] as const;
 
-/** Names that never pass, not even as explicit extras: `*_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, … */
-const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_CREDENTIALS?|_PAT|_APIKEY)$|^(DATABASE_URL|AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN)$|PASSWORD|PASSWD|SECRET|TOKEN/i;
+/**
+ * Names that never pass, not even as explicit extras: `*_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`,
+ * `*CREDENTIAL*`, `*COOKIE*`, `*PRIVATE_KEY*`, `*_DSN`, `*_PWD`, and `PASS` / `AUTH` as a whole word of the
+ * name (`LC_MY_PASS`, `LC_AUTH`, `NPM_AUTH_TOKEN`; not `GIT_AUTHOR_NAME`, not `PWD`).
+ */
+const SECRET_NAME =
+  /(_KEY|_TOKEN|_SECRET|_CREDENTIALS?|_PAT|_APIKEY|_DSN|_PWD)$|^(DATABASE_URL|AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN)$|(^|_)(PASS|AUTH)(_|$)|PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|COOKIE|PRIVATE_KEY/i;
 
 /** True when a variable name looks like it carries a credential (and so never reaches a host process). */
 export function isSecretName(name: string): boolean {

@@ -79,27 +79,26 @@ describe("console preview", () => {
   });
 
   test("a symlink in the workspace leading to the API token is refused, and the token is not in the answer", async () => {
-    const { id, card } = await parked(
-      { name: "developer__write_file", arguments: { path: "link.txt", content: "x" } },
-      { prepare: (hh) => symlinkSync(join(hh.dataDir, "api-token"), join(hh.workspace, "link.txt")) },
-    );
+    // The floor refuses a write into the data dir outright (no card); a link swapped in after the card
+    // parked is what the preview must refuse by itself.
+    const { id, card } = await parked({ name: "developer__write_file", arguments: { path: "link.txt", content: "x" } });
+    rmSync(join(h!.workspace, "link.txt"), { force: true });
+    symlinkSync(join(h!.dataDir, "api-token"), join(h!.workspace, "link.txt"));
     const p = await preview(id, card.request_id);
     expect(p.status).toBe(403);
     expect(p.body.error).toBe("preview_refused");
     expect(p.text).not.toContain(h!.token);
   });
 
-  test("the data dir is refused when it is the workspace, or inside it", async () => {
-    const own = await parked({ name: "developer__write_file", arguments: { path: "api-token", content: "x" } }, { workspace: (hh) => hh.dataDir });
-    const p1 = await preview(own.id, own.card.request_id);
-    expect([p1.status, p1.body.error]).toEqual([403, "preview_refused"]);
-    expect(p1.body.message).toContain("data dir");
-    expect(p1.text).not.toContain(h!.token);
-    await h!.close();
-
+  // A workspace that is the data dir gets no card at all: the floor refuses every file-tool path in it
+  // (test/security/file-tools-credentials-and-data-dir.test.ts). What can still reach a preview is a path
+  // that led elsewhere when the card parked and into the data dir after.
+  test("a folder swapped for a link into the data dir after the card parked is refused", async () => {
     const parent = mkdtempSync(join(tmpdir(), "airlock-console-ws-"));
     try {
-      const outer = await parked({ name: "developer__write_file", arguments: { path: "data/approver-token", content: "x" } }, { dataDir: join(parent, "data"), workspace: () => parent });
+      // The card parks for a folder outside the data dir, which then becomes a link into it.
+      const outer = await parked({ name: "developer__write_file", arguments: { path: "inner/approver-token", content: "x" } }, { dataDir: join(parent, "data"), workspace: () => parent });
+      symlinkSync(join(parent, "data"), join(parent, "inner"));
       const p2 = await preview(outer.id, outer.card.request_id);
       expect([p2.status, p2.body.error]).toEqual([403, "preview_refused"]);
       expect(p2.body.message).toContain("data dir");

@@ -263,7 +263,8 @@ describe("McpManager with server-everything", () => {
   });
 
   test("a hung call is mcp_timeout; the server is recycled and the next call works", async () => {
-    const { m } = manager({ ev: { ...ev, timeout_s: 1 } });
+    // A 1 s call timeout; start-up gets its own, so a loaded machine's slow restart is not the hung call.
+    const { m } = manager({ ev: { ...ev, timeout_s: 1, startup_timeout_s: 120 } });
     const t = await tools(m);
     const server = m.server("ev")!;
     const pids = tree(server.status().pid!);
@@ -273,6 +274,19 @@ describe("McpManager with server-everything", () => {
     expect(await t.get("ev__echo")!.execute({ message: "still here" }, ctx())).toBe("Echo: still here");
     for (const p of pids) expect(alive(p)).toBe(false);
     expect(server.status().starts).toBe(2);
+  });
+
+  test("startup_timeout_s: a server slower to start than timeout_s still starts; without it the start fails naming timeout_s", async () => {
+    // The server answers nothing for 3 s, then runs as usual: longer than the 1 s call timeout.
+    const slow = { ...ev, command: "sh", args: ["-c", `sleep 3; exec node ${EVERYTHING} stdio`], timeout_s: 1 };
+    const ok = manager({ ev: { ...slow, startup_timeout_s: 120 } });
+    const t = await tools(ok.m);
+    expect(await t.get("ev__echo")!.execute({ message: "late but here" }, ctx())).toBe("Echo: late but here");
+    await ok.m.close();
+    const bad = manager({ ev: slow });
+    await tools(bad.m);
+    expect(bad.m.server("ev")!.status().lastError ?? bad.lines.join("\n")).toContain("did not finish starting within 1 s (mcp_servers.ev.timeout_s)");
+    await bad.m.close();
   });
 
   test("a cancelled call is `cancelled` and leaves the server running", async () => {

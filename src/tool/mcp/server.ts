@@ -130,6 +130,11 @@ export class McpServer {
     return Math.round(this.opts.server.timeout_s * 1000);
   }
 
+  /** Seconds allowed for start-up and the first listing: `startup_timeout_s`, else `timeout_s`. */
+  private get startupS(): number {
+    return this.opts.server.startup_timeout_s ?? this.opts.server.timeout_s;
+  }
+
   status(): McpServerStatus {
     const now = Date.now();
     const windowMs = (this.opts.backoff ?? DEFAULT_BACKOFF).windowMs;
@@ -433,8 +438,8 @@ export class McpServer {
     const t0 = performance.now();
     const abort = (this.startAbort = new AbortController());
     try {
-      await client.connect(transport, { timeout: this.timeoutMs, signal: abort.signal });
-      conn.tools = await this.listAll(client, abort.signal);
+      await client.connect(transport, { timeout: Math.round(this.startupS * 1000), signal: abort.signal });
+      conn.tools = await this.listAll(client, abort.signal, Math.round(this.startupS * 1000));
     } catch (e) {
       const timedOut = e instanceof McpError && e.code === McpErrorCode.RequestTimeout;
       this.markFailed(conn);
@@ -443,7 +448,7 @@ export class McpServer {
       if (timedOut) {
         throw new AirlockError(
           "mcp_timeout",
-          `MCP server "${this.name}" did not finish starting within ${this.opts.server.timeout_s} s (mcp_servers.${this.name}.timeout_s); it will be tried again on the next call`,
+          `MCP server "${this.name}" did not finish starting within ${this.startupS} s (mcp_servers.${this.name}.${this.opts.server.startup_timeout_s !== undefined ? "startup_timeout_s" : "timeout_s"}); it will be tried again on the next call`,
           { server: this.name },
         );
       }
@@ -468,11 +473,11 @@ export class McpServer {
     return conn;
   }
 
-  private async listAll(client: Client, signal?: AbortSignal): Promise<Tool[]> {
+  private async listAll(client: Client, signal?: AbortSignal, timeoutMs: number = this.timeoutMs): Promise<Tool[]> {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 100; page++) {
-      const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.timeoutMs, ...(signal ? { signal } : {}) });
+      const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs, ...(signal ? { signal } : {}) });
       tools.push(...res.tools);
       cursor = res.nextCursor;
       if (!cursor) break;
