@@ -6,7 +6,7 @@
  * the launcher can pin the existing ones with mounts before a confined process runs and quarantine
  * whatever appeared or was replaced after it ends. The scan caches the directory tree per root.
  */
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, type Stats } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, type Stats } from "node:fs";
 import path from "node:path";
 
 /** A `.git` name, matched case-insensitively. */
@@ -41,7 +41,7 @@ interface DirStamp {
   ctimeMs: number;
   /** Re-read on the next scan even if unchanged: its ctime was too close to the read to trust (coarse clocks). */
   recent: boolean;
-  /** Child folders to descend into (not `.git`, not repository-shaped, not quarantined, not symlinks). */
+  /** Child folders to descend into (not `.git`, not git's own folders of a repository-shaped one, not quarantined, not symlinks). */
   subdirs: string[];
   /** `.git` children of this folder, and whether the folder itself is repository-shaped. */
   gitChildren: { name: string; kind: GitMetaEntry["kind"] }[];
@@ -61,9 +61,32 @@ function lstatOrNull(p: string): Stats | null {
   }
 }
 
+/**
+ * Folders inside a repository-shaped folder that are git's own (a bare repository's layout): the scan
+ * does not descend into them, as it does not descend into `.git` folders. Other folders there are scanned.
+ */
+const GIT_LAYOUT = new Set(["objects", "refs", "logs", "hooks", "info", "worktrees", "modules", "branches"]);
+
+/**
+ * True while {@link quarantineNewGitMeta} scans: a folder the process left unreadable to its owner (git
+ * needs only to traverse it, so a repository can hide behind `chmod 111`) gets its owner's `rwx` back
+ * so it can be read; as root the scan reads it anyway.
+ */
+let repairModes = false;
+
+function readEntries(dir: string): { name: string; dir: boolean; file: boolean; link: boolean }[] {
+  return readdirSync(dir, { withFileTypes: true }).map((d) => ({ name: d.name, dir: d.isDirectory(), file: d.isFile(), link: d.isSymbolicLink() }));
+}
+
 function names(dir: string): { name: string; dir: boolean; file: boolean; link: boolean }[] {
   try {
-    return readdirSync(dir, { withFileTypes: true }).map((d) => ({ name: d.name, dir: d.isDirectory(), file: d.isFile(), link: d.isSymbolicLink() }));
+    return readEntries(dir);
+  } catch (e) {
+    if (!repairModes || (e as NodeJS.ErrnoException).code !== "EACCES") return [];
+  }
+  try {
+    chmodSync(dir, (lstatSync(dir).mode & 0o7777) | 0o700);
+    return readEntries(dir);
   } catch {
     return [];
   }
@@ -89,7 +112,7 @@ function readStamp(dir: string, st: Stats): DirStamp {
   for (const e of list) {
     if (DOT_GIT.test(e.name)) {
       gitChildren.push({ name: e.name, kind: e.link ? "dotgit-link" : e.dir ? "dotgit-dir" : "dotgit-file" });
-    } else if (e.dir && !bare && !e.name.includes(QUARANTINE_MARK)) {
+    } else if (e.dir && !(bare && GIT_LAYOUT.has(e.name.toLowerCase())) && !e.name.includes(QUARANTINE_MARK)) {
       subdirs.push(e.name);
     }
   }
@@ -104,8 +127,9 @@ function folderFacts(p: string): Pick<GitMetaEntry, "repo" | "sensitive" | "empt
 
 /**
  * Every repository-metadata entry under `root` (an absolute real path), root itself included when it
- * is repository-shaped. Does not follow symlinks, does not descend into `.git` folders, repository-shaped
- * folders or quarantined entries. Cost: the first scan of a root reads every folder; later scans
+ * is repository-shaped. Does not follow symlinks, does not descend into `.git` folders, git's own
+ * folders of a repository-shaped one (`objects/`, `refs/`, `logs/`, …: {@link GIT_LAYOUT}) or
+ * quarantined entries; other folders inside a repository-shaped one are scanned. Cost: the first scan of a root reads every folder; later scans
  * `lstat` each cached folder and read only those whose inode or ctime changed (or whose ctime was
  * too recent to trust), descending fully into new folders. Never throws: unreadable folders are skipped.
  * @returns entries sorted by path.
@@ -240,7 +264,15 @@ function quarantine(p: string, root: string, why: string): string {
   const rel = (x: string) => path.relative(root, x) || ".";
   try {
     const q = quarantineName(p);
-    renameSync(p, q);
+    try {
+      renameSync(p, q);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
+      // The process made the folder holding it read-only (chmod 555): give its owner write back.
+      const dir = path.dirname(p);
+      chmodSync(dir, (lstatSync(dir).mode & 0o7777) | 0o700);
+      renameSync(p, q);
+    }
     return `${why}: ${rel(p)} was renamed to ${rel(q)} (a person can rename it back after checking its config and hooks)`;
   } catch (e) {
     return `${why}: ${rel(p)} could NOT be quarantined (${(e as Error).message}); do not run git in ${rel(path.dirname(p))} before checking it`;
@@ -258,6 +290,23 @@ function quarantine(p: string, root: string, why: string): string {
 export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): string[] {
   const old = new Map(before.map((e) => [e.path, e]));
   const notes: string[] = [];
+  repairModes = true;
+  try {
+    // A folder whose HEAD was quarantined is no longer repository-shaped: scan again, so what it held
+    // inside git's own folders (not scanned while it was repository-shaped) is checked in this call.
+    for (let pass = 0; pass < MAX_PASSES && quarantinePass(root, old, notes); pass++);
+  } finally {
+    repairModes = false;
+  }
+  return notes;
+}
+
+/** Bound on {@link quarantineNewGitMeta}'s scans (each one after the first peels one folder made repository-shaped). */
+const MAX_PASSES = 64;
+
+/** One scan of {@link quarantineNewGitMeta}; appends to `notes`. True when it quarantined a repository-shaped folder's HEAD. */
+function quarantinePass(root: string, old: Map<string, GitMetaEntry>, notes: string[]): boolean {
+  let peeled = false;
   for (const e of scanGitMeta(root)) {
     const was = old.get(e.path);
     if (e.kind === "dotgit-dir" && e.empty && liveLocks.has(e.path)) continue;
@@ -268,7 +317,11 @@ export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): stri
         continue;
       }
       const head = names(e.path).find((n) => n.name.toLowerCase() === "head");
-      if (head) notes.push(quarantine(path.join(e.path, head.name), root, "a folder was made into a git repository during the call"));
+      if (head) {
+        const headPath = path.join(e.path, head.name);
+        notes.push(quarantine(headPath, root, "a folder was made into a git repository during the call"));
+        if (!lstatOrNull(headPath)) peeled = true;
+      }
       continue;
     }
     if (!same) {
@@ -283,5 +336,5 @@ export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): stri
       for (const s of e.sensitive) if (!was.sensitive.includes(s)) notes.push(quarantine(path.join(e.path, s), root, "repository metadata created during the call"));
     }
   }
-  return notes;
+  return peeled;
 }
