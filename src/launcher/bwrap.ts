@@ -120,39 +120,55 @@ export function hookBwrapArgs(opts: HookBwrapOptions): string[] {
 /** `AUDIT_ARCH_*` values of the architectures {@link unixSocketFilter} knows; any other arch is killed. */
 const AUDIT_ARCH_X86_64 = 0xc000003e;
 const AUDIT_ARCH_AARCH64 = 0xc00000b7;
-/** Syscall numbers: `socket` (x86_64 41, aarch64 198), `io_uring_setup` (425 on both; io_uring can open sockets itself). */
-const NR = { x86_64: { socket: 41, io_uring_setup: 425 }, aarch64: { socket: 198, io_uring_setup: 425 } } as const;
+/**
+ * Syscall numbers: `socket` (x86_64 41, aarch64 198), `socketpair` (53, 199), `io_uring_setup` (425 on
+ * both; io_uring can open sockets itself).
+ */
+const NR = { x86_64: { socket: 41, socketpair: 53, io_uring_setup: 425 }, aarch64: { socket: 198, socketpair: 199, io_uring_setup: 425 } } as const;
 const X32_SYSCALL_BIT = 0x40000000;
 const AF_UNIX = 1;
+/** Socket types a `socketpair` may have: its sockets are connected to each other and cannot be re-connected. */
+const SOCK_STREAM = 1;
+const SOCK_SEQPACKET = 5;
+/** `SOCK_TYPE_MASK`: the type without `SOCK_NONBLOCK` / `SOCK_CLOEXEC`. */
+const SOCK_TYPE_MASK = 0xf;
 const EPERM = 1;
 
 /**
  * The seccomp filter (classic BPF, `struct sock_filter[]` in little-endian bytes, 8 bytes per
  * instruction) that bubblewrap loads with `--seccomp FD` for confined processes: `socket(AF_UNIX, …)`
- * and `io_uring_setup` fail with EPERM on x86_64 and aarch64; x32-ABI syscalls fail with EPERM; any
- * other architecture (i386 via `int 0x80`, where `socketcall` would bypass the check) is killed.
- * `socketpair` and every other syscall stay allowed. Pure: no syscalls made.
+ * and `io_uring_setup` fail with EPERM on x86_64 and aarch64, and so does a `socketpair` of any type
+ * but `SOCK_STREAM` and `SOCK_SEQPACKET` (a datagram one, or `SOCK_RAW` which AF_UNIX makes datagram,
+ * can be `connect`ed or `sendto`'d to any socket path: journald, syslog, a notify socket); x32-ABI
+ * syscalls fail with EPERM; any other architecture (i386 via `int 0x80`, where `socketcall` would
+ * bypass the check) is killed. Every other syscall stays allowed. Pure: no syscalls made.
  */
 export function unixSocketFilter(): Uint8Array {
-  const LD_W_ABS = 0x20, JEQ_K = 0x15, JGE_K = 0x35, RET_K = 0x06;
+  const LD_W_ABS = 0x20, JEQ_K = 0x15, JGE_K = 0x35, AND_K = 0x54, RET_K = 0x06;
   const ALLOW = 0x7fff0000, ERRNO = 0x00050000 | EPERM, KILL_PROCESS = 0x80000000;
   // [code, jt, jf, k]; jumps are relative to the next instruction.
   const prog: [number, number, number, number][] = [
     /* 0 */ [LD_W_ABS, 0, 0, 4], // seccomp_data.arch
     /* 1 */ [JEQ_K, 2, 0, AUDIT_ARCH_X86_64], // → 4
-    /* 2 */ [JEQ_K, 5, 0, AUDIT_ARCH_AARCH64], // → 8
+    /* 2 */ [JEQ_K, 6, 0, AUDIT_ARCH_AARCH64], // → 9
     /* 3 */ [RET_K, 0, 0, KILL_PROCESS],
     /* 4 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (x86_64)
-    /* 5 */ [JGE_K, 8, 0, X32_SYSCALL_BIT], // → 14
-    /* 6 */ [JEQ_K, 4, 0, NR.x86_64.socket], // → 11
-    /* 7 */ [JEQ_K, 6, 5, NR.x86_64.io_uring_setup], // → 14 : 13
-    /* 8 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (aarch64)
-    /* 9 */ [JEQ_K, 1, 0, NR.aarch64.socket], // → 11
-    /* 10 */ [JEQ_K, 3, 2, NR.aarch64.io_uring_setup], // → 14 : 13
-    /* 11 */ [LD_W_ABS, 0, 0, 16], // low 32 bits of args[0] (the domain)
-    /* 12 */ [JEQ_K, 1, 0, AF_UNIX], // → 14 : 13
-    /* 13 */ [RET_K, 0, 0, ALLOW],
-    /* 14 */ [RET_K, 0, 0, ERRNO],
+    /* 5 */ [JGE_K, 14, 0, X32_SYSCALL_BIT], // → 20
+    /* 6 */ [JEQ_K, 6, 0, NR.x86_64.socket], // → 13
+    /* 7 */ [JEQ_K, 7, 0, NR.x86_64.socketpair], // → 15
+    /* 8 */ [JEQ_K, 11, 10, NR.x86_64.io_uring_setup], // → 20 : 19
+    /* 9 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (aarch64)
+    /* 10 */ [JEQ_K, 2, 0, NR.aarch64.socket], // → 13
+    /* 11 */ [JEQ_K, 3, 0, NR.aarch64.socketpair], // → 15
+    /* 12 */ [JEQ_K, 7, 6, NR.aarch64.io_uring_setup], // → 20 : 19
+    /* 13 */ [LD_W_ABS, 0, 0, 16], // low 32 bits of args[0] (socket: the domain)
+    /* 14 */ [JEQ_K, 5, 4, AF_UNIX], // → 20 : 19
+    /* 15 */ [LD_W_ABS, 0, 0, 24], // low 32 bits of args[1] (socketpair: the type and its flags)
+    /* 16 */ [AND_K, 0, 0, SOCK_TYPE_MASK],
+    /* 17 */ [JEQ_K, 1, 0, SOCK_STREAM], // → 19
+    /* 18 */ [JEQ_K, 0, 1, SOCK_SEQPACKET], // → 19 : 20
+    /* 19 */ [RET_K, 0, 0, ALLOW],
+    /* 20 */ [RET_K, 0, 0, ERRNO],
   ];
   const buf = new Uint8Array(prog.length * 8);
   const view = new DataView(buf.buffer);
