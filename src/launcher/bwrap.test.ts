@@ -69,7 +69,7 @@ describe("bwrap.bwrapArgs", () => {
   test("hookBwrapArgs: network and files as they are, no capabilities, own PID namespace and /proc, the data dir's secrets masked", () => {
     expect(hookBwrapArgs({ argv: ["/bin/sh", "-c", "check"], cwd: "/p", maskedFiles: ["/d/api-token", "/d/airlock.db"], bwrapPath: "/usr/bin/bwrap" })).toEqual([
       "/usr/bin/bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL",
-      "--dev-bind", "/", "/", "--proc", "/proc",
+      "--dev-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
       "--ro-bind", "/dev/null", "/d/api-token",
       "--ro-bind", "/dev/null", "/d/airlock.db",
       "--chdir", "/p",

@@ -106,11 +106,14 @@ export function withLifeline(argv: string[], fd: number): string[] {
 /**
  * The argv that runs a PreToolUse hook: like a Claude Code hook it keeps the network and ordinary file
  * access (`--dev-bind / /`), but it holds no capabilities (`--cap-drop ALL`), has its own PID namespace
- * and `/proc` (it cannot see airlock or read `/proc/<airlock>/fd` or `environ`), dies with airlock, and
- * sees `maskedFiles` as empty. Returns `[bwrapPath, ...flags, "--", ...argv]`.
+ * and `/proc` (it cannot see airlock or read `/proc/<airlock>/fd` or `environ`), a minimal `/dev` of its
+ * own (no host block device: a hook of airlock running as root could read the raw disk), dies with
+ * airlock, and sees `maskedFiles` as empty. Returns `[bwrapPath, ...flags, "--", ...argv]`.
  */
 export function hookBwrapArgs(opts: HookBwrapOptions): string[] {
-  const out = [opts.bwrapPath ?? "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL", "--dev-bind", "/", "/", "--proc", "/proc"];
+  // A fresh minimal /dev: uid 0 needs no capability to open a root-owned block device, and the raw
+  // disk holds the data dir's tokens that the masks below hide as files.
+  const out = [opts.bwrapPath ?? "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL", "--dev-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
   for (const f of opts.maskedFiles) out.push("--ro-bind", "/dev/null", f);
   const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd) : opts.argv;
   out.push("--chdir", opts.cwd, "--", ...argv);
