@@ -94,13 +94,14 @@ function names(dir: string): { name: string; dir: boolean; file: boolean; link: 
 
 /**
  * True when a folder listing is one git would take for a git folder (names case-insensitive): HEAD
- * (file or symlink) with objects/ and refs/, or HEAD with a `commondir` file (a linked worktree's git
+ * (file or symlink) with objects/ and refs/ (folders or symlinks), or HEAD with a `commondir` file (a linked worktree's git
  * folder, whose objects and refs live in the common one).
  */
 function repoShaped(list: { name: string; dir: boolean; file: boolean; link: boolean }[]): boolean {
   const has = (n: string, ok: (e: { dir: boolean; file: boolean; link: boolean }) => boolean) => list.some((e) => e.name.toLowerCase() === n && ok(e));
   if (!has("head", (e) => e.file || e.link)) return false;
-  return (has("objects", (e) => e.dir) && has("refs", (e) => e.dir)) || has("commondir", (e) => e.file || e.link);
+  // git follows symbolic links to objects/ and refs/, so a link counts as a folder here.
+  return (has("objects", (e) => e.dir || e.link) && has("refs", (e) => e.dir || e.link)) || has("commondir", (e) => e.file || e.link);
 }
 
 function readStamp(dir: string, st: Stats): DirStamp {

@@ -118,6 +118,26 @@ for (const user of testUsers()) {
       expect(hostGitRanPlantedCommand(ws, ws, base, marker)).toBe(false);
     });
 
+    test("a bare repository whose objects/ and refs/ are symbolic links (git follows them) is quarantined", async () => {
+      const { base, ws, marker } = setup(user);
+      const command = [
+        "mkdir -p o r/heads d",
+        "ln -s ../o d/objects",
+        "ln -s ../r d/refs",
+        "echo 'ref: refs/heads/main' > d/HEAD",
+        `printf '[alias]\\n\\tst = !echo pwned > ${marker}\\n' > d/config`,
+        "echo done",
+      ].join(" && ");
+      const r = await shellAs(user, base, ws, command);
+      expect(r.stdout).toContain("done");
+      const d = path.join(ws, "d");
+      // the host's git no longer takes the folder for a repository, so a person's `git st` there runs nothing
+      const gitDir = Bun.spawnSync(["git", "-c", "safe.directory=*", "rev-parse", "--git-dir"], { cwd: d, env: gitEnv(base), stdout: "pipe", stderr: "ignore" });
+      expect(gitDir.exitCode).not.toBe(0);
+      Bun.spawnSync(["git", "-c", "safe.directory=*", "st"], { cwd: d, env: gitEnv(base), stdout: "ignore", stderr: "ignore" });
+      expect(existsSync(marker)).toBe(false);
+    });
+
     test("a repository in a folder made read-only (chmod 555) is still quarantined", async () => {
       const { base, ws, marker } = setup(user);
       const command = `git init -q sub && ${plantFsmonitor("sub/.git/config", marker)} && chmod 555 sub && echo done`;
