@@ -11,7 +11,10 @@ import path from "node:path";
 
 /** A `.git` name, matched case-insensitively. */
 export const DOT_GIT = /^\.git$/i;
-/** Marks a name airlock gave a quarantined entry; such entries are not scanned again. */
+/**
+ * Marks a name airlock gave a quarantined entry. Such folders are scanned like any other (a process can
+ * give a folder this name too, to hide a repository in it); one a scan has just made is not flagged again.
+ */
 export const QUARANTINE_MARK = ".airlock-quarantine-";
 /**
  * Paths inside a repository's git folder that decide what the host's git runs or where it looks:
@@ -41,7 +44,7 @@ interface DirStamp {
   ctimeMs: number;
   /** Re-read on the next scan even if unchanged: its ctime was too close to the read to trust (coarse clocks). */
   recent: boolean;
-  /** Child folders to descend into (not `.git`, not git's own folders of a repository-shaped one, not quarantined, not symlinks). */
+  /** Child folders to descend into (not `.git`, not git's own folders of a repository-shaped one, not symlinks). */
   subdirs: string[];
   /** `.git` children of this folder, and whether the folder itself is repository-shaped. */
   gitChildren: { name: string; kind: GitMetaEntry["kind"] }[];
@@ -113,7 +116,7 @@ function readStamp(dir: string, st: Stats): DirStamp {
   for (const e of list) {
     if (DOT_GIT.test(e.name)) {
       gitChildren.push({ name: e.name, kind: e.link ? "dotgit-link" : e.dir ? "dotgit-dir" : "dotgit-file" });
-    } else if (e.dir && !(bare && GIT_LAYOUT.has(e.name.toLowerCase())) && !e.name.includes(QUARANTINE_MARK)) {
+    } else if (e.dir && !(bare && GIT_LAYOUT.has(e.name.toLowerCase()))) {
       subdirs.push(e.name);
     }
   }
@@ -129,8 +132,8 @@ function folderFacts(p: string): Pick<GitMetaEntry, "repo" | "sensitive" | "empt
 /**
  * Every repository-metadata entry under `root` (an absolute real path), root itself included when it
  * is repository-shaped. Does not follow symlinks, does not descend into `.git` folders, git's own
- * folders of a repository-shaped one (`objects/`, `refs/`, `logs/`, …: {@link GIT_LAYOUT}) or
- * quarantined entries; other folders inside a repository-shaped one are scanned. Cost: the first scan of a root reads every folder; later scans
+ * folders of a repository-shaped one (`objects/`, `refs/`, `logs/`, …: {@link GIT_LAYOUT}); other
+ * folders inside a repository-shaped one are scanned, and so are quarantined ones. Cost: the first scan of a root reads every folder; later scans
  * `lstat` each cached folder and read only those whose inode or ctime changed (or whose ctime was
  * too recent to trust), descending fully into new folders. Never throws: unreadable folders are skipped.
  * @returns entries sorted by path.
@@ -261,6 +264,9 @@ function quarantineName(p: string): string {
   }
 }
 
+/** While {@link quarantineNewGitMeta} runs: the quarantine names it gave, so a later pass does not flag them as new. */
+let renamed: Set<string> | undefined;
+
 function quarantine(p: string, root: string, why: string): string {
   const rel = (x: string) => path.relative(root, x) || ".";
   try {
@@ -274,6 +280,7 @@ function quarantine(p: string, root: string, why: string): string {
       chmodSync(dir, (lstatSync(dir).mode & 0o7777) | 0o700);
       renameSync(p, q);
     }
+    renamed?.add(q);
     return `${why}: ${rel(p)} was renamed to ${rel(q)} (a person can rename it back after checking its config and hooks)`;
   } catch (e) {
     return `${why}: ${rel(p)} could NOT be quarantined (${(e as Error).message}); do not run git in ${rel(path.dirname(p))} before checking it`;
@@ -292,12 +299,14 @@ export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): stri
   const old = new Map(before.map((e) => [e.path, e]));
   const notes: string[] = [];
   repairModes = true;
+  renamed = new Set();
   try {
     // A folder whose HEAD was quarantined is no longer repository-shaped: scan again, so what it held
     // inside git's own folders (not scanned while it was repository-shaped) is checked in this call.
     for (let pass = 0; pass < MAX_PASSES && quarantinePass(root, old, notes); pass++);
   } finally {
     repairModes = false;
+    renamed = undefined;
   }
   return notes;
 }
@@ -310,6 +319,7 @@ function quarantinePass(root: string, old: Map<string, GitMetaEntry>, notes: str
   let peeled = false;
   for (const e of scanGitMeta(root)) {
     const was = old.get(e.path);
+    if (renamed?.has(e.path)) continue;
     if (e.kind === "dotgit-dir" && e.empty && liveLocks.has(e.path)) continue;
     const same = was !== undefined && was.ino === e.ino && was.kind === e.kind;
     if (e.kind === "bare") {

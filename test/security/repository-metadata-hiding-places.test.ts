@@ -138,6 +138,16 @@ for (const user of testUsers()) {
       expect(existsSync(marker)).toBe(false);
     });
 
+    test("a repository planted in a folder the process named like a quarantined entry is quarantined", async () => {
+      const { base, ws, marker } = setup(user);
+      const dir = "tools.airlock-quarantine-20260101T000000";
+      const command = `git init -q ${dir}/s && ${plantFsmonitor(`${dir}/s/.git/config`, marker)} && echo done`;
+      const r = await shellAs(user, base, ws, command);
+      expect(r.stdout).toContain("done");
+      expect(existsSync(path.join(ws, dir, "s", ".git"))).toBe(false);
+      expect(hostGitRanAsLeft(path.join(ws, dir, "s"), base, marker)).toBe(false);
+    });
+
     test("a repository in a folder made read-only (chmod 555) is still quarantined", async () => {
       const { base, ws, marker } = setup(user);
       const command = `git init -q sub && ${plantFsmonitor("sub/.git/config", marker)} && chmod 555 sub && echo done`;
