@@ -77,14 +77,14 @@ describe("bwrap.bwrapArgs", () => {
     ]);
   });
 
-  test("unixSocketFilter: 21 classic-BPF instructions; checks the arch first and kills an unknown one", () => {
+  test("unixSocketFilter: 22 classic-BPF instructions; checks the arch first and kills an unknown one", () => {
     const f = unixSocketFilter();
-    expect(f.length).toBe(21 * 8);
+    expect(f.length).toBe(22 * 8);
     const v = new DataView(f.buffer);
     const ins = (i: number) => [v.getUint16(i * 8, true), v.getUint8(i * 8 + 2), v.getUint8(i * 8 + 3), v.getUint32(i * 8 + 4, true)];
     expect(ins(0)).toEqual([0x20, 0, 0, 4]); // load the arch
     expect(ins(3)).toEqual([0x06, 0, 0, 0x80000000]); // unknown arch: kill the process
-    expect(ins(20)).toEqual([0x06, 0, 0, 0x00050001]); // EPERM
+    expect(ins(21)).toEqual([0x06, 0, 0, 0x00050001]); // EPERM
   });
 
   test("the /tmp tmpfs comes before every bind (a workspace under /tmp would otherwise be hidden)", () => {

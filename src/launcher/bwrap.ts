@@ -130,6 +130,8 @@ const AUDIT_ARCH_AARCH64 = 0xc00000b7;
 const NR = { x86_64: { socket: 41, socketpair: 53, io_uring_setup: 425 }, aarch64: { socket: 198, socketpair: 199, io_uring_setup: 425 } } as const;
 const X32_SYSCALL_BIT = 0x40000000;
 const AF_UNIX = 1;
+/** vsock (VM ↔ host sockets) ignores network namespaces: `--unshare-net` does not cut it off. */
+const AF_VSOCK = 40;
 /** Socket types a `socketpair` may have: its sockets are connected to each other and cannot be re-connected. */
 const SOCK_STREAM = 1;
 const SOCK_SEQPACKET = 5;
@@ -139,8 +141,9 @@ const EPERM = 1;
 
 /**
  * The seccomp filter (classic BPF, `struct sock_filter[]` in little-endian bytes, 8 bytes per
- * instruction) that bubblewrap loads with `--seccomp FD` for confined processes: `socket(AF_UNIX, …)`
- * and `io_uring_setup` fail with EPERM on x86_64 and aarch64, and so does a `socketpair` of any type
+ * instruction) that bubblewrap loads with `--seccomp FD` for confined processes: `socket(AF_UNIX, …)`,
+ * `socket(AF_VSOCK, …)` (vsock reaches the VM's host whatever the network namespace) and
+ * `io_uring_setup` fail with EPERM on x86_64 and aarch64, and so does a `socketpair` of any type
  * but `SOCK_STREAM` and `SOCK_SEQPACKET` (a datagram one, or `SOCK_RAW` which AF_UNIX makes datagram,
  * can be `connect`ed or `sendto`'d to any socket path: journald, syslog, a notify socket); x32-ABI
  * syscalls fail with EPERM; any other architecture (i386 via `int 0x80`, where `socketcall` would
@@ -156,22 +159,23 @@ export function unixSocketFilter(): Uint8Array {
     /* 2 */ [JEQ_K, 6, 0, AUDIT_ARCH_AARCH64], // → 9
     /* 3 */ [RET_K, 0, 0, KILL_PROCESS],
     /* 4 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (x86_64)
-    /* 5 */ [JGE_K, 14, 0, X32_SYSCALL_BIT], // → 20
+    /* 5 */ [JGE_K, 15, 0, X32_SYSCALL_BIT], // → 21
     /* 6 */ [JEQ_K, 6, 0, NR.x86_64.socket], // → 13
-    /* 7 */ [JEQ_K, 7, 0, NR.x86_64.socketpair], // → 15
-    /* 8 */ [JEQ_K, 11, 10, NR.x86_64.io_uring_setup], // → 20 : 19
+    /* 7 */ [JEQ_K, 8, 0, NR.x86_64.socketpair], // → 16
+    /* 8 */ [JEQ_K, 12, 11, NR.x86_64.io_uring_setup], // → 21 : 20
     /* 9 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (aarch64)
     /* 10 */ [JEQ_K, 2, 0, NR.aarch64.socket], // → 13
-    /* 11 */ [JEQ_K, 3, 0, NR.aarch64.socketpair], // → 15
-    /* 12 */ [JEQ_K, 7, 6, NR.aarch64.io_uring_setup], // → 20 : 19
+    /* 11 */ [JEQ_K, 4, 0, NR.aarch64.socketpair], // → 16
+    /* 12 */ [JEQ_K, 8, 7, NR.aarch64.io_uring_setup], // → 21 : 20
     /* 13 */ [LD_W_ABS, 0, 0, 16], // low 32 bits of args[0] (socket: the domain)
-    /* 14 */ [JEQ_K, 5, 4, AF_UNIX], // → 20 : 19
-    /* 15 */ [LD_W_ABS, 0, 0, 24], // low 32 bits of args[1] (socketpair: the type and its flags)
-    /* 16 */ [AND_K, 0, 0, SOCK_TYPE_MASK],
-    /* 17 */ [JEQ_K, 1, 0, SOCK_STREAM], // → 19
-    /* 18 */ [JEQ_K, 0, 1, SOCK_SEQPACKET], // → 19 : 20
-    /* 19 */ [RET_K, 0, 0, ALLOW],
-    /* 20 */ [RET_K, 0, 0, ERRNO],
+    /* 14 */ [JEQ_K, 6, 0, AF_UNIX], // → 21
+    /* 15 */ [JEQ_K, 5, 4, AF_VSOCK], // → 21 : 20
+    /* 16 */ [LD_W_ABS, 0, 0, 24], // low 32 bits of args[1] (socketpair: the type and its flags)
+    /* 17 */ [AND_K, 0, 0, SOCK_TYPE_MASK],
+    /* 18 */ [JEQ_K, 1, 0, SOCK_STREAM], // → 20
+    /* 19 */ [JEQ_K, 0, 1, SOCK_SEQPACKET], // → 20 : 21
+    /* 20 */ [RET_K, 0, 0, ALLOW],
+    /* 21 */ [RET_K, 0, 0, ERRNO],
   ];
   const buf = new Uint8Array(prog.length * 8);
   const view = new DataView(buf.buffer);
