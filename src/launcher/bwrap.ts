@@ -192,6 +192,14 @@ function isUnder(p: string, root: string): boolean {
   return p === root || root === "/" || p.startsWith(root.endsWith("/") ? root : root + "/");
 }
 
+/** The folders strictly between `root` and `p` (`p` inside `root`), outermost first: `("/w", "/w/a/b/c")` → `["/w/a", "/w/a/b"]`. */
+function foldersBetween(root: string, p: string): string[] {
+  const rel = root === "/" ? p.slice(1) : p.slice(root.length + 1);
+  const parts = rel.split("/").filter(Boolean);
+  const base = root === "/" ? "" : root;
+  return parts.slice(0, -1).map((_, i) => `${base}/${parts.slice(0, i + 1).join("/")}`);
+}
+
 /**
  * The full argv to execute for `opts.argv` under `opts.policy`:
  * - `read-only`: `/` read-only, a private `/tmp`, no network (`--unshare-net`), own PID and IPC
@@ -201,6 +209,8 @@ function isUnder(p: string, root: string): boolean {
  *   `.git/hooks` and `.git/config` are bound read-only over it (`--ro-bind-try`: skipped when absent;
  *   the launcher creates a missing `.git/hooks` of an existing repository first); a root with no
  *   `.git` at all gets an empty read-only `.git` (`lockedPaths`), so no repository can be planted there.
+ * - `workspace-write`, a hidden path or masked file inside a root: every folder between the root and it
+ *   is bound onto itself (a mount point cannot be renamed), so it cannot be moved away and replaced.
  * - Both confined policies: no capabilities (`--cap-drop ALL`, also when airlock runs as root), and
  *   no host unix socket: the `seccompFd` filter, or (with `unixSockets`) `/run` hidden and only the
  *   named sockets bound back.
@@ -237,15 +247,25 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     ...new Set((opts.runtimePaths ?? []).filter((p) => p.startsWith("/tmp/") && !roots.some((r) => isUnder(p, r))).map(tmpTop)),
   ];
   for (const d of programDirs) out.push("--ro-bind", d, d);
-  // Hidden dirs under /tmp are private already (unless a program folder above re-exposed them). One that
-  // holds a root is hidden before the root is bound (so the root shows through); one inside a root is
-  // hidden after (so the root's bind cannot re-expose it).
+  // Hidden dirs under /tmp are private already (unless a program folder or a root above re-exposed them).
+  // One that holds a root is hidden before the root is bound (so the root shows through); one inside a
+  // root is hidden after (so the root's bind cannot re-expose it).
   const hidden = [...new Set(opts.hiddenPaths ?? [])].filter(
-    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)),
+    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)) || roots.some((r) => isUnder(h, r)),
   );
   const hideAfter = (h: string) => roots.some((r) => isUnder(h, r));
   for (const h of hidden) if (!hideAfter(h)) out.push("--tmpfs", h);
   for (const root of roots) out.push(writable ? "--bind" : "--ro-bind", root, root);
+  if (writable) {
+    // A hidden folder (the data dir, a credential folder) or masked file inside a writable root is a
+    // mount point, so it cannot be renamed; the folders above it are bound onto themselves too, or one
+    // could be renamed away and a fresh one made in its place (a config and tokens airlock reads next start).
+    const pinned = new Set<string>();
+    for (const h of [...hidden.filter(hideAfter), ...(opts.maskedFiles ?? []).filter(hideAfter)]) {
+      const root = roots.filter((r) => isUnder(h, r)).sort((a, b) => b.length - a.length)[0]!;
+      for (const f of foldersBetween(root, h)) if (!pinned.has(f)) pinned.add(f), out.push("--bind", f, f);
+    }
+  }
   for (const h of hidden) if (hideAfter(h)) out.push("--tmpfs", h);
   if (writable) for (const p of new Set(opts.mountPoints ?? [])) out.push("--bind", p, p);
   if (writable) {
