@@ -87,6 +87,22 @@ describe("bwrap.bwrapArgs", () => {
     expect(ins(21)).toEqual([0x06, 0, 0, 0x00050001]); // EPERM
   });
 
+  test("a hidden folder below a read-only path (an MCP server's named credential) is hidden again after that bind", () => {
+    const a = bwrapArgs({ policy: "read-only", argv: ["true"], cwd: "/w", writableRoots: ["/w"], hiddenPaths: ["/home/u/.local/share/airlock"], readOnlyPaths: ["/home/u"] });
+    const bind = a.findIndex((x, i) => x === "--ro-bind" && a[i + 1] === "/home/u");
+    const hides = a.flatMap((x, i) => (x === "--tmpfs" && a[i + 1] === "/home/u/.local/share/airlock" ? [i] : []));
+    expect(bind).toBeGreaterThan(0);
+    expect(hides.some((i) => i > bind)).toBe(true);
+  });
+
+  test("workspace-write: the folders between a root and a hidden path inside it are bound onto themselves before it is hidden", () => {
+    const a = bwrapArgs({ policy: "workspace-write", argv: ["true"], cwd: "/w", writableRoots: ["/w"], hiddenPaths: ["/w/state/airlock/data"] });
+    const at = (p: string, flag: string) => a.findIndex((x, i) => x === flag && a[i + 1] === p);
+    expect(at("/w/state", "--bind")).toBeGreaterThan(at("/w", "--bind"));
+    expect(at("/w/state/airlock", "--bind")).toBeGreaterThan(at("/w/state", "--bind"));
+    expect(at("/w/state/airlock/data", "--tmpfs")).toBeGreaterThan(at("/w/state/airlock", "--bind"));
+  });
+
   test("the /tmp tmpfs comes before every bind (a workspace under /tmp would otherwise be hidden)", () => {
     for (const policy of ["read-only", "workspace-write"] as const) {
       const a = bwrapArgs({ policy, argv: ["true"], cwd: "/tmp/a", writableRoots: ["/tmp/a"] });

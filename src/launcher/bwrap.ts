@@ -247,11 +247,12 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     ...new Set((opts.runtimePaths ?? []).filter((p) => p.startsWith("/tmp/") && !roots.some((r) => isUnder(p, r))).map(tmpTop)),
   ];
   for (const d of programDirs) out.push("--ro-bind", d, d);
-  // Hidden dirs under /tmp are private already (unless a program folder or a root above re-exposed them).
+  // Hidden dirs under /tmp are private already (unless a program folder, a root or a read-only path above re-exposes them).
   // One that holds a root is hidden before the root is bound (so the root shows through); one inside a
   // root is hidden after (so the root's bind cannot re-expose it).
   const hidden = [...new Set(opts.hiddenPaths ?? [])].filter(
-    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)) || roots.some((r) => isUnder(h, r)),
+    (h) =>
+      !isUnder(h, "/tmp") || h === "/tmp" || [...programDirs, ...roots, ...(opts.readOnlyPaths ?? [])].some((d) => isUnder(h, d)),
   );
   const hideAfter = (h: string) => roots.some((r) => isUnder(h, r));
   for (const h of hidden) if (!hideAfter(h)) out.push("--tmpfs", h);
@@ -277,6 +278,9 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     }
   }
   for (const p of opts.readOnlyPaths ?? []) out.push("--ro-bind", p, p);
+  // A read-only path that holds a hidden one (an MCP server naming `~` in its credentials, with the
+  // data dir below) would show it again: hide it once more, after.
+  for (const h of hidden) if ((opts.readOnlyPaths ?? []).some((p) => p !== h && isUnder(h, p))) out.push("--tmpfs", h);
   if (writable) for (const p of opts.lockedPaths ?? []) out.push("--tmpfs", p, "--remount-ro", p);
   for (const p of opts.maskedFiles ?? []) out.push("--ro-bind", "/dev/null", p);
   for (const p of sockets) out.push("--ro-bind", p, p);

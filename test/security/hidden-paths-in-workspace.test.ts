@@ -77,3 +77,21 @@ describe("folders above a hidden path inside the workspace cannot be swapped", (
     }
   }, 120_000);
 });
+
+describe("an MCP server's named credentials never re-expose what stays hidden", () => {
+  test("a server naming its whole HOME as a credential still sees the data dir below it and the other credential folders empty, for every user", async () => {
+    const seen: Record<string, string> = {};
+    for (const user of testUsers()) {
+      const base = tempBase("airlock-mcp-home-");
+      const home = ownedDir(user, base, "home");
+      const data = plant(user, home, ".local/share/airlock", { "approver-token": "APPROVER-SECRET\n" });
+      plant(user, home, ".ssh", { id_ed25519: "SSH-KEY\n" });
+      plant(user, home, "notes", { "todo.txt": "visible\n" });
+      const ws = ownedDir(user, base, "ws");
+      const script = `cat ${home}/.local/share/airlock/approver-token ${home}/.ssh/id_ed25519 ${home}/notes/todo.txt 2>/dev/null; echo end`;
+      const r = await runProbe(user, { kind: "mcp", policy: "read-only", script, cwd: ws, dataDir: data, credentials: [home] }, probeEnv(home));
+      seen[user.name] = r.stdout;
+    }
+    for (const [name, out] of Object.entries(seen)) expect({ name, out }).toEqual({ name, out: "visible\nend\n" });
+  }, 120_000);
+});
