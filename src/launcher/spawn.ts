@@ -11,7 +11,7 @@ import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
 import { bwrapArgs, unixSocketFilter } from "./bwrap.ts";
-import { credentialPaths } from "./credentials.ts";
+import { allCredentialPaths } from "./credentials.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
@@ -441,7 +441,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
     const lockedPaths = prepared.flatMap((r) => r.locked);
     const mountPoints = prepared.flatMap((r) => r.mountPoints);
-    const creds = credentialPaths(env.HOME);
+    const creds = allCredentialPaths(env.HOME);
     const hiddenPaths = [...(opts.hiddenPaths ?? []), ...creds.dirs].map((h) => resolveRealPath("/", h)).filter((h) => existsSync(h) && h !== "/");
     const maskedFiles = creds.files.map((f) => resolveRealPath("/", f));
     const socketPlan = unixSocketPlan(config.sandbox_unix_sockets ?? []);
