@@ -88,11 +88,21 @@ function names(dir: string): { name: string; dir: boolean; file: boolean; link: 
     if (!repairModes || (e as NodeJS.ErrnoException).code !== "EACCES") return [];
   }
   try {
-    chmodSync(dir, (lstatSync(dir).mode & 0o7777) | 0o700);
+    giveOwnerRwx(dir);
     return readEntries(dir);
   } catch {
     return [];
   }
+}
+
+/**
+ * Adds the owner's `rwx` to the folder `dir` (never through a symlink: an MCP server still runs while
+ * its calls are checked). Throws when `dir` is not a folder or cannot be changed (another owner).
+ */
+function giveOwnerRwx(dir: string): void {
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) throw new Error(`${dir} is not a folder`);
+  chmodSync(dir, (st.mode & 0o7777) | 0o700);
 }
 
 /**
@@ -276,8 +286,7 @@ function quarantine(p: string, root: string, why: string): string {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
       // The process made the folder holding it read-only (chmod 555): give its owner write back.
-      const dir = path.dirname(p);
-      chmodSync(dir, (lstatSync(dir).mode & 0o7777) | 0o700);
+      giveOwnerRwx(path.dirname(p));
       renameSync(p, q);
     }
     renamed?.add(q);
