@@ -6,7 +6,9 @@
  * the launcher can pin the existing ones with mounts before a confined process runs and quarantine
  * whatever appeared or was replaced after it ends. The scan caches the directory tree per root.
  */
-import { chmodSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, type Stats } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync, type Stats } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 
 /** A `.git` name, matched case-insensitively. */
@@ -304,7 +306,7 @@ function quarantine(p: string, root: string, why: string): string {
  * process are left alone. Never throws.
  * @returns one line per quarantined (or unquarantinable) entry, for the tool result's warning.
  */
-export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): string[] {
+export function quarantineNewGitMeta(root: string, before: GitMetaEntry[], skip?: (e: GitMetaEntry) => boolean): string[] {
   const old = new Map(before.map((e) => [e.path, e]));
   const notes: string[] = [];
   repairModes = true;
@@ -312,7 +314,7 @@ export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): stri
   try {
     // A folder whose HEAD was quarantined is no longer repository-shaped: scan again, so what it held
     // inside git's own folders (not scanned while it was repository-shaped) is checked in this call.
-    for (let pass = 0; pass < MAX_PASSES && quarantinePass(root, old, notes); pass++);
+    for (let pass = 0; pass < MAX_PASSES && quarantinePass(root, old, notes, skip); pass++);
   } finally {
     repairModes = false;
     renamed = undefined;
@@ -324,11 +326,11 @@ export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): stri
 const MAX_PASSES = 64;
 
 /** One scan of {@link quarantineNewGitMeta}; appends to `notes`. True when it quarantined a repository-shaped folder's HEAD. */
-function quarantinePass(root: string, old: Map<string, GitMetaEntry>, notes: string[]): boolean {
+function quarantinePass(root: string, old: Map<string, GitMetaEntry>, notes: string[], skip?: (e: GitMetaEntry) => boolean): boolean {
   let peeled = false;
   for (const e of scanGitMeta(root)) {
     const was = old.get(e.path);
-    if (renamed?.has(e.path)) continue;
+    if (renamed?.has(e.path) || skip?.(e)) continue;
     if (e.kind === "dotgit-dir" && e.empty && liveLocks.has(e.path)) continue;
     const same = was !== undefined && was.ino === e.ino && was.kind === e.kind;
     if (e.kind === "bare") {
@@ -357,4 +359,100 @@ function quarantinePass(root: string, old: Map<string, GitMetaEntry>, notes: str
     }
   }
   return peeled;
+}
+
+/**
+ * Journals of running workspace-write calls: one JSON file per call (`{root, pid, start, before}`) in
+ * airlock's own `<tmpdir>/airlock-gitmeta-<uid>/` (0700; a confined process's `/tmp` is private, so it
+ * cannot reach them). A call's journal is written before its process starts and removed after the check
+ * that follows it; one left by a process that is gone (`kill -9` of airlock mid-call) lets the next call
+ * on that root run the check the dead call never ran ({@link recoverCrashedCalls}).
+ */
+function journalDir(): string | undefined {
+  const uid = process.getuid?.() ?? -1;
+  const dir = path.join(tmpdir(), `airlock-gitmeta-${uid}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch {
+    // exists already (checked below)
+  }
+  const st = lstatOrNull(dir);
+  // Another user's folder or a link in its place: keep no journal there.
+  if (!st || !st.isDirectory() || st.uid !== uid || (st.mode & 0o077) !== 0) return undefined;
+  return dir;
+}
+
+/** The start time of `pid` (clock ticks since boot, /proc/<pid>/stat field 22), or null when it is gone or a zombie. */
+function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return f[0] === "Z" || f[0] === "X" ? null : (f[19] ?? null);
+  } catch {
+    return null;
+  }
+}
+
+const rootKey = (root: string) => createHash("sha256").update(root).digest("hex").slice(0, 16);
+let journalSeq = 0;
+
+/**
+ * Records that a call on `root` starts with `before` (from {@link scanGitMeta}). Returns the journal's
+ * path for {@link closeJournal}, or undefined when none could be written (the call still runs).
+ */
+export function openJournal(root: string, before: GitMetaEntry[]): string | undefined {
+  const dir = journalDir();
+  if (!dir) return undefined;
+  const file = path.join(dir, `${rootKey(root)}-${process.pid}-${++journalSeq}.json`);
+  try {
+    writeFileSync(file, JSON.stringify({ root, pid: process.pid, start: startTime(process.pid), before }), { mode: 0o600, flag: "wx" });
+    return file;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes a call's journal once the check after it ran. Never throws. */
+export function closeJournal(file: string | undefined): void {
+  if (!file) return;
+  try {
+    unlinkSync(file);
+  } catch {
+    // gone already
+  }
+}
+
+/**
+ * Runs, for `root`, the check that calls of a process that is gone never ran: for each journal of
+ * `root` left by a dead process (its pid gone, or reused by a process started at another time),
+ * {@link quarantineNewGitMeta} against that call's `before`, then removes the journal. An empty `.git`
+ * of the root itself is left to the lock (a killed call's mount point: locked, then removed). Returns
+ * one line per quarantined entry. Never throws.
+ */
+export function recoverCrashedCalls(root: string): string[] {
+  const dir = journalDir();
+  if (!dir) return [];
+  const notes: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.startsWith(`${rootKey(root)}-`) && n.endsWith(".json"));
+  } catch {
+    return [];
+  }
+  for (const n of names) {
+    const file = path.join(dir, n);
+    let j: { root?: unknown; pid?: unknown; start?: unknown; before?: unknown };
+    try {
+      j = JSON.parse(readFileSync(file, "utf8"));
+    } catch {
+      continue;
+    }
+    if (j.root !== root || typeof j.pid !== "number" || !Array.isArray(j.before)) continue;
+    const alive = j.pid === process.pid || (startTime(j.pid) !== null && startTime(j.pid) === j.start);
+    if (alive) continue;
+    const rootGit = (e: GitMetaEntry) => e.kind === "dotgit-dir" && e.empty && path.dirname(e.path) === root;
+    notes.push(...quarantineNewGitMeta(root, j.before as GitMetaEntry[], rootGit).map((l) => `after an airlock process ended during a call: ${l}`));
+    closeJournal(file);
+  }
+  return notes;
 }
