@@ -79,7 +79,7 @@ describe("bwrap.bwrapArgs", () => {
   test("hookBwrapArgs: network and files as they are, no capabilities, own PID namespace and /proc, the data dir's secrets masked", () => {
     expect(hookBwrapArgs({ argv: ["/bin/sh", "-c", "check"], cwd: "/p", maskedFiles: ["/d/api-token", "/d/airlock.db"], bwrapPath: "/usr/bin/bwrap" })).toEqual([
       "/usr/bin/bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL",
-      "--dev-bind", "/", "/", "--proc", "/proc",
+      "--dev-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
       "--ro-bind", "/dev/null", "/d/api-token",
       "--ro-bind", "/dev/null", "/d/airlock.db",
       "--chdir", "/p",
@@ -87,14 +87,30 @@ describe("bwrap.bwrapArgs", () => {
     ]);
   });
 
-  test("unixSocketFilter: 15 classic-BPF instructions; checks the arch first and kills an unknown one", () => {
+  test("unixSocketFilter: 22 classic-BPF instructions; checks the arch first and kills an unknown one", () => {
     const f = unixSocketFilter();
-    expect(f.length).toBe(15 * 8);
+    expect(f.length).toBe(22 * 8);
     const v = new DataView(f.buffer);
     const ins = (i: number) => [v.getUint16(i * 8, true), v.getUint8(i * 8 + 2), v.getUint8(i * 8 + 3), v.getUint32(i * 8 + 4, true)];
     expect(ins(0)).toEqual([0x20, 0, 0, 4]); // load the arch
     expect(ins(3)).toEqual([0x06, 0, 0, 0x80000000]); // unknown arch: kill the process
-    expect(ins(14)).toEqual([0x06, 0, 0, 0x00050001]); // EPERM
+    expect(ins(21)).toEqual([0x06, 0, 0, 0x00050001]); // EPERM
+  });
+
+  test("a hidden folder below a read-only path (an MCP server's named credential) is hidden again after that bind", () => {
+    const a = bwrapArgs({ policy: "read-only", argv: ["true"], cwd: "/w", writableRoots: ["/w"], hiddenPaths: ["/home/u/.local/share/airlock"], readOnlyPaths: ["/home/u"] });
+    const bind = a.findIndex((x, i) => x === "--ro-bind" && a[i + 1] === "/home/u");
+    const hides = a.flatMap((x, i) => (x === "--tmpfs" && a[i + 1] === "/home/u/.local/share/airlock" ? [i] : []));
+    expect(bind).toBeGreaterThan(0);
+    expect(hides.some((i) => i > bind)).toBe(true);
+  });
+
+  test("workspace-write: the folders between a root and a hidden path inside it are bound onto themselves before it is hidden", () => {
+    const a = bwrapArgs({ policy: "workspace-write", argv: ["true"], cwd: "/w", writableRoots: ["/w"], hiddenPaths: ["/w/state/airlock/data"] });
+    const at = (p: string, flag: string) => a.findIndex((x, i) => x === flag && a[i + 1] === p);
+    expect(at("/w/state", "--bind")).toBeGreaterThan(at("/w", "--bind"));
+    expect(at("/w/state/airlock", "--bind")).toBeGreaterThan(at("/w/state", "--bind"));
+    expect(at("/w/state/airlock/data", "--tmpfs")).toBeGreaterThan(at("/w/state/airlock", "--bind"));
   });
 
   test("the /tmp tmpfs comes before every bind (a workspace under /tmp would otherwise be hidden)", () => {

@@ -106,11 +106,14 @@ export function withLifeline(argv: string[], fd: number): string[] {
 /**
  * The argv that runs a PreToolUse hook: like a Claude Code hook it keeps the network and ordinary file
  * access (`--dev-bind / /`), but it holds no capabilities (`--cap-drop ALL`), has its own PID namespace
- * and `/proc` (it cannot see airlock or read `/proc/<airlock>/fd` or `environ`), dies with airlock, and
- * sees `maskedFiles` as empty. Returns `[bwrapPath, ...flags, "--", ...argv]`.
+ * and `/proc` (it cannot see airlock or read `/proc/<airlock>/fd` or `environ`), a minimal `/dev` of its
+ * own (no host block device: a hook of airlock running as root could read the raw disk), dies with
+ * airlock, and sees `maskedFiles` as empty. Returns `[bwrapPath, ...flags, "--", ...argv]`.
  */
 export function hookBwrapArgs(opts: HookBwrapOptions): string[] {
-  const out = [opts.bwrapPath ?? "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL", "--dev-bind", "/", "/", "--proc", "/proc"];
+  // A fresh minimal /dev: uid 0 needs no capability to open a root-owned block device, and the raw
+  // disk holds the data dir's tokens that the masks below hide as files.
+  const out = [opts.bwrapPath ?? "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL", "--dev-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
   for (const f of opts.maskedFiles) out.push("--ro-bind", "/dev/null", f);
   const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd) : opts.argv;
   out.push("--chdir", opts.cwd, "--", ...argv);
@@ -120,39 +123,59 @@ export function hookBwrapArgs(opts: HookBwrapOptions): string[] {
 /** `AUDIT_ARCH_*` values of the architectures {@link unixSocketFilter} knows; any other arch is killed. */
 const AUDIT_ARCH_X86_64 = 0xc000003e;
 const AUDIT_ARCH_AARCH64 = 0xc00000b7;
-/** Syscall numbers: `socket` (x86_64 41, aarch64 198), `io_uring_setup` (425 on both; io_uring can open sockets itself). */
-const NR = { x86_64: { socket: 41, io_uring_setup: 425 }, aarch64: { socket: 198, io_uring_setup: 425 } } as const;
+/**
+ * Syscall numbers: `socket` (x86_64 41, aarch64 198), `socketpair` (53, 199), `io_uring_setup` (425 on
+ * both; io_uring can open sockets itself).
+ */
+const NR = { x86_64: { socket: 41, socketpair: 53, io_uring_setup: 425 }, aarch64: { socket: 198, socketpair: 199, io_uring_setup: 425 } } as const;
 const X32_SYSCALL_BIT = 0x40000000;
 const AF_UNIX = 1;
+/** vsock (VM ↔ host sockets) ignores network namespaces: `--unshare-net` does not cut it off. */
+const AF_VSOCK = 40;
+/** Socket types a `socketpair` may have: its sockets are connected to each other and cannot be re-connected. */
+const SOCK_STREAM = 1;
+const SOCK_SEQPACKET = 5;
+/** `SOCK_TYPE_MASK`: the type without `SOCK_NONBLOCK` / `SOCK_CLOEXEC`. */
+const SOCK_TYPE_MASK = 0xf;
 const EPERM = 1;
 
 /**
  * The seccomp filter (classic BPF, `struct sock_filter[]` in little-endian bytes, 8 bytes per
- * instruction) that bubblewrap loads with `--seccomp FD` for confined processes: `socket(AF_UNIX, …)`
- * and `io_uring_setup` fail with EPERM on x86_64 and aarch64; x32-ABI syscalls fail with EPERM; any
- * other architecture (i386 via `int 0x80`, where `socketcall` would bypass the check) is killed.
- * `socketpair` and every other syscall stay allowed. Pure: no syscalls made.
+ * instruction) that bubblewrap loads with `--seccomp FD` for confined processes: `socket(AF_UNIX, …)`,
+ * `socket(AF_VSOCK, …)` (vsock reaches the VM's host whatever the network namespace) and
+ * `io_uring_setup` fail with EPERM on x86_64 and aarch64, and so does a `socketpair` of any type
+ * but `SOCK_STREAM` and `SOCK_SEQPACKET` (a datagram one, or `SOCK_RAW` which AF_UNIX makes datagram,
+ * can be `connect`ed or `sendto`'d to any socket path: journald, syslog, a notify socket); x32-ABI
+ * syscalls fail with EPERM; any other architecture (i386 via `int 0x80`, where `socketcall` would
+ * bypass the check) is killed. Every other syscall stays allowed. Pure: no syscalls made.
  */
 export function unixSocketFilter(): Uint8Array {
-  const LD_W_ABS = 0x20, JEQ_K = 0x15, JGE_K = 0x35, RET_K = 0x06;
+  const LD_W_ABS = 0x20, JEQ_K = 0x15, JGE_K = 0x35, AND_K = 0x54, RET_K = 0x06;
   const ALLOW = 0x7fff0000, ERRNO = 0x00050000 | EPERM, KILL_PROCESS = 0x80000000;
   // [code, jt, jf, k]; jumps are relative to the next instruction.
   const prog: [number, number, number, number][] = [
     /* 0 */ [LD_W_ABS, 0, 0, 4], // seccomp_data.arch
     /* 1 */ [JEQ_K, 2, 0, AUDIT_ARCH_X86_64], // → 4
-    /* 2 */ [JEQ_K, 5, 0, AUDIT_ARCH_AARCH64], // → 8
+    /* 2 */ [JEQ_K, 6, 0, AUDIT_ARCH_AARCH64], // → 9
     /* 3 */ [RET_K, 0, 0, KILL_PROCESS],
     /* 4 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (x86_64)
-    /* 5 */ [JGE_K, 8, 0, X32_SYSCALL_BIT], // → 14
-    /* 6 */ [JEQ_K, 4, 0, NR.x86_64.socket], // → 11
-    /* 7 */ [JEQ_K, 6, 5, NR.x86_64.io_uring_setup], // → 14 : 13
-    /* 8 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (aarch64)
-    /* 9 */ [JEQ_K, 1, 0, NR.aarch64.socket], // → 11
-    /* 10 */ [JEQ_K, 3, 2, NR.aarch64.io_uring_setup], // → 14 : 13
-    /* 11 */ [LD_W_ABS, 0, 0, 16], // low 32 bits of args[0] (the domain)
-    /* 12 */ [JEQ_K, 1, 0, AF_UNIX], // → 14 : 13
-    /* 13 */ [RET_K, 0, 0, ALLOW],
-    /* 14 */ [RET_K, 0, 0, ERRNO],
+    /* 5 */ [JGE_K, 15, 0, X32_SYSCALL_BIT], // → 21
+    /* 6 */ [JEQ_K, 6, 0, NR.x86_64.socket], // → 13
+    /* 7 */ [JEQ_K, 8, 0, NR.x86_64.socketpair], // → 16
+    /* 8 */ [JEQ_K, 12, 11, NR.x86_64.io_uring_setup], // → 21 : 20
+    /* 9 */ [LD_W_ABS, 0, 0, 0], // seccomp_data.nr (aarch64)
+    /* 10 */ [JEQ_K, 2, 0, NR.aarch64.socket], // → 13
+    /* 11 */ [JEQ_K, 4, 0, NR.aarch64.socketpair], // → 16
+    /* 12 */ [JEQ_K, 8, 7, NR.aarch64.io_uring_setup], // → 21 : 20
+    /* 13 */ [LD_W_ABS, 0, 0, 16], // low 32 bits of args[0] (socket: the domain)
+    /* 14 */ [JEQ_K, 6, 0, AF_UNIX], // → 21
+    /* 15 */ [JEQ_K, 5, 4, AF_VSOCK], // → 21 : 20
+    /* 16 */ [LD_W_ABS, 0, 0, 24], // low 32 bits of args[1] (socketpair: the type and its flags)
+    /* 17 */ [AND_K, 0, 0, SOCK_TYPE_MASK],
+    /* 18 */ [JEQ_K, 1, 0, SOCK_STREAM], // → 20
+    /* 19 */ [JEQ_K, 0, 1, SOCK_SEQPACKET], // → 20 : 21
+    /* 20 */ [RET_K, 0, 0, ALLOW],
+    /* 21 */ [RET_K, 0, 0, ERRNO],
   ];
   const buf = new Uint8Array(prog.length * 8);
   const view = new DataView(buf.buffer);
@@ -169,6 +192,14 @@ function isUnder(p: string, root: string): boolean {
   return p === root || root === "/" || p.startsWith(root.endsWith("/") ? root : root + "/");
 }
 
+/** The folders strictly between `root` and `p` (`p` inside `root`), outermost first: `("/w", "/w/a/b/c")` → `["/w/a", "/w/a/b"]`. */
+function foldersBetween(root: string, p: string): string[] {
+  const rel = root === "/" ? p.slice(1) : p.slice(root.length + 1);
+  const parts = rel.split("/").filter(Boolean);
+  const base = root === "/" ? "" : root;
+  return parts.slice(0, -1).map((_, i) => `${base}/${parts.slice(0, i + 1).join("/")}`);
+}
+
 /**
  * The full argv to execute for `opts.argv` under `opts.policy`:
  * - `read-only`: `/` read-only, a private `/tmp`, no network (`--unshare-net`), own PID and IPC
@@ -178,6 +209,8 @@ function isUnder(p: string, root: string): boolean {
  *   `.git/hooks` and `.git/config` are bound read-only over it (`--ro-bind-try`: skipped when absent;
  *   the launcher creates a missing `.git/hooks` of an existing repository first); a root with no
  *   `.git` at all gets an empty read-only `.git` (`lockedPaths`), so no repository can be planted there.
+ * - `workspace-write`, a hidden path or masked file inside a root: every folder between the root and it
+ *   is bound onto itself (a mount point cannot be renamed), so it cannot be moved away and replaced.
  * - Both confined policies: no capabilities (`--cap-drop ALL`, also when airlock runs as root), and
  *   no host unix socket: the `seccompFd` filter, or (with `unixSockets`) `/run` hidden and only the
  *   named sockets bound back.
@@ -219,16 +252,26 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     ...new Set((opts.runtimePaths ?? []).filter((p) => p.startsWith("/tmp/") && !roots.some((r) => isUnder(p, r))).map(tmpTop)),
   ];
   for (const d of programDirs) out.push("--ro-bind", d, d);
-  // Hidden dirs under /tmp are private already (unless a program folder above re-exposed them). One that
-  // holds a root is hidden before the root is bound (so the root shows through); one inside a root is
-  // hidden after (so the root's bind cannot re-expose it).
-  // A root under /tmp that holds a hidden dir (the data dir, ~/.ssh with HOME under /tmp) re-exposes it: kept.
+  // Hidden dirs under /tmp are private already (unless a program folder, a root or a read-only path above re-exposes them).
+  // One that holds a root is hidden before the root is bound (so the root shows through); one inside a
+  // root is hidden after (so the root's bind cannot re-expose it).
   const hidden = [...new Set(opts.hiddenPaths ?? [])].filter(
-    (h) => !isUnder(h, "/tmp") || h === "/tmp" || programDirs.some((d) => isUnder(h, d)) || roots.some((r) => isUnder(h, r)),
+    (h) =>
+      !isUnder(h, "/tmp") || h === "/tmp" || [...programDirs, ...roots, ...(opts.readOnlyPaths ?? [])].some((d) => isUnder(h, d)),
   );
   const hideAfter = (h: string) => roots.some((r) => isUnder(h, r));
   for (const h of hidden) if (!hideAfter(h)) out.push("--tmpfs", h);
   for (const root of roots) out.push(writable ? "--bind" : "--ro-bind", root, root);
+  if (writable) {
+    // A hidden folder (the data dir, a credential folder) or masked file inside a writable root is a
+    // mount point, so it cannot be renamed; the folders above it are bound onto themselves too, or one
+    // could be renamed away and a fresh one made in its place (a config and tokens airlock reads next start).
+    const pinned = new Set<string>();
+    for (const h of [...hidden.filter(hideAfter), ...(opts.maskedFiles ?? []).filter(hideAfter)]) {
+      const root = roots.filter((r) => isUnder(h, r)).sort((a, b) => b.length - a.length)[0]!;
+      for (const f of foldersBetween(root, h)) if (!pinned.has(f)) pinned.add(f), out.push("--bind", f, f);
+    }
+  }
   for (const h of hidden) if (hideAfter(h)) out.push("--tmpfs", h);
   if (writable) for (const p of new Set(opts.mountPoints ?? [])) out.push("--bind", p, p);
   if (writable) {
@@ -240,6 +283,9 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     }
   }
   for (const p of opts.readOnlyPaths ?? []) out.push("--ro-bind", p, p);
+  // A read-only path that holds a hidden one (an MCP server naming `~` in its credentials, with the
+  // data dir below) would show it again: hide it once more, after.
+  for (const h of hidden) if ((opts.readOnlyPaths ?? []).some((p) => p !== h && isUnder(h, p))) out.push("--tmpfs", h);
   if (writable) for (const p of opts.lockedPaths ?? []) out.push("--tmpfs", p, "--remount-ro", p);
   for (const p of opts.maskedFiles ?? []) out.push("--ro-bind", "/dev/null", p);
   for (const p of sockets) out.push("--ro-bind", p, p);

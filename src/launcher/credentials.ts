@@ -5,7 +5,7 @@
  * (through the floor) and the MCP launcher (src/tool/mcp/server.ts). Also: which `/proc` files carry
  * another process's secrets, and the test for airlock's own data dir (refused to the file tools).
  */
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { isInside } from "./resolve.ts";
 
@@ -74,6 +74,50 @@ export function credentialPaths(home: string | undefined): { dirs: string[]; fil
     dirs: CREDENTIAL_DIRS.map((d) => path.join(home, d)).filter((p) => kind(p)?.isDirectory()),
     files: CREDENTIAL_FILES.map((f) => path.join(home, f)).filter((p) => kind(p)?.isFile()),
   };
+}
+
+/**
+ * Every home whose credential stores are hidden from confined processes: `envHome` (airlock's HOME)
+ * when absolute, and the account's home from the password database (a CI job or a service may set
+ * HOME elsewhere, or not at all, while `~root/.ssh` stays where it is). Absolute paths, no duplicates.
+ */
+export function credentialHomes(envHome: string | undefined): string[] {
+  const homes: string[] = [];
+  if (envHome && path.isAbsolute(envHome)) homes.push(envHome);
+  const account = accountHome();
+  if (account && !homes.includes(account)) homes.push(account);
+  return homes;
+}
+
+let accountHomeCache: { uid: number; home: string | undefined } | undefined;
+
+/**
+ * This process's home in `/etc/passwd` (read once per uid; `os.userInfo()` in Bun reports `$HOME`
+ * instead). Undefined when the uid has no line there (a directory service) or the file is unreadable.
+ */
+function accountHome(): string | undefined {
+  const uid = process.getuid?.() ?? -1;
+  if (accountHomeCache?.uid === uid) return accountHomeCache.home;
+  let home: string | undefined;
+  try {
+    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const f = line.split(":");
+      if (f.length >= 7 && Number(f[2]) === uid && f[5] && path.isAbsolute(f[5])) {
+        home = f[5];
+        break;
+      }
+    }
+  } catch {
+    // unreadable: only HOME counts
+  }
+  accountHomeCache = { uid, home };
+  return home;
+}
+
+/** {@link credentialPaths} of every home in {@link credentialHomes}`(envHome)`, merged without duplicates. */
+export function allCredentialPaths(envHome: string | undefined): { dirs: string[]; files: string[] } {
+  const each = credentialHomes(envHome).map(credentialPaths);
+  return { dirs: [...new Set(each.flatMap((c) => c.dirs))], files: [...new Set(each.flatMap((c) => c.files))] };
 }
 
 /**

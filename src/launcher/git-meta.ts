@@ -6,12 +6,17 @@
  * the launcher can pin the existing ones with mounts before a confined process runs and quarantine
  * whatever appeared or was replaced after it ends. The scan caches the directory tree per root.
  */
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, type Stats } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync, type Stats } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 
 /** A `.git` name, matched case-insensitively. */
 export const DOT_GIT = /^\.git$/i;
-/** Marks a name airlock gave a quarantined entry; such entries are not scanned again. */
+/**
+ * Marks a name airlock gave a quarantined entry. Such folders are scanned like any other (a process can
+ * give a folder this name too, to hide a repository in it); one a scan has just made is not flagged again.
+ */
 export const QUARANTINE_MARK = ".airlock-quarantine-";
 /**
  * Paths inside a repository's git folder that decide what the host's git runs or where it looks:
@@ -41,7 +46,7 @@ interface DirStamp {
   ctimeMs: number;
   /** Re-read on the next scan even if unchanged: its ctime was too close to the read to trust (coarse clocks). */
   recent: boolean;
-  /** Child folders to descend into (not `.git`, not repository-shaped, not quarantined, not symlinks). */
+  /** Child folders to descend into (not `.git`, not git's own folders of a repository-shaped one, not symlinks). */
   subdirs: string[];
   /** `.git` children of this folder, and whether the folder itself is repository-shaped. */
   gitChildren: { name: string; kind: GitMetaEntry["kind"] }[];
@@ -61,23 +66,57 @@ function lstatOrNull(p: string): Stats | null {
   }
 }
 
+/**
+ * Folders inside a repository-shaped folder that are git's own (a bare repository's layout): the scan
+ * does not descend into them, as it does not descend into `.git` folders. Other folders there are scanned.
+ */
+const GIT_LAYOUT = new Set(["objects", "refs", "logs", "hooks", "info", "worktrees", "modules", "branches"]);
+
+/**
+ * True while {@link quarantineNewGitMeta} scans: a folder the process left unreadable to its owner (git
+ * needs only to traverse it, so a repository can hide behind `chmod 111`) gets its owner's `rwx` back
+ * so it can be read; as root the scan reads it anyway.
+ */
+let repairModes = false;
+
+function readEntries(dir: string): { name: string; dir: boolean; file: boolean; link: boolean }[] {
+  return readdirSync(dir, { withFileTypes: true }).map((d) => ({ name: d.name, dir: d.isDirectory(), file: d.isFile(), link: d.isSymbolicLink() }));
+}
+
 function names(dir: string): { name: string; dir: boolean; file: boolean; link: boolean }[] {
   try {
-    return readdirSync(dir, { withFileTypes: true }).map((d) => ({ name: d.name, dir: d.isDirectory(), file: d.isFile(), link: d.isSymbolicLink() }));
+    return readEntries(dir);
+  } catch (e) {
+    if (!repairModes || (e as NodeJS.ErrnoException).code !== "EACCES") return [];
+  }
+  try {
+    giveOwnerRwx(dir);
+    return readEntries(dir);
   } catch {
     return [];
   }
 }
 
 /**
+ * Adds the owner's `rwx` to the folder `dir` (never through a symlink: an MCP server still runs while
+ * its calls are checked). Throws when `dir` is not a folder or cannot be changed (another owner).
+ */
+function giveOwnerRwx(dir: string): void {
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) throw new Error(`${dir} is not a folder`);
+  chmodSync(dir, (st.mode & 0o7777) | 0o700);
+}
+
+/**
  * True when a folder listing is one git would take for a git folder (names case-insensitive): HEAD
- * (file or symlink) with objects/ and refs/, or HEAD with a `commondir` file (a linked worktree's git
+ * (file or symlink) with objects/ and refs/ (folders or symlinks), or HEAD with a `commondir` file (a linked worktree's git
  * folder, whose objects and refs live in the common one).
  */
 function repoShaped(list: { name: string; dir: boolean; file: boolean; link: boolean }[]): boolean {
   const has = (n: string, ok: (e: { dir: boolean; file: boolean; link: boolean }) => boolean) => list.some((e) => e.name.toLowerCase() === n && ok(e));
   if (!has("head", (e) => e.file || e.link)) return false;
-  return (has("objects", (e) => e.dir) && has("refs", (e) => e.dir)) || has("commondir", (e) => e.file || e.link);
+  // git follows symbolic links to objects/ and refs/, so a link counts as a folder here.
+  return (has("objects", (e) => e.dir || e.link) && has("refs", (e) => e.dir || e.link)) || has("commondir", (e) => e.file || e.link);
 }
 
 function readStamp(dir: string, st: Stats): DirStamp {
@@ -89,7 +128,7 @@ function readStamp(dir: string, st: Stats): DirStamp {
   for (const e of list) {
     if (DOT_GIT.test(e.name)) {
       gitChildren.push({ name: e.name, kind: e.link ? "dotgit-link" : e.dir ? "dotgit-dir" : "dotgit-file" });
-    } else if (e.dir && !bare && !e.name.includes(QUARANTINE_MARK)) {
+    } else if (e.dir && !(bare && GIT_LAYOUT.has(e.name.toLowerCase()))) {
       subdirs.push(e.name);
     }
   }
@@ -104,8 +143,9 @@ function folderFacts(p: string): Pick<GitMetaEntry, "repo" | "sensitive" | "empt
 
 /**
  * Every repository-metadata entry under `root` (an absolute real path), root itself included when it
- * is repository-shaped. Does not follow symlinks, does not descend into `.git` folders, repository-shaped
- * folders or quarantined entries. Cost: the first scan of a root reads every folder; later scans
+ * is repository-shaped. Does not follow symlinks, does not descend into `.git` folders, git's own
+ * folders of a repository-shaped one (`objects/`, `refs/`, `logs/`, …: {@link GIT_LAYOUT}); other
+ * folders inside a repository-shaped one are scanned, and so are quarantined ones. Cost: the first scan of a root reads every folder; later scans
  * `lstat` each cached folder and read only those whose inode or ctime changed (or whose ctime was
  * too recent to trust), descending fully into new folders. Never throws: unreadable folders are skipped.
  * @returns entries sorted by path.
@@ -236,11 +276,22 @@ function quarantineName(p: string): string {
   }
 }
 
+/** While {@link quarantineNewGitMeta} runs: the quarantine names it gave, so a later pass does not flag them as new. */
+let renamed: Set<string> | undefined;
+
 function quarantine(p: string, root: string, why: string): string {
   const rel = (x: string) => path.relative(root, x) || ".";
   try {
     const q = quarantineName(p);
-    renameSync(p, q);
+    try {
+      renameSync(p, q);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
+      // The process made the folder holding it read-only (chmod 555): give its owner write back.
+      giveOwnerRwx(path.dirname(p));
+      renameSync(p, q);
+    }
+    renamed?.add(q);
     return `${why}: ${rel(p)} was renamed to ${rel(q)} (a person can rename it back after checking its config and hooks)`;
   } catch (e) {
     return `${why}: ${rel(p)} could NOT be quarantined (${(e as Error).message}); do not run git in ${rel(path.dirname(p))} before checking it`;
@@ -255,11 +306,31 @@ function quarantine(p: string, root: string, why: string): string {
  * process are left alone. Never throws.
  * @returns one line per quarantined (or unquarantinable) entry, for the tool result's warning.
  */
-export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): string[] {
+export function quarantineNewGitMeta(root: string, before: GitMetaEntry[], skip?: (e: GitMetaEntry) => boolean): string[] {
   const old = new Map(before.map((e) => [e.path, e]));
   const notes: string[] = [];
+  repairModes = true;
+  renamed = new Set();
+  try {
+    // A folder whose HEAD was quarantined is no longer repository-shaped: scan again, so what it held
+    // inside git's own folders (not scanned while it was repository-shaped) is checked in this call.
+    for (let pass = 0; pass < MAX_PASSES && quarantinePass(root, old, notes, skip); pass++);
+  } finally {
+    repairModes = false;
+    renamed = undefined;
+  }
+  return notes;
+}
+
+/** Bound on {@link quarantineNewGitMeta}'s scans (each one after the first peels one folder made repository-shaped). */
+const MAX_PASSES = 64;
+
+/** One scan of {@link quarantineNewGitMeta}; appends to `notes`. True when it quarantined a repository-shaped folder's HEAD. */
+function quarantinePass(root: string, old: Map<string, GitMetaEntry>, notes: string[], skip?: (e: GitMetaEntry) => boolean): boolean {
+  let peeled = false;
   for (const e of scanGitMeta(root)) {
     const was = old.get(e.path);
+    if (renamed?.has(e.path) || skip?.(e)) continue;
     if (e.kind === "dotgit-dir" && e.empty && liveLocks.has(e.path)) continue;
     const same = was !== undefined && was.ino === e.ino && was.kind === e.kind;
     if (e.kind === "bare") {
@@ -268,7 +339,11 @@ export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): stri
         continue;
       }
       const head = names(e.path).find((n) => n.name.toLowerCase() === "head");
-      if (head) notes.push(quarantine(path.join(e.path, head.name), root, "a folder was made into a git repository during the call"));
+      if (head) {
+        const headPath = path.join(e.path, head.name);
+        notes.push(quarantine(headPath, root, "a folder was made into a git repository during the call"));
+        if (!lstatOrNull(headPath)) peeled = true;
+      }
       continue;
     }
     if (!same) {
@@ -282,6 +357,102 @@ export function quarantineNewGitMeta(root: string, before: GitMetaEntry[]): stri
       }
       for (const s of e.sensitive) if (!was.sensitive.includes(s)) notes.push(quarantine(path.join(e.path, s), root, "repository metadata created during the call"));
     }
+  }
+  return peeled;
+}
+
+/**
+ * Journals of running workspace-write calls: one JSON file per call (`{root, pid, start, before}`) in
+ * airlock's own `<tmpdir>/airlock-gitmeta-<uid>/` (0700; a confined process's `/tmp` is private, so it
+ * cannot reach them). A call's journal is written before its process starts and removed after the check
+ * that follows it; one left by a process that is gone (`kill -9` of airlock mid-call) lets the next call
+ * on that root run the check the dead call never ran ({@link recoverCrashedCalls}).
+ */
+function journalDir(): string | undefined {
+  const uid = process.getuid?.() ?? -1;
+  const dir = path.join(tmpdir(), `airlock-gitmeta-${uid}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch {
+    // exists already (checked below)
+  }
+  const st = lstatOrNull(dir);
+  // Another user's folder or a link in its place: keep no journal there.
+  if (!st || !st.isDirectory() || st.uid !== uid || (st.mode & 0o077) !== 0) return undefined;
+  return dir;
+}
+
+/** The start time of `pid` (clock ticks since boot, /proc/<pid>/stat field 22), or null when it is gone or a zombie. */
+function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return f[0] === "Z" || f[0] === "X" ? null : (f[19] ?? null);
+  } catch {
+    return null;
+  }
+}
+
+const rootKey = (root: string) => createHash("sha256").update(root).digest("hex").slice(0, 16);
+let journalSeq = 0;
+
+/**
+ * Records that a call on `root` starts with `before` (from {@link scanGitMeta}). Returns the journal's
+ * path for {@link closeJournal}, or undefined when none could be written (the call still runs).
+ */
+export function openJournal(root: string, before: GitMetaEntry[]): string | undefined {
+  const dir = journalDir();
+  if (!dir) return undefined;
+  const file = path.join(dir, `${rootKey(root)}-${process.pid}-${++journalSeq}.json`);
+  try {
+    writeFileSync(file, JSON.stringify({ root, pid: process.pid, start: startTime(process.pid), before }), { mode: 0o600, flag: "wx" });
+    return file;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes a call's journal once the check after it ran. Never throws. */
+export function closeJournal(file: string | undefined): void {
+  if (!file) return;
+  try {
+    unlinkSync(file);
+  } catch {
+    // gone already
+  }
+}
+
+/**
+ * Runs, for `root`, the check that calls of a process that is gone never ran: for each journal of
+ * `root` left by a dead process (its pid gone, or reused by a process started at another time),
+ * {@link quarantineNewGitMeta} against that call's `before`, then removes the journal. An empty `.git`
+ * of the root itself is left to the lock (a killed call's mount point: locked, then removed). Returns
+ * one line per quarantined entry. Never throws.
+ */
+export function recoverCrashedCalls(root: string): string[] {
+  const dir = journalDir();
+  if (!dir) return [];
+  const notes: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.startsWith(`${rootKey(root)}-`) && n.endsWith(".json"));
+  } catch {
+    return [];
+  }
+  for (const n of names) {
+    const file = path.join(dir, n);
+    let j: { root?: unknown; pid?: unknown; start?: unknown; before?: unknown };
+    try {
+      j = JSON.parse(readFileSync(file, "utf8"));
+    } catch {
+      continue;
+    }
+    if (j.root !== root || typeof j.pid !== "number" || !Array.isArray(j.before)) continue;
+    const alive = j.pid === process.pid || (startTime(j.pid) !== null && startTime(j.pid) === j.start);
+    if (alive) continue;
+    const rootGit = (e: GitMetaEntry) => e.kind === "dotgit-dir" && e.empty && path.dirname(e.path) === root;
+    notes.push(...quarantineNewGitMeta(root, j.before as GitMetaEntry[], rootGit).map((l) => `after an airlock process ended during a call: ${l}`));
+    closeJournal(file);
   }
   return notes;
 }

@@ -11,11 +11,11 @@ import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
 import { bwrapArgs, DATA_DIR_SECRETS, unixSocketFilter } from "./bwrap.ts";
-import { credentialPaths } from "./credentials.ts";
+import { allCredentialPaths, credentialPaths } from "./credentials.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
-import { holdLocks, planGitMeta, quarantineNewGitMeta, releaseLocks, scanGitMeta, type GitMetaEntry } from "./git-meta.ts";
+import { closeJournal, holdLocks, openJournal, planGitMeta, quarantineNewGitMeta, recoverCrashedCalls, releaseLocks, scanGitMeta, type GitMetaEntry } from "./git-meta.ts";
 
 export { sanitizedEnv } from "./env.ts";
 
@@ -344,6 +344,10 @@ export interface PreparedRoot {
   locked: string[];
   /** The repository metadata found before the process started (compared after it ends). */
   before: GitMetaEntry[];
+  /** This call's journal (git-meta.ts `openJournal`): lets the next call check, should airlock be killed meanwhile. */
+  journal?: string;
+  /** What was quarantined for calls of an airlock process that ended mid-call; reported once, by the next {@link recheckRoot}. */
+  recovered: string[];
 }
 
 /**
@@ -351,15 +355,19 @@ export interface PreparedRoot {
  * (src/launcher/git-meta.ts): every existing `.git` entry and repository-shaped folder at any depth is
  * found; repositories become mount points with their config, hooks, info, commondir, gitdir,
  * worktrees and modules read-only; `.git` files are bound read-only; the root's `.git` is locked when
- * missing or empty (an empty one may be a crashed run's mount point). Used by every process started
+ * missing or empty (an empty one may be a crashed run's mount point). First, what calls of an airlock
+ * process that ended mid-call (`kill -9`) left on this root is checked (see `recoverCrashedCalls`); then
+ * this call's journal is written. Used by every process started
  * under `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts); call {@link releaseRoot}
  * (or, between MCP calls, {@link recheckRoot}) after. Never throws.
  */
 export function prepareRoot(root: string): PreparedRoot {
+  const recovered = recoverCrashedCalls(root);
   const before = scanGitMeta(root);
   const plan = planGitMeta(root, before);
   holdLocks(plan.locked);
-  return { root, readOnly: plan.readOnly, mountPoints: plan.mountPoints, locked: plan.locked, before };
+  const journal = openJournal(root, before);
+  return { root, readOnly: plan.readOnly, mountPoints: plan.mountPoints, locked: plan.locked, before, journal, recovered };
 }
 
 /**
@@ -367,7 +375,7 @@ export function prepareRoot(root: string): PreparedRoot {
  * (see `quarantineNewGitMeta`). Returns one line per entry quarantined, for the result's warning.
  */
 export function recheckRoot(prepared: PreparedRoot[]): string[] {
-  return prepared.flatMap((r) => quarantineNewGitMeta(r.root, r.before));
+  return prepared.flatMap((r) => [...r.recovered.splice(0), ...quarantineNewGitMeta(r.root, r.before)]);
 }
 
 /**
@@ -376,7 +384,9 @@ export function recheckRoot(prepared: PreparedRoot[]): string[] {
  */
 export function releaseRoot(prepared: PreparedRoot[]): string[] {
   for (const r of prepared) releaseLocks(r.locked);
-  return recheckRoot(prepared);
+  const notes = recheckRoot(prepared);
+  for (const r of prepared) closeJournal(r.journal);
+  return notes;
 }
 
 /** The warning line for quarantined repository metadata (`notes` from {@link releaseRoot}). */
@@ -443,7 +453,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
     const lockedPaths = prepared.flatMap((r) => r.locked);
     const mountPoints = prepared.flatMap((r) => r.mountPoints);
-    const creds = credentialPaths(env.HOME);
+    const creds = allCredentialPaths(env.HOME);
     const hiddenPaths = [...(opts.hiddenPaths ?? []), ...creds.dirs].map((h) => resolveRealPath("/", h)).filter((h) => existsSync(h) && h !== "/");
     const maskedFiles = creds.files.map((f) => resolveRealPath("/", f));
     const socketPlan = unixSocketPlan(config.sandbox_unix_sockets ?? []);

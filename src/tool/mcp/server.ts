@@ -13,7 +13,7 @@ import { AirlockError } from "../../errors.ts";
 import { bwrapArgs, DATA_DIR_SECRETS } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, isInside, resolveRealPath } from "../../launcher/resolve.ts";
-import { credentialPaths, expandCredentialPaths } from "../../launcher/credentials.ts";
+import { allCredentialPaths, credentialPaths, expandCredentialPaths } from "../../launcher/credentials.ts";
 import { BWRAP_INSTALL_HINT, bwrapAvailable, openSeccompFilter, prepareRoot, quarantineWarning, recheckRoot, releaseRoot, sanitizedEnv, unixSocketPlan, type PreparedRoot } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
@@ -388,8 +388,8 @@ export class McpServer {
       }
     };
     const named = expandCredentialPaths(this.opts.server.credentials ?? [], home).map(real);
-    // the server's HOME (its `env` may set one) and airlock's own: a configured HOME hides nothing of the real one
-    const all = [credentialPaths(home), credentialPaths(process.env.HOME)];
+    // the server's HOME (its `env` may set one), airlock's own and the account's: a configured HOME hides nothing of the real one
+    const all = [credentialPaths(home), allCredentialPaths(process.env.HOME)];
     const keep = (p: string) => !named.includes(real(p));
     const visible = named.filter((p) => existsSync(p));
     // a named path that holds the data dir (`~/`, `~/.local/share`) or lies in it brings airlock's tokens
