@@ -179,7 +179,7 @@ await run("a double click across two queued cards decides only the first", async
   await card(page, c2.request_id).waitFor({ state: "detached", timeout: T });
 });
 
-await run("Allow without the approver token is refused and explained; with it the call runs once and the card goes", async () => {
+await run("Allow without the approver token is refused and explained; typed, then Allow once: the call runs once and the card goes", async () => {
   await page.goto(B.link);
   await page.waitForSelector('.top .conn[data-state="live"]', { timeout: T });
   await page.evaluate(() => sessionStorage.removeItem("airlock.approver"));
@@ -198,8 +198,8 @@ await run("Allow without the approver token is refused and explained; with it th
   await el.locator("button.allow:not([disabled])").click({ timeout: T });
   await el.locator(".error", { hasText: "user_proof_required" }).waitFor({ timeout: T });
   if (!(await pending(B)).some((x) => x.request_id === c.request_id)) throw new Error("the card was decided with a wrong token");
+  // Typed and Allow once pressed directly (no "Keep for this tab" first): the typed token is sent.
   await el.locator('input[name="approver"]').fill(B.approver);
-  await el.locator("button.keep").click();
   await el.locator("button.allow:not([disabled])").click({ timeout: T });
   await el.waitFor({ state: "detached", timeout: T });
   const msgs = await until("the turn to finish", async () => {
