@@ -219,6 +219,9 @@ await run("a session started from the page shows its card and messages; a messag
   await page.waitForURL(/#\/s\/ses_/, { timeout: T });
   const sid = new URL(page.url()).hash.slice(4);
   await page.locator(".msg.user .text", { hasText: "please read the env file" }).waitFor({ timeout: T });
+  // Titled by its first message, so the list does not read "root" for every session started here.
+  const made = (await api(B, "GET", "/sessions")).body.sessions.find((x) => x.id === sid);
+  if (made?.title !== "please read the env file") throw new Error(`title: ${JSON.stringify(made?.title)}`);
   const pinned = page.locator(".session .card");
   await pinned.waitFor({ timeout: T });
   if ((await pinned.locator(".tool").first().textContent()) !== "developer__read_file") throw new Error("wrong card");
