@@ -48,6 +48,8 @@ export interface RuntimeOptions {
   config: Readonly<Config>;
   /** Directory relative paths in the config resolve against (the scripted provider's script); made absolute against the cwd. */
   configDir: string;
+  /** The config file read (null or absent: none, the defaults applied); named in the no-model warning. */
+  configPath?: string | null;
   /** The data dir; made absolute against the cwd. */
   dataDir: string;
   /** Default workspace: where MCP servers run when their config names no `cwd` (default: the process cwd); made absolute against the cwd. */
@@ -218,7 +220,8 @@ class AirlockRuntime implements Runtime {
     if (this.config.provider.name === "scripted" && !this.config.provider.script) {
       this.log(
         "airlock: no model configured — provider is the built-in scripted provider with no script, so every answer is a placeholder; " +
-          "set provider.name, provider.model and provider.base_url in airlock.yaml (docs/configuration.md, docs/quickstart.md §6)",
+          `set provider.name, provider.model and provider.base_url in ${opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`} ` +
+          "(docs/configuration.md, docs/quickstart.md §6)",
       );
     }
   }

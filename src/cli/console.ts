@@ -19,17 +19,35 @@ export function consoleLink(base: string, apiToken: string): string {
 
 /**
  * Prints the console link for the configured server (`--url`, else `$AIRLOCK_URL`, else the config's
- * `server.host:server.port`), with the API token from the data dir (created if missing). Contacts no server.
+ * `server.host:server.port`), with the API token from the data dir (created if missing). It then asks the
+ * server's `/health` (no token sent, 1.5 s at most): when nothing answers, a warning on stderr says so and
+ * what to do; the link is printed and the exit code is 0 either way.
  * @returns 0. @throws AirlockError `usage` / `config_invalid` for a bad data dir or config.
  */
 export async function consoleCommand(opts: ConsoleOptions, env: Record<string, string | undefined> = process.env): Promise<number> {
   const { resolveContext, serverUrl } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
-  const { writeJson, writeStdout } = await import("./output.ts");
+  const { writeJson, writeStderr, writeStdout } = await import("./output.ts");
   const ctx = await resolveContext(opts, env);
   const base = serverUrl(ctx, opts.url ?? (env.AIRLOCK_URL || undefined));
   const link = consoleLink(base, ensureTokens(ctx.dataDir).apiToken);
   if (opts.json) writeJson({ url: link });
   else writeStdout(`${link}\n`);
+  if (!(await answers(base))) {
+    writeStderr(
+      `airlock: nothing answers at ${base} yet, so the link will not open: start the server (airlock serve, or npm start) ` +
+        `with this data dir, or pass --url http://HOST:PORT of the one running\n`,
+    );
+  }
   return 0;
+}
+
+/** Whether an airlock serve answers `GET /health` at `base` within 1.5 s. */
+async function answers(base: string): Promise<boolean> {
+  try {
+    const r = await fetch(`${base.replace(/\/+$/, "")}/health`, { signal: AbortSignal.timeout(1500) });
+    return r.ok;
+  } catch {
+    return false;
+  }
 }

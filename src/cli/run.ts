@@ -168,7 +168,7 @@ async function runInner(prompt: string | undefined, opts: RunOptions, printed: {
   const { createRuntime } = await import("../runtime.ts");
   const { runOnce } = await import("../agent/run-once.ts");
   const { exitCodeForStatus } = await import("../scheduler/result.ts");
-  const rt = createRuntime({ config, configDir: ctx.configDir, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
+  const rt = createRuntime({ config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
   try {
     // a missing provider.script is a config error (exit 2), not a failed first turn; a recipe's own script is relative to the recipe
     rt.checkProvider({ scriptOrigin: opts.recipe && config.provider.script !== ctx.config.provider.script ? `recipe ${opts.recipe}` : undefined });

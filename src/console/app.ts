@@ -147,6 +147,9 @@ function NewSession() {
     const body: Record<string, string> = {};
     if (workspace.trim()) body.workspace = workspace.trim();
     if (mode) body.mode = mode;
+    // Titled by its first message, as `airlock run` titles its sessions: else every root reads "root".
+    const first = (message.trim().split("\n")[0] ?? "").slice(0, 80);
+    if (first) body.title = first;
     const r = await api("POST", "/sessions", body);
     if (r.status !== 201) {
       setBusy(false);

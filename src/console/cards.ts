@@ -47,7 +47,10 @@ export async function decide(card: Card, decision: "allow_once" | "deny"): Promi
   if (ui.busy) return;
   makeInert();
   const headers: Record<string, string> = {};
-  const tok = approverToken();
+  const kept = approverToken();
+  const typed = ui.draft?.trim() || null;
+  // A token typed in the field but not yet kept counts too: a person types it and presses Allow once.
+  const tok = typed ?? kept;
   if (decision === "allow_once" && card.requires_user_proof && tok) headers["x-airlock-approver"] = tok;
   feed.mine.add(card.request_id);
   feed.ui.set(card.request_id, { ...ui, busy: true, error: undefined });
@@ -55,6 +58,7 @@ export async function decide(card: Card, decision: "allow_once" | "deny"): Promi
   const r = await api("POST", `/sessions/${encodeURIComponent(card.answer_in)}/actions/${encodeURIComponent(card.request_id)}`, { decision }, headers);
   const label = `${chainLabel(card)} ${card.tool}`;
   if (r.status === 200) {
+    if (typed && headers["x-airlock-approver"]) setApproverToken(typed); // it worked: kept for the tab
     feed.cards.delete(card.request_id);
     feed.ui.delete(card.request_id);
     notice(`${label}: ${decision === "allow_once" ? "allowed once" : "denied"}`);
@@ -70,8 +74,9 @@ export async function decide(card: Card, decision: "allow_once" | "deny"): Promi
     return;
   }
   const needToken = r.status === 403 && r.body?.error === "user_proof_required";
-  if (needToken && tok) setApproverToken(null); // the kept token was refused
-  feed.ui.set(card.request_id, { busy: false, error: msg, askToken: needToken });
+  if (needToken && tok && tok === kept) setApproverToken(null); // the kept token was refused
+  // A refused typed token is cleared from the field; any other error keeps what was typed.
+  feed.ui.set(card.request_id, { busy: false, error: msg, askToken: needToken || ui.askToken, draft: needToken ? "" : ui.draft });
   changed();
 }
 
@@ -110,18 +115,21 @@ function Preview({ card }: { card: Card }) {
 }
 
 function TokenField({ card }: { card: Card }) {
-  const [v, setV] = useState("");
+  const v = feed.ui.get(card.request_id)?.draft ?? "";
   return html`<form class="token" onSubmit=${(e: Event) => {
     e.preventDefault();
     if (!v.trim()) return;
     setApproverToken(v);
     const ui = feed.ui.get(card.request_id) ?? {};
-    feed.ui.set(card.request_id, { ...ui, askToken: false, error: "approver token kept for this tab; press Allow once again" });
+    feed.ui.set(card.request_id, { ...ui, draft: undefined, askToken: false, error: "approver token kept for this tab; press Allow once again" });
     changed();
   }}>
-    <label>approver token <input type="password" autocomplete="off" name="approver" value=${v} onInput=${(e: any) => setV(e.currentTarget.value)} placeholder="the approver-token file's content" /></label>
+    <label>approver token <input type="password" autocomplete="off" name="approver" value=${v} onInput=${(e: any) => {
+      const ui = feed.ui.get(card.request_id) ?? {};
+      feed.ui.set(card.request_id, { ...ui, draft: e.currentTarget.value });
+    }} placeholder="the approver-token file's content" /></label>
     <button type="submit" class="keep">Keep for this tab</button>
-    <span class="muted">'airlock token' prints where it is; it is sent only with decisions.</span>
+    <span class="muted">'airlock token' prints where it is; type it and press Allow once (sent only with that decision, then kept for this tab).</span>
   </form>`;
 }
 

@@ -27,6 +27,8 @@ export interface CardUi {
   busy?: boolean;
   error?: string;
   askToken?: boolean;
+  /** What the person typed in the card's approver-token field: Allow once sends it (and keeps it on success) like a kept token. */
+  draft?: string;
 }
 
 export interface Session {

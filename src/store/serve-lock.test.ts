@@ -30,6 +30,8 @@ describe("acquireServeLock", () => {
     expect(err).toBeInstanceOf(AirlockError);
     expect((err as AirlockError).toJSON()).toMatchObject({ code: "data_dir_in_use", pid: process.pid, url: "http://127.0.0.1:7420" });
     expect((err as AirlockError).message).toContain(`pid ${process.pid}, listening on http://127.0.0.1:7420`);
+    // The commands it suggests exist with --url (`sessions list` has no --url: it reads the data dir).
+    expect((err as AirlockError).message).toContain("talk to it (airlock actions list --url http://127.0.0.1:7420, or its web console: airlock console --url http://127.0.0.1:7420)");
     lock.release();
     expect(existsSync(join(d, SERVE_LOCK_FILE))).toBe(false);
     acquireServeLock(d).release();

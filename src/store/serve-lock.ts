@@ -58,7 +58,8 @@ export function acquireServeLock(dataDir: string): ServeLock {
       throw new AirlockError(
         "data_dir_in_use",
         `another airlock serve (pid ${other.pid}, ${other.url ? `listening on ${other.url}` : "still starting"}) already uses the data dir ${dataDir}; ` +
-          `stop it first, talk to it (airlock sessions list --url ${other.url ?? "URL"}), or start this one with another --data-dir. ` +
+          `stop it first, talk to it (airlock actions list --url ${other.url ?? "URL"}, or its web console: airlock console --url ${other.url ?? "URL"}), ` +
+          `or start this one with another --data-dir. ` +
           `One SQLite data dir serves one server; several servers need a shared database server, not a shared SQLite file`,
         { pid: other.pid, url: other.url, data_dir: dataDir },
       );

@@ -15,7 +15,7 @@ const CASES = [
   "Deny reaches the model as a refusal",
   "a reload while a card waits brings it back; a decision by curl removes it (decided elsewhere)",
   "a double click across two queued cards decides only the first",
-  "Allow without the approver token is refused and explained; with it the call runs once and the card goes",
+  "Allow without the approver token is refused and explained; typed, then Allow once: the call runs once and the card goes",
   "a session started from the page shows its card and messages; a message sent from the page runs a turn",
   "Cancel turn from the page ends the turn and withdraws its card",
   "schedules: the list, Run now, and the run's result object",

@@ -136,13 +136,14 @@ describe("talking to airlock serve", () => {
 });
 
 describe("help", () => {
-  test("--url of actions and schedule commands names $AIRLOCK_URL; the docs line lists recipes and mcp", async () => {
-    for (const cmd of [["actions", "list"], ["actions", "answer"], ["schedule", "add"], ["schedule", "list"], ["schedule", "remove"], ["schedule", "run"]]) {
+  test("--url of actions and schedule commands names $AIRLOCK_URL; the docs line lists recipes, mcp and console", async () => {
+    for (const cmd of [["actions", "list"], ["actions", "answer"], ["schedule", "add"], ["schedule", "list"], ["schedule", "remove"], ["schedule", "run"], ["schedule", "runs"]]) {
       const r = await airlock([...cmd, "--help"]);
       expect(r.code).toBe(0);
       expect(r.stdout.replace(/\s+/g, " ")).toContain("--url <url> the running airlock serve (default: $AIRLOCK_URL, else");
     }
     const top = await airlock(["--help"]);
-    expect(top.stdout).toContain("Docs: README.md and docs/ (quickstart, configuration, recipes, mcp, api, security-model; spec.md is the contract).");
+    expect(top.stdout).toContain("Docs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).");
+    expect(top.stdout).toContain("$ airlock console");
   });
 });

@@ -106,14 +106,22 @@ describe("console routes", () => {
     reply.close();
   });
 
-  test("airlock console prints the link with the API token in the fragment", async () => {
+  test("airlock console prints the link with the API token in the fragment; a warning when no server answers there", async () => {
     h = await startHarness();
-    const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "src", "main.ts"), "console", "--data-dir", h.dataDir, "--url", "http://127.0.0.1:5123/"], {
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { PATH: process.env.PATH },
-    });
-    const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-    expect({ code, out, err }).toEqual({ code: 0, out: `http://127.0.0.1:5123/#t=${h.token}\n`, err: "" });
+    const consoleCli = async (url: string) => {
+      const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "src", "main.ts"), "console", "--data-dir", h!.dataDir, "--url", url], {
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { PATH: process.env.PATH },
+      });
+      const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      return { code, out, err };
+    };
+    // the harness's server answers: the link alone
+    expect(await consoleCli(`${h.url}/`)).toEqual({ code: 0, out: `${h.url}/#t=${h.token}\n`, err: "" });
+    // nothing listens there: the same link, and stderr says the link will not open and what to do
+    const none = await consoleCli("http://127.0.0.1:5123/");
+    expect({ code: none.code, out: none.out }).toEqual({ code: 0, out: `http://127.0.0.1:5123/#t=${h.token}\n` });
+    expect(none.err).toStartWith("airlock: nothing answers at http://127.0.0.1:5123 yet, so the link will not open: start the server");
   });
 });

@@ -80,10 +80,14 @@ describe("no model configured", () => {
   });
 
   test('airlock run "summarise README.md" with the default config: the no-model answer on stdout, the warning on stderr, exit 0', async () => {
-    const r = await airlock(["run", "summarise README.md"], dataDir("cli-nomodel"));
+    const d = dataDir("cli-nomodel");
+    const r = await airlock(["run", "summarise README.md"], d);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`${NO_MODEL_CONFIGURED}\n`);
-    expect(r.stderr.split("\n").filter((l) => l.startsWith("airlock: no model configured"))).toHaveLength(1);
+    const warned = r.stderr.split("\n").filter((l) => l.startsWith("airlock: no model configured"));
+    expect(warned).toHaveLength(1);
+    // It names the file to edit: here none exists yet, so the data dir's airlock.yaml.
+    expect(warned[0]).toContain(`in ${join(d, "airlock.yaml")} (create it; or pass --config FILE)`);
   });
 });
 

@@ -179,7 +179,7 @@ await run("a double click across two queued cards decides only the first", async
   await card(page, c2.request_id).waitFor({ state: "detached", timeout: T });
 });
 
-await run("Allow without the approver token is refused and explained; with it the call runs once and the card goes", async () => {
+await run("Allow without the approver token is refused and explained; typed, then Allow once: the call runs once and the card goes", async () => {
   await page.goto(B.link);
   await page.waitForSelector('.top .conn[data-state="live"]', { timeout: T });
   await page.evaluate(() => sessionStorage.removeItem("airlock.approver"));
@@ -198,8 +198,8 @@ await run("Allow without the approver token is refused and explained; with it th
   await el.locator("button.allow:not([disabled])").click({ timeout: T });
   await el.locator(".error", { hasText: "user_proof_required" }).waitFor({ timeout: T });
   if (!(await pending(B)).some((x) => x.request_id === c.request_id)) throw new Error("the card was decided with a wrong token");
+  // Typed and Allow once pressed directly (no "Keep for this tab" first): the typed token is sent.
   await el.locator('input[name="approver"]').fill(B.approver);
-  await el.locator("button.keep").click();
   await el.locator("button.allow:not([disabled])").click({ timeout: T });
   await el.waitFor({ state: "detached", timeout: T });
   const msgs = await until("the turn to finish", async () => {
@@ -219,6 +219,9 @@ await run("a session started from the page shows its card and messages; a messag
   await page.waitForURL(/#\/s\/ses_/, { timeout: T });
   const sid = new URL(page.url()).hash.slice(4);
   await page.locator(".msg.user .text", { hasText: "please read the env file" }).waitFor({ timeout: T });
+  // Titled by its first message, so the list does not read "root" for every session started here.
+  const made = (await api(B, "GET", "/sessions")).body.sessions.find((x) => x.id === sid);
+  if (made?.title !== "please read the env file") throw new Error(`title: ${JSON.stringify(made?.title)}`);
   const pinned = page.locator(".session .card");
   await pinned.waitFor({ timeout: T });
   if ((await pinned.locator(".tool").first().textContent()) !== "developer__read_file") throw new Error("wrong card");
