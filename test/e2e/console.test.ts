@@ -20,6 +20,7 @@ const CASES = [
   "Cancel turn from the page ends the turn and withdraws its card",
   "schedules: the list, Run now, and the run's result object",
   "the server restarts: the page reconnects and resyncs from the snapshot",
+  "a card in a hidden tab raises a desktop notification; permission is asked only from a click",
   "no script errors in the page",
 ];
 

@@ -281,6 +281,55 @@ await run("the server restarts: the page reconnects and resyncs from the snapsho
   await api(B, "POST", `/sessions/${s2.id}/actions/${c2.request_id}`, { decision: "deny" });
 });
 
+await run("a card in a hidden tab raises a desktop notification; permission is asked only from a click", async () => {
+  // A page whose Notification records what it is asked, and whose visibility the test sets.
+  const np = await context.newPage();
+  np.on("pageerror", (e) => pageErrors.push(e.message));
+  await np.addInitScript(() => {
+    window.__notes = [];
+    window.__asked = 0;
+    let perm = "default";
+    class RecordingNotification {
+      constructor(title, o) {
+        window.__notes.push({ title, ...o });
+      }
+      static get permission() {
+        return perm;
+      }
+      static requestPermission() {
+        window.__asked++;
+        perm = "granted";
+        return Promise.resolve(perm);
+      }
+    }
+    Object.defineProperty(window, "Notification", { value: RecordingNotification, configurable: true, writable: true });
+    Object.defineProperty(document, "hidden", { get: () => window.__hidden === true, configurable: true });
+  });
+  await np.goto(B.link);
+  await np.waitForSelector('.top .conn[data-state="live"]', { timeout: T });
+  if ((await np.evaluate(() => window.__asked)) !== 0) throw new Error("permission was asked without a click");
+  await np.locator("button.notify").click({ timeout: T });
+  if ((await np.evaluate(() => window.__asked)) !== 1) throw new Error("the click did not ask for permission");
+  // Visible tab: the card is drawn, no desktop notification.
+  const s1 = await startTurn(B);
+  const c1 = await cardOf(B, (x) => x.home_session_id === s1.id);
+  await card(np, c1.request_id).waitFor({ timeout: T });
+  if ((await np.evaluate(() => window.__notes.length)) !== 0) throw new Error("a visible tab raised a desktop notification");
+  await api(B, "POST", `/sessions/${s1.id}/actions/${c1.request_id}`, { decision: "deny" });
+  // Hidden tab: one notification naming the chain and the tool, tagged with the card.
+  await np.evaluate(() => {
+    window.__hidden = true;
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+  const s2 = await startTurn(B);
+  const c2 = await cardOf(B, (x) => x.home_session_id === s2.id);
+  const note = await until("a desktop notification", async () => (await np.evaluate(() => window.__notes)).find((n) => n.tag === c2.request_id), T);
+  if (!note.body.includes(c2.tool) || !note.title.includes("airlock")) throw new Error(`notification: ${JSON.stringify(note)}`);
+  if ((await np.title()) !== "(1) airlock") throw new Error(`title: ${await np.title()}`);
+  await api(B, "POST", `/sessions/${s2.id}/actions/${c2.request_id}`, { decision: "deny" });
+  await np.close();
+});
+
 await run("no script errors in the page", async () => {
   if (pageErrors.length) throw new Error(pageErrors.join("\n"));
 });
