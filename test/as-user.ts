@@ -5,9 +5,10 @@
  * Dropping privileges uses util-linux `setpriv`; when the tests already run unprivileged the second
  * pass is skipped and says so (the first pass is then the unprivileged one).
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { removeAfterAllTests } from "./cleanup.ts";
 
 /** The uid and gid of the unprivileged user (Debian's `nobody` / `nogroup`). */
 export const NOBODY = 65534;
@@ -39,11 +40,11 @@ export function testUsers(): TestUser[] {
 
 /**
  * A fresh temp directory every test user may read, write and enter (mode 0777 on the directory
- * itself; its parent `/tmp` is world-writable already). Removed at process exit.
+ * itself; its parent `/tmp` is world-writable already). Removed after the last test of the run (test/cleanup.ts).
  */
 export function sharedTempDir(prefix = "airlock-user-"): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   chmodSync(dir, 0o777);
-  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  removeAfterAllTests(dir);
   return dir;
 }

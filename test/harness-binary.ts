@@ -3,9 +3,10 @@
  * The compiled binary for e2e tests: builds `dist/airlock` once per test process (build.ts skips when
  * it is fresh), copies it ALONE into an empty temp folder with no node_modules above it, and runs it.
  */
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { removeAfterAllTests } from "./cleanup.ts";
 
 export const REPO = join(import.meta.dir, "..");
 let cached: Promise<string> | undefined;
@@ -22,7 +23,7 @@ export function compiledBinary(): Promise<string> {
     }
     const bin = join(dir, "airlock");
     copyFileSync(join(REPO, "dist", "airlock"), bin);
-    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    removeAfterAllTests(dir);
     return bin;
   })();
   return cached;
