@@ -30,23 +30,23 @@ try {
   }
   for (const i of [0, 500, 1500]) mkdirSync(path.join(all[i]!, ".git", "hooks"), { recursive: true });
   const median = (xs: number[]) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
-  const time = (f: () => void) => {
+  const time = async (f: () => Promise<unknown>) => {
     const t = performance.now();
-    f();
+    await f();
     return performance.now() - t;
   };
   const first: number[] = [];
   for (let i = 0; i < runs; i++) {
     clearGitMetaCache();
-    first.push(time(() => scanGitMeta(root)));
+    first.push(await time(() => scanGitMeta(root)));
   }
   await Bun.sleep(2100); // past the "ctime too recent to trust" window, as between real calls
-  scanGitMeta(root);
+  await scanGitMeta(root);
   const later: number[] = [];
-  for (let i = 0; i < runs; i++) later.push(time(() => scanGitMeta(root)));
-  const before = scanGitMeta(root);
+  for (let i = 0; i < runs; i++) later.push(await time(() => scanGitMeta(root)));
+  const before = await scanGitMeta(root);
   mkdirSync(path.join(all[1000]!, ".git"));
-  const afterNew = time(() => quarantineNewGitMeta(root, before));
+  const afterNew = await time(() => quarantineNewGitMeta(root, before));
   console.log(JSON.stringify({ dirs: made, files: made * files, first_scan_ms: +median(first).toFixed(2), later_scan_ms: +median(later).toFixed(2), scan_and_quarantine_one_new_ms: +afterNew.toFixed(2) }));
 } finally {
   rmSync(root, { recursive: true, force: true });
