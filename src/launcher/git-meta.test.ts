@@ -116,3 +116,17 @@ describe("git-meta.quarantineNewGitMeta", () => {
     expect(await quarantineNewGitMeta(r, await scanGitMeta(r))).toEqual({ notes: [], complete: true }); // nothing new: nothing more
   });
 });
+
+describe("git-meta: concurrent calls on one root", () => {
+  test("two checks in flight on one root run one after the other: each entry is quarantined once, never reported as unquarantinable", async () => {
+    const r = root();
+    mkdirSync(path.join(r, "sub"));
+    const before = await scanGitMeta(r);
+    writeFileSync(path.join(r, "sub", ".git"), "gitdir: ../elsewhere\n");
+    const [a, b] = await Promise.all([quarantineNewGitMeta(r, before), quarantineNewGitMeta(r, before)]);
+    const lines = [...a.notes, ...b.notes];
+    expect(lines.length).toBe(1);
+    expect(lines[0]).toContain("sub/.git was renamed to sub/.git.airlock-quarantine-");
+    expect(lines.join("\n")).not.toContain("could NOT");
+  });
+});

@@ -200,7 +200,13 @@ async function walk(root: string, maxFolders: number, repairModes: boolean): Pro
     }
     for (const s of stamp.subdirs) stack.push(path.join(dir, s));
   }
-  for (const k of cache.keys()) if (!seen.has(k)) cache.delete(k);
+  for (const k of cache.keys()) {
+    if (!seen.has(k)) cache.delete(k);
+    if (performance.now() - slice >= YIELD_MS) {
+      await yieldToLoop();
+      slice = performance.now();
+    }
+  }
   return { entries: out.sort(byPath), complete: true };
 }
 
