@@ -149,7 +149,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   server_unreachable: 503,
   script_worker_lost: 503,
   preview_refused: 403,
-  metadata_scan_limit: 507,
+  metadata_scan_limit: 409,
 };
 
 export function httpStatus(code: ErrorCode): number {
