@@ -66,6 +66,11 @@ export const ERROR_CODES = [
   "protected_path",
   /** A file tool named a path in airlock's data dir (tokens, database): refused outright, no card. */
   "data_dir_refused",
+  /**
+   * A workspace-write call refused: the workspace has more folders than the repository-metadata scan
+   * visits (`sandbox_scan_max_folders`), or an earlier call's check of it is still owed and cannot complete.
+   */
+  "metadata_scan_limit",
   /** A file tool met something that is not a regular file (a FIFO, device, socket) or a folder for list_dir. */
   "not_regular_file",
   // script sandbox
@@ -144,6 +149,7 @@ export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   server_unreachable: 503,
   script_worker_lost: 503,
   preview_refused: 403,
+  metadata_scan_limit: 409,
 };
 
 export function httpStatus(code: ErrorCode): number {

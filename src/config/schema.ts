@@ -143,6 +143,11 @@ export const Config = z.strictObject({
   execution_backend: z.enum(["local", "external"]).default("local"),
   /** Host unix sockets (absolute paths) that `read-only` / `workspace-write` processes may connect to. Default: none. */
   sandbox_unix_sockets: z.array(z.string().refine((p) => p.startsWith("/"), "must be an absolute path")).default([]),
+  /**
+   * Bound on the folders one repository-metadata scan of a workspace-write root visits. Over it, a call
+   * is refused (`metadata_scan_limit`); a call that grows the tree past it gets an "incomplete" warning.
+   */
+  sandbox_scan_max_folders: z.number().int().positive().default(200_000),
   privacy: Privacy.default("public"),
   approvals: z.strictObject({ ttl_seconds: z.number().int().positive().default(3600) }).default({ ttl_seconds: 3600 }),
   hooks: HooksConfig.default({ PreToolUse: [] }),

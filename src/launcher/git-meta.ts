@@ -4,12 +4,15 @@
  * `.git` entry (folder, file or symlink, any depth, name matched case-insensitively) and every
  * repository-shaped folder (HEAD + objects/ + refs/, or HEAD + commondir: git discovers it as a git folder), so
  * the launcher can pin the existing ones with mounts before a confined process runs and quarantine
- * whatever appeared or was replaced after it ends. The scan caches the directory tree per root.
+ * whatever appeared or was replaced after it ends. The scan caches the directory tree per root. It never
+ * holds the event loop for long (it yields every {@link YIELD_MS} ms), reads at most a bounded number of
+ * folders per scan, and runs one at a time per root.
  */
 import { createHash } from "node:crypto";
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync, type Stats } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { AirlockError } from "../errors.ts";
 
 /** A `.git` name, matched case-insensitively. */
 export const DOT_GIT = /^\.git$/i;
@@ -72,18 +75,18 @@ function lstatOrNull(p: string): Stats | null {
  */
 const GIT_LAYOUT = new Set(["objects", "refs", "logs", "hooks", "info", "worktrees", "modules", "branches"]);
 
-/**
- * True while {@link quarantineNewGitMeta} scans: a folder the process left unreadable to its owner (git
- * needs only to traverse it, so a repository can hide behind `chmod 111`) gets its owner's `rwx` back
- * so it can be read; as root the scan reads it anyway.
- */
-let repairModes = false;
+type Entry = { name: string; dir: boolean; file: boolean; link: boolean };
 
-function readEntries(dir: string): { name: string; dir: boolean; file: boolean; link: boolean }[] {
+function readEntries(dir: string): Entry[] {
   return readdirSync(dir, { withFileTypes: true }).map((d) => ({ name: d.name, dir: d.isDirectory(), file: d.isFile(), link: d.isSymbolicLink() }));
 }
 
-function names(dir: string): { name: string; dir: boolean; file: boolean; link: boolean }[] {
+/**
+ * The entries of `dir` ([] when unreadable). With `repairModes` (the check after a call), a folder the
+ * process left unreadable to its owner (git needs only to traverse it, so a repository can hide behind
+ * `chmod 111`) gets its owner's `rwx` back so it can be read; as root the scan reads it anyway.
+ */
+function names(dir: string, repairModes = false): Entry[] {
   try {
     return readEntries(dir);
   } catch (e) {
@@ -112,16 +115,16 @@ function giveOwnerRwx(dir: string): void {
  * (file or symlink) with objects/ and refs/ (folders or symlinks), or HEAD with a `commondir` file (a linked worktree's git
  * folder, whose objects and refs live in the common one).
  */
-function repoShaped(list: { name: string; dir: boolean; file: boolean; link: boolean }[]): boolean {
+function repoShaped(list: Entry[]): boolean {
   const has = (n: string, ok: (e: { dir: boolean; file: boolean; link: boolean }) => boolean) => list.some((e) => e.name.toLowerCase() === n && ok(e));
   if (!has("head", (e) => e.file || e.link)) return false;
   // git follows symbolic links to objects/ and refs/, so a link counts as a folder here.
   return (has("objects", (e) => e.dir || e.link) && has("refs", (e) => e.dir || e.link)) || has("commondir", (e) => e.file || e.link);
 }
 
-function readStamp(dir: string, st: Stats): DirStamp {
+function readStamp(dir: string, st: Stats, repairModes: boolean): DirStamp {
   const before = Date.now();
-  const list = names(dir);
+  const list = names(dir, repairModes);
   const bare = repoShaped(list);
   const gitChildren: DirStamp["gitChildren"] = [];
   const subdirs: string[] = [];
@@ -135,10 +138,105 @@ function readStamp(dir: string, st: Stats): DirStamp {
   return { ino: st.ino, ctimeMs: st.ctimeMs, recent: st.ctimeMs + RECENT_MS > before, subdirs, gitChildren, bare };
 }
 
-function folderFacts(p: string): Pick<GitMetaEntry, "repo" | "sensitive" | "empty"> {
-  const list = names(p);
+function folderFacts(p: string, repairModes: boolean): Pick<GitMetaEntry, "repo" | "sensitive" | "empty"> {
+  const list = names(p, repairModes);
   const sens = new Set<string>(GIT_SENSITIVE);
   return { repo: repoShaped(list), sensitive: list.map((e) => e.name.toLowerCase()).filter((n) => sens.has(n)).sort(), empty: list.length === 0 };
+}
+
+/** Default bound on the folders one scan visits (config `sandbox_scan_max_folders`). */
+export const DEFAULT_SCAN_MAX_FOLDERS = 200_000;
+/** A scan gives the event loop back after this much work (ms), so `airlock serve` keeps answering. */
+export const YIELD_MS = 5;
+
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** What one walk of a root found; `complete` is false when it stopped at `maxFolders` (entries then cover only part of the tree). */
+interface Walk {
+  entries: GitMetaEntry[];
+  complete: boolean;
+}
+
+function byPath(a: GitMetaEntry, b: GitMetaEntry): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}
+
+/**
+ * One walk of `root` (see {@link scanGitMeta}): gives the event loop back every {@link YIELD_MS} ms and
+ * stops after `maxFolders` folders. Callers hold the root's turn ({@link exclusive}).
+ */
+async function walk(root: string, maxFolders: number, repairModes: boolean): Promise<Walk> {
+  let cache = treeCache.get(root);
+  if (!cache) treeCache.set(root, (cache = new Map()));
+  const seen = new Set<string>();
+  const out: GitMetaEntry[] = [];
+  const stack = [root];
+  let slice = performance.now();
+  while (stack.length > 0) {
+    if (performance.now() - slice >= YIELD_MS) {
+      await yieldToLoop();
+      slice = performance.now();
+    }
+    const dir = stack.pop()!;
+    const st = lstatOrNull(dir);
+    if (!st || !st.isDirectory()) continue;
+    if (seen.size >= maxFolders) return { entries: out.sort(byPath), complete: false };
+    seen.add(dir);
+    let stamp = cache.get(dir);
+    if (!stamp || stamp.recent || stamp.ino !== st.ino || stamp.ctimeMs !== st.ctimeMs) {
+      stamp = readStamp(dir, st, repairModes);
+      cache.set(dir, stamp);
+    }
+    if (stamp.bare && !DOT_GIT.test(path.basename(dir))) {
+      out.push({ path: dir, kind: "bare", ino: String(st.ino), ...folderFacts(dir, repairModes) });
+    }
+    for (const g of stamp.gitChildren) {
+      const p = path.join(dir, g.name);
+      const gs = lstatOrNull(p);
+      if (!gs) continue;
+      const kind: GitMetaEntry["kind"] = gs.isSymbolicLink() ? "dotgit-link" : gs.isDirectory() ? "dotgit-dir" : "dotgit-file";
+      const facts = kind === "dotgit-dir" ? folderFacts(p, repairModes) : { repo: false, sensitive: [], empty: false };
+      out.push({ path: p, kind, ino: String(gs.ino), ...facts });
+    }
+    for (const s of stamp.subdirs) stack.push(path.join(dir, s));
+  }
+  for (const k of cache.keys()) {
+    if (!seen.has(k)) cache.delete(k);
+    if (performance.now() - slice >= YIELD_MS) {
+      await yieldToLoop();
+      slice = performance.now();
+    }
+  }
+  return { entries: out.sort(byPath), complete: true };
+}
+
+/** Per root: the tail of the queue of scans waiting for it (one scan of a root at a time: its cache, its locks). */
+const rootQueues = new Map<string, Promise<void>>();
+
+/** Runs `fn` once every earlier caller for `root` is done (a per-root mutex; `fn`'s errors pass through). */
+async function exclusive<T>(root: string, fn: () => Promise<T>): Promise<T> {
+  const prev = rootQueues.get(root) ?? Promise.resolve();
+  let release!: () => void;
+  const tail = prev.then(() => new Promise<void>((resolve) => (release = resolve)));
+  rootQueues.set(root, tail);
+  await prev;
+  try {
+    return await fn();
+  } finally {
+    release();
+    if (rootQueues.get(root) === tail) rootQueues.delete(root);
+  }
+}
+
+/** The error for a root whose tree is over the scan's bound (see {@link prepareGitMeta}). */
+function tooManyFolders(root: string, maxFolders: number, why: string, notes: string[]): AirlockError {
+  const also = notes.length > 0 ? ` Quarantined meanwhile: ${notes.join("; ")}` : "";
+  return new AirlockError(
+    "metadata_scan_limit",
+    `workspace-write refused: ${why}: the workspace ${root} has more than ${maxFolders} folders (sandbox_scan_max_folders), so airlock cannot check its repository metadata. ` +
+      `Remove folders there (build output, dependencies), raise sandbox_scan_max_folders, or run under read-only.${also}`,
+    { root, max_folders: maxFolders },
+  );
 }
 
 /**
@@ -147,39 +245,18 @@ function folderFacts(p: string): Pick<GitMetaEntry, "repo" | "sensitive" | "empt
  * folders of a repository-shaped one (`objects/`, `refs/`, `logs/`, …: {@link GIT_LAYOUT}); other
  * folders inside a repository-shaped one are scanned, and so are quarantined ones. Cost: the first scan of a root reads every folder; later scans
  * `lstat` each cached folder and read only those whose inode or ctime changed (or whose ctime was
- * too recent to trust), descending fully into new folders. Never throws: unreadable folders are skipped.
+ * too recent to trust), descending fully into new folders. Gives the event loop back every
+ * {@link YIELD_MS} ms; scans of one root run one at a time. Unreadable folders are skipped.
+ * @param maxFolders bound on the folders visited (default {@link DEFAULT_SCAN_MAX_FOLDERS}).
  * @returns entries sorted by path.
+ * @throws AirlockError `metadata_scan_limit` when the tree has more than `maxFolders` folders.
  */
-export function scanGitMeta(root: string): GitMetaEntry[] {
-  let cache = treeCache.get(root);
-  if (!cache) treeCache.set(root, (cache = new Map()));
-  const seen = new Set<string>();
-  const out: GitMetaEntry[] = [];
-  const visit = (dir: string) => {
-    const st = lstatOrNull(dir);
-    if (!st || !st.isDirectory()) return;
-    seen.add(dir);
-    let stamp = cache.get(dir);
-    if (!stamp || stamp.recent || stamp.ino !== st.ino || stamp.ctimeMs !== st.ctimeMs) {
-      stamp = readStamp(dir, st);
-      cache.set(dir, stamp);
-    }
-    if (stamp.bare && !DOT_GIT.test(path.basename(dir))) {
-      out.push({ path: dir, kind: "bare", ino: String(st.ino), ...folderFacts(dir) });
-    }
-    for (const g of stamp.gitChildren) {
-      const p = path.join(dir, g.name);
-      const gs = lstatOrNull(p);
-      if (!gs) continue;
-      const kind: GitMetaEntry["kind"] = gs.isSymbolicLink() ? "dotgit-link" : gs.isDirectory() ? "dotgit-dir" : "dotgit-file";
-      const facts = kind === "dotgit-dir" ? folderFacts(p) : { repo: false, sensitive: [], empty: false };
-      out.push({ path: p, kind, ino: String(gs.ino), ...facts });
-    }
-    for (const s of stamp.subdirs) visit(path.join(dir, s));
-  };
-  visit(root);
-  for (const k of cache.keys()) if (!seen.has(k)) cache.delete(k);
-  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+export function scanGitMeta(root: string, maxFolders = DEFAULT_SCAN_MAX_FOLDERS): Promise<GitMetaEntry[]> {
+  return exclusive(root, async () => {
+    const w = await walk(root, maxFolders, false);
+    if (!w.complete) throw tooManyFolders(root, maxFolders, "the scan stopped at its bound", []);
+    return w.entries;
+  });
 }
 
 /** Forgets the cached tree of every root (tests; measuring the first scan). */
@@ -276,10 +353,7 @@ function quarantineName(p: string): string {
   }
 }
 
-/** While {@link quarantineNewGitMeta} runs: the quarantine names it gave, so a later pass does not flag them as new. */
-let renamed: Set<string> | undefined;
-
-function quarantine(p: string, root: string, why: string): string {
+function quarantine(p: string, root: string, why: string, renamed: Set<string>): string {
   const rel = (x: string) => path.relative(root, x) || ".";
   try {
     const q = quarantineName(p);
@@ -291,11 +365,18 @@ function quarantine(p: string, root: string, why: string): string {
       giveOwnerRwx(path.dirname(p));
       renameSync(p, q);
     }
-    renamed?.add(q);
+    renamed.add(q);
     return `${why}: ${rel(p)} was renamed to ${rel(q)} (a person can rename it back after checking its config and hooks)`;
   } catch (e) {
     return `${why}: ${rel(p)} could NOT be quarantined (${(e as Error).message}); do not run git in ${rel(path.dirname(p))} before checking it`;
   }
+}
+
+/** What {@link quarantineNewGitMeta} did: one line per quarantined entry, and whether the whole tree was checked. */
+export interface QuarantineReport {
+  notes: string[];
+  /** False when a scan stopped at its bound of folders: what lies in the folders not visited was not checked. */
+  complete: boolean;
 }
 
 /**
@@ -303,62 +384,85 @@ function quarantine(p: string, root: string, why: string): string {
  * to `<name>.airlock-quarantine-<UTC stamp>`: every `.git` entry that is new, moved here or replaced
  * (other inode or kind); every sensitive part newly made inside a repository folder; the HEAD of a
  * folder newly made repository-shaped. Empty `.git` folders still locked by a live call of this
- * process are left alone. Never throws.
+ * process are left alone. Waits for other scans of `root`; gives the event loop back every
+ * {@link YIELD_MS} ms. Never throws.
+ * @param maxFolders bound on the folders each scan visits; past it the report is not `complete`.
  * @returns one line per quarantined (or unquarantinable) entry, for the tool result's warning.
  */
-export function quarantineNewGitMeta(root: string, before: GitMetaEntry[], skip?: (e: GitMetaEntry) => boolean): string[] {
+export function quarantineNewGitMeta(root: string, before: GitMetaEntry[], skip?: (e: GitMetaEntry) => boolean, maxFolders = DEFAULT_SCAN_MAX_FOLDERS): Promise<QuarantineReport> {
+  return exclusive(root, () => checkSince(root, before, skip, maxFolders));
+}
+
+/** {@link quarantineNewGitMeta} for a caller that holds the root's turn. */
+async function checkSince(root: string, before: GitMetaEntry[], skip: ((e: GitMetaEntry) => boolean) | undefined, maxFolders: number): Promise<QuarantineReport> {
   const old = new Map(before.map((e) => [e.path, e]));
   const notes: string[] = [];
-  repairModes = true;
-  renamed = new Set();
-  try {
-    // A folder whose HEAD was quarantined is no longer repository-shaped: scan again, so what it held
-    // inside git's own folders (not scanned while it was repository-shaped) is checked in this call.
-    for (let pass = 0; pass < MAX_PASSES && quarantinePass(root, old, notes, skip); pass++);
-  } finally {
-    repairModes = false;
-    renamed = undefined;
+  const renamed = new Set<string>();
+  let complete = true;
+  // A folder whose HEAD was quarantined is no longer repository-shaped: scan again, so what it held
+  // inside git's own folders (not scanned while it was repository-shaped) is checked in this call.
+  for (let pass = 0; ; pass++) {
+    const r = await quarantinePass(root, old, notes, renamed, maxFolders, skip);
+    if (!r.complete) complete = false;
+    if (!r.peeled) break;
+    if (pass + 1 >= MAX_PASSES) {
+      complete = false; // still peeling: what the last folder held was not checked
+      break;
+    }
   }
-  return notes;
+  return { notes, complete };
 }
 
 /** Bound on {@link quarantineNewGitMeta}'s scans (each one after the first peels one folder made repository-shaped). */
 const MAX_PASSES = 64;
 
-/** One scan of {@link quarantineNewGitMeta}; appends to `notes`. True when it quarantined a repository-shaped folder's HEAD. */
-function quarantinePass(root: string, old: Map<string, GitMetaEntry>, notes: string[], skip?: (e: GitMetaEntry) => boolean): boolean {
+/** One scan of {@link quarantineNewGitMeta}; appends to `notes`. `peeled`: it quarantined a repository-shaped folder's HEAD. */
+async function quarantinePass(
+  root: string,
+  old: Map<string, GitMetaEntry>,
+  notes: string[],
+  renamed: Set<string>,
+  maxFolders: number,
+  skip?: (e: GitMetaEntry) => boolean,
+): Promise<{ peeled: boolean; complete: boolean }> {
   let peeled = false;
-  for (const e of scanGitMeta(root)) {
+  const w = await walk(root, maxFolders, true);
+  let slice = performance.now();
+  for (const e of w.entries) {
+    if (performance.now() - slice >= YIELD_MS) {
+      await yieldToLoop();
+      slice = performance.now();
+    }
     const was = old.get(e.path);
-    if (renamed?.has(e.path) || skip?.(e)) continue;
+    if (renamed.has(e.path) || skip?.(e)) continue;
     if (e.kind === "dotgit-dir" && e.empty && liveLocks.has(e.path)) continue;
     const same = was !== undefined && was.ino === e.ino && was.kind === e.kind;
     if (e.kind === "bare") {
       if (same && was.repo) {
-        for (const s of e.sensitive) if (!was.sensitive.includes(s)) notes.push(quarantine(path.join(e.path, s), root, "repository metadata created during the call"));
+        for (const s of e.sensitive) if (!was.sensitive.includes(s)) notes.push(quarantine(path.join(e.path, s), root, "repository metadata created during the call", renamed));
         continue;
       }
-      const head = names(e.path).find((n) => n.name.toLowerCase() === "head");
+      const head = names(e.path, true).find((n) => n.name.toLowerCase() === "head");
       if (head) {
         const headPath = path.join(e.path, head.name);
-        notes.push(quarantine(headPath, root, "a folder was made into a git repository during the call"));
+        notes.push(quarantine(headPath, root, "a folder was made into a git repository during the call", renamed));
         if (!lstatOrNull(headPath)) peeled = true;
       }
       continue;
     }
     if (!same) {
-      notes.push(quarantine(e.path, root, was ? "repository metadata replaced during the call" : "repository metadata created or moved during the call"));
+      notes.push(quarantine(e.path, root, was ? "repository metadata replaced during the call" : "repository metadata created or moved during the call", renamed));
       continue;
     }
     if (e.kind === "dotgit-dir") {
       if (!was.repo && e.repo) {
-        notes.push(quarantine(e.path, root, "a .git folder was made into a repository during the call"));
+        notes.push(quarantine(e.path, root, "a .git folder was made into a repository during the call", renamed));
         continue;
       }
-      for (const s of e.sensitive) if (!was.sensitive.includes(s)) notes.push(quarantine(path.join(e.path, s), root, "repository metadata created during the call"));
+      for (const s of e.sensitive) if (!was.sensitive.includes(s)) notes.push(quarantine(path.join(e.path, s), root, "repository metadata created during the call", renamed));
     }
   }
-  return peeled;
+  return { peeled, complete: w.complete };
 }
 
 /**
@@ -423,24 +527,47 @@ export function closeJournal(file: string | undefined): void {
 }
 
 /**
- * Runs, for `root`, the check that calls of a process that is gone never ran: for each journal of
- * `root` left by a dead process (its pid gone, or reused by a process started at another time),
- * {@link quarantineNewGitMeta} against that call's `before`, then removes the journal. An empty `.git`
- * of the root itself is left to the lock (a killed call's mount point: locked, then removed). Returns
- * one line per quarantined entry. Never throws.
+ * Checks a call still owes (one whose check after it was incomplete), per root: each compares the root
+ * with that call's `before` at the next call on the root ({@link prepareGitMeta}); its journal stays
+ * on disk meanwhile, so another airlock recovers it should this one end.
  */
-export function recoverCrashedCalls(root: string): string[] {
-  const dir = journalDir();
-  if (!dir) return [];
+const owed = new Map<string, { before: GitMetaEntry[]; journal?: string }[]>();
+
+/** An empty `.git` of the root itself: a killed call's lock mount point, left to the lock (not quarantined). */
+const emptyRootGit = (root: string) => (e: GitMetaEntry) => e.kind === "dotgit-dir" && e.empty && path.dirname(e.path) === root;
+
+/**
+ * For a caller holding the root's turn: runs the checks `root` is owed, first those of this process
+ * (incomplete earlier checks), then those of calls of an airlock process that is gone (its journal's pid
+ * gone, or reused by a process started at another time), each against that call's `before`, and
+ * removes the journals of those that completed. Returns one line per quarantined entry.
+ * @throws AirlockError `metadata_scan_limit` while a check stays incomplete (it stays owed).
+ */
+async function recoverOwed(root: string, maxFolders: number): Promise<string[]> {
   const notes: string[] = [];
-  let names: string[];
-  try {
-    names = readdirSync(dir).filter((n) => n.startsWith(`${rootKey(root)}-`) && n.endsWith(".json"));
-  } catch {
-    return [];
+  let incomplete = false;
+  const mine = owed.get(root) ?? [];
+  owed.delete(root);
+  const still: typeof mine = [];
+  for (const o of mine) {
+    const r = await checkSince(root, o.before, emptyRootGit(root), maxFolders);
+    notes.push(...r.notes.map((l) => `after an earlier call whose check was incomplete: ${l}`));
+    if (r.complete) closeJournal(o.journal);
+    else still.push(o);
   }
-  for (const n of names) {
-    const file = path.join(dir, n);
+  if (still.length > 0) {
+    owed.set(root, [...still, ...(owed.get(root) ?? [])]);
+    incomplete = true;
+  }
+  const dir = journalDir();
+  let files: string[] = [];
+  try {
+    if (dir) files = readdirSync(dir).filter((n) => n.startsWith(`${rootKey(root)}-`) && n.endsWith(".json"));
+  } catch {
+    files = [];
+  }
+  for (const n of files) {
+    const file = path.join(dir!, n);
     let j: { root?: unknown; pid?: unknown; start?: unknown; before?: unknown };
     try {
       j = JSON.parse(readFileSync(file, "utf8"));
@@ -450,9 +577,67 @@ export function recoverCrashedCalls(root: string): string[] {
     if (j.root !== root || typeof j.pid !== "number" || !Array.isArray(j.before)) continue;
     const alive = j.pid === process.pid || (startTime(j.pid) !== null && startTime(j.pid) === j.start);
     if (alive) continue;
-    const rootGit = (e: GitMetaEntry) => e.kind === "dotgit-dir" && e.empty && path.dirname(e.path) === root;
-    notes.push(...quarantineNewGitMeta(root, j.before as GitMetaEntry[], rootGit).map((l) => `after an airlock process ended during a call: ${l}`));
-    closeJournal(file);
+    const r = await checkSince(root, j.before as GitMetaEntry[], emptyRootGit(root), maxFolders);
+    notes.push(...r.notes.map((l) => `after an airlock process ended during a call: ${l}`));
+    if (r.complete) closeJournal(file);
+    else incomplete = true;
   }
+  if (incomplete) throw tooManyFolders(root, maxFolders, "an earlier call's repository-metadata check is still owed and cannot complete", notes);
   return notes;
+}
+
+/**
+ * Runs, for `root`, the checks it is owed (see {@link prepareGitMeta}) and returns one line per
+ * quarantined entry. Waits for other scans of `root`.
+ * @throws AirlockError `metadata_scan_limit` while one cannot complete (the tree is over `maxFolders`).
+ */
+export function recoverCrashedCalls(root: string, maxFolders = DEFAULT_SCAN_MAX_FOLDERS): Promise<string[]> {
+  return exclusive(root, () => recoverOwed(root, maxFolders));
+}
+
+/** What {@link prepareGitMeta} found and did for one root. */
+export interface GitMetaPrepared {
+  /** The entries found before the call (compared after it). */
+  before: GitMetaEntry[];
+  plan: GitMetaPlan;
+  /** This call's journal ({@link openJournal}), or undefined when none could be written. */
+  journal?: string;
+  /** Lines for what owed checks quarantined (see {@link recoverCrashedCalls}). */
+  recovered: string[];
+}
+
+/**
+ * Before a `workspace-write` call on `root`, as one step no other scan of `root` interleaves with: runs
+ * the checks the root is owed, scans it, plans its mounts ({@link planGitMeta}), holds its locks
+ * ({@link holdLocks}) and writes the call's journal. Gives the event loop back every {@link YIELD_MS} ms.
+ * @param maxFolders bound on the folders each scan visits (config `sandbox_scan_max_folders`).
+ * @throws AirlockError `metadata_scan_limit` when the tree has more than `maxFolders` folders, or an
+ * owed check cannot complete: the call must not run (what it planted could not be told from what was there).
+ */
+export function prepareGitMeta(root: string, maxFolders = DEFAULT_SCAN_MAX_FOLDERS): Promise<GitMetaPrepared> {
+  return exclusive(root, async () => {
+    const recovered = await recoverOwed(root, maxFolders);
+    const w = await walk(root, maxFolders, false);
+    if (!w.complete) throw tooManyFolders(root, maxFolders, "the scan before the call stopped at its bound", recovered);
+    const plan = planGitMeta(root, w.entries);
+    holdLocks(plan.locked);
+    const journal = openJournal(root, w.entries);
+    return { before: w.entries, plan, journal, recovered };
+  });
+}
+
+/**
+ * After a call on `root` (or between an MCP server's calls): with `release`, drops the call's locks
+ * ({@link releaseLocks}); then {@link quarantineNewGitMeta} against `before`. With `release`, a complete
+ * check removes the call's journal; an incomplete one keeps it and leaves the check owed: the next call
+ * on `root` runs it first and is refused while it cannot complete. Never throws.
+ */
+export function finishGitMeta(root: string, before: GitMetaEntry[], maxFolders: number, release?: { locked: string[]; journal?: string }): Promise<QuarantineReport> {
+  return exclusive(root, async () => {
+    if (release) releaseLocks(release.locked);
+    const r = await checkSince(root, before, undefined, maxFolders);
+    if (release && r.complete) closeJournal(release.journal);
+    else if (release) owed.set(root, [...(owed.get(root) ?? []), { before, journal: release.journal }]);
+    return r;
+  });
 }

@@ -15,7 +15,7 @@ import { allCredentialPaths, credentialPaths } from "./credentials.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
-import { closeJournal, holdLocks, openJournal, planGitMeta, quarantineNewGitMeta, recoverCrashedCalls, releaseLocks, scanGitMeta, type GitMetaEntry } from "./git-meta.ts";
+import { DEFAULT_SCAN_MAX_FOLDERS, finishGitMeta, prepareGitMeta, type GitMetaEntry } from "./git-meta.ts";
 
 export { sanitizedEnv } from "./env.ts";
 
@@ -348,6 +348,8 @@ export interface PreparedRoot {
   journal?: string;
   /** What was quarantined for calls of an airlock process that ended mid-call; reported once, by the next {@link recheckRoot}. */
   recovered: string[];
+  /** Bound on the folders each scan of this root visits (config `sandbox_scan_max_folders`). */
+  maxFolders: number;
 }
 
 /**
@@ -355,38 +357,63 @@ export interface PreparedRoot {
  * (src/launcher/git-meta.ts): every existing `.git` entry and repository-shaped folder at any depth is
  * found; repositories become mount points with their config, hooks, info, commondir, gitdir,
  * worktrees and modules read-only; `.git` files are bound read-only; the root's `.git` is locked when
- * missing or empty (an empty one may be a crashed run's mount point). First, what calls of an airlock
- * process that ended mid-call (`kill -9`) left on this root is checked (see `recoverCrashedCalls`); then
- * this call's journal is written. Used by every process started
- * under `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts); call {@link releaseRoot}
- * (or, between MCP calls, {@link recheckRoot}) after. Never throws.
+ * missing or empty (an empty one may be a crashed run's mount point). First, the checks the root is
+ * owed run: those of an airlock process that ended mid-call (`kill -9`), and those of earlier calls
+ * whose check was incomplete (see `recoverCrashedCalls`); then this call's journal is written. Used by
+ * every process started under `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts);
+ * call {@link releaseRoot} (or, between MCP calls, {@link recheckRoot}) after. The scans never hold
+ * the event loop for long.
+ * @param maxFolders bound on the folders a scan visits (config `sandbox_scan_max_folders`).
+ * @throws AirlockError `metadata_scan_limit` when the root has more folders than that, or an owed check cannot complete.
  */
-export function prepareRoot(root: string): PreparedRoot {
-  const recovered = recoverCrashedCalls(root);
-  const before = scanGitMeta(root);
-  const plan = planGitMeta(root, before);
-  holdLocks(plan.locked);
-  const journal = openJournal(root, before);
-  return { root, readOnly: plan.readOnly, mountPoints: plan.mountPoints, locked: plan.locked, before, journal, recovered };
+export async function prepareRoot(root: string, maxFolders = DEFAULT_SCAN_MAX_FOLDERS): Promise<PreparedRoot> {
+  const p = await prepareGitMeta(root, maxFolders);
+  return { root, readOnly: p.plan.readOnly, mountPoints: p.plan.mountPoints, locked: p.plan.locked, before: p.before, journal: p.journal, recovered: p.recovered, maxFolders };
+}
+
+/** What the check after a call found: lines for quarantined entries, and one line per root whose check was incomplete. */
+export interface RootCheck {
+  quarantined: string[];
+  incomplete: string[];
+}
+
+async function checkRoots(prepared: PreparedRoot[], release: boolean): Promise<RootCheck> {
+  const out: RootCheck = { quarantined: [], incomplete: [] };
+  for (const r of prepared) {
+    const c = await finishGitMeta(r.root, r.before, r.maxFolders, release ? { locked: r.locked, journal: r.journal } : undefined);
+    out.quarantined.push(...r.recovered.splice(0), ...c.notes);
+    if (!c.complete) {
+      out.incomplete.push(
+        `the repository-metadata check of ${r.root} after this call was INCOMPLETE: it has more than ${r.maxFolders} folders (sandbox_scan_max_folders), and what lies in the folders not checked was not checked; ` +
+          `do not run git there before checking it. The check stays owed: the next workspace-write call on it runs it first, and is refused (metadata_scan_limit) while it cannot complete`,
+      );
+    }
+  }
+  return out;
 }
 
 /**
  * Quarantines repository metadata that appeared in the prepared roots since {@link prepareRoot}
- * (see `quarantineNewGitMeta`). Returns one line per entry quarantined, for the result's warning.
+ * (see `quarantineNewGitMeta`). Returns one line per entry quarantined, and per root not wholly checked,
+ * for the result's warning ({@link checkWarning}). Never throws.
  */
-export function recheckRoot(prepared: PreparedRoot[]): string[] {
-  return prepared.flatMap((r) => [...r.recovered.splice(0), ...quarantineNewGitMeta(r.root, r.before)]);
+export function recheckRoot(prepared: PreparedRoot[]): Promise<RootCheck> {
+  return checkRoots(prepared, false);
 }
 
 /**
  * After the process is gone: removes the empty mount points bubblewrap left for `locked` paths (once
- * no other call of this process holds them), then {@link recheckRoot}. Returns its lines. Never throws.
+ * no other call of this process holds them), then {@link recheckRoot}; removes the journals of roots
+ * wholly checked and leaves the others' checks owed. Never throws.
  */
-export function releaseRoot(prepared: PreparedRoot[]): string[] {
-  for (const r of prepared) releaseLocks(r.locked);
-  const notes = recheckRoot(prepared);
-  for (const r of prepared) closeJournal(r.journal);
-  return notes;
+export function releaseRoot(prepared: PreparedRoot[]): Promise<RootCheck> {
+  return checkRoots(prepared, true);
+}
+
+/** The warning for a {@link RootCheck}, or undefined when it found nothing and was complete. */
+export function checkWarning(c: RootCheck): string | undefined {
+  const lines = [...(c.quarantined.length > 0 ? [quarantineWarning(c.quarantined)] : []), ...c.incomplete];
+  return lines.length > 0 ? lines.join("\n") : undefined;
 }
 
 /** The warning line for quarantined repository metadata (`notes` from {@link releaseRoot}). */
@@ -449,7 +476,14 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   if (confine) {
     const roots = (opts.writableRoots ?? [opts.workspace]).map((r) => resolveRealPath("/", r));
     for (const r of roots) if (!existsSync(r)) throw new AirlockError("tool_failed", `workspace root ${r} does not exist`);
-    prepared = policy === "workspace-write" ? roots.map(prepareRoot) : [];
+    if (policy === "workspace-write") {
+      try {
+        for (const r of roots) prepared.push(await prepareRoot(r, config.sandbox_scan_max_folders));
+      } catch (e) {
+        await releaseRoot(prepared);
+        throw e;
+      }
+    }
     const readOnlyPaths = prepared.flatMap((r) => r.readOnly);
     const lockedPaths = prepared.flatMap((r) => r.locked);
     const mountPoints = prepared.flatMap((r) => r.mountPoints);
@@ -461,6 +495,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
       try {
         seccomp = openSeccompFilter();
       } catch (e) {
+        await releaseRoot(prepared);
         throw new AirlockError("sandbox_unavailable", `sandbox policy "${policy}" cannot be enforced: the seccomp filter could not be prepared (${(e as Error).message}). Nothing was run.`, { policy });
       }
     }
@@ -488,15 +523,14 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     result = await run(full, env, opts, { policy, warning, unconfined: isConfined(policy) && !confine, infoFd: wrap, seccompFd: seccomp });
   } catch (e) {
     if (seccomp !== undefined) closeSync(seccomp);
-    releaseRoot(prepared);
+    await releaseRoot(prepared);
     throw e;
   }
   if (seccomp !== undefined) closeSync(seccomp);
-  const notes = releaseRoot(prepared);
-  if (notes.length > 0) {
-    result.quarantined = notes;
-    result.warning = [result.warning, quarantineWarning(notes)].filter(Boolean).join("\n");
-  }
+  const check = await releaseRoot(prepared);
+  if (check.quarantined.length > 0) result.quarantined = check.quarantined;
+  const checked = checkWarning(check);
+  if (checked) result.warning = [result.warning, checked].filter(Boolean).join("\n");
   return result;
 }
 

@@ -8,7 +8,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Config } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
-import { quarantineWarning } from "../../launcher/spawn.ts";
+import { checkWarning } from "../../launcher/spawn.ts";
 import type { ToolDef } from "../tool.ts";
 import type { BackoffPolicy } from "./backoff.ts";
 import { contentText, resultValue } from "./result.ts";
@@ -68,7 +68,8 @@ export function mcpToolDef(server: McpServer, t: Tool): ToolDef<Record<string, u
         const text = contentText(res).trim() || "the tool reported an error without a message";
         throw new AirlockError("mcp_tool_error", `${name} failed: ${text}`, { server: server.name, tool: t.name });
       }
-      if (res.quarantined) return { result: resultValue(res), warning: quarantineWarning(res.quarantined) };
+      const warning = checkWarning({ quarantined: res.quarantined ?? [], incomplete: res.checkIncomplete ?? [] });
+      if (warning) return { result: resultValue(res), warning };
       return resultValue(res);
     },
   };

@@ -21,6 +21,8 @@ export interface McpCallResult {
   isError?: boolean;
   /** Set by airlock, not the server: repository metadata quarantined after the call (launcher/git-meta.ts). */
   quarantined?: string[];
+  /** Set by airlock: one line per workspace root whose check after the call was incomplete (too many folders). */
+  checkIncomplete?: string[];
 }
 
 /** One content block as text: text as is; images/audio/blobs as a one-line description; resources by text or URI. */

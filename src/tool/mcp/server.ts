@@ -14,7 +14,7 @@ import { bwrapArgs, DATA_DIR_SECRETS } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, isInside, resolveRealPath } from "../../launcher/resolve.ts";
 import { allCredentialPaths, credentialPaths, expandCredentialPaths } from "../../launcher/credentials.ts";
-import { BWRAP_INSTALL_HINT, bwrapAvailable, openSeccompFilter, prepareRoot, quarantineWarning, recheckRoot, releaseRoot, sanitizedEnv, unixSocketPlan, type PreparedRoot } from "../../launcher/spawn.ts";
+import { BWRAP_INSTALL_HINT, bwrapAvailable, checkWarning, openSeccompFilter, prepareRoot, recheckRoot, releaseRoot, sanitizedEnv, unixSocketPlan, type PreparedRoot, type RootCheck } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
 import { ProcessTransport, type ProcessExit } from "./transport.ts";
@@ -53,6 +53,8 @@ interface Connection {
   stderrTail: string[];
   /** The workspace as prepared at start (workspace-write): checked for new repository metadata after each call. */
   prepared?: PreparedRoot[];
+  /** The check after the server stopped ({@link releaseRoot}), once it began: awaited by `stop`. */
+  released?: Promise<void>;
 }
 
 /** The state of one server, for status and tests. */
@@ -185,10 +187,11 @@ export class McpServer {
     const conn = await this.connection({ wait: true, signal });
     try {
       const res = (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: this.timeoutMs })) as McpCallResult;
-      const notes = this.recheck(conn);
-      return notes.length > 0 ? { ...res, quarantined: notes } : res;
+      const check = await this.recheck(conn);
+      if (check.quarantined.length === 0 && check.incomplete.length === 0) return res;
+      return { ...res, ...(check.quarantined.length > 0 ? { quarantined: check.quarantined } : {}), ...(check.incomplete.length > 0 ? { checkIncomplete: check.incomplete } : {}) };
     } catch (e) {
-      this.recheck(conn);
+      await this.recheck(conn);
       if (signal?.aborted) throw cancelled();
       if (e instanceof McpError && e.code === McpErrorCode.RequestTimeout) {
         await this.recycle(conn, `no answer to ${tool} within ${this.opts.server.timeout_s} s`);
@@ -208,13 +211,14 @@ export class McpServer {
 
   /**
    * Quarantines repository metadata the server created, moved or replaced in its workspace since it
-   * started (workspace-write only; SPEC §9). Returns one line per entry, also logged.
+   * started (workspace-write only; SPEC §9). Returns what it found (also logged). Never throws.
    */
-  private recheck(conn: Connection): string[] {
-    if (!conn.prepared || conn.prepared.length === 0) return [];
-    const notes = recheckRoot(conn.prepared);
-    if (notes.length > 0) this.opts.log(`[mcp:${this.name}] ${quarantineWarning(notes)}`);
-    return notes;
+  private async recheck(conn: Connection): Promise<RootCheck> {
+    if (!conn.prepared || conn.prepared.length === 0) return { quarantined: [], incomplete: [] };
+    const check = await recheckRoot(conn.prepared);
+    const warning = checkWarning(check);
+    if (warning) this.opts.log(`[mcp:${this.name}] ${warning}`);
+    return check;
   }
 
   /** Stops the server (its whole process tree) and refuses further starts. */
@@ -248,6 +252,7 @@ export class McpServer {
     conn.byUs = true;
     await conn.client.close().catch(() => {});
     await conn.transport.close().catch(() => {});
+    await conn.released;
   }
 
   private markFailed(conn: Connection): void {
@@ -334,7 +339,7 @@ export class McpServer {
       this.warnedUnconfined = true;
       return { argv, env, cwd };
     }
-    const prepared = this.policy === "workspace-write" ? [prepareRoot(workspace)] : [];
+    const prepared = this.policy === "workspace-write" ? [await prepareRoot(workspace, config.sandbox_scan_max_folders)] : [];
     const creds = this.credentialMounts(env.HOME);
     const readOnlyPaths = [...prepared.flatMap((r) => r.readOnly), ...creds.visible];
     const lockedPaths = prepared.flatMap((r) => r.locked);
@@ -345,6 +350,7 @@ export class McpServer {
       try {
         seccomp = openSeccompFilter();
       } catch (e) {
+        await releaseRoot(prepared);
         throw this.unavailable(`could not start: the seccomp filter could not be prepared (${(e as Error).message})`, undefined);
       }
     }
@@ -422,9 +428,11 @@ export class McpServer {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const conn: Connection = { client, transport, tools: [], closed: false, byUs: false, failed: false, stderrTail, prepared };
     client.onclose = () => {
-      if (prepared) {
-        const notes = releaseRoot(prepared);
-        if (notes.length > 0) this.opts.log(`[mcp:${this.name}] ${quarantineWarning(notes)}`);
+      if (prepared && !conn.released) {
+        conn.released = releaseRoot(prepared).then((check) => {
+          const warning = checkWarning(check);
+          if (warning) this.opts.log(`[mcp:${this.name}] ${warning}`);
+        });
       }
       conn.closed = true;
       if (this.conn === conn) this.conn = undefined;
