@@ -278,7 +278,8 @@ describe("McpManager with server-everything", () => {
 
   test("startup_timeout_s: a server slower to start than timeout_s still starts; without it the start fails naming timeout_s", async () => {
     // The server answers nothing for 3 s, then runs as usual: longer than the 1 s call timeout.
-    const slow = { ...ev, command: "sh", args: ["-c", `sleep 3; exec node ${EVERYTHING} stdio`], timeout_s: 1 };
+    // The server's path is its own argument ($0), so a checkout under /tmp is bound into the sandbox.
+    const slow = { ...ev, command: "sh", args: ["-c", 'sleep 3; exec node "$0" stdio', EVERYTHING], timeout_s: 1 };
     const ok = manager({ ev: { ...slow, startup_timeout_s: 120 } });
     const t = await tools(ok.m);
     expect(await t.get("ev__echo")!.execute({ message: "late but here" }, ctx())).toBe("Echo: late but here");
