@@ -9,11 +9,11 @@
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { BIND_MAX_BYTES } from "../../src/approval/bound-files.ts";
-import { chmodSync, chownSync, closeSync, copyFileSync, ftruncateSync, openSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, ftruncateSync, openSync, existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { testUsers, sharedTempDir, type TestUser } from "../as-user.ts";
-import { compiledBinary } from "../harness-binary.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { testUsers, type TestUser } from "../as-user.ts";
+import { spawnServe } from "../harness-serve.ts";
+import { binaryBox, chownTree, killServes, serveProcs } from "./fixtures/binary-box.ts";
 import { harnessSse, openSse, startHarness, waitForBus, type Harness, type SseStream } from "../harness.ts";
 import { decide } from "../integration/gate-helpers.ts";
 
@@ -238,32 +238,12 @@ describe("an approval binds to the content of the files the call names", () => {
   });
 });
 
-const procs: ServeProcess["proc"][] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-});
-
-function chownTree(p: string, uid: number): void {
-  chownSync(p, uid, uid);
-  for (const e of readdirSync(p, { withFileTypes: true })) {
-    if (e.isDirectory()) chownTree(join(p, e.name), uid);
-    else chownSync(join(p, e.name), uid, uid);
-  }
-}
+afterAll(killServes);
+const procs = serveProcs;
 
 describe.each(testUsers())("the compiled binary's serve, run as $name", (user: TestUser) => {
   test("a script rewritten while its card waits is refused approval_stale; actions list shows the new hash; the new card's allow runs the new content once", async () => {
-    const dir = sharedTempDir("airlock-stale-");
-    const bin = join(dir, "airlock");
-    copyFileSync(await compiledBinary(), bin);
-    chmodSync(bin, 0o755);
-    const dataDir = join(dir, "data");
-    const ws = join(dir, "ws");
-    const home = join(dir, "home");
-    for (const d of [dataDir, ws, home]) mkdirSync(d);
+    const { dir, bin, dataDir, ws, home } = await binaryBox("airlock-stale-");
     writeFileSync(join(dataDir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\nsandbox: workspace-write\n");
     writeFileSync(join(dataDir, "turns.yaml"), turns({ name: "developer__shell", arguments: { command: "sh script.sh" } }));
     writeFileSync(join(ws, "script.sh"), "echo old >> ran.txt\n");

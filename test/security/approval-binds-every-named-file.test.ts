@@ -6,39 +6,19 @@
  * (as a file over the size limit is). Over real HTTP against the compiled binary's `serve`, as root and nobody.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
-import { compiledBinary } from "../harness-binary.ts";
+import { testUsers, type TestUser } from "../as-user.ts";
 import { openSse } from "../harness.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { spawnServe } from "../harness-serve.ts";
+import { binaryBox, chownTree, killServes, serveProcs } from "./fixtures/binary-box.ts";
 
-const procs: ServeProcess["proc"][] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-});
-
-function chownTree(p: string, uid: number): void {
-  chownSync(p, uid, uid);
-  for (const e of readdirSync(p, { withFileTypes: true })) {
-    if (e.isDirectory()) chownTree(join(p, e.name), uid);
-    else chownSync(join(p, e.name), uid, uid);
-  }
-}
+afterAll(killServes);
+const procs = serveProcs;
 
 describe.each(testUsers())("the compiled binary's serve, run as $name", (user: TestUser) => {
   test("a shell call naming 17 scripts is refused payload_too_large, with no card, and runs none", async () => {
-    const dir = sharedTempDir("airlock-bind-many-");
-    const bin = join(dir, "airlock");
-    copyFileSync(await compiledBinary(), bin);
-    chmodSync(bin, 0o755);
-    const dataDir = join(dir, "data");
-    const ws = join(dir, "ws");
-    const home = join(dir, "home");
-    for (const d of [dataDir, ws, home]) mkdirSync(d);
+    const { dir, bin, dataDir, ws, home } = await binaryBox("airlock-bind-many-");
     const names = [...Array.from({ length: 16 }, (_, i) => `a${i + 1}.sh`), "evil.sh"];
     for (const n of names) writeFileSync(join(ws, n), `echo ${n} >> ran.txt\n`);
     const command = names.map((n) => `sh ${n}`).join("; ");

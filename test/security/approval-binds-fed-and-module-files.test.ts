@@ -8,28 +8,15 @@
  * Driven over real HTTP against the compiled binary's `serve`, run as root and as nobody.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
-import { compiledBinary } from "../harness-binary.ts";
+import { testUsers, type TestUser } from "../as-user.ts";
 import { openSse } from "../harness.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { spawnServe } from "../harness-serve.ts";
+import { binaryBox, chownTree, killServes, serveProcs } from "./fixtures/binary-box.ts";
 
-const procs: ServeProcess["proc"][] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-});
-
-function chownTree(p: string, uid: number): void {
-  chownSync(p, uid, uid);
-  for (const e of readdirSync(p, { withFileTypes: true })) {
-    if (e.isDirectory()) chownTree(join(p, e.name), uid);
-    else chownSync(join(p, e.name), uid, uid);
-  }
-}
+afterAll(killServes);
+const procs = serveProcs;
 
 interface Case {
   command: string;
@@ -55,14 +42,7 @@ const CASES: Case[] = [
 ];
 
 async function staleAfterChange(user: TestUser, c: Case): Promise<void> {
-  const dir = sharedTempDir("airlock-bind-fed-");
-  const bin = join(dir, "airlock");
-  copyFileSync(await compiledBinary(), bin);
-  chmodSync(bin, 0o755);
-  const dataDir = join(dir, "data");
-  const ws = join(dir, "ws");
-  const home = join(dir, "home");
-  for (const d of [dataDir, ws, home]) mkdirSync(d);
+  const { dir, bin, dataDir, ws, home } = await binaryBox("airlock-bind-fed-");
   writeFileSync(join(dataDir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\nsandbox: workspace-write\n");
   const call = { name: "developer__shell", arguments: { command: c.command } };
   writeFileSync(join(dataDir, "turns.yaml"), `turns:\n  - tool_calls: [${JSON.stringify(call)}]\n  - text: "done"\n`);

@@ -9,40 +9,21 @@
  * nothing is written outside. Over real HTTP against the compiled binary's `serve`, as root and as nobody.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, copyFileSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
-import { compiledBinary } from "../harness-binary.ts";
+import { testUsers, type TestUser } from "../as-user.ts";
 import { openSse } from "../harness.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { spawnServe } from "../harness-serve.ts";
+import { binaryBox, chownTree, killServes, serveProcs } from "./fixtures/binary-box.ts";
 
-const procs: ServeProcess["proc"][] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-});
-
-function chownTree(p: string, uid: number): void {
-  chownSync(p, uid, uid);
-  for (const e of readdirSync(p, { withFileTypes: true })) {
-    if (e.isDirectory()) chownTree(join(p, e.name), uid);
-    else lchownSync(join(p, e.name), uid, uid);
-  }
-}
+afterAll(killServes);
+const procs = serveProcs;
 
 describe.each(testUsers())("the compiled binary's serve, run as $name", (user: TestUser) => {
   test("write_file sub/notes.txt: sub swapped for a link to a folder outside while the card waits is approval_stale, the floor asks, nothing lands outside", async () => {
-    const dir = sharedTempDir("airlock-bind-folder-");
-    const bin = join(dir, "airlock");
-    copyFileSync(await compiledBinary(), bin);
-    chmodSync(bin, 0o755);
-    const dataDir = join(dir, "data");
-    const ws = join(dir, "ws");
-    const home = join(dir, "home");
+    const { dir, bin, dataDir, ws, home } = await binaryBox("airlock-bind-folder-");
     const outside = join(dir, "outside");
-    for (const d of [dataDir, ws, home, outside, join(ws, "sub")]) mkdirSync(d);
+    for (const d of [outside, join(ws, "sub")]) mkdirSync(d);
     writeFileSync(join(dataDir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\nsandbox: danger-full-access\n");
     const call = { name: "developer__write_file", arguments: { path: "sub/notes.txt", content: "written\n" } };
     writeFileSync(join(dataDir, "turns.yaml"), `turns:\n  - tool_calls: [${JSON.stringify(call)}]\n  - text: "done"\n`);
