@@ -4,7 +4,7 @@
  * Migrations are idempotent: each runs once, in its own transaction, recorded in `schema_version`.
  */
 import { Database } from "bun:sqlite";
-import { statfsSync } from "node:fs";
+import { chmodSync, closeSync, openSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import { AirlockError } from "../errors.ts";
 
@@ -132,6 +132,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
 export function openDatabase(path: string): Database {
   let db: Database | undefined;
   try {
+    if (path !== ":memory:") ownerOnly(path);
     db = new Database(path, { create: true, strict: true });
     // the busy timeout first: switching to WAL and migrating take locks another process may hold
     db.exec("PRAGMA busy_timeout = 5000");
@@ -142,6 +143,20 @@ export function openDatabase(path: string): Database {
   } catch (e) {
     db?.close();
     throw storageError(e, path) ?? e;
+  }
+}
+
+/**
+ * Creates `path` empty with mode 0600 if it is missing, and takes group and other bits off an existing
+ * one (when this user owns it), so the conversations in it are the owner's alone whatever the umask.
+ * SQLite gives the `-wal` and `-shm` files the mode of the database file (its unix VFS), so they follow.
+ */
+function ownerOnly(path: string): void {
+  closeSync(openSync(path, "a", 0o600));
+  try {
+    chmodSync(path, 0o600);
+  } catch {
+    // not ours to change (another user's file): left as it is
   }
 }
 

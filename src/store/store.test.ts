@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { chmodSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ancestors, rootOf } from "../session/graph.ts";
@@ -25,6 +25,27 @@ describe("store.migrate", () => {
     expect(again.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM schema_version").get()!.n).toBe(MIGRATIONS.length);
     expect(again.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()!.journal_mode).toBe("wal");
     again.close();
+  });
+});
+
+describe("store.openDatabase file modes", () => {
+  test("airlock.db and its -wal and -shm are 0600 whatever the umask; an existing 0644 database is tightened", () => {
+    const dir = mkdtempSync(join(tmpdir(), "airlock-dbmode-"));
+    const old = process.umask(0o022);
+    try {
+      const db = openDatabase(join(dir, "airlock.db"));
+      db.exec("CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1)");
+      const modes = ["airlock.db", "airlock.db-wal", "airlock.db-shm"].map((f) => (statSync(join(dir, f)).mode & 0o777).toString(8));
+      db.close();
+      expect(modes).toEqual(["600", "600", "600"]);
+      const loose = join(dir, "loose.db");
+      writeFileSync(loose, "");
+      chmodSync(loose, 0o644);
+      openDatabase(loose).close();
+      expect((statSync(loose).mode & 0o777).toString(8)).toBe("600");
+    } finally {
+      process.umask(old);
+    }
   });
 });
 
