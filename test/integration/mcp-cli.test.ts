@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
+import { processesWith } from "../processes.ts";
 
 const ROOT = path.resolve(import.meta.dir, "../..");
 const MAIN = path.join(ROOT, "src", "main.ts");
@@ -18,20 +19,6 @@ afterEach(() => {
   dir = undefined;
 });
 
-/** Processes whose command line mentions `needle` (any parent). */
-function processesWith(needle: string): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(needle)) out.push(pid);
-    } catch {
-      // exited
-    }
-  }
-  return out;
-}
 
 describe("airlock run with an MCP server", () => {
   test("stdout holds only the NDJSON events; the server's stderr is logged on stderr; no server process outlives the run", async () => {

@@ -10,23 +10,11 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sharedTempDir, testUsers } from "../as-user.ts";
+import { processesWith } from "../processes.ts";
 
 const REPO = join(import.meta.dir, "..", "..");
 const BUN = process.execPath;
 
-/** Pids whose command line contains `marker`. */
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(marker)) found.push(Number(name));
-    } catch {
-      // gone
-    }
-  }
-  return found;
-}
 
 describe("launcher.launch: airlock killed right after spawning", () => {
   for (const user of testUsers()) {

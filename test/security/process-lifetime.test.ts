@@ -13,31 +13,9 @@ import { stringify } from "yaml";
 import { testUsers, type TestUser } from "../as-user.ts";
 import { compiledBinary } from "../harness-binary.ts";
 import { ownedDir, probeEnv, removeTempDirs, startProbe, tempBase } from "./probe.ts";
+import { processesWith, waitFor } from "../processes.ts";
 
-/** Host pids whose command line mentions `marker`. */
-function processesWith(marker: string): number[] {
-  const pids: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      if (stat[stat.lastIndexOf(")") + 2] === "Z") continue;
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker)) pids.push(pid);
-    } catch {
-      // gone
-    }
-  }
-  return pids;
-}
 
-async function waitFor(cond: () => boolean, what: string, limitMs = 60_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
 
 type Kind = "danger-full-access" | "workspace-write" | "hook";
 

@@ -11,6 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { processesWith, waitFor } from "../processes.ts";
 
 const CHILD = path.join(import.meta.dir, "repo-metadata-child.ts");
 
@@ -27,30 +28,7 @@ function child(user: TestUser, base: string, ws: string, command: string): Bun.S
   return Bun.spawn([...user.prefix, process.execPath, CHILD, JSON.stringify(job)], { cwd: base, env: childEnv(base), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
 }
 
-/** Host pids whose command line holds `tag`. */
-function processesWith(tag: string): number[] {
-  const pids: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      if (stat[stat.lastIndexOf(")") + 2] === "Z") continue;
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(tag)) pids.push(pid);
-    } catch {
-      // gone
-    }
-  }
-  return pids;
-}
 
-async function waitFor(cond: () => boolean, what: string, limitMs = 60_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
 
 for (const user of testUsers()) {
   describe(`repository metadata after airlock was killed mid-call, airlock running as ${user.name}`, () => {

@@ -18,6 +18,7 @@ import path from "node:path";
 import { stringify } from "yaml";
 import { sharedTempDir, testUsers } from "../as-user.ts";
 import { spawnServe } from "../harness-serve.ts";
+import { waitFor } from "../processes.ts";
 
 const MAIN = path.join(import.meta.dir, "../../src/main.ts");
 const PATH = "/usr/local/bin:/usr/bin:/bin";
@@ -45,13 +46,6 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, new Promise<T>((_, reject) => (t = setTimeout(() => reject(new Error(`no answer within ${ms} ms: ${what}`)), ms)))]).finally(() => clearTimeout(t));
 }
 
-async function waitFor(cond: () => boolean, what: string, limitMs = 120_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(5);
-  }
-}
 
 /** An SSE response body read as text, up to a pattern at a time. */
 class SseText {
@@ -125,7 +119,7 @@ for (const user of testUsers()) {
         const b1 = path.join(ws, "b1");
         const b3 = path.join(b1, "objects", "b", "objects", "b");
         // The check after the call has quarantined b1's HEAD; b3's comes two passes (200,000 folders) later.
-        await waitFor(() => headQuarantined(b1), "the first HEAD quarantined");
+        await waitFor(() => headQuarantined(b1), "the first HEAD quarantined", 120_000, 5);
         const health = await within(fetch(`${s.sp.url}/health`), 60_000, "GET /health");
         expect(health.status).toBe(200);
         const cancel = await within(fetch(`${s.sp.url}/sessions/${s.id}/cancel`, { method: "POST", headers: s.auth }), 60_000, "POST /cancel");
@@ -134,7 +128,7 @@ for (const user of testUsers()) {
         expect(readdirSync(b3)).toContain("HEAD");
         await within(seen.until(/event: turn_finished/), 120_000, "turn_finished");
         // The cancel did not cut the check short: the innermost repository is quarantined too.
-        await waitFor(() => headQuarantined(b3), "the last HEAD quarantined");
+        await waitFor(() => headQuarantined(b3), "the last HEAD quarantined", 120_000, 5);
         expect(headQuarantined(path.join(b1, "objects", "b"))).toBe(true);
       } finally {
         s.sp.proc.kill("SIGKILL");

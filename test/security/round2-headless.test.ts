@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { harnessSse, startHarness, type Harness } from "../harness.ts";
+import { processesWith } from "../processes.ts";
 
 const MAIN = join(import.meta.dir, "../../src/main.ts");
 const WALL_MS = 20_000;
@@ -59,18 +60,6 @@ function runningTurns(dir: string): number {
   }
 }
 
-/** Live processes whose command line contains `marker`. */
-function processesWith(marker: string): number[] {
-  const out: number[] = [];
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(marker)) out.push(Number(pid));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 describe("airlock run --headless always exits (held)", () => {
   test("background subagents nobody watches: one's ask is refused at once, one's long shell is stopped; nothing keeps running", async () => {
