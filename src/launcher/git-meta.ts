@@ -470,7 +470,7 @@ async function quarantinePass(
  * airlock's own `<tmpdir>/airlock-gitmeta-<uid>/` (0700; a confined process's `/tmp` is private, so it
  * cannot reach them). A call's journal is written before its process starts and removed after the check
  * that follows it; one left by a process that is gone (`kill -9` of airlock mid-call) lets the next call
- * on that root run the check the dead call never ran ({@link recoverCrashedCalls}).
+ * on that root run the check the dead call never ran ({@link prepareGitMeta}).
  */
 function journalDir(): string | undefined {
   const uid = process.getuid?.() ?? -1;
@@ -586,15 +586,6 @@ async function recoverOwed(root: string, maxFolders: number): Promise<string[]> 
   return notes;
 }
 
-/**
- * Runs, for `root`, the checks it is owed (see {@link prepareGitMeta}) and returns one line per
- * quarantined entry. Waits for other scans of `root`.
- * @throws AirlockError `metadata_scan_limit` while one cannot complete (the tree is over `maxFolders`).
- */
-export function recoverCrashedCalls(root: string, maxFolders = DEFAULT_SCAN_MAX_FOLDERS): Promise<string[]> {
-  return exclusive(root, () => recoverOwed(root, maxFolders));
-}
-
 /** What {@link prepareGitMeta} found and did for one root. */
 export interface GitMetaPrepared {
   /** The entries found before the call (compared after it). */
@@ -602,7 +593,7 @@ export interface GitMetaPrepared {
   plan: GitMetaPlan;
   /** This call's journal ({@link openJournal}), or undefined when none could be written. */
   journal?: string;
-  /** Lines for what owed checks quarantined (see {@link recoverCrashedCalls}). */
+  /** Lines for what owed checks quarantined (see {@link prepareGitMeta}). */
   recovered: string[];
 }
 

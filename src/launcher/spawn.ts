@@ -11,7 +11,7 @@ import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
 import { bwrapArgs, DATA_DIR_SECRETS, unixSocketFilter } from "./bwrap.ts";
-import { allCredentialPaths, credentialPaths } from "./credentials.ts";
+import { allCredentialPaths } from "./credentials.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
@@ -330,7 +330,6 @@ class Capture {
  * Credential folders under HOME hidden behind an empty tmpfs in every confined process, and
  * credential files shown there as empty: the one list lives in ./credentials.ts (re-exported here).
  */
-export { CREDENTIAL_DIRS, CREDENTIAL_FILES, credentialPaths } from "./credentials.ts";
 
 /** What a writable root needs before a confined process runs: see {@link prepareRoot}. */
 export interface PreparedRoot {
@@ -359,7 +358,7 @@ export interface PreparedRoot {
  * worktrees and modules read-only; `.git` files are bound read-only; the root's `.git` is locked when
  * missing or empty (an empty one may be a crashed run's mount point). First, the checks the root is
  * owed run: those of an airlock process that ended mid-call (`kill -9`), and those of earlier calls
- * whose check was incomplete (see `recoverCrashedCalls`); then this call's journal is written. Used by
+ * whose check was incomplete (git-meta.ts `prepareGitMeta`); then this call's journal is written. Used by
  * every process started under `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts);
  * call {@link releaseRoot} (or, between MCP calls, {@link recheckRoot}) after. The scans never hold
  * the event loop for long.
@@ -455,7 +454,6 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
         );
       }
       confine = false;
-      wrap = false;
       warning = `ran UNCONFINED: sandbox policy "${policy}" was not enforced (${why}; allow_unenforced: true)`;
     }
   }

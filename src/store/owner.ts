@@ -12,12 +12,17 @@ export interface Owner {
   start: string | null;
 }
 
+let boot: string | undefined;
+
+/** This machine's boot id, read once per process (it cannot change while the process runs). */
 function bootId(): string {
+  if (boot !== undefined) return boot;
   try {
-    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
   } catch {
-    return "unknown-boot";
+    boot = "unknown-boot";
   }
+  return boot;
 }
 
 /** State (field 3) and start identity of process `pid` from /proc/PID/stat; null when it cannot be read. */
