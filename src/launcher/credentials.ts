@@ -5,9 +5,10 @@
  * (through the floor) and the MCP launcher (src/tool/mcp/server.ts). Also: which `/proc` files carry
  * another process's secrets, and the test for airlock's own data dir (refused to the file tools).
  */
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { isInside } from "./resolve.ts";
+import { DATA_DIR_SECRETS } from "./bwrap.ts";
+import { isInside, resolveRealPath } from "./resolve.ts";
 
 /** One credential store: a path relative to HOME, whether it is a folder, and what it holds. */
 export interface CredentialEntry {
@@ -177,4 +178,12 @@ export function procSecretKind(spelled: string): string | null {
 export function insideDataDir(real: string, dataDir: string, workspace: string): boolean {
   if (!isInside(real, dataDir)) return false;
   return !(isInside(workspace, dataDir) && workspace !== dataDir && isInside(real, workspace));
+}
+
+/**
+ * The data dir's token and database files (`DATA_DIR_SECRETS`) that exist in each of `dirs`, as
+ * absolute real paths: what every bubblewrap launch (tools, hooks, MCP servers) shows as empty.
+ */
+export function dataDirSecretFiles(dirs: readonly string[]): string[] {
+  return dirs.flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f)).map((f) => resolveRealPath("/", f));
 }

@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
-import { bwrapArgs, DATA_DIR_SECRETS, unixSocketFilter } from "./bwrap.ts";
-import { allCredentialPaths } from "./credentials.ts";
+import { bwrapArgs, unixSocketFilter } from "./bwrap.ts";
+import { allCredentialPaths, dataDirSecretFiles } from "./credentials.ts";
 import { sanitizedEnv } from "./env.ts";
 import { isConfined, type SandboxPolicy } from "./policy.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
@@ -421,6 +421,17 @@ export function quarantineWarning(notes: string[]): string {
 }
 
 /**
+ * Keeps airlock's end of `child`'s lifeline socket (stdio slot `fd`, bwrap.ts `withLifeline`): read
+ * (nothing ever comes) so its end is seen once the namespace is gone. Never destroyed by hand: Bun then
+ * closes the fd a second time, which can hit a later child's reused fd. Used by every bubblewrap spawn.
+ */
+export function holdLifeline(child: ChildProcess, fd: number): void {
+  const end = child.stdio[fd] as NodeJS.ReadableStream | null | undefined;
+  end?.on("error", () => {});
+  end?.on("data", () => {});
+}
+
+/**
  * Runs `opts.argv` under `opts.policy` and resolves when the process tree is gone.
  * Throws AirlockError `external_backend` (config `execution_backend: external`), `sandbox_unavailable`
  * (a confining policy and no working bubblewrap, unless `allow_unenforced`), `tool_failed` (command
@@ -468,7 +479,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   let seccomp: number | undefined;
   if (wrap && !confine) {
     // the data dir's tokens and database (hiddenPaths: the data dir) read as empty even here
-    const maskedFiles = (opts.hiddenPaths ?? []).flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f)).map((f) => resolveRealPath("/", f));
+    const maskedFiles = dataDirSecretFiles(opts.hiddenPaths ?? []);
     full = bwrapArgs({ policy, argv: cmd, cwd: opts.cwd, writableRoots: [], maskedFiles, bwrapPath: bwrapPath!, infoFd: INFO_FD, lifelineFd: lifelineFdFor(false) });
   }
   if (confine) {
@@ -590,11 +601,7 @@ function run(
 
     // The pipes' identity (`pipe:[inode]`), to find processes that escaped the group but still hold them.
     const pipes = outputPipes(pid);
-    // Read (nothing ever comes) so its end is seen when the namespace is gone; never destroyed by hand:
-    // Bun then closes the fd a second time, which can hit a later child's reused fd.
-    const lifeline = meta.infoFd ? (child.stdio[lifelineFdFor(meta.seccompFd !== undefined)] as NodeJS.ReadableStream) : undefined;
-    lifeline?.on("error", () => {});
-    lifeline?.on("data", () => {});
+    if (meta.infoFd) holdLifeline(child, lifelineFdFor(meta.seccompFd !== undefined));
 
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let done = false;

@@ -11,10 +11,11 @@ import { z } from "zod";
 import type { HookMatcher, Mode } from "../../config/schema.ts";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { DATA_DIR_SECRETS, hookBwrapArgs } from "../../launcher/bwrap.ts";
+import { hookBwrapArgs } from "../../launcher/bwrap.ts";
+import { dataDirSecretFiles } from "../../launcher/credentials.ts";
 import { sanitizedEnv } from "../../launcher/env.ts";
 import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
-import { BWRAP_INSTALL_HINT, bwrapAvailable, killPipeHolders, outputPipes } from "../../launcher/spawn.ts";
+import { BWRAP_INSTALL_HINT, bwrapAvailable, holdLifeline, killPipeHolders, outputPipes } from "../../launcher/spawn.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
 
@@ -249,7 +250,7 @@ async function hookArgv(command: string, cwd: string, env: Record<string, string
     if (launch.allowUnenforced) return sh;
     return `bubblewrap cannot run here, so the hook could not be confined and was not run. To fix: ${BWRAP_INSTALL_HINT}`;
   }
-  const maskedFiles = launch.dataDir ? DATA_DIR_SECRETS.map((f) => path.join(launch.dataDir!, f)).filter((f) => existsSync(f)).map((f) => resolveRealPath("/", f)) : [];
+  const maskedFiles = launch.dataDir ? dataDirSecretFiles([launch.dataDir]) : [];
   return hookBwrapArgs({ argv: sh, cwd: existsSync(cwd) ? resolveRealPath("/", cwd) : cwd, maskedFiles, bwrapPath: bwrapPath!, lifelineFd: HOOK_LIFELINE_FD });
 }
 
@@ -298,10 +299,7 @@ export async function runHook(
     }
     // the identities of the hook's stdout/stderr, to find a child that left the group but kept them
     const pipes = outputPipes(child.pid);
-    // Read (nothing ever comes) so its end is seen; never destroyed by hand (see launcher/spawn.ts).
-    const lifeline = child.stdio[HOOK_LIFELINE_FD] as NodeJS.ReadableStream | null | undefined;
-    lifeline?.on("error", () => {});
-    lifeline?.on("data", () => {});
+    holdLifeline(child, HOOK_LIFELINE_FD);
     const killGroup = () => {
       if (child.pid === undefined) return;
       try {

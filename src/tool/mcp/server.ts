@@ -10,10 +10,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Config, McpServerConfig } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
-import { bwrapArgs, DATA_DIR_SECRETS } from "../../launcher/bwrap.ts";
+import { bwrapArgs } from "../../launcher/bwrap.ts";
 import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
 import { findInPath, isInside, resolveRealPath } from "../../launcher/resolve.ts";
-import { allCredentialPaths, credentialPaths, expandCredentialPaths } from "../../launcher/credentials.ts";
+import { allCredentialPaths, credentialPaths, dataDirSecretFiles, expandCredentialPaths } from "../../launcher/credentials.ts";
 import { BWRAP_INSTALL_HINT, bwrapAvailable, checkWarning, openSeccompFilter, prepareRoot, recheckRoot, releaseRoot, sanitizedEnv, unixSocketPlan, type PreparedRoot, type RootCheck } from "../../launcher/spawn.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
@@ -319,7 +319,7 @@ export class McpServer {
     if (!isConfined(this.policy)) {
       // Still its own PID namespace with --die-with-parent: the server's tree dies with airlock.
       // its own /proc, and the data dir's tokens and database masked (hiddenPaths holds the data dir)
-      const maskedFiles = (this.opts.hiddenPaths ?? []).flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f));
+      const maskedFiles = dataDirSecretFiles(this.opts.hiddenPaths ?? []);
       if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], maskedFiles, bwrapPath: bwrapPath!, lifelineFd: 3 }), env, cwd, lifeline: true };
       if (!this.warnedUnconfined) this.opts.log(`[mcp:${this.name}] WARNING: bubblewrap cannot run here, so this "${this.policy}" server's process tree is not tied to airlock's lifetime`);
       this.warnedUnconfined = true;
@@ -402,7 +402,7 @@ export class McpServer {
     // and database back into view: those stay masked whatever the server names
     const dataDirs = (this.opts.hiddenPaths ?? []).filter((d) => existsSync(d)).map(real);
     const overlap = dataDirs.filter((d) => visible.some((v) => isInside(d, v) || isInside(v, d)));
-    const secrets = overlap.flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f));
+    const secrets = dataDirSecretFiles(overlap);
     return {
       hidden: [...new Set(all.flatMap((c) => c.dirs).map(real))].filter(keep),
       masked: [...new Set([...all.flatMap((c) => c.files).map(real).filter(keep), ...secrets])],

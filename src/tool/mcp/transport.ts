@@ -9,7 +9,7 @@ import { closeSync, readFileSync } from "node:fs";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { killTree } from "../../launcher/spawn.ts";
+import { holdLifeline, killTree } from "../../launcher/spawn.ts";
 
 export interface ProcessTransportOptions {
   /** The full argv to execute (already wrapped in bubblewrap where the policy says so). */
@@ -116,11 +116,7 @@ export class ProcessTransport implements Transport {
       // A pid means the process exists: Bun does not always emit "spawn" for a child with an extra
       // "pipe" beyond stdio (seen with the lifeline socket), and start() must not wait for it.
       if (child.pid !== undefined) queueMicrotask(onSpawned);
-      // Read (nothing ever comes) so its end is seen; never destroyed by hand (see launcher/spawn.ts).
-      // Only after the "spawn" listener: Bun's lazy `stdio` getter can emit "spawn" before one is attached.
-      const lifeline = this.opts.lifeline ? (child.stdio[3 + (this.opts.extraFds?.length ?? 0)] as NodeJS.ReadableStream | null) : null;
-      lifeline?.on("error", () => {});
-      lifeline?.on("data", () => {});
+      if (this.opts.lifeline) holdLifeline(child, 3 + (this.opts.extraFds?.length ?? 0));
       child.stdin!.on("error", (e) => this.onerror?.(e));
       child.stdout!.on("data", (chunk: Buffer) => {
         this.buffer.append(chunk);
