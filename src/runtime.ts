@@ -7,7 +7,7 @@
 import { realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import systemPrompt from "./agent/system.txt" with { type: "text" };
-import { Inflight } from "./agent/inflight.ts";
+import { Inflight } from "./session/inflight.ts";
 import { startTurn as loopStartTurn, type GateLike, type StartedTurn, type TurnResult } from "./agent/loop.ts";
 import { isLoopbackUrl, type Provider, type ProviderOptions } from "./agent/providers/provider.ts";
 import { interruptOrphanCards } from "./approval/recovery.ts";

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createParser } from "eventsource-parser";
-import { Inflight } from "../../src/agent/inflight.ts";
+import { Inflight } from "../../src/session/inflight.ts";
 import { Approvals } from "../../src/approval/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
 import { Config } from "../../src/config/schema.ts";

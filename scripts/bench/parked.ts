@@ -6,7 +6,7 @@
  * Also: the RSS the 50 parked scripts add (each holds its own QuickJS instance while it waits).
  */
 import { z } from "zod";
-import { Inflight } from "../../src/agent/inflight.ts";
+import { Inflight } from "../../src/session/inflight.ts";
 import { Approvals } from "../../src/approval/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
 import { Config } from "../../src/config/schema.ts";

@@ -5,7 +5,7 @@
  * the raw bridge, and the resident memory of an idle pool of 2 workers. Targets: p50 ≤ 1 ms, ≥ 10k calls/s.
  */
 import { z } from "zod";
-import { Inflight } from "../../src/agent/inflight.ts";
+import { Inflight } from "../../src/session/inflight.ts";
 import { Approvals } from "../../src/approval/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
 import { Config } from "../../src/config/schema.ts";

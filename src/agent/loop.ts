@@ -11,7 +11,7 @@ import { newId } from "../ids.ts";
 import type { Session, ToolCallRequest } from "../session/types.ts";
 import type { Store } from "../store/store.ts";
 import type { ToolOutcome, ToolSpec } from "../tool/tool.ts";
-import type { Inflight } from "./inflight.ts";
+import type { Inflight } from "../session/inflight.ts";
 import type { Provider } from "./providers/provider.ts";
 
 /** The part of the gate the loop needs (src/gate/gate.ts implements it). */

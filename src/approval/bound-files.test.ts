@@ -3,7 +3,8 @@ import { createHash } from "node:crypto";
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, symlinkSync, writeFileSync, ftruncateSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIND_CHUNK_BYTES, BIND_MAX_BYTES, bindFiles, changedFiles, namedFiles } from "./bound-files.ts";
+import { BIND_CHUNK_BYTES, BIND_MAX_BYTES, bindFiles, changedFiles } from "./bound-files.ts";
+import { namedFiles } from "../gate/named-files.ts";
 
 const ws = mkdtempSync(join(tmpdir(), "airlock-bound-"));
 afterAll(() => rmSync(ws, { recursive: true, force: true }));

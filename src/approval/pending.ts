@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import type { Bus } from "../bus/bus.ts";
-import type { Inflight, InflightTurn } from "../agent/inflight.ts";
+import type { Inflight, InflightTurn } from "../session/inflight.ts";
 import { AirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Store } from "../store/store.ts";

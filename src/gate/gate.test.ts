@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { Inflight } from "../agent/inflight.ts";
+import { Inflight } from "../session/inflight.ts";
 import { Approvals, type Card } from "../approval/pending.ts";
 import { Bus, type BusEvent } from "../bus/bus.ts";
 import { Config, type Mode } from "../config/schema.ts";

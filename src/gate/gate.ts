@@ -6,7 +6,7 @@
  * and then refuses, parks a card (holding no permit) or runs the call under a permit.
  */
 import type { Bus } from "../bus/bus.ts";
-import type { Inflight } from "../agent/inflight.ts";
+import type { Inflight } from "../session/inflight.ts";
 import type { Config } from "../config/schema.ts";
 import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import { newId } from "../ids.ts";
@@ -17,7 +17,8 @@ import type { Store } from "../store/store.ts";
 import { toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
 import type { Approvals } from "../approval/pending.ts";
 import { isHeadlessChain } from "../approval/relay.ts";
-import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, namedFiles, type FileBinding, type NamedFile } from "../approval/bound-files.ts";
+import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, type FileBinding, type NamedFile } from "../approval/bound-files.ts";
+import { namedFiles } from "./named-files.ts";
 import { GateContext, type CallContext } from "./context.ts";
 import { elevationVerdict } from "./inspectors/elevation.ts";
 import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./inspectors/hooks.ts";

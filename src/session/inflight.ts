@@ -1,5 +1,5 @@
 /**
- * @module agent/inflight
+ * @module session/inflight
  * The in-flight registry (SPEC §1): the sessions whose agent loop is running a turn right now.
  * A session is registered when its turn starts and removed in a `finally`, whatever happens.
  * The gate refuses calls from sessions not in it (`gate_no_session`); the approvals layer
