@@ -9,8 +9,7 @@ import { AsyncResource } from "node:async_hooks";
 import { MessageChannel } from "node:worker_threads";
 import Tinypool from "tinypool";
 import { AirlockError, toAirlockError, type ErrorCode } from "../src/errors.ts";
-import type { ToolOutcome } from "../src/tool/tool.ts";
-import { CallRequest, METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage } from "./protocol.ts";
+import { CallRequest, METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
 export type ScriptResult =

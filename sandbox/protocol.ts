@@ -5,6 +5,15 @@
  * script's outcome comes back as the task's return value. Everything is plain data.
  */
 import { z } from "zod";
+import type { ErrorCode } from "../src/errors.ts";
+
+/**
+ * The outcome of one tool call as the model and scripts see it: plain JSON data. Defined here, the lowest
+ * room that carries it (a script's `tools.NAME()` resolves to it); `src/tool/tool.ts` re-exports it.
+ */
+export type ToolOutcome =
+  | { ok: true; result: unknown }
+  | { ok: false; error: { code: ErrorCode; message: string } & Record<string, unknown> };
 
 /** Limits of one script (ms, counts, bytes). Mirrors config `limits.script_*`. */
 export const ScriptLimits = z.strictObject({

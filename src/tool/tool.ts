@@ -6,13 +6,11 @@
  */
 import { z } from "zod";
 import type { Config, SandboxPolicyName } from "../config/schema.ts";
-import type { ErrorCode } from "../errors.ts";
 import type { Session } from "../session/types.ts";
+import type { ToolOutcome } from "../../sandbox/protocol.ts";
 
-/** The outcome of one tool call as the model and scripts see it: plain JSON data. */
-export type ToolOutcome =
-  | { ok: true; result: unknown }
-  | { ok: false; error: { code: ErrorCode; message: string } & Record<string, unknown> };
+/** The outcome of one tool call as the model and scripts see it (defined in sandbox/protocol.ts). */
+export type { ToolOutcome };
 
 /** A tool as listed to the model and to scripts: name, description, JSON Schema of its arguments. */
 export interface ToolSpec {
