@@ -1,45 +1,40 @@
 /**
  * @module runtime
- * The process-wide wiring: store, bus, in-flight registry, tool registry, gate, approvals, permits,
- * script pool and providers, plus session creation (inheritance, privacy tiers) and turns.
- * One runtime per process (`airlock serve`, `airlock run`, tests); `close()` releases every handle.
+ * The composition root: builds the process-wide parts — store, bus, in-flight registry, tool registry
+ * (with each tool's narrow port), approvals, gate, permits, script pool, session configs and providers —
+ * and wires them together. Nothing below imports it; surfaces (server, console, CLI, scheduler, run) use
+ * the `Runtime` interface. One runtime per process (`airlock serve`, `airlock run`, tests); `close()`
+ * releases every handle, in reverse order of creation.
  */
-import { realpathSync, statSync } from "node:fs";
+import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import systemPrompt from "./agent/system.txt" with { type: "text" };
-import { Inflight } from "./session/inflight.ts";
-import { startTurn as loopStartTurn, type GateLike, type StartedTurn, type TurnResult } from "./agent/loop.ts";
-import { isLoopbackUrl, type Provider, type ProviderOptions } from "./agent/providers/provider.ts";
+import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
+import type { Provider, ProviderOptions } from "./agent/providers/provider.ts";
+import { ProviderSelector } from "./agent/providers/select.ts";
+import { Approvals } from "./approval/pending.ts";
 import { interruptOrphanCards } from "./approval/recovery.ts";
 import { Bus } from "./bus/bus.ts";
-import { mergeConfig, type ConfigOverrides } from "./config/load.ts";
+import type { ConfigOverrides } from "./config/load.ts";
 import { ensureTokens, type Tokens } from "./config/paths.ts";
-import { ProviderConfig, type Config, type Mode, type Privacy, type SandboxPolicyName } from "./config/schema.ts";
+import type { Config } from "./config/schema.ts";
 import { AirlockError } from "./errors.ts";
+import { Gate } from "./gate/gate.ts";
 import { Permits } from "./gate/permits.ts";
-import { ancestors, rootOf } from "./session/graph.ts";
+import { SessionConfigs } from "./session/config.ts";
+import { createSession, type CreateSessionInput } from "./session/create.ts";
+import { ancestors } from "./session/graph.ts";
+import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
 import { Store } from "./store/store.ts";
+import { createCodeExecutionTools } from "./tool/code-execution.ts";
+import { hostTools } from "./tool/host-tools.ts";
+import { McpManager } from "./tool/mcp/index.ts";
 import { isModelRosterTool, ToolRegistry } from "./tool/registry.ts";
-import { subagentTools } from "./tool/subagent.ts";
-import type { ToolOutcome } from "./tool/tool.ts";
+import { subagentTools, type SubagentPort } from "./tool/subagent.ts";
 import { ScriptPool } from "../sandbox/pool.ts";
-import { wireDefaults, wireProvider, type ApprovalsLike, type GateFull } from "./agent/wiring.ts";
 
-export type { TurnResult, StartedTurn };
-
-/** `POST /sessions` body and `createSession` input (SPEC §6). */
-export interface CreateSessionInput {
-  workspace?: string;
-  mode?: Mode;
-  sandbox?: SandboxPolicyName;
-  privacy?: Privacy;
-  headless?: boolean;
-  provider?: string;
-  model?: string | null;
-  parent_session_id?: string | null;
-  title?: string | null;
-}
+export type { CreateSessionInput, StartedTurn, TurnResult };
 
 /** Per-run overrides a recipe or `airlock run` flags set for a root session and its whole tree. */
 export type RunOverrides = ConfigOverrides;
@@ -68,7 +63,7 @@ export interface RuntimeOptions {
   log?: (line: string) => void;
 }
 
-/** The runtime services, also handed to tools as `ToolContext.runtime`. */
+/** The runtime services the surfaces (server, console, CLI, scheduler, run) use. */
 export interface Runtime {
   readonly config: Readonly<Config>;
   readonly configDir: string;
@@ -81,8 +76,8 @@ export interface Runtime {
   readonly bus: Bus;
   readonly inflight: Inflight;
   readonly registry: ToolRegistry;
-  readonly gate: GateFull;
-  readonly approvals: ApprovalsLike;
+  readonly gate: Gate;
+  readonly approvals: Approvals;
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
@@ -117,33 +112,16 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-/** Test hook: replaces parts of the default wiring (e.g. the gate while it is built elsewhere). */
-export interface RuntimeParts {
-  gate?: (deps: GateWiringDeps) => GateFull;
-}
-
-export interface GateWiringDeps {
-  store: Store;
-  bus: Bus;
-  inflight: Inflight;
-  registry: ToolRegistry;
-  approvals: ApprovalsLike;
-  permits: Permits;
-  configFor(session: Session): Readonly<Config>;
-  runtime: Runtime;
-  hookEnv: Record<string, string>;
-}
-
 /** How long `close()` waits for cancelled turns to finish, ms. */
 const CLOSE_DRAIN_MS = 5_000;
 
 /**
  * Builds the runtime: opens the database (marking turns a previous process left running as
  * `interrupted`), reads or creates the tokens, starts the script pool and registers the tools.
- * @throws AirlockError `config_invalid` for unusable limits; database errors as thrown by bun:sqlite.
+ * @throws AirlockError `config_invalid` for unusable limits or unknown tool names in `tools:`; database errors as thrown by bun:sqlite.
  */
-export function createRuntime(opts: RuntimeOptions, parts: RuntimeParts = {}): Runtime {
-  return new AirlockRuntime(opts, parts);
+export function createRuntime(opts: RuntimeOptions): Runtime {
+  return new AirlockRuntime(opts);
 }
 
 class AirlockRuntime implements Runtime {
@@ -157,21 +135,19 @@ class AirlockRuntime implements Runtime {
   readonly bus = new Bus();
   readonly inflight = new Inflight();
   readonly registry = new ToolRegistry();
-  readonly gate: GateFull;
-  readonly approvals: ApprovalsLike;
+  readonly gate: Gate;
+  readonly approvals: Approvals;
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
   readonly background = new Map<string, Promise<TurnResult>>();
-  private readonly env: Record<string, string | undefined>;
-  private readonly providerRetry: ProviderOptions["retry"];
-  private overrides = new Map<string, { overrides: RunOverrides; config: Readonly<Config> }>();
-  private providers = new Map<string, Provider>();
-  private running = new Set<Promise<TurnResult>>();
-  private closers: (() => Promise<void> | void)[] = [];
+  private readonly sessionConfigs: SessionConfigs;
+  private readonly providers: ProviderSelector;
+  private readonly running = new Set<Promise<TurnResult>>();
+  private readonly closers: (() => Promise<void> | void)[] = [];
   private closed = false;
 
-  constructor(opts: RuntimeOptions, parts: RuntimeParts) {
+  constructor(opts: RuntimeOptions) {
     this.config = opts.config;
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
@@ -180,21 +156,28 @@ class AirlockRuntime implements Runtime {
     this.workspace = resolve(opts.workspace ?? process.cwd());
     this.log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
     this.forceHeadless = opts.headless === true;
-    this.env = opts.env ?? process.env;
-    this.providerRetry = opts.providerRetry;
     this.store = Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
+    this.sessionConfigs = new SessionConfigs(this.store, this.config);
+    this.providers = new ProviderSelector({
+      config: this.config,
+      configDir: this.configDir,
+      env: opts.env ?? process.env,
+      ...(opts.providerRetry ? { retry: opts.providerRetry } : {}),
+      configFor: (s) => this.sessionConfigs.configFor(s),
+    });
     try {
       const interrupted = this.store.markInterruptedTurns();
       if (interrupted > 0) this.log(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted`);
       const cards = interruptOrphanCards(this.store);
       if (cards.length > 0) this.log(`airlock: closed ${cards.length} card(s) left pending by a previous process as interrupted`);
       this.tokens = opts.tokens ?? ensureTokens(opts.dataDir);
+      // the data dir's real path, resolved once: the floor, the file tools and every host process hide it
+      const realDataDir = realpathSync(this.dataDir);
       const limits = this.config.limits;
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
-      const wired = wireDefaults(this);
-      this.approvals = wired.approvals;
-      const deps: GateWiringDeps = {
+      this.approvals = new Approvals({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken });
+      this.gate = new Gate({
         store: this.store,
         bus: this.bus,
         inflight: this.inflight,
@@ -202,14 +185,13 @@ class AirlockRuntime implements Runtime {
         approvals: this.approvals,
         permits: this.permits,
         configFor: (s) => this.configFor(s),
-        runtime: this,
+        dataDir: realDataDir,
         hookEnv: { AIRLOCK_CONFIG_DIR: this.configDir },
-      };
-      this.gate = parts.gate ? parts.gate(deps) : wired.gate(deps);
-      for (const t of wired.tools) this.registry.register(t);
-      for (const t of subagentTools()) this.registry.register(t);
-      for (const s of wired.sources) this.registry.registerSource(s);
-      this.closers.push(wired.close);
+      });
+      const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
+      for (const t of [...createCodeExecutionTools(this.scripts), ...hostTools(), ...subagentTools(this.subagentPort())]) this.registry.register(t);
+      for (const s of mcp.sources()) this.registry.registerSource(s);
+      this.closers.push(() => mcp.close());
       checkToolPermissions(this.config, this.registry);
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
@@ -226,94 +208,45 @@ class AirlockRuntime implements Runtime {
     }
   }
 
+  /** The subagent tools' port: session creation, turns and the in-flight registry, nothing more. */
+  private subagentPort(): SubagentPort {
+    return {
+      createChild: (parentId, o) => this.createSession({ parent_session_id: parentId, ...(o.privacy ? { privacy: o.privacy } : {}) }),
+      startTurn: (sessionId, message, o) => this.startTurn(sessionId, message, o),
+      turnSignal: (sessionId, turnId) => {
+        const turn = this.inflight.get(sessionId);
+        return turn && turn.turnId === turnId ? turn.controller.signal : undefined;
+      },
+      background: this.background,
+      getSession: (id) => this.store.getSession(id),
+      listTurns: (id) => this.store.listTurns(id),
+    };
+  }
+
   configFor(session: Session): Readonly<Config> {
-    // No fallback when the graph cannot be read: the root's run overrides (a recipe's hooks) ADD guards,
-    // so judging without them would loosen. The error reaches the gate, which refuses the call.
-    const root = session.parent_session_id ? rootOf(this.store, session.id) : session.id;
-    const base = this.overrides.get(root)?.config ?? this.config;
-    if (base.mode === session.mode && base.sandbox === session.sandbox) return base;
-    return Object.freeze({ ...base, mode: session.mode, sandbox: session.sandbox });
+    return this.sessionConfigs.configFor(session);
   }
 
   providerFor(session: Session): Provider {
-    const cfg = this.providerConfigFor(session);
-    checkPrivateProvider(session.privacy, cfg);
-    const key = JSON.stringify(cfg);
-    let p = this.providers.get(key);
-    if (!p) {
-      p = this.makeProvider(cfg);
-      this.providers.set(key, p);
-    }
-    return p;
+    return this.providers.providerFor(session);
   }
 
   checkProvider(opts: { scriptOrigin?: string } = {}): void {
-    const cfg = this.config.provider;
-    const key = JSON.stringify(cfg);
-    if (!this.providers.has(key)) this.providers.set(key, this.makeProvider(cfg, opts.scriptOrigin));
-  }
-
-  private providerConfigFor(session: { id?: string; provider: string; model: string | null; parent_session_id?: string | null } & Partial<Session>): ProviderConfig {
-    const cfgBase = session.id ? this.configFor(session as Session).provider : this.config.provider;
-    let cfg: ProviderConfig = cfgBase;
-    if (session.provider !== cfg.name) {
-      const parsed = ProviderConfig.safeParse({ name: session.provider });
-      if (!parsed.success) throw new AirlockError("bad_request", `unknown provider ${JSON.stringify(session.provider)}; use openai, anthropic or scripted`);
-      cfg = parsed.data;
-    }
-    if (session.model) cfg = { ...cfg, model: session.model };
-    return cfg;
-  }
-
-  private makeProvider(cfg: ProviderConfig, scriptOrigin?: string): Provider {
-    return wireProvider(cfg, {
-      configDir: this.configDir,
-      env: this.env,
-      ...(scriptOrigin ? { scriptOrigin } : {}),
-      ...(this.providerRetry ? { retry: this.providerRetry } : {}),
-    });
+    this.providers.checkConfigured(opts);
   }
 
   createSession(input: CreateSessionInput): Session {
     this.assertOpen();
-    if (input.parent_session_id) {
-      const parent = this.store.requireSession(input.parent_session_id);
-      const root = rootOf(this.store, parent.id);
-      if (input.privacy && input.privacy !== parent.privacy) {
-        throw new AirlockError(
-          "privacy_violation",
-          `a ${input.privacy} session cannot be created under the ${parent.privacy} session ${parent.id}: a child inherits its parent's privacy tier; drop "privacy" or use ${parent.privacy}`,
-        );
-      }
-      const child = {
-        parent_session_id: parent.id,
-        workspace: input.workspace ? checkWorkspace(input.workspace) : parent.workspace,
-        mode: input.mode ?? parent.mode,
-        sandbox: input.sandbox ?? parent.sandbox,
-        privacy: parent.privacy,
-        headless: parent.headless || input.headless === true,
-        provider: input.provider ?? parent.provider,
-        model: input.model !== undefined ? input.model : parent.model,
-        title: input.title ?? null,
-      };
-      checkPrivateProvider(child.privacy, this.providerConfigFor({ ...child, id: parent.id, mode: child.mode, sandbox: child.sandbox }));
-      return this.store.createSession(child, root);
-    }
-    const privacy = input.privacy ?? this.config.privacy;
-    const provider = input.provider ?? this.config.provider.name;
-    const rootInput = {
-      parent_session_id: null,
-      workspace: checkWorkspace(input.workspace ?? this.workspace),
-      mode: input.mode ?? this.config.mode,
-      sandbox: input.sandbox ?? this.config.sandbox,
-      privacy,
-      headless: input.headless === true || this.forceHeadless,
-      provider,
-      model: input.model !== undefined ? input.model : provider === this.config.provider.name ? (this.config.provider.model ?? null) : null,
-      title: input.title ?? null,
-    };
-    checkPrivateProvider(privacy, this.providerConfigFor(rootInput));
-    return this.store.createSession(rootInput);
+    return createSession(
+      {
+        store: this.store,
+        config: this.config,
+        defaultWorkspace: this.workspace,
+        forceHeadless: this.forceHeadless,
+        checkProvider: (s, parent) => this.providers.checkNewSession(s, parent),
+      },
+      input,
+    );
   }
 
   startTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal } = {}): StartedTurn {
@@ -361,12 +294,11 @@ class AirlockRuntime implements Runtime {
   }
 
   setRunOverrides(rootSessionId: string, overrides: RunOverrides): void {
-    const config = mergeConfig(this.config, overrides, `run overrides of ${rootSessionId}`);
-    this.overrides.set(rootSessionId, { overrides, config });
+    this.sessionConfigs.set(rootSessionId, overrides);
   }
 
   clearRunOverrides(rootSessionId: string): void {
-    this.overrides.delete(rootSessionId);
+    this.sessionConfigs.clear(rootSessionId);
   }
 
   onClose(fn: () => Promise<void> | void): void {
@@ -405,24 +337,6 @@ class AirlockRuntime implements Runtime {
   }
 }
 
-/** The outcome shape tools get from the gate, re-exported for tools that call the runtime. */
-export type { ToolOutcome };
-
-/**
- * A `private` session may use only providers whose `base_url` is loopback (SPEC §10). The scripted
- * provider makes no network calls and is allowed.
- * @throws AirlockError `privacy_violation`.
- */
-export function checkPrivateProvider(privacy: Privacy, cfg: ProviderConfig): void {
-  if (privacy !== "private" || cfg.name === "scripted") return;
-  if (!isLoopbackUrl(cfg.base_url)) {
-    throw new AirlockError(
-      "privacy_violation",
-      `a private session may use only a provider on this machine, but ${cfg.name} points at ${cfg.base_url ?? "its public default endpoint"}; set provider.base_url to a loopback address (e.g. http://127.0.0.1:11434/v1) or make the session public`,
-    );
-  }
-}
-
 /**
  * Checks the keys of `config.tools` (per-tool permissions) against the registry, so a typo such as
  * `developer__shel: { permission: deny }` is not a deny rule silently dropped: a name under a built-in
@@ -441,16 +355,4 @@ export function checkToolPermissions(config: Readonly<Config>, registry: ToolReg
       issues: problems,
     });
   }
-}
-
-/** Real path of an existing directory. @throws AirlockError `bad_request`. */
-function checkWorkspace(p: string): string {
-  let real: string;
-  try {
-    real = realpathSync(p);
-  } catch {
-    throw new AirlockError("bad_request", `workspace ${p} does not exist; create it or pass an existing directory`);
-  }
-  if (!statSync(real).isDirectory()) throw new AirlockError("bad_request", `workspace ${p} is not a directory`);
-  return real;
 }

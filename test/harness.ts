@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createParser } from "eventsource-parser";
 import { Config } from "../src/config/schema.ts";
-import { createRuntime, type Runtime, type RuntimeParts } from "../src/runtime.ts";
+import { createRuntime, type Runtime } from "../src/runtime.ts";
 import { startServer, type ServerHandle } from "../src/server/serve.ts";
 
 export interface HarnessOptions {
@@ -19,7 +19,6 @@ export interface HarnessOptions {
   files?: Record<string, string>;
   /** Files to write into the workspace. */
   workspaceFiles?: Record<string, string>;
-  parts?: RuntimeParts;
   heartbeatMs?: number;
   /** Reuse a data dir (restart tests); default a new temp dir, removed on close. */
   dataDir?: string;
@@ -52,7 +51,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     writeFileSync(join(workspace, name), text);
   }
   const config = Config.parse(o.config ?? {});
-  const rt = createRuntime({ config, configDir: dataDir, dataDir, env: o.env ?? {}, providerRetry: { baseDelayMs: 1, maxDelayMs: 5 } }, o.parts);
+  const rt = createRuntime({ config, configDir: dataDir, dataDir, env: o.env ?? {}, providerRetry: { baseDelayMs: 1, maxDelayMs: 5 } });
   let server: ServerHandle;
   try {
     server = startServer(rt, { host: "127.0.0.1", port: 0, heartbeatMs: o.heartbeatMs });

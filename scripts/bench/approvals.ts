@@ -12,7 +12,6 @@ import { Inflight } from "../../src/session/inflight.ts";
 import { Approvals } from "../../src/approval/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
 import { Config } from "../../src/config/schema.ts";
-import { Gate } from "../../src/gate/gate.ts";
 import { newId } from "../../src/ids.ts";
 import { createRuntime } from "../../src/runtime.ts";
 import { startServer } from "../../src/server/serve.ts";
@@ -33,7 +32,7 @@ const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 /** Park → root's SSE client: a child's card escalated to the root's `/events` stream over real HTTP. */
 async function latency(): Promise<{ p50_ms: number; p99_ms: number; max_ms: number; samples: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-approvals-"));
-  const rt = createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {} }, { gate: (deps) => new Gate(deps) });
+  const rt = createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {} });
   const server = startServer(rt, { host: "127.0.0.1", port: 0 });
   try {
     const root = rt.store.createSession({ workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });

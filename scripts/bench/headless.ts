@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { build, OUTFILE } from "../../build/build.ts";
-import { runOnce } from "../../src/agent/run-once.ts";
+import { runOnce } from "../../src/run/run-once.ts";
 import { Config } from "../../src/config/schema.ts";
 import { createRuntime } from "../../src/runtime.ts";
 

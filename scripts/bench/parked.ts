@@ -29,7 +29,7 @@ const inflight = new Inflight();
 const approvals = new Approvals({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
 const echo: ToolDef = defineTool({ name: "bench__echo", description: "echo", schema: z.unknown(), readOnly: true, async execute(a) { return a; } });
 const registry = { resolve: async (n: string) => (n === echo.name ? echo : undefined), list: async () => [echo], listCached: () => [echo] };
-const gate = new Gate({ store, bus, inflight, registry, approvals, permits: new Permits(64), configFor: (s) => Config.parse({ mode: s.mode }), runtime: {} });
+const gate = new Gate({ store, bus, inflight, registry, approvals, permits: new Permits(64), configFor: (s) => Config.parse({ mode: s.mode }) });
 
 /** A session with a live turn; `run` provides its calling context, `call` goes through the gate. */
 function session(mode: "approve" | "autonomous") {

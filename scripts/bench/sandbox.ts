@@ -34,7 +34,7 @@ function gatedCaller(): { run<T>(fn: () => Promise<T>): Promise<T>; callTool(nam
   const echo: ToolDef = defineTool({ name: "bench__echo", description: "echo", schema: z.unknown(), readOnly: true, async execute(a) { return a; } });
   const registry = { resolve: async (n: string) => (n === echo.name ? echo : undefined), list: async () => [echo], listCached: () => [echo] };
   const config = Config.parse({ mode: "autonomous" });
-  const gate = new Gate({ store, bus, inflight, registry, approvals, permits: new Permits(64), configFor: () => config, runtime: {} });
+  const gate = new Gate({ store, bus, inflight, registry, approvals, permits: new Permits(64), configFor: () => config });
   const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(s.id, turnId);

@@ -104,7 +104,7 @@ export function machineFormatIn(argv: readonly string[]): "json" | "stream-json"
 export async function writeEarlyResult(format: OutputFormat, err: unknown, durationMs: number): Promise<void> {
   if (format === "text") return;
   const { toAirlockError } = await import("../errors.ts");
-  const { earlyResult } = await import("../scheduler/result.ts");
+  const { earlyResult } = await import("../run/result.ts");
   const { writeJsonLine } = await import("./output.ts");
   const result = earlyResult(toAirlockError(err), durationMs);
   switch (format) {
@@ -166,8 +166,8 @@ async function runInner(prompt: string | undefined, opts: RunOptions, printed: {
     writeStderr("airlock: no terminal to ask on (stdin or stderr is not a TTY): running headless — calls that need a person are refused\n");
   }
   const { createRuntime } = await import("../runtime.ts");
-  const { runOnce } = await import("../agent/run-once.ts");
-  const { exitCodeForStatus } = await import("../scheduler/result.ts");
+  const { runOnce } = await import("../run/run-once.ts");
+  const { exitCodeForStatus } = await import("../run/result.ts");
   const rt = createRuntime({ config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
   try {
     // a missing provider.script is a config error (exit 2), not a failed first turn; a recipe's own script is relative to the recipe

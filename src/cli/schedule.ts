@@ -157,7 +157,7 @@ const POLL_MS = 200;
  */
 export async function scheduleRun(id: string, opts: ScheduleOptions): Promise<number> {
   const { writeJsonLine, writeStderr } = await import("./output.ts");
-  const { exitCodeForStatus } = await import("../scheduler/result.ts");
+  const { exitCodeForStatus } = await import("../run/result.ts");
   const { connect, apiError } = await import("./server-client.ts");
   const c = await connect(opts);
   const r = await c.call("POST", `/schedules/${encodeURIComponent(id)}/run`);

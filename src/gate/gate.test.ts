@@ -72,7 +72,7 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
   const registry = new LocalRegistry();
   const config = Config.parse(cfg);
   const runs: Harness["runs"] = [];
-  const gate = new Gate({ store, bus, inflight, registry, approvals, permits, configFor: (s) => ({ ...config, mode: s.mode, sandbox: s.sandbox }), runtime: { marker: 1 } });
+  const gate = new Gate({ store, bus, inflight, registry, approvals, permits, configFor: (s) => ({ ...config, mode: s.mode, sandbox: s.sandbox }) });
   const refused: RefusedCall[] = [];
   gate.onRefused((r) => refused.push(r));
   const gates: ((ctx: ToolContext) => Promise<void>)[] = [];
@@ -87,7 +87,7 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
         runs.push({ tool: "developer__shell", args, ctx });
         const g = gates.shift();
         if (g) await g(ctx);
-        return { ran: args.command, elevated: ctx.elevatedPolicy ?? null, inUse: permits.inUse };
+        return { ran: args.command, elevated: ctx.policy === ctx.session.sandbox ? null : ctx.policy, inUse: permits.inUse };
       },
     }),
   );
@@ -550,6 +550,12 @@ describe("Gate: elevation", () => {
       ok: false,
       error: { code: "elevation_not_wider" },
     });
+    expect(await h.call(s, t.turnId, "developer__shell", { command: "ls", sandbox_permissions: "root", justification: "x" })).toMatchObject({
+      ok: false,
+      error: { code: "elevation_invalid" },
+    });
+    // the gate resolves the policy once: a refused elevation never reaches the tool
+    expect(h.runs).toEqual([]);
     const card = h.nextCard(s.id);
     const p = h.call(s, t.turnId, "developer__shell", { command: "ls", sandbox_permissions: "danger-full-access", justification: "needs the network" });
     const c = await card;

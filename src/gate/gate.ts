@@ -43,8 +43,8 @@ export interface GateDeps {
   permits: Permits;
   /** The session's effective config (run overrides, its own mode and sandbox folded in). */
   configFor(session: Session): Readonly<Config>;
-  /** Passed to `ToolContext.runtime`. */
-  runtime: unknown;
+  /** airlock's data dir as a real path: the floor refuses file tools there, hooks and tools never see it. */
+  dataDir?: string;
   /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `AIRLOCK_PROJECT_DIR` is always the session workspace. */
   hookEnv?: Record<string, string>;
 }
@@ -96,8 +96,7 @@ export class Gate {
     const env = sanitizedEnv();
     this.floorEnv = { ...(env.HOME ? { home: env.HOME } : {}), PATH: env.PATH ?? "" };
     // airlock's data dir, so the floor refuses file tools there (no card)
-    const dataDir = (deps.runtime as { dataDir?: unknown } | null | undefined)?.dataDir;
-    if (typeof dataDir === "string" && dataDir !== "") this.floorEnv.dataDir = dataDir;
+    if (deps.dataDir) this.floorEnv.dataDir = deps.dataDir;
   }
 
   /** Listens to every refused call; returns the unsubscribe function. */
@@ -342,14 +341,13 @@ export class Gate {
       parent_session_id: session.parent_session_id,
       ancestors: ancestors(this.deps.store, session.id),
     };
-    const dataDir = (this.deps.runtime as { dataDir?: unknown } | undefined)?.dataDir;
     const hooks = await runPreToolUseHooks(
       config.hooks.PreToolUse,
       input,
       session.workspace,
       signal,
       { ...this.deps.hookEnv, AIRLOCK_PROJECT_DIR: session.workspace },
-      { ...(typeof dataDir === "string" && dataDir !== "" ? { dataDir } : {}), allowUnenforced: config.allow_unenforced },
+      { ...(this.deps.dataDir ? { dataDir: this.deps.dataDir } : {}), allowUnenforced: config.allow_unenforced },
     );
     return combine([floor, ...hooks, mode, elevation]);
   }
@@ -402,10 +400,10 @@ export class Gate {
       invoke: (name, a, opts) =>
         GateContext.provide(callCtx, () => this.call({ name, args: a, callId: newId("call"), fromScript: true, parentCallId: req.callId, ...(opts?.signal ? { signal: opts.signal } : {}) })),
       listTools: () => specs ?? (this.deps.registry.listCached?.() ?? []).filter((t) => t.scriptable !== false).map(specOf),
-      runtime: this.deps.runtime,
+      policy: elevatedPolicy ?? config.sandbox,
     };
+    if (this.deps.dataDir) tctx.dataDir = this.deps.dataDir;
     if (req.parentCallId) tctx.parentCallId = req.parentCallId;
-    if (elevatedPolicy) tctx.elevatedPolicy = elevatedPolicy;
     try {
       const result = await def.execute(args, tctx);
       return { kind: "ran", outcome: { ok: true, result } };

@@ -2,10 +2,10 @@
  * @module scheduler/run-recipe
  * The scheduler's runner: each fire parses the schedule's stored recipe, applies its stored parameters
  * and runs it headless through `runOnce` (a new headless root session with the recipe's overrides for
- * its tree only; the result object of SPEC §7 with the `blocked` rule of scheduler/result.ts).
+ * its tree only; the result object of SPEC §7 with the `blocked` rule of run/result.ts).
  */
 import { dirname } from "node:path";
-import { runOnce } from "../agent/run-once.ts";
+import { runOnce } from "../run/run-once.ts";
 import { toAirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { parseRecipe, prepareRecipe } from "./recipe.ts";

@@ -27,6 +27,19 @@ export const Session = z.object({
 });
 export type Session = z.infer<typeof Session>;
 
+/** What creating a session stores: the fields a caller chooses (ids, spawn counters and times are the store's). */
+export interface NewSession {
+  parent_session_id?: string | null;
+  workspace: string;
+  mode: Mode;
+  sandbox: SandboxPolicyName;
+  privacy: Privacy;
+  headless: boolean;
+  provider: string;
+  model?: string | null;
+  title?: string | null;
+}
+
 export const MessageRole = z.enum(["system", "user", "assistant", "tool"]);
 export type MessageRole = z.infer<typeof MessageRole>;
 

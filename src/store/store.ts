@@ -4,24 +4,13 @@
  * Every operation that writes more than one row runs in one transaction (no half state after a crash).
  */
 import type { Database } from "bun:sqlite";
-import type { Mode, Privacy, SandboxPolicyName } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import type { Message, MessageRole, Session, ToolCallRequest } from "../session/types.ts";
+import type { Message, MessageRole, NewSession, Session, ToolCallRequest } from "../session/types.ts";
 import { openDatabase } from "./db.ts";
 import { currentOwner, ownerIsGone, type Owner } from "./owner.ts";
 
-export interface NewSession {
-  parent_session_id?: string | null;
-  workspace: string;
-  mode: Mode;
-  sandbox: SandboxPolicyName;
-  privacy: Privacy;
-  headless: boolean;
-  provider: string;
-  model?: string | null;
-  title?: string | null;
-}
+export type { NewSession };
 
 export type TurnStatus = "running" | "completed" | "failed" | "cancelled" | "interrupted";
 export interface Turn {

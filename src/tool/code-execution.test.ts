@@ -28,7 +28,7 @@ function ctx(config = defaultConfig(), invoked: Array<[string, unknown]> = []): 
       return name === "developer__shell" ? { ok: true, result: { stdout: "hi\n" } } : { ok: false, error: { code: "denied", message: "no" } };
     },
     listTools: () => [{ name: "developer__shell", description: "run", parameters: { type: "object" } }],
-    runtime: undefined,
+    policy: "workspace-write",
   };
 }
 

@@ -13,7 +13,6 @@ import path from "node:path";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
 import { insideDataDir } from "../launcher/credentials.ts";
-import { effectivePolicy } from "../launcher/for-tool.ts";
 import type { SandboxPolicy } from "../launcher/policy.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
 import { defineTool, type ToolContext } from "./tool.ts";
@@ -43,20 +42,9 @@ function resolveFor(ctx: ToolContext, p: string): Resolved {
   return { real, root, inside: isInside(real, root) };
 }
 
-/** airlock's data dir (real path) from the runtime, or undefined when unknown (tests without a runtime). */
-function dataDirOf(ctx: ToolContext): string | undefined {
-  const d = typeof ctx.runtime === "object" && ctx.runtime !== null ? (ctx.runtime as { dataDir?: unknown }).dataDir : undefined;
-  if (typeof d !== "string" || d === "") return undefined;
-  try {
-    return resolveRealPath("/", d);
-  } catch {
-    return path.resolve(d);
-  }
-}
-
 /** Throws `data_dir_refused` when `real` (or the spelling of `p`) lies in airlock's data dir: every policy, every mode. */
 function refuseDataDir(ctx: ToolContext, real: string, root: string, p: string): void {
-  const dataDir = dataDirOf(ctx);
+  const dataDir = ctx.dataDir;
   if (!dataDir) return;
   if (insideDataDir(real, dataDir, root) || insideDataDir(path.resolve(root, p), dataDir, root)) {
     throw new AirlockError("data_dir_refused", `${p} is in airlock's data dir (${dataDir}: its tokens and every session's messages); file tools never read, list or write it`, { path: p });
@@ -70,7 +58,7 @@ function refuseDataDir(ctx: ToolContext, real: string, root: string, p: string):
  * compared (one `readdir` and an `lstat` per data dir entry).
  */
 async function refuseDataDirLink(ctx: ToolContext, fh: FileHandle, p: string): Promise<void> {
-  const dataDir = dataDirOf(ctx);
+  const dataDir = ctx.dataDir;
   if (!dataDir) return;
   const st = await fh.stat();
   if (st.nlink < 2) return;
@@ -271,7 +259,7 @@ export const readFileTool = defineTool({
     input: (args, { workspace }) => ({ file_path: resolveRealPath(resolveRealPath("/", workspace), args.path) }),
   },
   async execute(args, ctx) {
-    const r = checkRead(ctx, effectivePolicy(args, ctx), args.path);
+    const r = checkRead(ctx, ctx.policy, args.path);
     const text = await readText(ctx, r.real, args.path, ctx.config.limits.max_output_bytes, ctx.signal);
     const content = text.truncated ? `${text.content}\n[airlock: file truncated: showing ${ctx.config.limits.max_output_bytes} of ${text.size} bytes]` : text.content;
     return { path: r.real, content, size: text.size, truncated: text.truncated };
@@ -288,7 +276,7 @@ export const writeFileTool = defineTool({
     input: (args, { workspace }) => ({ file_path: resolveRealPath(resolveRealPath("/", workspace), args.path), content: args.content }),
   },
   async execute(args, ctx) {
-    const r = checkWrite(ctx, effectivePolicy(args, ctx), args.path);
+    const r = checkWrite(ctx, ctx.policy, args.path);
     mkdirSync(path.dirname(r.real), { recursive: true });
     await writeText(ctx, r.real, args.path, args.content);
     return { path: r.real, bytes: Buffer.byteLength(args.content) };
@@ -309,7 +297,7 @@ export const editFileTool = defineTool({
     }),
   },
   async execute(args, ctx) {
-    const r = checkWrite(ctx, effectivePolicy(args, ctx), args.path);
+    const r = checkWrite(ctx, ctx.policy, args.path);
     let text: string;
     try {
       const fh = await openChecked(r.real, args.path, "file");
@@ -361,7 +349,7 @@ export const listDirTool = defineTool({
   schema: z.strictObject({ path: PathArg }),
   readOnly: true,
   async execute(args, ctx) {
-    const r = checkRead(ctx, effectivePolicy(args, ctx), args.path);
+    const r = checkRead(ctx, ctx.policy, args.path);
     if (ctx.signal.aborted) throw cancelled(args.path);
     // the folder the fd holds (not the path, which a link swapped in could redirect)
     const fh = await openChecked(r.real, args.path, "dir");

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { SandboxPolicyName } from "../config/schema.ts";
-import { effectivePolicy, runForTool } from "../launcher/for-tool.ts";
+import { runHostProcess } from "./host-process.ts";
 import { defineTool } from "./tool.ts";
 import jsDescription from "./interpreter-js.txt" with { type: "text" };
 import pythonDescription from "./interpreter-python.txt" with { type: "text" };
@@ -24,9 +24,7 @@ export const pythonTool = defineTool({
   schema: InterpreterArgs,
   readOnly: false,
   async execute(args, ctx) {
-    const policy = effectivePolicy(args, ctx);
-    return runForTool(ctx, {
-      policy,
+    return runHostProcess(ctx, {
       argv: ["python3", "-"],
       stdin: args.code,
       timeoutMs: ctx.config.limits.python_timeout_s * 1000,
@@ -40,9 +38,7 @@ export const jsTool = defineTool({
   schema: InterpreterArgs,
   readOnly: false,
   async execute(args, ctx) {
-    const policy = effectivePolicy(args, ctx);
-    return runForTool(ctx, {
-      policy,
+    return runHostProcess(ctx, {
       // In the compiled binary, execPath is airlock itself; BUN_BE_BUN=1 makes it act as the bun CLI.
       argv: [process.execPath, "-"],
       stdin: args.code,

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { SandboxPolicyName } from "../config/schema.ts";
-import { effectivePolicy, runForTool } from "../launcher/for-tool.ts";
+import { runHostProcess } from "./host-process.ts";
 import { defineTool } from "./tool.ts";
 import description from "./shell.txt" with { type: "text" };
 
@@ -40,9 +40,7 @@ export const shellTool = defineTool({
     },
   },
   async execute(args, ctx) {
-    const policy = effectivePolicy(args, ctx);
-    return runForTool(ctx, {
-      policy,
+    return runHostProcess(ctx, {
       argv: ["bash", "-c", args.command],
       timeoutMs: shellTimeoutMs(args, ctx.config.limits.shell_timeout_s),
     });

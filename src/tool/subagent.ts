@@ -5,21 +5,41 @@
  * the instructions as its user message. Cancelling the parent's turn cancels its running children.
  */
 import { z } from "zod";
-import { AirlockError } from "../errors.ts";
-import type { Runtime, TurnResult } from "../runtime.ts";
-import { defineTool, type ToolContext, type ToolDef } from "./tool.ts";
+import { AirlockError, type ErrorCode } from "../errors.ts";
+import type { Session } from "../session/types.ts";
+import type { Turn } from "../store/store.ts";
+import { defineTool, type ToolDef } from "./tool.ts";
 
 /** Longest wait of one `subagent__watch` call, seconds. */
 export const MAX_WATCH_S = 3600;
 
-function runtimeOf(ctx: ToolContext): Runtime {
-  const rt = ctx.runtime as Runtime | undefined;
-  if (!rt || typeof rt.createSession !== "function") throw new AirlockError("internal", "subagent tools need the runtime in ToolContext.runtime");
-  return rt;
+/** How a child's turn ended, as its parent sees it (the agent loop's `TurnResult` has these fields). */
+export interface ChildResult {
+  session_id: string;
+  status: string;
+  answer: string | null;
+  error: { code: ErrorCode; message: string } | null;
+}
+
+/**
+ * What the subagent tools need of the runtime: a narrow port the composition root (src/runtime.ts)
+ * implements, so tools never see the runtime itself.
+ */
+export interface SubagentPort {
+  /** Creates a child session of `parentId` (inheritance and privacy rules apply). @throws AirlockError `privacy_violation`, `session_not_found`. */
+  createChild(parentId: string, opts: { privacy?: "public" | "private" }): Session;
+  /** Starts a turn of `sessionId`; aborting `parentSignal` cancels it. @throws AirlockError `session_busy`. */
+  startTurn(sessionId: string, message: string, opts: { parentSignal: AbortSignal }): { done: Promise<ChildResult> };
+  /** The signal of the session's in-flight turn `turnId`, or undefined when that turn is not the one running. */
+  turnSignal(sessionId: string, turnId: string): AbortSignal | undefined;
+  /** Background child turns by child session id, started in this process. */
+  readonly background: Map<string, Promise<ChildResult>>;
+  getSession(id: string): Session | null;
+  listTurns(sessionId: string): Turn[];
 }
 
 /** What a finished child reports to its parent. */
-function report(r: TurnResult): Record<string, unknown> {
+function report(r: ChildResult): Record<string, unknown> {
   return { session_id: r.session_id, status: r.status, answer: r.answer, ...(r.error ? { error: r.error } : {}) };
 }
 
@@ -40,7 +60,7 @@ export const WatchArgs = z.strictObject({
 });
 
 /** The two subagent tools (`usesPermit: false`: they mostly wait, and a waiting parent must not starve its child). */
-export function subagentTools(): ToolDef[] {
+export function subagentTools(rt: SubagentPort): ToolDef[] {
   const spawn = defineTool({
     name: "subagent__spawn",
     description:
@@ -51,11 +71,9 @@ export function subagentTools(): ToolDef[] {
     readOnly: true,
     usesPermit: false,
     async execute(args, ctx) {
-      const rt = runtimeOf(ctx);
-      const child = rt.createSession({ parent_session_id: ctx.session.id, ...(args.privacy ? { privacy: args.privacy } : {}) });
+      const child = rt.createChild(ctx.session.id, args.privacy ? { privacy: args.privacy } : {});
       // The parent's turn signal: cancelling the parent's turn cancels the child, in the foreground and the background.
-      const parentTurn = rt.inflight.get(ctx.session.id);
-      const parentSignal = parentTurn && parentTurn.turnId === ctx.turnId ? parentTurn.controller.signal : ctx.signal;
+      const parentSignal = rt.turnSignal(ctx.session.id, ctx.turnId) ?? ctx.signal;
       const started = rt.startTurn(child.id, args.instructions, { parentSignal });
       if (args.background) {
         rt.background.set(child.id, started.done);
@@ -74,8 +92,7 @@ export function subagentTools(): ToolDef[] {
     readOnly: true,
     usesPermit: false,
     async execute(args, ctx) {
-      const rt = runtimeOf(ctx);
-      const child = rt.store.getSession(args.session_id);
+      const child = rt.getSession(args.session_id);
       if (!child || child.parent_session_id !== ctx.session.id) {
         throw new AirlockError("not_found", `${args.session_id} is not a subagent of this session; pass a session_id returned by your own subagent__spawn`);
       }
@@ -101,7 +118,7 @@ export function subagentTools(): ToolDef[] {
         return report(outcome.done);
       }
       // Not started in this process (or finished before a restart): report its last stored turn.
-      const turns = rt.store.listTurns(child.id);
+      const turns = rt.listTurns(child.id);
       const last = turns[turns.length - 1];
       if (!last) return { session_id: child.id, status: "not_started", answer: null };
       return { session_id: child.id, status: last.status, answer: last.answer, ...(last.error ? { error: last.error } : {}) };

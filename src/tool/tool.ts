@@ -30,8 +30,16 @@ export interface ToolContext {
   /** Aborted when the turn is cancelled or the call times out. */
   signal: AbortSignal;
   config: Config;
-  /** A wider sandbox policy approved for this one call (SPEC §9 elevation); absent otherwise. */
-  elevatedPolicy?: SandboxPolicyName;
+  /**
+   * The sandbox policy this call runs under, resolved once by the gate: the session's, or a wider one a
+   * person approved for this call only (SPEC §9 elevation). Tools never re-read an elevation request.
+   */
+  policy: SandboxPolicyName;
+  /**
+   * airlock's data dir as a real path (tokens, database): hidden from every host process and refused to the
+   * file tools. Absent only in tool-level tests that build a context by hand.
+   */
+  dataDir?: string;
   /**
    * Run a nested tool call through the gate (fromScript = true), in this call's context. `opts.signal`
    * (e.g. the script's end) cancels the nested call too, besides the turn's cancellation.
@@ -39,8 +47,6 @@ export interface ToolContext {
   invoke(name: string, args: unknown, opts?: { signal?: AbortSignal }): Promise<ToolOutcome>;
   /** The tools a script may call (every tool but `code_execution__*`), with JSON Schemas. */
   listTools(): ToolSpec[];
-  /** Runtime services for tools that need them (subagents). Typed in src/runtime.ts. */
-  runtime: unknown;
 }
 
 /** Claude Code's view of a tool, for PreToolUse hooks (SPEC §5): its name and its `tool_input`. */

@@ -149,25 +149,7 @@ describe("developer__shell timeouts kill the whole process tree", () => {
   });
 });
 
-describe("elevation at the tool level", () => {
-  test("missing justification, unknown policy and a policy not wider are refused with their codes; nothing runs", async () => {
-    const ws = workspace();
-    const ctx = () => makeToolContext({ workspace: ws, sandbox: "workspace-write" });
-    const codes = [];
-    for (const extra of [
-      { sandbox_permissions: "danger-full-access" },
-      { sandbox_permissions: "root", justification: "x" },
-      { sandbox_permissions: "read-only", justification: "x" },
-      { sandbox_permissions: "workspace-write", justification: "x" },
-    ]) {
-      codes.push((await refusal(runTool(shellTool, { command: "touch ran", ...extra }, ctx()))).code);
-    }
-    expect(codes).toEqual(["elevation_missing_justification", "elevation_invalid", "elevation_not_wider", "elevation_not_wider"]);
-    const py = await refusal(runTool(pythonTool, { code: "open('ran','w')", sandbox_permissions: "nope", justification: "x" }, ctx()));
-    expect(py.code).toBe("elevation_invalid");
-    expect(existsSync(path.join(ws, "ran"))).toBe(false);
-  });
-
+describe("elevation at the tool level (the gate resolved it: ToolContext.policy)", () => {
   test("an approved elevation lets one write happen; the next identical call is restricted again", async () => {
     const ws = workspace();
     const args = { command: "echo elevated >> out.txt", sandbox_permissions: "workspace-write", justification: "write the build output" };

@@ -11,7 +11,7 @@ import path from "node:path";
 import { stringify } from "yaml";
 import { RESERVED_SERVER_NAMES } from "../../src/config/schema.ts";
 import { modeVerdict } from "../../src/gate/inspectors/mode.ts";
-import { subagentTools } from "../../src/tool/subagent.ts";
+import { subagentTools, type SubagentPort } from "../../src/tool/subagent.ts";
 import { ToolRegistry } from "../../src/tool/registry.ts";
 import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 
@@ -57,7 +57,7 @@ describe("smart mode: read-only is the registry entry's, not the name's", () => 
 describe("the registry", () => {
   test("a tool source under a built-in tool's prefix is refused (config_invalid), whatever let it through", () => {
     const r = new ToolRegistry();
-    for (const t of subagentTools()) r.register(t);
+    for (const t of subagentTools({} as SubagentPort)) r.register(t);
     let err: unknown;
     try {
       r.registerSource({ prefix: "subagent__", list: async () => [] });

@@ -44,7 +44,8 @@ function ctx(workspace: string, sandbox: SandboxPolicyName): ToolContext {
     config: Config.parse({}),
     invoke: async () => ({ ok: false, error: { code: "unknown_tool", message: "not wired" } }),
     listTools: () => [],
-    runtime: rt,
+    policy: sandbox,
+    dataDir: realpathSync(rt.dataDir),
   };
 }
 

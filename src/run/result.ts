@@ -1,5 +1,5 @@
 /**
- * @module scheduler/result
+ * @module run/result
  * The headless result object (SPEC §7) and the rules that derive its `status` and the exit code of
  * `airlock run` (SPEC §2) from how the turn ended. Pure; shared by `airlock run`, the scheduler and tests.
  */

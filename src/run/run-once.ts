@@ -1,5 +1,5 @@
 /**
- * @module agent/run-once
+ * @module run/run-once
  * One prompt, one root session, one turn, one result object (SPEC §7): the core of `airlock run`,
  * reusable by the scheduler. Refused calls are collected from the gate for the run's session tree.
  */
@@ -8,7 +8,7 @@ import type { ConfigOverrides } from "../config/load.ts";
 import type { Mode, SandboxPolicyName } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
-import { headlessStatus, type RefusedCallEntry, type ResultObject } from "../scheduler/result.ts";
+import { headlessStatus, type RefusedCallEntry, type ResultObject } from "./result.ts";
 import { rootOf } from "../session/graph.ts";
 
 export type { ResultObject };

@@ -1,0 +1,61 @@
+/**
+ * The shape of the house (docs/architecture.md): no import cycles, no two rooms (top-level folders of
+ * src/, and sandbox/) importing each other, and every import going down the layers below — so the
+ * composition root (src/runtime.ts) is imported only by the surfaces above it. A new room must be given
+ * its place here.
+ */
+import { describe, expect, test } from "bun:test";
+import { measure, roomOf } from "../scripts/architecture.ts";
+
+/** Rooms from the bottom up; a room may import rooms in lower layers only (its own room freely). */
+const LAYERS: string[][] = [
+  ["errors", "ids", "package.json"],
+  ["config"],
+  ["session"],
+  ["store", "bus"],
+  ["launcher", "sandbox"],
+  ["tool", "approval"],
+  ["gate"],
+  ["agent"],
+  ["runtime"],
+  ["run", "console"],
+  ["scheduler"],
+  ["server"],
+  ["cli"],
+  ["main"],
+];
+const layerOf = new Map(LAYERS.flatMap((rooms, i) => rooms.map((r) => [r, i] as const)));
+
+describe("architecture", () => {
+  const arch = measure();
+
+  test("the import graph has no cycle (type-only imports count)", () => {
+    expect(arch.cycles).toEqual([]);
+  });
+
+  test("no two rooms import each other", () => {
+    expect(arch.roomPairs).toEqual([]);
+  });
+
+  test("every room has a layer, and every import goes to a lower layer", () => {
+    const unplaced = new Set<string>();
+    const upward: string[] = [];
+    for (const m of arch.modules) {
+      const from = roomOf(m.path);
+      if (!layerOf.has(from)) unplaced.add(from);
+      for (const i of m.imports) {
+        const to = roomOf(i);
+        if (!layerOf.has(to)) unplaced.add(to);
+        if (from === to || !layerOf.has(from) || !layerOf.has(to)) continue;
+        if (layerOf.get(to)! >= layerOf.get(from)!) upward.push(`${m.path} → ${i}`);
+      }
+    }
+    expect([...unplaced]).toEqual([]);
+    expect(upward).toEqual([]);
+  });
+
+  test("the measure sees the whole tree (a parser failure would hide imports)", () => {
+    expect(arch.modules.length).toBeGreaterThan(100);
+    expect(arch.modules.find((m) => m.path === "src/runtime.ts")?.imports).toContain("src/gate/gate.ts");
+  });
+});
