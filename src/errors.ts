@@ -176,3 +176,18 @@ export function exitCodeFor(code: ErrorCode): number {
       return EXIT.failed;
   }
 }
+
+/**
+ * The end of every exhaustive `switch` over a union: `tsc` refuses the call while a member is unhandled,
+ * and a value that slips past the types at run time fails closed.
+ * @throws AirlockError `internal` naming the unexpected value, always.
+ */
+export function assertNever(x: never, what = "value"): never {
+  let shown: string;
+  try {
+    shown = JSON.stringify(x) ?? String(x);
+  } catch {
+    shown = String(x);
+  }
+  throw new AirlockError("internal", `unexpected ${what}: ${shown}; this is a bug in airlock, please report it`);
+}

@@ -117,7 +117,7 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
         const out: ToolOutcome[] = [];
         for (const c of args.calls) out.push(await ctx.invoke(c.name, c.args));
         if (args.keepAlive) lingering.push(() => ctx.invoke("developer__list_dir", { path: "." }));
-        return { out, tools: ctx.listTools().map((t) => t.name) };
+        return { out, tools: (await ctx.listTools()).map((t) => t.name) };
       },
     }),
   );
@@ -127,10 +127,11 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
       description: "list tools",
       schema: z.object({}),
       readOnly: true,
+      inert: true,
       usesPermit: false,
       scriptable: false,
       async execute(_a, ctx) {
-        return ctx.listTools().map((t) => t.name);
+        return (await ctx.listTools()).map((t) => t.name);
       },
     }),
   );

@@ -1,17 +1,16 @@
 /**
  * @module gate/gate
- * The judge of every tool call, direct or from a script, at any subagent depth (SPEC §5): reads the
- * calling context (fail closed: `gate_no_session`), validates the arguments, asks the inspectors
- * (security floor, hooks, mode + tool config, elevation), combines their verdicts (deny > ask > allow)
- * and then refuses, parks a card (holding no permit) or runs the call under a permit.
+ * The judge of every tool call, direct or from a script, at any subagent depth (SPEC §5), in named steps:
+ * `call` reads the calling context (fail closed: `gate_no_session`); `admit` resolves the tool and
+ * validates its arguments; `judge` asks the inspectors (security floor, hooks, mode + tool config,
+ * elevation) and combines their verdicts (deny > ask > allow); `decide` then refuses, parks a card
+ * (`askAndRun`, holding no permit) or runs the call under a permit (`runTool`).
  */
 import type { Bus } from "../bus/bus.ts";
 import type { Inflight } from "../session/inflight.ts";
 import type { Config } from "../config/schema.ts";
 import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { sanitizedEnv } from "../launcher/env.ts";
-import { ancestors } from "../session/graph.ts";
 import type { Session } from "../session/types.ts";
 import type { Store } from "../store/store.ts";
 import { toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
@@ -20,18 +19,17 @@ import { isHeadlessChain } from "../approval/relay.ts";
 import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, type FileBinding, type NamedFile } from "../approval/bound-files.ts";
 import { namedFiles } from "./named-files.ts";
 import { GateContext, type CallContext } from "./context.ts";
-import { elevationVerdict } from "./inspectors/elevation.ts";
-import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./inspectors/hooks.ts";
-import { modeVerdict } from "./inspectors/mode.ts";
-import { securityFloor } from "./inspectors/security-floor.ts";
+import { requestedPolicy } from "./inspectors/elevation.ts";
+import { defaultInspectors, type InspectedCall, type Inspector } from "./inspectors/index.ts";
 import type { Permits } from "./permits.ts";
 import { combine, headlessRefusal, type Judgement, type Verdict } from "./verdict.ts";
+import { assertNever } from "../errors.ts";
 
 /** The part of the tool registry the gate needs (src/tool/registry.ts implements it). */
 export interface GateRegistry {
   resolve(name: string): Promise<ToolDef | undefined>;
+  /** Every tool, MCP servers' included (starting those not yet running). */
   list(): Promise<ToolDef[]>;
-  listCached?(): ToolDef[];
 }
 
 export interface GateDeps {
@@ -47,6 +45,8 @@ export interface GateDeps {
   dataDir?: string;
   /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `AIRLOCK_PROJECT_DIR` is always the session workspace. */
   hookEnv?: Record<string, string>;
+  /** The inspectors, in the order their verdicts combine; default {@link defaultInspectors}. */
+  inspectors?: Inspector[];
 }
 
 /** One tool call as the gate receives it. `callId`: this call's id; `parentCallId`: the script call that made it. */
@@ -74,8 +74,15 @@ export interface RefusedCall {
 /** Most cards one call raises when the files it names keep changing after each allow; then it is refused `approval_stale`. */
 export const MAX_STALE_CARDS = 5;
 
-/** What `execute` did: ran the tool (its outcome), or found a named file changed since the approval (`now`: the new hashes). */
-type Ran = { kind: "ran"; outcome: ToolOutcome } | { kind: "stale"; now: FileBinding[] };
+/** What running an approved, file-bound call did: ran the tool (its outcome), or found a named file changed since the approval (`now`: the new hashes). */
+type BoundRun = { kind: "ran"; outcome: ToolOutcome } | { kind: "stale"; now: FileBinding[] };
+
+/** A call whose tool exists and whose arguments its schema accepted, with the session's effective config. */
+interface AdmittedCall {
+  def: ToolDef;
+  args: unknown;
+  config: Readonly<Config>;
+}
 
 const specCache = new WeakMap<ToolDef, ToolSpec>();
 function specOf(def: ToolDef): ToolSpec {
@@ -87,16 +94,12 @@ function specOf(def: ToolDef): ToolSpec {
 export class Gate {
   private refusedListeners = new Set<(r: RefusedCall) => void>();
 
-  /** HOME and PATH of the sanitized environment, as the security floor resolves `~` and executables (read once: the process environment does not change under us). */
-  private readonly floorEnv: { home?: string; PATH: string; dataDir?: string };
   /** Session rows by in-flight turn (weak: gone with the turn). */
   private readonly turnSessions = new WeakMap<object, Session>();
+  private readonly inspectors: Inspector[];
 
   constructor(private readonly deps: GateDeps) {
-    const env = sanitizedEnv();
-    this.floorEnv = { ...(env.HOME ? { home: env.HOME } : {}), PATH: env.PATH ?? "" };
-    // airlock's data dir, so the floor refuses file tools there (no card)
-    if (deps.dataDir) this.floorEnv.dataDir = deps.dataDir;
+    this.inspectors = deps.inspectors ?? defaultInspectors({ store: deps.store, ...(deps.dataDir ? { dataDir: deps.dataDir } : {}), ...(deps.hookEnv ? { hookEnv: deps.hookEnv } : {}) });
   }
 
   /** Listens to every refused call; returns the unsubscribe function. */
@@ -141,7 +144,16 @@ export class Gate {
     return outcome;
   }
 
+  /** The steps after the calling context is known: admit the call, judge it, act on the judgement. */
   private async judgeAndRun(req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal): Promise<ToolOutcome> {
+    const admitted = await this.admit(req, session);
+    if ("ok" in admitted) return admitted;
+    const judgement = await this.judge(admitted, req, session, signal);
+    return this.decide(judgement, admitted, req, ctx, session, signal);
+  }
+
+  /** Resolves the tool, checks a script may call it, parses the arguments and reads the session's effective config; a refusal otherwise. */
+  private async admit(req: GateCall, session: Session): Promise<AdmittedCall | ToolOutcome> {
     let def: ToolDef | undefined;
     try {
       def = await this.deps.registry.resolve(req.name);
@@ -159,17 +171,17 @@ export class Gate {
       const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
       return this.refuse(session.id, req, "invalid_arguments", `invalid arguments for ${def.name}: ${issues}`);
     }
-    const args = parsed.data;
-    let config: Readonly<Config>;
     try {
-      config = this.deps.configFor(session);
+      return { def, args: parsed.data, config: this.deps.configFor(session) };
     } catch (e) {
       // e.g. session_graph_invalid: without the root's run overrides (a recipe's hooks) the call cannot be judged
       const err = toAirlockError(e);
       return this.refuse(session.id, req, err.code, `the call was not run: its session's effective config could not be determined: ${err.message}`);
     }
-    const judgement = await this.judge(def, args, req, session, config, signal);
+  }
 
+  /** Acts on a judgement: refuse a deny, refuse an ask no person can answer (headless), park a card for the rest, run an allow. */
+  private async decide(judgement: Judgement, call: AdmittedCall, req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal): Promise<ToolOutcome> {
     switch (judgement.kind) {
       case "deny": {
         const v = judgement.verdict;
@@ -187,17 +199,12 @@ export class Gate {
           const { code, reason } = headlessRefusal(judgement);
           return this.refuse(session.id, req, code, `no person can answer in this headless session, so the call was refused: ${reason}`, judgement.primary.inspector);
         }
-        return this.askAndRun(def, args, req, ctx, session, config, signal, judgement);
+        return this.askAndRun(call, req, ctx, session, signal, judgement);
       }
       case "allow":
-        break;
-    }
-    const ran = await this.execute(def, args, req, ctx, session, config, signal, undefined, undefined);
-    switch (ran.kind) {
-      case "ran":
-        return ran.outcome;
-      case "stale": // only a call bound to files can go stale
-        return this.refuse(session.id, req, "internal", "the gate found a stale approval on a call that had none; it was not run");
+        return this.withPermit(call.def, signal, () => this.runTool(call, req, ctx, session, signal, undefined));
+      default:
+        return assertNever(judgement, "judgement");
     }
   }
 
@@ -209,15 +216,14 @@ export class Gate {
    * the call is refused `approval_stale`. A named file over `BIND_MAX_BYTES` refuses the call (`payload_too_large`).
    */
   private async askAndRun(
-    def: ToolDef,
-    args: unknown,
+    call: AdmittedCall,
     req: GateCall,
     ctx: CallContext,
     session: Session,
-    config: Readonly<Config>,
     signal: AbortSignal,
     first: Extract<Judgement, { kind: "ask" }>,
   ): Promise<ToolOutcome> {
+    const { def, args, config } = call;
     let judgement = first;
     const named = namedFiles(def, args, session.workspace);
     if (named.length > BIND_MAX_FILES) {
@@ -279,16 +285,30 @@ export class Gate {
           return this.refuse(session.id, req, "expired", `nobody answered the approval request in time (${config.approvals.ttl_seconds} s); the call was not run`, judgement.primary.inspector);
         case "cancelled":
           return this.refuse(session.id, req, "cancelled", "the turn ended while this call waited for approval; it was not run", judgement.primary.inspector);
+        default:
+          return assertNever(outcome.decision, "card decision");
       }
       if (!this.deps.inflight.isRunning(session.id, ctx.turnId)) {
         return this.refuse(session.id, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} ended while the call waited for approval`);
       }
-      const ran = await this.execute(def, args, req, ctx, session, config, signal, judgement.elevate, named.length ? { named, files } : undefined);
+      const elevate = judgement.elevate;
+      const approved = files;
+      const ran: BoundRun = await this.withPermit(def, signal, async () => {
+        if (named.length) {
+          // just before running, with the permit held: the files the person approved must be what runs
+          const now = await this.rebind(named, session.workspace, signal);
+          if (!Array.isArray(now)) return { kind: "ran", outcome: now };
+          if (changedFiles(approved, now).length) return { kind: "stale", now };
+        }
+        return { kind: "ran", outcome: await this.runTool(call, req, ctx, session, signal, elevate) };
+      }, (outcome) => ({ kind: "ran", outcome }));
       switch (ran.kind) {
         case "ran":
           return ran.outcome;
         case "stale":
           break;
+        default:
+          return assertNever(ran, "bound run");
       }
       const changes = changedFiles(files, ran.now);
       const why = `${changes.join("; ")}: changed after the call was approved (${outcome.request_id}), so the allow was refused (approval_stale)`;
@@ -305,7 +325,7 @@ export class Gate {
         return this.refuse(session.id, req, "approval_stale", `${why}; the files kept changing under ${round} approvals, so the call was not run`, judgement.primary.inspector);
       }
       // the new content is judged again, as a new call would be
-      const again = await this.judge(def, args, req, session, config, signal);
+      const again = await this.judge(call, req, session, signal);
       switch (again.kind) {
         case "deny":
           return this.refuse(session.id, req, again.verdict.code, `${why}; judged again, it is refused: ${again.verdict.reason}`, again.verdict.inspector);
@@ -314,6 +334,8 @@ export class Gate {
           break;
         case "allow":
           break; // the person still approves the new content: keep the first ask's inspector and reason
+        default:
+          return assertNever(again, "judgement");
       }
       files = ran.now;
       replaces = outcome.request_id;
@@ -321,74 +343,64 @@ export class Gate {
     }
   }
 
-  /** Runs the inspectors in order and combines their verdicts. Hooks are skipped when a cheaper inspector already denies. */
-  private async judge(def: ToolDef, args: unknown, req: GateCall, session: Session, config: Readonly<Config>, signal: AbortSignal): Promise<Judgement> {
-    const elevation = elevationVerdict(config.sandbox, req.args);
-    const policy = elevation.kind === "ask" && elevation.elevate ? elevation.elevate : config.sandbox;
-    const floor = securityFloor(def, args, { workspace: session.workspace, policy, ...this.floorEnv });
-    const mode = modeVerdict(def, args, config.mode, config.tools);
-    const cheap: Verdict[] = [floor, mode, elevation];
-    if (cheap.some((v) => v.kind === "deny") || config.hooks.PreToolUse.length === 0) return combine(cheap);
-    const input: HookInput = {
-      hook_event_name: "PreToolUse",
-      session_id: session.id,
-      cwd: session.workspace,
-      permission_mode: permissionModeFor(config.mode),
-      tool_name: claudeToolName(def),
-      tool_input: claudeToolInput(def, args, session.workspace),
-      tool_use_id: req.callId,
-      airlock_tool_name: def.name,
-      parent_session_id: session.parent_session_id,
-      ancestors: ancestors(this.deps.store, session.id),
-    };
-    const hooks = await runPreToolUseHooks(
-      config.hooks.PreToolUse,
-      input,
-      session.workspace,
+  /**
+   * Runs the inspectors and combines their verdicts in inspector order. The cheap ones run first; the
+   * process ones (hooks) are skipped when a cheap one already denies.
+   */
+  private async judge(call: AdmittedCall, req: GateCall, session: Session, signal: AbortSignal): Promise<Judgement> {
+    const inspected: InspectedCall = {
+      def: call.def,
+      args: call.args,
+      rawArgs: req.args,
+      callId: req.callId,
+      session,
+      config: call.config,
+      policy: requestedPolicy(call.config.sandbox, req.args),
       signal,
-      { ...this.deps.hookEnv, AIRLOCK_PROJECT_DIR: session.workspace },
-      { ...(this.deps.dataDir ? { dataDir: this.deps.dataDir } : {}), allowUnenforced: config.allow_unenforced },
-    );
-    return combine([floor, ...hooks, mode, elevation]);
+    };
+    const verdicts: (Verdict[] | undefined)[] = this.inspectors.map((i) => (i.cost === "cheap" ? (i.inspect(inspected) as Verdict[]) : undefined));
+    if (!verdicts.some((vs) => vs?.some((v) => v.kind === "deny"))) {
+      await Promise.all(
+        this.inspectors.map(async (insp, k) => {
+          if (insp.cost === "process") verdicts[k] = await insp.inspect(inspected);
+        }),
+      );
+    }
+    return combine(verdicts.flatMap((vs) => vs ?? []));
   }
 
-  private async execute(
-    def: ToolDef,
-    args: unknown,
-    req: GateCall,
-    ctx: CallContext,
-    session: Session,
-    config: Readonly<Config>,
-    signal: AbortSignal,
-    elevatedPolicy: Config["sandbox"] | undefined,
-    bound: { named: NamedFile[]; files: FileBinding[] } | undefined,
-  ): Promise<Ran> {
-    let specs: ToolSpec[] | undefined;
-    // Only list_tools shows every tool: listing starts each MCP server, which a plain script run must not do.
-    if (def.name === "code_execution__list_tools") specs = (await this.deps.registry.list()).filter((t) => t.scriptable !== false).map(specOf);
-    let release: (() => void) | undefined;
-    if (def.usesPermit !== false) {
-      try {
-        release = await this.deps.permits.acquire(signal);
-      } catch (e) {
-        const err = toAirlockError(e, "cancelled");
-        return { kind: "ran", outcome: { ok: false, error: err.toJSON() } };
-      }
+  /**
+   * Runs `fn` holding a permit when the tool uses one (`usesPermit`, default true). Waiting for the permit
+   * ends with the turn: `onCancelled` shapes that outcome.
+   */
+  private async withPermit<T>(def: ToolDef, signal: AbortSignal, fn: () => Promise<T>, onCancelled?: (o: ToolOutcome) => T): Promise<T> {
+    if (def.usesPermit === false) return fn();
+    let release: () => void;
+    try {
+      release = await this.deps.permits.acquire(signal);
+    } catch (e) {
+      const outcome: ToolOutcome = { ok: false, error: toAirlockError(e, "cancelled").toJSON() };
+      return onCancelled ? onCancelled(outcome) : (outcome as T);
     }
-    if (bound) {
-      // just before running, with the permit held: the files the person approved must be what runs
-      let now: FileBinding[];
-      try {
-        now = await bindFiles(bound.named, session.workspace, signal);
-      } catch (e) {
-        release?.();
-        return { kind: "ran", outcome: { ok: false, error: toAirlockError(signal.aborted ? new AirlockError("cancelled", "the turn ended before the call ran") : e).toJSON() } };
-      }
-      if (changedFiles(bound.files, now).length) {
-        release?.();
-        return { kind: "stale", now };
-      }
+    try {
+      return await fn();
+    } finally {
+      release();
     }
+  }
+
+  /** Hashes the named files again; an error outcome when hashing fails (or the turn ended). */
+  private async rebind(named: NamedFile[], workspace: string, signal: AbortSignal): Promise<FileBinding[] | ToolOutcome> {
+    try {
+      return await bindFiles(named, workspace, signal);
+    } catch (e) {
+      return { ok: false, error: toAirlockError(signal.aborted ? new AirlockError("cancelled", "the turn ended before the call ran") : e).toJSON() };
+    }
+  }
+
+  /** Runs the tool in a context built for this call: its policy (the session's or the approved elevation), nested calls through the gate. */
+  private async runTool(call: AdmittedCall, req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal, elevatedPolicy: Config["sandbox"] | undefined): Promise<ToolOutcome> {
+    const { def, args, config } = call;
     const callCtx: CallContext = { ...ctx, callId: req.callId };
     const tctx: ToolContext = {
       session,
@@ -399,18 +411,16 @@ export class Gate {
       config,
       invoke: (name, a, opts) =>
         GateContext.provide(callCtx, () => this.call({ name, args: a, callId: newId("call"), fromScript: true, parentCallId: req.callId, ...(opts?.signal ? { signal: opts.signal } : {}) })),
-      listTools: () => specs ?? (this.deps.registry.listCached?.() ?? []).filter((t) => t.scriptable !== false).map(specOf),
+      // every tool a script may call, MCP servers' included: only list_tools asks, since listing starts each server
+      listTools: async () => (await this.deps.registry.list()).filter((t) => t.scriptable !== false).map(specOf),
       policy: elevatedPolicy ?? config.sandbox,
     };
     if (this.deps.dataDir) tctx.dataDir = this.deps.dataDir;
     if (req.parentCallId) tctx.parentCallId = req.parentCallId;
     try {
-      const result = await def.execute(args, tctx);
-      return { kind: "ran", outcome: { ok: true, result } };
+      return { ok: true, result: await def.execute(args, tctx) };
     } catch (e) {
-      return { kind: "ran", outcome: { ok: false, error: toAirlockError(e, "tool_failed").toJSON() } };
-    } finally {
-      release?.();
+      return { ok: false, error: toAirlockError(e, "tool_failed").toJSON() };
     }
   }
 

@@ -27,7 +27,7 @@ function ctx(config = defaultConfig(), invoked: Array<[string, unknown]> = []): 
       invoked.push([name, args]);
       return name === "developer__shell" ? { ok: true, result: { stdout: "hi\n" } } : { ok: false, error: { code: "denied", message: "no" } };
     },
-    listTools: () => [{ name: "developer__shell", description: "run", parameters: { type: "object" } }],
+    listTools: async () => [{ name: "developer__shell", description: "run", parameters: { type: "object" } }],
     policy: "workspace-write",
   };
 }

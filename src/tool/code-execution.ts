@@ -55,6 +55,7 @@ export function createCodeExecutionTools(pool: ScriptPool): ToolDef[] {
     description: "List the tools a code_execution__execute script can call as `await tools.NAME(args)`, with the JSON Schema of each one's arguments.",
     schema: ListToolsArgs,
     readOnly: true,
+    inert: true,
     scriptable: false,
     async execute(_args, ctx) {
       return ctx.listTools();

@@ -45,8 +45,11 @@ export interface ToolContext {
    * (e.g. the script's end) cancels the nested call too, besides the turn's cancellation.
    */
   invoke(name: string, args: unknown, opts?: { signal?: AbortSignal }): Promise<ToolOutcome>;
-  /** The tools a script may call (every tool but `code_execution__*`), with JSON Schemas. */
-  listTools(): ToolSpec[];
+  /**
+   * The tools a script may call (every tool but `code_execution__*`), with JSON Schemas. Lists every
+   * MCP server's tools, so it starts each server not yet running.
+   */
+  listTools(): Promise<ToolSpec[]>;
 }
 
 /** Claude Code's view of a tool, for PreToolUse hooks (SPEC §5): its name and its `tool_input`. */
@@ -67,6 +70,11 @@ export interface ToolDef<A = any> {
   jsonSchema?: Record<string, unknown>;
   /** True when the call changes no state: `smart` mode allows it without asking. */
   readOnly: boolean | ((args: A) => boolean);
+  /**
+   * True when the call reads only airlock's own state (its tool list) and touches nothing of the user's:
+   * even `approve` mode runs it without asking. Default false.
+   */
+  inert?: boolean;
   /** Whether executing holds a permit. False for tools that mostly wait (scripts, subagents). Default true. */
   usesPermit?: boolean;
   /** Whether scripts may call it through `tools.*`. Default true (false for `code_execution__*`). */

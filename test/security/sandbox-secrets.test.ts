@@ -43,7 +43,7 @@ function ctx(workspace: string, sandbox: SandboxPolicyName): ToolContext {
     signal: new AbortController().signal,
     config: Config.parse({}),
     invoke: async () => ({ ok: false, error: { code: "unknown_tool", message: "not wired" } }),
-    listTools: () => [],
+    listTools: async () => [],
     policy: sandbox,
     dataDir: realpathSync(rt.dataDir),
   };

@@ -22,3 +22,9 @@ export function elevationVerdict(sessionPolicy: SandboxPolicyName, rawArgs: unkn
     reason: `asks to run this one call under sandbox "${r.policy}" instead of "${sessionPolicy}": ${why}`,
   };
 }
+
+/** The policy a call asks to run under: a valid elevation request's, else the session's. */
+export function requestedPolicy(sessionPolicy: SandboxPolicyName, rawArgs: unknown): SandboxPolicyName {
+  const v = elevationVerdict(sessionPolicy, rawArgs);
+  return v.kind === "ask" && v.elevate ? v.elevate : sessionPolicy;
+}

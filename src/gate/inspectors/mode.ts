@@ -3,8 +3,9 @@
  * The session's mode (SPEC §3) combined with per-tool config (`config.tools[name].permission`):
  * `chat` refuses every call (`mode_chat`); otherwise a configured per-tool permission is this
  * inspector's verdict for that tool (it is more specific than the mode); else `autonomous` allows,
- * `smart` asks for calls that change state, `approve` asks for every call but
- * `code_execution__list_tools`. Script and subagent tools count as read-only: their inner calls are judged one by one.
+ * `smart` asks for calls that change state, `approve` asks for every call but an `inert` one
+ * (`code_execution__list_tools`). Script and subagent tools count as read-only: their inner calls are judged one by one.
+ * Decided by the tool's registry entry (`readOnly`, `inert`), never by its name.
  */
 import type { Config, Mode } from "../../config/schema.ts";
 import type { ToolDef } from "../../tool/tool.ts";
@@ -28,7 +29,7 @@ export function isReadOnlyForMode(def: Pick<ToolDef, "name" | "readOnly">, args:
 }
 
 /** The mode/tool-config verdict for one call. */
-export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly">, args: unknown, mode: Mode, tools: Config["tools"]): Verdict {
+export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly" | "inert">, args: unknown, mode: Mode, tools: Config["tools"]): Verdict {
   if (mode === "chat") {
     return { kind: "deny", inspector: "mode", code: "mode_chat", reason: `the session is in chat mode, which runs no tools; switch the session to smart, approve or autonomous mode to use ${def.name}` };
   }
@@ -38,7 +39,7 @@ export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly">, args: unkno
     case "autonomous":
       return { kind: "allow", inspector: "mode" };
     case "approve":
-      if (def.name === "code_execution__list_tools") return { kind: "allow", inspector: "mode" };
+      if (def.inert === true) return { kind: "allow", inspector: "mode" };
       return { kind: "ask", inspector: "mode", userProof: false, reason: `approve mode asks before every call (${def.name})` };
     case "smart":
       if (isReadOnlyForMode(def, args)) return { kind: "allow", inspector: "mode" };

@@ -1,0 +1,80 @@
+/**
+ * @module gate/inspectors
+ * The four inspectors as the gate runs them, in order: the security floor, PreToolUse hooks, the mode
+ * (with per-tool config), elevation. Each adapts its module's pure function to {@link Inspector}.
+ */
+import { sanitizedEnv } from "../../launcher/env.ts";
+import { ancestors, type ParentLookup } from "../../session/graph.ts";
+import { elevationVerdict } from "./elevation.ts";
+import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./hooks.ts";
+import type { Inspector } from "./inspector.ts";
+import { modeVerdict } from "./mode.ts";
+import { securityFloor } from "./security-floor.ts";
+
+export type { InspectedCall, Inspector } from "./inspector.ts";
+
+/** What the default inspectors need from the runtime. */
+export interface InspectorDeps {
+  /** Session rows, for a hook's `ancestors` field. */
+  store: ParentLookup;
+  /** airlock's data dir (real path): the floor refuses file tools there; hooks see its secrets empty. */
+  dataDir?: string;
+  /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `AIRLOCK_PROJECT_DIR` is always the session workspace. */
+  hookEnv?: Record<string, string>;
+}
+
+/** The security floor (gate/inspectors/security-floor.ts), judging the call under the policy it asks for. */
+export function floorInspector(deps: Pick<InspectorDeps, "dataDir">): Inspector {
+  // HOME and PATH of the sanitized environment, as the floor resolves `~` and executables (read once:
+  // the process environment does not change under us)
+  const env = sanitizedEnv();
+  const floorEnv = { ...(env.HOME ? { home: env.HOME } : {}), PATH: env.PATH ?? "", ...(deps.dataDir ? { dataDir: deps.dataDir } : {}) };
+  return {
+    cost: "cheap",
+    inspect: (c) => [securityFloor(c.def, c.args, { workspace: c.session.workspace, policy: c.policy, ...floorEnv })],
+  };
+}
+
+/** PreToolUse hooks (gate/inspectors/hooks.ts): builds Claude Code's hook input and runs every matching hook. */
+export function hooksInspector(deps: InspectorDeps): Inspector {
+  return {
+    cost: "process",
+    async inspect(c) {
+      const matchers = c.config.hooks.PreToolUse;
+      if (matchers.length === 0) return [];
+      const input: HookInput = {
+        hook_event_name: "PreToolUse",
+        session_id: c.session.id,
+        cwd: c.session.workspace,
+        permission_mode: permissionModeFor(c.config.mode),
+        tool_name: claudeToolName(c.def),
+        tool_input: claudeToolInput(c.def, c.args, c.session.workspace),
+        tool_use_id: c.callId,
+        airlock_tool_name: c.def.name,
+        parent_session_id: c.session.parent_session_id,
+        ancestors: ancestors(deps.store, c.session.id),
+      };
+      return runPreToolUseHooks(matchers, input, c.session.workspace, c.signal, { ...deps.hookEnv, AIRLOCK_PROJECT_DIR: c.session.workspace }, {
+        ...(deps.dataDir ? { dataDir: deps.dataDir } : {}),
+        allowUnenforced: c.config.allow_unenforced,
+      });
+    },
+  };
+}
+
+/** The mode and per-tool permissions (gate/inspectors/mode.ts). */
+export const modeInspector: Inspector = {
+  cost: "cheap",
+  inspect: (c) => [modeVerdict(c.def, c.args, c.config.mode, c.config.tools)],
+};
+
+/** A per-call elevation request (gate/inspectors/elevation.ts), on the arguments as sent. */
+export const elevationInspector: Inspector = {
+  cost: "cheap",
+  inspect: (c) => [elevationVerdict(c.config.sandbox, c.rawArgs)],
+};
+
+/** The inspectors in the order their verdicts combine: floor, hooks, mode, elevation. */
+export function defaultInspectors(deps: InspectorDeps): Inspector[] {
+  return [floorInspector(deps), hooksInspector(deps), modeInspector, elevationInspector];
+}

@@ -1,0 +1,38 @@
+/**
+ * @module gate/inspectors/inspector
+ * What every inspector is (after goose's `ToolInspector`): given one call, it returns its verdicts. The
+ * gate runs its inspectors in a fixed order — security floor, hooks, mode (with per-tool config),
+ * elevation — and combines the verdicts (gate/verdict.ts: deny > ask > allow). Each builds its own
+ * input from the call (the hooks their Claude Code JSON), so the gate knows none of their details.
+ */
+import type { Config, SandboxPolicyName } from "../../config/schema.ts";
+import type { Session } from "../../session/types.ts";
+import type { ToolDef } from "../../tool/tool.ts";
+import type { Verdict } from "../verdict.ts";
+
+/** One call as the inspectors see it. */
+export interface InspectedCall {
+  def: ToolDef;
+  /** The arguments after the tool's schema parsed them. */
+  args: unknown;
+  /** The arguments as the model or script sent them (elevation fields included). */
+  rawArgs: unknown;
+  callId: string;
+  session: Session;
+  /** The session's effective config (run overrides folded in). */
+  config: Readonly<Config>;
+  /** The policy the call asks to run under: a valid elevation request's, else the session's. */
+  policy: SandboxPolicyName;
+  /** The turn's (and the script's) cancellation. */
+  signal: AbortSignal;
+}
+
+/**
+ * An inspector. `cost: "cheap"` ones are pure and synchronous and always run; `"process"` ones start
+ * host processes (hooks) and are skipped when a cheap one already denies.
+ */
+export interface Inspector {
+  readonly cost: "cheap" | "process";
+  /** Its verdicts on the call, in order (a process inspector may return one per hook, or none). */
+  inspect(call: InspectedCall): Verdict[] | Promise<Verdict[]>;
+}
