@@ -4,7 +4,7 @@
  * The expected mapping is written out here as a literal, so a changed row or a new code without a row fails.
  */
 import { describe, expect, test } from "bun:test";
-import { ERROR_CODES, exitCodeFor, httpStatus, type ErrorCode } from "./errors.ts";
+import { AirlockError, ERROR_CODES, assertNever, exitCodeFor, httpStatus, type ErrorCode } from "./errors.ts";
 
 /** code → [HTTP status, exit code], as shipped. */
 const EXPECTED: Record<string, [number, number]> = {
@@ -75,12 +75,24 @@ const EXPECTED: Record<string, [number, number]> = {
 
 describe("errors tables", () => {
   test("every code keeps its HTTP status and its exit code", () => {
-    const actual = Object.fromEntries(ERROR_CODES.map((c) => [c, [httpStatus(c), exitCodeFor(c)]]));
+    const actual: Record<string, number[]> = Object.fromEntries(ERROR_CODES.map((c) => [c, [httpStatus(c), exitCodeFor(c)]]));
     expect(actual).toEqual(EXPECTED);
   });
 
   test("the expected table names exactly the codes there are", () => {
     expect(Object.keys(EXPECTED).sort()).toEqual([...ERROR_CODES].sort());
     expect(new Set<ErrorCode>(ERROR_CODES).size).toBe(ERROR_CODES.length);
+  });
+
+  test("assertNever fails closed: an AirlockError internal naming the value that slipped past the types", () => {
+    let caught: unknown;
+    try {
+      assertNever("maybe" as never, "verdict");
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(AirlockError);
+    expect((caught as AirlockError).code).toBe("internal");
+    expect((caught as AirlockError).message).toStartWith('unexpected verdict: "maybe"');
   });
 });
