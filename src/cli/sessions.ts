@@ -25,7 +25,7 @@ async function openStore(opts: SessionsOptions) {
  * @returns 0.
  */
 export async function sessionsList(opts: SessionsOptions): Promise<number> {
-  const { writeStdout, writeJson } = await import("./output.ts");
+  const { writeStdout, writeJson, table } = await import("./output.ts");
   const store = await openStore(opts);
   try {
     const sessions = store.listSessions({ limit: 1000 });
@@ -89,10 +89,4 @@ export async function sessionsShow(id: string, opts: SessionsOptions): Promise<n
 function oneLine(s: string, max: number): string {
   const t = s.replace(/\s+/g, " ").trim();
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
-}
-
-function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
-  return [line(head), ...rows.map(line)].join("\n") + "\n";
 }
