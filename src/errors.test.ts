@@ -2,9 +2,12 @@
  * @module errors.test
  * The two tables of errors.ts: every code keeps its HTTP status (SPEC §6) and CLI exit code (SPEC §2).
  * The expected mapping is written out here as a literal, so a changed row or a new code without a row fails.
+ * The docs' tables (docs/api.md: code → status and exit; docs/recipes.md: run status → exit) are checked against them.
  */
 import { describe, expect, test } from "bun:test";
-import { AirlockError, ERROR_CODES, assertNever, exitCodeFor, httpStatus, type ErrorCode } from "./errors.ts";
+import { join } from "node:path";
+import { AirlockError, ERROR_CODES, EXIT, EXIT_CODE, HTTP_STATUS, assertNever, exitCodeFor, httpStatus, type ErrorCode } from "./errors.ts";
+import { ResultStatus, exitCodeForStatus } from "./scheduler/result.ts";
 
 /** code → [HTTP status, exit code], as shipped. */
 const EXPECTED: Record<string, [number, number]> = {
@@ -94,5 +97,33 @@ describe("errors tables", () => {
     expect(caught).toBeInstanceOf(AirlockError);
     expect((caught as AirlockError).code).toBe("internal");
     expect((caught as AirlockError).message).toStartWith('unexpected verdict: "maybe"');
+  });
+});
+
+/** The rows of the first markdown table after `heading` in a doc: each row's cells, backticks stripped. */
+async function docTable(doc: string, heading: string): Promise<string[][]> {
+  const text = await Bun.file(join(import.meta.dir, "..", "docs", doc)).text();
+  const from = text.indexOf(heading);
+  if (from < 0) throw new Error(`${doc} has no heading ${JSON.stringify(heading)}`);
+  const lines = text.slice(from).split("\n");
+  const start = lines.findIndex((l) => l.startsWith("|"));
+  const rows: string[][] = [];
+  for (const l of lines.slice(start + 2)) {
+    if (!l.startsWith("|")) break;
+    rows.push(l.slice(1, -1).split(" | ").map((c) => c.trim().replace(/`/g, "")));
+  }
+  return rows;
+}
+
+describe("the docs' error tables", () => {
+  test("docs/api.md 'Error codes' lists every code once, in order, with its HTTP_STATUS and EXIT_CODE", async () => {
+    const rows = await docTable("api.md", "### Error codes");
+    expect(rows.map((r) => `${r[0]} ${r[1]} ${r[2]}`)).toEqual(ERROR_CODES.map((c) => `${c} ${HTTP_STATUS[c]} ${EXIT_CODE[c]}`));
+  });
+
+  test("docs/recipes.md 'Status and exit code' gives each run status its exit code (invalid: the usage exit)", async () => {
+    const rows = await docTable("recipes.md", "### Status and exit code");
+    const expected = [...ResultStatus.options.map((s) => `${s} ${exitCodeForStatus(s)}`), `invalid ${EXIT.usage}`];
+    expect(rows.map((r) => `${r[0]} ${r[1]}`).sort()).toEqual(expected.sort());
   });
 });
