@@ -1,10 +1,10 @@
 /**
  * @module errors
  * One error base for the whole runtime: `AirlockError` carries a `code` to switch on.
- * Two tables map codes to HTTP status and to CLI exit codes (SPEC §2, §6).
+ * Two total tables map codes to HTTP status and to CLI exit codes (SPEC §2, §6); `assertNever` ends exhaustive switches.
  */
 
-/** Every named failure airlock can report. Add a code here, then to both tables below. */
+/** Every named failure airlock can report. Add a code here, then to both tables below (`tsc` fails until you do). */
 export const ERROR_CODES = [
   // generic / API
   "bad_request",
@@ -122,59 +122,163 @@ export function toAirlockError(e: unknown, fallback: ErrorCode = "internal"): Ai
   return new AirlockError(fallback, String(e));
 }
 
-/** HTTP status for each code (SPEC §6). Codes not listed map to 500. */
-export const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
+/** The HTTP statuses an error response can have (SPEC §6). */
+export type HttpErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 421 | 500 | 503;
+
+/**
+ * HTTP status for each code (SPEC §6; the table in docs/api.md). Total: a code without a row fails `tsc`.
+ * Rendered by `errorResponse` (src/server/error-response.ts), the one HTTP renderer.
+ */
+export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   bad_request: 400,
-  usage: 400,
-  config_invalid: 400,
-  recipe_invalid: 400,
-  invalid_arguments: 400,
-  privacy_violation: 400,
-  elevation_invalid: 400,
   unauthorized: 401,
-  outside_scope: 403,
-  user_proof_required: 403,
   forbidden_host: 421,
   not_found: 404,
-  session_not_found: 404,
-  expired: 404,
   conflict: 409,
-  session_busy: 409,
-  already_decided: 409,
-  approval_stale: 409,
   payload_too_large: 413,
-  data_dir_in_use: 409,
-  data_dir_unusable: 503,
-  data_dir_refused: 403,
+  internal: 500,
+  usage: 400,
   server_unreachable: 503,
-  script_worker_lost: 503,
-  preview_refused: 403,
+  config_invalid: 400,
+  recipe_invalid: 400,
+  data_dir_unusable: 503,
+  data_dir_in_use: 409,
+  session_busy: 409,
+  session_not_found: 404,
+  session_graph_invalid: 500,
+  privacy_violation: 400,
+  max_iterations: 500,
+  provider_error: 500,
+  provider_auth: 500,
+  provider_rate_limit: 500,
+  cancelled: 500,
+  interrupted: 500,
+  gate_no_session: 500,
+  no_human_surface: 500,
+  denied: 500,
+  expired: 404,
+  outside_scope: 403,
+  user_proof_required: 403,
+  already_decided: 409,
+  hook_timeout: 500,
+  hook_error: 500,
+  hook_output_invalid: 500,
+  unknown_tool: 500,
+  invalid_arguments: 400,
+  mode_chat: 500,
+  approval_stale: 409,
+  sandbox_unavailable: 500,
+  external_backend: 500,
+  path_outside_workspace: 500,
+  timed_out: 500,
+  elevation_invalid: 400,
+  elevation_missing_justification: 500,
+  elevation_not_wider: 500,
+  tool_failed: 500,
+  file_not_found: 500,
+  edit_no_match: 500,
+  read_only_policy: 500,
+  protected_path: 500,
+  data_dir_refused: 403,
   metadata_scan_limit: 409,
+  not_regular_file: 500,
+  script_timeout: 500,
+  script_memory_limit: 500,
+  script_stack_overflow: 500,
+  script_too_many_calls: 500,
+  script_output_too_large: 500,
+  script_error: 500,
+  script_worker_lost: 503,
+  mcp_server_unavailable: 500,
+  mcp_timeout: 500,
+  mcp_tool_error: 500,
+  preview_refused: 403,
 };
 
-export function httpStatus(code: ErrorCode): number {
-  return HTTP_STATUS[code] ?? 500;
+/** The HTTP status of `code` (400–503; see {@link HTTP_STATUS}). */
+export function httpStatus(code: ErrorCode): HttpErrorStatus {
+  return HTTP_STATUS[code];
 }
 
 /** CLI exit codes (SPEC §2): 0 completed, 1 failed, 2 usage/config, 3 blocked (no human surface), 130 cancelled. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, blocked: 3, cancelled: 130 } as const;
 
-export function exitCodeFor(code: ErrorCode): number {
-  switch (code) {
-    case "usage":
-    case "config_invalid":
-    case "recipe_invalid":
-    case "bad_request":
-    case "data_dir_unusable":
-    case "data_dir_in_use":
-      return EXIT.usage;
-    case "no_human_surface":
-      return EXIT.blocked;
-    case "cancelled":
-      return EXIT.cancelled;
-    default:
-      return EXIT.failed;
-  }
+/** One of the CLI's exit codes (a value of {@link EXIT}). */
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/**
+ * The exit code of the CLI for each code (SPEC §2; the table in docs/api.md). Total: a code without a row
+ * fails `tsc`. Rendered by `reportError` (src/cli/output.ts), the one CLI renderer.
+ */
+export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
+  bad_request: EXIT.usage,
+  unauthorized: EXIT.failed,
+  forbidden_host: EXIT.failed,
+  not_found: EXIT.failed,
+  conflict: EXIT.failed,
+  payload_too_large: EXIT.failed,
+  internal: EXIT.failed,
+  usage: EXIT.usage,
+  server_unreachable: EXIT.failed,
+  config_invalid: EXIT.usage,
+  recipe_invalid: EXIT.usage,
+  data_dir_unusable: EXIT.usage,
+  data_dir_in_use: EXIT.usage,
+  session_busy: EXIT.failed,
+  session_not_found: EXIT.failed,
+  session_graph_invalid: EXIT.failed,
+  privacy_violation: EXIT.failed,
+  max_iterations: EXIT.failed,
+  provider_error: EXIT.failed,
+  provider_auth: EXIT.failed,
+  provider_rate_limit: EXIT.failed,
+  cancelled: EXIT.cancelled,
+  interrupted: EXIT.failed,
+  gate_no_session: EXIT.failed,
+  no_human_surface: EXIT.blocked,
+  denied: EXIT.failed,
+  expired: EXIT.failed,
+  outside_scope: EXIT.failed,
+  user_proof_required: EXIT.failed,
+  already_decided: EXIT.failed,
+  hook_timeout: EXIT.failed,
+  hook_error: EXIT.failed,
+  hook_output_invalid: EXIT.failed,
+  unknown_tool: EXIT.failed,
+  invalid_arguments: EXIT.failed,
+  mode_chat: EXIT.failed,
+  approval_stale: EXIT.failed,
+  sandbox_unavailable: EXIT.failed,
+  external_backend: EXIT.failed,
+  path_outside_workspace: EXIT.failed,
+  timed_out: EXIT.failed,
+  elevation_invalid: EXIT.failed,
+  elevation_missing_justification: EXIT.failed,
+  elevation_not_wider: EXIT.failed,
+  tool_failed: EXIT.failed,
+  file_not_found: EXIT.failed,
+  edit_no_match: EXIT.failed,
+  read_only_policy: EXIT.failed,
+  protected_path: EXIT.failed,
+  data_dir_refused: EXIT.failed,
+  metadata_scan_limit: EXIT.failed,
+  not_regular_file: EXIT.failed,
+  script_timeout: EXIT.failed,
+  script_memory_limit: EXIT.failed,
+  script_stack_overflow: EXIT.failed,
+  script_too_many_calls: EXIT.failed,
+  script_output_too_large: EXIT.failed,
+  script_error: EXIT.failed,
+  script_worker_lost: EXIT.failed,
+  mcp_server_unavailable: EXIT.failed,
+  mcp_timeout: EXIT.failed,
+  mcp_tool_error: EXIT.failed,
+  preview_refused: EXIT.failed,
+};
+
+/** The exit code of the CLI for `code` (0, 1, 2, 3 or 130; see {@link EXIT_CODE}). */
+export function exitCodeFor(code: ErrorCode): ExitCode {
+  return EXIT_CODE[code];
 }
 
 /**

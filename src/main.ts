@@ -5,16 +5,13 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { version } from "../package.json" with { type: "json" };
-import { writeAll } from "./cli/output.ts";
+import { errorLine, reportError, writeAll } from "./cli/output.ts";
+import { AirlockError, EXIT, exitCodeFor } from "./errors.ts";
 
 const MODES = ["autonomous", "smart", "approve", "chat"];
 const SANDBOXES = ["read-only", "workspace-write", "danger-full-access"];
 const PROVIDERS = ["openai", "anthropic", "scripted"];
 const OUTPUT_FORMATS = ["text", "json", "stream-json"];
-
-/** The exit codes this file uses directly (the full table is `EXIT` in errors.ts). */
-const EXIT_OK = 0;
-const EXIT_USAGE = 2;
 
 /** `--port`: an integer 0–65535. */
 function parsePort(value: string): number {
@@ -74,7 +71,8 @@ export function buildProgram(done: (code: number) => void): Command {
     .configureOutput({
       writeOut: (str) => writeAll(1, str),
       writeErr: (str) => writeAll(2, str),
-      outputError: (str, write) => write(`airlock: usage: ${str.replace(/^error: /, "")}`),
+      // commander's own usage errors: the CLI's one error line (str is "error: MESSAGE\n")
+      outputError: (str, write) => write(errorLine("usage", str.replace(/^error: /, "").replace(/\n$/, ""))),
     })
     .addHelpText(
       "after",
@@ -174,7 +172,7 @@ export function buildProgram(done: (code: number) => void): Command {
       ),
     ),
   ).action(async (requestId: string, opts, cmd: Command) => {
-    if (!opts.allowOnce && !opts.deny) cmd.error("error: one of --allow-once or --deny is required.", { exitCode: EXIT_USAGE, code: "airlock.missingDecision" });
+    if (!opts.allowOnce && !opts.deny) cmd.error("error: one of --allow-once or --deny is required.", { exitCode: exitCodeFor("usage"), code: "airlock.missingDecision" });
     const { allowOnce, deny, ...rest } = opts;
     void deny;
     done(await (await import("./cli/actions.ts")).actionsAnswer(requestId, { ...rest, decision: allowOnce ? "allow_once" : "deny" }));
@@ -263,7 +261,7 @@ export async function main(argv: string[]): Promise<number> {
     return sandboxExec(argv.slice(1));
   }
   const started = Date.now();
-  let code = EXIT_OK;
+  let code: number = EXIT.ok;
   const program = buildProgram((c) => {
     code = c;
   });
@@ -274,19 +272,15 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) {
       // --help, help CMD, --version exit 0; an unknown flag/command, a missing or invalid argument, or help shown
       // because a subcommand is missing (`airlock sessions`) is a usage error.
-      if (err.exitCode === 0) return EXIT_OK;
+      if (err.exitCode === 0) return EXIT.ok;
       // `airlock run --output-format json|stream-json`: a usage error still prints one result object (status invalid)
       const { machineFormatIn, writeEarlyResult } = await import("./cli/run.ts");
       const format = machineFormatIn(argv);
-      if (format) {
-        const { AirlockError } = await import("./errors.ts");
-        await writeEarlyResult(format, new AirlockError("usage", err.message.replace(/^error: /, "")), Date.now() - started);
-      }
-      return EXIT_USAGE;
+      const usage = new AirlockError("usage", err.message.replace(/^error: /, ""));
+      if (format) await writeEarlyResult(format, usage, Date.now() - started);
+      return exitCodeFor(usage.code);
     }
-    const { printError } = await import("./cli/output.ts");
-    const { exitCodeFor } = await import("./errors.ts");
-    return exitCodeFor(printError(err).code);
+    return reportError(err);
   }
 }
 

@@ -64,11 +64,11 @@ function fileState(f: Record<string, any>): string {
  */
 export async function actionsList(opts: ActionsListOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  const { connect, apiError } = await import("./server-client.ts");
+  const { connect, notFoundHint } = await import("./server-client.ts");
   const c = await connect(opts);
-  const r = await c.call("GET", opts.session ? `/sessions/${encodeURIComponent(opts.session)}/actions` : "/actions");
-  if (r.status !== 200) throw apiError(r, r.status === 404 ? "list the sessions with: airlock sessions list (or every pending card with: airlock actions list)" : undefined);
-  const cards = (r.body.actions ?? []) as Record<string, any>[];
+  const hint = notFoundHint("list the sessions with: airlock sessions list (or every pending card with: airlock actions list)");
+  const answer = await c.send("GET", opts.session ? `/sessions/${encodeURIComponent(opts.session)}/actions` : "/actions", { hint });
+  const cards = (answer.actions ?? []) as Record<string, any>[];
   if (opts.json) writeJson({ actions: cards });
   else if (cards.length === 0) writeStdout(opts.session ? `no pending cards for ${opts.session}\n` : "no pending cards\n");
   else writeStdout(cards.map(cardLine).join(""));
@@ -84,7 +84,7 @@ export async function actionsList(opts: ActionsListOptions): Promise<number> {
  */
 export async function actionsAnswer(requestId: string, opts: ActionsAnswerOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  const { connect, apiError } = await import("./server-client.ts");
+  const { connect } = await import("./server-client.ts");
   const c = await connect(opts);
   const headers: Record<string, string> = {};
   if (opts.decision === "allow_once") {
@@ -92,10 +92,10 @@ export async function actionsAnswer(requestId: string, opts: ActionsAnswerOption
     headers["X-Airlock-Approver"] = ensureTokens(c.dataDir).approverToken;
   }
   const body = { decision: opts.decision, ...(opts.reason ? { reason: opts.reason } : {}) };
-  const r = await c.call("POST", `/sessions/${encodeURIComponent(opts.session)}/actions/${encodeURIComponent(requestId)}`, body, headers);
-  if (r.status !== 200) throw apiError(r, answerHint(r.body.error, requestId, opts.session));
-  if (opts.json) writeJson(r.body);
-  else writeStdout(`${requestId}: ${r.body.decision}${r.body.decided_in ? ` (from ${r.body.decided_in})` : ""}\n`);
+  const path = `/sessions/${encodeURIComponent(opts.session)}/actions/${encodeURIComponent(requestId)}`;
+  const outcome = await c.send("POST", path, { body, headers, hint: (r) => answerHint(r.body.error, requestId, opts.session) });
+  if (opts.json) writeJson(outcome);
+  else writeStdout(`${requestId}: ${outcome.decision}${outcome.decided_in ? ` (from ${outcome.decided_in})` : ""}\n`);
   return 0;
 }
 

@@ -46,9 +46,3 @@ export function serverUrl(ctx: CliContext, url?: string): string {
   const host = ctx.config.server.host.includes(":") ? `[${ctx.config.server.host}]` : ctx.config.server.host;
   return `http://${host}:${ctx.config.server.port}`;
 }
-
-/** The placeholder body of a command not implemented yet: says so on stderr, exit code 1. */
-export function notImplemented(command: string): number {
-  process.stderr.write(`airlock: ${command}: not implemented yet\n`);
-  return 1;
-}

@@ -5,7 +5,7 @@
  * JSON line reaches a reader as soon as it is written.
  */
 import { writeSync } from "node:fs";
-import { toAirlockError, type AirlockError } from "../errors.ts";
+import { exitCodeFor, toAirlockError, type AirlockError, type ErrorCode, type ExitCode } from "../errors.ts";
 
 const STDOUT = 1;
 const STDERR = 2;
@@ -52,9 +52,24 @@ export function writeJson(value: unknown): void {
   writeAll(STDOUT, `${JSON.stringify(value, null, 2)}\n`);
 }
 
+/**
+ * The CLI's one text table: a header row and rows of cells (each shown with `String`), columns padded to
+ * their widest cell and joined by two spaces, trailing spaces trimmed, one line per row ending in `\n`.
+ */
+export function table(head: readonly string[], rows: readonly (readonly unknown[])[]): string {
+  const all = [head, ...rows].map((r) => r.map((cell) => String(cell)));
+  const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  return all.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n") + "\n";
+}
+
 /** A line on stderr prefixed `airlock: warning: `. */
 export function warn(message: string): void {
   writeAll(STDERR, `airlock: warning: ${message}\n`);
+}
+
+/** The CLI's error line, `airlock: <code>: <message>\n` (SPEC §2). */
+export function errorLine(code: ErrorCode, message: string): string {
+  return `airlock: ${code}: ${message}\n`;
 }
 
 /**
@@ -63,7 +78,15 @@ export function warn(message: string): void {
  */
 export function printError(err: unknown): AirlockError {
   const e = toAirlockError(err);
-  writeAll(STDERR, `airlock: ${e.code}: ${e.message}\n`);
+  writeAll(STDERR, errorLine(e.code, e.message));
   if (process.env.AIRLOCK_DEBUG && err instanceof Error && err.stack) writeAll(STDERR, `${err.stack}\n`);
   return e;
+}
+
+/**
+ * The one CLI error renderer: prints `err` (any thrown value) as {@link printError} does and returns the
+ * exit code of its code (`EXIT_CODE` in errors.ts: 1 failed, 2 usage/config, 3 blocked, 130 cancelled).
+ */
+export function reportError(err: unknown): ExitCode {
+  return exitCodeFor(printError(err).code);
 }

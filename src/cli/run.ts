@@ -6,6 +6,8 @@
 import { resolve as resolvePath } from "node:path";
 import type { ConfigOverrides } from "../config/load.ts";
 import type { Mode, ProviderName, SandboxPolicyName } from "../config/schema.ts";
+import { assertNever } from "../errors.ts";
+import type { EarlyResultObject } from "../run/result.ts";
 import type { CommonOptions } from "./context.ts";
 
 export const OUTPUT_FORMATS = ["text", "json", "stream-json"] as const;
@@ -98,15 +100,22 @@ export function machineFormatIn(argv: readonly string[]): "json" | "stream-json"
 
 /**
  * Writes the result object of a run that ended before its turn (`earlyResult`: `status: "invalid"` for
- * usage/config errors) on stdout: one JSON line for `json`, a `{"type":"result",…}` line for
- * `stream-json`, nothing for `text`. `durationMs`: ms since the command started.
+ * usage/config errors) on stdout, as {@link printResult} does (nothing for `text`: it has no answer).
+ * `durationMs`: ms since the command started.
  */
 export async function writeEarlyResult(format: OutputFormat, err: unknown, durationMs: number): Promise<void> {
   if (format === "text") return;
   const { toAirlockError } = await import("../errors.ts");
   const { earlyResult } = await import("../run/result.ts");
-  const { writeJsonLine } = await import("./output.ts");
-  const result = earlyResult(toAirlockError(err), durationMs);
+  await printResult(format, earlyResult(toAirlockError(err), durationMs));
+}
+
+/**
+ * The one place a run's result reaches stdout: `json` one JSON line (the result object, SPEC §7),
+ * `stream-json` a last `{"type":"result",…}` line, `text` the answer (newline-terminated; nothing when null).
+ */
+async function printResult(format: OutputFormat, result: EarlyResultObject): Promise<void> {
+  const { writeJsonLine, writeStdout } = await import("./output.ts");
   switch (format) {
     case "json":
       writeJsonLine(result);
@@ -114,6 +123,11 @@ export async function writeEarlyResult(format: OutputFormat, err: unknown, durat
     case "stream-json":
       writeJsonLine({ type: "result", ...result });
       return;
+    case "text":
+      if (result.result !== null) writeStdout(result.result.endsWith("\n") ? result.result : `${result.result}\n`);
+      return;
+    default:
+      assertNever(format, "output format");
   }
 }
 
@@ -128,7 +142,7 @@ async function runInner(prompt: string | undefined, opts: RunOptions, printed: {
   }
   const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
-  const { writeStdout, writeJsonLine, writeStderr } = await import("./output.ts");
+  const { writeJsonLine, writeStderr } = await import("./output.ts");
   const ctx = await resolveContext(opts);
   let config = ctx.config;
   // made absolute once, here at the edge: the runtime, its MCP servers and the session all get the same path
@@ -215,9 +229,7 @@ async function runInner(prompt: string | undefined, opts: RunOptions, printed: {
     });
     progress.stop();
     printed.result = true;
-    if (opts.outputFormat === "json") writeJsonLine(result);
-    else if (opts.outputFormat === "stream-json") writeJsonLine({ type: "result", ...result });
-    else if (result.result !== null) writeStdout(result.result.endsWith("\n") ? result.result : `${result.result}\n`);
+    await printResult(opts.outputFormat, result);
     if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code}: ${result.error.message}\n`);
     return exitCodeForStatus(result.status);
   } finally {

@@ -9,7 +9,8 @@ import { Limits } from "../config/schema.ts";
 import { GateContext } from "../gate/context.ts";
 import type { ToolOutcome } from "../tool/tool.ts";
 import { ScriptPool, type RunOptions, type ScriptResult } from "../../sandbox/pool.ts";
-import { writeAll } from "./output.ts";
+import { AirlockError, EXIT } from "../errors.ts";
+import { reportError, writeAll } from "./output.ts";
 
 const USAGE = `usage: airlock __sandbox-exec [--many] [--sequential] [--workers N] [--memory-mb N] [--stack-kb N]
                                 [--cpu-ms N] [--wall-ms N] [--max-calls N] [--max-log-bytes N] [--max-result-bytes N]
@@ -83,8 +84,7 @@ export async function sandboxExec(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (e) {
-    writeAll(2, `airlock: __sandbox-exec: ${e instanceof Error ? e.message : String(e)}\n${USAGE}\n`);
-    return 2;
+    return reportError(new AirlockError("usage", `__sandbox-exec: ${e instanceof Error ? e.message : String(e)}\n${USAGE}`));
   }
   const d = Limits.parse({});
   const num = (v: string | undefined, dflt: number): number => (v === undefined ? dflt : Number(v));
@@ -103,8 +103,7 @@ export async function sandboxExec(argv: string[]): Promise<number> {
       if (!Array.isArray(parsed) || !parsed.every((s) => typeof s === "string")) throw new Error("expected a JSON array of strings");
       scripts = parsed;
     } catch (e) {
-      writeAll(2, `airlock: __sandbox-exec --many: stdin is not a JSON array of scripts (${e instanceof Error ? e.message : String(e)})\n`);
-      return 2;
+      return reportError(new AirlockError("usage", `__sandbox-exec --many: stdin is not a JSON array of scripts (${e instanceof Error ? e.message : String(e)})`));
     }
   } else scripts = [input];
 
@@ -112,8 +111,7 @@ export async function sandboxExec(argv: string[]): Promise<number> {
   try {
     pool = new ScriptPool({ workers: num(values.workers, 1), memoryMb: num(values["memory-mb"], d.script_memory_mb), stackKb: num(values["stack-kb"], d.script_stack_kb) });
   } catch (e) {
-    writeAll(2, `airlock: __sandbox-exec: ${e instanceof Error ? e.message : String(e)}\n`);
-    return 2;
+    return reportError(new AirlockError("usage", `__sandbox-exec: ${e instanceof Error ? e.message : String(e)}`));
   }
   const call = testTools();
   const ctx = { sessionId: "ses_sandbox_exec", turnId: "turn_sandbox_exec", callId: "call_sandbox_exec" };
@@ -125,10 +123,11 @@ export async function sandboxExec(argv: string[]): Promise<number> {
       for (const s of scripts) results.push(await runOne(s));
     } else results = await Promise.all(scripts.map(runOne));
     writeAll(1, results.map((r) => JSON.stringify(r) + "\n").join(""));
-    return results.every((r) => r.ok) ? 0 : 1;
+    return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
   } catch (e) {
+    // the pool itself failed (not a script): this test command has always exited 2 then, kept as it is
     writeAll(2, `airlock: __sandbox-exec: ${e instanceof Error ? e.message : String(e)}\n`);
-    return 2;
+    return EXIT.usage;
   } finally {
     await pool.close();
   }

@@ -18,6 +18,12 @@ export interface ScheduleOptions extends ServerClientOptions {
 /** The hint after a schedule or run the server does not know: the CLI command that lists them. */
 const LIST_HINT = "list the schedules with: airlock schedule list";
 
+/** The client of the running server, and a `send` hint naming `LIST_HINT` after a 404. */
+async function client(opts: ScheduleOptions) {
+  const { connect, notFoundHint } = await import("./server-client.ts");
+  return { c: await connect(opts), listHint: notFoundHint(LIST_HINT) };
+}
+
 /** Options of `airlock schedule add`. */
 export interface ScheduleAddOptions extends ScheduleOptions {
   /** `--cron EXPR` (required): a cron expression (5 or 6 fields, croner syntax), checked before anything is stored. */
@@ -59,23 +65,19 @@ export async function scheduleAdd(opts: ScheduleAddOptions): Promise<number> {
   const { parseRecipe, resolveParams } = await import("../scheduler/recipe.ts");
   const text = readFileSync(recipePath, "utf8");
   resolveParams(parseRecipe(text, opts.recipe), opts.param ?? {}, opts.recipe); // fail fast, locally, with exit 2
-  const { connect, apiError } = await import("./server-client.ts");
-  const c = await connect(opts);
-  const r = await c.call("POST", "/schedules", { cron: opts.cron, recipe_path: recipePath, recipe_text: text, ...(opts.name ? { name: opts.name } : {}), params: opts.param ?? {} });
-  if (r.status !== 201) throw apiError(r);
-  if (opts.json) writeJson(r.body);
-  else writeStdout(`${r.body.id}\n`);
+  const { c } = await client(opts);
+  const body = { cron: opts.cron, recipe_path: recipePath, recipe_text: text, ...(opts.name ? { name: opts.name } : {}), params: opts.param ?? {} };
+  const added = await c.send("POST", "/schedules", { ok: 201, body });
+  if (opts.json) writeJson(added);
+  else writeStdout(`${added.id}\n`);
   return 0;
 }
 
 /** Lists schedules: id, name, cron, next fire, recipe (JSON with `--json`). @returns 0. */
 export async function scheduleList(opts: ScheduleOptions): Promise<number> {
-  const { writeStdout, writeJson } = await import("./output.ts");
-  const { connect, apiError } = await import("./server-client.ts");
-  const c = await connect(opts);
-  const r = await c.call("GET", "/schedules");
-  if (r.status !== 200) throw apiError(r);
-  const list = r.body.schedules as Record<string, any>[];
+  const { writeStdout, writeJson, table } = await import("./output.ts");
+  const { c } = await client(opts);
+  const list = (await c.send("GET", "/schedules")).schedules as Record<string, any>[];
   if (opts.json) {
     writeJson(list);
     return 0;
@@ -84,20 +86,16 @@ export async function scheduleList(opts: ScheduleOptions): Promise<number> {
     writeStdout("no schedules; add one with: airlock schedule add --cron EXPR --recipe FILE\n");
     return 0;
   }
-  const rows = [["ID", "NAME", "CRON", "NEXT", "RUNNING", "RECIPE"], ...list.map((s) => [s.id, s.name, s.cron, s.next_fire_at ?? "-", s.running_run_id ?? "-", s.recipe_path])];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  writeStdout(rows.map((row) => row.map((cell, i) => String(cell).padEnd(widths[i]!)).join("  ").trimEnd()).join("\n") + "\n");
+  writeStdout(table(["ID", "NAME", "CRON", "NEXT", "RUNNING", "RECIPE"], list.map((s) => [s.id, s.name, s.cron, s.next_fire_at ?? "-", s.running_run_id ?? "-", s.recipe_path])));
   return 0;
 }
 
 /** Removes a schedule by id (`sch_…`); its run history stays readable. @returns 0. */
 export async function scheduleRemove(id: string, opts: ScheduleOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  const { connect, apiError } = await import("./server-client.ts");
-  const c = await connect(opts);
-  const r = await c.call("DELETE", `/schedules/${encodeURIComponent(id)}`);
-  if (r.status !== 200) throw apiError(r, r.status === 404 ? LIST_HINT : undefined);
-  if (opts.json) writeJson(r.body);
+  const { c, listHint } = await client(opts);
+  const removed = await c.send("DELETE", `/schedules/${encodeURIComponent(id)}`, { hint: listHint });
+  if (opts.json) writeJson(removed);
   else writeStdout(`removed ${id}\n`);
   return 0;
 }
@@ -115,13 +113,10 @@ export interface ScheduleRunsOptions extends ScheduleOptions {
  * @returns 0. @throws AirlockError `not_found` (exit 1) for a schedule that never had runs or never existed.
  */
 export async function scheduleRuns(id: string | undefined, opts: ScheduleRunsOptions): Promise<number> {
-  const { writeStdout, writeJson } = await import("./output.ts");
-  const { connect, apiError } = await import("./server-client.ts");
-  const c = await connect(opts);
+  const { writeStdout, writeJson, table } = await import("./output.ts");
+  const { c, listHint } = await client(opts);
   const query = opts.limit !== undefined ? `?limit=${opts.limit}` : "";
-  const r = await c.call("GET", id ? `/schedules/${encodeURIComponent(id)}/runs${query}` : `/runs${query}`);
-  if (r.status !== 200) throw apiError(r, r.status === 404 ? LIST_HINT : undefined);
-  const list = r.body.runs as Record<string, any>[];
+  const list = (await c.send("GET", id ? `/schedules/${encodeURIComponent(id)}/runs${query}` : `/runs${query}`, { hint: listHint })).runs as Record<string, any>[];
   if (opts.json) {
     writeJson(list);
     return 0;
@@ -130,9 +125,10 @@ export async function scheduleRuns(id: string | undefined, opts: ScheduleRunsOpt
     writeStdout(id ? `no runs of ${id} yet; run it now with: airlock schedule run ${id}\n` : "no runs yet; list the schedules with: airlock schedule list\n");
     return 0;
   }
-  const rows = [
-    ["RUN", "SCHEDULE", "STATUS", "TRIGGER", "STARTED", "FINISHED", "SESSION"],
-    ...list.map((run) => [
+  writeStdout(
+    table(
+      ["RUN", "SCHEDULE", "STATUS", "TRIGGER", "STARTED", "FINISHED", "SESSION"],
+      list.map((run) => [
       run.run_id,
       `${run.schedule_id ?? "-"}${run.schedule_removed ? " (removed)" : ""}`,
       run.status,
@@ -140,10 +136,9 @@ export async function scheduleRuns(id: string | undefined, opts: ScheduleRunsOpt
       run.started_at,
       run.finished_at ?? "-",
       run.session_id ?? "-",
-    ]),
-  ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  writeStdout(rows.map((row) => row.map((cell, i) => String(cell).padEnd(widths[i]!)).join("  ").trimEnd()).join("\n") + "\n");
+      ]),
+    ),
+  );
   return 0;
 }
 
@@ -153,27 +148,19 @@ const POLL_MS = 200;
 /**
  * Runs a schedule's recipe now, headless, waits for it and prints its result object (SPEC §7) as one
  * JSON value on stdout. Exit code as for `airlock run`: 0 completed, 1 failed, 3 blocked, 130 cancelled;
- * 1 when the run was skipped because the previous one is still going.
+ * 1 (`airlock: conflict: …` on stderr, no result object) when the fire was skipped because the previous run is still going.
  */
 export async function scheduleRun(id: string, opts: ScheduleOptions): Promise<number> {
   const { writeJsonLine, writeStderr } = await import("./output.ts");
   const { exitCodeForStatus } = await import("../run/result.ts");
-  const { connect, apiError } = await import("./server-client.ts");
-  const c = await connect(opts);
-  const r = await c.call("POST", `/schedules/${encodeURIComponent(id)}/run`);
-  if (r.status === 409) {
-    writeStderr(`airlock: ${r.body.message}\n`);
-    return 1;
-  }
-  if (r.status !== 202) throw apiError(r, r.status === 404 ? LIST_HINT : undefined);
-  const runId = r.body.run_id as string;
-  writeStderr(`airlock: run ${runId} started (session ${r.body.session_id ?? "pending"})\n`);
-  let run = r.body;
+  const { c, listHint } = await client(opts);
+  // a fire skipped because the previous run is still going answers 409 conflict: an error (exit 1) like any other
+  let run = await c.send("POST", `/schedules/${encodeURIComponent(id)}/run`, { ok: 202, hint: listHint });
+  const runId = run.run_id as string;
+  writeStderr(`airlock: run ${runId} started (session ${run.session_id ?? "pending"})\n`);
   while (run.status === "running") {
     await Bun.sleep(POLL_MS);
-    const g = await c.call("GET", `/runs/${runId}`);
-    if (g.status !== 200) throw apiError(g);
-    run = g.body;
+    run = await c.send("GET", `/runs/${runId}`);
   }
   writeJsonLine(run);
   if (run.status === "interrupted" || run.status === "skipped") return 1;

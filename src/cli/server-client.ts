@@ -29,6 +29,29 @@ export interface ServerClient {
    * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve.
    */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
+  /**
+   * Sends one request as `call` does and returns the JSON body when the answer's status is `ok` (default 200).
+   * @throws AirlockError `server_unreachable` as `call`; any other status: the server's own error (`apiError`),
+   *   with the hint `hint` gives for that answer (a CLI command to run instead).
+   */
+  send(method: string, path: string, opts?: SendOptions): Promise<Record<string, any>>;
+}
+
+/** How {@link ServerClient.send} sends and checks one request. */
+export interface SendOptions {
+  /** The status of a success (200, 201, 202). Default 200. */
+  ok?: number;
+  /** The JSON body to send. */
+  body?: unknown;
+  /** Extra headers (e.g. `X-Airlock-Approver`). */
+  headers?: Record<string, string>;
+  /** The hint after an error answer (see `apiError`), or undefined for none. */
+  hint?: (r: ApiResponse) => string | undefined;
+}
+
+/** A `SendOptions.hint` for a 404 answer only. */
+export function notFoundHint(hint: string): (r: ApiResponse) => string | undefined {
+  return (r) => (r.status === 404 ? hint : undefined);
 }
 
 /**
@@ -43,7 +66,7 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   const from = opts.url ? "--url" : env.AIRLOCK_URL ? "$AIRLOCK_URL" : "server.host/server.port of the config";
   const base = serverUrl(ctx, opts.url ?? (env.AIRLOCK_URL || undefined));
   const token = ensureTokens(ctx.dataDir).apiToken;
-  return {
+  const client: ServerClient = {
     base,
     dataDir: ctx.dataDir,
     async call(method, path, body, headers = {}) {
@@ -64,7 +87,13 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
         throw unreachable(`${method} ${base}${path} answered HTTP ${res.status} with a body that is not JSON, so it is not airlock serve (URL from ${from})`, ctx.dataDir);
       }
     },
+    async send(method, path, o = {}) {
+      const r = await client.call(method, path, o.body, o.headers);
+      if (r.status !== (o.ok ?? 200)) throw apiError(r, o.hint?.(r));
+      return r.body;
+    },
   };
+  return client;
 }
 
 function unreachable(what: string, dataDir: string): AirlockError {

@@ -2,6 +2,7 @@
  * @module cli/sessions
  * `airlock sessions list | show ID`: the stored sessions, read from the store in the data dir.
  */
+import type { Store } from "../store/store.ts";
 import type { CommonOptions } from "./context.ts";
 
 /** Options of `airlock sessions list` and `airlock sessions show`. */
@@ -10,13 +11,21 @@ export interface SessionsOptions extends CommonOptions {
   json?: boolean;
 }
 
-/** Opens the store of the data dir (WAL: a running server may keep writing). */
-async function openStore(opts: SessionsOptions) {
+/**
+ * Runs `use` on the store of the data dir (WAL: a running server may keep writing), closing it after.
+ * @returns what `use` returns (the exit code). @throws what opening the store or `use` throws.
+ */
+async function withStore(opts: SessionsOptions, use: (store: Store) => number): Promise<number> {
   const { resolveContext } = await import("./context.ts");
   const { Store } = await import("../store/store.ts");
   const { join } = await import("node:path");
   const ctx = await resolveContext(opts);
-  return Store.open(join(ctx.dataDir, "airlock.db"));
+  const store = Store.open(join(ctx.dataDir, "airlock.db"));
+  try {
+    return use(store);
+  } finally {
+    store.close();
+  }
 }
 
 /**
@@ -25,9 +34,8 @@ async function openStore(opts: SessionsOptions) {
  * @returns 0.
  */
 export async function sessionsList(opts: SessionsOptions): Promise<number> {
-  const { writeStdout, writeJson } = await import("./output.ts");
-  const store = await openStore(opts);
-  try {
+  const { writeStdout, writeJson, table } = await import("./output.ts");
+  return withStore(opts, function listSessions(store) {
     const sessions = store.listSessions({ limit: 1000 });
     if (opts.json) {
       writeJson({ sessions });
@@ -44,9 +52,7 @@ export async function sessionsList(opts: SessionsOptions): Promise<number> {
     });
     writeStdout(table(["ID", "CREATED", "MODE", "SANDBOX", "HEADLESS", "LAST TURN", "PARENT", "TITLE"], rows));
     return 0;
-  } finally {
-    store.close();
-  }
+  });
 }
 
 /**
@@ -57,8 +63,7 @@ export async function sessionsList(opts: SessionsOptions): Promise<number> {
  */
 export async function sessionsShow(id: string, opts: SessionsOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  const store = await openStore(opts);
-  try {
+  return withStore(opts, function showSession(store) {
     const session = store.requireSession(id);
     const turns = store.listTurns(id);
     const messages = store.listMessages(id);
@@ -81,18 +86,10 @@ export async function sessionsShow(id: string, opts: SessionsOptions): Promise<n
     }
     writeStdout(out);
     return 0;
-  } finally {
-    store.close();
-  }
+  });
 }
 
 function oneLine(s: string, max: number): string {
   const t = s.replace(/\s+/g, " ").trim();
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
-}
-
-function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
-  return [line(head), ...rows.map(line)].join("\n") + "\n";
 }

@@ -1,16 +1,16 @@
 /**
  * @module server/app
  * The Hono application (SPEC §6): host guard → body limit → bearer auth → routes; one error
- * handler renders every failure as `{"error": CODE, "message": TEXT}` with the code's HTTP status.
+ * renderer (server/error-response.ts) answers every failure as `{"error": CODE, "message": TEXT}` with the code's HTTP status.
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { version } from "../../package.json" with { type: "json" };
 import { consoleApiRoutes, consolePublicRoutes } from "../console/routes.ts";
-import { AirlockError, httpStatus, toAirlockError } from "../errors.ts";
+import { AirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { join } from "node:path";
-import { storageError } from "../store/db.ts";
+import { apiErrorHandler, notFoundResponse } from "./error-response.ts";
 import { bearerAuth } from "./middleware/auth.ts";
 import { hostGuard } from "./middleware/host.ts";
 import { actionsRoutes } from "./routes/actions.ts";
@@ -31,15 +31,9 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   const app = new Hono();
   const host = opts.host ?? rt.config.server.host;
 
-  app.onError((err, c) => {
-    // a database write that failed because the data dir became full or read-only is said so (503), not a bare 500
-    const sqlite = /^SQLITE_/.test(String((err as { code?: unknown } | null)?.code ?? ""));
-    const e = (sqlite ? storageError(err, join(rt.dataDir, "airlock.db")) : null) ?? toAirlockError(err);
-    if (e.code === "internal") console.error("airlock: request failed:", err);
-    const status = httpStatus(e.code) as 400;
-    return c.json({ error: e.code, ...e.details, message: e.message }, status);
-  });
-  app.notFound((c) => c.json({ error: "not_found", message: `no route ${c.req.method} ${c.req.path}; see docs/api.md` }, 404));
+  // every failure, of every route group but the schedules' own handler (the same renderer), is rendered here
+  app.onError(apiErrorHandler({ dbPath: join(rt.dataDir, "airlock.db") }));
+  app.notFound(notFoundResponse);
 
   app.use("*", hostGuard(host));
   // The console's page, script and style: after the Host guard, before the bearer check (they hold no data).

@@ -3,7 +3,8 @@
  * Writing bus events as Server-Sent Events (SPEC §6): `event:` = the event name, `id:` = the bus id
  * as `<epoch>-<n>` (n increasing per session; the epoch names the server process), `data:` = the JSON payload; a comment heartbeat keeps idle streams open.
  */
-import type { SSEStreamingApi } from "hono/streaming";
+import type { Context } from "hono";
+import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import type { BusEvent } from "../bus/bus.ts";
 
 /** Heartbeat period of idle SSE streams, ms (SPEC §6: 15 s). */
@@ -60,5 +61,31 @@ export function untilClosed(stream: SSEStreamingApi, also?: (done: () => void) =
   return new Promise<void>((resolve) => {
     stream.onAbort(resolve);
     also?.(resolve);
+  });
+}
+
+/**
+ * The one SSE response of the API (a session's turn, its events, the console's feed): an {@link SseWriter}
+ * with a heartbeat every `heartbeatMs` ms (default 15 000), open until the client goes away or `start`'s
+ * `done` is called. `start` runs once, in one tick, when the stream opens: it writes what comes first and
+ * subscribes, returning the unsubscribe, which runs (before the last writes are awaited) when the stream ends.
+ */
+export function sseResponse(
+  c: Context,
+  wireId: (n: number) => string,
+  heartbeatMs: number | undefined,
+  start: (out: SseWriter, done: () => void) => () => void,
+): Response {
+  return streamSSE(c, async function streamEvents(stream) {
+    const out = new SseWriter(stream, wireId, heartbeatMs);
+    let unsubscribe = () => {};
+    try {
+      await untilClosed(stream, (done) => {
+        unsubscribe = start(out, done);
+      });
+    } finally {
+      unsubscribe();
+      await out.close();
+    }
   });
 }

@@ -10,10 +10,11 @@ import { isAbsolute } from "node:path";
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { formatZodIssues } from "../../config/load.ts";
-import { AirlockError, httpStatus, toAirlockError } from "../../errors.ts";
+import { AirlockError } from "../../errors.ts";
 import type { Scheduler } from "../../scheduler/scheduler.ts";
 import { schedulerFor, type SchedulerHost } from "../../scheduler/service.ts";
 import type { Run } from "../../scheduler/store.ts";
+import { apiErrorHandler, errorResponse } from "../error-response.ts";
 
 /** `POST /schedules` body. Give the recipe's absolute path (read by the server) and/or its text. */
 export const NewScheduleBody = z.strictObject({
@@ -55,12 +56,6 @@ function runsLimit(c: Context): number {
   return limit;
 }
 
-function fail(c: Context, e: unknown): Response {
-  const err = toAirlockError(e);
-  const status = httpStatus(err.code) as 400;
-  return c.json({ error: err.code, message: err.message, ...err.details }, status);
-}
-
 async function jsonBody(c: Context): Promise<unknown> {
   try {
     return await c.req.json();
@@ -75,7 +70,8 @@ async function jsonBody(c: Context): Promise<unknown> {
  */
 export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedulerFor(rt)): Hono {
   const app = new Hono();
-  app.onError((e, c) => fail(c, e));
+  // the same renderer as the app's (these routes also run on their own, in tests)
+  app.onError(apiErrorHandler({ dbPath: rt.store.db.filename }));
 
   app.get("/schedules", (c) => c.json({ schedules: scheduler.list() }));
 
@@ -114,7 +110,8 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedu
   app.post("/schedules/:id/run", (c) => {
     const { run } = scheduler.fire(c.req.param("id"), "manual");
     if (run.status === "skipped") {
-      return c.json({ error: "conflict", message: `${run.reason}; the fire was recorded as skipped (${run.id}); try again when it finished`, run: runView(run) }, 409);
+      const skipped = new AirlockError("conflict", `${run.reason}; the fire was recorded as skipped (${run.id}); try again when it finished`, { run: runView(run) });
+      return errorResponse(c, skipped);
     }
     return c.json(runView(run), 202);
   });

@@ -4,14 +4,13 @@
  * observe (SSE opening with a `snapshot`, resumable with `Last-Event-ID`), cancel.
  */
 import { Hono } from "hono";
-import { streamSSE } from "hono/streaming";
 import { isAbsolute } from "node:path";
 import { z } from "zod";
 import type { BusEvent } from "../../bus/bus.ts";
 import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
 import type { Runtime } from "../../runtime.ts";
-import { SseWriter, untilClosed } from "../sse.ts";
+import { sseResponse } from "../sse.ts";
 import { parseBody } from "../validate.ts";
 
 export const CreateSessionBody = z.strictObject({
@@ -111,22 +110,15 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
       unsubscribe();
       throw e;
     }
-    return streamSSE(c, async (stream) => {
-      const out = new SseWriter(stream, (n) => rt.bus.wireId(n), opts.heartbeatMs);
-      try {
-        await untilClosed(stream, (done) => {
-          const write = (ev: BusEvent) => {
-            out.event(ev);
-            if (ev.type === "turn_finished" && ev.data.turn_id === turnId) done();
-          };
-          for (const ev of early) write(ev);
-          sink = write;
-        });
-      } finally {
-        // The client leaving does not end the turn: it goes on and can be observed on /events.
-        unsubscribe();
-        await out.close();
-      }
+    // The client leaving does not end the turn: it goes on and can be observed on /events.
+    return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out, done) => {
+      const write = (ev: BusEvent) => {
+        out.event(ev);
+        if (ev.type === "turn_finished" && ev.data.turn_id === turnId) done();
+      };
+      for (const ev of early) write(ev);
+      sink = write;
+      return unsubscribe;
     });
   });
 
@@ -134,27 +126,19 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const id = c.req.param("id");
     rt.store.requireSession(id);
     const lastHeader = c.req.header("last-event-id");
-    return streamSSE(c, async (stream) => {
-      const out = new SseWriter(stream, (n) => rt.bus.wireId(n), opts.heartbeatMs);
-      let unsubscribe = () => {};
-      try {
-        await untilClosed(stream, () => {
-          // Everything below runs in one tick: no event can fall between the replay/snapshot and the subscription.
-          unsubscribe = rt.bus.subscribe(id, (ev) => out.event(ev));
-          // an id of another server process, one that cannot be parsed, or one the buffer no longer reaches: a fresh
-          // snapshot (with the pending cards), never a replay that could skip a card published under another numbering
-          const last = rt.bus.parseWireId(lastHeader);
-          const missed = last === null ? null : rt.bus.since(id, last);
-          if (missed) {
-            for (const ev of missed) out.event(ev);
-          } else {
-            out.raw("snapshot", rt.bus.lastId(id), snapshotOf(rt, id));
-          }
-        });
-      } finally {
-        unsubscribe();
-        await out.close();
+    // Everything in start runs in one tick: no event can fall between the replay/snapshot and the subscription.
+    return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out) => {
+      const unsubscribe = rt.bus.subscribe(id, (ev) => out.event(ev));
+      // an id of another server process, one that cannot be parsed, or one the buffer no longer reaches: a fresh
+      // snapshot (with the pending cards), never a replay that could skip a card published under another numbering
+      const last = rt.bus.parseWireId(lastHeader);
+      const missed = last === null ? null : rt.bus.since(id, last);
+      if (missed) {
+        for (const ev of missed) out.event(ev);
+      } else {
+        out.raw("snapshot", rt.bus.lastId(id), snapshotOf(rt, id));
       }
+      return unsubscribe;
     });
   });
 
