@@ -109,7 +109,9 @@ export interface Runtime {
   clearRunOverrides(rootSessionId: string): void;
   /** Registers a resource to release on close (servers, schedulers); closed in reverse order. */
   onClose(fn: () => Promise<void> | void): void;
+  /** Cancels running turns (waiting up to 5 s for them), then releases every resource in reverse order of creation. Never throws: failures are logged. */
   close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** How long `close()` waits for cancelled turns to finish, ms. */
@@ -144,7 +146,8 @@ class AirlockRuntime implements Runtime {
   private readonly sessionConfigs: SessionConfigs;
   private readonly providers: ProviderSelector;
   private readonly running = new Set<Promise<TurnResult>>();
-  private readonly closers: (() => Promise<void> | void)[] = [];
+  /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
+  private readonly resources = new AsyncDisposableStack();
   private closed = false;
 
   constructor(opts: RuntimeOptions) {
@@ -177,6 +180,10 @@ class AirlockRuntime implements Runtime {
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
       this.approvals = new Approvals({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken });
+      this.resources.use(this.store);
+      this.resources.use(this.scripts);
+      this.resources.use(this.approvals);
+      this.resources.use(this.registry);
       this.gate = new Gate({
         store: this.store,
         bus: this.bus,
@@ -191,7 +198,7 @@ class AirlockRuntime implements Runtime {
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
       for (const t of [...createCodeExecutionTools(this.scripts), ...hostTools(), ...subagentTools(this.subagentPort())]) this.registry.register(t);
       for (const s of mcp.sources()) this.registry.registerSource(s);
-      this.closers.push(() => mcp.close());
+      this.resources.use(mcp);
       checkToolPermissions(this.config, this.registry);
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
@@ -302,7 +309,7 @@ class AirlockRuntime implements Runtime {
   }
 
   onClose(fn: () => Promise<void> | void): void {
-    this.closers.push(fn);
+    this.resources.defer(fn);
   }
 
   async close(): Promise<void> {
@@ -319,17 +326,18 @@ class AirlockRuntime implements Runtime {
       ]);
       clearTimeout(timer);
     }
-    for (const fn of this.closers.reverse()) {
-      try {
-        await fn();
-      } catch (e) {
-        console.error("airlock: a resource failed to close:", e);
+    try {
+      await this.resources.disposeAsync();
+    } catch (e) {
+      // the stack released every resource; report what failed (a SuppressedError chain when several did)
+      for (let err: unknown = e; err; err = err instanceof SuppressedError ? err.suppressed : undefined) {
+        console.error("airlock: a resource failed to close:", err instanceof SuppressedError ? err.error : err);
       }
     }
-    await this.registry.close();
-    this.approvals.close();
-    await this.scripts.close();
-    this.store.close();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   private assertOpen(): void {

@@ -274,6 +274,10 @@ export class Approvals {
     for (const id of [...this.pending.keys()]) this.finish(id, { request_id: id, decision: "cancelled" }, "runtime closed");
   }
 
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
   private finish(requestId: string, outcome: CardOutcome, why?: string): void {
     const rec = this.pending.get(requestId);
     if (!rec) return;

@@ -95,6 +95,10 @@ export class Store {
     this.db.close();
   }
 
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
   // ---- sessions -------------------------------------------------------------------------
 
   /**

@@ -167,6 +167,10 @@ export class ToolRegistry {
     );
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   private async listSource(source: ToolSource): Promise<ToolDef[]> {
     try {
       const defs = (await source.list()).filter((d) => d.name.startsWith(source.prefix));

@@ -121,6 +121,10 @@ export class McpManager {
     await Promise.all([...this.servers.values()].map((s) => s.close()));
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   private def(server: McpServer, t: Tool): ToolDef {
     let d = this.defs.get(t);
     if (!d) {
