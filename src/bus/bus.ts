@@ -5,7 +5,8 @@
  * `Last-Event-ID` resumes. On the wire an id is `<epoch>-<n>` (`wireId`): the epoch is random per bus,
  * that is per server process, so an id issued by an earlier process is recognised and answered
  * with a fresh snapshot, never with a replay of another process's numbering. `persisted` marks events whose content is also in the database
- * (messages) as opposed to ephemeral ones (cards, deltas, tool progress).
+ * (messages) as opposed to ephemeral ones (cards, deltas, tool progress). What each event carries is
+ * its schema in bus/events.ts: `publish` is typed by it, and checks against it under `bun test`.
  */
 
 import { randomBytes } from "node:crypto";
@@ -54,7 +55,7 @@ export class Bus {
    */
   constructor(
     private readonly bufferSize = REPLAY_BUFFER,
-    private readonly validate = process.env.NODE_ENV === "test",
+    private readonly validate = underTest(),
   ) {}
 
   /** The SSE id of event number `n` of this bus: `<epoch>-<n>`. */
@@ -141,6 +142,15 @@ export class Bus {
   listenerCount(sessionId: string): number {
     return this.channels.get(sessionId)?.listeners.size ?? 0;
   }
+}
+
+/**
+ * Whether this process runs under `bun test` (`NODE_ENV=test`), read when called. Written as
+ * `process.env.NODE_ENV`, `bun build` would inline the build's value and fix the answer in the binary.
+ */
+function underTest(): boolean {
+  const env: Record<string, string | undefined> = process.env;
+  return env.NODE_ENV === "test";
 }
 
 function safeCall(l: Listener, ev: AnyEvent): void {
