@@ -27,13 +27,13 @@ describe("sse.SseWriter", () => {
     const out = new SseWriter(f.stream, String, 60_000);
     out.next("snapshot", { a: 1 });
     out.next("turn_started", { session_id: "s", turn_id: "t" });
-    out.raw("x", 7, null);
+    out.raw("delta", 7, null);
     out.next("turn_finished", { status: "completed" });
     await out.close();
     expect(f.frames).toEqual([
       { event: "snapshot", id: "1", data: '{"a":1}' },
       { event: "turn_started", id: "2", data: '{"session_id":"s","turn_id":"t"}' },
-      { event: "x", id: "7", data: "null" },
+      { event: "delta", id: "7", data: "null" },
       { event: "turn_finished", id: "8", data: '{"status":"completed"}' },
     ]);
   });

@@ -6,6 +6,7 @@
  */
 import type { SSEStreamingApi } from "hono/streaming";
 import type { BusEvent } from "./bus.ts";
+import type { SseEventName } from "./events.ts";
 
 /** Heartbeat period of idle SSE streams, ms (SPEC §6: 15 s). */
 export const HEARTBEAT_MS = 15_000;
@@ -39,7 +40,7 @@ export class SseWriter {
   }
 
   /** Writes an event with an explicit id (the snapshot: id = the last bus id it covers). */
-  raw(type: string, id: number, data: unknown): void {
+  raw(type: SseEventName, id: number, data: unknown): void {
     if (id > this.lastId) this.lastId = id;
     const text = JSON.stringify(data);
     this.push(() => this.stream.writeSSE({ event: type, id: this.wireId(id), data: text }));
@@ -49,7 +50,7 @@ export class SseWriter {
    * Writes an event numbered by this stream: its id is the last id written + 1. For a stream whose events
    * come from many sessions' buses (the console feed), where no one bus numbering applies.
    */
-  next(type: string, data: unknown): void {
+  next(type: SseEventName, data: unknown): void {
     this.raw(type, this.lastId + 1, data);
   }
 
