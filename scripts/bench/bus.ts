@@ -43,9 +43,9 @@ async function measure(subscribers: number): Promise<Record<string, number>> {
           if (ev.event === "snapshot") return snapshotSeen();
           if (ev.event !== "delta") return;
           const now = performance.now();
-          const d = JSON.parse(ev.data) as { seq: number; t: number };
-          samples.push(now - d.t);
-          client.seen = d.seq;
+          const [seq, t] = (JSON.parse(ev.data) as { text: string }).text.split(" ").map(Number) as [number, number];
+          samples.push(now - t);
+          client.seen = seq;
           client.wake?.();
         },
       });
@@ -84,7 +84,7 @@ async function measure(subscribers: number): Promise<Record<string, number>> {
       );
     for (let seq = 0; seq < EVENTS; seq++) {
       const got = allGot(seq);
-      rt.bus.publish(session.id, "delta", { session_id: session.id, seq, t: performance.now(), text: "x" });
+      rt.bus.publish(session.id, "delta", { session_id: session.id, turn_id: "turn_bench", text: `${seq} ${performance.now()}` });
       await got;
     }
     for (const c of clients) c.abort.abort();

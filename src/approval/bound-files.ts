@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { constants as FS, type Stats } from "node:fs";
 import { lstat, open, readlink } from "node:fs/promises";
 import path from "node:path";
-import { z } from "zod";
+import { FileBinding } from "../bus/events.ts";
 import { resolveRealPath } from "../launcher/resolve.ts";
 
 /** Largest file hashed, bytes (256 MiB). A bigger named file cannot be bound: the call is refused. */
@@ -18,22 +18,8 @@ export const BIND_CHUNK_BYTES = 1024 * 1024;
 /** Most files bound per call (the first ones named). */
 export const BIND_MAX_FILES = 16;
 
-/**
- * One named file as it was when hashed. `path`: workspace-relative, as the call spells it.
- * `kind`: `file` (a regular file: `size` bytes, `sha256` hex), `missing`, `symlink` (`link` is the link text;
- * `sha256`/`size` of the regular file it leads to, if any), `other` (a folder, FIFO, socket, device: never opened),
- * `too_large` (a regular file over {@link BIND_MAX_BYTES}: `size` only).
- */
-export const FileBinding = z.object({
-  path: z.string(),
-  kind: z.enum(["file", "missing", "symlink", "other", "too_large"]),
-  size: z.number().optional(),
-  sha256: z.string().optional(),
-  link: z.string().optional(),
-  /** The real folder the file is in, present only when a symlink on the way (`sub` → elsewhere) leads out of the spelled folder. */
-  parent: z.string().optional(),
-});
-export type FileBinding = z.infer<typeof FileBinding>;
+/** One named file as it was when hashed: its schema is with the card's, in bus/events.ts. */
+export { FileBinding };
 
 /** A file a call names: `rel` (workspace-relative, shown on the card) and `abs` (absolute, lexical: symlinks not followed). */
 export interface NamedFile {

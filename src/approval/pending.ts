@@ -5,34 +5,18 @@
  * decision from a surface (authority.ts), by its TTL (`expired`), or is withdrawn when its turn ends
  * or is cancelled (`cancelled`). Cards are ephemeral and `user_only`: never stored in a conversation.
  */
-import { z } from "zod";
-import type { Bus } from "../bus/bus.ts";
+import type { Bus, EventData } from "../bus/bus.ts";
+import { Card } from "../bus/events.ts";
 import type { Inflight, InflightTurn } from "../session/inflight.ts";
 import { AirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Store } from "../store/store.ts";
 import { checkAuthority, type Decision } from "./authority.ts";
-import { FileBinding } from "./bound-files.ts";
+import type { FileBinding } from "./bound-files.ts";
 import { surfacesFor } from "./relay.ts";
 
-/** The card as published in `action_required` and listed by `GET /sessions/:id/actions` (SPEC §5). */
-export const Card = z.object({
-  request_id: z.string(),
-  home_session_id: z.string(),
-  surfaced_in: z.string(),
-  tool: z.string(),
-  arguments: z.unknown(),
-  inspector: z.string(),
-  reason: z.string(),
-  requires_user_proof: z.boolean(),
-  expires_at: z.string(),
-  user_only: z.literal(true),
-  /** The workspace files the call names (its script, its write target) with their sha256, as hashed when the card was raised; present when it names any. An allow runs only if they are unchanged. */
-  files: z.array(FileBinding).optional(),
-  /** The card an allow of which was refused as `approval_stale` because a named file changed; this card asks about the new content. */
-  replaces: z.string().optional(),
-});
-export type Card = z.infer<typeof Card>;
+/** The card as published in `action_required` and listed by `GET /sessions/:id/actions` (SPEC §5): its schema is with the other events. */
+export { Card };
 
 /** How a card ended. `decided_in`: the session the decision was posted from. */
 export interface CardOutcome {
@@ -303,7 +287,7 @@ export class Approvals {
         detail: why ? { why } : undefined,
       });
     }
-    const ev: Record<string, unknown> = { request_id: requestId, decision: outcome.decision };
+    const ev: EventData<"action_resolved"> = { request_id: requestId, decision: outcome.decision };
     if (outcome.decided_in) ev.decided_in = outcome.decided_in;
     for (const s of rec.surfaces) this.opts.bus.publish(s, "action_resolved", ev);
     rec.settle(outcome);

@@ -5,25 +5,20 @@
  * `Last-Event-ID` resumes. On the wire an id is `<epoch>-<n>` (`wireId`): the epoch is random per bus,
  * that is per server process, so an id issued by an earlier process is recognised and answered
  * with a fresh snapshot, never with a replay of another process's numbering. `persisted` marks events whose content is also in the database
- * (messages) as opposed to ephemeral ones (cards, deltas, tool progress).
+ * (messages) as opposed to ephemeral ones (cards, deltas, tool progress). What each event carries is
+ * its schema in bus/events.ts: `publish` is typed by it, and checks against it under `bun test`.
  */
 
 import { randomBytes } from "node:crypto";
+import { AirlockError } from "../errors.ts";
+import { EVENT_NAMES, eventMismatch, type AnyEvent, type EventData, type EventName, type TypedEvent } from "./events.ts";
 
-export const EVENT_NAMES = [
-  "snapshot",
-  "turn_started",
-  "delta",
-  "message",
-  "tool_request",
-  "tool_result",
-  "action_required",
-  "action_resolved",
-  "turn_finished",
-  "error",
-] as const;
-export type EventName = (typeof EVENT_NAMES)[number];
+export { EVENT_NAMES, type AnyEvent, type EventData, type EventName, type TypedEvent };
 
+/**
+ * Any event with its payload not narrowed: what code that only forwards events needs (the SSE writer,
+ * `stream-json`). Every {@link AnyEvent} is one; to read a payload, take `AnyEvent` and switch on `type`.
+ */
 export interface BusEvent {
   /** Increasing per session, starting at 1 in each server process. */
   id: number;
@@ -34,11 +29,12 @@ export interface BusEvent {
   persisted: boolean;
 }
 
-export type Listener = (ev: BusEvent) => void;
+/** A subscriber: gets each event as the union of every event type. */
+export type Listener = (ev: AnyEvent) => void;
 
 interface Channel {
   seq: number;
-  buffer: BusEvent[];
+  buffer: AnyEvent[];
   listeners: Set<Listener>;
 }
 
@@ -51,7 +47,16 @@ export class Bus {
   /** This bus's epoch: lowercase letters and digits, unique per process (start time + 48 random bits). */
   readonly epoch: string = `${Date.now().toString(36)}${randomBytes(6).toString("hex")}`;
 
-  constructor(private readonly bufferSize = REPLAY_BUFFER) {}
+  /**
+   * @param bufferSize events kept per session for replay (at least this many; at most twice as many).
+   * @param validate check each payload against its schema (bus/events.ts) before publishing, and throw
+   *   `internal` on a mismatch. Default: on under `bun test` (`NODE_ENV=test`), off otherwise — the types
+   *   already hold every publish site to its schema, so production pays nothing; the tests catch what a cast hides.
+   */
+  constructor(
+    private readonly bufferSize = REPLAY_BUFFER,
+    private readonly validate = underTest(),
+  ) {}
 
   /** The SSE id of event number `n` of this bus: `<epoch>-<n>`. */
   wireId(n: number): string {
@@ -77,15 +82,24 @@ export class Bus {
     return c;
   }
 
-  /** Publishes to one session's subscribers (and global ones); returns the event with its id. Listener errors are isolated. */
-  publish(sessionId: string, type: EventName, data: Record<string, unknown>, opts: { persisted?: boolean } = {}): BusEvent {
+  /**
+   * Publishes to one session's subscribers (and global ones); returns the event with its id. Listener errors are isolated.
+   * `data` is the payload of `type` (bus/events.ts): a wrong or missing field fails `tsc`.
+   * @throws AirlockError `internal` when validation is on and `data` does not match its schema (nothing is published).
+   */
+  publish<E extends EventName>(sessionId: string, type: E, data: EventData<E>, opts: { persisted?: boolean } = {}): TypedEvent<E> {
+    if (this.validate) {
+      const why = eventMismatch(type, data);
+      if (why !== null) throw new AirlockError("internal", `the ${type} event does not match its schema in src/bus/events.ts: ${why}`);
+    }
     const c = this.channel(sessionId);
-    const ev: BusEvent = { id: ++c.seq, session_id: sessionId, type, data, persisted: opts.persisted ?? false };
-    c.buffer.push(ev);
+    const ev: TypedEvent<E> = { id: ++c.seq, session_id: sessionId, type, data, persisted: opts.persisted ?? false };
+    const any = ev as AnyEvent; // a TypedEvent<E> is one member of the union
+    c.buffer.push(any);
     // trim in batches (amortised O(1) per publish): the buffer holds between bufferSize and 2 × bufferSize events
     if (c.buffer.length > 2 * this.bufferSize) c.buffer.splice(0, c.buffer.length - this.bufferSize);
-    for (const l of [...c.listeners]) safeCall(l, ev);
-    for (const l of [...this.global]) safeCall(l, ev);
+    for (const l of [...c.listeners]) safeCall(l, any);
+    for (const l of [...this.global]) safeCall(l, any);
     return ev;
   }
 
@@ -115,7 +129,7 @@ export class Bus {
    * Events after `lastId`, for a reconnecting client; `null` when the buffer no longer reaches back
    * (or `lastId` is from another server process), in which case the client needs a fresh snapshot.
    */
-  since(sessionId: string, lastId: number): BusEvent[] | null {
+  since(sessionId: string, lastId: number): AnyEvent[] | null {
     const c = this.channels.get(sessionId);
     const seq = c?.seq ?? 0;
     if (lastId > seq || lastId < 0) return null;
@@ -130,7 +144,16 @@ export class Bus {
   }
 }
 
-function safeCall(l: Listener, ev: BusEvent): void {
+/**
+ * Whether this process runs under `bun test` (`NODE_ENV=test`; processes a test spawns inherit it), read
+ * when called. `bun build` inlines `process.env.NODE_ENV` (even through an alias) with the build's value,
+ * which would fix the answer inside the binary; a `Reflect.get` is left alone.
+ */
+function underTest(): boolean {
+  return Reflect.get(process.env, "NODE_ENV") === "test";
+}
+
+function safeCall(l: Listener, ev: AnyEvent): void {
   try {
     l(ev);
   } catch (e) {

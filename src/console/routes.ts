@@ -6,11 +6,11 @@
  * `GET /sessions/:id/actions/:request_id/preview` (the diff a file-writing card would make).
  */
 import { Hono, type Context } from "hono";
-import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import type { Card } from "../approval/pending.ts";
-import type { BusEvent } from "../bus/bus.ts";
-import { AirlockError } from "../errors.ts";
+import type { AnyEvent } from "../bus/bus.ts";
+import { AirlockError, assertNever } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
+import { sseResponse } from "../bus/sse.ts";
 import { ancestors } from "../session/graph.ts";
 import type { Session } from "../session/types.ts";
 import type { ConsoleAssets } from "./bundle.ts";
@@ -122,21 +122,6 @@ export function feedSnapshot(rt: Runtime): Record<string, unknown> {
   return { sessions: rt.store.listSessions({ limit: 500 }), in_flight: rt.inflight.sessions(), pending_actions: cards };
 }
 
-/** Event names the feed forwards from every session's bus. */
-const FEED_EVENTS = new Set(["turn_started", "turn_finished", "error", "action_required", "action_resolved"]);
-
-/** Writes SSE frames in order (each write waits for the previous one), ids counting up per stream. */
-function feedWriter(stream: SSEStreamingApi) {
-  let chain: Promise<unknown> = Promise.resolve();
-  let n = 0;
-  return (event: string, data: unknown) => {
-    const id = String(++n);
-    const text = JSON.stringify(data);
-    chain = chain.then(() => (stream.closed || stream.aborted ? undefined : stream.writeSSE({ event, id, data: text }))).catch(() => {});
-    return chain;
-  };
-}
-
 /** Options of the console's API routes. */
 export interface ConsoleRoutesOptions {
   /** Heartbeat period of the feed, ms (default 15 000). */
@@ -147,45 +132,50 @@ export interface ConsoleRoutesOptions {
 export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): Hono {
   const app = new Hono();
 
+  // ids count up per stream ("1", "2", …): the feed mixes every session's bus, so no bus numbering applies
   app.get("/console/events", (c) =>
-    streamSSE(c, async (stream) => {
-      const write = feedWriter(stream);
+    sseResponse(c, String, opts.heartbeatMs, (out) => {
       const resolved = new Set<string>();
-      let off = () => {};
-      const beat = setInterval(() => void stream.write(": heartbeat\n\n").catch(() => {}), opts.heartbeatMs ?? 15_000);
-      try {
-        await new Promise<void>((resolve) => {
-          stream.onAbort(resolve);
-          // One tick: the snapshot and the subscription, so no event falls between them.
-          off = rt.bus.subscribeAll((ev: BusEvent) => {
-            if (!FEED_EVENTS.has(ev.type)) return;
-            if (ev.type === "action_required") {
-              let card: ConsoleCard;
-              try {
-                card = withChain(rt, ev.data as Card);
-              } catch {
-                return;
-              }
-              if (card.answer_in !== ev.session_id) return; // one copy per card: the root's
-              void write(ev.type, card);
+      /** Forwards the feed's events (turns and cards) of every session; the rest stay on the session's own stream. */
+      const forward = (ev: AnyEvent): void => {
+        switch (ev.type) {
+          case "delta":
+          case "message":
+          case "tool_request":
+          case "tool_result":
+            return;
+          case "action_required": {
+            let card: ConsoleCard;
+            try {
+              card = withChain(rt, ev.data);
+            } catch {
               return;
             }
-            if (ev.type === "action_resolved") {
-              const rid = String(ev.data.request_id);
-              if (resolved.has(rid)) return;
-              resolved.add(rid);
-              if (resolved.size > 10_000) resolved.delete(resolved.values().next().value!);
-              void write(ev.type, ev.data);
-              return;
-            }
-            void write(ev.type, { ...ev.data, session_id: ev.session_id });
-          });
-          void write("snapshot", feedSnapshot(rt));
-        });
-      } finally {
-        clearInterval(beat);
-        off();
-      }
+            if (card.answer_in !== ev.session_id) return; // one copy per card: the root's
+            out.next(ev.type, card);
+            return;
+          }
+          case "action_resolved": {
+            const rid = ev.data.request_id;
+            if (resolved.has(rid)) return;
+            resolved.add(rid);
+            if (resolved.size > 10_000) resolved.delete(resolved.values().next().value!);
+            out.next(ev.type, ev.data);
+            return;
+          }
+          case "turn_started":
+          case "turn_finished":
+          case "error":
+            out.next(ev.type, { ...ev.data, session_id: ev.session_id });
+            return;
+          default:
+            return assertNever(ev, "bus event");
+        }
+      };
+      // One tick: the snapshot and the subscription, so no event falls between them.
+      const off = rt.bus.subscribeAll(forward);
+      out.next("snapshot", feedSnapshot(rt));
+      return off;
     }),
   );
 

@@ -6,7 +6,7 @@
  * elevation) and combines their verdicts (deny > ask > allow); `decide` then refuses, parks a card
  * (`askAndRun`, holding no permit) or runs the call under a permit (`runTool`).
  */
-import type { Bus } from "../bus/bus.ts";
+import type { Bus, EventData } from "../bus/bus.ts";
 import type { Inflight } from "../session/inflight.ts";
 import type { Config } from "../config/schema.ts";
 import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
@@ -137,7 +137,7 @@ export class Gate {
       // a bug in an inspector or the approvals layer: fail closed, never run the tool
       outcome = this.refuse(session.id, req, "internal", `the gate failed while judging this call, so it was not run: ${(e as Error).message}`);
     }
-    const res: Record<string, unknown> = { session_id: session.id, call_id: req.callId, tool: req.name, ok: outcome.ok };
+    const res: EventData<"tool_result"> = { session_id: session.id, call_id: req.callId, tool: req.name, ok: outcome.ok };
     if (outcome.ok) res.result = outcome.result;
     else res.error = { code: outcome.error.code, message: outcome.error.message };
     this.deps.bus.publish(session.id, "tool_result", res);

@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { TypedEvent } from "../../src/bus/bus.ts";
 import { harnessSse, waitForBus, type Harness } from "../harness.ts";
 import { decide, lingering, startGateHarness } from "./gate-helpers.ts";
 
@@ -90,7 +91,7 @@ describe("gate cards across root, child and grandchild", () => {
     ]);
 
     // the grandchild's call ran exactly once
-    const writes = h.rt.bus.since(grand!.id, 0)!.filter((e) => e.type === "tool_result" && e.data.tool === "developer__write_file");
+    const writes = h.rt.bus.since(grand!.id, 0)!.filter((e): e is TypedEvent<"tool_result"> => e.type === "tool_result" && e.data.tool === "developer__write_file");
     expect(writes.map((e) => e.data.ok)).toEqual([true]);
     // no conversation holds the card
     for (const sid of [root.id, child!.id, grand!.id]) {

@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { TypedEvent } from "../../src/bus/bus.ts";
 import { harnessSse, openSse, startHarness, waitForBus, type Harness, type SseStream } from "../harness.ts";
 import { decide } from "../integration/gate-helpers.ts";
 import { spawnServe, type ServeProcess } from "../harness-serve.ts";
@@ -57,7 +58,7 @@ async function settled(hh: Harness): Promise<void> {
 }
 
 function resolvedEvents(hh: Harness, sessionId: string, requestId: string) {
-  return hh.rt.bus.since(sessionId, 0)!.filter((e) => e.type === "action_resolved" && e.data.request_id === requestId);
+  return hh.rt.bus.since(sessionId, 0)!.filter((e): e is TypedEvent<"action_resolved"> => e.type === "action_resolved" && e.data.request_id === requestId);
 }
 
 describe("racing decisions (held)", () => {
@@ -95,7 +96,7 @@ describe("racing decisions (held)", () => {
       expect([200, 404]).toContain(a.status);
       await p.reply.waitFor((e) => e.event === "turn_finished");
       const ends = resolvedEvents(h, p.id, p.card.request_id).map((e) => e.data.decision);
-      const shell = h.rt.bus.since(p.id, 0)!.filter((e) => e.type === "tool_result" && e.data.tool === "developer__shell");
+      const shell = h.rt.bus.since(p.id, 0)!.filter((e): e is TypedEvent<"tool_result"> => e.type === "tool_result" && e.data.tool === "developer__shell");
       if (a.status === 200) {
         expect(ends).toEqual(["allow_once"]);
         expect(shell.map((e) => e.data.ok)).toEqual([true]);

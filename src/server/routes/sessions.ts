@@ -6,11 +6,12 @@
 import { Hono } from "hono";
 import { isAbsolute } from "node:path";
 import { z } from "zod";
-import type { BusEvent } from "../../bus/bus.ts";
+import type { AnyEvent } from "../../bus/bus.ts";
+import type { Snapshot } from "../../bus/events.ts";
 import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
 import type { Runtime } from "../../runtime.ts";
-import { sseResponse } from "../sse.ts";
+import { sseResponse } from "../../bus/sse.ts";
 import { parseBody } from "../validate.ts";
 
 export const CreateSessionBody = z.strictObject({
@@ -65,7 +66,7 @@ export interface SessionRoutesOptions {
 }
 
 /** The snapshot a late observer starts from: the session, its stored messages and the cards it may see. */
-export function snapshotOf(rt: Runtime, sessionId: string): Record<string, unknown> {
+export function snapshotOf(rt: Runtime, sessionId: string): Snapshot {
   const session = rt.store.requireSession(sessionId);
   return {
     session,
@@ -100,8 +101,8 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     rt.store.requireSession(id);
     const body = await parseBody(c, ReplyBody);
     // Subscribe before starting so turn_started is not missed; a refused start (409) unsubscribes.
-    const early: BusEvent[] = [];
-    let sink: ((ev: BusEvent) => void) | null = null;
+    const early: AnyEvent[] = [];
+    let sink: ((ev: AnyEvent) => void) | null = null;
     const unsubscribe = rt.bus.subscribe(id, (ev) => (sink ? sink(ev) : early.push(ev)));
     let turnId: string;
     try {
@@ -112,7 +113,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     }
     // The client leaving does not end the turn: it goes on and can be observed on /events.
     return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out, done) => {
-      const write = (ev: BusEvent) => {
+      const write = (ev: AnyEvent) => {
         out.event(ev);
         if (ev.type === "turn_finished" && ev.data.turn_id === turnId) done();
       };

@@ -1,11 +1,13 @@
 /**
- * @module server/sse
+ * @module bus/sse
  * Writing bus events as Server-Sent Events (SPEC §6): `event:` = the event name, `id:` = the bus id
  * as `<epoch>-<n>` (n increasing per session; the epoch names the server process), `data:` = the JSON payload; a comment heartbeat keeps idle streams open.
+ * The one SSE writer: the session routes and the console feed (ids numbered per stream, `next`) both use it.
  */
 import type { Context } from "hono";
 import { streamSSE, type SSEStreamingApi } from "hono/streaming";
-import type { BusEvent } from "../bus/bus.ts";
+import type { BusEvent } from "./bus.ts";
+import type { SseEventName } from "./events.ts";
 
 /** Heartbeat period of idle SSE streams, ms (SPEC §6: 15 s). */
 export const HEARTBEAT_MS = 15_000;
@@ -39,10 +41,18 @@ export class SseWriter {
   }
 
   /** Writes an event with an explicit id (the snapshot: id = the last bus id it covers). */
-  raw(type: string, id: number, data: unknown): void {
+  raw(type: SseEventName, id: number, data: unknown): void {
     if (id > this.lastId) this.lastId = id;
     const text = JSON.stringify(data);
     this.push(() => this.stream.writeSSE({ event: type, id: this.wireId(id), data: text }));
+  }
+
+  /**
+   * Writes an event numbered by this stream: its id is the last id written + 1. For a stream whose events
+   * come from many sessions' buses (the console feed), where no one bus numbering applies.
+   */
+  next(type: SseEventName, data: unknown): void {
+    this.raw(type, this.lastId + 1, data);
   }
 
   private push(write: () => Promise<unknown>): void {
