@@ -10,7 +10,7 @@ import { dirname, join, relative } from "node:path";
 export const ROOT = join(import.meta.dir, "..");
 export const OUTFILE = join(ROOT, "dist", "airlock");
 /** Folders and files whose change makes the binary stale. */
-const SOURCES = ["src", "sandbox", "build", "package.json", "bun.lock", "tsconfig.json"];
+const SOURCES = ["src", "build", "package.json", "bun.lock", "tsconfig.json"];
 
 function newestMtime(path: string): number {
   let st;
@@ -49,7 +49,7 @@ export interface BuildResult {
 /**
  * Builds the binary unless it is fresh (or `force`). Throws an Error naming the bundler's messages on failure.
  * The tinypool shim must sit at `<bundle root>/entry/worker.ts`; the bundle root is the repo root (the
- * common folder of src/main.ts and sandbox/worker.ts), so the shim is given to the bundler as an
+ * `root` given to the bundler; src/main.ts and src/script/worker.ts keep their paths under it), so the shim is given to the bundler as an
  * in-memory file at that path (`Bun.build({files})`), its text taken from build/tinypool-entry.ts.
  * The console page (src/console/) is bundled first and replaces src/console/embedded.ts the same way, so the
  * binary serves it without bundling at run time.
@@ -75,7 +75,7 @@ export async function build(opts: { force?: boolean; outfile?: string } = {}): P
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
-    entrypoints: [join(ROOT, "src", "main.ts"), join(ROOT, "sandbox", "worker.ts"), shimPath],
+    entrypoints: [join(ROOT, "src", "main.ts"), join(ROOT, "src", "script", "worker.ts"), shimPath],
     files: { [shimPath]: shim, [join(ROOT, "src", "console", "embedded.ts")]: consoleModule },
     root: ROOT,
     format: "esm",

@@ -1,5 +1,5 @@
 /**
- * The shape of the house, measured: the import graph of `src/` and `sandbox/` (tests left out),
+ * The shape of the house, measured: the import graph of `src/` (tests left out),
  * its cycles, the rooms (top-level folders) that import each other, and the largest files and
  * functions. Printed as JSON; `test/architecture.test.ts` holds the rules it must keep.
  *
@@ -34,7 +34,7 @@ export interface Architecture {
 }
 
 const ROOT = resolve(import.meta.dir, "..");
-const SOURCE_ROOTS = ["src", "sandbox"];
+const SOURCE_ROOTS = ["src"];
 
 function listSources(dir: string, out: string[]): string[] {
   for (const name of readdirSync(dir)) {
@@ -53,7 +53,7 @@ function resolveImport(from: string, spec: string): string | undefined {
   return undefined;
 }
 
-/** The room a file lives in: its top folder under `src/` (`src/runtime.ts` is room `runtime`), or `sandbox`. */
+/** The room a file lives in: its top folder under `src/` (`src/runtime.ts` is room `runtime`) (files outside `src/`, such as `package.json`, are their own room). */
 export function roomOf(path: string): string {
   const parts = path.split("/");
   if (parts[0] === "src") return (parts[1] ?? "").replace(/\.tsx?$/, "");

@@ -254,11 +254,11 @@ export function buildProgram(done: (code: number) => void): Command {
  * `argv` is the user arguments only (no runtime/script path).
  */
 export async function main(argv: string[]): Promise<number> {
-  // The hidden `__sandbox-exec` command: the sandbox's re-entry into this binary. Handled before commander so
-  // that the arguments after it (which belong to the sandboxed program) are never parsed as airlock flags.
-  if (argv[0] === "__sandbox-exec") {
-    const { sandboxExec } = await import("./cli/sandbox-exec.ts");
-    return sandboxExec(argv.slice(1));
+  // The hidden `__script-exec` command (tests of the binary's embedded script worker, src/cli/script-exec.ts).
+  // Handled before commander so that the arguments after it are never parsed as airlock flags.
+  if (argv[0] === "__script-exec") {
+    const { scriptExec } = await import("./cli/script-exec.ts");
+    return scriptExec(argv.slice(1));
   }
   const started = Date.now();
   let code: number = EXIT.ok;

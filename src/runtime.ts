@@ -32,7 +32,7 @@ import { hostTools } from "./tool/host-tools.ts";
 import { McpManager } from "./tool/mcp/index.ts";
 import { isModelRosterTool, ToolRegistry } from "./tool/registry.ts";
 import { subagentTools, type SubagentPort } from "./tool/subagent.ts";
-import { ScriptPool } from "../sandbox/pool.ts";
+import { ScriptPool } from "./script/pool.ts";
 
 export type { CreateSessionInput, StartedTurn, TurnResult };
 

@@ -1,6 +1,6 @@
 /**
  * The shape of the house (docs/architecture.md): no import cycles, no two rooms (top-level folders of
- * src/, and sandbox/) importing each other, and every import going down the layers below — so the
+ * src/) importing each other, and every import going down the layers below — so the
  * composition root (src/runtime.ts) is imported only by the surfaces above it. A new room must be given
  * its place here.
  */
@@ -13,7 +13,7 @@ const LAYERS: string[][] = [
   ["config"],
   ["session"],
   ["store", "bus"],
-  ["launcher", "sandbox"],
+  ["launcher", "script"],
   ["tool", "approval"],
   ["gate"],
   ["agent"],

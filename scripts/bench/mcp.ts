@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ScriptPool } from "../../sandbox/pool.ts";
+import { ScriptPool } from "../../src/script/pool.ts";
 import { Config, type SandboxPolicyName } from "../../src/config/schema.ts";
 import { toAirlockError } from "../../src/errors.ts";
 import { McpManager } from "../../src/tool/mcp/index.ts";

@@ -16,7 +16,7 @@ import { Permits } from "../../src/gate/permits.ts";
 import { newId } from "../../src/ids.ts";
 import { Store } from "../../src/store/store.ts";
 import { defineTool, type ToolDef } from "../../src/tool/tool.ts";
-import { ScriptPool, type RunOptions } from "../../sandbox/pool.ts";
+import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
 
 const PARKED = 50;
 const RUNS = 2000;

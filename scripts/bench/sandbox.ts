@@ -15,7 +15,7 @@ import { Permits } from "../../src/gate/permits.ts";
 import { newId } from "../../src/ids.ts";
 import { Store } from "../../src/store/store.ts";
 import { defineTool, type ToolDef, type ToolOutcome } from "../../src/tool/tool.ts";
-import { ScriptPool, type RunOptions } from "../../sandbox/pool.ts";
+import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
 
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1_000_000, maxLogBytes: 1 << 20, maxResultBytes: 1 << 20 };
 const N_CALLS = 10_000;
@@ -97,7 +97,7 @@ await pool.close();
 
 // Resident memory of an idle pool of 2 workers, measured in a fresh process (this one has run benchmarks).
 const child = Bun.spawn([process.execPath, "-e", `
-  const { ScriptPool } = await import(${JSON.stringify(new URL("../../sandbox/pool.ts", import.meta.url).pathname)});
+  const { ScriptPool } = await import(${JSON.stringify(new URL("../../src/script/pool.ts", import.meta.url).pathname)});
   const base = process.memoryUsage().rss;
   const pool = new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 });
   await Promise.all([0, 1, 2, 3].map(() => pool.run("return 1", { cpuTimeoutMs: 1000, wallTimeoutMs: 1000, maxToolCalls: 1, maxLogBytes: 1, maxResultBytes: 100 }, async () => ({ ok: true, result: 1 }))));

@@ -7,7 +7,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { Config, defaultConfig } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
-import { ScriptPool } from "../../sandbox/pool.ts";
+import { ScriptPool } from "../script/pool.ts";
 import { createCodeExecutionTools, limitsFromConfig } from "./code-execution.ts";
 import type { ToolContext, ToolOutcome } from "./tool.ts";
 

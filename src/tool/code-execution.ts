@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
-import type { RunOptions, ScriptPool } from "../../sandbox/pool.ts";
+import type { RunOptions, ScriptPool } from "../script/pool.ts";
 import { defineTool, type ToolDef } from "./tool.ts";
 import description from "./code-execution.txt" with { type: "text" };
 

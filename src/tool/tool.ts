@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { Config, SandboxPolicyName } from "../config/schema.ts";
 import type { Session } from "../session/types.ts";
-import type { ToolOutcome } from "../../sandbox/protocol.ts";
+import type { ToolOutcome } from "../script/protocol.ts";
 
 /** The outcome of one tool call as the model and scripts see it (defined in sandbox/protocol.ts). */
 export type { ToolOutcome };

@@ -53,7 +53,7 @@ describe("airlock --version / --help", () => {
       expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b.*\\S`, "m"));
     }
     expect(r.stdout).toContain("Examples:");
-    expect(r.stdout).not.toContain("__sandbox-exec");
+    expect(r.stdout).not.toContain("__script-exec");
   });
 
   test("`help run` prints the run command's help and exits 0", async () => {

@@ -7,8 +7,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { ToolOutcome } from "../../src/tool/tool.ts";
-import { ScriptPool, type RunOptions, type ScriptResult } from "../../sandbox/pool.ts";
-import { NATIVE_STALL_SCRIPT } from "../../sandbox/test-scripts.ts";
+import { ScriptPool, type RunOptions, type ScriptResult } from "../../src/script/pool.ts";
+import { NATIVE_STALL_SCRIPT } from "../../src/script/test-scripts.ts";
 
 // Generous deadlines: these tests must hold on a busy 2-core machine; only the stall test needs a short CPU deadline.
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 120_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };

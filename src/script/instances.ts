@@ -1,5 +1,5 @@
 /**
- * @module sandbox/instances
+ * @module script/instances
  * QuickJS WASM module instances for one sandbox worker, one per running script. The WASM code is
  * compiled once per worker; each instance has its own `WebAssembly.Memory` (capped), so a script's
  * memory is its own and a QuickJS abort (e.g. an assertion in `JS_FreeRuntime`) kills only the
@@ -85,7 +85,7 @@ export class Instances {
 
 async function instantiate(compiled: WebAssembly.Module | undefined, maxPages: number): Promise<Instance> {
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: maxPages });
-  // An abort inside QuickJS surfaces as a thrown RuntimeError (handled by sandbox/vm.ts); its stderr copy is noise.
+  // An abort inside QuickJS surfaces as a thrown RuntimeError (handled by script/vm.ts); its stderr copy is noise.
   const emscriptenModule = { printErr: quiet, print: quiet } as unknown as CustomizeVariantOptions["emscriptenModule"];
   const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, compiled ? { wasmModule: compiled, wasmMemory: memory, emscriptenModule } : { wasmMemory: memory, emscriptenModule }));
   return { module, memory, exhausted: () => memory.buffer.byteLength >= maxPages * PAGE };

@@ -1,5 +1,5 @@
 /**
- * @module sandbox/vm
+ * @module script/vm
  * One script in QuickJS: a fresh runtime + context per script, its limits (memory, stack, CPU
  * deadline via the interrupt handler, wall-clock deadline, tool calls, log and result bytes), and
  * its disposal (pending deferreds first, then context, then runtime — stack-notes §2, §8).

@@ -1,8 +1,8 @@
 /**
- * @module sandbox/worker
+ * @module script/worker
  * The sandbox worker entry (a tinypool task module). Compiles the QuickJS WASM module once per
  * worker (singlefile sync variant) and gives each script its own module *instance* with its own
- * capped `WebAssembly.Memory` (sandbox/instances.ts): a script's memory, or a QuickJS abort, touches
+ * capped `WebAssembly.Memory` (script/instances.ts): a script's memory, or a QuickJS abort, touches
  * only that script. Many scripts may be in flight on one worker: while one waits on a tool call,
  * others run.
  */

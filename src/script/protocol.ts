@@ -1,11 +1,11 @@
 /**
- * @module sandbox/protocol
+ * @module script/protocol
  * The messages between the script pool (main thread) and a sandbox worker, as zod schemas.
  * A task goes in through tinypool; tool calls travel on a per-script MessagePort; the
  * script's outcome comes back as the task's return value. Everything is plain data.
  */
 import { z } from "zod";
-import type { ErrorCode } from "../src/errors.ts";
+import type { ErrorCode } from "../errors.ts";
 
 /**
  * The outcome of one tool call as the model and scripts see it: plain JSON data. Defined here, the lowest
@@ -108,7 +108,7 @@ export type ScriptFailure = z.infer<typeof ScriptFailure>;
 /**
  * Worker → host: the task's return value. `json` is the return value as JSON text (absent for
  * `undefined`). `fatal` means the worker itself is broken and the host must replace it; a failed QuickJS
- * instance is dropped by the worker (sandbox/instances.ts) and never sets it.
+ * instance is dropped by the worker (script/instances.ts) and never sets it.
  */
 export const WorkerOutcome = z.discriminatedUnion("ok", [
   z.strictObject({ ok: z.literal(true), json: z.string().optional(), logs: z.array(z.string()), calls: z.number().int(), fatal: z.boolean() }),

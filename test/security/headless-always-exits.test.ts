@@ -1,6 +1,6 @@
 /**
- * @module test/security/round2-headless
- * Second adversarial pass on headless runs: `airlock run --headless` as a real process must always
+ * @module test/security/headless-always-exits
+ * Headless runs under attack: `airlock run --headless` as a real process must always
  * exit, refuse every ask at once, and leave no running turn and no process behind — with a background
  * subagent nobody watches, a hook that never exits, and a script in a grandchild awaiting a call that
  * would need a person. Each run is bounded at 20 s; the test fails if the process had to be killed.

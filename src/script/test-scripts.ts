@@ -1,7 +1,7 @@
 /**
- * @module sandbox/test-scripts
- * Guest scripts shared by the sandbox tests (sandbox/pool.test.ts) and the compiled-binary tests
- * (test/e2e/sandbox-binary.test.ts), with what each must end with. Test support only.
+ * @module script/test-scripts
+ * Guest scripts shared by the script tests (script/pool.test.ts) and the compiled-binary tests
+ * (test/e2e/script-binary.test.ts), with what each must end with. Test support only.
  */
 
 /** The globals a guest may see: ECMAScript built-ins of QuickJS, plus `tools` and `console`. */
@@ -27,7 +27,7 @@ export const ISOLATION_SCRIPT = `
 const types = {};
 for (const n of ${JSON.stringify(HOST_NAMES)}) types[n] = typeof globalThis[n];
 const imports = {};
-for (const m of ["fs", "node:fs", "node:child_process", "bun:sqlite", "./sandbox/worker.ts", "/etc/passwd"]) {
+for (const m of ["fs", "node:fs", "node:child_process", "bun:sqlite", "./script/worker.ts", "/etc/passwd"]) {
   try { await import(m); imports[m] = "loaded"; } catch (e) { imports[m] = "refused"; }
 }
 return {
@@ -40,7 +40,7 @@ return {
 `;
 
 /** Expected result of ISOLATION_SCRIPT's `imports`. */
-export const ISOLATION_IMPORTS = { fs: "refused", "node:fs": "refused", "node:child_process": "refused", "bun:sqlite": "refused", "./sandbox/worker.ts": "refused", "/etc/passwd": "refused" };
+export const ISOLATION_IMPORTS = { fs: "refused", "node:fs": "refused", "node:child_process": "refused", "bun:sqlite": "refused", "./script/worker.ts": "refused", "/etc/passwd": "refused" };
 
 /**
  * Walks `.constructor` chains from a caught tool error, a tool result and every global; needs tools

@@ -1,11 +1,11 @@
 /**
- * @module sandbox/pool.test
+ * @module script/pool.test
  * The script sandbox with real worker threads and real QuickJS: isolation, escape attempts,
  * denial of service (right code, within deadline + 1 s, next script fine), concurrency, parked
  * calls, the caller's AsyncLocalStorage context, cancellation and the worker-replacement backstop.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { GateContext } from "../src/gate/context.ts";
+import { GateContext } from "../gate/context.ts";
 import type { ToolOutcome } from "./protocol.ts";
 import { ScriptPool, type RunOptions } from "./pool.ts";
 import { ALLOWED_GLOBALS, DOS_CASES, ESCAPE_SCRIPT, HOST_NAMES, ISOLATION_IMPORTS, ISOLATION_SCRIPT, NATIVE_STALL_SCRIPT, POLLUTION_SCRIPT } from "./test-scripts.ts";

@@ -1,18 +1,18 @@
 /**
- * @module cli/sandbox-exec
- * The hidden `airlock __sandbox-exec` command: runs scripts from stdin on a script pool with a small
+ * @module cli/script-exec
+ * The hidden `airlock __script-exec` command: runs scripts from stdin on a script pool with a small
  * built-in set of test tools and prints each ScriptResult as one JSON line on stdout. It exists to
- * exercise the embedded sandbox worker of the compiled binary (test/e2e/sandbox-binary.test.ts).
+ * exercise the embedded script worker of the compiled binary (test/e2e/script-binary.test.ts).
  */
 import { parseArgs } from "node:util";
 import { Limits } from "../config/schema.ts";
 import { GateContext } from "../gate/context.ts";
 import type { ToolOutcome } from "../tool/tool.ts";
-import { ScriptPool, type RunOptions, type ScriptResult } from "../../sandbox/pool.ts";
+import { ScriptPool, type RunOptions, type ScriptResult } from "../script/pool.ts";
 import { AirlockError, EXIT } from "../errors.ts";
 import { reportError, writeAll } from "./output.ts";
 
-const USAGE = `usage: airlock __sandbox-exec [--many] [--sequential] [--workers N] [--memory-mb N] [--stack-kb N]
+const USAGE = `usage: airlock __script-exec [--many] [--sequential] [--workers N] [--memory-mb N] [--stack-kb N]
                                 [--cpu-ms N] [--wall-ms N] [--max-calls N] [--max-log-bytes N] [--max-result-bytes N]
 stdin: the script (or with --many, a JSON array of scripts). stdout: one ScriptResult JSON line per script.
 tools: echo(args) fail({code?,message?}) park({ms}) count() hold({until}) release() whoami() — any other name is unknown_tool.`;
@@ -61,10 +61,10 @@ export function testTools(): (name: string, args: unknown) => Promise<ToolOutcom
 }
 
 /**
- * Runs the command. `argv` is the arguments after `__sandbox-exec`.
+ * Runs the command. `argv` is the arguments after `__script-exec`.
  * @returns 0 when every script succeeded, 1 when one failed, 2 on a usage error.
  */
-export async function sandboxExec(argv: string[]): Promise<number> {
+export async function scriptExec(argv: string[]): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
@@ -84,7 +84,7 @@ export async function sandboxExec(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (e) {
-    return reportError(new AirlockError("usage", `__sandbox-exec: ${e instanceof Error ? e.message : String(e)}\n${USAGE}`));
+    return reportError(new AirlockError("usage", `__script-exec: ${e instanceof Error ? e.message : String(e)}\n${USAGE}`));
   }
   const d = Limits.parse({});
   const num = (v: string | undefined, dflt: number): number => (v === undefined ? dflt : Number(v));
@@ -103,7 +103,7 @@ export async function sandboxExec(argv: string[]): Promise<number> {
       if (!Array.isArray(parsed) || !parsed.every((s) => typeof s === "string")) throw new Error("expected a JSON array of strings");
       scripts = parsed;
     } catch (e) {
-      return reportError(new AirlockError("usage", `__sandbox-exec --many: stdin is not a JSON array of scripts (${e instanceof Error ? e.message : String(e)})`));
+      return reportError(new AirlockError("usage", `__script-exec --many: stdin is not a JSON array of scripts (${e instanceof Error ? e.message : String(e)})`));
     }
   } else scripts = [input];
 
@@ -111,7 +111,7 @@ export async function sandboxExec(argv: string[]): Promise<number> {
   try {
     pool = new ScriptPool({ workers: num(values.workers, 1), memoryMb: num(values["memory-mb"], d.script_memory_mb), stackKb: num(values["stack-kb"], d.script_stack_kb) });
   } catch (e) {
-    return reportError(new AirlockError("usage", `__sandbox-exec: ${e instanceof Error ? e.message : String(e)}`));
+    return reportError(new AirlockError("usage", `__script-exec: ${e instanceof Error ? e.message : String(e)}`));
   }
   const call = testTools();
   const ctx = { sessionId: "ses_sandbox_exec", turnId: "turn_sandbox_exec", callId: "call_sandbox_exec" };
@@ -126,7 +126,7 @@ export async function sandboxExec(argv: string[]): Promise<number> {
     return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
   } catch (e) {
     // the pool itself failed (not a script): this test command has always exited 2 then, kept as it is
-    writeAll(2, `airlock: __sandbox-exec: ${e instanceof Error ? e.message : String(e)}\n`);
+    writeAll(2, `airlock: __script-exec: ${e instanceof Error ? e.message : String(e)}\n`);
     return EXIT.usage;
   } finally {
     await pool.close();

@@ -1,6 +1,6 @@
 /**
- * @module test/security/round2-sandbox
- * Second adversarial pass on the script sandbox (sandbox/*.ts, src/tool/code-execution.ts), with real
+ * @module test/security/script-hostile-inputs
+ * Scripts under attack (src/script/*.ts, src/tool/code-execution.ts), with real
  * worker threads and real QuickJS, and the full stack (gate, bus, launcher) where the finding needs it:
  * the `tools` object, hostile arguments and names, host results, limits that must hold at the door
  * to the host, calls a script leaves behind, and what one script can do to another.
@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { ToolOutcome } from "../../src/tool/tool.ts";
-import { ScriptPool, type RunOptions } from "../../sandbox/pool.ts";
+import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
 import { harnessSse, startHarness, waitForBus, type Harness } from "../harness.ts";
 
 // Generous deadlines: a loaded machine preempts the guest; only the CPU-bound test sets a short one.

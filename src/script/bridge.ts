@@ -1,5 +1,5 @@
 /**
- * @module sandbox/bridge
+ * @module script/bridge
  * The guest side of the door out: `tools.NAME(args)` and `console.*`, written in guest JavaScript
  * and wired to three host functions that take and return strings only. Nothing from the host
  * realm is handed to the guest as a live object: arguments leave as JSON text, results and errors

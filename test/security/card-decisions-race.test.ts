@@ -1,6 +1,6 @@
 /**
- * @module test/security/round2-cards
- * Second adversarial pass on cards and decisions over real HTTP (src/approval/*, src/server/routes/actions.ts):
+ * @module test/security/card-decisions-race
+ * Cards and decisions under attack over real HTTP (src/approval/*, src/server/routes/actions.ts):
  * concurrent decisions, decisions racing TTL expiry and turn cancellation (one resolution, no permit
  * leak, the tool run at most once), answers from a child of the home or from another tree, request ids
  * replayed after a real server process restart, and the API token offered as the approver token.

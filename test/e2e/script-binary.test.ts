@@ -1,11 +1,11 @@
 /**
- * @module test/e2e/sandbox-binary.test
+ * @module test/e2e/script-binary.test
  * The script sandbox through the compiled binary copied alone into an empty folder
- * (`airlock __sandbox-exec`): isolation, escape attempts, denial of service with the right codes and
+ * (`airlock __script-exec`): isolation, escape attempts, denial of service with the right codes and
  * a healthy next script, concurrent calls, and a parked call that does not block a 1-worker pool.
  */
 import { describe, expect, test } from "bun:test";
-import { ALLOWED_GLOBALS, DOS_CASES, ESCAPE_SCRIPT, HOST_NAMES, ISOLATION_IMPORTS, ISOLATION_SCRIPT, NATIVE_STALL_SCRIPT, POLLUTION_SCRIPT } from "../../sandbox/test-scripts.ts";
+import { ALLOWED_GLOBALS, DOS_CASES, ESCAPE_SCRIPT, HOST_NAMES, ISOLATION_IMPORTS, ISOLATION_SCRIPT, NATIVE_STALL_SCRIPT, POLLUTION_SCRIPT } from "../../src/script/test-scripts.ts";
 import { compiledBinary, runBinary } from "../harness-binary.ts";
 
 /** CPU deadline of the cases that are about it, ms. */
@@ -15,7 +15,7 @@ const CPU_MS = 30_000;
 
 async function many(scripts: string[], flags: string[] = [], cpuMs = CPU_MS): Promise<{ code: number; results: any[]; stderr: string }> {
   const bin = await compiledBinary();
-  const r = await runBinary(bin, ["__sandbox-exec", "--many", "--cpu-ms", String(cpuMs), "--wall-ms", "60000", "--max-calls", "1000", ...flags], JSON.stringify(scripts));
+  const r = await runBinary(bin, ["__script-exec", "--many", "--cpu-ms", String(cpuMs), "--wall-ms", "60000", "--max-calls", "1000", ...flags], JSON.stringify(scripts));
   return { code: r.code, results: r.stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)), stderr: r.stderr };
 }
 

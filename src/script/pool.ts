@@ -1,5 +1,5 @@
 /**
- * @module sandbox/pool
+ * @module script/pool
  * The host side of the script sandbox: a tinypool pool of QuickJS workers. `run()` sends one
  * script, serves its `tools.*` calls on the main thread inside the caller's AsyncLocalStorage
  * context, and enforces the backstops the worker cannot (a watchdog that replaces a worker stuck
@@ -8,7 +8,7 @@
 import { AsyncResource } from "node:async_hooks";
 import { MessageChannel } from "node:worker_threads";
 import Tinypool from "tinypool";
-import { AirlockError, toAirlockError, type ErrorCode } from "../src/errors.ts";
+import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import { CallRequest, METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
@@ -25,7 +25,7 @@ export interface ScriptPoolOptions {
   stackKb: number;
   /** Scripts in flight per worker (a script waiting on a tool leaves its worker free). Default 64. */
   tasksPerWorker?: number;
-  /** Worker module URL; default: sandbox/worker.ts beside this file (or its embedded copy in the binary). */
+  /** Worker module URL; default: worker.ts beside this file (or its embedded copy in the binary). */
   workerUrl?: string;
 }
 
@@ -47,9 +47,9 @@ export const GRACE_MS = 500;
 const CLOSE_TIMEOUT_MS = 2000;
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
-/** The worker module: beside this file in source; at the bundle root's `sandbox/` in the compiled binary. */
+/** The worker module: beside this file in source; at `src/script/` under the bundle root in the compiled binary. */
 export function defaultWorkerUrl(): string {
-  if (import.meta.url.includes("/$bunfs/")) return new URL("./sandbox/worker.ts", import.meta.url.replace(/\/[^/]*$/, "/")).href;
+  if (import.meta.url.includes("/$bunfs/")) return new URL("./src/script/worker.ts", import.meta.url.replace(/\/[^/]*$/, "/")).href;
   return new URL("./worker.ts", import.meta.url).href;
 }
 
