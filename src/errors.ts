@@ -35,7 +35,7 @@ export const ERROR_CODES = [
   "cancelled",
   /** The process running a turn died (kill -9, crash, power loss); the turn's unanswered calls get this result. */
   "interrupted",
-  // gate & approvals
+  // gate & cards
   "gate_no_session",
   "no_human_surface",
   "denied",

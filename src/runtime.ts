@@ -1,7 +1,7 @@
 /**
  * @module runtime
  * The composition root: builds the process-wide parts — store, bus, in-flight registry, tool registry
- * (with each tool's narrow port), approvals, gate, permits, script pool, session configs and providers —
+ * (with each tool's narrow port), cards, gate, permits, script pool, session configs and providers —
  * and wires them together. Nothing below imports it; surfaces (server, console, CLI, scheduler, run) use
  * the `Runtime` interface. One runtime per process (`airlock serve`, `airlock run`, tests); `close()`
  * releases every handle, in reverse order of creation.
@@ -12,8 +12,8 @@ import systemPrompt from "./agent/system.txt" with { type: "text" };
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
 import type { Provider, ProviderOptions } from "./agent/providers/provider.ts";
 import { ProviderSelector } from "./agent/providers/select.ts";
-import { Approvals } from "./approval/pending.ts";
-import { interruptOrphanCards } from "./approval/recovery.ts";
+import { Cards } from "./card/pending.ts";
+import { interruptOrphanCards } from "./card/recovery.ts";
 import { Bus } from "./bus/bus.ts";
 import type { ConfigOverrides } from "./config/load.ts";
 import { ensureTokens, type Tokens } from "./config/paths.ts";
@@ -77,7 +77,7 @@ export interface Runtime {
   readonly inflight: Inflight;
   readonly registry: ToolRegistry;
   readonly gate: Gate;
-  readonly approvals: Approvals;
+  readonly cards: Cards;
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
@@ -138,7 +138,7 @@ class AirlockRuntime implements Runtime {
   readonly inflight = new Inflight();
   readonly registry = new ToolRegistry();
   readonly gate: Gate;
-  readonly approvals: Approvals;
+  readonly cards: Cards;
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
@@ -179,17 +179,17 @@ class AirlockRuntime implements Runtime {
       const limits = this.config.limits;
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
-      this.approvals = new Approvals({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken });
+      this.cards = new Cards({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken });
       this.resources.use(this.store);
       this.resources.use(this.scripts);
-      this.resources.use(this.approvals);
+      this.resources.use(this.cards);
       this.resources.use(this.registry);
       this.gate = new Gate({
         store: this.store,
         bus: this.bus,
         inflight: this.inflight,
         registry: this.registry,
-        approvals: this.approvals,
+        cards: this.cards,
         permits: this.permits,
         configFor: (s) => this.configFor(s),
         dataDir: realDataDir,

@@ -14,7 +14,7 @@ const LAYERS: string[][] = [
   ["session"],
   ["store", "bus"],
   ["launcher", "script"],
-  ["tool", "approval"],
+  ["tool", "card"],
   ["gate"],
   ["agent"],
   ["runtime"],

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createParser } from "eventsource-parser";
 import { Inflight } from "../../src/session/inflight.ts";
-import { Approvals } from "../../src/approval/pending.ts";
+import { Cards } from "../../src/card/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
 import { Config } from "../../src/config/schema.ts";
 import { newId } from "../../src/ids.ts";
@@ -39,7 +39,7 @@ async function latency(): Promise<{ p50_ms: number; p99_ms: number; max_ms: numb
     const child = rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
     const turnId = newId("turn");
     rt.inflight.register(child.id, turnId);
-    const approvals = rt.approvals as Approvals;
+    const cards = rt.cards as Cards;
     const arrivals = new Map<string, number>();
     let wake: (() => void) | null = null;
     const res = await fetch(`${server.url}/sessions/${root.id}/events`, { headers: { authorization: `Bearer ${rt.tokens.apiToken}` } });
@@ -67,12 +67,12 @@ async function latency(): Promise<{ p50_ms: number; p99_ms: number; max_ms: numb
       const off = rt.bus.subscribe(child.id, (ev) => {
         if (ev.type === "action_required") id = String(ev.data.request_id);
       });
-      void approvals.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch f${i}` }, inspector: "mode", reason: "bench", requiresUserProof: false, ttlSeconds: 3600 });
+      void cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch f${i}` }, inspector: "mode", reason: "bench", requiresUserProof: false, ttlSeconds: 3600 });
       off();
       await arrived;
       const t1 = arrivals.get(id)!;
       if (i >= 20) lat.push(t1 - t0); // warm-up excluded
-      approvals.resolve(id, "deny", { sessionId: root.id });
+      cards.resolve(id, "deny", { sessionId: root.id });
     }
     await reader.cancel().catch(() => {});
     lat.sort((a, b) => a - b);
@@ -89,7 +89,7 @@ function memoryAndThroughput(): { parked: number; bytes_per_card: number; park_p
   const store = Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
-  const approvals = new Approvals({ store, bus, inflight, approverToken: "t" });
+  const cards = new Cards({ store, bus, inflight, approverToken: "t" });
   const root = store.createSession({ workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const child = store.createSession({ parent_session_id: root.id, workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const turnId = newId("turn");
@@ -103,16 +103,16 @@ function memoryAndThroughput(): { parked: number; bytes_per_card: number; park_p
   const t0 = performance.now();
   const pending: Promise<unknown>[] = [];
   for (let i = 0; i < CARDS; i++) {
-    pending.push(approvals.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch file-${i}.txt` }, inspector: "mode", reason: "smart mode asks before calls that change state", requiresUserProof: false, ttlSeconds: 3600 }));
+    pending.push(cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch file-${i}.txt` }, inspector: "mode", reason: "smart mode asks before calls that change state", requiresUserProof: false, ttlSeconds: 3600 }));
   }
   const parkS = (performance.now() - t0) / 1000;
   Bun.gc(true);
   const after = process.memoryUsage().heapUsed;
   off();
   const t1 = performance.now();
-  for (const id of ids) approvals.resolve(id, "allow_once", { sessionId: root.id });
+  for (const id of ids) cards.resolve(id, "allow_once", { sessionId: root.id });
   const decideS = (performance.now() - t1) / 1000;
-  approvals.close();
+  cards.close();
   store.close();
   return { parked: CARDS, bytes_per_card: Math.round((after - before) / CARDS), park_per_s: Math.round(CARDS / parkS), decisions_per_s: Math.round(ids.length / decideS) };
 }

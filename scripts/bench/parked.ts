@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { Inflight } from "../../src/session/inflight.ts";
-import { Approvals } from "../../src/approval/pending.ts";
+import { Cards } from "../../src/card/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
 import { Config } from "../../src/config/schema.ts";
 import { GateContext } from "../../src/gate/context.ts";
@@ -26,10 +26,10 @@ const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 const store = Store.open(":memory:");
 const bus = new Bus();
 const inflight = new Inflight();
-const approvals = new Approvals({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
+const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
 const echo: ToolDef = defineTool({ name: "bench__echo", description: "echo", schema: z.unknown(), readOnly: true, async execute(a) { return a; } });
 const registry = { resolve: async (n: string) => (n === echo.name ? echo : undefined), list: async () => [echo], listCached: () => [echo] };
-const gate = new Gate({ store, bus, inflight, registry, approvals, permits: new Permits(64), configFor: (s) => Config.parse({ mode: s.mode }) });
+const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: (s) => Config.parse({ mode: s.mode }) });
 
 /** A session with a live turn; `run` provides its calling context, `call` goes through the gate. */
 function session(mode: "approve" | "autonomous") {
@@ -73,11 +73,11 @@ Bun.gc(true);
 const rssParked = process.memoryUsage().rss;
 const parkedRate = await throughput(pool, busy);
 
-for (const card of approvals.listForSession(waiting.id)) approvals.resolve(card.request_id, "allow_once", { sessionId: waiting.id });
+for (const card of cards.listForSession(waiting.id)) cards.resolve(card.request_id, "allow_once", { sessionId: waiting.id });
 const ends = await Promise.all(parked);
 off();
 const released = ends.filter((r) => r.ok).length;
-approvals.close();
+cards.close();
 await pool.close();
 store.close();
 

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { Inflight } from "../../src/session/inflight.ts";
-import { Approvals } from "../../src/approval/pending.ts";
+import { Cards } from "../../src/card/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
 import { Config } from "../../src/config/schema.ts";
 import { GateContext } from "../../src/gate/context.ts";
@@ -30,11 +30,11 @@ function gatedCaller(): { run<T>(fn: () => Promise<T>): Promise<T>; callTool(nam
   const store = Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
-  const approvals = new Approvals({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
+  const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
   const echo: ToolDef = defineTool({ name: "bench__echo", description: "echo", schema: z.unknown(), readOnly: true, async execute(a) { return a; } });
   const registry = { resolve: async (n: string) => (n === echo.name ? echo : undefined), list: async () => [echo], listCached: () => [echo] };
   const config = Config.parse({ mode: "autonomous" });
-  const gate = new Gate({ store, bus, inflight, registry, approvals, permits: new Permits(64), configFor: () => config });
+  const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: () => config });
   const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(s.id, turnId);
@@ -44,7 +44,7 @@ function gatedCaller(): { run<T>(fn: () => Promise<T>): Promise<T>; callTool(nam
     callTool: (name, args) => gate.call({ name, args, callId: newId("call"), fromScript: true, parentCallId }),
     close: () => {
       inflight.unregister(s.id, turnId);
-      approvals.close();
+      cards.close();
       store.close();
     },
   };

@@ -5,14 +5,14 @@
  * `EventData<E>` of its event (a wrong or missing field fails `tsc`), subscribers get {@link AnyEvent},
  * a union they `switch` on by `type`, and `bus/events.test.ts` checks docs/api.md and docs/spec.md
  * against these schemas. The wire shapes of a card (and the files it binds) live here too, so the bus
- * depends on nothing above it (approval/ re-exports them), as sandbox/protocol.ts does for the worker.
+ * depends on nothing above it (card/ re-exports them), as script/protocol.ts does for the worker.
  */
 import { z } from "zod";
 import { ERROR_CODES } from "../errors.ts";
 import { Message, Session } from "../session/types.ts";
 
 /**
- * One named file as it was when hashed (approval/bound-files.ts hashes it). `path`: workspace-relative, as the
+ * One named file as it was when hashed (card/bound-files.ts hashes it). `path`: workspace-relative, as the
  * call spells it. `kind`: `file` (a regular file: `size` bytes, `sha256` hex), `missing`, `symlink` (`link` is
  * the link text; `sha256`/`size` of the regular file it leads to, if any), `other` (a folder, FIFO, socket,
  * device: never opened), `too_large` (a regular file over `BIND_MAX_BYTES`: `size` only).

@@ -10,7 +10,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
-import type { Card } from "../approval/pending.ts";
+import type { Card } from "../card/pending.ts";
 import { AirlockError } from "../errors.ts";
 import { credentialKind } from "../gate/inspectors/security-floor.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";

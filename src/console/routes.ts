@@ -6,7 +6,7 @@
  * `GET /sessions/:id/actions/:request_id/preview` (the diff a file-writing card would make).
  */
 import { Hono, type Context } from "hono";
-import type { Card } from "../approval/pending.ts";
+import type { Card } from "../card/pending.ts";
 import type { AnyEvent } from "../bus/bus.ts";
 import { AirlockError, assertNever } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
@@ -112,7 +112,7 @@ export function withChain(rt: Pick<Runtime, "store">, card: Card): ConsoleCard {
 /** The feed's opening state: recent sessions (newest first), the sessions running a turn, every pending card. */
 export function feedSnapshot(rt: Runtime): Record<string, unknown> {
   const cards: ConsoleCard[] = [];
-  for (const c of rt.approvals.listAll()) {
+  for (const c of rt.cards.listAll()) {
     try {
       cards.push(withChain(rt, c));
     } catch {
@@ -183,7 +183,7 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
     const id = c.req.param("id");
     const rid = c.req.param("request_id");
     rt.store.requireSession(id);
-    const card = rt.approvals.listForSession(id).find((x) => x.request_id === rid);
+    const card = rt.cards.listForSession(id).find((x) => x.request_id === rid);
     if (!card) throw new AirlockError("not_found", `no pending card ${rid} in session ${id}; list them with GET /sessions/${id}/actions`);
     const home = rt.store.requireSession(card.home_session_id);
     return c.json(previewCard(card, home.workspace, rt.dataDir));

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { Inflight } from "../session/inflight.ts";
-import { Approvals, type Card } from "../approval/pending.ts";
+import { Cards, type Card } from "../card/pending.ts";
 import { Bus, type BusEvent } from "../bus/bus.ts";
 import { Config, type Mode } from "../config/schema.ts";
 import { newId } from "../ids.ts";
@@ -43,7 +43,7 @@ interface Harness {
   store: Store;
   bus: Bus;
   inflight: Inflight;
-  approvals: Approvals;
+  cards: Cards;
   permits: Permits;
   gate: Gate;
   runs: { tool: string; args: unknown; ctx: ToolContext }[];
@@ -58,7 +58,7 @@ interface Harness {
 const harnesses: Harness[] = [];
 afterEach(() => {
   for (const h of harnesses.splice(0)) {
-    h.approvals.close();
+    h.cards.close();
     h.store.close();
   }
 });
@@ -67,12 +67,12 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
   const store = Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
-  const approvals = new Approvals({ store, bus, inflight, approverToken: APPROVER });
+  const cards = new Cards({ store, bus, inflight, approverToken: APPROVER });
   const permits = new Permits(maxConcurrent);
   const registry = new LocalRegistry();
   const config = Config.parse(cfg);
   const runs: Harness["runs"] = [];
-  const gate = new Gate({ store, bus, inflight, registry, approvals, permits, configFor: (s) => ({ ...config, mode: s.mode, sandbox: s.sandbox }) });
+  const gate = new Gate({ store, bus, inflight, registry, cards, permits, configFor: (s) => ({ ...config, mode: s.mode, sandbox: s.sandbox }) });
   const refused: RefusedCall[] = [];
   gate.onRefused((r) => refused.push(r));
   const gates: ((ctx: ToolContext) => Promise<void>)[] = [];
@@ -159,7 +159,7 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
     store,
     bus,
     inflight,
-    approvals,
+    cards,
     permits,
     gate,
     runs,
@@ -256,7 +256,7 @@ describe("Gate: validation and inspectors", () => {
     const p = h.call(s, t.turnId, "developer__shell", { command: "rm -rf /" });
     const c = await card;
     expect(c).toMatchObject({ inspector: "sensitive_ops", requires_user_proof: true, tool: "developer__shell", user_only: true });
-    h.approvals.resolve(c.request_id, "deny", { sessionId: s.id });
+    h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
     expect(await p).toMatchObject({ ok: false, error: { code: "denied" } });
     expect(h.runs.length).toBe(1);
   });
@@ -285,7 +285,7 @@ describe("Gate: validation and inspectors", () => {
     const p = h.call(s, t.turnId, "developer__list_dir", { path: "." });
     const c = await card;
     expect(c.inspector).toBe("mode");
-    h.approvals.resolve(c.request_id, "allow_once", { sessionId: s.id });
+    h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id });
     expect(await p).toMatchObject({ ok: true });
   });
 
@@ -314,7 +314,7 @@ describe("Gate: validation and inspectors", () => {
     });
     const c = await card;
     expect(c).toMatchObject({ inspector: "sensitive_ops", arguments: { command: "cat ~/.ssh/id_rsa" } });
-    h.approvals.resolve(c.request_id, "deny", { sessionId: s.id });
+    h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
     const out = (await p) as { ok: true; result: { out: ToolOutcome[]; tools: string[] } };
     expect(out.result.out.map((o) => (o.ok ? "ok" : o.error.code))).toEqual(["ok", "denied", "unknown_tool"]);
     expect(out.result.tools).toEqual(["developer__shell", "developer__list_dir", "subagent__spawn"]);
@@ -342,19 +342,19 @@ describe("Gate: cards across the session tree", () => {
     expect(r.arguments).toEqual({ command: "touch made.txt" });
     // the middle session is not a surface: the scope widens by exactly one session
     expect(h.events(child.id).filter((e) => e.type === "action_required")).toEqual([]);
-    expect(h.approvals.listForSession(child.id)).toEqual([]);
+    expect(h.cards.listForSession(child.id)).toEqual([]);
     for (const who of [child, sibling, unrelated]) {
-      const res = h.approvals.resolve(r.request_id, "allow_once", { sessionId: who.id });
+      const res = h.cards.resolve(r.request_id, "allow_once", { sessionId: who.id });
       expect(res).toMatchObject({ ok: false, error: { code: "outside_scope" } });
     }
-    expect(h.approvals.get(r.request_id)).toBeDefined();
-    expect(h.approvals.listForSession(root.id).map((c) => c.request_id)).toEqual([r.request_id]);
-    expect(h.approvals.listForSession(grand.id).map((c) => c.surfaced_in)).toEqual([grand.id]);
-    expect(h.approvals.resolve(r.request_id, "allow_once", { sessionId: root.id })).toMatchObject({ ok: true });
-    expect(h.approvals.resolve(r.request_id, "deny", { sessionId: root.id })).toMatchObject({ ok: false, error: { code: "already_decided" } });
+    expect(h.cards.get(r.request_id)).toBeDefined();
+    expect(h.cards.listForSession(root.id).map((c) => c.request_id)).toEqual([r.request_id]);
+    expect(h.cards.listForSession(grand.id).map((c) => c.surfaced_in)).toEqual([grand.id]);
+    expect(h.cards.resolve(r.request_id, "allow_once", { sessionId: root.id })).toMatchObject({ ok: true });
+    expect(h.cards.resolve(r.request_id, "deny", { sessionId: root.id })).toMatchObject({ ok: false, error: { code: "already_decided" } });
     expect(await p).toMatchObject({ ok: true });
     expect(h.runs.filter((x) => x.tool === "developer__shell").length).toBe(1);
-    expect(h.approvals.listForSession(root.id)).toEqual([]);
+    expect(h.cards.listForSession(root.id)).toEqual([]);
     const resolved = h.events(root.id).filter((e) => e.type === "action_resolved");
     expect(resolved.map((e) => e.data)).toEqual([{ request_id: r.request_id, decision: "allow_once", decided_in: root.id }]);
     const audit = h.store.listAudit({ request_id: r.request_id });
@@ -390,21 +390,21 @@ describe("Gate: cards across the session tree", () => {
     const p = h.call(child, t.turnId, "developer__shell", { command: "echo x >> ~/.bashrc" });
     const c = await card;
     expect(c.requires_user_proof).toBe(true);
-    const atHome = h.approvals.resolve(c.request_id, "allow_once", { sessionId: child.id });
-    const atRoot = h.approvals.resolve(c.request_id, "allow_once", { sessionId: root.id, approverToken: "wrong" });
+    const atHome = h.cards.resolve(c.request_id, "allow_once", { sessionId: child.id });
+    const atRoot = h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id, approverToken: "wrong" });
     expect(atHome).toMatchObject({ ok: false, error: { code: "user_proof_required" } });
     expect(atRoot).toMatchObject({ ok: false, error: { code: "user_proof_required" } });
     const m1 = (atHome as { error: Error }).error.message.replace(child.id, "X");
     const m2 = (atRoot as { error: Error }).error.message.replace(root.id, "X");
     expect(m1).toBe(m2);
     expect(m1).toContain("X-Airlock-Approver");
-    expect(h.approvals.resolve(c.request_id, "allow_once", { sessionId: root.id, approverToken: APPROVER })).toMatchObject({ ok: true });
+    expect(h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id, approverToken: APPROVER })).toMatchObject({ ok: true });
     expect(await p).toMatchObject({ ok: true });
 
     const card2 = h.nextCard(child.id);
     const p2 = h.call(child, t.turnId, "developer__shell", { command: "rm -rf ~" });
     const c2 = await card2;
-    expect(h.approvals.resolve(c2.request_id, "deny", { sessionId: child.id })).toMatchObject({ ok: true });
+    expect(h.cards.resolve(c2.request_id, "deny", { sessionId: child.id })).toMatchObject({ ok: true });
     expect(await p2).toMatchObject({ ok: false, error: { code: "denied" } });
     t.end();
   });
@@ -413,12 +413,12 @@ describe("Gate: cards across the session tree", () => {
     const h = harness({ approvals: { ttl_seconds: 1 } });
     const s = h.session();
     const t = h.turn(s);
-    expect(h.approvals.resolve("act_nope", "deny", { sessionId: s.id })).toMatchObject({ ok: false, error: { code: "not_found" } });
+    expect(h.cards.resolve("act_nope", "deny", { sessionId: s.id })).toMatchObject({ ok: false, error: { code: "not_found" } });
     const card = h.nextCard(s.id);
     const p = h.call(s, t.turnId, "developer__shell", { command: "ls" });
     const c = await card;
     expect(await p).toMatchObject({ ok: false, error: { code: "expired" } });
-    expect(h.approvals.resolve(c.request_id, "allow_once", { sessionId: s.id })).toMatchObject({ ok: false, error: { code: "expired" } });
+    expect(h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id })).toMatchObject({ ok: false, error: { code: "expired" } });
     expect(h.events(s.id).find((e) => e.type === "action_resolved")?.data).toEqual({ request_id: c.request_id, decision: "expired" });
     expect(h.runs).toEqual([]);
     t.end();
@@ -438,10 +438,10 @@ describe("Gate: cards across the session tree", () => {
     t.end();
     for (const sid of [root.id, child.id]) {
       expect(h.events(sid).filter((e) => e.type === "action_resolved").map((e) => e.data)).toEqual([{ request_id: c.request_id, decision: "cancelled" }]);
-      expect(h.approvals.listForSession(sid)).toEqual([]);
+      expect(h.cards.listForSession(sid)).toEqual([]);
     }
     expect(h.permits.inUse).toBe(0);
-    expect(h.approvals.resolve(c.request_id, "allow_once", { sessionId: root.id })).toMatchObject({ ok: false, error: { code: "already_decided" } });
+    expect(h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id })).toMatchObject({ ok: false, error: { code: "already_decided" } });
   });
 });
 
@@ -457,7 +457,7 @@ describe("Gate: headless", () => {
       expect((out as { error: { message: string } }).error.message).toContain("smart mode asks");
       t.end();
     }
-    expect(h.approvals.size).toBe(0);
+    expect(h.cards.size).toBe(0);
     for (const s of [root, child]) expect(h.events(s.id).filter((e) => e.type === "action_required")).toEqual([]);
     expect(h.refused.map((r) => r.code)).toEqual(["no_human_surface", "no_human_surface"]);
     expect(h.runs).toEqual([]);
@@ -476,8 +476,8 @@ describe("Gate: permits", () => {
     const pb = h.call(b, tb.turnId, "developer__shell", { command: "touch b" });
     const [ca, cb] = await cards;
     expect(await h.call(c, tc.turnId, "developer__shell", { command: "touch c" })).toMatchObject({ ok: true, result: { inUse: 1 } });
-    h.approvals.resolve(ca.request_id, "allow_once", { sessionId: a.id });
-    h.approvals.resolve(cb.request_id, "allow_once", { sessionId: b.id });
+    h.cards.resolve(ca.request_id, "allow_once", { sessionId: a.id });
+    h.cards.resolve(cb.request_id, "allow_once", { sessionId: b.id });
     expect((await Promise.all([pa, pb])).map((o) => o.ok)).toEqual([true, true]);
     expect(h.permits.inUse).toBe(0);
   });
@@ -519,7 +519,7 @@ describe("Gate: hooks", () => {
     const c = await card;
     expect(c.inspector).toBe("hook");
     expect(h.runs).toEqual([]);
-    h.approvals.resolve(c.request_id, "deny", { sessionId: s.id });
+    h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
     expect(await p).toMatchObject({ ok: false, error: { code: "denied" } });
     expect(h.runs).toEqual([]);
     t.end();
@@ -561,7 +561,7 @@ describe("Gate: elevation", () => {
     const p = h.call(s, t.turnId, "developer__shell", { command: "ls", sandbox_permissions: "danger-full-access", justification: "needs the network" });
     const c = await card;
     expect(c).toMatchObject({ inspector: "elevation", requires_user_proof: true });
-    expect(h.approvals.resolve(c.request_id, "allow_once", { sessionId: s.id, approverToken: APPROVER })).toMatchObject({ ok: true });
+    expect(h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id, approverToken: APPROVER })).toMatchObject({ ok: true });
     expect(await p).toMatchObject({ ok: true, result: { elevated: "danger-full-access" } });
     expect(await h.call(s, t.turnId, "developer__shell", { command: "ls" })).toMatchObject({ ok: true, result: { elevated: null } });
     const hs = h.session({ mode: "autonomous", headless: true });

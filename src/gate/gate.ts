@@ -14,9 +14,9 @@ import { newId } from "../ids.ts";
 import type { Session } from "../session/types.ts";
 import type { Store } from "../store/store.ts";
 import { toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
-import type { Approvals } from "../approval/pending.ts";
-import { isHeadlessChain } from "../approval/relay.ts";
-import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, type FileBinding, type NamedFile } from "../approval/bound-files.ts";
+import type { Cards } from "../card/pending.ts";
+import { isHeadlessChain } from "../card/relay.ts";
+import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, type FileBinding, type NamedFile } from "../card/bound-files.ts";
 import { namedFiles } from "./named-files.ts";
 import { GateContext, type CallContext } from "./context.ts";
 import { requestedPolicy } from "./inspectors/elevation.ts";
@@ -37,7 +37,7 @@ export interface GateDeps {
   bus: Bus;
   inflight: Inflight;
   registry: GateRegistry;
-  approvals: Pick<Approvals, "park">;
+  cards: Pick<Cards, "park">;
   permits: Permits;
   /** The session's effective config (run overrides, its own mode and sandbox folded in). */
   configFor(session: Session): Readonly<Config>;
@@ -134,7 +134,7 @@ export class Gate {
     try {
       outcome = await this.judgeAndRun(req, ctx, session, signal);
     } catch (e) {
-      // a bug in an inspector or the approvals layer: fail closed, never run the tool
+      // a bug in an inspector or the cards layer: fail closed, never run the tool
       outcome = this.refuse(session.id, req, "internal", `the gate failed while judging this call, so it was not run: ${(e as Error).message}`);
     }
     const res: EventData<"tool_result"> = { session_id: session.id, call_id: req.callId, tool: req.name, ok: outcome.ok };
@@ -210,7 +210,7 @@ export class Gate {
 
   /**
    * Parks a card for an ask and runs the call once a person allows it. The card is bound to the workspace
-   * files the call names (approval/bound-files.ts): just before running (permit held) they are hashed again,
+   * files the call names (card/bound-files.ts): just before running (permit held) they are hashed again,
    * and a change refuses that allow as `approval_stale` (audit row `card_stale`) and parks a NEW card for the new
    * content (`replaces` = the old request id), after judging the call again. After {@link MAX_STALE_CARDS} cards
    * the call is refused `approval_stale`. A named file over `BIND_MAX_BYTES` refuses the call (`payload_too_large`).
@@ -258,7 +258,7 @@ export class Gate {
       }
       let outcome;
       try {
-        outcome = await this.deps.approvals.park({
+        outcome = await this.deps.cards.park({
           homeSessionId: session.id,
           turnId: ctx.turnId,
           callId: req.callId,

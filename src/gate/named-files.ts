@@ -1,12 +1,12 @@
 /**
  * @module gate/named-files
  * Which workspace files a call names (issue 12 item 10), so an approval can be bound to their content
- * (approval/bound-files.ts): the script operand of a shell or interpreter command, a `source`d file, a
+ * (card/bound-files.ts): the script operand of a shell or interpreter command, a `source`d file, a
  * `./x` command, the target of a write/edit. Uses the security floor's reading of the call and its shell parser.
  */
 import path from "node:path";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
-import { BIND_MAX_FILES, type NamedFile } from "../approval/bound-files.ts";
+import { BIND_MAX_FILES, type NamedFile } from "../card/bound-files.ts";
 import { floorCall } from "./inspectors/security-floor.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./inspectors/shell-words.ts";
 

@@ -2,7 +2,7 @@
  * @module session/inflight
  * The in-flight registry (SPEC §1): the sessions whose agent loop is running a turn right now.
  * A session is registered when its turn starts and removed in a `finally`, whatever happens.
- * The gate refuses calls from sessions not in it (`gate_no_session`); the approvals layer
+ * The gate refuses calls from sessions not in it (`gate_no_session`); the cards layer
  * listens for removals to withdraw cards of a turn that ended.
  */
 import { AirlockError } from "../errors.ts";

@@ -9,7 +9,7 @@ import type { Config, SandboxPolicyName } from "../config/schema.ts";
 import type { Session } from "../session/types.ts";
 import type { ToolOutcome } from "../script/protocol.ts";
 
-/** The outcome of one tool call as the model and scripts see it (defined in sandbox/protocol.ts). */
+/** The outcome of one tool call as the model and scripts see it (defined in script/protocol.ts). */
 export type { ToolOutcome };
 
 /** A tool as listed to the model and to scripts: name, description, JSON Schema of its arguments. */

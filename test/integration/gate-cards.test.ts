@@ -177,11 +177,11 @@ turns:
     const c = await h.createSession({ mode: "autonomous" });
     const ra = h.rt.runTurn(a.id, "go");
     const rb = h.rt.runTurn(b.id, "go");
-    await waitForBus(h.rt, () => h!.rt.approvals.size === 2);
+    await waitForBus(h.rt, () => h!.rt.cards.size === 2);
     expect(h.rt.permits.inUse).toBe(0);
     expect(await h.rt.runTurn(c.id, "go")).toMatchObject({ status: "completed", answer: "written" });
     for (const s of [a, b]) {
-      const [card] = h.rt.approvals.listForSession(s.id);
+      const [card] = h.rt.cards.listForSession(s.id);
       expect((await decide(h, s.id, card!.request_id, "deny")).status).toBe(200);
     }
     expect((await Promise.all([ra, rb])).map((r) => r.status)).toEqual(["completed", "completed"]);

@@ -46,6 +46,6 @@ describe("hooks that fail never allow", () => {
     expect(refused).toMatchObject([{ code, inspector: "hook" }]);
     const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
     expect(JSON.parse(tool.content)).toMatchObject({ error: { code } });
-    expect(h.rt.approvals.size).toBe(0);
+    expect(h.rt.cards.size).toBe(0);
   });
 });

@@ -8,7 +8,7 @@
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { BIND_MAX_BYTES } from "../../src/approval/bound-files.ts";
+import { BIND_MAX_BYTES } from "../../src/card/bound-files.ts";
 import { chmodSync, closeSync, ftruncateSync, openSync, existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { testUsers, type TestUser } from "../as-user.ts";

@@ -1,6 +1,6 @@
 /**
  * @module test/security/card-decisions-race
- * Cards and decisions under attack over real HTTP (src/approval/*, src/server/routes/actions.ts):
+ * Cards and decisions under attack over real HTTP (src/card/*, src/server/routes/actions.ts):
  * concurrent decisions, decisions racing TTL expiry and turn cancellation (one resolution, no permit
  * leak, the tool run at most once), answers from a child of the home or from another tree, request ids
  * replayed after a real server process restart, and the API token offered as the approver token.
@@ -54,7 +54,7 @@ async function settled(hh: Harness): Promise<void> {
   expect(hh.rt.inflight.size()).toBe(0);
   expect(hh.rt.permits.inUse).toBe(0);
   expect(hh.rt.permits.waiting).toBe(0);
-  expect(hh.rt.approvals.size).toBe(0);
+  expect(hh.rt.cards.size).toBe(0);
 }
 
 function resolvedEvents(hh: Harness, sessionId: string, requestId: string) {
@@ -176,7 +176,7 @@ subagents:
     // tree A's surfaces cannot answer tree B's card either
     for (const who of [rootA.id, home]) expect(await decide(h, who, cardB.request_id, "allow_once")).toMatchObject({ status: 403, body: { error: "outside_scope" } });
     // nothing changed: both cards still pending, each listed only at its own surfaces
-    expect(h.rt.approvals.size).toBe(2);
+    expect(h.rt.cards.size).toBe(2);
     const listed = async (sid: string) => ((await (await h!.api(`/sessions/${sid}/actions`)).json()) as any).actions.map((c: any) => c.request_id);
     expect(await listed(childOfHome.id)).toEqual([]);
     expect(await listed(rootB.id)).toEqual([cardB.request_id]);
@@ -212,7 +212,7 @@ subagents:
       headers: { authorization: `Bearer ${h.rt.tokens.approverToken}`, "X-Airlock-Approver": h.rt.tokens.approverToken },
     });
     expect(asBearer.status).toBe(401);
-    expect(h.rt.approvals.size).toBe(1);
+    expect(h.rt.cards.size).toBe(1);
     expect(await decide(h, s.id, card.request_id, "allow_once", h.rt.tokens.approverToken)).toMatchObject({ status: 200 });
     await reply.waitFor((e) => e.event === "turn_finished");
     reply.close();

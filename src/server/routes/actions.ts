@@ -6,8 +6,8 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import type { Approvals } from "../../approval/pending.ts";
-import { APPROVER_HEADER } from "../../approval/authority.ts";
+import type { Cards } from "../../card/pending.ts";
+import { APPROVER_HEADER } from "../../card/authority.ts";
 import type { Store } from "../../store/store.ts";
 import { parseBody } from "../validate.ts";
 
@@ -19,19 +19,19 @@ export const DecisionBody = z.strictObject({
 /** What the routes need from the runtime. */
 export interface ActionsRuntime {
   readonly store: Pick<Store, "requireSession">;
-  readonly approvals: Pick<Approvals, "listForSession" | "listAll" | "resolve">;
+  readonly cards: Pick<Cards, "listForSession" | "listAll" | "resolve">;
 }
 
 /** The actions routes, with full paths (mounted behind the auth middleware). Errors are thrown as AirlockError (rendered by app.onError). */
 export function actionsRoutes(rt: ActionsRuntime): Hono {
   const app = new Hono();
 
-  app.get("/actions", (c) => c.json({ actions: rt.approvals.listAll() }));
+  app.get("/actions", (c) => c.json({ actions: rt.cards.listAll() }));
 
   app.get("/sessions/:id/actions", (c) => {
     const id = c.req.param("id");
     rt.store.requireSession(id);
-    return c.json({ actions: rt.approvals.listForSession(id) });
+    return c.json({ actions: rt.cards.listForSession(id) });
   });
 
   app.post("/sessions/:id/actions/:request_id", async (c) => {
@@ -39,7 +39,7 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
     const requestId = c.req.param("request_id");
     const body = await parseBody(c, DecisionBody);
     rt.store.requireSession(id);
-    const r = rt.approvals.resolve(requestId, body.decision, {
+    const r = rt.cards.resolve(requestId, body.decision, {
       sessionId: id,
       approverToken: c.req.header(APPROVER_HEADER) ?? null,
       actor: "http",

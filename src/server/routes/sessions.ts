@@ -71,7 +71,7 @@ export function snapshotOf(rt: Runtime, sessionId: string): Snapshot {
   return {
     session,
     messages: rt.store.listMessages(sessionId),
-    pending_actions: rt.approvals.listForSession(sessionId),
+    pending_actions: rt.cards.listForSession(sessionId),
     in_flight: rt.inflight.has(sessionId),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * @module approval/recovery
+ * @module card/recovery
  * Start-up recovery of cards (SPEC §5, §6): cards live in memory, so a process that dies (kill -9,
  * crash, power loss) leaves cards it parked and never closed. Each one whose turn no longer runs is
  * closed in the audit log as `interrupted`, never silently gone. Runs after the turns of dead

@@ -1,5 +1,5 @@
 /**
- * @module approval/bound-files
+ * @module card/bound-files
  * Binds an approval to what runs (issue 12 item 10): the content hashes (sha256) of the workspace files
  * a call names (which ones: gate/named-files.ts). A card shows them; just before the allowed call runs,
  * the gate hashes them again and a change refuses the call as `approval_stale`.

@@ -1,5 +1,5 @@
 /**
- * @module approval/relay
+ * @module card/relay
  * Where a card is published: its home, plus at most one escalation surface — the root of the
  * home's ancestor chain, where a person is watching. Computed from the stored session graph only
  * (src/session/graph.ts: depth-bounded, cycle-guarded), never from anything a model wrote.

@@ -1,5 +1,5 @@
 /**
- * @module approval/pending
+ * @module card/pending
  * Cards: pending "may this call run?" questions (SPEC §5). Parking records and publishes a card in
  * one synchronous step to each of its surfaces (home, plus the root of its chain); it resolves by a
  * decision from a surface (authority.ts), by its TTL (`expired`), or is withdrawn when its turn ends
@@ -55,7 +55,7 @@ export interface DecisionFrom {
 
 export type ResolveResult = { ok: true; outcome: CardOutcome } | { ok: false; error: AirlockError };
 
-export interface ApprovalsOptions {
+export interface CardsOptions {
   store: Store;
   bus: Bus;
   inflight: Inflight;
@@ -82,14 +82,14 @@ interface DecidedCard {
   outcome: CardOutcome;
 }
 
-export class Approvals {
+export class Cards {
   private pending = new Map<string, PendingCard>();
   private bySession = new Map<string, Set<string>>();
   private decided = new Map<string, DecidedCard>();
   private readonly decidedMemory: number;
   private readonly offRemoved: () => void;
 
-  constructor(private readonly opts: ApprovalsOptions) {
+  constructor(private readonly opts: CardsOptions) {
     this.decidedMemory = opts.decidedMemory ?? 10_000;
     this.offRemoved = opts.inflight.onRemoved((t) => this.withdrawTurn(t));
   }
