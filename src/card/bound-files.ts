@@ -10,6 +10,7 @@ import { lstat, open, readlink } from "node:fs/promises";
 import path from "node:path";
 import { FileBinding } from "../bus/events.ts";
 import { resolveRealPath } from "../launcher/resolve.ts";
+import { assertNever } from "../errors.ts";
 
 /** Largest file hashed, bytes (256 MiB). A bigger named file cannot be bound: the call is refused. */
 export const BIND_MAX_BYTES = 256 * 1024 * 1024;
@@ -70,6 +71,8 @@ async function bindOne(f: NamedFile, at: string, signal?: AbortSignal): Promise<
       return { path: f.rel, kind: "too_large", size: h.size };
     case "other":
       return { path: f.rel, kind: "other" };
+    default:
+      return assertNever(h, "hash result");
   }
 }
 
@@ -143,5 +146,7 @@ export function describe(b: FileBinding | undefined): string {
       return "not a regular file";
     case "too_large":
       return `too large to hash (${b.size} bytes)`;
+    default:
+      return assertNever(b.kind, "file binding");
   }
 }

@@ -9,6 +9,7 @@ import { isInside, resolveRealPath } from "../launcher/resolve.ts";
 import { BIND_MAX_FILES, type NamedFile } from "../card/bound-files.ts";
 import { floorCall } from "./inspectors/security-floor.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./inspectors/shell-words.ts";
+import { assertNever } from "../errors.ts";
 
 const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"]);
 /** Interpreters that run a script file given as their first operand. */
@@ -55,6 +56,8 @@ export function namedFiles(tool: { name: string; claude?: { name: string } }, ar
     case "read":
     case "none":
       break;
+    default:
+      return assertNever(call, "call kind");
   }
   const out: NamedFile[] = [];
   const seen = new Set<string>();

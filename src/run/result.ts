@@ -4,7 +4,7 @@
  * `airlock run` (SPEC §2) from how the turn ended. Pure; shared by `airlock run`, the scheduler and tests.
  */
 import { z } from "zod";
-import { EXIT, exitCodeFor, type AirlockError } from "../errors.ts";
+import { EXIT, exitCodeFor, type AirlockError, assertNever } from "../errors.ts";
 
 /** One refused call of the run (direct, from a script, or from a subagent at any depth). */
 export const RefusedCallEntry = z.object({
@@ -60,6 +60,8 @@ export function exitCodeForStatus(status: ResultStatus): number {
       return EXIT.blocked;
     case "cancelled":
       return EXIT.cancelled;
+    default:
+      return assertNever(status, "run status");
   }
 }
 

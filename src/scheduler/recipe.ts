@@ -9,7 +9,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { HooksConfig, Mode, ProviderName, SandboxPolicyName } from "../config/schema.ts";
 import { describeValue, formatZodIssues, parseYaml, type ConfigOverrides } from "../config/load.ts";
-import { AirlockError } from "../errors.ts";
+import { AirlockError, assertNever } from "../errors.ts";
 
 /** The type of a recipe parameter. Values from `--param` are strings and are converted to it. */
 export const ParamType = z.enum(["string", "number", "integer", "boolean"]);
@@ -163,6 +163,8 @@ function checkValue(type: ParamType, v: unknown): string | undefined {
       return typeof v === "number" && Number.isInteger(v) ? undefined : "expected integer";
     case "boolean":
       return typeof v === "boolean" ? undefined : "expected boolean";
+    default:
+      return assertNever(type, "parameter type");
   }
 }
 

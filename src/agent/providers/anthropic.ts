@@ -5,7 +5,7 @@
  * retryable `provider_error`. Tool results go back as one user message of `tool_result` blocks.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { AirlockError } from "../../errors.ts";
+import { AirlockError, assertNever } from "../../errors.ts";
 import type { Message, ToolCallRequest } from "../../session/types.ts";
 import { parseArguments } from "./openai-assemble.ts";
 import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelTurn, type Provider, type ProviderConfig, type ProviderOptions, type StopReason } from "./provider.ts";
@@ -229,6 +229,8 @@ export function toAnthropicMessages(system: string | undefined, messages: Messag
       case "tool":
         push("user", [{ type: "tool_result", tool_use_id: m.tool_call_id ?? "", content: m.content, ...(m.is_error ? { is_error: true } : {}) }]);
         break;
+      default:
+        return assertNever(m.role, "message role");
     }
   }
   return { system: systems.join("\n\n"), messages: out };

@@ -5,7 +5,7 @@
  * Chunks are assembled by `openai-assemble.ts`; retries are ours (`retry.ts`).
  */
 import OpenAI from "openai";
-import { AirlockError } from "../../errors.ts";
+import { AirlockError, assertNever } from "../../errors.ts";
 import type { Message } from "../../session/types.ts";
 import type { ToolSpec } from "../../tool/tool.ts";
 import { ChunkAssembler } from "./openai-assemble.ts";
@@ -152,6 +152,8 @@ export function toOpenAIMessages(system: string | undefined, messages: Message[]
       case "tool":
         out.push({ role: "tool", tool_call_id: m.tool_call_id ?? "", content: m.content });
         break;
+      default:
+        return assertNever(m.role, "message role");
     }
   }
   return out;

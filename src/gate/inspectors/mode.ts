@@ -11,6 +11,7 @@ import type { Config, Mode } from "../../config/schema.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
 import { toolConfigVerdict } from "./tool-config.ts";
+import { assertNever } from "../../errors.ts";
 
 /**
  * Whether `smart` mode may run the call without asking: decided by the tool's registry entry
@@ -44,5 +45,7 @@ export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly" | "inert">, a
     case "smart":
       if (isReadOnlyForMode(def, args)) return { kind: "allow", inspector: "mode" };
       return { kind: "ask", inspector: "mode", userProof: false, reason: `smart mode asks before calls that change state (${def.name})` };
+    default:
+      return assertNever(mode, "mode");
   }
 }

@@ -15,6 +15,7 @@ import { isInside, resolveExecutable, resolveRealPath } from "../../launcher/res
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./shell-words.ts";
+import { assertNever } from "../../errors.ts";
 
 /** Where the floor judges: the session's workspace (absolute), the policy the call runs under, HOME and PATH. */
 export interface FloorEnv {
@@ -78,6 +79,8 @@ export function judgeCall(call: FloorCall, env: FloorEnv): string[] {
     case "write":
       ctx.write(call.path, ctx.ws, "writes");
       break;
+    default:
+      return assertNever(call, "call kind");
   }
   return ctx.findings;
 }

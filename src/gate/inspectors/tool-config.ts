@@ -4,6 +4,7 @@
  */
 import type { Config } from "../../config/schema.ts";
 import type { Verdict } from "../verdict.ts";
+import { assertNever } from "../../errors.ts";
 
 /** The configured verdict for `name`, or null when the config says nothing about it. */
 export function toolConfigVerdict(name: string, tools: Config["tools"]): Verdict | null {
@@ -17,5 +18,7 @@ export function toolConfigVerdict(name: string, tools: Config["tools"]): Verdict
       return { kind: "ask", inspector: "tool_config", userProof: false, reason: `config.tools.${name}.permission is "ask"` };
     case "deny":
       return { kind: "deny", inspector: "tool_config", code: "denied", reason: `config.tools.${name}.permission is "deny"; change it in airlock.yaml to use this tool` };
+    default:
+      return assertNever(p, "tool permission");
   }
 }
