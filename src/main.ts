@@ -86,6 +86,27 @@ export function buildProgram(done: (code: number) => void): Command {
       ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",
     );
 
+  addServeCommand(program, done);
+  addRunCommand(program, done);
+  addSessionsCommand(program, done);
+  addActionsCommand(program, done);
+  addScheduleCommand(program, done);
+  addConsoleCommand(program, done);
+  addTokenCommand(program, done);
+
+  // Every command points at its own --help after a usage error.
+  const hint = (cmd: Command): void => {
+    const path: string[] = [];
+    for (let c: Command | null = cmd; c; c = c.parent) path.unshift(c.name());
+    cmd.showHelpAfterError(`Run '${path.join(" ")} --help' for usage.`);
+    cmd.commands.forEach(hint);
+  };
+  hint(program);
+  return program;
+}
+
+/** `airlock serve`: the HTTP API and the scheduler. */
+function addServeCommand(program: Command, done: (code: number) => void): void {
   withCommon(
     program
       .command("serve")
@@ -97,7 +118,10 @@ export function buildProgram(done: (code: number) => void): Command {
   )
     .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo", "airlock serve --headless   # an unattended server: asks are refused, never parked"]))
     .action(async (opts) => done(await (await import("./cli/serve.ts")).serve(opts)));
+}
 
+/** `airlock run`: one turn from a prompt or a recipe. */
+function addRunCommand(program: Command, done: (code: number) => void): void {
   withCommon(
     program
       .command("run")
@@ -123,7 +147,10 @@ export function buildProgram(done: (code: number) => void): Command {
       ]),
     )
     .action(async (prompt: string | undefined, opts) => done(await (await import("./cli/run.ts")).run(prompt, opts)));
+}
 
+/** `airlock sessions list|show`: the stored sessions. */
+function addSessionsCommand(program: Command, done: (code: number) => void): void {
   const sessions = program
     .command("sessions")
     .summary("list stored sessions, or show one with its messages")
@@ -135,7 +162,10 @@ export function buildProgram(done: (code: number) => void): Command {
   withJson(withCommon(sessions.command("show").description("show one session and its messages").argument("<id>", "session id (ses_…)"))).action(
     async (id: string, opts) => done(await (await import("./cli/sessions.ts")).sessionsShow(id, opts)),
   );
+}
 
+/** `airlock actions list|answer`: pending cards on a running server. */
+function addActionsCommand(program: Command, done: (code: number) => void): void {
   const actions = program
     .command("actions")
     .summary("list pending approval cards, or answer one")
@@ -177,7 +207,10 @@ export function buildProgram(done: (code: number) => void): Command {
     void deny;
     done(await (await import("./cli/actions.ts")).actionsAnswer(requestId, { ...rest, decision: allowOnce ? "allow_once" : "deny" }));
   });
+}
 
+/** `airlock schedule add|list|remove|run|runs`: scheduled headless runs. */
+function addScheduleCommand(program: Command, done: (code: number) => void): void {
   const schedule = program
     .command("schedule")
     .summary("scheduled headless runs of recipes: add, list, remove, run now, run history")
@@ -214,7 +247,10 @@ export function buildProgram(done: (code: number) => void): Command {
       ),
     ),
   ).action(async (id: string | undefined, opts) => done(await (await import("./cli/schedule.ts")).scheduleRuns(id, opts)));
+}
 
+/** `airlock console`: the link that opens the console. */
+function addConsoleCommand(program: Command, done: (code: number) => void): void {
   withUrl(
     withJson(
       withCommon(
@@ -227,7 +263,10 @@ export function buildProgram(done: (code: number) => void): Command {
   )
     .addHelpText("after", examples(["airlock console", "airlock console --url http://127.0.0.1:8080", "xdg-open \"$(airlock console)\""]))
     .action(async (opts) => done(await (await import("./cli/console.ts")).consoleCommand(opts)));
+}
 
+/** `airlock token`: where the tokens are. */
+function addTokenCommand(program: Command, done: (code: number) => void): void {
   withJson(
     program
       .command("token")
@@ -237,16 +276,6 @@ export function buildProgram(done: (code: number) => void): Command {
   )
     .addHelpText("after", examples(["airlock token", 'curl -H "Authorization: Bearer $(cat ~/.local/share/airlock/api-token)" http://127.0.0.1:7420/sessions']))
     .action(async (opts) => done(await (await import("./cli/token.ts")).token(opts)));
-
-  // Every command points at its own --help after a usage error.
-  const hint = (cmd: Command): void => {
-    const path: string[] = [];
-    for (let c: Command | null = cmd; c; c = c.parent) path.unshift(c.name());
-    cmd.showHelpAfterError(`Run '${path.join(" ")} --help' for usage.`);
-    cmd.commands.forEach(hint);
-  };
-  hint(program);
-  return program;
 }
 
 /**
