@@ -22,7 +22,7 @@ import { GateContext, type CallContext } from "./context.ts";
 import { requestedPolicy } from "./inspectors/elevation.ts";
 import { defaultInspectors, type InspectedCall, type Inspector } from "./inspectors/index.ts";
 import type { Permits } from "./permits.ts";
-import { combine, headlessRefusal, type Judgement, type Verdict } from "./verdict.ts";
+import { combine, headlessRefusal, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
 import { assertNever } from "../errors.ts";
 
 /** The part of the tool registry the gate needs (src/tool/registry.ts implements it). */
@@ -223,26 +223,10 @@ export class Gate {
     signal: AbortSignal,
     first: Extract<Judgement, { kind: "ask" }>,
   ): Promise<ToolOutcome> {
-    const { def, args, config } = call;
     let judgement = first;
-    const named = namedFiles(def, args, session.workspace);
-    if (named.length > BIND_MAX_FILES) {
-      // binding part of them would let an unbound one change after the allow
-      return this.refuse(
-        session.id,
-        req,
-        "payload_too_large",
-        `no card was raised: the call names more than ${BIND_MAX_FILES} workspace files to run or write, more than an approval can bind to their content, so a person could not approve what would run; split the call`,
-        judgement.primary.inspector,
-      );
-    }
-    let files: FileBinding[] = [];
-    try {
-      if (named.length) files = await bindFiles(named, session.workspace, signal);
-    } catch (e) {
-      if (signal.aborted) return this.refuse(session.id, req, "cancelled", "the turn ended before a card was raised; the call was not run", judgement.primary.inspector);
-      throw e;
-    }
+    const named = namedFiles(call.def, call.args, session.workspace);
+    let files = await this.bindForCard(named, req, session, signal, judgement.primary.inspector);
+    if (!Array.isArray(files)) return files;
     let replaces: string | undefined;
     let staleNote = "";
     for (let round = 1; ; round++) {
@@ -256,52 +240,9 @@ export class Gate {
           judgement.primary.inspector,
         );
       }
-      let outcome;
-      try {
-        outcome = await this.deps.cards.park({
-          homeSessionId: session.id,
-          turnId: ctx.turnId,
-          callId: req.callId,
-          tool: def.name,
-          arguments: req.args,
-          inspector: judgement.primary.inspector,
-          reason: staleNote + judgement.reason,
-          requiresUserProof: judgement.userProof,
-          ttlSeconds: config.approvals.ttl_seconds,
-          signal,
-          ...(files.length ? { files } : {}),
-          ...(replaces ? { replaces } : {}),
-        });
-      } catch (e) {
-        const err = toAirlockError(e);
-        return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, judgement.primary.inspector);
-      }
-      switch (outcome.decision) {
-        case "allow_once":
-          break;
-        case "deny":
-          return this.refuse(session.id, req, "denied", `a person denied this call${outcome.reason ? `: ${outcome.reason}` : ""}`, judgement.primary.inspector);
-        case "expired":
-          return this.refuse(session.id, req, "expired", `nobody answered the approval request in time (${config.approvals.ttl_seconds} s); the call was not run`, judgement.primary.inspector);
-        case "cancelled":
-          return this.refuse(session.id, req, "cancelled", "the turn ended while this call waited for approval; it was not run", judgement.primary.inspector);
-        default:
-          return assertNever(outcome.decision, "card decision");
-      }
-      if (!this.deps.inflight.isRunning(session.id, ctx.turnId)) {
-        return this.refuse(session.id, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} ended while the call waited for approval`);
-      }
-      const elevate = judgement.elevate;
-      const approved = files;
-      const ran: BoundRun = await this.withPermit(def, signal, async () => {
-        if (named.length) {
-          // just before running, with the permit held: the files the person approved must be what runs
-          const now = await this.rebind(named, session.workspace, signal);
-          if (!Array.isArray(now)) return { kind: "ran", outcome: now };
-          if (changedFiles(approved, now).length) return { kind: "stale", now };
-        }
-        return { kind: "ran", outcome: await this.runTool(call, req, ctx, session, signal, elevate) };
-      }, (outcome) => ({ kind: "ran", outcome }));
+      const allowed = await this.parkCard(call, req, ctx, session, signal, judgement, { files, staleNote, ...(replaces ? { replaces } : {}) });
+      if ("ok" in allowed) return allowed;
+      const ran = await this.runBound(call, req, ctx, session, signal, judgement.elevate, named, files);
       switch (ran.kind) {
         case "ran":
           return ran.outcome;
@@ -311,15 +252,15 @@ export class Gate {
           return assertNever(ran, "bound run");
       }
       const changes = changedFiles(files, ran.now);
-      const why = `${changes.join("; ")}: changed after the call was approved (${outcome.request_id}), so the allow was refused (approval_stale)`;
+      const why = `${changes.join("; ")}: changed after the call was approved (${allowed.request_id}), so the allow was refused (approval_stale)`;
       this.deps.store.audit({
         kind: "card_stale",
         outcome: "refused",
-        request_id: outcome.request_id,
+        request_id: allowed.request_id,
         session_id: session.id,
         home_session_id: session.id,
         code: "approval_stale",
-        detail: { tool: def.name, call_id: req.callId, approved: files, now: ran.now, changes },
+        detail: { tool: call.def.name, call_id: req.callId, approved: files, now: ran.now, changes },
       });
       if (round >= MAX_STALE_CARDS) {
         return this.refuse(session.id, req, "approval_stale", `${why}; the files kept changing under ${round} approvals, so the call was not run`, judgement.primary.inspector);
@@ -338,9 +279,109 @@ export class Gate {
           return assertNever(again, "judgement");
       }
       files = ran.now;
-      replaces = outcome.request_id;
+      replaces = allowed.request_id;
       staleNote = `${why}; approve the new content: `;
     }
+  }
+
+  /** Hashes the files a call names for its card; a refusal when there are more than a card can bind or the turn ended. */
+  private async bindForCard(named: NamedFile[], req: GateCall, session: Session, signal: AbortSignal, inspector: InspectorName): Promise<FileBinding[] | ToolOutcome> {
+    if (named.length > BIND_MAX_FILES) {
+      // binding part of them would let an unbound one change after the allow
+      return this.refuse(
+        session.id,
+        req,
+        "payload_too_large",
+        `no card was raised: the call names more than ${BIND_MAX_FILES} workspace files to run or write, more than an approval can bind to their content, so a person could not approve what would run; split the call`,
+        inspector,
+      );
+    }
+    if (named.length === 0) return [];
+    try {
+      return await bindFiles(named, session.workspace, signal);
+    } catch (e) {
+      if (signal.aborted) return this.refuse(session.id, req, "cancelled", "the turn ended before a card was raised; the call was not run", inspector);
+      throw e;
+    }
+  }
+
+  /**
+   * Parks a card and waits for its answer: `{request_id}` when a person allowed it and the turn still runs,
+   * else the refusal (denied, expired, cancelled, no card raised, turn ended).
+   */
+  private async parkCard(
+    call: AdmittedCall,
+    req: GateCall,
+    ctx: CallContext,
+    session: Session,
+    signal: AbortSignal,
+    judgement: Extract<Judgement, { kind: "ask" }>,
+    bound: { files: FileBinding[]; staleNote: string; replaces?: string },
+  ): Promise<{ request_id: string } | ToolOutcome> {
+    const ttl = call.config.approvals.ttl_seconds;
+    const inspector = judgement.primary.inspector;
+    let outcome;
+    try {
+      outcome = await this.deps.cards.park({
+        homeSessionId: session.id,
+        turnId: ctx.turnId,
+        callId: req.callId,
+        tool: call.def.name,
+        arguments: req.args,
+        inspector,
+        reason: bound.staleNote + judgement.reason,
+        requiresUserProof: judgement.userProof,
+        ttlSeconds: ttl,
+        signal,
+        ...(bound.files.length ? { files: bound.files } : {}),
+        ...(bound.replaces ? { replaces: bound.replaces } : {}),
+      });
+    } catch (e) {
+      const err = toAirlockError(e);
+      return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, inspector);
+    }
+    switch (outcome.decision) {
+      case "allow_once":
+        break;
+      case "deny":
+        return this.refuse(session.id, req, "denied", `a person denied this call${outcome.reason ? `: ${outcome.reason}` : ""}`, inspector);
+      case "expired":
+        return this.refuse(session.id, req, "expired", `nobody answered the approval request in time (${ttl} s); the call was not run`, inspector);
+      case "cancelled":
+        return this.refuse(session.id, req, "cancelled", "the turn ended while this call waited for approval; it was not run", inspector);
+      default:
+        return assertNever(outcome.decision, "card decision");
+    }
+    if (!this.deps.inflight.isRunning(session.id, ctx.turnId)) {
+      return this.refuse(session.id, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} ended while the call waited for approval`);
+    }
+    return { request_id: outcome.request_id };
+  }
+
+  /** Runs an allowed call under a permit, after checking (permit held) that the files it names are still what the person approved. */
+  private runBound(
+    call: AdmittedCall,
+    req: GateCall,
+    ctx: CallContext,
+    session: Session,
+    signal: AbortSignal,
+    elevate: Config["sandbox"] | undefined,
+    named: NamedFile[],
+    approved: FileBinding[],
+  ): Promise<BoundRun> {
+    return this.withPermit(
+      call.def,
+      signal,
+      async (): Promise<BoundRun> => {
+        if (named.length) {
+          const now = await this.rebind(named, session.workspace, signal);
+          if (!Array.isArray(now)) return { kind: "ran", outcome: now };
+          if (changedFiles(approved, now).length) return { kind: "stale", now };
+        }
+        return { kind: "ran", outcome: await this.runTool(call, req, ctx, session, signal, elevate) };
+      },
+      (outcome) => ({ kind: "ran", outcome }),
+    );
   }
 
   /**
