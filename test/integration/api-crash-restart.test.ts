@@ -3,30 +3,13 @@
  * restart on the same data dir the database opens, the session is readable over HTTP, and the
  * interrupted turn is marked `interrupted`.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openSse } from "../harness.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { serveFixture } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "../../src/main.ts");
-const dir = mkdtempSync(join(tmpdir(), "airlock-crash-"));
-const procs: Bun.Subprocess[] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** Starts `airlock serve --port 0` on the test's data dir. */
-async function serve(): Promise<ServeProcess> {
-  const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir]);
-  procs.push(sp.proc);
-  return sp;
-}
+const { dir, serve } = serveFixture("airlock-crash-");
 
 test("after kill -9 mid-turn and a restart, the session is readable and its turn is interrupted", async () => {
   mkdirSync(join(dir, "ws"));

@@ -4,29 +4,15 @@
  * `Last-Event-ID` after the second process published a card to the root (at a low id of its own numbering)
  * and went past N. It must get a fresh `snapshot` holding the pending card, never a replay that skips it.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openSse } from "../harness.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { serveFixture, type ServeProcess } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "../../src/main.ts");
-const dir = mkdtempSync(join(tmpdir(), "airlock-resume-"));
-const procs: Bun.Subprocess[] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function serve(): Promise<ServeProcess> {
-  const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir, "--config", join(dir, "airlock.yaml")]);
-  procs.push(sp.proc);
-  return sp;
-}
+const fixture = serveFixture("airlock-resume-");
+const { dir } = fixture;
+const serve = (): Promise<ServeProcess> => fixture.serve(["--config", join(dir, "airlock.yaml")]);
 
 test("Last-Event-ID from before a restart gets a fresh snapshot with the card parked after it, not a replay of the new numbering", async () => {
   mkdirSync(join(dir, "ws"));

@@ -5,14 +5,13 @@
  * leak, the tool run at most once), answers from a child of the home or from another tree, request ids
  * replayed after a real server process restart, and the API token offered as the approver token.
  */
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TypedEvent } from "../../src/bus/bus.ts";
 import { harnessSse, openSse, startHarness, waitForBus, type Harness, type SseStream } from "../harness.ts";
 import { decide } from "../integration/gate-helpers.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { serveFixture } from "../harness-serve.ts";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -220,22 +219,7 @@ subagents:
 });
 
 describe("request ids after a server process restart (held)", () => {
-  const MAIN = join(import.meta.dir, "../../src/main.ts");
-  const dir = mkdtempSync(join(tmpdir(), "airlock-r2-restart-"));
-  const procs: Bun.Subprocess[] = [];
-  afterAll(async () => {
-    for (const p of procs) {
-      p.kill("SIGKILL");
-      await p.exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  async function serve(): Promise<ServeProcess> {
-    const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir]);
-    procs.push(sp.proc);
-    return sp;
-  }
+  const { dir, serve } = serveFixture("airlock-card-restart-");
 
   test("a pending and a decided request id replayed to a restarted server are 404, never 200; nothing runs", async () => {
     const ws = join(dir, "ws");
