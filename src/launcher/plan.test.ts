@@ -5,7 +5,7 @@ import path from "node:path";
 import { bwrapArgs } from "./bwrap.ts";
 import { decideConfinement, fdLayout, HOOK_PROCESS, MCP_SERVER_PROCESS, planSandbox, TOOL_PROCESS, type Confinement, type HostProcessOptions, type SandboxRequest } from "./plan.ts";
 import { POLICIES, type SandboxPolicy } from "./policy.ts";
-import { confinementPaths } from "./setup.ts";
+import { confinementPaths, extraStdio } from "./setup.ts";
 
 const KINDS: [string, HostProcessOptions][] = [
   ["tool", TOOL_PROCESS],
@@ -179,5 +179,19 @@ describe("setup.confinementPaths", () => {
     expect(p.visible).toEqual([airlock, path.join(airlock, ".aws")]);
     expect(p.masked).toContain(path.join(data, "api-token"));
     expect(p.hidden).toContain(data);
+  });
+});
+
+describe("setup.extraStdio", () => {
+  test("the child's fds 3… follow the plan's layout: pipes for info and lifeline, the filter fd in the seccomp slot", () => {
+    expect(extraStdio(undefined)).toEqual([]);
+    expect(extraStdio({ fds: fdLayout(true, true), seccompFd: 42 })).toEqual(["pipe", 42, "pipe"]);
+    expect(extraStdio({ fds: fdLayout(false, true), seccompFd: 42 })).toEqual([42, "pipe"]);
+    expect(extraStdio({ fds: fdLayout(true, false) })).toEqual(["pipe", "pipe"]);
+    expect(extraStdio({ fds: fdLayout(false, false) })).toEqual(["pipe"]);
+  });
+
+  test("a seccomp slot with no filter fd opened is an internal error, never a child without its filter", () => {
+    expect(() => extraStdio({ fds: fdLayout(true, true) })).toThrow(/no filter fd/);
   });
 });

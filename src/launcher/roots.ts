@@ -34,7 +34,7 @@ export interface PreparedRoot {
  * missing or empty (an empty one may be a crashed run's mount point). First, the checks the root is
  * owed run: those of an airlock process that ended mid-call (`kill -9`), and those of earlier calls
  * whose check was incomplete (git-meta.ts `prepareGitMeta`); then this call's journal is written. Used by
- * every process started under `workspace-write` (tools here, MCP servers in src/tool/mcp/server.ts);
+ * every process started under `workspace-write` (./setup.ts `setUpSandbox`: tools and MCP servers);
  * call {@link releaseRoot} (or, between MCP calls, {@link recheckRoot}) after. The scans never hold
  * the event loop for long.
  * @param maxFolders bound on the folders a scan visits (config `sandbox_scan_max_folders`).

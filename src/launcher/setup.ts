@@ -167,6 +167,24 @@ const emptyConfined = {
   sockets: { sockets: [], socketDirs: [] },
 };
 
+/**
+ * The child's stdio entries past 0–2 for a setup (`child_process.spawn`'s `stdio[3…]`), in its fd
+ * layout's order: `"pipe"` for the info fd and the lifeline, the open filter fd for the seccomp slot.
+ * No setup (no bubblewrap): none.
+ */
+export function extraStdio(setup: Pick<SandboxSetup, "fds" | "seccompFd"> | undefined): ("pipe" | number)[] {
+  if (!setup) return [];
+  const slots: ("pipe" | number)[] = [];
+  const { info, seccomp, lifeline } = setup.fds;
+  if (info !== undefined) slots[info - 3] = "pipe";
+  if (seccomp !== undefined) {
+    if (setup.seccompFd === undefined) throw new AirlockError("internal", "the sandbox plan has a seccomp slot but no filter fd was opened");
+    slots[seccomp - 3] = setup.seccompFd;
+  }
+  slots[lifeline - 3] = "pipe";
+  return slots;
+}
+
 /** Closes the setup's seccomp fd, if any (after the spawn, or when it failed). Never throws. */
 export function closeSeccomp(setup: Pick<SandboxSetup, "seccompFd">): void {
   if (setup.seccompFd === undefined) return;

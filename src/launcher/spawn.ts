@@ -15,7 +15,7 @@ import type { SandboxPolicy } from "./policy.ts";
 import { BWRAP_INSTALL_HINT } from "./probe.ts";
 import { findInPath } from "./resolve.ts";
 import { checkWarning, releaseRoot } from "./roots.ts";
-import { closeSeccomp, confinementFor, setUpSandbox, type SandboxSetup } from "./setup.ts";
+import { closeSeccomp, confinementFor, extraStdio, setUpSandbox, type SandboxSetup } from "./setup.ts";
 import { holdLifeline, killTree, outputPipes, pipeHolders, waitGone } from "./tree.ts";
 
 export { sanitizedEnv } from "./env.ts";
@@ -176,29 +176,44 @@ interface RunMeta {
   setup?: SandboxSetup;
 }
 
+/** The child's stdio: stdin a pipe only when there is input, stdout and stderr pipes, then the setup's fds (./setup.ts `extraStdio`). */
+function childStdio(opts: LaunchOptions, setup: SandboxSetup | undefined): ("pipe" | "ignore" | number)[] {
+  return [opts.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...extraStdio(setup)];
+}
+
+/** The result of a run that ended: exit status (null after a timeout or cancel), captured output, and the run's flags. */
+function resultOf(exit: { code: number | null; signal: NodeJS.Signals | null } | undefined, out: Capture, err: Capture, ended: { timedOut: boolean; cancelled: boolean }, meta: RunMeta): LaunchResult {
+  const result: LaunchResult = {
+    exit_code: ended.timedOut || ended.cancelled ? null : (exit?.code ?? null),
+    stdout: out.text(),
+    stderr: err.text(),
+    timed_out: ended.timedOut,
+    truncated: out.truncated || err.truncated,
+    policy: meta.policy,
+  };
+  if (exit?.signal) result.signal = exit.signal;
+  if (ended.cancelled) result.cancelled = true;
+  if (meta.unconfined) result.unconfined = true;
+  if (meta.warning) result.warning = meta.warning;
+  return result;
+}
+
+/**
+ * Spawns `full` in its own session and process group, feeds stdin, captures output up to the cap,
+ * kills the tree on timeout or abort, and resolves once every process it killed is gone.
+ * Rejects with AirlockError `tool_failed` when the process cannot start.
+ */
 function run(full: string[], env: Record<string, string>, opts: LaunchOptions, meta: RunMeta): Promise<LaunchResult> {
   const fds = meta.setup?.fds;
   return new Promise<LaunchResult>((resolve, reject) => {
     const out = new Capture(opts.maxOutputBytes);
     const err = new Capture(opts.maxOutputBytes);
-    let timedOut = false;
-    let cancelled = false;
+    const ended = { timedOut: false, cancelled: false };
     let child: ChildProcess;
     try {
-      child = spawn(full[0]!, full.slice(1), {
-        cwd: opts.cwd,
-        env,
-        detached: true, // own session + process group: the tree can be killed as one
-        stdio: [
-          opts.stdin !== undefined ? "pipe" : "ignore",
-          "pipe",
-          "pipe",
-          ...(fds?.info !== undefined ? (["pipe"] as const) : []),
-          ...(meta.setup?.seccompFd !== undefined ? [meta.setup.seccompFd] : []),
-          // The lifeline (bwrap.ts withLifeline): airlock keeps its end, unwritten, until the tree is gone.
-          ...(fds ? (["pipe"] as const) : []),
-        ],
-      });
+      // own session + process group: the tree can be killed as one. The lifeline (bwrap.ts withLifeline):
+      // airlock keeps its end, unwritten, until the tree is gone.
+      child = spawn(full[0]!, full.slice(1), { cwd: opts.cwd, env, detached: true, stdio: childStdio(opts, meta.setup) });
     } catch (e) {
       return reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${(e as Error).message}`));
     }
@@ -218,11 +233,11 @@ function run(full: string[], env: Record<string, string>, opts: LaunchOptions, m
       if (pid !== undefined) for (const k of killTree(pid)) killed.add(k);
     };
     const timer = setTimeout(() => {
-      timedOut = true;
+      ended.timedOut = true;
       kill();
     }, opts.timeoutMs);
     const onAbort = () => {
-      cancelled = true;
+      ended.cancelled = true;
       kill();
     };
     if (opts.signal?.aborted) onAbort();
@@ -241,18 +256,7 @@ function run(full: string[], env: Record<string, string>, opts: LaunchOptions, m
       clearTimeout(timer);
       for (const t of timers) clearTimeout(t);
       opts.signal?.removeEventListener("abort", onAbort);
-      const result: LaunchResult = {
-        exit_code: timedOut || cancelled ? null : (exit?.code ?? null),
-        stdout: out.text(),
-        stderr: err.text(),
-        timed_out: timedOut,
-        truncated: out.truncated || err.truncated,
-        policy: meta.policy,
-      };
-      if (exit?.signal) result.signal = exit.signal;
-      if (cancelled) result.cancelled = true;
-      if (meta.unconfined) result.unconfined = true;
-      if (meta.warning) result.warning = meta.warning;
+      const result = resultOf(exit, out, err, ended, meta);
       // Their pipes close a moment before killed processes are fully gone: report only once they are.
       const nsInit = /"child-pid":\s*(\d+)/.exec(info)?.[1];
       if (nsInit) killed.add(Number(nsInit));
@@ -267,33 +271,37 @@ function run(full: string[], env: Record<string, string>, opts: LaunchOptions, m
     });
     child.on("exit", (code, signal) => {
       exit = { code, signal };
-      // Whatever the leader left behind in its group (background jobs) dies with it.
-      if (pid !== undefined) {
-        try {
-          process.kill(-pid, "SIGKILL");
-        } catch {
-          // group already empty
-        }
-      }
-      // A process that left the group (setsid) but still holds our pipes dies too (unconfined runs;
-      // under bubblewrap the PID namespace already took it).
-      timers.push(
-        setTimeout(() => {
-          for (const holder of pipeHolders(pipes)) for (const k of killTree(holder)) killed.add(k);
-        }, 50),
-      );
-      // Never wait forever for pipes held by something we could not find.
-      timers.push(
-        setTimeout(() => {
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-          finish();
-        }, 2000),
-      );
+      timers.push(...reapAfterExit(pid, pipes, killed, () => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish();
+      }));
     });
     child.on("close", (code, signal) => {
       exit ??= { code, signal };
       finish();
     });
   });
+}
+
+/**
+ * Once the leader has exited: kills what it left in its process group (background jobs) at once,
+ * after 50 ms every process that left the group (setsid) but still holds `pipes` (unconfined runs;
+ * under bubblewrap the PID namespace already took it), adding the pids to `killed`; after 2 s calls
+ * `giveUp` (never wait forever for pipes held by something not found). Returns the two timers.
+ */
+function reapAfterExit(pid: number | undefined, pipes: string[], killed: Set<number>, giveUp: () => void): ReturnType<typeof setTimeout>[] {
+  if (pid !== undefined) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // group already empty
+    }
+  }
+  return [
+    setTimeout(() => {
+      for (const holder of pipeHolders(pipes)) for (const k of killTree(holder)) killed.add(k);
+    }, 50),
+    setTimeout(giveUp, 2000),
+  ];
 }

@@ -15,7 +15,7 @@ import { sanitizedEnv } from "../../launcher/env.ts";
 import { HOOK_PROCESS } from "../../launcher/plan.ts";
 import { BWRAP_INSTALL_HINT } from "../../launcher/probe.ts";
 import { resolveRealPath } from "../../launcher/resolve.ts";
-import { confinementFor, setUpSandbox } from "../../launcher/setup.ts";
+import { confinementFor, extraStdio, setUpSandbox } from "../../launcher/setup.ts";
 import { holdLifeline, killPipeHolders, outputPipes } from "../../launcher/tree.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
@@ -242,14 +242,14 @@ export interface HookLaunch {
  * `/dev`, dies with airlock, the data dir's secrets masked), with the fd of its lifeline; or plain
  * `/bin/sh -c` where bubblewrap cannot run and `launch.allowUnenforced`. A string: why it cannot run.
  */
-async function hookArgv(command: string, cwd: string, env: Record<string, string>, launch: HookLaunch): Promise<{ argv: string[]; lifelineFd?: number } | string> {
+async function hookArgv(command: string, cwd: string, env: Record<string, string>, launch: HookLaunch): Promise<{ argv: string[]; stdio: ("pipe" | number)[]; lifelineFd?: number } | string> {
   const sh = ["/bin/sh", "-c", command];
   const confinement = await confinementFor("danger-full-access", launch.bwrapPath, env.PATH, launch.allowUnenforced === true, HOOK_PROCESS);
   switch (confinement.kind) {
     case "refuse":
       return `bubblewrap cannot run here, so the hook could not be confined and was not run. To fix: ${BWRAP_INSTALL_HINT}`;
     case "direct":
-      return { argv: sh };
+      return { argv: sh, stdio: [] };
     case "bwrap": {
       const setup = await setUpSandbox(confinement, {
         policy: "danger-full-access",
@@ -258,7 +258,7 @@ async function hookArgv(command: string, cwd: string, env: Record<string, string
         cwd: existsSync(cwd) ? resolveRealPath("/", cwd) : cwd,
         dataDirs: launch.dataDir ? [launch.dataDir] : [],
       });
-      return { argv: setup.argv, lifelineFd: setup.fds.lifeline };
+      return { argv: setup.argv, stdio: extraStdio(setup), lifelineFd: setup.fds.lifeline };
     }
     default: {
       const never: never = confinement;
@@ -286,7 +286,7 @@ export async function runHook(
   if (!existsSync(cwd)) return hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: its working directory ${cwd} does not exist`);
   const planned = await hookArgv(command, cwd, env, launch);
   if (typeof planned === "string") return hookFailure("hook_error", command, `hook ${JSON.stringify(command)}: ${planned}`);
-  const { argv, lifelineFd } = planned;
+  const { argv, stdio, lifelineFd } = planned;
   return new Promise<Verdict>((resolve) => {
     let settled = false;
     let timedOut = false;
@@ -305,7 +305,7 @@ export async function runHook(
     let child: ReturnType<typeof spawn>;
     try {
       // Under bubblewrap a 4th pipe is the lifeline: airlock keeps its end, unwritten, until the hook is gone.
-      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", ...(lifelineFd !== undefined ? (["pipe"] as const) : [])] });
+      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", ...stdio] });
     } catch (e) {
       resolve(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
       return;

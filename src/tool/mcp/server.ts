@@ -1,7 +1,7 @@
 /**
  * @module tool/mcp/server
- * One configured stdio MCP server: started lazily through the launcher's confinement (bubblewrap
- * argv from `bwrapArgs`, allow-listed environment), shared by every session, restarted after a
+ * One configured stdio MCP server: started lazily through the launcher's one confinement plan
+ * (launcher/setup.ts with `MCP_SERVER_PROCESS`, allow-listed environment), shared by every session, restarted after a
  * crash or hang with bounded backoff, its process tree killed on close.
  */
 import { existsSync } from "node:fs";
