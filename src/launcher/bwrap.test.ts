@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { bwrapArgs, hookBwrapArgs, unixSocketFilter } from "./bwrap.ts";
+import { bwrapArgs, unixSocketFilter } from "./bwrap.ts";
 
 const common = ["/usr/bin/bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"];
 
@@ -76,8 +76,8 @@ describe("bwrap.bwrapArgs", () => {
     ]);
   });
 
-  test("hookBwrapArgs: network and files as they are, no capabilities, own PID namespace and /proc, the data dir's secrets masked", () => {
-    expect(hookBwrapArgs({ argv: ["/bin/sh", "-c", "check"], cwd: "/p", maskedFiles: ["/d/api-token", "/d/airlock.db"], bwrapPath: "/usr/bin/bwrap" })).toEqual([
+  test("a hook (danger-full-access, hardenFullAccess): network and files as they are, no capabilities, own PID namespace and /proc, the data dir's secrets masked", () => {
+    expect(bwrapArgs({ policy: "danger-full-access", hardenFullAccess: true, argv: ["/bin/sh", "-c", "check"], cwd: "/p", writableRoots: [], maskedFiles: ["/d/api-token", "/d/airlock.db"], bwrapPath: "/usr/bin/bwrap" })).toEqual([
       "/usr/bin/bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL",
       "--dev-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
       "--ro-bind", "/dev/null", "/d/api-token",

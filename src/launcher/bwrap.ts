@@ -68,23 +68,16 @@ export interface BwrapOptions {
   unixSockets?: string[];
   /** Folders hidden when `unixSockets` is non-empty (absolute real paths). Default `["/run"]`. */
   socketDirs?: string[];
+  /**
+   * `danger-full-access` only (confined policies always drop them): no capabilities (`--cap-drop ALL`)
+   * and a fresh minimal `/dev` (`--dev /dev`: no host block device, which uid 0 opens without any
+   * capability). PreToolUse hooks run so: the network and files as they are, nothing more.
+   */
+  hardenFullAccess?: boolean;
 }
 
 /** The data dir files no hook may read (tokens, the database and its journals); masked when they exist. */
 export const DATA_DIR_SECRETS = ["api-token", "approver-token", "airlock.db", "airlock.db-wal", "airlock.db-shm", "airlock.db-journal"] as const;
-
-export interface HookBwrapOptions {
-  /** The hook's command line, e.g. `["/bin/sh", "-c", "check.sh"]`. */
-  argv: string[];
-  /** Absolute working directory. */
-  cwd: string;
-  /** Existing absolute files shown as empty inside (the data dir's {@link DATA_DIR_SECRETS}). */
-  maskedFiles: string[];
-  /** The bubblewrap binary to name as `argv[0]` of the result. Default `"bwrap"`. */
-  bwrapPath?: string;
-  /** See {@link BwrapOptions.lifelineFd}. */
-  lifelineFd?: number;
-}
 
 /**
  * The command `argv` preceded by a watchdog that ties its PID namespace to airlock's life:
@@ -101,23 +94,6 @@ export function withLifeline(argv: string[], fd: number): string[] {
   if (!Number.isInteger(fd) || fd < 3 || fd > 9) throw new RangeError(`lifeline fd must be 3-9, got ${fd}`);
   const script = `(IFS= read -r _ <&${fd}; kill -9 -1) </dev/null >/dev/null 2>&1 & exec ${fd}<&-; exec "$@"`;
   return ["/bin/sh", "-c", script, "airlock-lifeline", ...argv];
-}
-
-/**
- * The argv that runs a PreToolUse hook: like a Claude Code hook it keeps the network and ordinary file
- * access (`--dev-bind / /`), but it holds no capabilities (`--cap-drop ALL`), has its own PID namespace
- * and `/proc` (it cannot see airlock or read `/proc/<airlock>/fd` or `environ`), a minimal `/dev` of its
- * own (no host block device: a hook of airlock running as root could read the raw disk), dies with
- * airlock, and sees `maskedFiles` as empty. Returns `[bwrapPath, ...flags, "--", ...argv]`.
- */
-export function hookBwrapArgs(opts: HookBwrapOptions): string[] {
-  // A fresh minimal /dev: uid 0 needs no capability to open a root-owned block device, and the raw
-  // disk holds the data dir's tokens that the masks below hide as files.
-  const out = [opts.bwrapPath ?? "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL", "--dev-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
-  for (const f of opts.maskedFiles) out.push("--ro-bind", "/dev/null", f);
-  const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd) : opts.argv;
-  out.push("--chdir", opts.cwd, "--", ...argv);
-  return out;
 }
 
 /** `AUDIT_ARCH_*` values of the architectures {@link unixSocketFilter} knows; any other arch is killed. */
@@ -215,8 +191,9 @@ function foldersBetween(root: string, p: string): string[] {
  *   no host unix socket: the `seccompFd` filter, or (with `unixSockets`) `/run` hidden and only the
  *   named sockets bound back.
  * - `danger-full-access`: the whole filesystem as it is (`--dev-bind / /`), the host network, the
- *   capabilities airlock has, but still its own PID namespace with `--die-with-parent`, so the whole
- *   process tree dies with airlock (even on `kill -9`).
+ *   capabilities airlock has, but still its own PID namespace and `/proc` with `--die-with-parent`, so
+ *   the whole process tree dies with airlock (even on `kill -9`); with `hardenFullAccess` (hooks) no
+ *   capabilities and a minimal `/dev` of its own.
  * Returns `[bwrapPath, ...flags, "--", ...argv]`.
  */
 export function bwrapArgs(opts: BwrapOptions): string[] {
@@ -227,7 +204,9 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     // like a hook: everything, but its own /proc (airlock's environ with the provider keys, and its fds,
     // are out of sight) and the data dir's tokens and database shown empty (`maskedFiles`)
     const masks = (opts.maskedFiles ?? []).flatMap((f) => ["--ro-bind", "/dev/null", f]);
-    return [...head, "--unshare-pid", "--dev-bind", "/", "/", "--proc", "/proc", ...masks, "--chdir", cwd, "--", ...argv];
+    const caps = opts.hardenFullAccess ? ["--cap-drop", "ALL"] : [];
+    const dev = opts.hardenFullAccess ? ["--dev", "/dev"] : [];
+    return [...head, "--unshare-pid", ...caps, "--dev-bind", "/", "/", ...dev, "--proc", "/proc", ...masks, "--chdir", cwd, "--", ...argv];
   }
   const roots = [...new Set(writableRoots)];
   const sockets = [...new Set(opts.unixSockets ?? [])];

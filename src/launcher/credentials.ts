@@ -1,8 +1,8 @@
 /**
  * @module launcher/credentials
  * The one list of credential stores under a user's home, and the rules built on it. Four users share
- * it: the launcher's masks (src/launcher/spawn.ts), the security floor's read asks, the file tools
- * (through the floor) and the MCP launcher (src/tool/mcp/server.ts). Also: which `/proc` files carry
+ * it: the launcher's masks for every host process (src/launcher/setup.ts), the security floor's read
+ * asks, the file tools (through the floor) and an MCP server's named `credentials`. Also: which `/proc` files carry
  * another process's secrets, and the test for airlock's own data dir (refused to the file tools).
  */
 import { existsSync, readFileSync, statSync } from "node:fs";

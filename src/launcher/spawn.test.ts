@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
-import { bwrapAvailable, launch, unixSocketPlan, type LaunchOptions } from "./spawn.ts";
+import { bwrapAvailable, unixSocketPlan } from "./probe.ts";
+import { launch, type LaunchOptions } from "./spawn.ts";
 
 const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-spawn-")));
 afterAll(() => rmSync(ws, { recursive: true, force: true }));

@@ -28,7 +28,8 @@ describe("launcher.launch: airlock killed right after spawning", () => {
           const parent = join(dir, "parent.ts");
           writeFileSync(
             parent,
-            `import { bwrapAvailable, launch } from ${JSON.stringify(join(REPO, "src/launcher/spawn.ts"))};
+            `import { bwrapAvailable } from ${JSON.stringify(join(REPO, "src/launcher/probe.ts"))};
+import { launch } from ${JSON.stringify(join(REPO, "src/launcher/spawn.ts"))};
 import { parseConfigText } from ${JSON.stringify(join(REPO, "src/config/load.ts"))};
 const config = parseConfigText("sandbox: ${policy}\\n", "airlock.yaml");
 // The availability probe is cached: with it done, launch() reaches spawn() within this tick's microtasks.

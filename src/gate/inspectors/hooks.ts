@@ -11,11 +11,12 @@ import { z } from "zod";
 import type { HookMatcher, Mode } from "../../config/schema.ts";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { hookBwrapArgs } from "../../launcher/bwrap.ts";
-import { dataDirSecretFiles } from "../../launcher/credentials.ts";
 import { sanitizedEnv } from "../../launcher/env.ts";
-import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
-import { BWRAP_INSTALL_HINT, bwrapAvailable, holdLifeline, killPipeHolders, outputPipes } from "../../launcher/spawn.ts";
+import { HOOK_PROCESS } from "../../launcher/plan.ts";
+import { BWRAP_INSTALL_HINT } from "../../launcher/probe.ts";
+import { resolveRealPath } from "../../launcher/resolve.ts";
+import { confinementFor, extraStdio, setUpSandbox } from "../../launcher/setup.ts";
+import { holdLifeline, killPipeHolders, outputPipes } from "../../launcher/tree.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
 
@@ -225,7 +226,7 @@ function hookFailure(code: "hook_error" | "hook_timeout" | "hook_output_invalid"
   return { kind: "ask", inspector: "hook", userProof: false, code, reason, hook };
 }
 
-/** How hook processes are confined (see {@link hookBwrapArgs}). */
+/** How hook processes are confined (launcher/plan.ts `HOOK_PROCESS`). */
 export interface HookLaunch {
   /** airlock's data dir: its tokens and database (`DATA_DIR_SECRETS`) are shown empty to the hook. */
   dataDir?: string;
@@ -235,23 +236,35 @@ export interface HookLaunch {
   bwrapPath?: string | null;
 }
 
-/** The hook's fd of the lifeline socket (bwrap.ts `withLifeline`), right after stdio. */
-const HOOK_LIFELINE_FD = 3;
-
 /**
- * The argv that runs `command` as a hook: `/bin/sh -c command` under bubblewrap ({@link hookBwrapArgs}:
- * no capabilities, own PID namespace, dies with airlock, the data dir's secrets masked), or plain
+ * The argv that runs `command` as a hook: `/bin/sh -c command` under bubblewrap (the launcher's one
+ * plan with `HOOK_PROCESS`: `danger-full-access` but no capabilities, own PID namespace, `/proc` and
+ * `/dev`, dies with airlock, the data dir's secrets masked), with the fd of its lifeline; or plain
  * `/bin/sh -c` where bubblewrap cannot run and `launch.allowUnenforced`. A string: why it cannot run.
  */
-async function hookArgv(command: string, cwd: string, env: Record<string, string>, launch: HookLaunch): Promise<string[] | string> {
+async function hookArgv(command: string, cwd: string, env: Record<string, string>, launch: HookLaunch): Promise<{ argv: string[]; stdio: ("pipe" | number)[]; lifelineFd?: number } | string> {
   const sh = ["/bin/sh", "-c", command];
-  const bwrapPath = launch.bwrapPath !== undefined ? launch.bwrapPath : findInPath("bwrap", env.PATH);
-  if (!(await bwrapAvailable(bwrapPath))) {
-    if (launch.allowUnenforced) return sh;
-    return `bubblewrap cannot run here, so the hook could not be confined and was not run. To fix: ${BWRAP_INSTALL_HINT}`;
+  const confinement = await confinementFor("danger-full-access", launch.bwrapPath, env.PATH, launch.allowUnenforced === true, HOOK_PROCESS);
+  switch (confinement.kind) {
+    case "refuse":
+      return `bubblewrap cannot run here, so the hook could not be confined and was not run. To fix: ${BWRAP_INSTALL_HINT}`;
+    case "direct":
+      return { argv: sh, stdio: [] };
+    case "bwrap": {
+      const setup = await setUpSandbox(confinement, {
+        policy: "danger-full-access",
+        options: HOOK_PROCESS,
+        argv: sh,
+        cwd: existsSync(cwd) ? resolveRealPath("/", cwd) : cwd,
+        dataDirs: launch.dataDir ? [launch.dataDir] : [],
+      });
+      return { argv: setup.argv, stdio: extraStdio(setup), lifelineFd: setup.fds.lifeline };
+    }
+    default: {
+      const never: never = confinement;
+      return `unknown confinement ${String(never)}`;
+    }
   }
-  const maskedFiles = launch.dataDir ? dataDirSecretFiles([launch.dataDir]) : [];
-  return hookBwrapArgs({ argv: sh, cwd: existsSync(cwd) ? resolveRealPath("/", cwd) : cwd, maskedFiles, bwrapPath: bwrapPath!, lifelineFd: HOOK_LIFELINE_FD });
 }
 
 /**
@@ -271,8 +284,9 @@ export async function runHook(
 ): Promise<Verdict> {
   const env = sanitizedEnv(extraEnv);
   if (!existsSync(cwd)) return hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: its working directory ${cwd} does not exist`);
-  const argv = await hookArgv(command, cwd, env, launch);
-  if (typeof argv === "string") return hookFailure("hook_error", command, `hook ${JSON.stringify(command)}: ${argv}`);
+  const planned = await hookArgv(command, cwd, env, launch);
+  if (typeof planned === "string") return hookFailure("hook_error", command, `hook ${JSON.stringify(command)}: ${planned}`);
+  const { argv, stdio, lifelineFd } = planned;
   return new Promise<Verdict>((resolve) => {
     let settled = false;
     let timedOut = false;
@@ -291,15 +305,14 @@ export async function runHook(
     let child: ReturnType<typeof spawn>;
     try {
       // Under bubblewrap a 4th pipe is the lifeline: airlock keeps its end, unwritten, until the hook is gone.
-      const tied = argv[0] !== "/bin/sh";
-      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", ...(tied ? (["pipe"] as const) : [])] });
+      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", ...stdio] });
     } catch (e) {
       resolve(hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
       return;
     }
     // the identities of the hook's stdout/stderr, to find a child that left the group but kept them
     const pipes = outputPipes(child.pid);
-    holdLifeline(child, HOOK_LIFELINE_FD);
+    if (lifelineFd !== undefined) holdLifeline(child, lifelineFd);
     const killGroup = () => {
       if (child.pid === undefined) return;
       try {

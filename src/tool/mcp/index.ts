@@ -8,7 +8,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Config } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
-import { checkWarning } from "../../launcher/spawn.ts";
+import { checkWarning } from "../../launcher/roots.ts";
 import type { ToolDef } from "../tool.ts";
 import type { BackoffPolicy } from "./backoff.ts";
 import { contentText, resultValue } from "./result.ts";

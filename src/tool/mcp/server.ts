@@ -1,7 +1,7 @@
 /**
  * @module tool/mcp/server
- * One configured stdio MCP server: started lazily through the launcher's confinement (bubblewrap
- * argv from `bwrapArgs`, allow-listed environment), shared by every session, restarted after a
+ * One configured stdio MCP server: started lazily through the launcher's one confinement plan
+ * (launcher/setup.ts with `MCP_SERVER_PROCESS`, allow-listed environment), shared by every session, restarted after a
  * crash or hang with bounded backoff, its process tree killed on close.
  */
 import { existsSync } from "node:fs";
@@ -10,11 +10,14 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Config, McpServerConfig } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
-import { bwrapArgs } from "../../launcher/bwrap.ts";
-import { isConfined, type SandboxPolicy } from "../../launcher/policy.ts";
-import { findInPath, isInside, resolveRealPath } from "../../launcher/resolve.ts";
-import { allCredentialPaths, credentialPaths, dataDirSecretFiles, expandCredentialPaths } from "../../launcher/credentials.ts";
-import { BWRAP_INSTALL_HINT, bwrapAvailable, checkWarning, openSeccompFilter, prepareRoot, recheckRoot, releaseRoot, sanitizedEnv, unixSocketPlan, type PreparedRoot, type RootCheck } from "../../launcher/spawn.ts";
+import { expandCredentialPaths } from "../../launcher/credentials.ts";
+import { sanitizedEnv } from "../../launcher/env.ts";
+import { MCP_SERVER_PROCESS } from "../../launcher/plan.ts";
+import type { SandboxPolicy } from "../../launcher/policy.ts";
+import { BWRAP_INSTALL_HINT } from "../../launcher/probe.ts";
+import { findInPath, resolveRealPath } from "../../launcher/resolve.ts";
+import { checkWarning, recheckRoot, releaseRoot, type PreparedRoot, type RootCheck } from "../../launcher/roots.ts";
+import { confinementFor, setUpSandbox } from "../../launcher/setup.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
 import { ProcessTransport, type ProcessExit } from "./transport.ts";
@@ -293,7 +296,10 @@ export class McpServer {
     return whileWanted(this.starting, o.signal);
   }
 
-  /** The argv and environment of the server process under its policy. Throws the launcher's refusals. */
+  /**
+   * The argv and environment of the server process under its policy: the launcher's one plan
+   * (launcher/setup.ts, `MCP_SERVER_PROCESS`), its named `credentials` kept visible. Throws the launcher's refusals.
+   */
   private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string; prepared?: PreparedRoot[]; extraFds?: number[]; lifeline?: boolean }> {
     const { server, config } = this.opts;
     if (config.execution_backend === "external") {
@@ -315,99 +321,52 @@ export class McpServer {
     const exe = findInPath(command, env.PATH);
     if (!exe) throw this.unavailable(`could not start: command not found: ${server.command} (searched PATH=${env.PATH})`, undefined);
     const argv = [exe, ...server.args];
-    const bwrapPath = this.opts.bwrapPath !== undefined ? this.opts.bwrapPath : findInPath("bwrap", env.PATH);
-    if (!isConfined(this.policy)) {
-      // Still its own PID namespace with --die-with-parent: the server's tree dies with airlock.
-      // its own /proc, and the data dir's tokens and database masked (hiddenPaths holds the data dir)
-      const maskedFiles = dataDirSecretFiles(this.opts.hiddenPaths ?? []);
-      if (await bwrapAvailable(bwrapPath)) return { argv: bwrapArgs({ policy: this.policy, argv, cwd, writableRoots: [], maskedFiles, bwrapPath: bwrapPath!, lifelineFd: 3 }), env, cwd, lifeline: true };
-      if (!this.warnedUnconfined) this.opts.log(`[mcp:${this.name}] WARNING: bubblewrap cannot run here, so this "${this.policy}" server's process tree is not tied to airlock's lifetime`);
-      this.warnedUnconfined = true;
-      return { argv, env, cwd };
-    }
-
-    if (!(await bwrapAvailable(bwrapPath))) {
-      const why = bwrapPath ? `bubblewrap at ${bwrapPath} cannot create the namespaces it needs here` : "bubblewrap (bwrap) was not found on PATH";
-      if (!config.allow_unenforced) {
+    const confinement = await confinementFor(this.policy, this.opts.bwrapPath, env.PATH, config.allow_unenforced, MCP_SERVER_PROCESS);
+    switch (confinement.kind) {
+      case "refuse":
         throw new AirlockError(
           "sandbox_unavailable",
-          `MCP server "${this.name}" was not started: sandbox policy "${this.policy}" cannot be enforced: ${why}. To fix: ${BWRAP_INSTALL_HINT}`,
+          `MCP server "${this.name}" was not started: sandbox policy "${this.policy}" cannot be enforced: ${confinement.why}. To fix: ${BWRAP_INSTALL_HINT}`,
           { server: this.name, policy: this.policy },
         );
+      case "direct":
+        if (!this.warnedUnconfined) {
+          this.opts.log(
+            confinement.unconfined
+              ? `[mcp:${this.name}] WARNING: running UNCONFINED: sandbox policy "${this.policy}" is not enforced (${confinement.why}; allow_unenforced: true)`
+              : `[mcp:${this.name}] WARNING: bubblewrap cannot run here, so this "${this.policy}" server's process tree is not tied to airlock's lifetime`,
+          );
+        }
+        this.warnedUnconfined = true;
+        return { argv, env, cwd };
+      case "bwrap": {
+        const setup = await setUpSandbox(confinement, {
+          policy: this.policy,
+          options: MCP_SERVER_PROCESS,
+          argv,
+          cwd,
+          writableRoots: [workspace],
+          homes: [env.HOME, process.env.HOME],
+          dataDirs: this.opts.hiddenPaths ?? [],
+          namedCredentials: expandCredentialPaths(server.credentials ?? [], env.HOME),
+          unixSockets: config.sandbox_unix_sockets ?? [],
+          maxFolders: config.sandbox_scan_max_folders,
+          refuse: (why) => this.unavailable(`could not start: ${why}`, undefined),
+        });
+        return {
+          argv: setup.argv,
+          env,
+          cwd,
+          ...(confinement.confined ? { prepared: setup.prepared } : {}),
+          lifeline: true,
+          ...(setup.seccompFd !== undefined ? { extraFds: [setup.seccompFd] } : {}),
+        };
       }
-      if (!this.warnedUnconfined) this.opts.log(`[mcp:${this.name}] WARNING: running UNCONFINED: sandbox policy "${this.policy}" is not enforced (${why}; allow_unenforced: true)`);
-      this.warnedUnconfined = true;
-      return { argv, env, cwd };
+      default: {
+        const never: never = confinement;
+        throw new AirlockError("internal", `unknown confinement ${String(never)}`);
+      }
     }
-    const prepared = this.policy === "workspace-write" ? [await prepareRoot(workspace, config.sandbox_scan_max_folders)] : [];
-    const creds = this.credentialMounts(env.HOME);
-    const readOnlyPaths = [...prepared.flatMap((r) => r.readOnly), ...creds.visible];
-    const lockedPaths = prepared.flatMap((r) => r.locked);
-    const mountPoints = prepared.flatMap((r) => r.mountPoints);
-    const socketPlan = unixSocketPlan(config.sandbox_unix_sockets ?? []);
-    let seccomp: number | undefined;
-    if (socketPlan.sockets.length === 0) {
-      try {
-        seccomp = openSeccompFilter();
-      } catch (e) {
-        await releaseRoot(prepared);
-        throw this.unavailable(`could not start: the seccomp filter could not be prepared (${(e as Error).message})`, undefined);
-      }
-    }
-    return {
-      argv: bwrapArgs({
-        policy: this.policy,
-        argv,
-        cwd,
-        writableRoots: [workspace],
-        readOnlyPaths,
-        lockedPaths,
-        mountPoints,
-        hiddenPaths: [...(this.opts.hiddenPaths ?? []), ...creds.hidden].filter((h) => existsSync(h)),
-        maskedFiles: creds.masked,
-        runtimePaths: argv.filter((a) => path.isAbsolute(a) && existsSync(a)).map((a) => resolveRealPath("/", a)),
-        bwrapPath: bwrapPath!,
-        ...(seccomp !== undefined ? { seccompFd: 3 } : {}),
-        lifelineFd: seccomp !== undefined ? 4 : 3,
-        unixSockets: socketPlan.sockets,
-        socketDirs: socketPlan.socketDirs,
-      }),
-      env,
-      cwd,
-      prepared,
-      lifeline: true,
-      ...(seccomp !== undefined ? { extraFds: [seccomp] } : {}),
-    };
-  }
-
-  /**
-   * The credential list applied to this server (the launcher's masks): every credential folder under
-   * `home` hidden, every credential file shown empty, except the paths it names in
-   * `mcp_servers.<name>.credentials`, which are bound read-only after the masks (`visible`, real paths).
-   */
-  private credentialMounts(home: string | undefined): { hidden: string[]; masked: string[]; visible: string[] } {
-    const real = (p: string) => {
-      try {
-        return resolveRealPath("/", p);
-      } catch {
-        return p;
-      }
-    };
-    const named = expandCredentialPaths(this.opts.server.credentials ?? [], home).map(real);
-    // the server's HOME (its `env` may set one), airlock's own and the account's: a configured HOME hides nothing of the real one
-    const all = [credentialPaths(home), allCredentialPaths(process.env.HOME)];
-    const keep = (p: string) => !named.includes(real(p));
-    const visible = named.filter((p) => existsSync(p));
-    // a named path that holds the data dir (`~/`, `~/.local/share`) or lies in it brings airlock's tokens
-    // and database back into view: those stay masked whatever the server names
-    const dataDirs = (this.opts.hiddenPaths ?? []).filter((d) => existsSync(d)).map(real);
-    const overlap = dataDirs.filter((d) => visible.some((v) => isInside(d, v) || isInside(v, d)));
-    const secrets = dataDirSecretFiles(overlap);
-    return {
-      hidden: [...new Set(all.flatMap((c) => c.dirs).map(real))].filter(keep),
-      masked: [...new Set([...all.flatMap((c) => c.files).map(real).filter(keep), ...secrets])],
-      visible,
-    };
   }
 
   private async start(): Promise<Connection> {

@@ -9,7 +9,7 @@ import { closeSync, readFileSync } from "node:fs";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { holdLifeline, killTree } from "../../launcher/spawn.ts";
+import { holdLifeline, killTree } from "../../launcher/tree.ts";
 
 export interface ProcessTransportOptions {
   /** The full argv to execute (already wrapped in bubblewrap where the policy says so). */

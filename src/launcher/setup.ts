@@ -1,0 +1,196 @@
+/**
+ * @module launcher/setup
+ * The host-side half of the plan (./plan.ts): probes bubblewrap, gathers the paths to hide, mask
+ * and keep visible, prepares the writable roots' repository metadata and opens the seccomp filter,
+ * then asks `planSandbox` for the argv. Used by every host process: tools (./spawn.ts), hooks
+ * (gate/inspectors/hooks.ts) and MCP servers (tool/mcp/server.ts).
+ */
+import { closeSync, existsSync } from "node:fs";
+import path from "node:path";
+import { AirlockError } from "../errors.ts";
+import { allCredentialPaths, dataDirSecretFiles } from "./credentials.ts";
+import { decideConfinement, planSandbox, type BwrapProbe, type Confinement, type HostProcessOptions, type SandboxPlan } from "./plan.ts";
+import type { SandboxPolicy } from "./policy.ts";
+import { bwrapAvailable, openSeccompFilter, unixSocketPlan } from "./probe.ts";
+import { findInPath, isInside, resolveRealPath } from "./resolve.ts";
+import { prepareRoot, releaseRoot, type PreparedRoot } from "./roots.ts";
+
+/**
+ * Probes bubblewrap (`bwrapPath`: undefined = `bwrap` on `envPath`; null = missing) and decides how a
+ * process under `policy` runs (plan.ts {@link decideConfinement}). Never throws: a refusal is a result.
+ */
+export async function confinementFor(
+  policy: SandboxPolicy,
+  bwrapPath: string | null | undefined,
+  envPath: string | undefined,
+  allowUnenforced: boolean,
+  options: HostProcessOptions,
+): Promise<Confinement> {
+  const path = bwrapPath !== undefined ? bwrapPath : findInPath("bwrap", envPath);
+  const probe: BwrapProbe = { path, works: await bwrapAvailable(path) };
+  return decideConfinement(policy, probe, allowUnenforced, options);
+}
+
+/** `p` through its symlinks, or `p` itself when that fails (a link loop). */
+function real(p: string): string {
+  try {
+    return resolveRealPath("/", p);
+  } catch {
+    return p;
+  }
+}
+
+/** The paths a process's confinement hides, masks and keeps visible (absolute real paths, existing). */
+export interface ConfinementPaths {
+  /** Folders behind an empty tmpfs: the data dirs, then every credential folder not named. */
+  hidden: string[];
+  /** Files shown empty: every credential file not named, and the data dir's secrets a named path would show. */
+  masked: string[];
+  /** The named credential paths that exist, bound read-only after the masks. */
+  visible: string[];
+}
+
+/**
+ * What a confined process must not see. Credentials: those of every home in `homes` (each with the
+ * account's home from the password database: credentials.ts `allCredentialPaths`), so a process's own
+ * `HOME` hides nothing of airlock's. `named` (an MCP server's `credentials`, absolute) stay visible,
+ * except the data dir's secrets, which stay masked whatever is named.
+ */
+export function confinementPaths(homes: readonly (string | undefined)[], dataDirs: readonly string[], named: readonly string[] = []): ConfinementPaths {
+  const names = named.map(real);
+  const keep = (p: string) => !names.includes(real(p));
+  const creds = homes.map((h) => allCredentialPaths(h));
+  const visible = names.filter((p) => existsSync(p));
+  const dirs = dataDirs.filter((d) => existsSync(d)).map(real);
+  // a named path that holds the data dir (`~/`) or lies in it brings its tokens back into view: those stay masked
+  const overlap = dirs.filter((d) => visible.some((v) => isInside(d, v) || isInside(v, d)));
+  return {
+    hidden: [...dataDirs, ...creds.flatMap((c) => c.dirs).filter(keep)].map(real).filter((h) => existsSync(h) && h !== "/"),
+    masked: [...new Set([...creds.flatMap((c) => c.files).map(real).filter(keep), ...dataDirSecretFiles(overlap)])],
+    visible,
+  };
+}
+
+/** One process's sandbox, ready to spawn: see {@link setUpSandbox}. */
+export interface SandboxSetup extends SandboxPlan {
+  /** The open seccomp filter to pass at `fds.seccomp` (when `seccomp`); the caller closes it once spawned. */
+  seccompFd?: number;
+  /** The prepared roots (workspace-write): recheck (roots.ts `recheckRoot`) between calls, release once the process is gone. */
+  prepared: PreparedRoot[];
+}
+
+/** What {@link setUpSandbox} needs besides the confinement; a `danger-full-access` process needs only {@link FullAccessRequest}'s part. */
+export interface SetupRequest {
+  policy: SandboxPolicy;
+  options: HostProcessOptions;
+  /** The command, `argv[0]` the absolute executable. */
+  argv: string[];
+  /** The working directory (existing). Made real when confined; used as given under `danger-full-access`. */
+  cwd: string;
+  /** Confined only: the writable roots (made real here); each must exist. */
+  writableRoots: string[];
+  /** Confined only: the homes whose credential stores are hidden (the process's `HOME` and airlock's): see {@link confinementPaths}. */
+  homes: readonly (string | undefined)[];
+  /** airlock's data dir(s): hidden from a confined process; their secrets masked under `danger-full-access`. */
+  dataDirs: readonly string[];
+  /** Credential paths kept visible (an MCP server's `credentials`, absolute). */
+  namedCredentials?: readonly string[];
+  /** Confined only: config `sandbox_unix_sockets`. */
+  unixSockets: readonly string[];
+  /** Confined only: config `sandbox_scan_max_folders`. */
+  maxFolders: number;
+  /** Confined only: builds the refusal when the seccomp filter cannot be opened (`why` says so); nothing has run then. */
+  refuse: (why: string) => AirlockError;
+}
+
+/**
+ * Prepares what a bubblewrap launch needs and plans its argv (plan.ts {@link planSandbox}): under
+ * `workspace-write` each root's repository metadata (roots.ts `prepareRoot`), and the seccomp filter
+ * when no unix socket is kept. On failure, whatever was prepared is released.
+ * @throws AirlockError `tool_failed` (a writable root does not exist), `metadata_scan_limit`
+ *   (roots.ts), or `req.refuse(…)` (the seccomp filter could not be opened).
+ */
+export async function setUpSandbox(confinement: Extract<Confinement, { kind: "bwrap" }>, req: SetupRequest | FullAccessRequest): Promise<SandboxSetup> {
+  const { policy, options, argv } = req;
+  if (!confinement.confined || !("writableRoots" in req)) {
+    if (confinement.confined) throw new AirlockError("internal", `a confined ${policy} process needs its writable roots, homes and socket list`);
+    const plan = planSandbox({ ...emptyConfined, policy, confinement, options, argv, cwd: req.cwd, writableRoots: [], fullAccessMasks: dataDirSecretFiles(req.dataDirs) });
+    return { ...plan, prepared: [] };
+  }
+  const roots = req.writableRoots.map((r) => resolveRealPath("/", r));
+  for (const r of roots) if (!existsSync(r)) throw new AirlockError("tool_failed", `workspace root ${r} does not exist`);
+  const prepared: PreparedRoot[] = [];
+  if (confinement.prepareRoots) {
+    try {
+      for (const r of roots) prepared.push(await prepareRoot(r, req.maxFolders));
+    } catch (e) {
+      await releaseRoot(prepared);
+      throw e;
+    }
+  }
+  const paths = confinementPaths(req.homes, req.dataDirs, req.namedCredentials);
+  const sockets = unixSocketPlan(req.unixSockets);
+  const plan = planSandbox({
+    policy,
+    confinement,
+    options,
+    argv,
+    cwd: resolveRealPath("/", req.cwd),
+    writableRoots: roots,
+    mounts: { readOnly: prepared.flatMap((r) => r.readOnly), mountPoints: prepared.flatMap((r) => r.mountPoints), locked: prepared.flatMap((r) => r.locked) },
+    hiddenPaths: paths.hidden,
+    maskedFiles: paths.masked,
+    visiblePaths: paths.visible,
+    fullAccessMasks: [],
+    runtimePaths: [argv[0]!, ...argv.slice(1).filter((a) => path.isAbsolute(a) && existsSync(a))].map((p) => resolveRealPath("/", p)),
+    sockets,
+  });
+  if (!plan.seccomp) return { ...plan, prepared };
+  try {
+    return { ...plan, seccompFd: openSeccompFilter(), prepared };
+  } catch (e) {
+    await releaseRoot(prepared);
+    throw req.refuse(`the seccomp filter could not be prepared (${(e as Error).message})`);
+  }
+}
+
+/** What a `danger-full-access` process's setup needs (hooks): the fields of {@link SetupRequest} not marked "confined only". */
+export type FullAccessRequest = Pick<SetupRequest, "policy" | "options" | "argv" | "cwd" | "dataDirs">;
+
+/** The confined-only fields of a request, empty (a `danger-full-access` plan ignores them). */
+const emptyConfined = {
+  mounts: { readOnly: [], mountPoints: [], locked: [] },
+  hiddenPaths: [],
+  maskedFiles: [],
+  visiblePaths: [],
+  runtimePaths: [],
+  sockets: { sockets: [], socketDirs: [] },
+};
+
+/**
+ * The child's stdio entries past 0–2 for a setup (`child_process.spawn`'s `stdio[3…]`), in its fd
+ * layout's order: `"pipe"` for the info fd and the lifeline, the open filter fd for the seccomp slot.
+ * No setup (no bubblewrap): none.
+ */
+export function extraStdio(setup: Pick<SandboxSetup, "fds" | "seccompFd"> | undefined): ("pipe" | number)[] {
+  if (!setup) return [];
+  const slots: ("pipe" | number)[] = [];
+  const { info, seccomp, lifeline } = setup.fds;
+  if (info !== undefined) slots[info - 3] = "pipe";
+  if (seccomp !== undefined) {
+    if (setup.seccompFd === undefined) throw new AirlockError("internal", "the sandbox plan has a seccomp slot but no filter fd was opened");
+    slots[seccomp - 3] = setup.seccompFd;
+  }
+  slots[lifeline - 3] = "pipe";
+  return slots;
+}
+
+/** Closes the setup's seccomp fd, if any (after the spawn, or when it failed). Never throws. */
+export function closeSeccomp(setup: Pick<SandboxSetup, "seccompFd">): void {
+  if (setup.seccompFd === undefined) return;
+  try {
+    closeSync(setup.seccompFd);
+  } catch {
+    // closed already
+  }
+}
