@@ -19,6 +19,7 @@ import { confinementFor, extraStdio, setUpSandbox } from "../../launcher/setup.t
 import { holdLifeline, killPipeHolders, outputPipes } from "../../launcher/tree.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
+import { assertNever } from "../../errors.ts";
 
 /** Extensions whose tools are airlock's own (never reported to hooks as `mcp__…`). */
 export const BUILTIN_EXTENSIONS = new Set(["developer", "interpreter", "code_execution", "subagent"]);
@@ -50,6 +51,8 @@ export function permissionModeFor(mode: Mode): string {
       return "default";
     case "chat":
       return "plan";
+    default:
+      return assertNever(mode, "mode");
   }
 }
 
@@ -207,7 +210,8 @@ export function interpretHookRun(hook: string, code: number | null, signal: stri
     return hookFailure("hook_output_invalid", hook, `hook ${JSON.stringify(hook)} printed updatedInput; airlock never rewrites a call's arguments, so it cannot run the input the hook asked for`);
   }
   const why = hso?.permissionDecisionReason ?? out.reason;
-  switch (hso?.permissionDecision) {
+  const decision = hso?.permissionDecision;
+  switch (decision) {
     case "allow":
       return { kind: "allow", inspector: "hook" };
     case "deny":
@@ -217,6 +221,8 @@ export function interpretHookRun(hook: string, code: number | null, signal: stri
       return { kind: "ask", inspector: "hook", userProof: false, reason: why || `hook ${JSON.stringify(hook)} asks for a person's decision`, hook };
     case undefined:
       break;
+    default:
+      return assertNever(decision, "permissionDecision");
   }
   if (out.decision === "block") return { kind: "deny", inspector: "hook", code: "denied", reason: why || `hook ${JSON.stringify(hook)} blocked the call`, hook };
   return { kind: "allow", inspector: "hook" };
