@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { Database } from "bun:sqlite";
 import { openDatabase } from "../store/db.ts";
+import { Store } from "../store/store.ts";
 import { AirlockError } from "../errors.ts";
 import { Scheduler, type RunRecipeInput, type RunResultObject, type SchedulerEvent } from "./scheduler.ts";
 import { getRun, insertSchedule, listRuns, setLastFire } from "./store.ts";
@@ -188,12 +189,15 @@ describe("Scheduler.start catch-up", () => {
     expect(listRuns(db, fresh.id)).toEqual([]);
   });
 
-  test("runs left running by a previous process are marked interrupted at start", () => {
+  test("runs left running by a previous process are interrupted by the store's recovery, before the scheduler starts", () => {
     const db = openDatabase(":memory:");
     dbs.push(db);
     const sch = insertSchedule(db, { name: "y", cron: "0 0 1 1 *", recipe_path: "/r.yaml", recipe_text: RECIPE });
     setLastFire(db, sch.id, new Date().toISOString());
     db.query("INSERT INTO runs (id, schedule_id, status, trigger, started_at) VALUES ('run_old', ?, 'running', 'cron', ?)").run(sch.id, new Date().toISOString());
+    // what the runtime does when it opens the store (no owner recorded: the process is gone)
+    new Store(db).markInterruptedTurns();
+    expect(getRun(db, "run_old")!.status).toBe("interrupted");
     const { s } = setup(async () => result("completed"), { db });
     s.start();
     expect(getRun(db, "run_old")!.status).toBe("interrupted");

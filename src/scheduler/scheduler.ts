@@ -21,7 +21,6 @@ import {
   listAllRuns,
   hasRemovedRuns,
   listSchedules,
-  markInterruptedRuns,
   publicSchedule,
   setLastFire,
   setRunSession,
@@ -133,15 +132,14 @@ export class Scheduler {
   }
 
   /**
-   * Arms every enabled schedule. Runs left `running` by a previous process become `interrupted`. A schedule
+   * Arms every enabled schedule (runs left `running` by a previous process were marked `interrupted` when the
+   * runtime opened the store: Store.markInterruptedTurns). A schedule
    * that missed at least one fire while the server was down gets exactly one `catch-up` run now.
    * @returns the catch-up runs started.
    */
   start(): Run[] {
     if (this.started) return [];
     this.started = true;
-    const n = markInterruptedRuns(this.db);
-    if (n > 0) this.log(`${n} run(s) left running by the previous server marked interrupted`);
     const catchUps: Run[] = [];
     for (const s of listSchedules(this.db)) {
       if (!s.enabled) continue;

@@ -5,7 +5,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { newId } from "../ids.ts";
-import { currentOwner, ownerIsGone } from "../store/owner.ts";
+import { currentOwner } from "../store/owner.ts";
 
 /** A stored schedule as the API shows it (without the recipe text). */
 export interface Schedule {
@@ -191,21 +191,3 @@ export function hasRemovedRuns(db: Database, scheduleId: string): boolean {
   return db.query("SELECT 1 FROM runs WHERE removed_schedule_id = ? LIMIT 1").get(scheduleId) !== null;
 }
 
-/**
- * Marks runs left `running` by a process that is gone (`ownerIsGone`) `interrupted` (their turn died with it);
- * runs of a live process are left alone. Returns how many.
- */
-export function markInterruptedRuns(db: Database): number {
-  const gone = db
-    .query<{ id: string; owner_pid: number | null; owner_start: string | null }, []>("SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'")
-    .all()
-    .filter((r) => ownerIsGone({ pid: r.owner_pid, start: r.owner_start }));
-  const at = nowIso();
-  let n = 0;
-  for (const r of gone) {
-    n += db
-      .query("UPDATE runs SET status = 'interrupted', finished_at = ?, reason = COALESCE(reason, 'the server stopped while this run was going') WHERE id = ? AND status = 'running'")
-      .run(at, r.id).changes;
-  }
-  return n;
-}

@@ -138,7 +138,6 @@ export class ScriptPool {
       (raw: unknown) => {
         const out = WorkerOutcome.safeParse(raw);
         if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
-        if (out.data.fatal) this.#replaceWorker(meter[METER.threadId]!, "its QuickJS module failed");
         finish(toResult(out.data));
       },
       (e: unknown) => finish(workerLost(e, served)),

@@ -107,11 +107,11 @@ export type ScriptFailure = z.infer<typeof ScriptFailure>;
 
 /**
  * Worker → host: the task's return value. `json` is the return value as JSON text (absent for
- * `undefined`). `fatal` means the worker itself is broken and the host must replace it; a failed QuickJS
- * instance is dropped by the worker (script/instances.ts) and never sets it.
+ * `undefined`). A failed QuickJS instance is dropped by the worker itself (script/instances.ts), so the
+ * worker stays usable after any outcome.
  */
 export const WorkerOutcome = z.discriminatedUnion("ok", [
-  z.strictObject({ ok: z.literal(true), json: z.string().optional(), logs: z.array(z.string()), calls: z.number().int(), fatal: z.boolean() }),
-  z.strictObject({ ok: z.literal(false), error: ScriptFailure, logs: z.array(z.string()), calls: z.number().int(), fatal: z.boolean() }),
+  z.strictObject({ ok: z.literal(true), json: z.string().optional(), logs: z.array(z.string()), calls: z.number().int() }),
+  z.strictObject({ ok: z.literal(false), error: ScriptFailure, logs: z.array(z.string()), calls: z.number().int() }),
 ]);
 export type WorkerOutcome = z.infer<typeof WorkerOutcome>;

@@ -9,6 +9,9 @@ import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRunt
 import { installBridge, SCRIPT_FILENAME, wrapUserCode } from "./bridge.ts";
 import { METER, type CallRequest, type ScriptFailure, type ScriptLimits, type WorkerOutcome } from "./protocol.ts";
 
+/** How one script ended, plus `fatal`: its QuickJS instance is broken and must be dropped, never reused. */
+export type RunOutcome = WorkerOutcome & { fatal: boolean };
+
 export interface VmOptions {
   code: string;
   limits: ScriptLimits;
@@ -41,8 +44,8 @@ export function isFatalModuleError(e: unknown): boolean {
  * `done` resolves exactly once with the outcome; it never rejects.
  */
 export class ScriptRun {
-  readonly done: Promise<WorkerOutcome>;
-  #resolve!: (o: WorkerOutcome) => void;
+  readonly done: Promise<RunOutcome>;
+  #resolve!: (o: RunOutcome) => void;
   readonly #opts: VmOptions;
   #rt?: QuickJSRuntime;
   #ctx?: QuickJSContext;

@@ -18,7 +18,7 @@ const instances = await Instances.create(settings.memoryMb);
 /**
  * Runs one script task to its end, on an instance of its own. Never throws for guest behaviour:
  * limits and guest errors are `{ok: false, error}` outcomes. A failed instance is dropped here (it
- * never reaches another script), so `fatal` stays false: the worker itself is fine.
+ * never reaches another script): the worker itself stays fine.
  */
 export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome> {
   const task = ScriptTask.parse(raw);
@@ -42,8 +42,8 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     else run.cancel();
   });
   run.start();
-  const outcome = await run.done;
+  const { fatal, ...outcome } = await run.done;
   port.close();
-  instances.give(inst, !outcome.fatal);
-  return { ...outcome, fatal: false };
+  instances.give(inst, !fatal);
+  return outcome;
 }
