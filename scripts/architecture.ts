@@ -84,7 +84,7 @@ const FUNCTION_TYPES = new Set([
 
 function analyse(file: string): ModuleInfo {
   const text = readFileSync(file, "utf8");
-  const ast = parse(text, { sourceType: "module", plugins: ["typescript", "jsx"], errorRecovery: false });
+  const ast = parse(text, { sourceType: "module", plugins: file.endsWith(".tsx") ? ["typescript", "jsx"] : ["typescript"], errorRecovery: false });
   const specs: string[] = [];
   const functions: ModuleInfo["functions"] = [];
   const classStack: string[] = [];

@@ -111,10 +111,6 @@ export class AirlockError extends Error {
   }
 }
 
-export function isAirlockError(e: unknown): e is AirlockError {
-  return e instanceof AirlockError;
-}
-
 /** Normalises anything thrown into an AirlockError (unknown errors become `internal`). */
 export function toAirlockError(e: unknown, fallback: ErrorCode = "internal"): AirlockError {
   if (e instanceof AirlockError) return e;

@@ -62,11 +62,6 @@ export function table(head: readonly string[], rows: readonly (readonly unknown[
   return all.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n") + "\n";
 }
 
-/** A line on stderr prefixed `airlock: warning: `. */
-export function warn(message: string): void {
-  writeAll(STDERR, `airlock: warning: ${message}\n`);
-}
-
 /** The CLI's error line, `airlock: <code>: <message>\n` (SPEC §2). */
 export function errorLine(code: ErrorCode, message: string): string {
   return `airlock: ${code}: ${message}\n`;

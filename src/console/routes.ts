@@ -56,13 +56,6 @@ function loadAssets(): Promise<Record<(typeof CONSOLE_PUBLIC_PATHS)[number], Ser
   return assets;
 }
 
-/** The sizes of the console's files, bytes: raw and gzip (for the bench and docs). */
-export async function consoleSizes(): Promise<{ raw: number; gzip: number }> {
-  const a = await loadAssets();
-  const files = Object.values(a);
-  return { raw: files.reduce((n, f) => n + f.body.length, 0), gzip: files.reduce((n, f) => n + f.gzip.length, 0) };
-}
-
 async function serveAsset(c: Context, p: (typeof CONSOLE_PUBLIC_PATHS)[number]): Promise<Response> {
   const f = (await loadAssets())[p];
   const gz = /\bgzip\b/.test(c.req.header("accept-encoding") ?? "");

@@ -19,11 +19,6 @@ export function isStrictlyWider(a: SandboxPolicy, b: SandboxPolicy): boolean {
   return RANK[a] > RANK[b];
 }
 
-/** True when host processes under `policy` may write somewhere on the host (the workspace, or anywhere). */
-export function allowsWrites(policy: SandboxPolicy): boolean {
-  return policy !== "read-only";
-}
-
 /** True when `policy` is enforced by bubblewrap (everything but `danger-full-access`). */
 export function isConfined(policy: SandboxPolicy): boolean {
   return policy !== "danger-full-access";

@@ -95,11 +95,6 @@ export function getScheduleWithRecipe(db: Database, id: string): ScheduleWithRec
   return r ? toSchedule(r) : null;
 }
 
-export function getSchedule(db: Database, id: string): Schedule | null {
-  const s = getScheduleWithRecipe(db, id);
-  return s ? withoutRecipe(s) : null;
-}
-
 /** Every schedule, oldest first. */
 export function listSchedules(db: Database): ScheduleWithRecipe[] {
   return db.query<ScheduleRow, []>("SELECT * FROM schedules ORDER BY created_at, id").all().map(toSchedule);
