@@ -14,7 +14,8 @@ import type { Card } from "../card/pending.ts";
 import { AirlockError } from "../errors.ts";
 import { credentialKind } from "../gate/inspectors/security-floor.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
-import { CREDENTIAL_DIRS, CREDENTIAL_FILES } from "../launcher/credentials.ts";
+import { CREDENTIAL_DIRS, CREDENTIAL_FILES, insideDataDir } from "../launcher/credentials.ts";
+import { applyEdit } from "../tool/files.ts";
 import { diffLines, type DiffLine } from "./diff.ts";
 
 /** The largest current file the console previews, bytes (1 MiB). */
@@ -107,8 +108,7 @@ export function previewCard(card: Card, workspace: string, dataDir: string): Pre
   if (!isInside(real, root)) throw refuse(p, `its real path ${real} is outside the workspace ${root}`);
   // The data dir (tokens, the database, the config) is never previewed, also when the workspace is it or contains
   // it; only a workspace strictly inside the data dir (as in tests) keeps its own files.
-  const wsInsideData = root !== data && isInside(root, data);
-  if ((isInside(real, data) && !wsInsideData) || isInside(data, real)) throw refuse(p, "it is in airlock's data dir");
+  if (insideDataDir(real, data, root) || isInside(data, real)) throw refuse(p, "it is in airlock's data dir");
   const secret = credentialOf(p, real, process.env.HOME || homedir());
   if (secret) throw refuse(p, `it is a credential file (${secret})`);
   const cur = readCurrent(real, p);
@@ -120,13 +120,12 @@ export function previewCard(card: Card, workspace: string, dataDir: string): Pre
   } else {
     const oldS = typeof args.old_string === "string" ? args.old_string : "";
     const newS = typeof args.new_string === "string" ? args.new_string : "";
-    const count = oldS === "" ? 0 : current.split(oldS).length - 1;
-    if (count === 1) {
-      const i = current.indexOf(oldS);
-      proposed = current.slice(0, i) + newS + current.slice(i + oldS.length);
+    const edited = applyEdit(current, oldS, newS);
+    if (typeof edited === "string") {
+      proposed = edited;
     } else {
       proposed = current;
-      problem = cur === null ? `${p} does not exist: the edit would fail` : `old_string occurs ${count} times in the current ${path.basename(p)}: the edit would fail`;
+      problem = cur === null ? `${p} does not exist: the edit would fail` : `old_string occurs ${edited.occurrences} times in the current ${path.basename(p)}: the edit would fail`;
     }
   }
   const d = diffLines(current, proposed);

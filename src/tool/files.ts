@@ -208,12 +208,20 @@ function cancelled(p: string): AirlockError {
 }
 
 /** Reads at most `max` bytes of the regular file at `real`, in chunks, checking `signal` between them. Throws as {@link openChecked}, and `cancelled`. */
-async function readText(ctx: ToolContext, real: string, p: string, max: number, signal: AbortSignal): Promise<{ content: string; size: number; truncated: boolean }> {
+async function readText(
+  ctx: ToolContext,
+  real: string,
+  p: string,
+  max: number,
+  signal: AbortSignal,
+  whenLarger?: (size: number) => AirlockError,
+): Promise<{ content: string; size: number; truncated: boolean }> {
   if (signal.aborted) throw cancelled(p);
   const fh = await openChecked(real, p, "file");
   try {
     await refuseDataDirLink(ctx, fh, p);
     const st = await fh.stat();
+    if (whenLarger && st.size > max) throw whenLarger(st.size);
     const chunks: Buffer[] = [];
     let n = 0;
     // read one byte past the cap: that is how a file whose size fstat does not know (/proc) shows as truncated
@@ -245,6 +253,18 @@ async function writeText(ctx: ToolContext, real: string, p: string, content: str
   } finally {
     await fh.close().catch(() => {});
   }
+}
+
+/**
+ * `developer__edit_file`'s edit: `text` with its one occurrence of `oldString` replaced by `newString`, or
+ * how many occurrences there are when that is not exactly one (an empty `oldString` occurs 0 times).
+ * The console's preview of an edit card uses the same function.
+ */
+export function applyEdit(text: string, oldString: string, newString: string): string | { occurrences: number } {
+  const occurrences = oldString === "" ? 0 : text.split(oldString).length - 1;
+  if (occurrences !== 1) return { occurrences };
+  const i = text.indexOf(oldString);
+  return text.slice(0, i) + newString + text.slice(i + oldString.length);
 }
 
 const PathArg = z.string().min(1).describe("absolute, or relative to the workspace");
@@ -298,47 +318,30 @@ export const editFileTool = defineTool({
   },
   async execute(args, ctx) {
     const r = checkWrite(ctx, ctx.policy, args.path);
-    let text: string;
+    let text;
     try {
-      const fh = await openChecked(r.real, args.path, "file");
-      try {
-        await refuseDataDirLink(ctx, fh, args.path);
-        const size = (await fh.stat()).size;
-        if (size > EDIT_MAX_BYTES) {
-          throw new AirlockError("payload_too_large", `${args.path} is ${size} bytes, over the ${EDIT_MAX_BYTES}-byte limit of developer__edit_file; edit it with a shell command (sed, patch) instead`, { path: args.path, size, limit_bytes: EDIT_MAX_BYTES });
-        }
-        // read in chunks from this fd, one byte past the cap: a file growing while it is read stops there
-        const chunks: Buffer[] = [];
-        let n = 0;
-        while (n <= EDIT_MAX_BYTES) {
-          if (ctx.signal.aborted) throw cancelled(args.path);
-          const want = Math.min(READ_CHUNK, EDIT_MAX_BYTES + 1 - n);
-          const { bytesRead, buffer } = await fh.read(Buffer.alloc(want), 0, want, n);
-          if (bytesRead === 0) break;
-          chunks.push(buffer.subarray(0, bytesRead));
-          n += bytesRead;
-        }
-        if (n > EDIT_MAX_BYTES) throw new AirlockError("payload_too_large", `${args.path} grew past the ${EDIT_MAX_BYTES}-byte limit of developer__edit_file while it was read`, { path: args.path, limit_bytes: EDIT_MAX_BYTES });
-        text = Buffer.concat(chunks).toString("utf8");
-      } finally {
-        await fh.close().catch(() => {});
-      }
+      // from one fd, one byte past the cap: a file growing while it is read stops there
+      text = await readText(ctx, r.real, args.path, EDIT_MAX_BYTES, ctx.signal, (size) =>
+        new AirlockError("payload_too_large", `${args.path} is ${size} bytes, over the ${EDIT_MAX_BYTES}-byte limit of developer__edit_file; edit it with a shell command (sed, patch) instead`, { path: args.path, size, limit_bytes: EDIT_MAX_BYTES }),
+      );
     } catch (e) {
-      if (e instanceof AirlockError && e.code !== "file_not_found") throw e;
-      throw new AirlockError("file_not_found", `${args.path} does not exist (real path ${r.real}); use developer__write_file to create it`, { path: args.path });
+      if (e instanceof AirlockError && e.code === "file_not_found") {
+        throw new AirlockError("file_not_found", `${args.path} does not exist (real path ${r.real}); use developer__write_file to create it`, { path: args.path });
+      }
+      throw e;
     }
-    const count = text.split(args.old_string).length - 1;
-    if (count !== 1) {
+    if (text.truncated) throw new AirlockError("payload_too_large", `${args.path} grew past the ${EDIT_MAX_BYTES}-byte limit of developer__edit_file while it was read`, { path: args.path, limit_bytes: EDIT_MAX_BYTES });
+    const edited = applyEdit(text.content, args.old_string, args.new_string);
+    if (typeof edited !== "string") {
       throw new AirlockError(
         "edit_no_match",
-        count === 0
+        edited.occurrences === 0
           ? `old_string was not found in ${args.path}; read the file and copy the exact text, whitespace included`
-          : `old_string occurs ${count} times in ${args.path}; include more surrounding text so it occurs exactly once`,
-        { path: args.path, occurrences: count },
+          : `old_string occurs ${edited.occurrences} times in ${args.path}; include more surrounding text so it occurs exactly once`,
+        { path: args.path, occurrences: edited.occurrences },
       );
     }
-    const i = text.indexOf(args.old_string);
-    await writeText(ctx, r.real, args.path, text.slice(0, i) + args.new_string + text.slice(i + args.old_string.length));
+    await writeText(ctx, r.real, args.path, edited);
     return { path: r.real, replacements: 1 };
   },
 });
