@@ -61,11 +61,9 @@ async function askLatency(n: number, via: "mode" | "hook"): Promise<number[]> {
       headless: true,
       workspace: ws,
       onEvent(ev) {
-        const id = String(ev.data.call_id ?? "");
-        if (ev.type === "tool_request") sent.set(id, performance.now());
-        else if (ev.type === "tool_result" && sent.has(id)) {
-          const err = ev.data.error as { code?: string } | undefined;
-          if (err?.code === "no_human_surface") out.push(performance.now() - sent.get(id)!);
+        if (ev.type === "tool_request") sent.set(ev.data.call_id, performance.now());
+        else if (ev.type === "tool_result" && sent.has(ev.data.call_id)) {
+          if (ev.data.error?.code === "no_human_surface") out.push(performance.now() - sent.get(ev.data.call_id)!);
         }
       },
     });

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import type { BusEvent } from "../bus/bus.ts";
+import type { AnyEvent, BusEvent } from "../bus/bus.ts";
 import { createProgress } from "./progress.ts";
 
-const ev = (type: BusEvent["type"], data: Record<string, unknown>): BusEvent => ({ id: 1, session_id: "ses_1", type, data, persisted: false });
+/** A hand-made event (partial payloads: the progress line reads only a few fields). */
+const ev = (type: BusEvent["type"], data: Record<string, unknown>): AnyEvent => ({ id: 1, session_id: "ses_1", type, data, persisted: false }) as unknown as AnyEvent;
 
 describe("progress.createProgress", () => {
   test("without a TTY nothing but log lines is written", () => {

@@ -4,7 +4,7 @@
  * terminal, never on stdout. One line, redrawn in place: elapsed time, tool calls so far, refusals,
  * and the last tool. Log lines written through `log` clear it first so they never mix with it.
  */
-import type { BusEvent } from "../bus/bus.ts";
+import type { AnyEvent } from "../bus/bus.ts";
 
 /** How often the line is redrawn, ms. */
 const TICK_MS = 250;
@@ -14,7 +14,7 @@ const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "
 
 export interface Progress {
   /** Feed every event of the run. */
-  onEvent(ev: BusEvent): void;
+  onEvent(ev: AnyEvent): void;
   /** Writes a log line on stderr (clearing the progress line first when one is drawn). */
   log(line: string): void;
   /** Stops redrawing and clears the line. Idempotent. */
@@ -58,9 +58,9 @@ export function createProgress(opts: { tty?: boolean; write: (s: string) => void
     onEvent(ev) {
       if (ev.type === "tool_request") {
         calls++;
-        last = String(ev.data.tool ?? "");
+        last = ev.data.tool;
       } else if (ev.type === "tool_result" && ev.data.ok === false) {
-        const code = (ev.data.error as { code?: string } | undefined)?.code;
+        const code = ev.data.error?.code;
         if (code === "no_human_surface" || code === "denied") refused++;
       }
     },

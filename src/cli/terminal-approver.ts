@@ -6,7 +6,7 @@
  * Used only when stdin and stderr are both TTYs; otherwise `airlock run` is headless (nobody can answer).
  */
 import { createInterface } from "node:readline";
-import type { BusEvent } from "../bus/bus.ts";
+import type { TypedEvent } from "../bus/bus.ts";
 import type { Runtime } from "../runtime.ts";
 
 /** Whether a person can answer on this terminal: stdin and stderr are both TTYs. */
@@ -36,7 +36,7 @@ export function startTerminalApprover(
   write: (s: string) => void,
   hold: (on: boolean) => void = () => {},
 ): () => void {
-  const queue: BusEvent[] = [];
+  const queue: TypedEvent<"action_required">[] = [];
   let busy = false;
   let stopped = false;
   const pump = async (): Promise<void> => {
@@ -46,7 +46,7 @@ export function startTerminalApprover(
     busy = true;
     hold(true);
     try {
-      const card = ev.data as { request_id: string; tool: string; arguments: unknown; inspector: string; reason: string; home_session_id: string };
+      const card = ev.data;
       const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
       write(`\nairlock: ${card.tool}${from} needs your approval — ${card.inspector}: ${card.reason}\n  arguments: ${JSON.stringify(card.arguments)}\n`);
       const answer = await read("  allow once? [y/N] ");

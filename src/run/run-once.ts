@@ -3,7 +3,7 @@
  * One prompt, one root session, one turn, one result object (SPEC §7): the core of `airlock run`,
  * reusable by the scheduler. Refused calls are collected from the gate for the run's session tree.
  */
-import type { BusEvent } from "../bus/bus.ts";
+import type { AnyEvent } from "../bus/bus.ts";
 import type { ConfigOverrides } from "../config/load.ts";
 import type { Mode, SandboxPolicyName } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
@@ -30,7 +30,7 @@ export interface RunOnceInput {
   /** Called once the root session exists. */
   onSession?(sessionId: string): void;
   /** Every bus event of the run's session tree, in publish order. */
-  onEvent?(ev: BusEvent): void;
+  onEvent?(ev: AnyEvent): void;
 }
 
 /** How long a finished run waits for background subagents it cancelled, ms. */
