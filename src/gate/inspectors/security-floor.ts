@@ -104,6 +104,25 @@ const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...
 /** Most matches of one glob word checked for credential files. */
 const MAX_GLOB_MATCHES = 256;
 
+/** One simple command as the floor reads it, after its assignments and wrappers (see `Judge.simple`). */
+interface Command {
+  c: SimpleCommand;
+  /** Index of the command word in `c.words`. */
+  i: number;
+  /** The command word's possible names (`/usr/bin/rm` → rm). */
+  names: Set<string>;
+  /** The words after the command word. */
+  args: string[];
+  cwd: string | null;
+  depth: number;
+  scan: boolean;
+  /** `xargs` runs it: its operands come from standard input. */
+  viaXargs: boolean;
+  /** Whether argument `k` (an index into `args`) was an unquoted glob. */
+  argGlob(k: number): boolean;
+  has(...names: string[]): boolean;
+}
+
 class Judge {
   readonly findings: string[] = [];
   readonly ws: string;
@@ -296,7 +315,43 @@ class Judge {
   }
 
   /** Judges one simple command; returns the working directory for the commands after it. */
+  /**
+   * Judges one simple command (its redirects, then the words): which command it is behind assignments and
+   * wrappers, what code it runs (shells, `eval`, `trap`, `source`), what it writes, and where it leaves the
+   * working directory for the commands after it (returned; null: unknown).
+   */
   simple(c: SimpleCommand, cwd: string | null, depth: number, scan = true): string | null {
+    this.redirects(c, cwd);
+    // every word may name a credential file (`cat`, `cp`, `curl -d @file`, `--file=…`)
+    c.words.forEach((w, j) => this.readWord(w, c.globs.has(j), cwd));
+    const lead = this.skipWrappers(c, cwd, depth, scan);
+    if ("done" in lead) return lead.done;
+    const { i, viaXargs } = lead;
+    const w = c.words;
+    const names = this.names(w[i]!);
+    const args = w.slice(i + 1);
+    const cmd: Command = { c, i, names, args, cwd, depth, scan, viaXargs, argGlob: (k) => c.globs.has(i + 1 + k), has: (...ns) => ns.some((n) => names.has(n)) };
+    if (scan) {
+      // the same command names later in the words: an unlisted wrapper in front hides nothing
+      for (let k = 1; k < w.length; k++) {
+        if (k === i || ![...this.names(w[k]!)].some((n) => SCANNED.has(n))) continue;
+        const globs = new Set([...c.globs].filter((g) => g >= k).map((g) => g - k));
+        this.simple({ words: w.slice(k), globs, redirects: [] }, cwd, depth, false);
+      }
+    }
+
+    if (this.runsCode(cmd)) return cwd;
+    if (cmd.has("cd", "pushd")) {
+      const t = args.find((a) => !a.startsWith("-"));
+      if (t === undefined) return this.home;
+      return this.resolve(t, cwd);
+    }
+    this.writes(cmd);
+    return cwd;
+  }
+
+  /** The redirects of a simple command: writes (`>`, `>>`, `&>`, …) and reads (`<`, `<&`). */
+  private redirects(c: SimpleCommand, cwd: string | null): void {
     for (const r of c.redirects) {
       if ([">", ">>", ">|", "&>", "&>>", "<>"].includes(r.op)) this.write(r.target, cwd, "redirects output to", r.glob);
       else if (r.op === ">&" && !/^(\d+|-)$/.test(r.target)) this.write(r.target, cwd, "redirects output to", r.glob);
@@ -304,15 +359,21 @@ class Judge {
         if (!/^(\d+|-)$/.test(r.target)) for (const t of braceAlternatives(r.target) ?? [r.target]) this.read(t, cwd);
       }
     }
-    // every word may name a credential file (`cat`, `cp`, `curl -d @file`, `--file=…`)
-    c.words.forEach((w, j) => this.readWord(w, c.globs.has(j), cwd));
+  }
+
+  /**
+   * Skips leading assignments, reserved words and wrappers (`FOO=1 sudo -E env X=1 nice -n 5 rm …`,
+   * `then rm …`): the index of the command word and whether `xargs` feeds it, or `{done}` with the working
+   * directory when the wrapper itself ran the rest (`env -C DIR …`, `env -S '…'`) or no command is left.
+   */
+  private skipWrappers(c: SimpleCommand, cwd: string | null, depth: number, scan: boolean): { i: number; viaXargs: boolean } | { done: string | null } {
     let i = 0;
     const w = c.words;
     let viaXargs = false;
     // leading assignments, reserved words and wrappers (`FOO=1 sudo -E env X=1 nice -n 5 rm …`, `then rm …`)
     for (;;) {
       while (i < w.length && (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i]!) || RESERVED.has(w[i]!))) i++;
-      if (i >= w.length) return cwd;
+      if (i >= w.length) return { done: cwd };
       const name = this.names(w[i]!);
       if (![...name].some((n) => WRAPPERS.has(n))) break;
       const wrapper = [...name].find((n) => WRAPPERS.has(n))!;
@@ -332,72 +393,67 @@ class Judge {
           if (dir === null) this.findings.push(`runs a command in ${chdir.dir}, a folder that depends on a variable the floor cannot see`);
           // judged again from the wrapper's name, so its remaining flags (`env -C /etc -i touch x`) are read too
           if (rest.length) this.simple({ words: [wrapper, ...rest], globs: new Set([...globs].map((g) => g + 1)), redirects: [] }, dir, depth, scan);
-          return cwd;
+          return { done: cwd };
         }
         if (wrapper === "env" && (flag === "-S" || flag.startsWith("--split-string") || /^-S./.test(flag))) {
           const line = flag === "-S" || flag === "--split-string" ? w[i] : flag.startsWith("-S") ? flag.slice(2) : flag.slice(flag.indexOf("=") + 1);
           if (line !== undefined) this.shell(line, depth + 1);
-          return cwd;
+          return { done: cwd };
         }
         if (["-n", "-u", "-g", "-C", "-i", "-o", "-e", "-I", "-s", "-k", "-d", "-P"].includes(flag) && wrapper !== "env") i++; // flag takes a value
       }
       if (wrapper === "timeout" && i < w.length) i++; // the duration
     }
-    const names = this.names(w[i]!);
-    const args = w.slice(i + 1);
-    const argGlob = (k: number) => c.globs.has(i + 1 + k);
-    const has = (...ns: string[]) => ns.some((n) => names.has(n));
+    return { i, viaXargs };
+  }
 
-    if (scan) {
-      // the same command names later in the words: an unlisted wrapper in front hides nothing
-      for (let k = 1; k < w.length; k++) {
-        if (k === i || ![...this.names(w[k]!)].some((n) => SCANNED.has(n))) continue;
-        const globs = new Set([...c.globs].filter((g) => g >= k).map((g) => g - k));
-        this.simple({ words: w.slice(k), globs, redirects: [] }, cwd, depth, false);
-      }
-    }
-
+  /** A command that runs code the floor must read too (a shell, `-c` strings, `source`, `trap`, `eval`); true when it was one. */
+  private runsCode(cmd: Command): boolean {
+    const { c, i, args, depth, scan, has } = cmd;
+    const w = c.words;
     if (has(...SHELLS, ...C_STRING)) {
       const ci = args.findIndex((a) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a));
       if (ci >= 0) {
         const script = args[ci + 1] === "--" ? args[ci + 2] : args[ci + 1];
-        if (script === undefined) return cwd;
+        if (script === undefined) return true;
         if (depth + 1 > MAX_SHELL_DEPTH) this.findings.push("the command nests shells too deeply to judge");
         else this.shell(script, depth + 1);
-        return cwd;
+        return true;
       }
-      if (!scan || !has(...SHELLS) || args.some((a) => a === "--version" || a === "--help")) return cwd;
+      if (!scan || !has(...SHELLS) || args.some((a) => a === "--version" || a === "--help")) return true;
       // no -c: the shell runs a script file, or reads its commands from stdin, which the floor cannot see
       const script = args.find((a, k) => !a.startsWith("-") && !a.startsWith("+") && !/^[-+]o$/.test(args[k - 1] ?? ""));
       const hereString = c.redirects.find((r) => r.op === "<<<");
       if (script !== undefined && !args.includes("-s")) {
         if (script.startsWith("<(")) this.findings.push(`${w[i]} runs commands from a process substitution the floor cannot read`);
-        return cwd;
+        return true;
       }
       if (hereString) this.shell(hereString.target, depth + 1);
       else if (!c.redirects.some((r) => r.op === "<")) this.findings.push(`${w[i]} reads the commands it runs from standard input, which the floor cannot read; use ${w[i]} -c '…'`);
-      return cwd;
+      return true;
     }
     if (has("source", ".") && args[0]?.startsWith("<(")) {
       this.findings.push(`${w[i]} runs commands from a process substitution the floor cannot read`);
-      return cwd;
+      return true;
     }
     if (has("trap") && args[0] !== undefined && !args[0].startsWith("-")) {
       // `trap 'cmd' EXIT` runs cmd later in this shell, like eval
       if (depth + 1 > MAX_SHELL_DEPTH) this.findings.push("the command nests trap too deeply to judge");
       else this.shell(args[0], depth + 1);
-      return cwd;
+      return true;
     }
     if (has("eval")) {
       if (depth + 1 > MAX_SHELL_DEPTH) this.findings.push("the command nests eval too deeply to judge");
       else this.shell(args.join(" "), depth + 1);
-      return cwd;
+      return true;
     }
-    if (has("cd", "pushd")) {
-      const t = args.find((a) => !a.startsWith("-"));
-      if (t === undefined) return this.home;
-      return this.resolve(t, cwd);
-    }
+    return false;
+  }
+
+  /** What a command writes, moves, deletes or links (`rm`, `find -delete`, `cp`, `mv`, `ln`, `dd`, `sed -i`, fetchers). */
+  private writes(cmd: Command): void {
+    const { c, i, names, args, cwd, viaXargs, argGlob, has } = cmd;
+    const w = c.words;
     const operands = splitOperands(args);
     if (viaXargs && this.env.policy === "danger-full-access" && has("rm", ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl")) {
       // no sandbox: a write whose targets xargs reads from standard input cannot be judged
@@ -410,7 +466,7 @@ class Judge {
         else this.write(word, cwd, "deletes", argGlob(index));
       });
       if (recursive && viaXargs) this.findings.push("recursive delete of targets read from standard input (xargs rm -r), which the floor cannot see");
-      return cwd;
+      return;
     }
     if (has("find")) {
       const del = args.includes("-delete") || args.some((a, k) => (a === "-exec" || a === "-execdir") && /(^|\/)rm$/.test(args[k + 1] ?? ""));
@@ -418,15 +474,15 @@ class Judge {
         const starts = args.slice(0, Math.max(0, args.findIndex((a) => /^[-(!]/.test(a)))).filter(Boolean);
         for (const s of starts.length ? starts : ["."]) this.recursiveDelete(s, false, cwd);
       }
-      return cwd;
+      return;
     }
     if (has(...WRITE_ALL)) {
       for (const { word, index } of operands.list) this.write(word, cwd, "writes", argGlob(index));
-      return cwd;
+      return;
     }
     if (has(...WRITE_AFTER_FIRST)) {
       for (const { word, index } of operands.list.slice(1)) this.write(word, cwd, "changes", argGlob(index));
-      return cwd;
+      return;
     }
     if (has(...COPY)) {
       const t =
@@ -445,26 +501,20 @@ class Judge {
       const symbolic = operands.flags.some((f) => f === "--symbolic" || /^-[a-zA-Z]*s/.test(f));
       const hardLink = (has("ln") && !symbolic) || (has("cp") && operands.flags.some((f) => f === "--link" || /^-[a-zA-Z]*l/.test(f)));
       if (hardLink) for (const o of operands.list.filter((x) => t !== undefined || dest === undefined || x !== last)) this.write(o.word, cwd, "hard-links (so writes through the link change)", argGlob(o.index));
-      return cwd;
+      return;
     }
     if (has("dd")) {
       for (const a of args) if (a.startsWith("of=")) this.write(a.slice(3), cwd, "writes");
-      return cwd;
+      return;
     }
     if (has("sed", "perl") && args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith("--in-place"))) {
       const files = operands.list.slice(args.some((a) => a === "-e" || a.startsWith("--expression")) ? 0 : 1);
       for (const { word, index } of files) this.write(word, cwd, "edits in place", argGlob(index));
-      return cwd;
+      return;
     }
     if (has("curl", "wget", "tar", "bsdtar", "unzip", "git", "patch")) this.fetchWrites(names, args, cwd);
-    return cwd;
   }
 
-  /**
-   * Where a download, unpack or clone writes (`curl -o/-O/-D/-c`, `wget -O/-P/-o`, `tar -x [-C]`,
-   * `tar -c -f`, `unzip [-d]`, `git [-C] clone SRC [DEST]`, `patch [-d DIR] [-o OUT] [FILE]`): each target is judged as a write, so
-   * under `danger-full-access` (no bwrap) a target outside the workspace asks like `touch` does.
-   */
   fetchWrites(names: Set<string>, args: string[], cwd: string | null): void {
     const opts = (valueLetters: string, a: string[]) => shortAndLongOptions(a, valueLetters);
     if (names.has("curl")) {
