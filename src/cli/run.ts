@@ -131,7 +131,12 @@ async function printResult(format: OutputFormat, result: EarlyResultObject): Pro
   }
 }
 
-async function runInner(prompt: string | undefined, opts: RunOptions, printed: { result: boolean }): Promise<number> {
+/**
+ * What a run needs before the runtime starts: the effective config (file, recipe, flags), the prompt
+ * (recipe placeholders filled, `-` read from stdin) and the workspace (absolute).
+ * @throws AirlockError `usage` (no prompt, --param without --recipe, empty stdin), `recipe_invalid`, `config_invalid`.
+ */
+async function resolveRun(prompt: string | undefined, opts: RunOptions) {
   const { AirlockError } = await import("../errors.ts");
   const paramNames = Object.keys(opts.param ?? {});
   if (!opts.recipe && paramNames.length > 0) {
@@ -142,7 +147,6 @@ async function runInner(prompt: string | undefined, opts: RunOptions, printed: {
   }
   const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
-  const { writeJsonLine, writeStderr } = await import("./output.ts");
   const ctx = await resolveContext(opts);
   let config = ctx.config;
   // made absolute once, here at the edge: the runtime, its MCP servers and the session all get the same path
@@ -170,6 +174,12 @@ async function runInner(prompt: string | undefined, opts: RunOptions, printed: {
   if (prompt === undefined || prompt === "") {
     throw new AirlockError("usage", "airlock run: no prompt; pass PROMPT (or '-' to read it from stdin) or --recipe FILE");
   }
+  return { ctx, config, prompt, workspace };
+}
+
+async function runInner(promptArg: string | undefined, opts: RunOptions, printed: { result: boolean }): Promise<number> {
+  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts);
+  const { writeJsonLine, writeStderr } = await import("./output.ts");
   // Who can answer an ask: with --headless nobody; otherwise the person at this terminal when there is
   // one, and nobody when stdin or stderr is not a terminal (a pipe, cron, CI) — then the run is headless
   // too, so an ask is refused at once instead of waiting for an answer that cannot come.
