@@ -399,15 +399,12 @@ export class Gate {
       policy: requestedPolicy(call.config.sandbox, req.args),
       signal,
     };
-    const verdicts: (Verdict[] | undefined)[] = this.inspectors.map((i) => (i.cost === "cheap" ? (i.inspect(inspected) as Verdict[]) : undefined));
-    if (!verdicts.some((vs) => vs?.some((v) => v.kind === "deny"))) {
-      await Promise.all(
-        this.inspectors.map(async (insp, k) => {
-          if (insp.cost === "process") verdicts[k] = await insp.inspect(inspected);
-        }),
-      );
-    }
-    return combine(verdicts.flatMap((vs) => vs ?? []));
+    const verdicts: (Verdict[] | Promise<Verdict[]> | undefined)[] = this.inspectors.map((i) => (i.cost === "cheap" ? i.inspect(inspected) : undefined));
+    const denied = verdicts.some((vs) => Array.isArray(vs) && vs.some((v) => v.kind === "deny"));
+    if (!denied) this.inspectors.forEach((i, k) => i.cost === "process" && (verdicts[k] = i.inspect(inspected)));
+    // await only what is pending (hooks running): a call with no hook to run is judged without a microtask hop
+    const all = verdicts.some((vs) => vs instanceof Promise) ? await Promise.all(verdicts) : (verdicts as (Verdict[] | undefined)[]);
+    return combine(all.flatMap((vs) => vs ?? []));
   }
 
   /**

@@ -39,7 +39,7 @@ export function floorInspector(deps: Pick<InspectorDeps, "dataDir">): Inspector 
 export function hooksInspector(deps: InspectorDeps): Inspector {
   return {
     cost: "process",
-    async inspect(c) {
+    inspect(c) {
       const matchers = c.config.hooks.PreToolUse;
       if (matchers.length === 0) return [];
       const input: HookInput = {
