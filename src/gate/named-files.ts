@@ -9,9 +9,9 @@ import { isInside, resolveRealPath } from "../launcher/resolve.ts";
 import { BIND_MAX_FILES, type NamedFile } from "../card/bound-files.ts";
 import { floorCall } from "./inspectors/security-floor.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./inspectors/shell-words.ts";
+import { RESERVED, SHELLS, WRAPPERS } from "./inspectors/command-words.ts";
 import { assertNever } from "../errors.ts";
 
-const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"]);
 /** Interpreters that run a script file given as their first operand. */
 const INTERPRETER = /^(python[0-9.]*|pypy[0-9.]*|node|nodejs|bun|deno|perl|ruby|php|lua[0-9.]*|Rscript|tclsh|osascript)$/;
 /** Flags meaning "the program is inline or a module" for each interpreter family, so there is no script operand. */
@@ -24,9 +24,7 @@ function inlineFlags(name: string): Set<string> {
 }
 /** Interpreter flags that take a value as the next word. */
 const VALUE_FLAGS = new Set(["-W", "-X", "-o", "+o", "-O", "-r", "--require", "--import", "--loader", "-I", "--config", "--conditions", "--rcfile", "--init-file"]);
-const WRAPPERS = new Set(["sudo", "doas", "command", "builtin", "exec", "nice", "nohup", "time", "stdbuf", "env", "timeout", "ionice", "setsid", "unbuffer"]);
 const WRAPPER_VALUE_FLAGS = new Set(["-n", "-u", "-g", "-C", "-i", "-o", "-e", "-s", "-k", "-c", "-p"]);
-const RESERVED = new Set(["{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"]);
 
 /** True when a word's value is not known statically (variables, substitutions, `~`): such a word names nothing here. */
 function dynamic(word: string): boolean {

@@ -15,6 +15,7 @@ import { isInside, resolveExecutable, resolveRealPath } from "../../launcher/res
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./shell-words.ts";
+import { RESERVED, SHELLS, WRAPPERS } from "./command-words.ts";
 import { assertNever } from "../../errors.ts";
 
 /** Where the floor judges: the session's workspace (absolute), the policy the call runs under, HOME and PATH. */
@@ -85,12 +86,8 @@ export function judgeCall(call: FloorCall, env: FloorEnv): string[] {
   return ctx.findings;
 }
 
-const SHELLS = new Set(["bash", "sh", "zsh", "dash", "ksh", "ash"]);
 /** Commands that run a command string given with `-c` (like a shell, but never read commands from stdin). */
 const C_STRING = new Set(["su", "runuser", "script"]);
-const WRAPPERS = new Set(["sudo", "doas", "command", "builtin", "exec", "nice", "nohup", "time", "stdbuf", "xargs", "env", "timeout", "ionice", "chroot", "busybox"]);
-/** Shell reserved words that may precede a command (`{ rm …; }`, `then rm …`, `! rm …`). */
-const RESERVED = new Set(["{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"]);
 const WRITE_ALL = new Set(["tee", "touch", "mkdir", "truncate", "shred", "unlink", "rmdir"]);
 const WRITE_AFTER_FIRST = new Set(["chmod", "chown", "chgrp"]);
 const COPY = new Set(["cp", "mv", "install", "ln", "rsync"]);
