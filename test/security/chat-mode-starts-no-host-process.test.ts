@@ -4,7 +4,9 @@
  * MCP server's prefix lists that server: the server's process is started. So a model in a chat session
  * starts any configured MCP server (a host process, running the user's configured command under its
  * `sandbox`, `danger-full-access` included) by naming one of its tools, without any card. The same holds
- * for a per-tool `permission: deny` on the name, and in `approve` mode before the card is parked.
+ * for a per-tool `permission: deny` on the name, and in `approve` mode before the card is parked; and
+ * `code_execution__list_tools`, which `approve` mode runs without a card because it is `inert` ("it only
+ * lists tool names and schemas", docs/security-model.md §3.3), starts every configured server.
  *
  * Older than issue 14: 23a755c's gate resolved the tool before judging too.
  * Why left as todo: whether starting a shared MCP server is "running a tool" is a design decision (the
