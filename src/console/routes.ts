@@ -165,9 +165,11 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
             return assertNever(ev, "bus event");
         }
       };
-      // One tick: the snapshot and the subscription, so no event falls between them.
+      // One tick: the snapshot and the subscription, so no event falls between them. The snapshot is built
+      // first: one that throws must not leave the listener subscribed to every session's bus.
+      const snapshot = feedSnapshot(rt);
       const off = rt.bus.subscribeAll(forward);
-      out.next("snapshot", feedSnapshot(rt));
+      out.next("snapshot", snapshot);
       return off;
     }),
   );

@@ -129,15 +129,17 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const lastHeader = c.req.header("last-event-id");
     // Everything in start runs in one tick: no event can fall between the replay/snapshot and the subscription.
     return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out) => {
-      const unsubscribe = rt.bus.subscribe(id, (ev) => out.event(ev));
       // an id of another server process, one that cannot be parsed, or one the buffer no longer reaches: a fresh
       // snapshot (with the pending cards), never a replay that could skip a card published under another numbering
       const last = rt.bus.parseWireId(lastHeader);
       const missed = last === null ? null : rt.bus.since(id, last);
+      // built before subscribing: a snapshot that throws (a damaged row) must not leave the listener behind
+      const snapshot = missed ? null : { id: rt.bus.lastId(id), data: snapshotOf(rt, id) };
+      const unsubscribe = rt.bus.subscribe(id, (ev) => out.event(ev));
       if (missed) {
         for (const ev of missed) out.event(ev);
-      } else {
-        out.raw("snapshot", rt.bus.lastId(id), snapshotOf(rt, id));
+      } else if (snapshot) {
+        out.raw("snapshot", snapshot.id, snapshot.data);
       }
       return unsubscribe;
     });
