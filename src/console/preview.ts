@@ -12,7 +12,7 @@ import { homedir } from "node:os";
 import path from "node:path";
 import type { Card } from "../card/pending.ts";
 import { AirlockError } from "../errors.ts";
-import { credentialKind } from "../gate/inspectors/security-floor.ts";
+import { credentialKind } from "../gate/inspectors/floor-paths.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
 import { CREDENTIAL_DIRS, CREDENTIAL_FILES, insideDataDir } from "../launcher/credentials.ts";
 import { applyEdit } from "../tool/files.ts";
