@@ -3,7 +3,7 @@
  * The security floor (`sensitive_ops`): judges a call's concrete arguments at call time — so a path
  * a script composed at run time is seen — and asks, with user proof, in every mode: recursive deletes
  * of broad targets, writes outside the workspace or to protected paths, reads of credential files.
- * Shell commands are split with `shell-quote` (./shell-words.ts); each simple command is judged.
+ * Shell commands are split with `shell-quote` (src/shell/words.ts); each simple command is judged.
  * Interpreter code cannot be parsed: no floor rule; the launcher's sandbox policy confines it.
  */
 import { readdirSync, statSync } from "node:fs";
@@ -14,7 +14,7 @@ import { credentialStoreKind, insideDataDir, procSecretKind } from "../../launch
 import { isInside, resolveExecutable, resolveRealPath } from "../../launcher/resolve.ts";
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
-import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./shell-words.ts";
+import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../../shell/words.ts";
 import { assertNever } from "../../errors.ts";
 
 /** Where the floor judges: the session's workspace (absolute), the policy the call runs under, HOME and PATH. */
