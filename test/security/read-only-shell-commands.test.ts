@@ -173,11 +173,9 @@ describe("known read-only shell commands", () => {
 });
 
 describe("developer__shell's readOnly in the mode", () => {
-  test("a known read-only command is read-only for smart mode, an ordinary one is not", () => {
+  test("a known read-only command is read-only for smart mode; an ordinary one, or one asking for a wider sandbox, is not", () => {
     expect(isReadOnlyForMode(shellTool, { command: "git status" })).toBe(true);
     expect(isReadOnlyForMode(shellTool, { command: "rm x" })).toBe(false);
-  });
-  test("a call asking for a wider sandbox is never read-only", () => {
     expect(isReadOnlyForMode(shellTool, { command: "ls", sandbox_permissions: "danger-full-access", justification: "x" })).toBe(false);
   });
 });
