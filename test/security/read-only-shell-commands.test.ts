@@ -158,6 +158,18 @@ const ORDINARY = [
   ";",
   "ls\u00a0-la",
   "ls\rrm x",
+  "ls\nrm x",
+  "git status && rm -rf x",
+  "echo ok | sh",
+  "ls -la | tee out.txt",
+  "cat f | xargs rm",
+  "ls & rm x",
+  "ls() ( rm x ); ls",
+  "if true; then rm x; fi",
+  "git",
+  "git --no-pager",
+  "git constructor",
+  "__proto__",
 ];
 
 describe("known read-only shell commands", () => {
