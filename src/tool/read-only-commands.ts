@@ -243,10 +243,11 @@ function findIsReadOnly(args: readonly string[]): boolean {
  * `git`: only `--no-pager` before the subcommand — `-c`/`--config-env` (set a pager, an external diff,
  * an fsmonitor: each runs a program), `-C`/`--git-dir`/`--work-tree` (another repository, with its own
  * config) and `-p`/`--paginate` make it an ordinary call. The subcommands read the repository.
- * `--output`, `--ext-diff`, `--textconv`, `--exec` and abbreviations of them are not on any list.
+ * `--output`, `--ext-diff`, `--textconv`, `--exec` and abbreviations of them are not on any list, nor
+ * `--show-signature` (runs gpg) or `--remerge-diff` (writes temporary objects).
  */
 const GIT_DIFF_FLAGS = {
-  short: "pusRzaw" + "bWM",
+  short: "pusRzawbWM",
   shortValued: "UO",
   long: ["patch", "no-patch", "raw", "patch-with-raw", "patch-with-stat", "stat", "shortstat", "numstat", "compact-summary", "summary", "name-only", "name-status", "no-color", "no-ext-diff", "no-textconv", "no-renames", "minimal", "patience", "histogram", "ignore-all-space", "ignore-space-change", "ignore-blank-lines", "ignore-space-at-eol", "ignore-cr-at-eol", "full-index", "binary", "text", "check", "exit-code", "quiet", "relative", "irreversible-delete", "function-context", "no-prefix", "cumulative"],
   longValued: ["diff-filter", "unified", "src-prefix", "dst-prefix", "word-diff-regex", "stat-width", "stat-count", "diff-algorithm"],
@@ -255,7 +256,7 @@ const GIT_DIFF_FLAGS = {
 const GIT_LOG_EXTRA = {
   short: "g",
   shortValued: "nLSG",
-  long: ["oneline", "graph", "all", "branches", "tags", "remotes", "reverse", "follow", "no-merges", "merges", "first-parent", "abbrev-commit", "no-abbrev-commit", "topo-order", "date-order", "author-date-order", "left-right", "cherry-pick", "cherry-mark", "source", "walk-reflogs", "full-history", "simplify-by-decoration", "no-decorate", "boundary", "log-size", "show-signature", "regexp-ignore-case", "all-match", "invert-grep", "extended-regexp", "fixed-strings", "perl-regexp", "no-walk", "do-walk", "full-diff", "remerge-diff", "no-notes", "show-linear-break", "parents", "children", "relative-date", "mailmap", "use-mailmap", "no-mailmap"],
+  long: ["oneline", "graph", "all", "branches", "tags", "remotes", "reverse", "follow", "no-merges", "merges", "first-parent", "abbrev-commit", "no-abbrev-commit", "topo-order", "date-order", "author-date-order", "left-right", "cherry-pick", "cherry-mark", "source", "walk-reflogs", "full-history", "simplify-by-decoration", "no-decorate", "boundary", "log-size", "regexp-ignore-case", "all-match", "invert-grep", "extended-regexp", "fixed-strings", "perl-regexp", "no-walk", "do-walk", "full-diff", "no-notes", "show-linear-break", "parents", "children", "relative-date", "mailmap", "use-mailmap", "no-mailmap"],
   longValued: ["max-count", "skip", "since", "after", "until", "before", "author", "committer", "grep", "grep-reflog", "date", "min-parents", "max-parents"],
   longOptional: ["decorate", "pretty", "format", "notes", "exclude"],
 } as const;
@@ -356,7 +357,7 @@ function hasUnjudgedSyntax(command: string): boolean {
  * command the parser cannot read. Pure; never throws.
  */
 export function isKnownReadOnlyCommand(command: string): boolean {
-  if (hasUnjudgedSyntax(command)) return false;
+  if (typeof command !== "string" || hasUnjudgedSyntax(command)) return false;
   const parsed = splitCommands(command);
   if (!parsed.ok || parsed.commands.length === 0) return false;
   return parsed.commands.every(simpleIsReadOnly);

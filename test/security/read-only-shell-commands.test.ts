@@ -116,6 +116,7 @@ const ORDINARY = [
   "git diff --ext-diff",
   "git log --textconv -p",
   "git log --out=x",
+  "git log --show-signature",
   "git branch new-feature",
   "git branch -d main",
   "git branch -D main",
