@@ -13,7 +13,7 @@ const LAYERS: string[][] = [
   ["config"],
   ["session"],
   ["store", "bus"],
-  ["launcher", "script"],
+  ["launcher", "script", "shell"],
   ["tool", "card"],
   ["gate"],
   ["agent"],

@@ -8,7 +8,7 @@ import path from "node:path";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
 import { BIND_MAX_FILES, type NamedFile } from "../card/bound-files.ts";
 import { floorCall } from "./inspectors/security-floor.ts";
-import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./inspectors/shell-words.ts";
+import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "./inspectors/command-words.ts";
 import { assertNever } from "../errors.ts";
 
@@ -34,7 +34,7 @@ function dynamic(word: string): boolean {
 /**
  * The workspace files a call names, in the order named, without duplicates, at most {@link BIND_MAX_FILES} + 1
  * (one more than can be bound: the gate refuses such a call, `payload_too_large`, rather than bind part of it).
- * Shell commands (`developer__shell`/`Bash`) are split with the floor's parser (shell-words.ts): a shell or
+ * Shell commands (`developer__shell`/`Bash`) are split with the floor's parser (src/shell/words.ts): a shell or
  * interpreter's script operand (`sh x.sh`, `python3 -u x.py`, `bun run x.ts`, `bash < x.sh`, also inside
  * `bash -c '…'`), `source x` / `. x`, and a command spelled with a slash (`./x.sh`). A write/edit names its target.
  * Words with variables, substitutions or globs name nothing (the floor judges those); paths outside the

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { SandboxPolicyName } from "../config/schema.ts";
 import { runHostProcess } from "./host-process.ts";
+import { isKnownReadOnlyCommand } from "./read-only-commands.ts";
 import { defineTool } from "./tool.ts";
 import description from "./shell.txt" with { type: "text" };
 
@@ -30,7 +31,9 @@ export const shellTool = defineTool({
   name: "developer__shell",
   description,
   schema: ShellArgs,
-  readOnly: false,
+  // a known read-only command (./read-only-commands.ts) runs in smart mode without the mode's ask;
+  // a call asking for a wider sandbox never counts as read-only
+  readOnly: (args) => args.sandbox_permissions === undefined && isKnownReadOnlyCommand(args.command),
   claude: {
     name: "Bash",
     input(args) {

@@ -37,7 +37,7 @@ async function refusal(p: Promise<unknown>): Promise<AirlockError> {
 describe("hostTools", () => {
   test("lists the shell, file and interpreter tools with their Claude Code names", () => {
     expect(hostTools().map((t) => [t.name, t.claude?.name ?? null, typeof t.readOnly === "boolean" ? t.readOnly : "fn"])).toEqual([
-      ["developer__shell", "Bash", false],
+      ["developer__shell", "Bash", "fn"],
       ["developer__read_file", "Read", true],
       ["developer__write_file", "Write", false],
       ["developer__edit_file", "Edit", false],

@@ -3,7 +3,7 @@
  * The security floor (`sensitive_ops`): judges a call's concrete arguments at call time — so a path
  * a script composed at run time is seen — and asks, with user proof, in every mode: recursive deletes
  * of broad targets, writes outside the workspace or to protected paths, reads of credential files.
- * Shell commands are split with `shell-quote` (./shell-words.ts); each simple command is judged.
+ * Shell commands are split with `shell-quote` (src/shell/words.ts); each simple command is judged.
  * Interpreter code cannot be parsed: no floor rule; the launcher's sandbox policy confines it.
  */
 import os from "node:os";
@@ -13,7 +13,7 @@ import { insideDataDir } from "../../launcher/credentials.ts";
 import { isInside, resolveExecutable } from "../../launcher/resolve.ts";
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
-import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "./shell-words.ts";
+import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "./command-words.ts";
 import { credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal } from "./floor-paths.ts";
 import { BRACE_BUDGET, braceAlternatives, chdirFlag, clusterTarget, flagValue, globComponent, humanishName, listDir, oldStyleTar, shortAndLongOptions, splitOperands } from "./shell-args.ts";

@@ -1,6 +1,7 @@
 /**
- * @module gate/inspectors/shell-words
- * Splits a shell command into simple commands for the security floor, using `shell-quote`'s
+ * @module shell/words
+ * Splits a shell command into simple commands for the security floor and the read-only command
+ * list (src/tool/read-only-commands.ts), using `shell-quote`'s
  * parser: every segment of a pipeline or list (`|`, `||`, `&&`, `;`, `&`, subshells, `$(…)`,
  * backticks, newlines) becomes one {@link SimpleCommand} with its words and its redirections. A command the
  * parser cannot read faithfully (unbalanced quotes, a parser error) yields `{ok: false}` so the
