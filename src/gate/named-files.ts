@@ -9,7 +9,7 @@ import { isInside, resolveRealPath } from "../launcher/resolve.ts";
 import { BIND_MAX_FILES, type NamedFile } from "../card/bound-files.ts";
 import { floorCall } from "./inspectors/security-floor.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../shell/words.ts";
-import { RESERVED, SHELLS, WRAPPERS } from "./inspectors/command-words.ts";
+import { RESERVED, SHELLS, WRAPPERS } from "../shell/command-words.ts";
 import { assertNever } from "../errors.ts";
 
 /** Interpreters that run a script file given as their first operand. */

@@ -1,10 +1,10 @@
 /**
  * The security floor and the card's file binding know the same shells and wrappers
- * (gate/inspectors/command-words.ts). Before they shared one list, the floor did not know `fish` or
+ * (src/shell/command-words.ts). Before they shared one list, the floor did not know `fish` or
  * `mksh`, so `fish -c 'rm -rf ~'` was allowed without a card, while the binding treated both as shells.
  */
 import { describe, expect, test } from "bun:test";
-import { SHELLS, WRAPPERS } from "../../src/gate/inspectors/command-words.ts";
+import { SHELLS, WRAPPERS } from "../../src/shell/command-words.ts";
 import { securityFloor } from "../../src/gate/inspectors/security-floor.ts";
 import { namedFiles } from "../../src/gate/named-files.ts";
 

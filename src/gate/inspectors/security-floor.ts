@@ -14,7 +14,7 @@ import { isInside, resolveExecutable } from "../../launcher/resolve.ts";
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../../shell/words.ts";
-import { RESERVED, SHELLS, WRAPPERS } from "./command-words.ts";
+import { RESERVED, SHELLS, WRAPPERS } from "../../shell/command-words.ts";
 import { credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal } from "./floor-paths.ts";
 import { BRACE_BUDGET, braceAlternatives, chdirFlag, clusterTarget, flagValue, globComponent, humanishName, listDir, oldStyleTar, shortAndLongOptions, splitOperands } from "./shell-args.ts";
 import { assertNever } from "../../errors.ts";

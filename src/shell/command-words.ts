@@ -1,5 +1,5 @@
 /**
- * @module gate/inspectors/command-words
+ * @module shell/command-words
  * The command words the security floor and the files-a-call-names reader (gate/named-files.ts) both
  * know, in one place so the two never drift: shells, wrappers that run the command after them, and the
  * reserved words that may precede a command.
