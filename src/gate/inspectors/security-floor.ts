@@ -9,7 +9,7 @@
 import os from "node:os";
 import path from "node:path";
 import type { SandboxPolicyName } from "../../config/schema.ts";
-import { insideDataDir } from "../../launcher/credentials.ts";
+import { credentialPaths, insideDataDir } from "../../launcher/credentials.ts";
 import { isInside, resolveExecutable } from "../../launcher/resolve.ts";
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
@@ -343,8 +343,38 @@ class Judge {
       if (t === undefined) return this.home;
       return this.resolve(t, cwd);
     }
+    this.recursiveReads(cmd);
     this.writes(cmd);
     return cwd;
+  }
+
+  /**
+   * Under `danger-full-access` no sandbox hides the credential stores, so a recursive read of a folder that
+   * holds one (or airlock's data dir), or lies in one — `grep -r token ~`, `rg -uu key /`, `grep -R x ~/.config` —
+   * asks: it prints whatever those files hold. Every operand is taken as a folder it may search (a pattern
+   * that names an existing folder asks too); none means the working directory.
+   */
+  private recursiveReads(cmd: Command): void {
+    if (this.env.policy !== "danger-full-access") return;
+    const { args, has, cwd } = cmd;
+    const recursive =
+      has("rg") ||
+      (has("grep", "egrep", "fgrep") &&
+        args.some((a) => a === "--recursive" || a === "--dereference-recursive" || a === "--directories=recurse" || (/^-[a-zA-Z]+$/.test(a) && /[rR]/.test(a))));
+    if (!recursive) return;
+    const words = splitOperands(args).list.map((o) => o.word);
+    const stores = credentialPaths(this.home);
+    const secrets = [...stores.dirs, ...stores.files, ...(this.env.dataDir ? [this.env.dataDir] : [])].map((p) => safeReal("/", p) ?? p);
+    for (const word of words.length ? words : ["."]) {
+      const dir = this.resolve(word, cwd);
+      if (dir === null) {
+        if (/\$/.test(word)) this.findings.push(`reads every file under ${word} recursively, a folder that depends on a variable the floor cannot see`);
+        continue;
+      }
+      if (!isDir(dir)) continue;
+      const hit = secrets.find((s) => isInside(s, dir) || isInside(dir, s));
+      if (hit) this.findings.push(`reads every file under ${word} recursively, credential store ${hit} included`);
+    }
   }
 
   /** The redirects of a simple command: writes (`>`, `>>`, `&>`, …) and reads (`<`, `<&`). */
