@@ -6,7 +6,7 @@
  */
 import { assertNever, type ErrorCode } from "../errors.ts";
 import type { AuditEntry, Store } from "../store/store.ts";
-import type { Judgement, Verdict } from "./verdict.ts";
+import type { InspectorName, Judgement, Verdict } from "./verdict.ts";
 
 /** The `decision` column of a `call_judged` row: the judgement, or `refused` when the call was refused before it was judged (unknown tool, bad arguments, no session). */
 export type CallDecision = "allow" | "ask" | "deny" | "refused";
@@ -45,6 +45,9 @@ export function newCallLog(): CallLog {
   return { startedAt: performance.now(), parkedMs: 0, runMs: 0, cards: [], ran: false };
 }
 
+/** The inspectors whose allow answers "may this run without asking?" (the floor's and elevation's allow only mean "no objection"). */
+const ALLOW_DECIDERS: readonly InspectorName[] = ["tool_config", "mode"];
+
 /** The `rule` a verdict carries (permission rules add it; read generically so any inspector may). */
 function ruleOf(v: Verdict | undefined): string | undefined {
   const rule = (v as { rule?: unknown } | undefined)?.rule;
@@ -53,7 +56,8 @@ function ruleOf(v: Verdict | undefined): string | undefined {
 
 /**
  * The verdict that decided a judgement: the deny, the ask's primary, or — for an allow — the first
- * allow carrying a rule, else the last allow in inspector order (the mode's, when it judged the call).
+ * allow carrying a rule, else the permission layer's allow ({@link ALLOW_DECIDERS}: the per-tool permission
+ * or the mode, which decide whether a call may run without asking), else the first allow.
  * Undefined when nothing was judged or no inspector gave a verdict.
  */
 export function decidingVerdict(judgement: Judgement | undefined, verdicts: readonly Verdict[] = []): Verdict | undefined {
@@ -65,7 +69,7 @@ export function decidingVerdict(judgement: Judgement | undefined, verdicts: read
       return judgement.primary;
     case "allow": {
       const allows = verdicts.filter((v) => v.kind === "allow");
-      return allows.find((v) => ruleOf(v) !== undefined) ?? allows.at(-1);
+      return allows.find((v) => ruleOf(v) !== undefined) ?? allows.find((v) => ALLOW_DECIDERS.includes(v.inspector)) ?? allows[0];
     }
     default:
       return assertNever(judgement, "judgement");
