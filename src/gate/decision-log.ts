@@ -147,7 +147,9 @@ export function callJudgedRow(log: CallLog, call: LoggedCall, outcome: LoggedOut
 /**
  * Writes the call's `call_judged` row. When a person answered its last card, the answer's `proof` (did the
  * accepted attempt carry the approver token) is read from that card's accepted `card_decision` row.
- * Never throws: a failed write is reported on stderr (the call has already been decided; the log is a record).
+ * The row is buffered (`Store.auditSoon`: written within 20 ms, in one transaction with its neighbours) so
+ * the log costs the gate no synchronous write. Never throws: a failure is reported on stderr (the call has
+ * already been decided; the log is a record, not a wall).
  */
 export function writeCallJudged(store: Store, log: CallLog, call: LoggedCall, outcome: LoggedOutcome): void {
   try {
@@ -164,7 +166,7 @@ export function writeCallJudged(store: Store, log: CallLog, call: LoggedCall, ou
         (row.detail as Record<string, unknown>).answer = answer;
       }
     }
-    store.audit(row);
+    store.auditSoon(row);
   } catch (e) {
     console.error("airlock: the decision log could not record a call:", e);
   }

@@ -99,6 +99,7 @@ function whereOf(store: Store, q: AuditQuery): { cte: string; where: string; par
  * @throws AirlockError `session_not_found` for an unknown `q.session`.
  */
 export function queryAudit(store: Store, q: AuditQuery): AuditRow[] {
+  store.flushAudit();
   const { cte, where, params } = whereOf(store, q);
   const limit = q.limit === undefined ? AUDIT_DEFAULT_LIMIT : q.limit;
   const sql = `${cte}SELECT * FROM audit${where} ORDER BY id DESC${limit === null ? "" : " LIMIT ?"}`;
@@ -111,6 +112,7 @@ export function queryAudit(store: Store, q: AuditQuery): AuditRow[] {
  * @throws AirlockError `session_not_found` for an unknown `q.session`.
  */
 export function* exportAudit(store: Store, q: Omit<AuditQuery, "limit"> = {}): Generator<AuditRow> {
+  store.flushAudit();
   const { cte, where, params } = whereOf(store, q);
   for (const r of store.db.query<RawRow, (string | number)[]>(`${cte}SELECT * FROM audit${where} ORDER BY id`).iterate(...params)) yield toRow(r);
 }
