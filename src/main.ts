@@ -81,6 +81,7 @@ export function buildProgram(done: (code: number) => void): Command {
         'airlock run "list the files in this folder" --mode smart',
         "airlock run --recipe nightly.yaml --param project=./api --headless --output-format json",
         "airlock actions list",
+        "airlock audit --session ses_0193… --decision deny",
         "airlock console",
         "airlock token",
       ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",

@@ -4,7 +4,7 @@
  * while it handles the call — the judgement and the verdict that decided it, the cards raised and how they
  * were answered, timings — written as ONE `call_judged` audit row when the call ends, refused or run.
  */
-import { assertNever, type ErrorCode } from "../errors.ts";
+import { assertNever } from "../errors.ts";
 import type { AuditEntry, Store } from "../store/store.ts";
 import type { InspectorName, Judgement, Verdict } from "./verdict.ts";
 
@@ -137,7 +137,7 @@ export function callJudgedRow(log: CallLog, call: LoggedCall, outcome: LoggedOut
     session_id: log.sessionId ?? null,
     home_session_id: log.sessionId ?? null,
     decision,
-    code: refusedCode as ErrorCode | null,
+    code: refusedCode,
     request_id: log.cards.at(-1) ?? null,
     actor: log.answer?.decided_in ?? null,
     detail,

@@ -128,6 +128,8 @@ export class Gate {
   private async handle(req: GateCall, log: CallLog): Promise<ToolOutcome> {
     const ctx = GateContext.get();
     if (!ctx) return this.refuse(null, req, "gate_no_session", "tool call refused: it was made outside any session turn (no calling context)");
+    log.sessionId = ctx.sessionId;
+    log.turnId = ctx.turnId;
     const turn = this.deps.inflight.get(ctx.sessionId);
     if (!turn || turn.turnId !== ctx.turnId) {
       return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} of session ${ctx.sessionId} is no longer running (it ended or was cancelled)`);
@@ -139,8 +141,6 @@ export class Gate {
       if (session) this.turnSessions.set(turn, session);
     }
     if (!session) return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: session ${ctx.sessionId} does not exist`);
-    log.sessionId = session.id;
-    log.turnId = ctx.turnId;
     if (req.signal?.aborted) return this.refuse(session.id, req, "cancelled", "tool call refused: the script that made it has ended");
     const signal = req.signal ? AbortSignal.any([turn.controller.signal, req.signal]) : turn.controller.signal;
     this.deps.bus.publish(session.id, "tool_request", { session_id: session.id, call_id: req.callId, tool: req.name, arguments: req.args, from_script: req.fromScript });
