@@ -161,6 +161,24 @@ describe("the decision log of an answered card", () => {
     ]);
   });
 
+  test("a denied card: the call's row is the ask refused `denied`, answered from the root without proof", async () => {
+    h = await startGateHarness({
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous" },
+      files: { "turns.yaml": CARD_TURNS },
+      workspaceFiles: { ".env": "API=1" },
+    });
+    const root = await h.createSession({ mode: "autonomous" });
+    const reply = await harnessSse(h, `/sessions/${root.id}/reply`, { method: "POST", json: { message: "go" } });
+    const card = (await reply.waitFor((e) => e.event === "action_required")).data;
+    expect(await decide(h, root.id, card.request_id, "deny")).toMatchObject({ status: 200 });
+    await reply.waitFor((e) => e.event === "turn_finished");
+    reply.close();
+    const read = (await judged(h, card.home_session_id)).find((r) => detail(r).tool === "developer__read_file")!;
+    expect(read).toMatchObject({ decision: "ask", code: "denied", request_id: card.request_id, actor: root.id });
+    expect(detail(read)).toMatchObject({ ran: false, answer: { decision: "deny", decided_in: root.id, proof: false, via: "http" } });
+    expect(detail(read).ms.run).toBe(0);
+  });
+
   test("GET /audit filters by session tree, decision or code, since (id or time) and limit, newest first; a bad query is 400 naming the parameter", async () => {
     h = await startGateHarness({
       config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous" },
