@@ -81,6 +81,7 @@ export function buildProgram(done: (code: number) => void): Command {
         'airlock run "list the files in this folder" --mode smart',
         "airlock run --recipe nightly.yaml --param project=./api --headless --output-format json",
         "airlock actions list",
+        "airlock audit --session ses_0193… --decision deny",
         "airlock console",
         "airlock token",
       ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",
@@ -90,6 +91,7 @@ export function buildProgram(done: (code: number) => void): Command {
   addRunCommand(program, done);
   addSessionsCommand(program, done);
   addActionsCommand(program, done);
+  addAuditCommand(program, done);
   addScheduleCommand(program, done);
   addConsoleCommand(program, done);
   addTokenCommand(program, done);
@@ -207,6 +209,43 @@ function addActionsCommand(program: Command, done: (code: number) => void): void
     void deny;
     done(await (await import("./cli/actions.ts")).actionsAnswer(requestId, { ...rest, decision: allowOnce ? "allow_once" : "deny" }));
   });
+}
+
+/** `--limit N` of `airlock audit`: an integer from 1 to 1000. */
+function parseAuditLimit(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1000) throw new InvalidArgumentError("expected an integer from 1 to 1000.");
+  return Number(value);
+}
+
+/** `airlock audit`: the decision log, read from the data dir's database (no server needed). */
+function addAuditCommand(program: Command, done: (code: number) => void): void {
+  withJson(
+    withCommon(
+      program
+        .command("audit")
+        .summary("show the decision log: every judged call, card and answer attempt")
+        .description(
+          "The decision log from the data dir's database (works without a server): each judged call with the inspector " +
+            "or rule that decided it, its card and who answered (session, with or without user proof), refused answer " +
+            "attempts, and timings (ms judging, parked, running). Newest first.",
+        )
+        .addOption(new Option("--session <id>", "only this session and the sessions under it").argParser(nonEmpty))
+        .addOption(new Option("--since <id-or-time>", "rows after this audit id, or at or after this ISO time (2026-12-01T03:00:00Z)").argParser(nonEmpty))
+        .addOption(new Option("--decision <d>", "allow, ask, deny, refused, a card's allow_once/deny/expired, or an error code (no_human_surface …)").argParser(nonEmpty))
+        .addOption(new Option("--limit <n>", "at most this many rows (1–1000, default 100)").argParser(parseAuditLimit))
+        .addOption(new Option("--export <format>", "print every matching row, oldest first, one JSON object per line").choices(["jsonl"]).conflicts(["json", "limit"])),
+    ),
+  )
+    .addHelpText(
+      "after",
+      examples([
+        "airlock audit",
+        "airlock audit --session ses_0193… --decision deny",
+        "airlock audit --decision no_human_surface --since 2026-12-01T00:00:00Z --json",
+        "airlock audit --export jsonl --since 4812 >> decisions.jsonl",
+      ]),
+    )
+    .action(async (opts) => done(await (await import("./cli/audit.ts")).auditCommand(opts)));
 }
 
 /** `airlock schedule add|list|remove|run|runs`: scheduled headless runs. */

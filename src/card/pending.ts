@@ -11,7 +11,7 @@ import type { Inflight, InflightTurn } from "../session/inflight.ts";
 import { AirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Store } from "../store/store.ts";
-import { checkAuthority, type Decision } from "./authority.ts";
+import { checkAuthority, tokensEqual, type Decision } from "./authority.ts";
 import type { FileBinding } from "./bound-files.ts";
 import { surfacesFor } from "./relay.ts";
 
@@ -170,7 +170,7 @@ export class Cards {
   /**
    * Decides a card from a session. Errors (as results): `not_found` (unknown), `expired` (404),
    * `outside_scope` (403, not a surface), `already_decided` (409), `user_proof_required` (403).
-   * Every attempt, accepted or refused, is written to the audit log.
+   * Every attempt, accepted or refused, is written to the audit log (`card_decision`; `detail.proof`: whether it carried the valid approver token).
    */
   resolve(requestId: string, decision: Decision, from: DecisionFrom): ResolveResult {
     const audit = (outcome: "accepted" | "refused", code?: string) =>
@@ -183,8 +183,13 @@ export class Cards {
         decision,
         code: code ?? null,
         actor: from.actor ?? null,
-        detail: from.reason ? { reason: from.reason } : undefined,
+        // proof: whether the attempt carried the valid approver token (the decision log shows it)
+        detail: { proof: hasProof(), ...(from.reason ? { reason: from.reason } : {}) },
       });
+    const hasProof = () => {
+      const token = this.opts.approverToken;
+      return tokensEqual(from.approverToken ?? null, typeof token === "function" ? token() : token);
+    };
     const rec = this.pending.get(requestId);
     const done = rec ? undefined : this.decided.get(requestId);
     const refuse = (e: AirlockError): ResolveResult => {

@@ -15,7 +15,7 @@ export interface SessionsOptions extends CommonOptions {
  * Runs `use` on the store of the data dir (WAL: a running server may keep writing), closing it after.
  * @returns what `use` returns (the exit code). @throws what opening the store or `use` throws.
  */
-async function withStore(opts: SessionsOptions, use: (store: Store) => number): Promise<number> {
+export async function withStore(opts: CommonOptions, use: (store: Store) => number): Promise<number> {
   const { resolveContext } = await import("./context.ts");
   const { Store } = await import("../store/store.ts");
   const { join } = await import("node:path");

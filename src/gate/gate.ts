@@ -18,6 +18,7 @@ import type { Cards } from "../card/pending.ts";
 import { isHeadlessChain } from "../card/relay.ts";
 import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, type FileBinding, type NamedFile } from "../card/bound-files.ts";
 import { namedFiles } from "./named-files.ts";
+import { newCallLog, writeCallJudged, type CallLog } from "./decision-log.ts";
 import { GateContext, type CallContext } from "./context.ts";
 import { requestedPolicy } from "./inspectors/elevation.ts";
 import { defaultInspectors, type InspectedCall, type Inspector } from "./inspectors/index.ts";
@@ -97,6 +98,8 @@ export class Gate {
   /** Session rows by in-flight turn (weak: gone with the turn). */
   private readonly turnSessions = new WeakMap<object, Session>();
   private readonly inspectors: Inspector[];
+  /** The decision log's record of each call being handled (one `call_judged` audit row each, gate/decision-log.ts). */
+  private readonly logs = new WeakMap<GateCall, CallLog>();
 
   constructor(private readonly deps: GateDeps) {
     this.inspectors = deps.inspectors ?? defaultInspectors({ store: deps.store, ...(deps.dataDir ? { dataDir: deps.dataDir } : {}), ...(deps.hookEnv ? { hookEnv: deps.hookEnv } : {}) });
@@ -111,11 +114,22 @@ export class Gate {
   /**
    * Judges and runs one call in the current calling context (GateContext). Never throws for expected
    * failures: returns a ToolOutcome. Publishes `tool_request` and `tool_result` (ephemeral) on the
-   * calling session's bus.
+   * calling session's bus. Every call, refused or run, writes one `call_judged` audit row (the decision log).
    */
   async call(req: GateCall): Promise<ToolOutcome> {
+    const log = newCallLog();
+    this.logs.set(req, log);
+    const outcome = await this.handle(req, log);
+    writeCallJudged(this.deps.store, log, req, outcome);
+    return outcome;
+  }
+
+  /** {@link call} but for the decision log's row. */
+  private async handle(req: GateCall, log: CallLog): Promise<ToolOutcome> {
     const ctx = GateContext.get();
     if (!ctx) return this.refuse(null, req, "gate_no_session", "tool call refused: it was made outside any session turn (no calling context)");
+    log.sessionId = ctx.sessionId;
+    log.turnId = ctx.turnId;
     const turn = this.deps.inflight.get(ctx.sessionId);
     if (!turn || turn.turnId !== ctx.turnId) {
       return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} of session ${ctx.sessionId} is no longer running (it ended or was cancelled)`);
@@ -321,6 +335,8 @@ export class Gate {
     const ttl = call.config.approvals.ttl_seconds;
     const inspector = judgement.primary.inspector;
     let outcome;
+    const log = this.logs.get(req);
+    const parkedAt = performance.now();
     try {
       outcome = await this.deps.cards.park({
         homeSessionId: session.id,
@@ -339,6 +355,12 @@ export class Gate {
     } catch (e) {
       const err = toAirlockError(e);
       return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, inspector);
+    } finally {
+      if (log) log.parkedMs += performance.now() - parkedAt;
+    }
+    if (log) {
+      log.cards.push(outcome.request_id);
+      log.answer = { request_id: outcome.request_id, decision: outcome.decision, ...(outcome.decided_in ? { decided_in: outcome.decided_in } : {}) };
     }
     switch (outcome.decision) {
       case "allow_once":
@@ -404,7 +426,15 @@ export class Gate {
     if (!denied) this.inspectors.forEach((i, k) => i.cost === "process" && (verdicts[k] = i.inspect(inspected)));
     // await only what is pending (hooks running): a call with no hook to run is judged without a microtask hop
     const all = verdicts.some((vs) => vs instanceof Promise) ? await Promise.all(verdicts) : (verdicts as (Verdict[] | undefined)[]);
-    return combine(all.flatMap((vs) => vs ?? []));
+    const flat = all.flatMap((vs) => vs ?? []);
+    const judgement = combine(flat);
+    const log = this.logs.get(req);
+    if (log && !log.judgement) {
+      log.judgement = judgement;
+      log.verdicts = flat;
+      log.judgedAt = performance.now();
+    }
+    return judgement;
   }
 
   /**
@@ -455,10 +485,15 @@ export class Gate {
     };
     if (this.deps.dataDir) tctx.dataDir = this.deps.dataDir;
     if (req.parentCallId) tctx.parentCallId = req.parentCallId;
+    const log = this.logs.get(req);
+    const startedAt = performance.now();
+    if (log) log.ran = true;
     try {
       return { ok: true, result: await def.execute(args, tctx) };
     } catch (e) {
       return { ok: false, error: toAirlockError(e, "tool_failed").toJSON() };
+    } finally {
+      if (log) log.runMs += performance.now() - startedAt;
     }
   }
 

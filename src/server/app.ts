@@ -14,6 +14,7 @@ import { apiErrorHandler, notFoundResponse } from "./error-response.ts";
 import { bearerAuth } from "./middleware/auth.ts";
 import { hostGuard } from "./middleware/host.ts";
 import { actionsRoutes } from "./routes/actions.ts";
+import { auditRoutes } from "./routes/audit.ts";
 import { schedulesRoutes } from "./routes/schedules.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 
@@ -54,6 +55,8 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   app.route("/", sessionRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
   // Cards (the gate engineer's routes): GET /actions, GET /sessions/:id/actions, POST /sessions/:id/actions/:request_id.
   app.route("/", actionsRoutes(rt));
+  // The decision log (store/audit-log.ts): GET /audit.
+  app.route("/", auditRoutes(rt));
   // Schedules and runs (scheduler/service.ts: the runtime's scheduler, started here, stopped on rt.close()).
   app.route("/", schedulesRoutes(rt));
   // The console's feed and card previews (src/console/routes.ts).

@@ -29,3 +29,16 @@ export async function parseBody<S extends z.ZodType>(c: Context, schema: S): Pro
   }
   return r.data;
 }
+
+/**
+ * Validates the query string of `c` (each key's first value, as a string) with `schema`.
+ * @throws AirlockError `bad_request` naming the parameter (e.g. `query: limit: …`), with `fields`.
+ */
+export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.infer<S> {
+  const r = schema.safeParse(c.req.query(), { reportInput: true });
+  if (!r.success) {
+    const lines = formatZodIssues(r.error.issues, "query", { schema });
+    throw new AirlockError("bad_request", lines.join("; "), { issues: lines, fields: r.error.issues.map((i) => i.path.join(".")) });
+  }
+  return r.data;
+}

@@ -121,6 +121,14 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX runs_removed_schedule ON runs(removed_schedule_id, started_at);
     `,
   },
+  {
+    version: 4,
+    name: "decision log: audit rows by session",
+    sql: `
+      CREATE INDEX IF NOT EXISTS audit_session ON audit(session_id, id);
+      CREATE INDEX IF NOT EXISTS audit_home_session ON audit(home_session_id, id);
+    `,
+  },
 ];
 
 /**

@@ -67,6 +67,11 @@ type MessageRow = {
 };
 
 const now = () => new Date().toISOString();
+
+/** Most ms a row logged with `Store.auditSoon` waits before it is written. */
+export const AUDIT_FLUSH_MS = 20;
+/** Rows `Store.auditSoon` buffers before writing them at once. */
+export const AUDIT_FLUSH_ROWS = 256;
 /** The public columns of a turn (the owner columns stay internal). */
 const TURN_COLUMNS = "id, session_id, status, answer, error, started_at, finished_at";
 
@@ -92,7 +97,11 @@ export class Store {
   }
 
   close(): void {
-    this.db.close();
+    try {
+      this.flushAudit();
+    } finally {
+      this.db.close();
+    }
   }
 
   [Symbol.dispose](): void {
@@ -309,10 +318,55 @@ export class Store {
   // ---- audit ----------------------------------------------------------------------------
 
   audit(e: AuditEntry): void {
+    this.flushAudit(); // rows keep their order: deferred ones first
+    this.insertAudit(now(), e);
+  }
+
+  /** Rows of {@link auditSoon} not yet written, with the time each was logged. */
+  private auditBuffer: [at: string, e: AuditEntry][] = [];
+  private auditTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * Logs a row without writing it now (the decision log's `call_judged` rows, one per tool call: an
+   * autocommit insert costs ~80 µs on a file database). Buffered rows keep the time they were logged
+   * (`at`) and are written together in one transaction within {@link AUDIT_FLUSH_MS} ms, when
+   * {@link AUDIT_FLUSH_ROWS} are waiting, before any {@link audit} row, on every read of the log, and on
+   * `close()`. A process killed outright loses at most the rows of its last {@link AUDIT_FLUSH_MS} ms.
+   */
+  auditSoon(e: AuditEntry): void {
+    this.auditBuffer.push([now(), e]);
+    if (this.auditBuffer.length >= AUDIT_FLUSH_ROWS) this.flushAudit();
+    else if (!this.auditTimer) {
+      this.auditTimer = setTimeout(() => {
+        try {
+          this.flushAudit();
+        } catch (err) {
+          console.error("airlock: the audit log could not be written:", err);
+        }
+      }, AUDIT_FLUSH_MS);
+      this.auditTimer.unref?.();
+    }
+  }
+
+  /** Writes the rows {@link auditSoon} buffered, in one transaction. @throws what SQLite throws (the rows are dropped then). */
+  flushAudit(): void {
+    if (this.auditTimer) {
+      clearTimeout(this.auditTimer);
+      this.auditTimer = undefined;
+    }
+    if (this.auditBuffer.length === 0) return;
+    const rows = this.auditBuffer;
+    this.auditBuffer = [];
+    this.db.transaction(() => {
+      for (const [at, e] of rows) this.insertAudit(at, e);
+    })();
+  }
+
+  private insertAudit(at: string, e: AuditEntry): void {
     this.db
       .query("INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .run(
-        now(),
+        at,
         e.kind,
         e.request_id ?? null,
         e.session_id ?? null,
@@ -326,6 +380,7 @@ export class Store {
   }
 
   listAudit(filter: { request_id?: string; kind?: string } = {}): AuditRow[] {
+    this.flushAudit();
     const rows = filter.request_id
       ? this.db.query<AuditRow & { detail: string | null }, [string]>("SELECT * FROM audit WHERE request_id = ? ORDER BY id").all(filter.request_id)
       : this.db.query<AuditRow & { detail: string | null }, []>("SELECT * FROM audit ORDER BY id").all();
