@@ -1,7 +1,8 @@
 /**
  * The watcher's console in a real browser (issue 15): Debian's chromium driven by playwright-core from a
  * Node script (test/e2e/console/scenarios.mjs) against the compiled binary's `serve`. The script runs every
- * case once, in order, and reports each; the screenshots in docs/console.md are taken by it.
+ * case once, in order, and reports each; with `AIRLOCK_UPDATE_SCREENSHOTS=1` it also retakes the screenshots in
+ * docs/console.md (otherwise a test run leaves the docs untouched).
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
@@ -30,7 +31,7 @@ let transcript = "";
 beforeAll(async () => {
   const bin = await compiledBinary();
   const tmp = mkdtempSync(join(tmpdir(), "airlock-console-"));
-  const proc = Bun.spawn(["node", join(import.meta.dir, "console", "scenarios.mjs"), JSON.stringify({ bin, tmp, shots: join(REPO, "docs") })], {
+  const proc = Bun.spawn(["node", join(import.meta.dir, "console", "scenarios.mjs"), JSON.stringify({ bin, tmp, ...(process.env.AIRLOCK_UPDATE_SCREENSHOTS === "1" ? { shots: join(REPO, "docs") } : {}) })], {
     cwd: REPO,
     stdout: "pipe",
     stderr: "pipe",
