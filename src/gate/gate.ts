@@ -22,6 +22,7 @@ import { newCallLog, writeCallJudged, type CallLog } from "./decision-log.ts";
 import { GateContext, type CallContext } from "./context.ts";
 import { requestedPolicy } from "./inspectors/elevation.ts";
 import { defaultInspectors, type InspectedCall, type Inspector } from "./inspectors/index.ts";
+import { nameRefusal } from "./inspectors/mode.ts";
 import type { Permits } from "./permits.ts";
 import { combine, headlessRefusal, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
 import { assertNever } from "../errors.ts";
@@ -166,8 +167,23 @@ export class Gate {
     return this.decide(judgement, admitted, req, ctx, session, signal);
   }
 
-  /** Resolves the tool, checks a script may call it, parses the arguments and reads the session's effective config; a refusal otherwise. */
+  /** Reads the session's effective config, refuses what the name alone decides (chat mode, a per-tool deny), resolves the tool, checks a script may call it and parses the arguments; a refusal otherwise. */
   private async admit(req: GateCall, session: Session): Promise<AdmittedCall | ToolOutcome> {
+    let config: Readonly<Config>;
+    try {
+      config = this.deps.configFor(session);
+    } catch (e) {
+      // e.g. session_graph_invalid: without the root's run overrides (a recipe's hooks) the call cannot be judged
+      const err = toAirlockError(e);
+      return this.refuse(session.id, req, err.code, `the call was not run: its session's effective config could not be determined: ${err.message}`);
+    }
+    // refusals the name alone decides come before resolving it: resolving an MCP tool's name starts its server
+    const early = nameRefusal(req.name, config.mode, config.tools);
+    if (early) {
+      const log = this.logs.get(req);
+      if (log && !log.judgement) Object.assign(log, { judgement: { kind: "deny", verdict: early }, verdicts: [early], judgedAt: performance.now() });
+      return this.refuse(session.id, req, early.code, early.reason, early.inspector);
+    }
     let def: ToolDef | undefined;
     try {
       def = await this.deps.registry.resolve(req.name);
@@ -185,13 +201,7 @@ export class Gate {
       const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
       return this.refuse(session.id, req, "invalid_arguments", `invalid arguments for ${def.name}: ${issues}`);
     }
-    try {
-      return { def, args: parsed.data, config: this.deps.configFor(session) };
-    } catch (e) {
-      // e.g. session_graph_invalid: without the root's run overrides (a recipe's hooks) the call cannot be judged
-      const err = toAirlockError(e);
-      return this.refuse(session.id, req, err.code, `the call was not run: its session's effective config could not be determined: ${err.message}`);
-    }
+    return { def, args: parsed.data, config };
   }
 
   /** Acts on a judgement: refuse a deny, refuse an ask no person can answer (headless), park a card for the rest, run an allow. */

@@ -1,18 +1,13 @@
 /**
- * `chat` mode "refuses every tool call" (SPEC §3). A call to an MCP tool in a chat session is refused
- * `mode_chat`, but before the gate judges it, `admit` resolves the name, and resolving a name under an
- * MCP server's prefix lists that server: the server's process is started. So a model in a chat session
- * starts any configured MCP server (a host process, running the user's configured command under its
- * `sandbox`, `danger-full-access` included) by naming one of its tools, without any card. The same holds
- * for a per-tool `permission: deny` on the name, and in `approve` mode before the card is parked; and
- * `code_execution__list_tools`, which `approve` mode runs without a card because it is `inert` ("it only
- * lists tool names and schemas", docs/security-model.md §3.3), starts every configured server.
+ * `chat` mode "refuses every tool call" (SPEC §3). Resolving a name under an MCP server's prefix lists that
+ * server's tools, which starts its process, so the gate refuses what the name alone decides — every call in
+ * chat mode, a per-tool `permission: deny` — before resolving it (`nameRefusal`, src/gate/inspectors/mode.ts).
+ * Before that, a model in a chat session started any configured MCP server (a host process running the
+ * user's command under its `sandbox`, `danger-full-access` included) by naming one of its tools.
  *
- * Older than issue 14: 23a755c's gate resolved the tool before judging too.
- * Why left as todo: whether starting a shared MCP server is "running a tool" is a design decision (the
- * gate needs the tool's definition to judge it; a fix would refuse source names in chat mode before
- * resolving, or let the registry resolve a name from the last listing without starting the server).
- * Run with `bun test --todo` to see it fail.
+ * Still open (a design decision, see the closing note): in `approve` mode the server starts before the card
+ * is parked (the gate needs the tool's definition to judge the call), and `code_execution__list_tools`,
+ * which `approve` runs without a card because it is `inert`, starts every configured server.
  */
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -32,7 +27,7 @@ afterEach(async () => {
   h = dataDir = undefined;
 });
 
-test.todo("a chat session's call to an MCP tool is refused without starting the MCP server", async () => {
+test("a chat session's call to an MCP tool is refused without starting the MCP server", async () => {
   dataDir = mkdtempSync(path.join(tmpdir(), "airlock-chat-mcp-"));
   const ws = path.join(dataDir, "workspace");
   mkdirSync(ws, { recursive: true });

@@ -9,7 +9,7 @@
  */
 import type { Config, Mode } from "../../config/schema.ts";
 import type { ToolDef } from "../../tool/tool.ts";
-import type { Verdict } from "../verdict.ts";
+import type { DenyVerdict, Verdict } from "../verdict.ts";
 import { toolConfigVerdict } from "./tool-config.ts";
 import { assertNever } from "../../errors.ts";
 
@@ -31,9 +31,7 @@ export function isReadOnlyForMode(def: Pick<ToolDef, "name" | "readOnly">, args:
 
 /** The mode/tool-config verdict for one call. */
 export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly" | "inert">, args: unknown, mode: Mode, tools: Config["tools"]): Verdict {
-  if (mode === "chat") {
-    return { kind: "deny", inspector: "mode", code: "mode_chat", reason: `the session is in chat mode, which runs no tools; switch the session to smart, approve or autonomous mode to use ${def.name}` };
-  }
+  if (mode === "chat") return chatRefusal(def.name);
   const configured = toolConfigVerdict(def.name, tools);
   if (configured) return configured;
   switch (mode) {
@@ -48,4 +46,19 @@ export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly" | "inert">, a
     default:
       return assertNever(mode, "mode");
   }
+}
+
+function chatRefusal(name: string): DenyVerdict {
+  return { kind: "deny", inspector: "mode", code: "mode_chat", reason: `the session is in chat mode, which runs no tools; switch the session to smart, approve or autonomous mode to use ${name}` };
+}
+
+/**
+ * The refusal a call gets from its name alone, judged before its tool is resolved (resolving an MCP
+ * tool's name lists its server's tools, which starts the server): every call in `chat` mode, and a name
+ * whose per-tool permission is `deny`. Null when the name alone decides nothing.
+ */
+export function nameRefusal(name: string, mode: Mode, tools: Config["tools"]): DenyVerdict | null {
+  if (mode === "chat") return chatRefusal(name);
+  const v = toolConfigVerdict(name, tools);
+  return v?.kind === "deny" ? v : null;
 }
