@@ -116,6 +116,10 @@ export class RuleSet {
       const named = this.byName[list].get(def.name);
       if (named) {
         for (const r of named) if (this.applies(r, list, view)) return { list, rule: r.text };
+        if (list === "allow") {
+          const covering = this.coverShell(named, view);
+          if (covering) return { list, rule: covering };
+        }
       }
       if (this.mcp[list].length) {
         claudeName ??= claudeToolName(def);
@@ -128,6 +132,25 @@ export class RuleSet {
       }
     }
     return null;
+  }
+
+  /**
+   * A compound shell command none of whose allow rules covers alone may still be allowed part by part
+   * (Claude Code checks each subcommand against the allow rules: `git log | head` with `Bash(git:*)` and
+   * `Bash(head:*)`): every simple command must match some allow rule. The covering rules' texts, or null.
+   */
+  private coverShell(allow: CompiledRule[], view: CallView): string | null {
+    const shellRules = allow.filter((r): r is CompiledRule & { spec: { kind: "shell" } } => r.spec.kind === "shell");
+    if (shellRules.length < 2) return null;
+    const v = view.shellView();
+    if (!v || !v.allowable || !v.commands) return null;
+    const used: string[] = [];
+    for (const c of v.commands) {
+      const r = shellRules.find((x) => shellAllows(x.spec.pattern, { ...v, commands: [c] }));
+      if (!r) return null;
+      if (!used.includes(r.text)) used.push(r.text);
+    }
+    return used.join(" + ");
   }
 
   /** Whether rule `r` from `list` applies to the call (allow: covers all of it; deny/ask: touches any part). */

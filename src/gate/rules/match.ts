@@ -21,7 +21,9 @@ export interface PathMatcher {
 
 /** Compiles a path pattern (picomatch, dotfiles included: `**` covers `.env`). */
 export function compilePath(p: PathPattern): PathMatcher {
-  return { anchor: p.anchor, glob: p.glob, test: picomatch(p.glob, { dot: true }) };
+  const isMatch = picomatch(p.glob, { dot: true });
+  // one argument only: picomatch's second parameter returns a (truthy) result object
+  return { anchor: p.anchor, glob: p.glob, test: (s: string) => isMatch(s) };
 }
 
 /** A shell command as rules see it, parsed once per call. */
