@@ -54,7 +54,13 @@ export interface ParsedRule {
  * airlock does not have (`WebFetch`, `Grep` …) or a form airlock does not apply (`Write(path)`): an
  * imported settings file skips those (listed once at start); airlock.yaml refuses them.
  */
-export type RuleParseError = { text: string; why: string; unsupported?: boolean; unknownTool?: string };
+export type RuleParseError = {
+  text: string;
+  why: string;
+  unsupported?: boolean;
+  /** The tool name when it may be misspelt (unknown, or given a specifier it does not take): start-up suggests a close name. */
+  unknownTool?: string;
+};
 
 export type RuleParse = { ok: true; rule: ParsedRule } | { ok: false; error: RuleParseError };
 
@@ -104,8 +110,8 @@ export const CLAUDE_ONLY_TOOLS: readonly string[] = [
   "Skill",
 ];
 
-/** Every name a rule may start with besides airlock's `extension__tool` names (for "did you mean"). */
-export const CLAUDE_RULE_NAMES: readonly string[] = [...Object.keys(CLAUDE_ALIASES), ...CLAUDE_ONLY_TOOLS];
+/** Names worth suggesting for a misspelt rule: Claude Code's tools, and airlock's tools that take a specifier. */
+export const CLAUDE_RULE_NAMES: readonly string[] = [...Object.keys(CLAUDE_ALIASES), ...CLAUDE_ONLY_TOOLS, ...Object.keys(AIRLOCK_SPEC)];
 
 /** Options of {@link parseRule}. `home`: the folder `~/` means (absolute path). */
 export interface ParseOptions {
@@ -166,7 +172,7 @@ export function parseRule(text: string, opts: ParseOptions): RuleParse {
   switch (kind) {
     case "none":
       if (name === "Write") return fail("Claude Code checks paths only in Read(…) and Edit(…) rules (Write(path) is never consulted); write Edit(path), which covers developer__write_file", { unsupported: true });
-      return fail(`${name} takes no specifier; write ${name} alone to match every call of it`);
+      return fail(`${name} takes no specifier; write ${name} alone to match every call of it`, { unknownTool: name });
     case "shell": {
       const pattern = parseShellPattern(spec);
       if (typeof pattern === "string") return fail(pattern);
