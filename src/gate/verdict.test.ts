@@ -40,7 +40,7 @@ describe("an allow never answers anything else", () => {
       const j = combine([ruleAllow, hookAllow, ask, modeAsk]);
       expect(j.kind).toBe("ask");
       if (j.kind !== "ask") return;
-      expect(j.asks).toEqual([ask]);
+      expect(j.asks).toEqual([ask] as never);
       expect(j.primary).toEqual(ask as never);
     });
   }
