@@ -9,7 +9,7 @@ import { homedir } from "node:os";
 import { AirlockError } from "../../errors.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import { claudeToolName } from "../inspectors/hooks.ts";
-import { compilePath, pathAllows, pathHits, pathView, shellAllows, shellHits, shellView, type PathMatcher, type PathView, type ShellView } from "./match.ts";
+import { commandAllows, compilePath, pathAllows, pathHits, pathView, shellAllows, shellHits, shellView, type PathMatcher, type PathView, type ShellView } from "./match.ts";
 import { parseRule, type ParsedRule, type RuleParseError, type ShellPattern, type ToolSelector } from "./parse.ts";
 
 export { parseRule, resolveSettingsRelative, CLAUDE_RULE_NAMES, type ParsedRule, type RuleParseError } from "./parse.ts";
@@ -146,7 +146,7 @@ export class RuleSet {
     if (!v || !v.allowable || !v.commands) return null;
     const used: string[] = [];
     for (const c of v.commands) {
-      const r = shellRules.find((x) => shellAllows(x.spec.pattern, { ...v, commands: [c] }));
+      const r = shellRules.find((x) => commandAllows(x.spec.pattern, c));
       if (!r) return null;
       if (!used.includes(r.text)) used.push(r.text);
     }

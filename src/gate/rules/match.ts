@@ -6,6 +6,7 @@
  * closed: an allow rule must match EVERY part of a shell command (and what the parser cannot read never
  * matches it), while a deny or ask rule matches when ANY part does.
  */
+import { realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { resolveRealPath } from "../../launcher/resolve.ts";
@@ -26,37 +27,48 @@ export function compilePath(p: PathPattern): PathMatcher {
   return { anchor: p.anchor, glob: p.glob, test: (s: string) => isMatch(s) };
 }
 
+/** One simple command as rules see it: its words and their space-joined text, as written and unwrapped. */
+interface CommandForms {
+  /** `forms[0]` is the command as written; the rest with assignments and wrappers stripped (deny and ask rules try them all). */
+  forms: { words: readonly string[]; text: string }[];
+}
+
 /** A shell command as rules see it, parsed once per call. */
 export interface ShellView {
   /** Every simple command (substitutions' included), or null when the parser cannot read the command. */
-  commands: SimpleCommand[] | null;
+  commands: CommandForms[] | null;
   /** True when an allow rule may match at all: parsed, no substitution (`$(…)`, backticks, `<(…)`), no write redirection. */
   allowable: boolean;
-  /** The raw command's words split on blanks (what deny and ask rules fall back to when it cannot be parsed). */
-  rawWords: string[];
+  /** The raw command split on blanks (what deny and ask rules fall back to when it cannot be parsed). */
+  raw: CommandForms;
 }
 
 /** Redirections that write a file; to /dev/null or an fd duplicate (`2>&1`) they write nothing. */
 const WRITE_REDIRECTS = new Set([">", ">>", ">|", "&>", "&>>", "<>", ">&"]);
 
-/** Parses a shell command for matching (see {@link ShellView}). */
-export function shellView(command: string): ShellView {
-  const rawWords = command.trim().split(/\s+/).filter(Boolean);
-  const parsed = splitCommands(command);
-  if (!parsed.ok) return { commands: null, allowable: false, rawWords };
-  const substitution = /`|\$\(|<\(|>\(/.test(command);
-  const writes = parsed.commands.some((c) => c.redirects.some((r) => WRITE_REDIRECTS.has(r.op) && r.target !== "/dev/null" && !/^(\d+|-)$/.test(r.target)));
-  return { commands: parsed.commands, allowable: !substitution && !writes && parsed.commands.length > 0, rawWords };
+function formsOf(words: readonly string[]): CommandForms {
+  return { forms: strippedForms(words).map((w) => ({ words: w, text: w.join(" ") })) };
 }
 
-function wordsMatch(p: ShellPattern, words: readonly string[]): boolean {
+/** Parses a shell command for matching (see {@link ShellView}). */
+export function shellView(command: string): ShellView {
+  const raw = formsOf(command.trim().split(/\s+/).filter(Boolean));
+  const parsed = splitCommands(command);
+  if (!parsed.ok) return { commands: null, allowable: false, raw };
+  const substitution = /`|\$\(|<\(|>\(/.test(command);
+  const writes = parsed.commands.some((c: SimpleCommand) => c.redirects.some((r) => WRITE_REDIRECTS.has(r.op) && r.target !== "/dev/null" && !/^(\d+|-)$/.test(r.target)));
+  return { commands: parsed.commands.map((c) => formsOf(c.words)), allowable: !substitution && !writes && parsed.commands.length > 0, raw };
+}
+
+function wordsMatch(p: ShellPattern, f: { words: readonly string[]; text: string }): boolean {
+  const words = f.words;
   switch (p.kind) {
     case "exact":
       return words.length === p.words.length && p.words.every((w, i) => words[i] === w);
     case "prefix":
       return words.length >= p.words.length && p.words.every((w, i) => words[i] === w);
     case "wildcard":
-      return p.regex.test(words.join(" "));
+      return p.regex.test(f.text);
     default:
       return p satisfies never;
   }
@@ -86,6 +98,11 @@ function strippedForms(words: readonly string[]): (readonly string[])[] {
   return out;
 }
 
+/** Whether an allow rule's pattern covers one simple command as written. */
+export function commandAllows(p: ShellPattern, c: CommandForms): boolean {
+  return wordsMatch(p, c.forms[0]!);
+}
+
 /**
  * Whether an allow rule's shell pattern covers the whole command: it must have been parsed, hold no
  * substitution or write redirection, and EVERY simple command must match (Claude Code: "a prefix match
@@ -93,60 +110,90 @@ function strippedForms(words: readonly string[]): (readonly string[])[] {
  */
 export function shellAllows(p: ShellPattern, v: ShellView): boolean {
   if (!v.allowable || !v.commands) return false;
-  return v.commands.every((c) => wordsMatch(p, c.words));
+  return v.commands.every((c) => commandAllows(p, c));
 }
 
 /** Whether a deny or ask rule's shell pattern hits the command: ANY simple command (as written or unwrapped) matches; an unparsable command is tried on its raw words. */
 export function shellHits(p: ShellPattern, v: ShellView): boolean {
-  if (!v.commands) return strippedForms(v.rawWords).some((w) => wordsMatch(p, w));
-  return v.commands.some((c) => strippedForms(c.words).some((w) => wordsMatch(p, w)));
+  if (!v.commands) return v.raw.forms.some((f) => wordsMatch(p, f));
+  return v.commands.some((c) => c.forms.some((f) => wordsMatch(p, f)));
 }
 
-/** A path call as rules see it: the absolute path as written (lexical) and its real path, with the workspace both ways. */
+/** One absolute path prepared for matching: itself and its folders, and the same relative to the workspace (null outside it). */
+interface PathForms {
+  abs: string[];
+  /** Relative to the workspace, self and folders (`""` for the workspace itself), or null when outside it. */
+  rel: string[] | null;
+  /** The relative path's segments (for patterns with no slash), or null outside the workspace. */
+  segments: string[] | null;
+}
+
+/** A path call as rules see it: the path as written (lexical) and its real path, each prepared once. */
 export interface PathView {
-  lexical: string;
-  workspace: string;
+  lexical: PathForms;
   /** Computed on first use (it follows symlinks on disk). */
-  real(): { path: string; workspace: string };
+  real(): PathForms;
+}
+
+/** `p` and each folder above it (`/a/b/c`, `/a/b`, `/a`; `a/b`, `a`): a pattern naming a folder covers its subtree (gitignore). */
+function selfAndAncestors(p: string): string[] {
+  const out = [p];
+  for (let i = p.lastIndexOf("/"); i > 0; i = p.lastIndexOf("/", i - 1)) out.push(p.slice(0, i));
+  return out;
+}
+
+function formsOfPath(abs: string, workspace: string): PathForms {
+  const rel = path.relative(workspace, abs);
+  const inside = !(rel.startsWith("..") && (rel.length === 2 || rel[2] === "/")) && !path.isAbsolute(rel);
+  return { abs: selfAndAncestors(abs), rel: inside ? (rel === "" ? [""] : selfAndAncestors(rel)) : null, segments: inside && rel !== "" ? rel.split("/") : inside ? [] : null };
+}
+
+/** Real paths of workspaces, resolved once each (a workspace does not move under a running session). */
+const realWorkspaces = new Map<string, string>();
+
+/** The real path of `abs`: realpath(3) when it exists, else component by component (missing tail kept). */
+function realPathOf(abs: string): string {
+  try {
+    return realpathSync.native(abs);
+  } catch {
+    return resolveRealPath("/", abs);
+  }
 }
 
 /** Builds the {@link PathView} of `p` (absolute, or relative to `workspace`). */
 export function pathView(p: string, workspace: string): PathView {
   const ws = path.resolve(workspace);
-  let real: { path: string; workspace: string } | undefined;
+  const lexical = formsOfPath(path.resolve(ws, p), ws);
+  let real: PathForms | undefined;
   return {
-    lexical: path.resolve(ws, p),
-    workspace: ws,
+    lexical,
     real() {
       if (!real) {
-        const rws = resolveRealPath("/", ws);
-        real = { path: resolveRealPath(rws, p), workspace: rws };
+        let rws = realWorkspaces.get(ws);
+        if (rws === undefined) {
+          rws = resolveRealPath("/", ws);
+          if (realWorkspaces.size > 256) realWorkspaces.clear();
+          realWorkspaces.set(ws, rws);
+        }
+        // `..` is applied after the links it crosses are followed, as the file tools do
+        real = formsOfPath(realPathOf(path.isAbsolute(p) ? p : `${rws}/${p}`), rws);
       }
       return real;
     },
   };
 }
 
-/** `rel` and each folder above it (`a/b/c`, `a/b`, `a`): a pattern naming a folder covers its subtree (gitignore). */
-function selfAndAncestors(rel: string): string[] {
-  const out = [rel];
-  for (let i = rel.lastIndexOf("/"); i > 0; i = rel.lastIndexOf("/", i - 1)) out.push(rel.slice(0, i));
-  return out;
-}
-
-function matchAt(m: PathMatcher, abs: string, workspace: string): boolean {
+function matchAt(m: PathMatcher, f: PathForms): boolean {
   switch (m.anchor) {
     case "absolute":
-      return selfAndAncestors(abs).some(m.test);
+      return f.abs.some(m.test);
     case "workspace":
-    case "anywhere": {
-      const rel = path.relative(workspace, abs);
+      if (!f.rel) return false;
       // the workspace folder itself: only a pattern for everything under it names it
-      if (rel === "") return m.anchor === "workspace" && m.glob === "**";
-      if (rel.startsWith("..") || path.isAbsolute(rel)) return false;
-      if (m.anchor === "anywhere") return rel.split("/").some(m.test);
-      return selfAndAncestors(rel).some(m.test);
-    }
+      if (f.rel[0] === "") return m.glob === "**";
+      return f.rel.some(m.test);
+    case "anywhere":
+      return f.segments !== null && f.segments.some(m.test);
     default:
       return m.anchor satisfies never;
   }
@@ -154,14 +201,10 @@ function matchAt(m: PathMatcher, abs: string, workspace: string): boolean {
 
 /** Whether an allow rule's path pattern covers the call: the path as written AND its real path match. */
 export function pathAllows(m: PathMatcher, v: PathView): boolean {
-  if (!matchAt(m, v.lexical, v.workspace)) return false;
-  const r = v.real();
-  return matchAt(m, r.path, r.workspace);
+  return matchAt(m, v.lexical) && matchAt(m, v.real());
 }
 
 /** Whether a deny or ask rule's path pattern hits the call: the path as written OR its real path matches. */
 export function pathHits(m: PathMatcher, v: PathView): boolean {
-  if (matchAt(m, v.lexical, v.workspace)) return true;
-  const r = v.real();
-  return matchAt(m, r.path, r.workspace);
+  return matchAt(m, v.lexical) || matchAt(m, v.real());
 }
