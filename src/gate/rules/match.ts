@@ -38,27 +38,72 @@ interface CommandForms {
 export interface ShellView {
   /** Every simple command (substitutions' included), or null when the parser cannot read the command. */
   commands: CommandForms[] | null;
+  /** The commands a `bash -c '…'`, `sh -c`, `eval …` among them runs (deny and ask rules look inside too). */
+  nested: CommandForms[];
   /** True when an allow rule may match at all: parsed, no substitution (`$(…)`, backticks, `<(…)`), no write redirection. */
   allowable: boolean;
   /** The raw command split on blanks (what deny and ask rules fall back to when it cannot be parsed). */
   raw: CommandForms;
 }
 
-/** Redirections that write a file; to /dev/null or an fd duplicate (`2>&1`) they write nothing. */
+/**
+ * Redirections that write a file; to /dev/null or an fd duplicate (`2>&1`) they write nothing. Claude
+ * Code lets `Bash(python:*)` match `python x.py > out.txt` (changelog 1.0.123; anthropics/claude-code#13137
+ * asks the same for `2>&1`); airlock's allow rules never cover a command that writes a file by redirection.
+ */
 const WRITE_REDIRECTS = new Set([">", ">>", ">|", "&>", "&>>", "<>", ">&"]);
 
 function formsOf(words: readonly string[]): CommandForms {
   return { forms: strippedForms(words).map((w) => ({ words: w, text: w.join(" ") })) };
 }
 
+/** Shells whose `-c SCRIPT` runs SCRIPT as a command line. */
+const SHELLS = new Set(["bash", "sh", "zsh", "dash", "ksh", "ash", "mksh"]);
+
+/** How deep deny and ask rules look into `bash -c` / `eval` scripts. */
+const NESTED_DEPTH = 4;
+
+/**
+ * The command line a simple command runs as a script, if it is one: `bash -c SCRIPT` (any flag cluster
+ * with `c`, also after wrappers) or `eval ARGS…`. Claude Code's deny rules did not look inside these
+ * (anthropics/claude-code#39601); airlock's deny and ask rules do.
+ */
+function scriptOf(c: CommandForms): string | null {
+  for (const f of c.forms) {
+    const w = f.words;
+    const name = path.basename(w[0] ?? "");
+    if (name === "eval" && w.length > 1) return w.slice(1).join(" ");
+    if (SHELLS.has(name)) {
+      const k = w.findIndex((x, i) => i > 0 && /^-[A-Za-z]*c[A-Za-z]*$/.test(x));
+      if (k > 0 && w[k + 1] !== undefined) return w[k + 1]!;
+    }
+  }
+  return null;
+}
+
+/** The commands the `bash -c` / `eval` scripts among `commands` run, recursively (bounded). */
+function nestedCommands(commands: CommandForms[], depth: number): CommandForms[] {
+  if (depth > NESTED_DEPTH) return [];
+  const out: CommandForms[] = [];
+  for (const c of commands) {
+    const script = scriptOf(c);
+    if (script === null) continue;
+    const p = splitCommands(script, depth);
+    const inner = p.ok ? p.commands.map((x) => formsOf(x.words)) : [formsOf(script.trim().split(/\s+/).filter(Boolean))];
+    out.push(...inner, ...nestedCommands(inner, depth + 1));
+  }
+  return out;
+}
+
 /** Parses a shell command for matching (see {@link ShellView}). */
 export function shellView(command: string): ShellView {
   const raw = formsOf(command.trim().split(/\s+/).filter(Boolean));
   const parsed = splitCommands(command);
-  if (!parsed.ok) return { commands: null, allowable: false, raw };
+  if (!parsed.ok) return { commands: null, nested: [], allowable: false, raw };
   const substitution = /`|\$\(|<\(|>\(/.test(command);
   const writes = parsed.commands.some((c: SimpleCommand) => c.redirects.some((r) => WRITE_REDIRECTS.has(r.op) && r.target !== "/dev/null" && !/^(\d+|-)$/.test(r.target)));
-  return { commands: parsed.commands.map((c) => formsOf(c.words)), allowable: !substitution && !writes && parsed.commands.length > 0, raw };
+  const commands = parsed.commands.map((c) => formsOf(c.words));
+  return { commands, nested: nestedCommands(commands, 1), allowable: !substitution && !writes && parsed.commands.length > 0, raw };
 }
 
 function wordsMatch(p: ShellPattern, f: { words: readonly string[]; text: string }): boolean {
@@ -75,8 +120,14 @@ function wordsMatch(p: ShellPattern, f: { words: readonly string[]; text: string
   }
 }
 
-/** Commands that run the rest of their words as a command (deny and ask rules look through them). */
-const WRAPPERS = new Set(["env", "nohup", "nice", "time", "command", "exec", "sudo", "doas", "stdbuf", "ionice", "timeout"]);
+/**
+ * Commands that run the rest of their words as a command (deny and ask rules look through them).
+ * Claude Code strips `timeout time nice stdbuf nohup command builtin noglob` and leading `NAME=value`
+ * (anthropics/claude-code#92542 names that list and the hole any other wrapper leaves); airlock strips
+ * those and `env`, `exec`, `sudo`, `doas`, `ionice`, for deny and ask rules only — an allow rule must
+ * match the command as written, so a wrapper never smuggles a call under an allow.
+ */
+const WRAPPERS = new Set(["env", "nohup", "nice", "time", "command", "builtin", "noglob", "exec", "sudo", "doas", "stdbuf", "ionice", "timeout"]);
 
 /**
  * The word lists a deny or ask rule is tried on for one simple command: as written, and with leading
@@ -114,10 +165,14 @@ export function shellAllows(p: ShellPattern, v: ShellView): boolean {
   return v.commands.every((c) => commandAllows(p, c));
 }
 
-/** Whether a deny or ask rule's shell pattern hits the command: ANY simple command (as written or unwrapped) matches; an unparsable command is tried on its raw words. */
+/**
+ * Whether a deny or ask rule's shell pattern hits the command: ANY simple command (as written or
+ * unwrapped, or run by a `bash -c` / `eval` script in it) matches; an unparsable command is tried on its
+ * raw words.
+ */
 export function shellHits(p: ShellPattern, v: ShellView): boolean {
   if (!v.commands) return v.raw.forms.some((f) => wordsMatch(p, f));
-  return v.commands.some((c) => c.forms.some((f) => wordsMatch(p, f)));
+  return v.commands.some((c) => c.forms.some((f) => wordsMatch(p, f))) || v.nested.some((c) => c.forms.some((f) => wordsMatch(p, f)));
 }
 
 /** One absolute path prepared for matching: itself and its folders, and the same relative to the workspace (null outside it). */

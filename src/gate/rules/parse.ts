@@ -202,6 +202,8 @@ function ruleWords(spec: string): string[] | string {
  * A shell specifier as a pattern. Claude Code: `:*` at the end is the legacy prefix form (word
  * boundary: `npm run test:*` matches `npm run test` and `npm run test --watch`, not `npm run testing`);
  * any other `*` is a wildcard over the command text (`\*` is a literal star); else an exact command.
+ * `Bash(ls *)` also matches a bare `ls` (the docs' word-boundary form; anthropics/claude-code#18160 shows
+ * users rely on `ls *` covering `ls -la`).
  * @returns the pattern, or why it is malformed.
  */
 export function parseShellPattern(spec: string): ShellPattern | string {

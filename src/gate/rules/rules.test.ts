@@ -68,6 +68,9 @@ const CASES: Case[] = [
   ["a pipe with every stage allowed", { allow: ["Bash(git:*)", "Bash(head:*)"] }, SHELL, sh("git log | head -5"), "allow"],
   ["deny matches any part of a compound", { allow: ["Bash(git status:*)"], deny: ["Bash(rm:*)"] }, SHELL, sh("git status && rm -rf x"), "deny"],
   ["deny looks through env and wrappers", { deny: ["Bash(curl:*)"] }, SHELL, sh("FOO=1 timeout 5 curl http://x"), "deny"],
+  ["deny looks inside bash -c", { deny: ["Bash(rm:*)"] }, SHELL, sh("bash -lc 'cd x && rm -rf y'"), "deny"],
+  ["deny looks inside eval", { deny: ["Bash(rm:*)"] }, SHELL, sh("eval rm -rf y"), "deny"],
+  ["allow does not look through wrappers", { allow: ["Bash(git status)"] }, SHELL, sh("timeout 5 git status"), null],
   // substitutions and redirections
   ["a substitution never matches allow", { allow: ["Bash(echo:*)"] }, SHELL, sh("echo $(rm -rf x)"), null],
   ["backticks never match allow", { allow: ["Bash(echo:*)"] }, SHELL, sh("echo `id`"), null],
