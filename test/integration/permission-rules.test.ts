@@ -188,7 +188,7 @@ describe("import_claude_settings", () => {
   test("reads the permissions of the workspace's .claude/settings.json and settings.local.json, lists the rest once", async () => {
     const settings = {
       permissions: {
-        allow: ["Bash(npm run test:*)", "Read(/docs/**)", "WebFetch(domain:example.com)"],
+        allow: ["Bash(npm run test:*)", "Read(/docs/**)", "WebFetch(domain:example.com)", "Bash(echo imported:*)"],
         deny: ["Read(./.env)"],
         defaultMode: "acceptEdits",
       },
@@ -196,6 +196,15 @@ describe("import_claude_settings", () => {
       hooks: {},
     };
     const d = setup("import", {
+      data: {
+        "turns.yaml": stringify({
+          turns: [
+            { tool_calls: [{ name: "developer__read_file", arguments: { path: ".env" } }] },
+            { tool_calls: [{ name: "developer__shell", arguments: { command: "echo imported" } }] },
+            { text: "done" },
+          ],
+        }),
+      },
       ws: {
         ".claude/settings.json": JSON.stringify(settings),
         ".claude/settings.local.json": JSON.stringify({ permissions: { ask: ["Bash(git push:*)"] } }),
@@ -203,20 +212,40 @@ describe("import_claude_settings", () => {
         "docs/a.md": "# a",
       },
     });
+    // the user's own settings: a fixture home (HOME is read when the runtime starts)
+    const home = join(dir, "import", "home");
+    mkdirSync(join(home, ".claude"), { recursive: true });
+    writeFileSync(join(home, ".claude", "settings.json"), JSON.stringify({ permissions: { deny: ["Read(~/.aws/**)", "Edit(/agents/**)"] }, model: "x" }));
     const logs: string[] = [];
-    const r = runtime(d, { mode: "smart", permissions: { import_claude_settings: true, allow: ["Bash(echo hi)"] } }, logs);
+    const saved = process.env.HOME;
+    process.env.HOME = home;
+    let r: Runtime;
+    try {
+      r = runtime(d, { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", permissions: { import_claude_settings: true, allow: ["Bash(echo hi)"] } }, logs);
+    } finally {
+      process.env.HOME = saved;
+    }
     const lines = logs.filter((l) => l.includes("permission rule"));
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain("imported 4 permission rule(s)");
+    expect(lines[0]).toContain("imported 7 permission rule(s)");
+    expect(lines[0]).toContain(`${join(home, ".claude", "settings.json")}: model (not read)`);
     expect(lines[0]).toContain(`${join(d.ws, ".claude", "settings.json")}: env (not read)`);
     expect(lines[0]).toContain("permissions.defaultMode (not read)");
     expect(lines[0]).toContain("WebFetch(domain:example.com)");
     // `/docs/**` in a project settings file is relative to the project (the workspace)
     expect(r.config.permissions).toMatchObject({
-      allow: ["Bash(echo hi)", "Bash(npm run test:*)", `Read(/${d.ws}/docs/**)`],
-      deny: ["Read(./.env)"],
+      allow: ["Bash(echo hi)", "Bash(npm run test:*)", `Read(/${d.ws}/docs/**)`, "Bash(echo imported:*)"],
+      // user settings first (Claude Code's order); `/agents/**` there is relative to ~/.claude
+      deny: ["Read(~/.aws/**)", `Edit(/${home}/.claude/agents/**)`, "Read(./.env)"],
       ask: ["Bash(git push:*)"],
     });
+    // the imported rules judge calls: the project's deny refuses .env, its allow answers smart mode's ask
+    const s = r.createSession({ headless: true });
+    expect((await r.runTurn(s.id, "go")).status).toBe("completed");
+    const [env, shell] = toolResults(r, s.id);
+    expect(env.error).toMatchObject({ code: "denied", inspector: "rule" });
+    expect(env.error.message).toContain("Read(./.env)");
+    expect(shell.stdout).toContain("imported");
   });
 
   test("off by default: the settings file is not read", () => {

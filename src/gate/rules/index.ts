@@ -214,11 +214,12 @@ const cache = new WeakMap<object, RuleSet>();
 
 /**
  * The compiled rules of a config's `permissions` block, compiled once per block object (effective
- * session configs share their base's block).
+ * session configs share their base's block); the first call's `opts` decide (the runtime compiles
+ * at start, so `~/` is the home of start-up).
  * @throws AirlockError `config_invalid` when a rule is malformed (the runtime checks them at start).
  */
-export function ruleSetFor(permissions: RuleLists): RuleSet {
+export function ruleSetFor(permissions: RuleLists, opts: CompileOptions = {}): RuleSet {
   let rs = cache.get(permissions);
-  if (!rs) cache.set(permissions, (rs = compileRules(permissions)));
+  if (!rs) cache.set(permissions, (rs = compileRules(permissions, opts)));
   return rs;
 }

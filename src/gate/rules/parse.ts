@@ -126,7 +126,8 @@ export interface ParseOptions {
  * - `Read(path)` / `Edit(path)`: gitignore-style; `//abs` is absolute, `~/x` under home, `/x` relative
  *   to the settings file's folder (see {@link resolveSettingsRelative}; unresolved it means the
  *   workspace), `./x` and `x/y` relative to the workspace, a bare `x` (no slash) matches at any depth; a
- *   pattern naming a folder covers everything under it.
+ *   pattern naming a folder covers everything under it. In airlock.yaml `/x` is the workspace, as in a
+ *   project's `.claude/settings.json` (the project root).
  * - `mcp__server`, `mcp__server__*` (every tool of the server), `mcp__server__tool`.
  * - airlock's names: `developer__shell(git status)`, `interpreter__python`, `fs__read_text_file`.
  * @returns the parsed rule, or why it is malformed (never throws).

@@ -17,7 +17,7 @@ import type { ToolRegistry } from "../../tool/registry.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Inspector } from "../inspectors/inspector.ts";
 import { combine, type Verdict } from "../verdict.ts";
-import { CLAUDE_RULE_NAMES, parseRuleLists, resolveSettingsRelative, type RuleList, type RuleLists } from "./index.ts";
+import { CLAUDE_RULE_NAMES, parseRuleLists, resolveSettingsRelative, ruleSetFor, type RuleList, type RuleLists } from "./index.ts";
 
 /** One Claude Code settings file airlock reads, and the folder its `/path` rules are relative to. */
 export interface ClaudeSettingsFile {
@@ -297,7 +297,11 @@ export function rulesHome(): string {
 export function withEffectivePermissions(config: Readonly<Config>, opts: { workspace: string; home: string; log: (line: string) => void }): Readonly<Config> {
   const p = config.permissions;
   if (!p.import_claude_settings) {
-    if (p.allow.length + p.ask.length + p.deny.length) effectivePermissions(config);
+    if (p.allow.length + p.ask.length + p.deny.length) {
+      effectivePermissions(config);
+      // compiled now, so `~/` means the home of start-up
+      ruleSetFor(p, { home: opts.home });
+    }
     return config;
   }
   const imported = importClaudeSettings(claudeSettingsFiles(opts.home, opts.workspace));
@@ -308,5 +312,6 @@ export function withEffectivePermissions(config: Readonly<Config>, opts: { works
     `airlock: imported ${n} permission rule(s) from ${imported.read.length ? imported.read.join(", ") : "no Claude Code settings file (none found)"}` +
       (notes.length ? `; ignored: ${notes.join("; ")}` : ""),
   );
+  ruleSetFor(permissions, { home: opts.home });
   return Object.freeze({ ...config, permissions });
 }
