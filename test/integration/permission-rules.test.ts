@@ -119,6 +119,31 @@ describe("rules apply to every call at every depth", () => {
   });
 });
 
+describe("a hook's explicit allow answers the mode's ask, never a rule's ask", () => {
+  test("smart mode, headless, a hook that allows: the mode's ask is answered; an ask rule still asks", async () => {
+    const turns = stringify({
+      turns: [
+        { tool_calls: [{ name: "developer__shell", arguments: { command: "echo hooked" } }] },
+        { tool_calls: [{ name: "developer__shell", arguments: { command: "git push origin main" } }] },
+        { text: "done" },
+      ],
+    });
+    const d = setup("hook-allow", { data: { "turns.yaml": turns } });
+    const r = runtime(d, {
+      provider: { name: "scripted", script: "turns.yaml" },
+      mode: "smart",
+      hooks: { PreToolUse: [{ matcher: "*", hooks: [{ type: "command", command: join(import.meta.dir, "..", "fixtures", "hooks", "allow.sh"), timeout: 10 }] }] },
+      permissions: { ask: ["Bash(git push:*)"] },
+    });
+    const s = r.createSession({ headless: true });
+    expect((await r.runTurn(s.id, "go")).status).not.toBe("failed");
+    const [hooked, push] = toolResults(r, s.id);
+    expect(hooked.stdout).toContain("hooked");
+    expect(push.error).toMatchObject({ code: "no_human_surface", inspector: "rule" });
+    expect(push.error.message).toContain("Bash(git push:*)");
+  });
+});
+
 describe("rules are checked at start", () => {
   test("a misspelt tool name is config_invalid naming the rule, with a suggestion", () => {
     const d = setup("typo");
