@@ -127,7 +127,10 @@ function wordsMatch(p: ShellPattern, f: { words: readonly string[]; text: string
  * those and `env`, `exec`, `sudo`, `doas`, `ionice`, for deny and ask rules only — an allow rule must
  * match the command as written, so a wrapper never smuggles a call under an allow.
  */
-const WRAPPERS = new Set(["env", "nohup", "nice", "time", "command", "builtin", "noglob", "exec", "sudo", "doas", "stdbuf", "ionice", "timeout"]);
+const WRAPPERS = new Set(["env", "nohup", "nice", "time", "command", "builtin", "noglob", "exec", "sudo", "doas", "stdbuf", "ionice", "timeout", "xargs"]);
+
+/** Shell words that start a compound command's body (`if x; then rm y; fi` holds the command `then rm y`). */
+const KEYWORDS = new Set(["{", "}", "!", "if", "then", "elif", "else", "while", "until", "do", "fi", "done"]);
 
 /**
  * The word lists a deny or ask rule is tried on for one simple command: as written, and with leading
@@ -139,7 +142,7 @@ function strippedForms(words: readonly string[]): (readonly string[])[] {
   let i = 0;
   for (let guard = 0; guard < 16 && i < words.length; guard++) {
     const w = words[i]!;
-    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) i++;
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || KEYWORDS.has(w)) i++;
     else if (WRAPPERS.has(path.basename(w))) {
       i++;
       // the wrapper's options and operands (`-n 5`, `-u`, `timeout`'s duration)

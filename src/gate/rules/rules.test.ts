@@ -70,6 +70,8 @@ const CASES: Case[] = [
   ["deny looks through env and wrappers", { deny: ["Bash(curl:*)"] }, SHELL, sh("FOO=1 timeout 5 curl http://x"), "deny"],
   ["deny looks inside bash -c", { deny: ["Bash(rm:*)"] }, SHELL, sh("bash -lc 'cd x && rm -rf y'"), "deny"],
   ["deny looks inside eval", { deny: ["Bash(rm:*)"] }, SHELL, sh("eval rm -rf y"), "deny"],
+  ["deny looks inside if/then, loops and brace groups", { deny: ["Bash(rm:*)"] }, SHELL, sh("if true; then rm -rf y; fi; for i in 1; do rm z; done; { rm w; }"), "deny"],
+  ["deny looks through xargs", { deny: ["Bash(rm:*)"] }, SHELL, sh("ls | xargs -0 rm -f"), "deny"],
   ["allow does not look through wrappers", { allow: ["Bash(git status)"] }, SHELL, sh("timeout 5 git status"), null],
   // substitutions and redirections
   ["a substitution never matches allow", { allow: ["Bash(echo:*)"] }, SHELL, sh("echo $(rm -rf x)"), null],
