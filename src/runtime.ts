@@ -21,6 +21,8 @@ import type { Config } from "./config/schema.ts";
 import { AirlockError } from "./errors.ts";
 import { Gate } from "./gate/gate.ts";
 import { Permits } from "./gate/permits.ts";
+import { testInspectors } from "./gate/inspectors/index.ts";
+import { checkRuleToolNames, rulesHome, runPermissionTests, withEffectivePermissions } from "./gate/rules/start.ts";
 import { SessionConfigs } from "./session/config.ts";
 import { createSession, type CreateSessionInput } from "./session/create.ts";
 import { ancestors } from "./session/graph.ts";
@@ -151,13 +153,14 @@ class AirlockRuntime implements Runtime {
   private closed = false;
 
   constructor(opts: RuntimeOptions) {
-    this.config = opts.config;
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
     this.configDir = resolve(opts.configDir);
     this.dataDir = resolve(opts.dataDir);
     this.workspace = resolve(opts.workspace ?? process.cwd());
     this.log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+    // permission rules: checked, and Claude Code's settings merged in (import_claude_settings), before anything starts
+    this.config = withEffectivePermissions(opts.config, { workspace: this.workspace, home: rulesHome(), log: this.log });
     this.forceHeadless = opts.headless === true;
     this.store = Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
     this.sessionConfigs = new SessionConfigs(this.store, this.config);
@@ -200,6 +203,8 @@ class AirlockRuntime implements Runtime {
       for (const s of mcp.sources()) this.registry.registerSource(s);
       this.resources.use(mcp);
       checkToolPermissions(this.config, this.registry);
+      checkRuleToolNames(this.config.permissions, this.registry);
+      runPermissionTests(this.config, { registry: this.registry, inspectors: testInspectors({ dataDir: realDataDir }), workspace: realWorkspace(this.workspace) });
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});
@@ -362,5 +367,14 @@ export function checkToolPermissions(config: Readonly<Config>, registry: ToolReg
     throw new AirlockError("config_invalid", `${problems.join("\n")}\n(fix the key under tools: in the config; a permission for a tool that does not exist would never apply)`, {
       issues: problems,
     });
+  }
+}
+
+/** The workspace's real path when it exists (sessions judge calls in the real path), else as given. */
+function realWorkspace(ws: string): string {
+  try {
+    return realpathSync(ws);
+  } catch {
+    return ws;
   }
 }

@@ -132,6 +132,27 @@ function refuseReservedServerNames(servers: Record<string, unknown>, ctx: z.Refi
 }
 
 export const ToolPermission = z.enum(["allow", "ask", "deny"]);
+
+/** One `permissions.tests` case: a call and the decision the gate must reach on it at start. */
+export const PermissionTest = z.strictObject({
+  call: z.strictObject({ tool: z.string().min(1), args: z.record(z.string(), z.unknown()).default({}) }),
+  expect: ToolPermission,
+});
+export type PermissionTest = z.infer<typeof PermissionTest>;
+
+/**
+ * Permission rules in Claude Code's syntax (docs/permissions.md): deny > ask > allow; checked at start
+ * (a malformed rule is `config_invalid`), as are the `tests` cases.
+ */
+export const Permissions = z.strictObject({
+  allow: z.array(z.string()).default([]),
+  ask: z.array(z.string()).default([]),
+  deny: z.array(z.string()).default([]),
+  /** Also read the `permissions` block of Claude Code's settings files (user, project, project-local). */
+  import_claude_settings: z.boolean().default(false),
+  tests: z.array(PermissionTest).default([]),
+});
+export type Permissions = z.infer<typeof Permissions>;
 export const ToolConfig = z.strictObject({ permission: ToolPermission });
 
 export const Config = z.strictObject({
@@ -154,6 +175,7 @@ export const Config = z.strictObject({
   limits: Limits.default(Limits.parse({})),
   /** Per-tool permission (`allow | ask | deny`), keyed by airlock tool name. */
   tools: z.record(z.string(), ToolConfig).default({}),
+  permissions: Permissions.default({ allow: [], ask: [], deny: [], import_claude_settings: false, tests: [] }),
   mcp_servers: z
     .record(z.string().regex(/^[a-zA-Z0-9-]+$/, "server names are letters, digits and '-'"), McpServerConfig)
     .superRefine(refuseReservedServerNames)

@@ -1,17 +1,27 @@
 /**
  * @module gate/verdict
- * What an inspector says about one call, and how verdicts combine: deny > ask > allow.
- * An allow never loosens another verdict; the strictest one wins (SPEC §5.2).
+ * What an inspector says about one call, and how verdicts combine: deny > ask > allow, the strictest
+ * wins (SPEC §5.2) — with one exception, as in Claude Code: the mode's own ask is answerable, and an
+ * answering allow (a permission rule's allow, a hook's explicit allow) removes it. Nothing else is
+ * loosened: a rule's ask or deny, a hook's ask or deny, the floor, per-tool config and elevation stand.
  */
 import type { ErrorCode } from "../errors.ts";
 import type { SandboxPolicyName } from "../config/schema.ts";
+import { assertNever } from "../errors.ts";
 
 /** Which inspector produced a verdict (shown on cards and refusals). */
-export type InspectorName = "sensitive_ops" | "hook" | "mode" | "tool_config" | "elevation";
+export type InspectorName = "sensitive_ops" | "rule" | "hook" | "mode" | "tool_config" | "elevation";
 
 export type Verdict =
-  | { kind: "allow"; inspector: InspectorName }
-  | { kind: "deny"; inspector: InspectorName; code: ErrorCode; reason: string; hook?: string }
+  | {
+      kind: "allow";
+      inspector: InspectorName;
+      /** The permission rule that allowed (inspector `rule`). */
+      rule?: string;
+      /** True for an allow that answers the mode's ask: a rule's allow, a hook's explicit `permissionDecision: "allow"`. */
+      answersMode?: boolean;
+    }
+  | { kind: "deny"; inspector: InspectorName; code: ErrorCode; reason: string; hook?: string; rule?: string }
   | {
       kind: "ask";
       inspector: InspectorName;
@@ -23,6 +33,8 @@ export type Verdict =
       /** Elevation: the policy the call runs under once allowed. */
       elevate?: SandboxPolicyName;
       hook?: string;
+      /** The permission rule that asks (inspector `rule`). */
+      rule?: string;
     };
 
 export type AskVerdict = Extract<Verdict, { kind: "ask" }>;
@@ -35,14 +47,36 @@ export type Judgement =
   | { kind: "ask"; asks: AskVerdict[]; primary: AskVerdict; userProof: boolean; reason: string; elevate?: SandboxPolicyName };
 
 /**
+ * Whether an ask may be answered (removed) by an answering allow: only the mode's own ask is (Claude
+ * Code: an allow rule or a hook's allow skips the permission prompt). Every other inspector's ask stands.
+ */
+export function isAnswerable(a: AskVerdict): boolean {
+  switch (a.inspector) {
+    case "mode":
+      return true;
+    case "sensitive_ops":
+    case "rule":
+    case "hook":
+    case "tool_config":
+    case "elevation":
+      return false;
+    default:
+      return assertNever(a.inspector, "inspector");
+  }
+}
+
+/**
  * Combines verdicts, strictest first: any deny → that deny (the first in inspector order);
- * else any ask → an ask that needs user proof if any ask does, whose primary is the first proof-needing
- * ask (else the first ask), and whose reason lists every ask's reason; else allow.
+ * else the asks, less the mode's when an answering allow (`answersMode`: a rule's allow, a hook's
+ * explicit allow) is among the verdicts; any ask left → an ask that needs user proof if any ask does,
+ * whose primary is the first proof-needing ask (else the first ask), and whose reason lists every ask's
+ * reason; else allow. Pure.
  */
 export function combine(verdicts: Verdict[]): Judgement {
   const deny = verdicts.find((v): v is DenyVerdict => v.kind === "deny");
   if (deny) return { kind: "deny", verdict: deny };
-  const asks = verdicts.filter((v): v is AskVerdict => v.kind === "ask");
+  const answered = verdicts.some((v) => v.kind === "allow" && v.answersMode === true);
+  const asks = verdicts.filter((v): v is AskVerdict => v.kind === "ask" && !(answered && isAnswerable(v)));
   if (asks.length === 0) return { kind: "allow" };
   const primary = asks.find((a) => a.userProof) ?? asks[0]!;
   const reason = asks.map((a) => (asks.length > 1 ? `[${a.inspector}] ${a.reason}` : a.reason)).join("; ");

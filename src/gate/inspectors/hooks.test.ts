@@ -77,8 +77,8 @@ describe("runHook", () => {
     expect(await runHook(`${FIX}/bad-decision.sh`, input, dir, 10)).toMatchObject({ kind: "ask", code: "hook_output_invalid" });
     expect(await runHook(`${FIX}/not-json.sh`, input, dir, 10)).toMatchObject({ kind: "ask", code: "hook_output_invalid" });
   });
-  test("allow, ask, legacy block and silence", async () => {
-    expect(await runHook(`${FIX}/allow.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook" });
+  test("allow (which answers the mode's ask), ask, legacy block and silence (which answers nothing)", async () => {
+    expect(await runHook(`${FIX}/allow.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook", answersMode: true });
     expect(await runHook(`${FIX}/ask.sh`, input, dir, 10)).toMatchObject({ kind: "ask", reason: "hook wants a person", userProof: false });
     expect(await runHook(`${FIX}/legacy-block.sh`, input, dir, 10)).toMatchObject({ kind: "deny", reason: "legacy says no" });
     expect(await runHook(`${FIX}/silent.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook" });
@@ -104,6 +104,8 @@ describe("interpretHookRun", () => {
   });
   test("killed by a signal is hook_error", () => {
     expect(interpretHookRun("h", null, "SIGSEGV", "", "")).toMatchObject({ kind: "ask", code: "hook_error" });
+    expect(interpretHookRun("h", 0, null, '{"decision":"approve"}', "")).toEqual({ kind: "allow", inspector: "hook", answersMode: true });
+    expect(interpretHookRun("h", 0, null, '{"reason":"fine"}', "")).toEqual({ kind: "allow", inspector: "hook" });
   });
 });
 

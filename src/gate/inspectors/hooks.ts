@@ -213,7 +213,8 @@ export function interpretHookRun(hook: string, code: number | null, signal: stri
   const decision = hso?.permissionDecision;
   switch (decision) {
     case "allow":
-      return { kind: "allow", inspector: "hook" };
+      // an explicit allow answers the mode's ask, as in Claude Code (gate/verdict.ts combine)
+      return { kind: "allow", inspector: "hook", answersMode: true };
     case "deny":
       return { kind: "deny", inspector: "hook", code: "denied", reason: why || `hook ${JSON.stringify(hook)} denied the call`, hook };
     case "ask":
@@ -225,7 +226,8 @@ export function interpretHookRun(hook: string, code: number | null, signal: stri
       return assertNever(decision, "permissionDecision");
   }
   if (out.decision === "block") return { kind: "deny", inspector: "hook", code: "denied", reason: why || `hook ${JSON.stringify(hook)} blocked the call`, hook };
-  return { kind: "allow", inspector: "hook" };
+  // legacy `decision: "approve"` is Claude Code's old explicit allow; no decision at all answers nothing
+  return out.decision === "approve" ? { kind: "allow", inspector: "hook", answersMode: true } : { kind: "allow", inspector: "hook" };
 }
 
 function hookFailure(code: "hook_error" | "hook_timeout" | "hook_output_invalid", hook: string, reason: string): Verdict {

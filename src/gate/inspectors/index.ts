@@ -1,7 +1,7 @@
 /**
  * @module gate/inspectors
- * The four inspectors as the gate runs them, in order: the security floor, PreToolUse hooks, the mode
- * (with per-tool config), elevation. Each adapts its module's pure function to {@link Inspector}.
+ * The five inspectors as the gate runs them, in order: the security floor, permission rules, PreToolUse
+ * hooks, the mode (with per-tool config), elevation. Each adapts its module's pure function to {@link Inspector}.
  */
 import { sanitizedEnv } from "../../launcher/env.ts";
 import { ancestors, type ParentLookup } from "../../session/graph.ts";
@@ -9,9 +9,11 @@ import { elevationVerdict } from "./elevation.ts";
 import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
+import { rulesInspector } from "./rules.ts";
 import { securityFloor } from "./security-floor.ts";
 
 export type { InspectedCall, Inspector } from "./inspector.ts";
+export { rulesInspector } from "./rules.ts";
 
 /** What the default inspectors need from the runtime. */
 export interface InspectorDeps {
@@ -74,7 +76,15 @@ export const elevationInspector: Inspector = {
   inspect: (c) => [elevationVerdict(c.config.sandbox, c.rawArgs)],
 };
 
-/** The inspectors in the order their verdicts combine: floor, hooks, mode, elevation. */
+/** The inspectors in the order their verdicts combine: floor, rules, hooks, mode, elevation. */
 export function defaultInspectors(deps: InspectorDeps): Inspector[] {
-  return [floorInspector(deps), hooksInspector(deps), modeInspector, elevationInspector];
+  return [floorInspector(deps), rulesInspector, hooksInspector(deps), modeInspector, elevationInspector];
+}
+
+/**
+ * The inspectors `permissions.tests` cases run through at start: the default ones minus hooks (they
+ * start processes; a test case judges the config, not a hook's answer).
+ */
+export function testInspectors(deps: Pick<InspectorDeps, "dataDir">): Inspector[] {
+  return [floorInspector(deps), rulesInspector, modeInspector, elevationInspector];
 }

@@ -1,0 +1,37 @@
+/**
+ * @module gate/inspectors/rules
+ * Permission rules (`permissions.allow / ask / deny`, Claude Code's syntax; gate/rules/) as an
+ * inspector, named `rule` on verdicts: the first matching rule decides, deny > ask > allow, and the
+ * verdict carries the rule's text. No matching rule: no verdict. A rule's allow answers the mode's ask
+ * (gate/verdict.ts `combine`), never the floor, a hook's deny or another ask.
+ */
+import { assertNever } from "../../errors.ts";
+import type { ToolDef } from "../../tool/tool.ts";
+import { ruleSetFor, type RuleSet } from "../rules/index.ts";
+import type { Verdict } from "../verdict.ts";
+import type { Inspector } from "./inspector.ts";
+
+/**
+ * The rule verdict for one call, or none when no rule applies.
+ * @param workspace the session's workspace (absolute)
+ */
+export function ruleVerdicts(rules: RuleSet, def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string): Verdict[] {
+  const m = rules.judge(def, args, workspace);
+  if (!m) return [];
+  switch (m.list) {
+    case "allow":
+      return [{ kind: "allow", inspector: "rule", rule: m.rule, answersMode: true }];
+    case "ask":
+      return [{ kind: "ask", inspector: "rule", userProof: false, rule: m.rule, reason: `the permission rule ${m.rule} (permissions.ask) asks before this call` }];
+    case "deny":
+      return [{ kind: "deny", inspector: "rule", code: "denied", rule: m.rule, reason: `the permission rule ${m.rule} (permissions.deny) refuses this call; change permissions in airlock.yaml to allow it` }];
+    default:
+      return assertNever(m.list, "rule list");
+  }
+}
+
+/** The `rule` inspector: cheap (pure but for resolving a file call's symlinks), over the session's effective `permissions`. */
+export const rulesInspector: Inspector = {
+  cost: "cheap",
+  inspect: (c) => ruleVerdicts(ruleSetFor(c.config.permissions), c.def, c.args, c.session.workspace),
+};

@@ -1,0 +1,269 @@
+/**
+ * @module gate/rules/match
+ * Matches one call's arguments against parsed rule specifiers. A shell call is split into its simple
+ * commands with the security floor's parser (`splitCommands`); a path call is resolved against the
+ * session's workspace, both as written and through its symlinks. Matching is asymmetric and fails
+ * closed: an allow rule must match EVERY part of a shell command (and what the parser cannot read never
+ * matches it), while a deny or ask rule matches when ANY part does.
+ */
+import { realpathSync } from "node:fs";
+import path from "node:path";
+import picomatch from "picomatch";
+import { resolveRealPath } from "../../launcher/resolve.ts";
+import { splitCommands, type SimpleCommand } from "../inspectors/shell-words.ts";
+import type { PathPattern, ShellPattern } from "./parse.ts";
+
+/** A compiled path pattern: its anchor and picomatch test. */
+export interface PathMatcher {
+  anchor: PathPattern["anchor"];
+  glob: string;
+  test: (p: string) => boolean;
+}
+
+/** Compiles a path pattern (picomatch, dotfiles included: `**` covers `.env`). */
+export function compilePath(p: PathPattern): PathMatcher {
+  // picomatch's regular expression, tested directly: the paths given are already clean (absolute, or
+  // relative with no `./`), so its matcher's own normalising (and per-call cost) is not needed
+  const re = picomatch.makeRe(p.glob, { dot: true });
+  return { anchor: p.anchor, glob: p.glob, test: (s: string) => re.test(s) };
+}
+
+/** One simple command as rules see it: its words and their space-joined text, as written and unwrapped. */
+interface CommandForms {
+  /** `forms[0]` is the command as written; the rest with assignments and wrappers stripped (deny and ask rules try them all). */
+  forms: { words: readonly string[]; text: string }[];
+}
+
+/** A shell command as rules see it, parsed once per call. */
+export interface ShellView {
+  /** Every simple command (substitutions' included), or null when the parser cannot read the command. */
+  commands: CommandForms[] | null;
+  /** The commands a `bash -c '…'`, `sh -c`, `eval …` among them runs (deny and ask rules look inside too). */
+  nested: CommandForms[];
+  /** True when an allow rule may match at all: parsed, no substitution (`$(…)`, backticks, `<(…)`), no write redirection. */
+  allowable: boolean;
+  /** The raw command split on blanks (what deny and ask rules fall back to when it cannot be parsed). */
+  raw: CommandForms;
+}
+
+/**
+ * Redirections that write a file; to /dev/null or an fd duplicate (`2>&1`) they write nothing. Claude
+ * Code lets `Bash(python:*)` match `python x.py > out.txt` (changelog 1.0.123; anthropics/claude-code#13137
+ * asks the same for `2>&1`); airlock's allow rules never cover a command that writes a file by redirection.
+ */
+const WRITE_REDIRECTS = new Set([">", ">>", ">|", "&>", "&>>", "<>", ">&"]);
+
+function formsOf(words: readonly string[]): CommandForms {
+  return { forms: strippedForms(words).map((w) => ({ words: w, text: w.join(" ") })) };
+}
+
+/** Shells whose `-c SCRIPT` runs SCRIPT as a command line. */
+const SHELLS = new Set(["bash", "sh", "zsh", "dash", "ksh", "ash", "mksh"]);
+
+/** How deep deny and ask rules look into `bash -c` / `eval` scripts. */
+const NESTED_DEPTH = 4;
+
+/**
+ * The command line a simple command runs as a script, if it is one: `bash -c SCRIPT` (any flag cluster
+ * with `c`, also after wrappers) or `eval ARGS…`. Claude Code's deny rules did not look inside these
+ * (anthropics/claude-code#39601); airlock's deny and ask rules do.
+ */
+function scriptOf(c: CommandForms): string | null {
+  for (const f of c.forms) {
+    const w = f.words;
+    const name = path.basename(w[0] ?? "");
+    if (name === "eval" && w.length > 1) return w.slice(1).join(" ");
+    if (SHELLS.has(name)) {
+      const k = w.findIndex((x, i) => i > 0 && /^-[A-Za-z]*c[A-Za-z]*$/.test(x));
+      if (k > 0 && w[k + 1] !== undefined) return w[k + 1]!;
+    }
+  }
+  return null;
+}
+
+/** The commands the `bash -c` / `eval` scripts among `commands` run, recursively (bounded). */
+function nestedCommands(commands: CommandForms[], depth: number): CommandForms[] {
+  if (depth > NESTED_DEPTH) return [];
+  const out: CommandForms[] = [];
+  for (const c of commands) {
+    const script = scriptOf(c);
+    if (script === null) continue;
+    const p = splitCommands(script, depth);
+    const inner = p.ok ? p.commands.map((x) => formsOf(x.words)) : [formsOf(script.trim().split(/\s+/).filter(Boolean))];
+    out.push(...inner, ...nestedCommands(inner, depth + 1));
+  }
+  return out;
+}
+
+/** Parses a shell command for matching (see {@link ShellView}). */
+export function shellView(command: string): ShellView {
+  const raw = formsOf(command.trim().split(/\s+/).filter(Boolean));
+  const parsed = splitCommands(command);
+  if (!parsed.ok) return { commands: null, nested: [], allowable: false, raw };
+  const substitution = /`|\$\(|<\(|>\(/.test(command);
+  const writes = parsed.commands.some((c: SimpleCommand) => c.redirects.some((r) => WRITE_REDIRECTS.has(r.op) && r.target !== "/dev/null" && !/^(\d+|-)$/.test(r.target)));
+  const commands = parsed.commands.map((c) => formsOf(c.words));
+  return { commands, nested: nestedCommands(commands, 1), allowable: !substitution && !writes && parsed.commands.length > 0, raw };
+}
+
+function wordsMatch(p: ShellPattern, f: { words: readonly string[]; text: string }): boolean {
+  const words = f.words;
+  switch (p.kind) {
+    case "exact":
+      return words.length === p.words.length && p.words.every((w, i) => words[i] === w);
+    case "prefix":
+      return words.length >= p.words.length && p.words.every((w, i) => words[i] === w);
+    case "wildcard":
+      return p.regex.test(f.text);
+    default:
+      return p satisfies never;
+  }
+}
+
+/**
+ * Commands that run the rest of their words as a command (deny and ask rules look through them).
+ * Claude Code strips `timeout time nice stdbuf nohup command builtin noglob` and leading `NAME=value`
+ * (anthropics/claude-code#92542 names that list and the hole any other wrapper leaves); airlock strips
+ * those and `env`, `exec`, `sudo`, `doas`, `ionice`, for deny and ask rules only — an allow rule must
+ * match the command as written, so a wrapper never smuggles a call under an allow.
+ */
+const WRAPPERS = new Set(["env", "nohup", "nice", "time", "command", "builtin", "noglob", "exec", "sudo", "doas", "stdbuf", "ionice", "timeout", "xargs"]);
+
+/** Shell words that start a compound command's body (`if x; then rm y; fi` holds the command `then rm y`). */
+const KEYWORDS = new Set(["{", "}", "!", "if", "then", "elif", "else", "while", "until", "do", "fi", "done"]);
+
+/**
+ * The word lists a deny or ask rule is tried on for one simple command: as written, and with leading
+ * `NAME=value` assignments and wrappers (`env`, `timeout 5`, `nice -n 5`, `sudo` …) stripped — so
+ * `Bash(rm:*)` in deny also catches `FOO=1 timeout 5 rm -rf x`.
+ */
+function strippedForms(words: readonly string[]): (readonly string[])[] {
+  const out: (readonly string[])[] = [words];
+  let i = 0;
+  for (let guard = 0; guard < 16 && i < words.length; guard++) {
+    const w = words[i]!;
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || KEYWORDS.has(w)) i++;
+    else if (WRAPPERS.has(path.basename(w))) {
+      i++;
+      // the wrapper's options and operands (`-n 5`, `-u`, `timeout`'s duration)
+      while (i < words.length && (words[i]!.startsWith("-") || /^\d+(\.\d+)?[smhd]?$/.test(words[i]!) || /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[i]!))) i++;
+    } else break;
+    if (i < words.length) out.push(words.slice(i));
+  }
+  return out;
+}
+
+/** Whether an allow rule's pattern covers one simple command as written. */
+export function commandAllows(p: ShellPattern, c: CommandForms): boolean {
+  return wordsMatch(p, c.forms[0]!);
+}
+
+/**
+ * Whether an allow rule's shell pattern covers the whole command: it must have been parsed, hold no
+ * substitution or write redirection, and EVERY simple command must match (Claude Code: "a prefix match
+ * rule like Bash(safe-cmd:*) won't give it permission to run the command safe-cmd && other-cmd").
+ */
+export function shellAllows(p: ShellPattern, v: ShellView): boolean {
+  if (!v.allowable || !v.commands) return false;
+  return v.commands.every((c) => commandAllows(p, c));
+}
+
+/**
+ * Whether a deny or ask rule's shell pattern hits the command: ANY simple command (as written or
+ * unwrapped, or run by a `bash -c` / `eval` script in it) matches; an unparsable command is tried on its
+ * raw words.
+ */
+export function shellHits(p: ShellPattern, v: ShellView): boolean {
+  if (!v.commands) return v.raw.forms.some((f) => wordsMatch(p, f));
+  return v.commands.some((c) => c.forms.some((f) => wordsMatch(p, f))) || v.nested.some((c) => c.forms.some((f) => wordsMatch(p, f)));
+}
+
+/** One absolute path prepared for matching: itself and its folders, and the same relative to the workspace (null outside it). */
+interface PathForms {
+  abs: string[];
+  /** Relative to the workspace, self and folders (`""` for the workspace itself), or null when outside it. */
+  rel: string[] | null;
+  /** The relative path's segments (for patterns with no slash), or null outside the workspace. */
+  segments: string[] | null;
+}
+
+/** A path call as rules see it: the path as written (lexical) and its real path, each prepared once. */
+export interface PathView {
+  lexical: PathForms;
+  /** Computed on first use (it follows symlinks on disk). */
+  real(): PathForms;
+}
+
+/** `p` and each folder above it (`/a/b/c`, `/a/b`, `/a`; `a/b`, `a`): a pattern naming a folder covers its subtree (gitignore). */
+function selfAndAncestors(p: string): string[] {
+  const out = [p];
+  for (let i = p.lastIndexOf("/"); i > 0; i = p.lastIndexOf("/", i - 1)) out.push(p.slice(0, i));
+  return out;
+}
+
+function formsOfPath(abs: string, workspace: string): PathForms {
+  const rel = path.relative(workspace, abs);
+  const inside = !(rel.startsWith("..") && (rel.length === 2 || rel[2] === "/")) && !path.isAbsolute(rel);
+  return { abs: selfAndAncestors(abs), rel: inside ? (rel === "" ? [""] : selfAndAncestors(rel)) : null, segments: inside && rel !== "" ? rel.split("/") : inside ? [] : null };
+}
+
+/** Real paths of workspaces, resolved once each (a workspace does not move under a running session). */
+const realWorkspaces = new Map<string, string>();
+
+/** The real path of `abs`: realpath(3) when it exists, else component by component (missing tail kept). */
+function realPathOf(abs: string): string {
+  try {
+    return realpathSync.native(abs);
+  } catch {
+    return resolveRealPath("/", abs);
+  }
+}
+
+/** Builds the {@link PathView} of `p` (absolute, or relative to `workspace`). */
+export function pathView(p: string, workspace: string): PathView {
+  const ws = path.resolve(workspace);
+  const lexical = formsOfPath(path.resolve(ws, p), ws);
+  let real: PathForms | undefined;
+  return {
+    lexical,
+    real() {
+      if (!real) {
+        let rws = realWorkspaces.get(ws);
+        if (rws === undefined) {
+          rws = resolveRealPath("/", ws);
+          if (realWorkspaces.size > 256) realWorkspaces.clear();
+          realWorkspaces.set(ws, rws);
+        }
+        // `..` is applied after the links it crosses are followed, as the file tools do
+        real = formsOfPath(realPathOf(path.isAbsolute(p) ? p : `${rws}/${p}`), rws);
+      }
+      return real;
+    },
+  };
+}
+
+function matchAt(m: PathMatcher, f: PathForms): boolean {
+  switch (m.anchor) {
+    case "absolute":
+      return f.abs.some(m.test);
+    case "workspace":
+      if (!f.rel) return false;
+      // the workspace folder itself: only a pattern for everything under it names it
+      if (f.rel[0] === "") return m.glob === "**";
+      return f.rel.some(m.test);
+    case "anywhere":
+      return f.segments !== null && f.segments.some(m.test);
+    default:
+      return m.anchor satisfies never;
+  }
+}
+
+/** Whether an allow rule's path pattern covers the call: the path as written AND its real path match. */
+export function pathAllows(m: PathMatcher, v: PathView): boolean {
+  return matchAt(m, v.lexical) && matchAt(m, v.real());
+}
+
+/** Whether a deny or ask rule's path pattern hits the call: the path as written OR its real path matches. */
+export function pathHits(m: PathMatcher, v: PathView): boolean {
+  return matchAt(m, v.lexical) || matchAt(m, v.real());
+}
