@@ -11,7 +11,7 @@ export const SHELLS: ReadonlySet<string> = new Set(["sh", "bash", "dash", "zsh",
 /** Commands that run the command after them (after their own flags): `sudo rm x`, `nice -n 5 sh x.sh`, `xargs rm`. */
 export const WRAPPERS: ReadonlySet<string> = new Set([
   "sudo", "doas", "command", "builtin", "exec", "nice", "nohup", "time", "stdbuf", "xargs", "env", "timeout", "ionice",
-  "chroot", "busybox", "setsid", "unbuffer",
+  "chroot", "busybox", "setsid", "unbuffer", "noglob",
 ]);
 
 /** Shell reserved words that may precede a command (`{ rm …; }`, `then rm …`, `! rm …`). */

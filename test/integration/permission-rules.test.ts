@@ -69,22 +69,22 @@ function toolResults(r: Runtime, sessionId: string): any[] {
 
 const SCRIPT = `
 turns:
-  - tool_calls: [{ name: developer__shell, arguments: { command: "echo ok direct" } }]
-  - tool_calls: [{ name: developer__shell, arguments: { command: "echo other" } }]
-  - tool_calls: [{ name: developer__shell, arguments: { command: "echo ok && rm -f notes.txt" } }]
+  - tool_calls: [{ name: developer__shell, arguments: { command: "env echo ok direct" } }]
+  - tool_calls: [{ name: developer__shell, arguments: { command: "env echo other" } }]
+  - tool_calls: [{ name: developer__shell, arguments: { command: "env echo ok && rm -f notes.txt" } }]
   - tool_calls:
       - name: code_execution__execute
         arguments:
           code: |
             const out = {};
-            try { out.shell = (await tools.developer__shell({ command: "echo ok script" })).stdout; } catch (e) { out.shell = "refused " + e.code; }
+            try { out.shell = (await tools.developer__shell({ command: "env echo ok script" })).stdout; } catch (e) { out.shell = "refused " + e.code; }
             try { out.read = (await tools.developer__read_file({ path: "secret.txt" })).content; } catch (e) { out.read = "refused " + e.code + " " + e.message; }
             return out;
   - tool_calls: [{ name: subagent__spawn, arguments: { instructions: "work" } }]
   - text: done
 subagents:
   - turns:
-      - tool_calls: [{ name: developer__shell, arguments: { command: "echo ok child" } }]
+      - tool_calls: [{ name: developer__shell, arguments: { command: "env echo ok child" } }]
       - tool_calls: [{ name: developer__read_file, arguments: { path: "secret.txt" } }]
       - text: child done
 `;
@@ -95,7 +95,8 @@ describe("rules apply to every call at every depth", () => {
     const r = runtime(d, {
       provider: { name: "scripted", script: "turns.yaml" },
       mode: "smart",
-      permissions: { allow: ["Bash(echo ok:*)"], deny: ["Read(./secret.txt)", "Bash(rm:*)"] },
+      // `env echo` is not a known read-only command (wrappers never are), so only the allow rule lets it run in smart mode
+      permissions: { allow: ["Bash(env echo ok:*)"], deny: ["Read(./secret.txt)", "Bash(rm:*)"] },
     });
     const s = r.createSession({ headless: true });
     const res = await r.runTurn(s.id, "go");
@@ -123,7 +124,7 @@ describe("a hook's explicit allow answers the mode's ask, never a rule's ask", (
   test("smart mode, headless, a hook that allows: the mode's ask is answered; an ask rule still asks", async () => {
     const turns = stringify({
       turns: [
-        { tool_calls: [{ name: "developer__shell", arguments: { command: "echo hooked" } }] },
+        { tool_calls: [{ name: "developer__shell", arguments: { command: "env echo hooked" } }] }, // not a known read-only command: smart mode asks
         { tool_calls: [{ name: "developer__shell", arguments: { command: "git push origin main" } }] },
         { text: "done" },
       ],
@@ -179,12 +180,12 @@ describe("rules are checked at start", () => {
     runtime(setup("tests-ok"), { mode: "smart", permissions: { ...permissions, tests } });
     void rt?.close();
     rt = undefined;
-    const failing = [...tests, { call: { tool: "developer__shell", args: { command: "npm test" } }, expect: "deny" }, { call: { tool: "developer__shell", args: { command: "ls" } }, expect: "allow" }];
+    const failing = [...tests, { call: { tool: "developer__shell", args: { command: "npm test" } }, expect: "deny" }, { call: { tool: "developer__shell", args: { command: "make" } }, expect: "allow" }];
     const e = thrown(() => runtime(setup("tests-bad"), { mode: "smart", permissions: { ...permissions, tests: failing } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain("2 permissions test case(s) failed");
     expect(e.message).toContain('permissions.tests[4]: developer__shell {"command":"npm test"}: expected deny, got allow');
-    expect(e.message).toContain('permissions.tests[5]: developer__shell {"command":"ls"}: expected allow, got ask ([mode]');
+    expect(e.message).toContain('permissions.tests[5]: developer__shell {"command":"make"}: expected allow, got ask ([mode]');
   });
 
   test("a failing permissions.tests case stops `airlock run` with exit 2", async () => {

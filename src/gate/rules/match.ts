@@ -10,7 +10,8 @@ import { realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { resolveRealPath } from "../../launcher/resolve.ts";
-import { splitCommands, type SimpleCommand } from "../inspectors/shell-words.ts";
+import { splitCommands, type SimpleCommand } from "../../shell/words.ts";
+import { RESERVED, WRAPPERS } from "../../shell/command-words.ts";
 import type { PathPattern, ShellPattern } from "./parse.ts";
 
 /** A compiled path pattern: its anchor and picomatch test. */
@@ -120,17 +121,10 @@ function wordsMatch(p: ShellPattern, f: { words: readonly string[]; text: string
   }
 }
 
-/**
- * Commands that run the rest of their words as a command (deny and ask rules look through them).
- * Claude Code strips `timeout time nice stdbuf nohup command builtin noglob` and leading `NAME=value`
- * (anthropics/claude-code#92542 names that list and the hole any other wrapper leaves); airlock strips
- * those and `env`, `exec`, `sudo`, `doas`, `ionice`, for deny and ask rules only — an allow rule must
- * match the command as written, so a wrapper never smuggles a call under an allow.
- */
-const WRAPPERS = new Set(["env", "nohup", "nice", "time", "command", "builtin", "noglob", "exec", "sudo", "doas", "stdbuf", "ionice", "timeout", "xargs"]);
-
-/** Shell words that start a compound command's body (`if x; then rm y; fi` holds the command `then rm y`). */
-const KEYWORDS = new Set(["{", "}", "!", "if", "then", "elif", "else", "while", "until", "do", "fi", "done"]);
+// Deny and ask rules look through the wrappers and reserved words of src/shell/command-words.ts (the floor's
+// list, a superset of what Claude Code strips — `timeout time nice stdbuf nohup command builtin noglob` and
+// leading `NAME=value`, anthropics/claude-code#92542). An allow rule must match the command as written, so a
+// wrapper never smuggles a call under an allow.
 
 /**
  * The word lists a deny or ask rule is tried on for one simple command: as written, and with leading
@@ -142,7 +136,7 @@ function strippedForms(words: readonly string[]): (readonly string[])[] {
   let i = 0;
   for (let guard = 0; guard < 16 && i < words.length; guard++) {
     const w = words[i]!;
-    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || KEYWORDS.has(w)) i++;
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || RESERVED.has(w)) i++;
     else if (WRAPPERS.has(path.basename(w))) {
       i++;
       // the wrapper's options and operands (`-n 5`, `-u`, `timeout`'s duration)

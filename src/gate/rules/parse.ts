@@ -6,7 +6,7 @@
  * they are) and what the specifier means for them (a shell command pattern, a gitignore-style path).
  * Pure: no file system, no registry (tool names are checked against the registry at start).
  */
-import { splitCommands } from "../inspectors/shell-words.ts";
+import { splitCommands } from "../../shell/words.ts";
 
 /** Which tools a rule selects. */
 export type ToolSelector =
