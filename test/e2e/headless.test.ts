@@ -82,7 +82,7 @@ describe("airlock run --headless (binary)", () => {
     expect(existsSync(join(b.home, ".ssh", "config"))).toBe(false);
   }, 30_000);
 
-  test("stream-json: both refusals arrive within 100 ms of their calls; every line is JSON; the last is the result", async () => {
+  test("stream-json: both refusals arrive at once (no card waits its TTL); every line is JSON; the last is the result", async () => {
     const { b, recipe } = floorAndHookBox();
     const p = spawnAirlock(b, ["run", "--recipe", recipe, "--headless", "--output-format", "stream-json", "--data-dir", b.dataDir]);
     const r = await p.done;
@@ -92,7 +92,9 @@ describe("airlock run --headless (binary)", () => {
     expect(events.filter((e) => e.type === "result")).toHaveLength(1);
     const timings = [...requestToResultMs(p.lines).values()].filter((t) => t.result.ok === false && t.result.error.code === "no_human_surface");
     expect(timings.map((t) => t.tool).sort()).toEqual(["developer__shell", "developer__write_file"]);
-    for (const t of timings) expect(t.ms).toBeLessThan(100);
+    // "at once": far below any card TTL (3600 s). How fast is a benchmark's question (scripts/bench/headless.ts,
+    // ask_to_refusal_*), never a test's: a loaded machine must not fail this test.
+    for (const t of timings) expect(t.ms).toBeLessThan(20_000);
   }, 30_000);
 
   test("the same asks made directly by the model (recipe overrides mode and hooks): both refused, exit 3", async () => {

@@ -56,7 +56,8 @@ describe("gate cards across root, child and grandchild", () => {
       requires_user_proof: false,
       user_only: true,
     });
-    expect(receivedAt - published.get(`${root.id}:${card.request_id}`)!).toBeLessThan(1000);
+    // delivered without waiting on anything (the latency itself is scripts/bench/approvals.ts park_to_root_sse)
+    expect(receivedAt - published.get(`${root.id}:${card.request_id}`)!).toBeLessThan(20_000);
     // the same request id is homed in the grandchild
     const homeActions = (await (await h.api(`/sessions/${grand!.id}/actions`)).json()) as any;
     expect(homeActions.actions.map((c: any) => [c.request_id, c.surfaced_in])).toEqual([[card.request_id, grand!.id]]);

