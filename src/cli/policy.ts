@@ -184,7 +184,7 @@ export function explainText(e: Explanation): string {
     }
     if (s.step === "hooks" && s.hooks?.length && s.status !== "judged") for (const h of s.hooks) out.push(`     would run: ${h.command} (timeout ${h.timeout} s)`);
   });
-  const by = [e.inspector ? `[${e.inspector}]` : "", e.rule ? `rule ${e.rule}` : "", e.code && e.decision === "deny" ? e.code : ""].filter(Boolean).join(" ");
+  const by = [e.inspector && !e.reason.startsWith("[") ? `[${e.inspector}]` : "", e.rule ? `rule ${e.rule}` : "", e.code && e.decision === "deny" ? e.code : ""].filter(Boolean).join(" ");
   out.push(`decision: ${e.decision}${by ? ` ${by}` : ""} — ${e.reason}`);
   if (e.decision === "ask") out.push(`(a headless session refuses it: ${e.code})`);
   if (!e.hooks_run && e.steps.some((s) => s.step === "hooks" && s.hooks?.length)) out.push("(hooks not run: the gate's decision may be stricter, or a hook's allow may answer the mode's ask; pass --run-hooks)");
