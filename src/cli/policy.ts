@@ -1,0 +1,192 @@
+/**
+ * @module cli/policy
+ * `airlock policy explain`: how the gate would judge one call under a config, inspector by inspector,
+ * and the combined decision — offline: no server, no MCP server, no model. Exit 0 allow, 1 deny, 2 ask,
+ * so CI can check a policy. A usage or config error prints the CLI's error line on stderr and NOTHING on
+ * stdout (exit 2 for usage/config, like every command), so a script tells "ask" (a decision on stdout)
+ * from an error (empty stdout).
+ */
+import { realpathSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import { z } from "zod";
+import type { Mode, SandboxPolicyName } from "../config/schema.ts";
+import { AirlockError, assertNever } from "../errors.ts";
+import type { ExplainStep, Explanation } from "../gate/explain.ts";
+import type { Verdict } from "../gate/verdict.ts";
+import type { ScriptPool } from "../script/pool.ts";
+import type { ToolSource } from "../tool/registry.ts";
+import type { ToolDef } from "../tool/tool.ts";
+import type { CommonOptions } from "./context.ts";
+
+/** Options of `airlock policy explain` (enums already checked by main.ts). */
+export interface PolicyExplainOptions extends CommonOptions {
+  /** `--tool NAME`: airlock's tool name (`developer__shell`, `fs__read_file` for an MCP server `fs`). */
+  tool: string;
+  /** `--args JSON`: the call's arguments, a JSON object; default `{}`. */
+  args?: string;
+  /** `--mode`: overrides the config's mode. */
+  mode?: Mode;
+  /** `--sandbox`: overrides the config's sandbox policy. */
+  sandbox?: SandboxPolicyName;
+  /** `--workspace DIR`: the workspace the call is judged in; default the cwd. */
+  workspace?: string;
+  /** `--run-hooks`: run the matching PreToolUse hooks for real (they start processes). */
+  runHooks?: boolean;
+  /** `--json`: one JSON object on stdout. */
+  json?: boolean;
+}
+
+/** What explain never does: run a tool. The tool definitions it builds hold this instead of a script pool. */
+function neverRuns(): never {
+  throw new AirlockError("internal", "airlock policy explain judges calls; it never runs a tool");
+}
+
+/**
+ * Explains one call (see the module doc) and prints it: text, or one JSON object with `--json`
+ * (gate/explain.ts `Explanation`).
+ * @returns the exit code: 0 allow, 1 deny, 2 ask.
+ * @throws AirlockError `usage` (exit 2: `--args` not a JSON object, no such tool, arguments the tool's schema
+ *   refuses, `--workspace` not a folder), `config_invalid` (exit 2: the config, a rule, a per-tool key),
+ *   `data_dir_unusable`. Nothing is printed on stdout then.
+ */
+export async function policyExplain(opts: PolicyExplainOptions): Promise<number> {
+  const { resolveContext } = await import("./context.ts");
+  const { mergeConfig } = await import("../config/load.ts");
+  const { checkRuleToolNames, rulesHome, withEffectivePermissions } = await import("../gate/rules/start.ts");
+  const { checkToolPermissions } = await import("../runtime.ts");
+  const { ToolRegistry } = await import("../tool/registry.ts");
+  const { hostTools } = await import("../tool/host-tools.ts");
+  const { createCodeExecutionTools } = await import("../tool/code-execution.ts");
+  const { subagentTools } = await import("../tool/subagent.ts");
+  const { floorInspector, hooksInspector, modeInspector, elevationInspector, rulesInspector } = await import("../gate/inspectors/index.ts");
+  const { explainCall, explainExitCode } = await import("../gate/explain.ts");
+  const { writeJson, writeStderr, writeStdout } = await import("./output.ts");
+
+  let rawArgs: unknown;
+  try {
+    rawArgs = JSON.parse(opts.args ?? "{}");
+  } catch (e) {
+    throw new AirlockError("usage", `--args: not JSON (${(e as Error).message}); pass the call's arguments as a JSON object, e.g. --args '{"command":"npm test"}'`);
+  }
+  if (typeof rawArgs !== "object" || rawArgs === null || Array.isArray(rawArgs)) throw new AirlockError("usage", "--args: expected a JSON object (the call's arguments)");
+  const workspace = realFolder(resolve(opts.workspace ?? process.cwd()));
+
+  const ctx = await resolveContext(opts);
+  let config = ctx.config;
+  if (opts.mode || opts.sandbox) config = mergeConfig(config, { ...(opts.mode ? { mode: opts.mode } : {}), ...(opts.sandbox ? { sandbox: opts.sandbox } : {}) }, "command line");
+  config = withEffectivePermissions(config, { workspace, home: rulesHome(), log: (line) => writeStderr(`${line}\n`) });
+
+  // the tools as a runtime registers them; MCP servers as name prefixes only (listing would start them)
+  const registry = new ToolRegistry();
+  const pool = { run: neverRuns } as unknown as ScriptPool;
+  const port = { createChild: neverRuns, startTurn: neverRuns, turnSignal: neverRuns, background: new Map(), getSession: neverRuns, listTurns: neverRuns };
+  for (const t of [...createCodeExecutionTools(pool), ...hostTools(), ...subagentTools(port)]) registry.register(t);
+  for (const name of Object.keys(config.mcp_servers)) registry.registerSource(offlineSource(name));
+  checkToolPermissions(config, registry);
+  checkRuleToolNames(config.permissions, registry);
+
+  let def = registry.get(opts.tool);
+  let args: unknown = rawArgs;
+  let schemaChecked = true;
+  if (!def) {
+    if (!registry.hasSourceFor(opts.tool)) {
+      throw new AirlockError("usage", `--tool: ${registry.checkToolName(opts.tool) ?? `there is no tool named ${JSON.stringify(opts.tool)}`}`);
+    }
+    def = mcpStandIn(opts.tool);
+    schemaChecked = false;
+  } else {
+    const parsed = def.schema.safeParse(rawArgs);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
+      throw new AirlockError("usage", `--args: the gate would refuse these arguments for ${def.name} (invalid_arguments): ${issues}`);
+    }
+    args = parsed.data;
+  }
+
+  const dataDir = realpathSync(ctx.dataDir);
+  const explanation = await explainCall(
+    { def, args, rawArgs, config, workspace, schemaChecked },
+    {
+      floor: floorInspector({ dataDir }),
+      rules: rulesInspector,
+      mode: modeInspector,
+      elevation: elevationInspector,
+      ...(opts.runHooks
+        ? { hooks: hooksInspector({ store: { parentOf: (id) => (id === "policy-explain" ? null : undefined) }, dataDir, hookEnv: { AIRLOCK_CONFIG_DIR: ctx.configDir } }) }
+        : {}),
+    },
+  );
+  if (opts.json) writeJson(explanation);
+  else writeStdout(explainText(explanation));
+  return explainExitCode(explanation.decision);
+}
+
+/** `dir` as a real path. @throws AirlockError `usage` when it is not an existing folder. */
+function realFolder(dir: string): string {
+  try {
+    if (statSync(dir).isDirectory()) return realpathSync(dir);
+  } catch {
+    // fall through
+  }
+  throw new AirlockError("usage", `--workspace: ${dir} is not an existing folder`);
+}
+
+/** An MCP server as a name prefix: explain never lists it (that would start it). */
+function offlineSource(name: string): ToolSource {
+  return { prefix: `${name}__`, list: () => Promise.reject(new AirlockError("internal", "airlock policy explain does not start MCP servers")) };
+}
+
+/** An MCP tool judged by name: as a tool that changes state, its arguments unchecked (as `permissions.tests` does). */
+function mcpStandIn(name: string): ToolDef {
+  return { name, description: "", schema: z.unknown(), readOnly: false, execute: neverRuns } as unknown as ToolDef;
+}
+
+const STEP_LABEL: Record<ExplainStep["step"], string> = {
+  security_floor: "security floor",
+  rules: "rules",
+  hooks: "hooks",
+  mode: "mode",
+  tool_config: "per-tool config",
+  elevation: "elevation",
+};
+
+/** One verdict as a line's text: `allow`, `ask — reason (rule X)`, `deny code — reason`. */
+function verdictText(v: Verdict): string {
+  const by = [v.rule ? `rule ${v.rule}` : "", "hook" in v && v.hook ? `hook ${v.hook}` : ""].filter(Boolean).join(", ");
+  switch (v.kind) {
+    case "allow":
+      return `allow${by ? ` (${by})` : ""}${v.answersMode ? ", answers the mode's ask" : ""}`;
+    case "ask":
+      return `ask${v.userProof ? " (needs the approver token)" : ""} — ${v.reason}${by ? ` [${by}]` : ""}`;
+    case "deny":
+      return `deny ${v.code} — ${v.reason}${by ? ` [${by}]` : ""}`;
+    default:
+      return assertNever(v, "verdict");
+  }
+}
+
+/** The text form: the call, then one line per step (more for several verdicts), then the decision. */
+export function explainText(e: Explanation): string {
+  const out: string[] = [];
+  out.push(`call: ${e.tool} ${JSON.stringify(e.args)}`);
+  out.push(`mode ${e.mode}, sandbox ${e.sandbox}${e.policy !== e.sandbox ? ` (this call asks for ${e.policy})` : ""}, workspace ${e.workspace}`);
+  if (!e.schema_checked) out.push(`note: ${e.tool} is an MCP tool; explain does not start its server, so its arguments were not checked against its schema and it is judged as a tool that changes state`);
+  e.steps.forEach((s, i) => {
+    const head = `${i + 1}. ${STEP_LABEL[s.step]}: `;
+    if (s.status === "judged") {
+      if (s.verdicts.length === 1) out.push(head + verdictText(s.verdicts[0]!));
+      else {
+        out.push(`${head}${s.verdicts.length} verdicts`);
+        for (const v of s.verdicts) out.push(`     ${verdictText(v)}`);
+      }
+    } else {
+      out.push(`${head}${s.status.replace("_", " ")}${s.note ? ` — ${s.note}` : ""}`);
+    }
+    if (s.step === "hooks" && s.hooks?.length && s.status !== "judged") for (const h of s.hooks) out.push(`     would run: ${h.command} (timeout ${h.timeout} s)`);
+  });
+  const by = [e.inspector && !e.reason.startsWith("[") ? `[${e.inspector}]` : "", e.rule ? `rule ${e.rule}` : "", e.code && e.decision === "deny" ? e.code : ""].filter(Boolean).join(" ");
+  out.push(`decision: ${e.decision}${by ? ` ${by}` : ""} — ${e.reason}`);
+  if (e.decision === "ask") out.push(`(a headless session refuses it: ${e.code})`);
+  if (!e.hooks_run && e.steps.some((s) => s.step === "hooks" && s.hooks?.length)) out.push("(hooks not run: the gate's decision may be stricter, or a hook's allow may answer the mode's ask; pass --run-hooks)");
+  return `${out.join("\n")}\n`;
+}
