@@ -8,6 +8,7 @@
 import { assertNever } from "../../errors.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import { ruleSetFor, type RuleSet } from "../rules/index.ts";
+import type { SessionRuleSets } from "../rules/session.ts";
 import type { Verdict } from "../verdict.ts";
 import type { Inspector } from "./inspector.ts";
 
@@ -35,3 +36,20 @@ export const rulesInspector: Inspector = {
   cost: "cheap",
   inspect: (c) => ruleVerdicts(ruleSetFor(c.config.permissions), c.def, c.args, c.session.workspace),
 };
+
+/**
+ * The session rules of the call's tree ("Allow for this session"), as `rule` allow verdicts that answer
+ * the mode's ask only (never the floor, a rule's ask or deny, a hook's deny: gate/verdict.ts `combine`).
+ * Cheap: the tree's rules are compiled once per change (gate/rules/session.ts).
+ */
+export function sessionRulesInspector(sets: SessionRuleSets): Inspector {
+  return {
+    cost: "cheap",
+    inspect(c) {
+      const set = sets.forSession(c.session.id);
+      if (set.size === 0) return [];
+      const m = set.judge(c.def, c.args, c.session.workspace);
+      return m?.list === "allow" ? [{ kind: "allow", inspector: "rule", rule: m.rule, session: true, answersMode: true }] : [];
+    },
+  };
+}
