@@ -217,6 +217,16 @@ export class Cards {
       if (done.outcome.decision === "expired") return refuse(new AirlockError("expired", `card ${requestId} expired before it was answered; the call was refused`));
       return refuse(new AirlockError("already_decided", `card ${requestId} was already decided (${done.outcome.decision}); a card is answered once`));
     }
+    const suggested = rec!.base.suggested_rule;
+    if (decision === "allow_session" && (!suggested || !this.opts.sessionRules)) {
+      return refuse(
+        new AirlockError(
+          "session_rule_not_offered",
+          `card ${requestId} offers no rule for the session (the security floor's, elevation's, a permission rule's or a hook's asks need an answer each time): answer it with allow_once or deny`,
+          { request_id: requestId },
+        ),
+      );
+    }
     const token = this.opts.approverToken;
     const proof = checkAuthority({
       requestId,
@@ -228,16 +238,6 @@ export class Cards {
       expectedApproverToken: typeof token === "function" ? token() : token,
     });
     if (proof) return refuse(proof);
-    const suggested = rec!.base.suggested_rule;
-    if (decision === "allow_session" && (!suggested || !this.opts.sessionRules)) {
-      return refuse(
-        new AirlockError(
-          "session_rule_not_offered",
-          `card ${requestId} offers no rule for the session (the security floor's, elevation's, a permission rule's or a hook's asks need an answer each time): answer it with allow_once or deny`,
-          { request_id: requestId },
-        ),
-      );
-    }
     let stored: { rule: string; id: string } | undefined;
     if (decision === "allow_session") {
       try {
