@@ -68,7 +68,7 @@ describe("allow for this session", () => {
     expect(s1.events.filter((e) => e.event === "action_required").map((e) => e.data.request_id)).toEqual([card.request_id]);
     const [child] = h.rt.store.listSessions({ parent: root.id });
     const childCalls = h.rt.store.listAudit({ kind: "call_judged" }).filter((r) => r.session_id === child!.id && (r.detail as any).tool === "developer__shell");
-    expect(childCalls.map((r) => [r.decision, (r.detail as any).inspector, (r.detail as any).rule, (r.detail as any).ran])).toEqual([["allow", "rule", "Bash(touch:*)", true]]);
+    expect(childCalls.map((r) => [r.decision, (r.detail as any).inspector, (r.detail as any).rule, (r.detail as any).session_rule, (r.detail as any).ran])).toEqual([["allow", "rule", "Bash(touch:*)", true, true]]);
 
     // listed for the tree, from the root and from the child; audited with who added it
     const listed = { rules: [{ id: ruleId, root_session_id: root.id, rule: "Bash(touch:*)", request_id: card.request_id, added_in: root.id, actor: "http", created_at: expect.any(String) }] };

@@ -9,7 +9,7 @@ import { elevationVerdict } from "./elevation.ts";
 import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
-import { rulesInspector, sessionRulesInspector } from "./rules.ts";
+import { rulesInspector, treeRulesInspector } from "./rules.ts";
 import type { SessionRuleSets } from "../rules/session.ts";
 import { securityFloor } from "./security-floor.ts";
 
@@ -79,10 +79,10 @@ export const elevationInspector: Inspector = {
   inspect: (c) => [elevationVerdict(c.config.sandbox, c.rawArgs)],
 };
 
-/** The inspectors in the order their verdicts combine: floor, rules (the config's, then the session tree's), hooks, mode, elevation. */
+/** The inspectors in the order their verdicts combine: floor, rules (the config's, with the session tree's when given), hooks, mode, elevation. */
 export function defaultInspectors(deps: InspectorDeps): Inspector[] {
-  const session = deps.sessionRules ? [sessionRulesInspector(deps.sessionRules)] : [];
-  return [floorInspector(deps), rulesInspector, ...session, hooksInspector(deps), modeInspector, elevationInspector];
+  const rules = deps.sessionRules ? treeRulesInspector(deps.sessionRules) : rulesInspector;
+  return [floorInspector(deps), rules, hooksInspector(deps), modeInspector, elevationInspector];
 }
 
 /**

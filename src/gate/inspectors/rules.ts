@@ -38,18 +38,19 @@ export const rulesInspector: Inspector = {
 };
 
 /**
- * The session rules of the call's tree ("Allow for this session"), as `rule` allow verdicts that answer
- * the mode's ask only (never the floor, a rule's ask or deny, a hook's deny: gate/verdict.ts `combine`).
- * Cheap: the tree's rules are compiled once per change (gate/rules/session.ts).
+ * The `rule` inspector with the session rules of the call's tree ("Allow for this session") joined to the
+ * config's (gate/rules/session.ts): one judgement, deny > ask > allow; an allow by a session rule carries
+ * `session: true`. A session rule is an allow rule like any other: it answers the mode's ask only (never
+ * the floor, a rule's ask or deny, a hook's deny: gate/verdict.ts `combine`).
  */
-export function sessionRulesInspector(sets: SessionRuleSets): Inspector {
+export function treeRulesInspector(sets: SessionRuleSets): Inspector {
   return {
     cost: "cheap",
     inspect(c) {
-      const set = sets.forSession(c.session.id);
-      if (set.size === 0) return [];
-      const m = set.judge(c.def, c.args, c.session.workspace);
-      return m?.list === "allow" ? [{ kind: "allow", inspector: "rule", rule: m.rule, session: true, answersMode: true }] : [];
+      const tree = sets.forSession(c.config.permissions, c.session.id);
+      const verdicts = ruleVerdicts(tree.set, c.def, c.args, c.session.workspace);
+      if (tree.session.size === 0) return verdicts;
+      return verdicts.map((v) => (v.kind === "allow" && v.rule !== undefined && v.rule.split(" + ").some((t) => tree.session.has(t)) ? { ...v, session: true } : v));
     },
   };
 }
