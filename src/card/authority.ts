@@ -1,7 +1,7 @@
 /**
  * @module card/authority
  * Who may decide a card (SPEC §5.6): only a surface of the card (`outside_scope` otherwise), and an
- * `allow_once` on a card that needs user proof only with the approver token (`user_proof_required`);
+ * `allow_once` or `allow_session` on a card that needs user proof only with the approver token (`user_proof_required`);
  * `deny` never needs proof. Tokens are compared in constant time.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
