@@ -48,6 +48,7 @@ const EXPECTED: Record<string, [number, number]> = {
   invalid_arguments:               [400, 1],
   mode_chat:                       [500, 1],
   approval_stale:                  [409, 1],
+  session_rule_not_offered:        [409, 1],
   sandbox_unavailable:             [500, 1],
   external_backend:                [500, 1],
   path_outside_workspace:          [500, 1],

@@ -51,6 +51,8 @@ export const ERROR_CODES = [
   "mode_chat",
   /** A file an approved call names (its script, its write target) changed while the card waited: the call did not run. */
   "approval_stale",
+  /** `allow_session` on a card that offers no session rule (the security floor's, elevation's, a rule's or hook's ask): answer it once. */
+  "session_rule_not_offered",
   // launcher & tools
   "sandbox_unavailable",
   "external_backend",
@@ -163,6 +165,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   invalid_arguments: 400,
   mode_chat: 500,
   approval_stale: 409,
+  session_rule_not_offered: 409,
   sandbox_unavailable: 500,
   external_backend: 500,
   path_outside_workspace: 500,
@@ -244,6 +247,7 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   invalid_arguments: EXIT.failed,
   mode_chat: EXIT.failed,
   approval_stale: EXIT.failed,
+  session_rule_not_offered: EXIT.failed,
   sandbox_unavailable: EXIT.failed,
   external_backend: EXIT.failed,
   path_outside_workspace: EXIT.failed,

@@ -179,6 +179,7 @@ function addActionsCommand(program: Command, done: (code: number) => void): void
       examples([
         "airlock actions list --session ses_0193…",
         "airlock actions answer act_0193… --session ses_0193… --allow-once",
+        "airlock actions answer act_0193… --session ses_0193… --allow-session",
         'airlock actions answer act_0193… --session ses_0193… --deny --reason "not on main"',
       ]),
     );
@@ -197,19 +198,22 @@ function addActionsCommand(program: Command, done: (code: number) => void): void
       withCommon(
         actions
           .command("answer")
-          .description("allow once or deny one pending call")
+          .description("allow once, allow for the session, or deny one pending call")
           .argument("<request_id>", "the card's request id (act_…)")
           .addOption(new Option("--session <id>", "the session answering (a surface of the card)").argParser(nonEmpty).makeOptionMandatory())
-          .addOption(new Option("--allow-once", "allow this one call").conflicts("deny"))
-          .addOption(new Option("--deny", "refuse the call").conflicts("allowOnce"))
+          .addOption(new Option("--allow-once", "allow this one call").conflicts(["deny", "allowSession"]))
+          .addOption(new Option("--allow-session", "allow this call and add the card's suggested rule for the session tree").conflicts(["deny", "allowOnce"]))
+          .addOption(new Option("--deny", "refuse the call").conflicts(["allowOnce", "allowSession"]))
           .option("--reason <text>", "why (recorded; shown to the model on deny)"),
       ),
     ),
   ).action(async (requestId: string, opts, cmd: Command) => {
-    if (!opts.allowOnce && !opts.deny) cmd.error("error: one of --allow-once or --deny is required.", { exitCode: exitCodeFor("usage"), code: "airlock.missingDecision" });
-    const { allowOnce, deny, ...rest } = opts;
+    if (!opts.allowOnce && !opts.allowSession && !opts.deny) {
+      cmd.error("error: one of --allow-once, --allow-session or --deny is required.", { exitCode: exitCodeFor("usage"), code: "airlock.missingDecision" });
+    }
+    const { allowOnce, allowSession, deny, ...rest } = opts;
     void deny;
-    done(await (await import("./cli/actions.ts")).actionsAnswer(requestId, { ...rest, decision: allowOnce ? "allow_once" : "deny" }));
+    done(await (await import("./cli/actions.ts")).actionsAnswer(requestId, { ...rest, decision: allowOnce ? "allow_once" : allowSession ? "allow_session" : "deny" }));
   });
 }
 

@@ -22,6 +22,8 @@ import { AirlockError } from "./errors.ts";
 import { Gate } from "./gate/gate.ts";
 import { Permits } from "./gate/permits.ts";
 import { testInspectors } from "./gate/inspectors/index.ts";
+import { SessionRuleSets } from "./gate/rules/session.ts";
+import { SessionRules } from "./store/session-rules.ts";
 import { checkRuleToolNames, rulesHome, runPermissionTests, withEffectivePermissions } from "./gate/rules/start.ts";
 import { SessionConfigs } from "./session/config.ts";
 import { createSession, type CreateSessionInput } from "./session/create.ts";
@@ -80,6 +82,8 @@ export interface Runtime {
   readonly registry: ToolRegistry;
   readonly gate: Gate;
   readonly cards: Cards;
+  /** The session trees' allow rules ("Allow for this session"): stored, listed and removed here; the gate consults them. */
+  readonly sessionRules: SessionRules;
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
@@ -141,6 +145,7 @@ class AirlockRuntime implements Runtime {
   readonly registry = new ToolRegistry();
   readonly gate: Gate;
   readonly cards: Cards;
+  readonly sessionRules: SessionRules;
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
@@ -182,7 +187,8 @@ class AirlockRuntime implements Runtime {
       const limits = this.config.limits;
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
-      this.cards = new Cards({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken });
+      this.sessionRules = new SessionRules(this.store);
+      this.cards = new Cards({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken, sessionRules: this.sessionRules });
       this.resources.use(this.store);
       this.resources.use(this.scripts);
       this.resources.use(this.cards);
@@ -197,6 +203,7 @@ class AirlockRuntime implements Runtime {
         configFor: (s) => this.configFor(s),
         dataDir: realDataDir,
         hookEnv: { AIRLOCK_CONFIG_DIR: this.configDir },
+        sessionRules: new SessionRuleSets(this.sessionRules),
       });
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
       for (const t of [...createCodeExecutionTools(this.scripts), ...hostTools(), ...subagentTools(this.subagentPort())]) this.registry.register(t);

@@ -44,6 +44,8 @@ export const Card = z.strictObject({
   files: z.array(FileBinding).optional(),
   /** The card an allow of which was refused as `approval_stale` because a named file changed; this card asks about the new content. */
   replaces: z.string().optional(),
+  /** The narrowest permission rule covering the call (Claude Code's syntax, e.g. `Bash(npm run test:*)`), offered as "Allow for this session" (`allow_session`); absent on the floor's, elevation's, a rule's or a hook's asks. */
+  suggested_rule: z.string().optional(),
 });
 export type Card = z.infer<typeof Card>;
 
@@ -87,7 +89,7 @@ export type ToolResult = z.infer<typeof ToolResult>;
 /** `action_resolved`: a card ended; `decided_in` is the session a decision was posted from (absent for `expired`/`cancelled`). */
 export const ActionResolved = z.strictObject({
   request_id: z.string(),
-  decision: z.enum(["allow_once", "deny", "expired", "cancelled"]),
+  decision: z.enum(["allow_once", "allow_session", "deny", "expired", "cancelled"]),
   decided_in: z.string().optional(),
 });
 export type ActionResolved = z.infer<typeof ActionResolved>;

@@ -1,13 +1,14 @@
 /**
  * @module card/authority
  * Who may decide a card (SPEC §5.6): only a surface of the card (`outside_scope` otherwise), and an
- * `allow_once` on a card that needs user proof only with the approver token (`user_proof_required`);
+ * `allow_once` or `allow_session` on a card that needs user proof only with the approver token (`user_proof_required`);
  * `deny` never needs proof. Tokens are compared in constant time.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { AirlockError } from "../errors.ts";
 
-export type Decision = "allow_once" | "deny";
+/** A person's answer to a card: run it once, run it and add the card's `suggested_rule` for the session tree, or refuse it. */
+export type Decision = "allow_once" | "allow_session" | "deny";
 
 /** Header carrying the approver token on `POST /sessions/:id/actions/:request_id`. */
 export const APPROVER_HEADER = "X-Airlock-Approver";
@@ -23,7 +24,7 @@ export function tokensEqual(given: string | null | undefined, expected: string |
 /**
  * Checks one decision attempt on a pending card. Returns null when it is accepted, else the error
  * to answer with: `outside_scope` when `fromSession` is not one of `surfaces`; `user_proof_required`
- * when an `allow_once` on a proof card comes without a valid approver token.
+ * when an `allow_once` or `allow_session` on a proof card comes without a valid approver token.
  */
 export function checkAuthority(input: {
   requestId: string;
@@ -40,7 +41,7 @@ export function checkAuthority(input: {
       `session ${input.fromSession} is not a surface of ${input.requestId}; answer it from its home session or from the root session it was escalated to`,
     );
   }
-  if (input.decision === "allow_once" && input.requiresUserProof && !tokensEqual(input.approverToken, input.expectedApproverToken)) {
+  if (input.decision !== "deny" && input.requiresUserProof && !tokensEqual(input.approverToken, input.expectedApproverToken)) {
     return new AirlockError(
       "user_proof_required",
       `${input.requestId} needs user proof to allow: send the approver token in the ${APPROVER_HEADER} header ` +

@@ -8,9 +8,10 @@
 import type { Bus, EventData } from "../bus/bus.ts";
 import { Card } from "../bus/events.ts";
 import type { Inflight, InflightTurn } from "../session/inflight.ts";
-import { AirlockError } from "../errors.ts";
+import { AirlockError, toAirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Store } from "../store/store.ts";
+import type { SessionRules } from "../store/session-rules.ts";
 import { checkAuthority, tokensEqual, type Decision } from "./authority.ts";
 import type { FileBinding } from "./bound-files.ts";
 import { surfacesFor } from "./relay.ts";
@@ -24,6 +25,9 @@ export interface CardOutcome {
   decision: Decision | "expired" | "cancelled";
   decided_in?: string;
   reason?: string;
+  /** `allow_session`: the rule stored for the session tree, and its id (for `DELETE /sessions/:id/rules/:rule_id`). */
+  rule?: string;
+  rule_id?: string;
 }
 
 export interface ParkInput {
@@ -43,6 +47,8 @@ export interface ParkInput {
   replaces?: string;
   /** The turn's abort signal: aborting withdraws the card (`cancelled`). */
   signal?: AbortSignal;
+  /** The rule "Allow for this session" adds (gate/rules/suggest.ts); without it the card refuses `allow_session`. */
+  suggestedRule?: string;
 }
 
 /** Who posts a decision: the session it is posted from, the approver token (if any), a label for the audit log. */
@@ -63,6 +69,8 @@ export interface CardsOptions {
   approverToken: string | null | (() => string | null);
   /** Decided cards remembered for 409 answers (oldest forgotten first). Default 10,000. */
   decidedMemory?: number;
+  /** Where `allow_session` stores the card's suggested rule; without it every `allow_session` is refused `session_rule_not_offered`. */
+  sessionRules?: Pick<SessionRules, "add">;
 }
 
 interface PendingCard {
@@ -102,7 +110,7 @@ export class Cards {
   /**
    * Parks a card and waits for its outcome. Recording (audit + index) and publishing
    * (`action_required` to each surface) happen in one synchronous step. Resolves — never rejects
-   * for a decision — with `allow_once`, `deny`, `expired` or `cancelled`.
+   * for a decision — with `allow_once`, `allow_session`, `deny`, `expired` or `cancelled`.
    * @throws AirlockError from the session graph (`session_not_found`, `session_graph_invalid`) before anything is parked.
    */
   park(input: ParkInput): Promise<CardOutcome> {
@@ -121,6 +129,7 @@ export class Cards {
       user_only: true,
       ...(input.files?.length ? { files: input.files } : {}),
       ...(input.replaces ? { replaces: input.replaces } : {}),
+      ...(input.suggestedRule && this.opts.sessionRules ? { suggested_rule: input.suggestedRule } : {}),
     };
     if (input.signal?.aborted) {
       return Promise.resolve({ request_id: requestId, decision: "cancelled" });
@@ -141,6 +150,7 @@ export class Cards {
         requires_user_proof: input.requiresUserProof,
         ...(input.files?.length ? { files: input.files } : {}),
         ...(input.replaces ? { replaces: input.replaces } : {}),
+        ...(base.suggested_rule ? { suggested_rule: base.suggested_rule } : {}),
       },
     });
     return new Promise<CardOutcome>((resolve) => {
@@ -169,7 +179,10 @@ export class Cards {
 
   /**
    * Decides a card from a session. Errors (as results): `not_found` (unknown), `expired` (404),
-   * `outside_scope` (403, not a surface), `already_decided` (409), `user_proof_required` (403).
+   * `outside_scope` (403, not a surface), `already_decided` (409), `user_proof_required` (403),
+   * `session_rule_not_offered` (409: `allow_session` on a card with no `suggested_rule`). An accepted
+   * `allow_session` stores the card's suggested rule for the home's session tree (audited `session_rule_added`)
+   * before the call is let run; the outcome then carries `rule` and `rule_id`.
    * Every attempt, accepted or refused, is written to the audit log (`card_decision`; `detail.proof`: whether it carried the valid approver token).
    */
   resolve(requestId: string, decision: Decision, from: DecisionFrom): ResolveResult {
@@ -204,6 +217,16 @@ export class Cards {
       if (done.outcome.decision === "expired") return refuse(new AirlockError("expired", `card ${requestId} expired before it was answered; the call was refused`));
       return refuse(new AirlockError("already_decided", `card ${requestId} was already decided (${done.outcome.decision}); a card is answered once`));
     }
+    const suggested = rec!.base.suggested_rule;
+    if (decision === "allow_session" && (!suggested || !this.opts.sessionRules)) {
+      return refuse(
+        new AirlockError(
+          "session_rule_not_offered",
+          `card ${requestId} offers no rule for the session (the security floor's, elevation's, a permission rule's or a hook's asks need an answer each time): answer it with allow_once or deny`,
+          { request_id: requestId },
+        ),
+      );
+    }
     const token = this.opts.approverToken;
     const proof = checkAuthority({
       requestId,
@@ -215,8 +238,26 @@ export class Cards {
       expectedApproverToken: typeof token === "function" ? token() : token,
     });
     if (proof) return refuse(proof);
+    let stored: { rule: string; id: string } | undefined;
+    if (decision === "allow_session") {
+      try {
+        stored = this.opts.sessionRules!.add(rec!.base.home_session_id, suggested!, {
+          request_id: requestId,
+          added_in: from.sessionId,
+          ...(from.actor ? { actor: from.actor } : {}),
+          proof: hasProof(),
+        });
+      } catch (e) {
+        // the rule could not be stored (session graph, database): the card stays pending, nothing ran
+        return refuse(toAirlockError(e));
+      }
+    }
     audit("accepted");
     const outcome: CardOutcome = { request_id: requestId, decision, decided_in: from.sessionId, ...(from.reason ? { reason: from.reason } : {}) };
+    if (stored) {
+      outcome.rule = stored.rule;
+      outcome.rule_id = stored.id;
+    }
     this.finish(requestId, outcome);
     return { ok: true, outcome };
   }

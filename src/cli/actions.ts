@@ -18,12 +18,12 @@ export interface ActionsListOptions extends ActionsCommonOptions {
   session?: string;
 }
 
-/** Options of `airlock actions answer` (`main.ts` has checked that exactly one of --allow-once/--deny was given). */
+/** Options of `airlock actions answer` (`main.ts` has checked that exactly one of --allow-once/--allow-session/--deny was given). */
 export interface ActionsAnswerOptions extends ActionsCommonOptions {
   /** `--session ID` (required): the session answering; must be a surface of the card. */
   session: string;
-  /** From `--allow-once` / `--deny`. */
-  decision: "allow_once" | "deny";
+  /** From `--allow-once` / `--allow-session` / `--deny`. */
+  decision: "allow_once" | "allow_session" | "deny";
   /** `--reason TEXT`: recorded with the decision and shown to the model on deny. */
   reason?: string;
 }
@@ -34,10 +34,11 @@ export interface ActionsAnswerOptions extends ActionsCommonOptions {
  */
 export function cardLine(c: Record<string, any>): string {
   const proof = c.requires_user_proof ? " [needs user proof]" : "";
+  const suggested = c.suggested_rule ? `    allow for this session: ${c.suggested_rule} (--allow-session)\n` : "";
   const where = c.surfaced_in && c.surfaced_in !== c.home_session_id ? `home ${c.home_session_id}, surfaced in ${c.surfaced_in}` : `home ${c.home_session_id}`;
   const replaces = c.replaces ? `; replaces ${c.replaces}` : "";
   const files = Array.isArray(c.files) ? c.files.map((f: Record<string, any>) => `    file ${f.path}: ${fileState(f)}\n`).join("") : "";
-  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n    ${where}; expires ${c.expires_at}${replaces}\n${files}`;
+  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
 }
 
 /** A card's file binding in words: `sha256 <hex> (N bytes)`, `missing`, `symlink -> target (sha256 <hex>)`, … */
@@ -77,7 +78,7 @@ export async function actionsList(opts: ActionsListOptions): Promise<number> {
 
 /**
  * Answers one card: `POST /sessions/:session/actions/:requestId {decision, reason}`, sending the approver
- * token (read from the data dir) as `X-Airlock-Approver` for `allow_once` — the CLI user is the person
+ * token (read from the data dir) as `X-Airlock-Approver` for `allow_once` and `allow_session` — the CLI user is the person
  * at the keyboard. Errors keep the server's code and message (403 outside_scope / user_proof_required,
  * 404, 409) and exit 1.
  * @returns 0 when the decision was accepted.
@@ -87,7 +88,7 @@ export async function actionsAnswer(requestId: string, opts: ActionsAnswerOption
   const { connect } = await import("./server-client.ts");
   const c = await connect(opts);
   const headers: Record<string, string> = {};
-  if (opts.decision === "allow_once") {
+  if (opts.decision !== "deny") {
     const { ensureTokens } = await import("../config/paths.ts");
     headers["X-Airlock-Approver"] = ensureTokens(c.dataDir).approverToken;
   }
@@ -95,7 +96,10 @@ export async function actionsAnswer(requestId: string, opts: ActionsAnswerOption
   const path = `/sessions/${encodeURIComponent(opts.session)}/actions/${encodeURIComponent(requestId)}`;
   const outcome = await c.send("POST", path, { body, headers, hint: (r) => answerHint(r.body.error, requestId, opts.session) });
   if (opts.json) writeJson(outcome);
-  else writeStdout(`${requestId}: ${outcome.decision}${outcome.decided_in ? ` (from ${outcome.decided_in})` : ""}\n`);
+  else {
+    const rule = outcome.rule ? `; rule ${outcome.rule} (${outcome.rule_id}) now allows matching calls in the session tree` : "";
+    writeStdout(`${requestId}: ${outcome.decision}${outcome.decided_in ? ` (from ${outcome.decided_in})` : ""}${rule}\n`);
+  }
   return 0;
 }
 

@@ -1,7 +1,8 @@
 /**
  * @module console/cards
  * Pending cards: what each shows (chain label, tool, full arguments, the diff a file write would make,
- * every inspector's reason, expiry, a lock when the approver token is needed) and how a person answers.
+ * every inspector's reason, expiry, a lock when the approver token is needed, the rule "Allow for this
+ * session" would add) and how a person answers (Allow once, Allow for this session, Deny).
  * Buttons are inert for {@link INERT_MS} after any card appears or moves, so a double click cannot answer
  * a card that slid under the pointer.
  */
@@ -40,8 +41,11 @@ function isInert(): boolean {
   return performance.now() < inertUntil;
 }
 
+/** What each decision is called in the page's notices. */
+const DONE: Record<"allow_once" | "allow_session" | "deny", string> = { allow_once: "allowed once", allow_session: "allowed for this session", deny: "denied" };
+
 /** Posts a decision from the card's root surface; the approver token goes only with an allow. */
-export async function decide(card: Card, decision: "allow_once" | "deny"): Promise<void> {
+export async function decide(card: Card, decision: "allow_once" | "allow_session" | "deny"): Promise<void> {
   if (isInert()) return;
   const ui = feed.ui.get(card.request_id) ?? {};
   if (ui.busy) return;
@@ -51,7 +55,7 @@ export async function decide(card: Card, decision: "allow_once" | "deny"): Promi
   const typed = ui.draft?.trim() || null;
   // A token typed in the field but not yet kept counts too: a person types it and presses Allow once.
   const tok = typed ?? kept;
-  if (decision === "allow_once" && card.requires_user_proof && tok) headers["x-airlock-approver"] = tok;
+  if (decision !== "deny" && card.requires_user_proof && tok) headers["x-airlock-approver"] = tok;
   feed.mine.add(card.request_id);
   feed.ui.set(card.request_id, { ...ui, busy: true, error: undefined });
   changed();
@@ -61,7 +65,7 @@ export async function decide(card: Card, decision: "allow_once" | "deny"): Promi
     if (typed && headers["x-airlock-approver"]) setApproverToken(typed); // it worked: kept for the tab
     feed.cards.delete(card.request_id);
     feed.ui.delete(card.request_id);
-    notice(`${label}: ${decision === "allow_once" ? "allowed once" : "denied"}`);
+    notice(`${label}: ${DONE[decision]}${r.body?.rule ? ` (${r.body.rule})` : ""}`);
     return;
   }
   feed.mine.delete(card.request_id);
@@ -161,10 +165,16 @@ export function CardView({ card }: { card: Card }) {
     <${Args} args=${card.arguments} />
     ${card.files?.length ? html`<${Files} files=${card.files} />` : null}
     ${card.tool === "developer__write_file" || card.tool === "developer__edit_file" ? html`<${Preview} card=${card} />` : null}
+    ${card.suggested_rule
+      ? html`<div class="suggested">Allow for this session adds <code>${card.suggested_rule}</code>: matching calls anywhere in this session tree then run without asking (listed and removable at /sessions/:id/rules).</div>`
+      : null}
     ${ui.error ? html`<div class="error" role="alert">${ui.error}</div>` : null}
     ${ui.askToken ? html`<${TokenField} card=${card} />` : null}
     <div class="buttons">
       <button class="allow" disabled=${inert || ui.busy} onClick=${() => void decide(card, "allow_once")}>Allow once</button>
+      ${card.suggested_rule
+        ? html`<button class="allow-session" title=${card.suggested_rule} disabled=${inert || ui.busy} onClick=${() => void decide(card, "allow_session")}>Allow for this session</button>`
+        : null}
       <button class="deny" disabled=${inert || ui.busy} onClick=${() => void decide(card, "deny")}>Deny</button>
       <span class="rid muted">${card.request_id}</span>
     </div>

@@ -18,6 +18,8 @@ export interface Card {
   expires_at: string;
   files?: { path: string; kind: string; size?: number; sha256?: string; link?: string }[];
   replaces?: string;
+  /** The rule "Allow for this session" adds for the session tree (absent on the floor's and other unanswerable asks). */
+  suggested_rule?: string;
   chain: { id: string; name: string }[];
   answer_in: string;
 }

@@ -94,7 +94,7 @@ const ms = (x: number) => Math.round(x * 1000) / 1000;
  * Columns: `session_id` = `home_session_id` = the calling session (null when there was none), `decision`
  * ({@link CallDecision}), `code` (the refusal's code when the call did not run, else null), `request_id` (the
  * last card's), `actor` (the session the card was answered from). `detail`: `{call_id, tool, from_script,
- * parent_call_id?, turn_id?, inspector?, rule?, reason?, ran, error?, cards?, answer?, verdicts, ms: {judge?,
+ * parent_call_id?, turn_id?, inspector?, rule?, session_rule? (true: the rule is the session tree's), reason?, ran, error?, cards?, answer?, verdicts, ms: {judge?,
  * parked, run, total}}` — `ms` in milliseconds.
  */
 export function callJudgedRow(log: CallLog, call: LoggedCall, outcome: LoggedOutcome, endedAt = performance.now()): AuditEntry {
@@ -112,6 +112,7 @@ export function callJudgedRow(log: CallLog, call: LoggedCall, outcome: LoggedOut
     ...(log.turnId ? { turn_id: log.turnId } : {}),
     ...(deciding ? { inspector: deciding.inspector } : {}),
     ...(rule !== undefined ? { rule } : {}),
+    ...(deciding?.kind === "allow" && deciding.session ? { session_rule: true } : {}),
     ...(reason !== undefined ? { reason } : {}),
     ran: log.ran,
     ...(!outcome.ok ? { error: { code: outcome.error.code, message: outcome.error.message } } : {}),

@@ -24,7 +24,9 @@ import { requestedPolicy } from "./inspectors/elevation.ts";
 import { defaultInspectors, type InspectedCall, type Inspector } from "./inspectors/index.ts";
 import { nameRefusal } from "./inspectors/mode.ts";
 import type { Permits } from "./permits.ts";
-import { combine, headlessRefusal, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
+import { combine, headlessRefusal, isAnswerable, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
+import type { SessionRuleSets } from "./rules/session.ts";
+import { suggestRule } from "./rules/suggest.ts";
 import { assertNever } from "../errors.ts";
 
 /** The part of the tool registry the gate needs (src/tool/registry.ts implements it). */
@@ -49,6 +51,8 @@ export interface GateDeps {
   hookEnv?: Record<string, string>;
   /** The inspectors, in the order their verdicts combine; default {@link defaultInspectors}. */
   inspectors?: Inspector[];
+  /** The session rules of each tree ("Allow for this session"): the default inspectors consult them, and cards offer a rule only when set. */
+  sessionRules?: SessionRuleSets;
 }
 
 /** One tool call as the gate receives it. `callId`: this call's id; `parentCallId`: the script call that made it. */
@@ -86,6 +90,16 @@ interface AdmittedCall {
   config: Readonly<Config>;
 }
 
+/**
+ * The rule a card offers for "Allow for this session": only when every ask on it is the mode's (the one
+ * ask an allow rule answers; never the floor's, elevation's, a rule's, a hook's or per-tool config's),
+ * and only when a rule covers the call (gate/rules/suggest.ts). Null otherwise.
+ */
+function sessionSuggestion(judgement: Extract<Judgement, { kind: "ask" }>, call: AdmittedCall, session: Session): string | null {
+  if (judgement.userProof || judgement.elevate || !judgement.asks.every(isAnswerable)) return null;
+  return suggestRule(call.def, call.args, session.workspace);
+}
+
 const specCache = new WeakMap<ToolDef, ToolSpec>();
 function specOf(def: ToolDef): ToolSpec {
   let s = specCache.get(def);
@@ -103,7 +117,14 @@ export class Gate {
   private readonly logs = new WeakMap<GateCall, CallLog>();
 
   constructor(private readonly deps: GateDeps) {
-    this.inspectors = deps.inspectors ?? defaultInspectors({ store: deps.store, ...(deps.dataDir ? { dataDir: deps.dataDir } : {}), ...(deps.hookEnv ? { hookEnv: deps.hookEnv } : {}) });
+    this.inspectors =
+      deps.inspectors ??
+      defaultInspectors({
+        store: deps.store,
+        ...(deps.dataDir ? { dataDir: deps.dataDir } : {}),
+        ...(deps.hookEnv ? { hookEnv: deps.hookEnv } : {}),
+        ...(deps.sessionRules ? { sessionRules: deps.sessionRules } : {}),
+      });
   }
 
   /** Listens to every refused call; returns the unsubscribe function. */
@@ -347,6 +368,7 @@ export class Gate {
     let outcome;
     const log = this.logs.get(req);
     const parkedAt = performance.now();
+    const suggested = this.deps.sessionRules ? sessionSuggestion(judgement, call, session) : null;
     try {
       outcome = await this.deps.cards.park({
         homeSessionId: session.id,
@@ -361,6 +383,7 @@ export class Gate {
         signal,
         ...(bound.files.length ? { files: bound.files } : {}),
         ...(bound.replaces ? { replaces: bound.replaces } : {}),
+        ...(suggested ? { suggestedRule: suggested } : {}),
       });
     } catch (e) {
       const err = toAirlockError(e);
@@ -374,6 +397,7 @@ export class Gate {
     }
     switch (outcome.decision) {
       case "allow_once":
+      case "allow_session":
         break;
       case "deny":
         return this.refuse(session.id, req, "denied", `a person denied this call${outcome.reason ? `: ${outcome.reason}` : ""}`, inspector);

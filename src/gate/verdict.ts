@@ -20,6 +20,8 @@ export type Verdict =
       rule?: string;
       /** True for an allow that answers the mode's ask: a rule's allow, a hook's explicit `permissionDecision: "allow"`. */
       answersMode?: boolean;
+      /** True when the rule is a session rule ("Allow for this session"), not the config's. */
+      session?: boolean;
     }
   | { kind: "deny"; inspector: InspectorName; code: ErrorCode; reason: string; hook?: string; rule?: string }
   | {

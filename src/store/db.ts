@@ -129,6 +129,22 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX IF NOT EXISTS audit_home_session ON audit(home_session_id, id);
     `,
   },
+  {
+    version: 5,
+    name: "session rules: allow rules for a session tree (allow for this session)",
+    sql: `
+      CREATE TABLE IF NOT EXISTS session_rules (
+        id TEXT PRIMARY KEY,
+        root_session_id TEXT NOT NULL REFERENCES sessions(id),
+        rule TEXT NOT NULL,
+        request_id TEXT,
+        added_in TEXT,
+        actor TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS session_rules_root ON session_rules(root_session_id, created_at);
+    `,
+  },
 ];
 
 /**

@@ -22,6 +22,7 @@ const CASES = [
   "schedules: the list, Run now, and the run's result object",
   "the server restarts: the page reconnects and resyncs from the snapshot",
   "a card in a hidden tab raises a desktop notification; permission is asked only from a click",
+  "Allow for this session shows the rule, and the next matching call (in a child) runs without a card",
   "no script errors in the page",
 ];
 

@@ -9,7 +9,8 @@ import { elevationVerdict } from "./elevation.ts";
 import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
-import { rulesInspector } from "./rules.ts";
+import { rulesInspector, treeRulesInspector } from "./rules.ts";
+import type { SessionRuleSets } from "../rules/session.ts";
 import { securityFloor } from "./security-floor.ts";
 
 export type { InspectedCall, Inspector } from "./inspector.ts";
@@ -23,6 +24,8 @@ export interface InspectorDeps {
   dataDir?: string;
   /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `AIRLOCK_PROJECT_DIR` is always the session workspace. */
   hookEnv?: Record<string, string>;
+  /** The session rules of each tree ("Allow for this session"); none consulted when absent. */
+  sessionRules?: SessionRuleSets;
 }
 
 /** The security floor (gate/inspectors/security-floor.ts), judging the call under the policy it asks for. */
@@ -76,9 +79,10 @@ export const elevationInspector: Inspector = {
   inspect: (c) => [elevationVerdict(c.config.sandbox, c.rawArgs)],
 };
 
-/** The inspectors in the order their verdicts combine: floor, rules, hooks, mode, elevation. */
+/** The inspectors in the order their verdicts combine: floor, rules (the config's, with the session tree's when given), hooks, mode, elevation. */
 export function defaultInspectors(deps: InspectorDeps): Inspector[] {
-  return [floorInspector(deps), rulesInspector, hooksInspector(deps), modeInspector, elevationInspector];
+  const rules = deps.sessionRules ? treeRulesInspector(deps.sessionRules) : rulesInspector;
+  return [floorInspector(deps), rules, hooksInspector(deps), modeInspector, elevationInspector];
 }
 
 /**

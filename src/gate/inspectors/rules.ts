@@ -8,6 +8,7 @@
 import { assertNever } from "../../errors.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import { ruleSetFor, type RuleSet } from "../rules/index.ts";
+import type { SessionRuleSets } from "../rules/session.ts";
 import type { Verdict } from "../verdict.ts";
 import type { Inspector } from "./inspector.ts";
 
@@ -35,3 +36,21 @@ export const rulesInspector: Inspector = {
   cost: "cheap",
   inspect: (c) => ruleVerdicts(ruleSetFor(c.config.permissions), c.def, c.args, c.session.workspace),
 };
+
+/**
+ * The `rule` inspector with the session rules of the call's tree ("Allow for this session") joined to the
+ * config's (gate/rules/session.ts): one judgement, deny > ask > allow; an allow by a session rule carries
+ * `session: true`. A session rule is an allow rule like any other: it answers the mode's ask only (never
+ * the floor, a rule's ask or deny, a hook's deny: gate/verdict.ts `combine`).
+ */
+export function treeRulesInspector(sets: SessionRuleSets): Inspector {
+  return {
+    cost: "cheap",
+    inspect(c) {
+      const tree = sets.forSession(c.config.permissions, c.session.id);
+      const verdicts = ruleVerdicts(tree.set, c.def, c.args, c.session.workspace);
+      if (tree.session.size === 0) return verdicts;
+      return verdicts.map((v) => (v.kind === "allow" && v.rule !== undefined && v.rule.split(" + ").some((t) => tree.session.has(t)) ? { ...v, session: true } : v));
+    },
+  };
+}

@@ -2,17 +2,20 @@
  * @module server/routes/actions
  * Cards over HTTP (SPEC §6): `GET /sessions/:id/actions` (the cards this session may answer),
  * `POST /sessions/:id/actions/:request_id` (decide one, from that session; the approver token in
- * `X-Airlock-Approver`), and `GET /actions` (every pending card, for `airlock actions list`).
+ * `X-Airlock-Approver`; `allow_session` also adds the card's `suggested_rule` for the session tree),
+ * `GET /actions` (every pending card, for `airlock actions list`), and the session tree's rules:
+ * `GET /sessions/:id/rules`, `DELETE /sessions/:id/rules/:rule_id`.
  */
 import { Hono } from "hono";
 import { z } from "zod";
 import type { Cards } from "../../card/pending.ts";
 import { APPROVER_HEADER } from "../../card/authority.ts";
 import type { Store } from "../../store/store.ts";
+import type { SessionRules } from "../../store/session-rules.ts";
 import { parseBody } from "../validate.ts";
 
 export const DecisionBody = z.strictObject({
-  decision: z.enum(["allow_once", "deny"]),
+  decision: z.enum(["allow_once", "allow_session", "deny"]),
   reason: z.string().max(2000).optional(),
 });
 
@@ -20,6 +23,7 @@ export const DecisionBody = z.strictObject({
 export interface ActionsRuntime {
   readonly store: Pick<Store, "requireSession">;
   readonly cards: Pick<Cards, "listForSession" | "listAll" | "resolve">;
+  readonly sessionRules: Pick<SessionRules, "list" | "remove">;
 }
 
 /** The actions routes, with full paths (mounted behind the auth middleware). Errors are thrown as AirlockError (rendered by app.onError). */
@@ -47,6 +51,19 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
     });
     if (!r.ok) throw r.error;
     return c.json(r.outcome, 200);
+  });
+
+  app.get("/sessions/:id/rules", (c) => {
+    const id = c.req.param("id");
+    rt.store.requireSession(id);
+    return c.json({ rules: rt.sessionRules.list(id) });
+  });
+
+  app.delete("/sessions/:id/rules/:rule_id", (c) => {
+    const id = c.req.param("id");
+    rt.store.requireSession(id);
+    const removed = rt.sessionRules.remove(id, c.req.param("rule_id"), "http");
+    return c.json({ removed }, 200);
   });
 
   return app;

@@ -4,7 +4,7 @@
  * binary. Prints one JSON line per case, `{"case", "ok", "error"?}`, then `{"done": true}`.
  * Usage: node scenarios.mjs '{"bin": "...", "tmp": "...", "shots": "<folder for screenshots>"}'
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { api, launchBrowser, setup, startServer, startTurn, stopServer, until } from "./servers.mjs";
 
@@ -28,6 +28,17 @@ const PROOF = `
 turns:
   - tool_calls: [{ name: developer__read_file, arguments: { path: ".env" } }]
   - text: "read the env file"
+`;
+
+const TOUCH = `
+turns:
+  - tool_calls: [{ name: developer__shell, arguments: { command: "touch console-one.txt" } }]
+  - tool_calls: [{ name: subagent__spawn, arguments: { instructions: "touch another" } }]
+  - text: "touched"
+subagents:
+  - turns:
+      - tool_calls: [{ name: developer__shell, arguments: { command: "touch console-two.txt" } }]
+      - text: "child touched"
 `;
 
 function report(name, ok, error) {
@@ -328,6 +339,37 @@ await run("a card in a hidden tab raises a desktop notification; permission is a
   if ((await np.title()) !== "(1) airlock") throw new Error(`title: ${await np.title()}`);
   await api(B, "POST", `/sessions/${s2.id}/actions/${c2.request_id}`, { decision: "deny" });
   await np.close();
+});
+
+await run("Allow for this session shows the rule, and the next matching call (in a child) runs without a card", async () => {
+  const dirs = setup(opts.tmp, "session-rules", { script: TOUCH });
+  const C = await startServer(opts.bin, dirs.dataDir, dirs.workspace);
+  try {
+    await page.goto(C.link);
+    await page.waitForSelector('.top .conn[data-state="live"]', { timeout: T });
+    const s = await startTurn(C);
+    const c = await cardOf(C, (x) => x.home_session_id === s.id);
+    if (c.suggested_rule !== "Bash(touch:*)") throw new Error(`suggested_rule: ${c.suggested_rule}`);
+    const el = card(page, c.request_id);
+    // shown before it is taken
+    const shown = await el.locator(".suggested code").textContent({ timeout: T });
+    if (shown !== "Bash(touch:*)") throw new Error(`rule shown: ${shown}`);
+    await el.locator("button.allow-session:not([disabled])").click({ timeout: T });
+    await el.waitFor({ state: "detached", timeout: T });
+    await page.locator(".notices li", { hasText: "allowed for this session" }).waitFor({ timeout: T });
+    await until("the turn to finish", async () => (await messages(C, s.id)).some((m) => m.role === "assistant" && m.content === "touched"), T);
+    if (!existsSync(join(dirs.workspace, "console-two.txt"))) throw new Error("the child's matching call did not run");
+    const rules = (await api(C, "GET", `/sessions/${s.id}/rules`)).body.rules;
+    if (rules.length !== 1 || rules[0].rule !== "Bash(touch:*)") throw new Error(`rules: ${JSON.stringify(rules)}`);
+    // the child's call raised no card: only the first card was ever parked
+    const parked = (await api(C, "GET", `/audit?decision=allow_session`)).body.audit.filter((r) => r.kind === "card_decision");
+    if (parked.length !== 1 || parked[0].request_id !== c.request_id) throw new Error(`answers: ${JSON.stringify(parked)}`);
+    const child = (await api(C, "GET", "/sessions")).body.sessions.find((x) => x.parent_session_id === s.id);
+    const calls = (await api(C, "GET", `/audit?session=${child.id}`)).body.audit.filter((r) => r.kind === "call_judged");
+    if (calls.length !== 1 || calls[0].decision !== "allow" || calls[0].detail.cards) throw new Error(`child's calls: ${JSON.stringify(calls)}`);
+  } finally {
+    await stopServer(C);
+  }
 });
 
 await run("no script errors in the page", async () => {
