@@ -167,7 +167,8 @@ function substitutions(word: string): string[] {
 }
 
 /**
- * Normalises the raw text before parsing, outside quotes: comments are dropped, a backslash-newline
+ * Normalises the raw text before parsing, outside quotes: comments are dropped (a `#` inside a word is
+ * kept as a character, as bash does), a backslash-newline
  * joins lines, a newline separates commands (`;`), and backticks become `$(…)`. Unbalanced quotes or
  * backticks are reported (shell-quote would silently accept them).
  */
@@ -214,6 +215,12 @@ function preprocess(s: string): { ok: true; text: string } | { ok: false; reason
     }
     if (ch === "#" && (out === "" || /[\s;&|()]$/.test(out))) {
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
+      continue;
+    }
+    if (ch === "#") {
+      // inside a word `#` is a plain character to bash (`ls a#; rm x` runs rm); shell-quote would read a
+      // comment there and drop the rest of the line, so it is escaped
+      out += "\\#";
       continue;
     }
     if (ch === "\n" || ch === "\r") {

@@ -41,7 +41,7 @@ export interface ShellView {
   commands: CommandForms[] | null;
   /** The commands a `bash -c '…'`, `sh -c`, `eval …` among them runs (deny and ask rules look inside too). */
   nested: CommandForms[];
-  /** True when an allow rule may match at all: parsed, no substitution (`$(…)`, backticks, `<(…)`), no write redirection. */
+  /** True when an allow rule may match at all: parsed, no substitution (`$(…)`, backticks, `<(…)`) or `${…}`/`$[…]` expansion, no write redirection. */
   allowable: boolean;
   /** The raw command split on blanks (what deny and ask rules fall back to when it cannot be parsed). */
   raw: CommandForms;
@@ -101,7 +101,9 @@ export function shellView(command: string): ShellView {
   const raw = formsOf(command.trim().split(/\s+/).filter(Boolean));
   const parsed = splitCommands(command);
   if (!parsed.ok) return { commands: null, nested: [], allowable: false, raw };
-  const substitution = /`|\$\(|<\(|>\(/.test(command);
+  // `${…}` and `$[…]` too: `${x:=a[\$\(cmd\)]} ${y[x]}` assigns text that an array subscript then
+  // evaluates as arithmetic, which runs `cmd` (bash's arithmetic expansion of variable values)
+  const substitution = /`|\$\(|\$\{|\$\[|<\(|>\(/.test(command);
   const writes = parsed.commands.some((c: SimpleCommand) => c.redirects.some((r) => WRITE_REDIRECTS.has(r.op) && r.target !== "/dev/null" && !/^(\d+|-)$/.test(r.target)));
   const commands = parsed.commands.map((c) => formsOf(c.words));
   return { commands, nested: nestedCommands(commands, 1), allowable: !substitution && !writes && parsed.commands.length > 0, raw };
