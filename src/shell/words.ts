@@ -168,8 +168,8 @@ function substitutions(word: string): string[] {
 
 /**
  * Normalises the raw text before parsing, outside quotes: comments are dropped (a `#` inside a word is
- * kept as a character, as bash does), a backslash-newline
- * joins lines, a newline separates commands (`;`), and backticks become `$(…)`. Unbalanced quotes or
+ * kept as a character, as bash does), a backslash-newline is removed (joining the words around it, as
+ * bash does), `$"…"` is read as `"…"`, a newline separates commands (`;`), and backticks become `$(…)`. Unbalanced quotes or
  * backticks are reported (shell-quote would silently accept them).
  */
 function preprocess(s: string): { ok: true; text: string } | { ok: false; reason: string } {
@@ -185,7 +185,7 @@ function preprocess(s: string): { ok: true; text: string } | { ok: false; reason
     }
     if (ch === "\\") {
       if (s[i + 1] === "\n") {
-        out += " ";
+        // bash removes a backslash-newline outright (`tr\<newline>uncate` is `truncate`), it splits no word
         i++;
         continue;
       }
@@ -201,6 +201,10 @@ function preprocess(s: string): { ok: true; text: string } | { ok: false; reason
         continue;
       }
       out += ch;
+      continue;
+    }
+    if (ch === "$" && s[i + 1] === '"') {
+      // `$"…"` is a locale-translated string: bash runs `$"rm"` as `rm` (the `$` is not a variable)
       continue;
     }
     if (ch === "'" || ch === '"') {

@@ -6,10 +6,12 @@
  * not miss: a `#` inside a word (bash keeps it as a character; a comment starts only at a word's start),
  * and an array subscript that evaluates, as arithmetic, text assigned by `${x:=…}` (which runs a command
  * substitution without `$(` appearing in the call). Each must fall to the mode's ask (refused headless)
- * and never run; the floor, too, must see the command after `a#`.
+ * and never run; the floor, too, must see the command after `a#`. And bash's spelling of a program:
+ * a backslash-newline inside a word joins it (`tr\<newline>uncate` runs truncate, not tr) and `$"rm"`
+ * is `rm` — the read-only list and deny rules must read the program bash runs.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -87,5 +89,32 @@ describe("an allow rule never covers a ${…} or $[…] expansion", () => {
     expect(results[0].error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
     expect(existsSync(join(workspace, "arith.txt"))).toBe(false);
     expect(results[1].stdout).toContain("..");
+  });
+});
+
+describe("the program is read as bash spells it: backslash-newline joins a word, $\"…\" is a string", () => {
+  test("`tr\\<newline>uncate -s 0 f` is truncate: not read-only; `r\\<newline>m` and `$\"rm\"` hit Bash(rm:*)", () => {
+    expect(isKnownReadOnlyCommand("tr\\\nuncate -s 0 f.txt")).toBe(false);
+    expect(isKnownReadOnlyCommand("ls \\\n-la")).toBe(true);
+    const rules = compileRules({ allow: ["Bash"], ask: [], deny: ["Bash(rm:*)"] });
+    for (const command of ["r\\\nm x", '$"rm" x']) expect(rules.judge({ name: "developer__shell" }, { command }, "/tmp")).toEqual({ list: "deny", rule: "Bash(rm:*)" });
+  });
+
+  test("smart mode: `tr\\<newline>uncate -s 0 f.txt` asks (refused headless) and the file keeps its bytes", async () => {
+    const data = join(top, "join", "data");
+    const workspace = join(top, "join", "ws");
+    mkdirSync(data, { recursive: true });
+    mkdirSync(workspace, { recursive: true });
+    writeFileSync(join(workspace, "f.txt"), "keep me\n");
+    writeFileSync(join(data, "turns.yaml"), stringify({ turns: [{ tool_calls: [shell("tr\\\nuncate -s 0 f.txt")] }, { text: "done" }] }));
+    await using rt = createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+    const s = rt.createSession({ headless: true });
+    await rt.runTurn(s.id, "go");
+    const results = rt.store
+      .listMessages(s.id)
+      .filter((m) => m.role === "tool")
+      .map((m) => JSON.parse(m.content));
+    expect(results[0].error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
+    expect(readFileSync(join(workspace, "f.txt"), "utf8")).toBe("keep me\n");
   });
 });
