@@ -265,8 +265,11 @@ export function resolveSettingsRelative(text: string, dir: string): string {
 export function parsePathPattern(spec: string, home: string): PathPattern | string {
   if (spec.includes("\0")) return "a path has no NUL byte";
   let s = spec;
+  // `//` names the file system's root, `/`, `.` and `./` the workspace's: each covers everything under it
+  // (a folder covers its subtree), never nothing
+  if (/^\/\/+$/.test(s)) return { anchor: "absolute", glob: "/**" };
   if (s.length > 1) s = s.replace(/\/+$/, "");
-  if (s === "*" || s === "**" || s === "./**" || s === "./*") return { anchor: "workspace", glob: "**" };
+  if (s === "*" || s === "**" || s === "./**" || s === "./*" || s === "/" || s === "." || s === "./") return { anchor: "workspace", glob: "**" };
   if (s.startsWith("//")) return { anchor: "absolute", glob: clean(s.slice(1)) };
   if (s === "~" || s.startsWith("~/")) return { anchor: "absolute", glob: clean(`${home.replace(/\/+$/, "")}${s.slice(1)}`) };
   if (s.startsWith("~")) return "~user paths are not supported; write ~/path or //absolute/path";
