@@ -268,6 +268,8 @@ export function parsePathPattern(spec: string, home: string): PathPattern | stri
   // `//` names the file system's root, `/`, `.` and `./` the workspace's: each covers everything under it
   // (a folder covers its subtree), never nothing
   if (/^\/\/+$/.test(s)) return { anchor: "absolute", glob: "/**" };
+  // paths are matched resolved, so a `..` kept in a glob would match nothing (`./src/../.env` in deny)
+  if (s.split("/").includes("..")) return "a path pattern has no '..'; write //absolute/path or ~/path";
   if (s.length > 1) s = s.replace(/\/+$/, "");
   if (s === "*" || s === "**" || s === "./**" || s === "./*" || s === "/" || s === "." || s === "./") return { anchor: "workspace", glob: "**" };
   if (s.startsWith("//")) return { anchor: "absolute", glob: clean(s.slice(1)) };
@@ -275,7 +277,6 @@ export function parsePathPattern(spec: string, home: string): PathPattern | stri
   if (s.startsWith("~")) return "~user paths are not supported; write ~/path or //absolute/path";
   if (s.startsWith("/")) return { anchor: "workspace", glob: clean(s.slice(1)) };
   if (s.startsWith("./")) return { anchor: "workspace", glob: clean(s.slice(2)) };
-  if (s.split("/").includes("..")) return "a path pattern has no '..'; write //absolute/path or ~/path";
   if (!s.includes("/")) return { anchor: "anywhere", glob: s };
   return { anchor: "workspace", glob: clean(s) };
 }
