@@ -60,13 +60,3 @@ describe("deny and ask shell rules hit every spelling of their program", () => {
   // when a deny rule exists (a variable or stdin-fed shell as the program), and strip git's global options.
   test.todo("Bash(git push:*) in deny refuses `git -C . push` and `echo 'git push' | bash`");
 });
-
-describe("an exact allow rule covers only the words it names", () => {
-  // Input: allow `Bash(rm -f tmp.txt)`, command `rm -f tmp.txt 1 >/dev/null`. shell/words.ts drops a
-  // digit word right before a redirection as its fd number (`2>/dev/null`), but shell-quote's tokens do
-  // not say whether a blank stood between them: bash runs `rm -f tmp.txt 1` (deleting a file named 1 too)
-  // while the rule sees `rm -f tmp.txt` and allows it. Only one all-digit word is hidden this way, and the
-  // floor misses it as a target too. Fix: let preprocess mark a digit run directly followed by `<`/`>` so
-  // splitCommands drops only that one.
-  test.todo("Bash(rm -f tmp.txt) does not allow `rm -f tmp.txt 1 >/dev/null`");
-});

@@ -8,7 +8,9 @@
  * substitution without `$(` appearing in the call). Each must fall to the mode's ask (refused headless)
  * and never run; the floor, too, must see the command after `a#`. And bash's spelling of a program:
  * a backslash-newline inside a word joins it (`tr\<newline>uncate` runs truncate, not tr) and `$"rm"`
- * is `rm` — the read-only list and deny rules must read the program bash runs.
+ * is `rm` — the read-only list and deny rules must read the program bash runs. And a digit word with a
+ * blank before a redirection (`rm -f tmp.txt 1 >/dev/null`) is an argument, not the redirection's fd:
+ * the exact rule `Bash(rm -f tmp.txt)` must not cover it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
@@ -116,5 +118,31 @@ describe("the program is read as bash spells it: backslash-newline joins a word,
       .map((m) => JSON.parse(m.content));
     expect(results[0].error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
     expect(readFileSync(join(workspace, "f.txt"), "utf8")).toBe("keep me\n");
+  });
+});
+
+describe("a digit word before a redirection is an argument unless it touches the operator", () => {
+  test("Bash(rm -f tmp.txt) covers `rm -f tmp.txt 2>/dev/null` but not `rm -f tmp.txt 1 >/dev/null`; the file 1 survives", async () => {
+    const rules = compileRules({ allow: ["Bash(rm -f tmp.txt)"], ask: [], deny: [] });
+    expect(rules.judge({ name: "developer__shell" }, { command: "rm -f tmp.txt 1 >/dev/null" }, "/tmp")).toBeNull();
+    expect(rules.judge({ name: "developer__shell" }, { command: "rm -f tmp.txt 2>/dev/null" }, "/tmp")).toEqual({ list: "allow", rule: "Bash(rm -f tmp.txt)" });
+
+    const data = join(top, "fd", "data");
+    const workspace = join(top, "fd", "ws");
+    mkdirSync(data, { recursive: true });
+    mkdirSync(workspace, { recursive: true });
+    writeFileSync(join(workspace, "1"), "keep\n");
+    writeFileSync(join(workspace, "tmp.txt"), "x\n");
+    writeFileSync(join(data, "turns.yaml"), stringify({ turns: [{ tool_calls: [shell("rm -f tmp.txt 1 >/dev/null")] }, { text: "done" }] }));
+    const config = Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "approve", permissions: { allow: ["Bash(rm -f tmp.txt)"] } });
+    await using rt = createRuntime({ config, configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+    const s = rt.createSession({ headless: true });
+    await rt.runTurn(s.id, "go");
+    const results = rt.store
+      .listMessages(s.id)
+      .filter((m) => m.role === "tool")
+      .map((m) => JSON.parse(m.content));
+    expect(results[0].error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
+    expect(existsSync(join(workspace, "1"))).toBe(true);
   });
 });
