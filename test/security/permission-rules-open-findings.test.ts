@@ -60,3 +60,13 @@ describe("deny and ask shell rules hit every spelling of their program", () => {
   // when a deny rule exists (a variable or stdin-fed shell as the program), and strip git's global options.
   test.todo("Bash(git push:*) in deny refuses `git -C . push` and `echo 'git push' | bash`");
 });
+
+describe("the floor sees files a command reads through its own language", () => {
+  // Input: danger-full-access (no masks), autonomous mode or an allow rule `Bash(jq:*)`:
+  // `jq -n 'import "config" as $c {search: "~/.docker"}; $c'` prints ~/.docker/config.json with no
+  // card, while `cat ~/.docker/config.json` and `jq . ~/.docker/config.json` are the floor's asks
+  // (securityFloor → allow: no word names the file). Smart mode now asks (jq with import/include is not
+  // read-only: test/security/read-only-jq-never-imports-files.test.ts), but the floor itself misses it.
+  // Fix: the floor reads `search` paths of a jq program, or treats jq `import`/`include` as unjudgeable.
+  test.todo("the floor asks before jq imports a credential file");
+});
