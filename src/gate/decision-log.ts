@@ -56,7 +56,7 @@ function ruleOf(v: Verdict | undefined): string | undefined {
 
 /**
  * The verdict that decided a judgement: the deny, the ask's primary, or — for an allow — the first
- * allow carrying a rule, else the permission layer's allow ({@link ALLOW_DECIDERS}: the per-tool permission
+ * allow carrying a rule, else an allow that answers the mode's ask (a hook's), else the permission layer's allow ({@link ALLOW_DECIDERS}: the per-tool permission
  * or the mode, which decide whether a call may run without asking), else the first allow.
  * Undefined when nothing was judged or no inspector gave a verdict.
  */
@@ -69,7 +69,13 @@ export function decidingVerdict(judgement: Judgement | undefined, verdicts: read
       return judgement.primary;
     case "allow": {
       const allows = verdicts.filter((v) => v.kind === "allow");
-      return allows.find((v) => ruleOf(v) !== undefined) ?? allows.find((v) => ALLOW_DECIDERS.includes(v.inspector)) ?? allows[0];
+      return (
+        allows.find((v) => ruleOf(v) !== undefined) ??
+        // a hook's explicit allow that answered the mode's ask decided the call, not the floor's "no objection"
+        allows.find((v) => v.answersMode === true) ??
+        allows.find((v) => ALLOW_DECIDERS.includes(v.inspector)) ??
+        allows[0]
+      );
     }
     default:
       return assertNever(judgement, "judgement");

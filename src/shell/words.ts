@@ -72,7 +72,11 @@ export function splitCommands(command: string, depth = 0): ShellParse {
         continue;
       }
       // a digit right before a redirection is its fd number (`2>/dev/null`), not an argument
-      if (/^\d+$/.test(e) && isRedirectOp(entries[i + 1])) continue;
+      if (e.startsWith(FD_MARK)) {
+        if (isRedirectOp(entries[i + 1])) continue;
+        cur.words.push(e.slice(FD_MARK.length));
+        continue;
+      }
       cur.words.push(e);
       continue;
     }
@@ -107,7 +111,7 @@ export function splitCommands(command: string, depth = 0): ShellParse {
         continue;
       }
       if (typeof next === "string") {
-        cur.redirects.push({ op, target: next });
+        cur.redirects.push({ op, target: next.startsWith(FD_MARK) ? next.slice(FD_MARK.length) : next });
         i++;
       } else if (next && typeof next === "object" && "pattern" in next) {
         cur.redirects.push({ op, target: String((next as { pattern: string }).pattern), glob: true });
@@ -166,12 +170,17 @@ function substitutions(word: string): string[] {
   return found;
 }
 
+/** Marks, in the preprocessed text, a redirection's fd number (`2` of `2>/dev/null`). */
+const FD_MARK = "\u0001";
+
 /**
- * Normalises the raw text before parsing, outside quotes: comments are dropped, a backslash-newline
- * joins lines, a newline separates commands (`;`), and backticks become `$(…)`. Unbalanced quotes or
+ * Normalises the raw text before parsing, outside quotes: comments are dropped (a `#` inside a word is
+ * kept as a character, as bash does), a backslash-newline is removed (joining the words around it, as
+ * bash does), `$"…"` is read as `"…"`, a newline separates commands (`;`), and backticks become `$(…)`. Unbalanced quotes or
  * backticks are reported (shell-quote would silently accept them).
  */
 function preprocess(s: string): { ok: true; text: string } | { ok: false; reason: string } {
+  if (s.includes(FD_MARK)) return { ok: false, reason: "the command holds a control character (U+0001)" };
   let out = "";
   let q: '"' | "'" | null = null;
   let inTick = false;
@@ -184,7 +193,7 @@ function preprocess(s: string): { ok: true; text: string } | { ok: false; reason
     }
     if (ch === "\\") {
       if (s[i + 1] === "\n") {
-        out += " ";
+        // bash removes a backslash-newline outright (`tr\<newline>uncate` is `truncate`), it splits no word
         i++;
         continue;
       }
@@ -202,6 +211,10 @@ function preprocess(s: string): { ok: true; text: string } | { ok: false; reason
       out += ch;
       continue;
     }
+    if (ch === "$" && s[i + 1] === '"') {
+      // `$"…"` is a locale-translated string: bash runs `$"rm"` as `rm` (the `$` is not a variable)
+      continue;
+    }
     if (ch === "'" || ch === '"') {
       q = ch;
       out += ch;
@@ -216,9 +229,26 @@ function preprocess(s: string): { ok: true; text: string } | { ok: false; reason
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
       continue;
     }
+    if (ch === "#") {
+      // inside a word `#` is a plain character to bash (`ls a#; rm x` runs rm); shell-quote would read a
+      // comment there and drop the rest of the line, so it is escaped
+      out += "\\#";
+      continue;
+    }
     if (ch === "\n" || ch === "\r") {
       out += " ; ";
       continue;
+    }
+    if (ch >= "0" && ch <= "9" && (out === "" || /(?:[\s;|()]|(?<![<>])&)$/.test(out))) {
+      // a word of digits right before `<` / `>` is the redirection's fd (`2>/dev/null`); with a blank
+      // between (`rm x 1 >/dev/null`) it is an argument: shell-quote's tokens no longer tell them apart
+      let j = i;
+      while (j < s.length && s[j]! >= "0" && s[j]! <= "9") j++;
+      if (s[j] === ">" || s[j] === "<") {
+        out += FD_MARK + s.slice(i, j);
+        i = j - 1;
+        continue;
+      }
     }
     out += ch;
   }

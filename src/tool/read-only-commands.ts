@@ -205,8 +205,13 @@ const COMMANDS: Record<string, Entry> = {
   // do nothing
   true: { flags: { noFlags: true } },
   false: { flags: { noFlags: true } },
-  // reads JSON to stdout; jq has no flag that writes or runs a program
-  jq: { flags: { short: "rcSesnjaMC", long: ["raw-output", "compact-output", "sort-keys", "exit-status", "slurp", "null-input", "join-output", "ascii-output", "monochrome-output", "color-output", "tab"], longValued: ["indent"] } },
+  // reads JSON to stdout; jq has no flag that writes or runs a program. Its program's `import`/`include`
+  // read any file (`import "config" as $c {search: "~/.docker"}`) that no word names for the floor, so a
+  // program with either word is an ordinary call
+  jq: {
+    flags: { short: "rcSesnjaMC", long: ["raw-output", "compact-output", "sort-keys", "exit-status", "slurp", "null-input", "join-output", "ascii-output", "monochrome-output", "color-output", "tab"], longValued: ["indent"] },
+    check: (p) => !p.positionals.some((w) => /import|include/.test(w)),
+  },
 };
 
 /**

@@ -350,7 +350,8 @@ class Judge {
 
   /**
    * Under `danger-full-access` no sandbox hides the credential stores, so a recursive read of a folder that
-   * holds one (or airlock's data dir), or lies in one — `grep -r token ~`, `rg -uu key /`, `grep -R x ~/.config` —
+   * holds one (or airlock's data dir), or lies in one — `grep -r token ~`, `rg -uu key /`, `grep -R x ~/.config`,
+ * `diff -rN ~ empty/`, `git diff --no-index ~ empty/` —
    * asks: it prints whatever those files hold. Every operand is taken as a folder it may search (a pattern
    * that names an existing folder asks too); none means the working directory.
    */
@@ -360,7 +361,10 @@ class Judge {
     const recursive =
       has("rg") ||
       (has("grep", "egrep", "fgrep") &&
-        args.some((a) => a === "--recursive" || a === "--dereference-recursive" || a === "--directories=recurse" || (/^-[a-zA-Z]+$/.test(a) && /[rR]/.test(a))));
+        args.some((a) => a === "--recursive" || a === "--dereference-recursive" || a === "--directories=recurse" || (/^-[a-zA-Z]+$/.test(a) && /[rR]/.test(a)))) ||
+      // `diff -rN ~ empty/` and `git diff --no-index ~ empty/` print every file under the folder
+      (has("diff") && args.some((a) => a === "--recursive" || (/^-[a-zA-Z]+$/.test(a) && a.includes("r")))) ||
+      (has("git") && args.includes("--no-index"));
     if (!recursive) return;
     const words = splitOperands(args).list.map((o) => o.word);
     const stores = credentialPaths(this.home);

@@ -41,7 +41,7 @@ export interface ShellView {
   commands: CommandForms[] | null;
   /** The commands a `bash -c '…'`, `sh -c`, `eval …` among them runs (deny and ask rules look inside too). */
   nested: CommandForms[];
-  /** True when an allow rule may match at all: parsed, no substitution (`$(…)`, backticks, `<(…)`), no write redirection. */
+  /** True when an allow rule may match at all: parsed, no substitution (`$(…)`, backticks, `<(…)`) or `${…}`/`$[…]` expansion, no write redirection. */
   allowable: boolean;
   /** The raw command split on blanks (what deny and ask rules fall back to when it cannot be parsed). */
   raw: CommandForms;
@@ -76,7 +76,9 @@ function scriptOf(c: CommandForms): string | null {
     if (name === "eval" && w.length > 1) return w.slice(1).join(" ");
     if (SHELLS.has(name)) {
       const k = w.findIndex((x, i) => i > 0 && /^-[A-Za-z]*c[A-Za-z]*$/.test(x));
-      if (k > 0 && w[k + 1] !== undefined) return w[k + 1]!;
+      // `bash -c -- 'script'`: `--` ends the options, the script is the word after it
+      const script = w[k + 1] === "--" ? w[k + 2] : w[k + 1];
+      if (k > 0 && script !== undefined) return script;
     }
   }
   return null;
@@ -101,7 +103,9 @@ export function shellView(command: string): ShellView {
   const raw = formsOf(command.trim().split(/\s+/).filter(Boolean));
   const parsed = splitCommands(command);
   if (!parsed.ok) return { commands: null, nested: [], allowable: false, raw };
-  const substitution = /`|\$\(|<\(|>\(/.test(command);
+  // `${…}` and `$[…]` too: `${x:=a[\$\(cmd\)]} ${y[x]}` assigns text that an array subscript then
+  // evaluates as arithmetic, which runs `cmd` (bash's arithmetic expansion of variable values)
+  const substitution = /`|\$\(|\$\{|\$\[|<\(|>\(/.test(command);
   const writes = parsed.commands.some((c: SimpleCommand) => c.redirects.some((r) => WRITE_REDIRECTS.has(r.op) && r.target !== "/dev/null" && !/^(\d+|-)$/.test(r.target)));
   const commands = parsed.commands.map((c) => formsOf(c.words));
   return { commands, nested: nestedCommands(commands, 1), allowable: !substitution && !writes && parsed.commands.length > 0, raw };
@@ -126,23 +130,43 @@ function wordsMatch(p: ShellPattern, f: { words: readonly string[]; text: string
 // leading `NAME=value`, anthropics/claude-code#92542). An allow rule must match the command as written, so a
 // wrapper never smuggles a call under an allow.
 
+/** Most word lists one simple command is tried as (a bound on the work a long wrapper chain costs). */
+const MAX_FORMS = 32;
+
 /**
  * The word lists a deny or ask rule is tried on for one simple command: as written, and with leading
  * `NAME=value` assignments and wrappers (`env`, `timeout 5`, `nice -n 5`, `sudo` …) stripped — so
- * `Bash(rm:*)` in deny also catches `FOO=1 timeout 5 rm -rf x`.
+ * `Bash(rm:*)` in deny also catches `FOO=1 timeout 5 rm -rf x`. A wrapper's options may take values
+ * (`sudo -u root`, `timeout -s KILL 5`, `env -u X`) that cannot be told from the command without knowing
+ * each wrapper, so every word up to the first plain word that does not follow a flag is tried as the
+ * command. A program named by a path (`/bin/rm`, `./node_modules/.bin/x`) is also tried by its base name.
  */
 function strippedForms(words: readonly string[]): (readonly string[])[] {
-  const out: (readonly string[])[] = [words];
-  let i = 0;
-  for (let guard = 0; guard < 16 && i < words.length; guard++) {
+  const out: (readonly string[])[] = [];
+  const seen = new Set<number>();
+  const add = (i: number) => {
+    if (i >= words.length || seen.has(i) || out.length >= MAX_FORMS) return;
+    seen.add(i);
+    const form = i === 0 ? words : words.slice(i);
+    out.push(form);
+    if (form[0]!.includes("/") && !form[0]!.endsWith("/")) out.push([path.basename(form[0]!), ...form.slice(1)]);
+    queue.push(i);
+  };
+  const queue: number[] = [];
+  add(0);
+  while (queue.length && out.length < MAX_FORMS) {
+    const i = queue.shift()!;
     const w = words[i]!;
-    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || RESERVED.has(w)) i++;
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || RESERVED.has(w)) add(i + 1);
     else if (WRAPPERS.has(path.basename(w))) {
-      i++;
-      // the wrapper's options and operands (`-n 5`, `-u`, `timeout`'s duration)
-      while (i < words.length && (words[i]!.startsWith("-") || /^\d+(\.\d+)?[smhd]?$/.test(words[i]!) || /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[i]!))) i++;
-    } else break;
-    if (i < words.length) out.push(words.slice(i));
+      // its options, their values and operands (`-n 5`, `-u root`, `timeout`'s duration): each next word may be the command
+      for (let j = i + 1; j < words.length; j++) {
+        add(j);
+        const cur = words[j]!;
+        const flagBefore = words[j - 1]!.startsWith("-") && j - 1 > i;
+        if (!cur.startsWith("-") && !flagBefore && !/^\d+(\.\d+)?[smhd]?$/.test(cur) && !/^[A-Za-z_][A-Za-z0-9_]*=/.test(cur)) break;
+      }
+    }
   }
   return out;
 }

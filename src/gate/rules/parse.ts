@@ -265,14 +265,18 @@ export function resolveSettingsRelative(text: string, dir: string): string {
 export function parsePathPattern(spec: string, home: string): PathPattern | string {
   if (spec.includes("\0")) return "a path has no NUL byte";
   let s = spec;
+  // `//` names the file system's root, `/`, `.` and `./` the workspace's: each covers everything under it
+  // (a folder covers its subtree), never nothing
+  if (/^\/\/+$/.test(s)) return { anchor: "absolute", glob: "/**" };
+  // paths are matched resolved, so a `..` kept in a glob would match nothing (`./src/../.env` in deny)
+  if (s.split("/").includes("..")) return "a path pattern has no '..'; write //absolute/path or ~/path";
   if (s.length > 1) s = s.replace(/\/+$/, "");
-  if (s === "*" || s === "**" || s === "./**" || s === "./*") return { anchor: "workspace", glob: "**" };
+  if (s === "*" || s === "**" || s === "./**" || s === "./*" || s === "/" || s === "." || s === "./") return { anchor: "workspace", glob: "**" };
   if (s.startsWith("//")) return { anchor: "absolute", glob: clean(s.slice(1)) };
   if (s === "~" || s.startsWith("~/")) return { anchor: "absolute", glob: clean(`${home.replace(/\/+$/, "")}${s.slice(1)}`) };
   if (s.startsWith("~")) return "~user paths are not supported; write ~/path or //absolute/path";
   if (s.startsWith("/")) return { anchor: "workspace", glob: clean(s.slice(1)) };
   if (s.startsWith("./")) return { anchor: "workspace", glob: clean(s.slice(2)) };
-  if (s.split("/").includes("..")) return "a path pattern has no '..'; write //absolute/path or ~/path";
   if (!s.includes("/")) return { anchor: "anywhere", glob: s };
   return { anchor: "workspace", glob: clean(s) };
 }

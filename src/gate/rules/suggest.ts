@@ -18,7 +18,15 @@ import { compileRules } from "./index.ts";
 export const SUGGEST_MAX_WORDS = 3;
 
 /** Commands whose words after them are another command or a script: a prefix rule on them would allow anything. */
-const RUNS_OTHERS = new Set(["eval", "source", ".", "exec", "xargs", "find", "awk", "sed", "perl", "python", "python3", "node", "bun", "deno", "ruby", "php", "lua"]);
+const RUNS_OTHERS = new Set([
+  "eval", "source", ".", "exec", "xargs", "find", "awk", "sed", "perl", "python", "python3", "node", "bun", "deno", "ruby", "php", "lua",
+  // run the command after their own options, as the wrappers do (`watch rm -rf x`, `flock f rm x`)
+  "watch", "flock", "strace", "ltrace", "taskset", "unshare", "nsenter", "fakeroot", "chrt", "prlimit", "parallel", "runuser", "su",
+  "script", "systemd-run", "firejail", "proot", "gdb", "valgrind", "expect", "gawk", "mawk", "nawk", "npx", "bunx", "pnpx",
+]);
+
+/** Versioned interpreters (`python3.12`, `node22`, `perl5.36`): a prefix rule on them would allow any script. */
+const INTERPRETER = /^(python|pypy|node|nodejs|perl|ruby|php|lua|luajit|tclsh|wish|Rscript|java|jshell|deno|bun|pwsh|osascript)[0-9.]*$/;
 
 /** A word a suggestion may keep: a plain subcommand-like word (no path, flag, glob, quote or assignment). */
 const SUBCOMMAND = /^[A-Za-z][A-Za-z0-9_:-]*$/;
@@ -31,7 +39,7 @@ function shellSuggestion(words: readonly string[]): string | null {
   const prog = words[0];
   if (prog === undefined || !PROGRAM.test(prog) || prog.startsWith("-") || prog.includes("=")) return null;
   const base = path.basename(prog);
-  if (WRAPPERS.has(base) || RESERVED.has(base) || SHELLS.has(base) || RUNS_OTHERS.has(base)) return null;
+  if (WRAPPERS.has(base) || RESERVED.has(base) || SHELLS.has(base) || RUNS_OTHERS.has(base) || INTERPRETER.test(base)) return null;
   const kept = [prog];
   for (let i = 1; i < words.length && kept.length < SUGGEST_MAX_WORDS; i++) {
     const w = words[i]!;
