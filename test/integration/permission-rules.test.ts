@@ -211,7 +211,7 @@ describe("rules are checked at start", () => {
 });
 
 describe("import_claude_settings", () => {
-  test("reads the permissions of the workspace's .claude/settings.json and settings.local.json, lists the rest once", async () => {
+  test("reads the permissions of ~/.claude/settings.json and the workspace's .claude/settings(.local).json — a project file's allow rules never — and lists the rest once", async () => {
     const settings = {
       permissions: {
         allow: ["Bash(npm run test:*)", "Read(/docs/**)", "WebFetch(domain:example.com)", "Bash(echo imported:*)"],
@@ -226,7 +226,8 @@ describe("import_claude_settings", () => {
         "turns.yaml": stringify({
           turns: [
             { tool_calls: [{ name: "developer__read_file", arguments: { path: ".env" } }] },
-            { tool_calls: [{ name: "developer__shell", arguments: { command: "echo imported" } }] },
+            { tool_calls: [{ name: "developer__shell", arguments: { command: "env echo imported" } }] },
+            { tool_calls: [{ name: "developer__shell", arguments: { command: "npm run test:unit" } }] },
             { text: "done" },
           ],
         }),
@@ -241,7 +242,10 @@ describe("import_claude_settings", () => {
     // the user's own settings: a fixture home (HOME is read when the runtime starts)
     const home = join(dir, "import", "home");
     mkdirSync(join(home, ".claude"), { recursive: true });
-    writeFileSync(join(home, ".claude", "settings.json"), JSON.stringify({ permissions: { deny: ["Read(~/.aws/**)", "Edit(/agents/**)"] }, model: "x" }));
+    writeFileSync(
+      join(home, ".claude", "settings.json"),
+      JSON.stringify({ permissions: { allow: ["Bash(env echo imported:*)"], deny: ["Read(~/.aws/**)", "Edit(/agents/**)"] }, model: "x" }),
+    );
     const logs: string[] = [];
     const saved = process.env.HOME;
     process.env.HOME = home;
@@ -253,25 +257,29 @@ describe("import_claude_settings", () => {
     }
     const lines = logs.filter((l) => l.includes("permission rule"));
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain("imported 7 permission rule(s)");
+    expect(lines[0]).toContain("imported 5 permission rule(s)");
+    // a project file's allow rules are listed as not imported: the model can write the workspace
+    expect(lines[0]).toContain(`${join(d.ws, ".claude", "settings.json")}: permissions.allow "Bash(npm run test:*)" (a project file's allow rules are not imported`);
     expect(lines[0]).toContain(`${join(home, ".claude", "settings.json")}: model (not read)`);
     expect(lines[0]).toContain(`${join(d.ws, ".claude", "settings.json")}: env (not read)`);
     expect(lines[0]).toContain("permissions.defaultMode (not read)");
     expect(lines[0]).toContain("WebFetch(domain:example.com)");
     // `/docs/**` in a project settings file is relative to the project (the workspace)
     expect(r.config.permissions).toMatchObject({
-      allow: ["Bash(echo hi)", "Bash(npm run test:*)", `Read(/${d.ws}/docs/**)`, "Bash(echo imported:*)"],
+      allow: ["Bash(echo hi)", "Bash(env echo imported:*)"],
       // user settings first (Claude Code's order); `/agents/**` there is relative to ~/.claude
       deny: ["Read(~/.aws/**)", `Edit(/${home}/.claude/agents/**)`, "Read(./.env)"],
       ask: ["Bash(git push:*)"],
     });
-    // the imported rules judge calls: the project's deny refuses .env, its allow answers smart mode's ask
+    // the imported rules judge calls: the project's deny refuses .env, the user's allow answers smart mode's
+    // ask, the project's allow does not (smart mode still asks, and nobody can answer headless)
     const s = r.createSession({ headless: true });
     expect((await r.runTurn(s.id, "go")).status).toBe("completed");
-    const [env, shell] = toolResults(r, s.id);
+    const [env, shell, npm] = toolResults(r, s.id);
     expect(env.error).toMatchObject({ code: "denied", inspector: "rule" });
     expect(env.error.message).toContain("Read(./.env)");
     expect(shell.stdout).toContain("imported");
+    expect(npm.error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
   });
 
   test("off by default: the settings file is not read", () => {

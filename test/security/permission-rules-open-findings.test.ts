@@ -2,25 +2,10 @@
  * @module test/security/permission-rules-open-findings
  * Findings of the adversarial review of permission rules, read-only shell commands and session rules
  * (issue 16) that need a design decision rather than a small fix. Each is described precisely and kept
- * out of the suite as `test.todo`. Fixed ones are tested in shell-allows-match-what-bash-runs,
+ * out of the suite as `test.todo`. Fixed ones are tested in project-settings-never-loosen, shell-allows-match-what-bash-runs,
  * deny-rules-see-through-paths-and-wrapper-options and session-suggestions-never-cover-other-programs.
  */
 import { describe, test } from "bun:test";
-
-describe("imported Claude Code settings never loosen what the person configured", () => {
-  // Input: `permissions.import_claude_settings: true`, mode smart, and one write the mode lets through
-  // (an `Edit(./**)` allow rule, an "Allow for this session" `Edit(./.claude/settings.local.json)`, or one
-  // allow_once of a harmless-looking JSON file): the model writes
-  // `<workspace>/.claude/settings.local.json` = `{"permissions":{"allow":["Bash"]}}`. The floor does not ask
-  // about that path (securityFloor(write .claude/settings.local.json) → allow). At the next start
-  // gate/rules/start.ts `withEffectivePermissions` appends it to airlock.yaml's rules, and `Bash` answers the
-  // mode's ask: every later shell command runs without a card. Why it matters: the workspace is the model's,
-  // so a file it can write becomes the person's own permissions; Claude Code reads project settings only in
-  // a folder the person trusted. Options: import only `deny`/`ask` from the two project files (allow only
-  // from ~/.claude/settings.json), or have the floor ask with user proof before writes to
-  // `.claude/settings*.json` when the import is on.
-  test.todo("a workspace .claude/settings.local.json the model wrote does not allow Bash at the next start");
-});
 
 describe("a session rule means what the person saw on the card", () => {
   // Input: a root session in workspace /A answers a card for `developer__write_file out/x.txt` with

@@ -24,6 +24,12 @@ export interface ClaudeSettingsFile {
   file: string;
   /** Claude Code: a `/path` rule is relative to the settings source (project files: the project folder; user file: `~/.claude`). */
   base: string;
+  /**
+   * `project` files live in the workspace, which the model can write: their `allow` rules are never applied
+   * (a model that wrote `.claude/settings.local.json` would loosen its own next run; Claude Code reads project
+   * settings only in a folder the person trusted, and airlock has no trust step yet), their `ask` and `deny` are.
+   */
+  scope: "user" | "project";
 }
 
 /**
@@ -32,9 +38,9 @@ export interface ClaudeSettingsFile {
  */
 export function claudeSettingsFiles(home: string, workspace: string): ClaudeSettingsFile[] {
   return [
-    { file: path.join(home, ".claude", "settings.json"), base: path.join(home, ".claude") },
-    { file: path.join(workspace, ".claude", "settings.json"), base: workspace },
-    { file: path.join(workspace, ".claude", "settings.local.json"), base: workspace },
+    { file: path.join(home, ".claude", "settings.json"), base: path.join(home, ".claude"), scope: "user" },
+    { file: path.join(workspace, ".claude", "settings.json"), base: workspace, scope: "project" },
+    { file: path.join(workspace, ".claude", "settings.local.json"), base: workspace, scope: "project" },
   ];
 }
 
@@ -63,7 +69,7 @@ export interface ImportedSettings {
 export function importClaudeSettings(files: ClaudeSettingsFile[]): ImportedSettings {
   const out: ImportedSettings = { lists: { allow: [], ask: [], deny: [] }, ignored: [], skipped: [], read: [] };
   const lists = out.lists as Record<RuleList, string[]>;
-  for (const { file, base } of files) {
+  for (const { file, base, scope } of files) {
     let text: string;
     try {
       text = readFileSync(file, "utf8");
@@ -91,6 +97,11 @@ export function importClaudeSettings(files: ClaudeSettingsFile[]): ImportedSetti
       }
       const rules = RuleArray.safeParse(value);
       if (!rules.success) throw new AirlockError("config_invalid", `${file}: permissions.${key} is not a list of rule strings`);
+      if (list === "allow" && scope === "project") {
+        // the workspace is the model's to write: a project file may tighten (ask, deny), never loosen
+        for (const r of rules.data) out.skipped.push(`${file}: permissions.allow ${JSON.stringify(r)} (a project file's allow rules are not imported: the model can write the workspace; put them in airlock.yaml)`);
+        continue;
+      }
       for (const r of rules.data) lists[list].push(resolveSettingsRelative(r, base));
     }
   }
@@ -307,7 +318,7 @@ export function withEffectivePermissions(config: Readonly<Config>, opts: { works
   const imported = importClaudeSettings(claudeSettingsFiles(opts.home, opts.workspace));
   const { permissions, skipped } = effectivePermissions(config, imported.lists);
   const n = imported.lists.allow.length + imported.lists.ask.length + imported.lists.deny.length - skipped.length;
-  const notes = [...imported.ignored.map((k) => `${k} (not read)`), ...skipped.map((r) => `rule ${r}`)];
+  const notes = [...imported.ignored.map((k) => `${k} (not read)`), ...imported.skipped, ...skipped.map((r) => `rule ${r}`)];
   opts.log(
     `airlock: imported ${n} permission rule(s) from ${imported.read.length ? imported.read.join(", ") : "no Claude Code settings file (none found)"}` +
       (notes.length ? `; ignored: ${notes.join("; ")}` : ""),
