@@ -2,27 +2,10 @@
  * @module test/security/permission-rules-open-findings
  * Findings of the adversarial review of permission rules, read-only shell commands and session rules
  * (issue 16) that need a design decision rather than a small fix. Each is described precisely and kept
- * out of the suite as `test.todo`. Fixed ones are tested in project-settings-never-loosen, shell-allows-match-what-bash-runs,
+ * out of the suite as `test.todo`. Fixed ones are tested in project-settings-never-loosen, session-rules-name-what-the-card-showed, shell-allows-match-what-bash-runs,
  * deny-rules-see-through-paths-and-wrapper-options and session-suggestions-never-cover-other-programs.
  */
 import { describe, test } from "bun:test";
-
-describe("a session rule means what the person saw on the card", () => {
-  // Input: a root session in workspace /A answers a card for `developer__write_file out/x.txt` with
-  // allow_session; the stored rule is `Edit(./out/x.txt)` for the tree. An API client then creates a child
-  // (`POST /sessions {parent_session_id: root, workspace: "/B"}`; session/create.ts lets a child pick its
-  // own workspace). gate/rules/session.ts judges the child's calls with `c.session.workspace` = /B, so the
-  // rule now allows writing /B/out/x.txt, a file nobody was asked about. Fix: store the workspace (or the
-  // absolute path) with a session rule, or suggest `Edit(//abs/path)` for session rules.
-  test.todo("a session path rule added in workspace /A does not allow the same relative path in a child whose workspace is /B");
-
-  // Input: a card for `git -C sub log` suggests `Bash(git:*)` (suggest.ts stops at the first flag; the case
-  // is in src/gate/rules/suggest.test.ts). That rule allows `git -c alias.x='!touch p' x` and
-  // `git -c core.pager='sh -c …' log`: any command, for the rest of the session, from a read-only call.
-  // The person sees the rule text, but it is far broader than the call. Fix: offer no rule when a flag
-  // precedes the subcommand of a program whose global options run code (git -c/-C, npm --prefix …).
-  test.todo("no session rule broader than every program git can run is offered for `git -C sub log`");
-});
 
 describe("known read-only commands never print what the floor would ask about", () => {
   // Input: smart mode, a repository whose history holds `.env` (committed by mistake). `git show HEAD:.env`

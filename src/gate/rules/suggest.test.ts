@@ -3,17 +3,16 @@
  * property-style table: every suggestion parses with the rules parser and, as the only allow rule,
  * allows the call it was made for; calls no single safe rule covers get none.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { compileRules, parseRule } from "./index.ts";
 import { suggestRule } from "./suggest.ts";
 
-let ws: string;
-beforeAll(() => {
-  ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-suggest-")));
-});
+const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-suggest-")));
+/** The workspace, for the absolute paths session rules name. */
+const WS = ws;
 afterAll(() => rmSync(ws, { recursive: true, force: true }));
 
 const SHELL = { name: "developer__shell" };
@@ -32,7 +31,8 @@ const CASES: [Def, Record<string, unknown>, string | null][] = [
   [SHELL, { command: "npm test" }, "Bash(npm test:*)"],
   [SHELL, { command: "git status" }, "Bash(git status:*)"],
   [SHELL, { command: "git commit -m 'fix it'" }, "Bash(git commit:*)"],
-  [SHELL, { command: "git -C sub log" }, "Bash(git:*)"],
+  // an option before the subcommand: Bash(git:*) would allow `git -c alias.x='!sh …'`, so none
+  [SHELL, { command: "git -C sub log" }, null],
   [SHELL, { command: "ls -la src" }, "Bash(ls:*)"],
   [SHELL, { command: "touch one.txt" }, "Bash(touch:*)"],
   [SHELL, { command: "docker compose up -d web" }, "Bash(docker compose up:*)"],
@@ -53,14 +53,14 @@ const CASES: [Def, Record<string, unknown>, string | null][] = [
   [SHELL, { command: "'un quoted' x" }, null],
   [SHELL, { command: "if true; then x; fi" }, null],
   [SHELL, { command: "echo 'unterminated" }, null],
-  [READ, { path: "src/a.ts" }, "Read(./src/a.ts)"],
-  [READ, { path: "./notes.md" }, "Read(./notes.md)"],
+  [READ, { path: "src/a.ts" }, `Read(/${WS}/src/a.ts)`],
+  [READ, { path: "./notes.md" }, `Read(/${WS}/notes.md)`],
   [READ, { path: "/etc/hostname" }, "Read(//etc/hostname)"],
   [READ, { path: "src/[id].ts" }, null],
   [READ, { path: "a b.txt" }, null],
-  [LIST, { path: "src" }, "Read(./src)"],
-  [WRITE, { path: "out/x.txt", content: "x" }, "Edit(./out/x.txt)"],
-  [EDIT, { path: "src/a.ts", old_string: "a", new_string: "b" }, "Edit(./src/a.ts)"],
+  [LIST, { path: "src" }, `Read(/${WS}/src)`],
+  [WRITE, { path: "out/x.txt", content: "x" }, `Edit(/${WS}/out/x.txt)`],
+  [EDIT, { path: "src/a.ts", old_string: "a", new_string: "b" }, `Edit(/${WS}/src/a.ts)`],
   [WRITE, { path: "/tmp/elsewhere.txt", content: "x" }, "Edit(//tmp/elsewhere.txt)"],
   [MCP, { title: "x" }, "mcp__github__create_issue"],
   [PY, { code: "print(1)" }, null],

@@ -3,8 +3,9 @@
  * The narrowest permission rule that covers one call, in Claude Code's syntax: what a card offers as
  * "Allow for this session" (`suggested_rule`). A shell command gets `Bash(<words>:*)` — its command
  * words up to the first flag or operand that varies (`npm run test -- --watch` → `Bash(npm run test:*)`);
- * a compound command gets one only when one rule covers every part. A read gets `Read(<path>)`, a write
- * `Edit(<path>)` (`./rel` inside the workspace, `//abs` outside), an MCP tool `mcp__server__tool`.
+ * a compound command gets one only when one rule covers every part. A read gets `Read(//abs/path)`, a write
+ * `Edit(//abs/path)` — absolute, since a session rule holds for the whole tree and a child may have another
+ * workspace, where `./rel` would name another file — and an MCP tool `mcp__server__tool`.
  * Every suggestion is parsed with the rules parser and must allow the call itself; else there is none.
  */
 import path from "node:path";
@@ -28,6 +29,13 @@ const RUNS_OTHERS = new Set([
 /** Versioned interpreters (`python3.12`, `node22`, `perl5.36`): a prefix rule on them would allow any script. */
 const INTERPRETER = /^(python|pypy|node|nodejs|perl|ruby|php|lua|luajit|tclsh|wish|Rscript|java|jshell|deno|bun|pwsh|osascript)[0-9.]*$/;
 
+/**
+ * Programs whose global options, given before the subcommand, can run any command (`git -c alias.x='!sh'`,
+ * `git -c core.pager=…`, `npm --script-shell=…`): a rule on the bare program would allow that, so a call
+ * that puts an option before the subcommand (`git -C sub log`) gets no suggestion.
+ */
+const SUBCOMMAND_PROGRAMS = new Set(["git", "npm", "pnpm", "yarn", "cargo", "docker", "podman", "kubectl", "go", "pip", "pip3", "uv"]);
+
 /** A word a suggestion may keep: a plain subcommand-like word (no path, flag, glob, quote or assignment). */
 const SUBCOMMAND = /^[A-Za-z][A-Za-z0-9_:-]*$/;
 
@@ -46,16 +54,15 @@ function shellSuggestion(words: readonly string[]): string | null {
     if (!SUBCOMMAND.test(w) || w.endsWith(":")) break;
     kept.push(w);
   }
+  if (kept.length === 1 && SUBCOMMAND_PROGRAMS.has(base)) return null;
   return `Bash(${kept.join(" ")}:*)`;
 }
 
-/** A path written in a rule: `./rel` inside the workspace, `//abs` outside; null when it has glob or rule characters. */
+/** A path written in a rule, absolute (`//abs/path`); null when it has glob or rule characters. */
 function pathSpec(p: string, workspace: string): string | null {
   const abs = path.resolve(workspace, p);
   if (/[*?[\]{}()!+@\\\s]/.test(abs)) return null;
-  const rel = path.relative(workspace, abs);
-  const inside = rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
-  return inside ? `./${rel}` : `/${abs}`;
+  return `/${abs}`;
 }
 
 /** The suggestion before validation. */
