@@ -3,7 +3,9 @@
  * The gate's cost per call with 200 permission rules loaded against none, printed as JSON: the real
  * Gate (floor, rules, mode, elevation; no hooks), a shell call (`developer__shell`, a compound command
  * every part of which an allow rule near the end of the lists covers) and a file read
- * (`developer__read_file`), each tool's `execute` a no-op so only judging is measured. Target: ≤ 1.2×.
+ * (`developer__read_file`), a file write an `Edit` allow rule covers (`developer__write_file`, a path not yet
+ * on disk) and an MCP tool no rule names (`github__search`), each tool's `execute` a no-op so only
+ * judging is measured. Target: ≤ 1.2×.
  */
 import { z } from "zod";
 import { Bus } from "../../src/bus/bus.ts";
@@ -44,7 +46,9 @@ function gateWith(config: Config) {
   const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
   const shell: ToolDef = defineTool({ name: "developer__shell", description: "shell", schema: z.object({ command: z.string() }), readOnly: false, usesPermit: false, async execute() { return 0; } });
   const read: ToolDef = defineTool({ name: "developer__read_file", description: "read", schema: z.object({ path: z.string() }), readOnly: true, usesPermit: false, async execute() { return 0; } });
-  const tools = new Map([shell, read].map((t) => [t.name, t]));
+  const write: ToolDef = defineTool({ name: "developer__write_file", description: "write", schema: z.object({ path: z.string(), content: z.string() }), readOnly: false, usesPermit: false, async execute() { return 0; } });
+  const mcp: ToolDef = defineTool({ name: "github__search", description: "mcp", schema: z.object({ q: z.string() }), readOnly: true, usesPermit: false, async execute() { return 0; } });
+  const tools = new Map([shell, read, write, mcp].map((t) => [t.name, t]));
   const registry = { resolve: async (n: string) => tools.get(n), list: async () => [...tools.values()] };
   const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: () => config });
   const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: config.mode, sandbox: "workspace-write", privacy: "public", headless: true, provider: "scripted" });
@@ -77,6 +81,8 @@ function gateWith(config: Config) {
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 const SHELL_ARGS = { command: "npm run test -- --watch && git status" };
 const READ_ARGS = { path: "README.md" };
+const WRITE_ARGS = { path: "src/module7/bench/not-there.ts", content: "x" };
+const MCP_ARGS = { q: "airlock" };
 
 // the same gate and mode (autonomous: every call runs), with no rules and with 200: the rules inspector
 // runs in full on every call either way (a mode's allow never short-cuts it)
@@ -100,6 +106,8 @@ await none.perCallUs("developer__shell", SHELL_ARGS);
 await loaded.perCallUs("developer__shell", SHELL_ARGS);
 const shell = await compare("developer__shell", SHELL_ARGS);
 const read = await compare("developer__read_file", READ_ARGS);
+const write = await compare("developer__write_file", WRITE_ARGS);
+const mcp = await compare("github__search", MCP_ARGS);
 none.close();
 loaded.close();
 
@@ -108,7 +116,7 @@ console.log(
     {
       rules_loaded: 200,
       calls_per_round: N_CALLS,
-      gate_us_per_call: { shell, read_file: read },
+      gate_us_per_call: { shell, read_file: read, write_file: write, mcp_tool: mcp },
       target_ratio: 1.2,
     },
     null,
