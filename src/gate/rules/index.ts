@@ -8,6 +8,7 @@
 import { homedir } from "node:os";
 import { AirlockError } from "../../errors.ts";
 import type { ToolDef } from "../../tool/tool.ts";
+import type { RealPaths } from "../inspectors/floor-paths.ts";
 import { claudeToolName } from "../inspectors/hooks.ts";
 import { commandAllows, compilePath, pathAllows, pathHits, pathView, shellAllows, shellHits, shellView, type PathMatcher, type PathView, type ShellView } from "./match.ts";
 import { parseRule, type ParsedRule, type RuleParseError, type ShellPattern, type ToolSelector } from "./parse.ts";
@@ -36,6 +37,9 @@ interface CompiledRule {
   text: string;
   tools: ToolSelector;
   spec: CompiledSpec;
+  /** MCP forms: the Claude Code name it names (`mcp__server__tool`), or its prefix (`mcp__server__`) when `mcpWhole`; built once. */
+  mcpName?: string;
+  mcpWhole?: boolean;
 }
 
 /** A rule that failed to parse, with the list it was in. */
@@ -51,6 +55,7 @@ class CallView {
   constructor(
     readonly args: unknown,
     readonly workspace: string,
+    readonly paths?: RealPaths,
   ) {}
   shellView(): ShellView | null {
     const command = (this.args as { command?: unknown } | null)?.command;
@@ -60,7 +65,7 @@ class CallView {
   pathView(): PathView | null {
     if (this.file === undefined) {
       const p = (this.args as { path?: unknown } | null)?.path;
-      this.file = typeof p === "string" && p !== "" ? pathView(p, this.workspace) : null;
+      this.file = typeof p === "string" && p !== "" ? pathView(p, this.workspace, this.paths) : null;
     }
     return this.file;
   }
@@ -92,6 +97,8 @@ export class RuleSet {
             }
             break;
           case "mcp":
+            c.mcpWhole = r.tools.tool === undefined;
+            c.mcpName = r.tools.tool === undefined ? `mcp__${r.tools.server}__` : `mcp__${r.tools.server}__${r.tools.tool}`;
             this.mcp[list].push(c);
             break;
           default:
@@ -107,10 +114,12 @@ export class RuleSet {
    * @param def the tool (its `name`, and `claude` name for MCP forms)
    * @param args the parsed arguments (`command` for the shell, `path` for file tools)
    * @param workspace the session's workspace (absolute): relative path patterns are taken from it
+   * @param paths this judgement's resolved paths, shared with the security floor (one judgement only)
+   * @throws AirlockError `internal` when a file call's path loops through symlinks
    */
-  judge(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string): RuleMatch | null {
+  judge(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string, paths?: RealPaths): RuleMatch | null {
     if (this.size === 0) return null;
-    const view = new CallView(args, workspace);
+    const view = new CallView(args, workspace, paths);
     let claudeName: string | undefined;
     for (const list of ORDER) {
       const named = this.byName[list].get(def.name);
@@ -125,9 +134,8 @@ export class RuleSet {
         claudeName ??= claudeToolName(def);
         if (!claudeName.startsWith("mcp__")) continue;
         for (const r of this.mcp[list]) {
-          if (r.tools.kind !== "mcp") continue;
-          const want = r.tools.tool === undefined ? `mcp__${r.tools.server}__` : `mcp__${r.tools.server}__${r.tools.tool}`;
-          if (r.tools.tool === undefined ? claudeName.startsWith(want) : claudeName === want) return { list, rule: r.text };
+          if (r.mcpName === undefined) continue;
+          if (r.mcpWhole ? claudeName.startsWith(r.mcpName) : claudeName === r.mcpName) return { list, rule: r.text };
         }
       }
     }

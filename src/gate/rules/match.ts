@@ -9,7 +9,9 @@
 import { realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import { AirlockError } from "../../errors.ts";
 import { resolveRealPath } from "../../launcher/resolve.ts";
+import type { RealPaths } from "../inspectors/floor-paths.ts";
 import { splitCommands, type SimpleCommand } from "../../shell/words.ts";
 import { RESERVED, WRAPPERS } from "../../shell/command-words.ts";
 import type { PathPattern, ShellPattern } from "./parse.ts";
@@ -19,6 +21,36 @@ export interface PathMatcher {
   anchor: PathPattern["anchor"];
   glob: string;
   test: (p: string) => boolean;
+  /**
+   * What every path the glob matches starts with, so most calls skip its test: for `workspace` and
+   * `absolute` anchors the glob's leading literal segments (`src/module7` for `Edit(src/module7/**)`;
+   * a match is that or below it), for `anywhere` the glob itself when it is literal (`.env`: a segment
+   * equal to it). Null when the glob starts with a wildcard (no shortcut).
+   */
+  literal: string | null;
+}
+
+/** A segment picomatch reads literally (no `*?[]{}()!+@\` and the like), and not `.` or `..`. */
+const LITERAL_SEGMENT = /^[A-Za-z0-9_.-]+$/;
+
+/** See {@link PathMatcher.literal}. */
+export function literalPrefix(p: PathPattern): string | null {
+  const segs = p.glob.split("/");
+  const literal = (x: string) => LITERAL_SEGMENT.test(x) && x !== "." && x !== "..";
+  switch (p.anchor) {
+    case "anywhere":
+      return segs.length === 1 && literal(p.glob) ? p.glob : null;
+    case "workspace":
+    case "absolute": {
+      const from = p.anchor === "absolute" ? 1 : 0;
+      if (p.anchor === "absolute" && segs[0] !== "") return null;
+      let k = from;
+      while (k < segs.length && literal(segs[k]!)) k++;
+      return k === from ? null : segs.slice(0, k).join("/");
+    }
+    default:
+      return p.anchor satisfies never;
+  }
 }
 
 /** Compiles a path pattern (picomatch, dotfiles included: `**` covers `.env`). */
@@ -26,7 +58,12 @@ export function compilePath(p: PathPattern): PathMatcher {
   // picomatch's regular expression, tested directly: the paths given are already clean (absolute, or
   // relative with no `./`), so its matcher's own normalising (and per-call cost) is not needed
   const re = picomatch.makeRe(p.glob, { dot: true });
-  return { anchor: p.anchor, glob: p.glob, test: (s: string) => re.test(s) };
+  return { anchor: p.anchor, glob: p.glob, test: (s: string) => re.test(s), literal: literalPrefix(p) };
+}
+
+/** `s` is `prefix` or lies below it (segment-wise). */
+function under(s: string, prefix: string): boolean {
+  return s.length === prefix.length ? s === prefix : s.startsWith(prefix) && s[prefix.length] === "/";
 }
 
 /** One simple command as rules see it: its words and their space-joined text, as written and unwrapped. */
@@ -213,14 +250,31 @@ function realPathOf(abs: string): string {
   }
 }
 
-/** Builds the {@link PathView} of `p` (absolute, or relative to `workspace`). */
-export function pathView(p: string, workspace: string): PathView {
+/** The real path `paths` holds for `p` from `base`; a symlink loop fails the call closed (the gate refuses it). */
+function memoReal(paths: RealPaths, base: string, p: string): string {
+  const r = paths.of(base, p);
+  if (r === null) throw new AirlockError("internal", `too many symbolic links while resolving ${p}`);
+  return r;
+}
+
+/**
+ * Builds the {@link PathView} of `p` (absolute, or relative to `workspace`).
+ * @param paths this judgement's resolved paths (shared with the security floor, which resolves the same
+ *   path first); without it the real path is resolved here
+ * @throws AirlockError `internal` from `real()` when the path loops through symlinks
+ */
+export function pathView(p: string, workspace: string, paths?: RealPaths): PathView {
   const ws = path.resolve(workspace);
   const lexical = formsOfPath(path.resolve(ws, p), ws);
   let real: PathForms | undefined;
   return {
     lexical,
     real() {
+      if (!real && paths) {
+        // as the floor resolves it: the same start path, so the same memo entry
+        const rws = memoReal(paths, "/", ws);
+        real = formsOfPath(memoReal(paths, rws, p), rws);
+      }
       if (!real) {
         let rws = realWorkspaces.get(ws);
         if (rws === undefined) {
@@ -237,16 +291,22 @@ export function pathView(p: string, workspace: string): PathView {
 }
 
 function matchAt(m: PathMatcher, f: PathForms): boolean {
+  // `f.abs[0]` / `f.rel[0]` is the path itself, its folders are prefixes of it: none of them can match a
+  // glob whose literal prefix the path is not under
   switch (m.anchor) {
     case "absolute":
+      if (m.literal !== null && !under(f.abs[0]!, m.literal)) return false;
       return f.abs.some(m.test);
     case "workspace":
       if (!f.rel) return false;
       // the workspace folder itself: only a pattern for everything under it names it
       if (f.rel[0] === "") return m.glob === "**";
+      if (m.literal !== null && !under(f.rel[0]!, m.literal)) return false;
       return f.rel.some(m.test);
     case "anywhere":
-      return f.segments !== null && f.segments.some(m.test);
+      if (f.segments === null) return false;
+      if (m.literal !== null) return f.segments.includes(m.literal);
+      return f.segments.some(m.test);
     default:
       return m.anchor satisfies never;
   }
