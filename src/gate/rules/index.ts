@@ -71,10 +71,68 @@ class CallView {
   }
 }
 
+/**
+ * One tool's rules from one list, in list order, with its path rules indexed by the literal prefix of
+ * their glob (match.ts `literalPrefix`): a call tries only the path rules whose prefix its path (as
+ * written or real) lies under, plus those with no literal prefix — so 200 rules are not 200 glob tests.
+ */
+class Bucket {
+  readonly rules: CompiledRule[] = [];
+  /** Its shell rules, in order (a compound command may be covered part by part). */
+  readonly shell: (CompiledRule & { spec: { kind: "shell" } })[] = [];
+  /** Indices of the rules always tried: all but the path rules with a literal prefix. */
+  private readonly always: number[] = [];
+  private alwaysRules: CompiledRule[] = [];
+  /** Path rules with a literal prefix, by anchor, keyed by the prefix (`src/module7`, `/etc/ssh`, `.env`). */
+  private readonly keyed: Record<PathMatcher["anchor"], Map<string, number[]>> = { workspace: new Map(), absolute: new Map(), anywhere: new Map() };
+  private nKeyed = 0;
+
+  add(r: CompiledRule): void {
+    const i = this.rules.push(r) - 1;
+    if (r.spec.kind === "shell") this.shell.push(r as CompiledRule & { spec: { kind: "shell" } });
+    if (r.spec.kind === "path" && r.spec.matcher.literal !== null) {
+      const m = this.keyed[r.spec.matcher.anchor];
+      const at = m.get(r.spec.matcher.literal);
+      if (at) at.push(i);
+      else m.set(r.spec.matcher.literal, [i]);
+      this.nKeyed++;
+    } else {
+      this.always.push(i);
+      this.alwaysRules.push(r);
+    }
+  }
+
+  /** The rules that may apply to the call, in list order (the others cannot match it). */
+  candidates(view: CallView): readonly CompiledRule[] {
+    if (this.nKeyed === 0) return this.rules;
+    const v = view.pathView();
+    if (!v) return this.alwaysRules;
+    let hit: number[] | null = null;
+    const probe = (m: Map<string, number[]>, keys: readonly string[] | null) => {
+      if (m.size === 0 || !keys) return;
+      for (const k of keys) {
+        const at = m.get(k);
+        if (at) (hit ??= []).push(...at);
+      }
+    };
+    // a glob with literal prefix P matches only P or paths below it: P is the path or one of its folders
+    const lexical = v.lexical;
+    const real = v.real();
+    const same = real.abs[0] === lexical.abs[0] && (real.rel?.[0] ?? null) === (lexical.rel?.[0] ?? null);
+    for (const f of same ? [lexical] : [lexical, real]) {
+      probe(this.keyed.absolute, f.abs);
+      probe(this.keyed.workspace, f.rel);
+      probe(this.keyed.anywhere, f.segments);
+    }
+    if (hit === null) return this.alwaysRules;
+    return [...new Set([...this.always, ...(hit as number[])])].sort((a, b) => a - b).map((i) => this.rules[i]!);
+  }
+}
+
 /** Compiled permission rules; immutable. Build with {@link compileRules}. */
 export class RuleSet {
   /** Rules by airlock tool name, per list. */
-  private readonly byName: Record<RuleList, Map<string, CompiledRule[]>> = { allow: new Map(), ask: new Map(), deny: new Map() };
+  private readonly byName: Record<RuleList, Map<string, Bucket>> = { allow: new Map(), ask: new Map(), deny: new Map() };
   /** MCP rules (`mcp__server…`), per list: matched by the tool's Claude Code name. */
   private readonly mcp: Record<RuleList, CompiledRule[]> = { allow: [], ask: [], deny: [] };
   /** How many rules it holds. */
@@ -91,9 +149,9 @@ export class RuleSet {
         switch (r.tools.kind) {
           case "names":
             for (const name of r.tools.names) {
-              const at = this.byName[list].get(name);
-              if (at) at.push(c);
-              else this.byName[list].set(name, [c]);
+              let at = this.byName[list].get(name);
+              if (!at) this.byName[list].set(name, (at = new Bucket()));
+              at.add(c);
             }
             break;
           case "mcp":
@@ -124,9 +182,9 @@ export class RuleSet {
     for (const list of ORDER) {
       const named = this.byName[list].get(def.name);
       if (named) {
-        for (const r of named) if (this.applies(r, list, view)) return { list, rule: r.text };
+        for (const r of named.candidates(view)) if (this.applies(r, list, view)) return { list, rule: r.text };
         if (list === "allow") {
-          const covering = this.coverShell(named, view);
+          const covering = this.coverShell(named.shell, view);
           if (covering) return { list, rule: covering };
         }
       }
@@ -147,8 +205,7 @@ export class RuleSet {
    * (Claude Code checks each subcommand against the allow rules: `git log | head` with `Bash(git:*)` and
    * `Bash(head:*)`): every simple command must match some allow rule. The covering rules' texts, or null.
    */
-  private coverShell(allow: CompiledRule[], view: CallView): string | null {
-    const shellRules = allow.filter((r): r is CompiledRule & { spec: { kind: "shell" } } => r.spec.kind === "shell");
+  private coverShell(shellRules: readonly (CompiledRule & { spec: { kind: "shell" } })[], view: CallView): string | null {
     if (shellRules.length < 2) return null;
     const v = view.shellView();
     if (!v || !v.allowable || !v.commands) return null;

@@ -210,7 +210,7 @@ export function shellHits(p: ShellPattern, v: ShellView): boolean {
 }
 
 /** One absolute path prepared for matching: itself and its folders, and the same relative to the workspace (null outside it). */
-interface PathForms {
+export interface PathForms {
   abs: string[];
   /** Relative to the workspace, self and folders (`""` for the workspace itself), or null when outside it. */
   rel: string[] | null;
@@ -232,10 +232,17 @@ function selfAndAncestors(p: string): string[] {
   return out;
 }
 
+/** `abs` relative to `workspace` when inside it (`""` for the workspace itself), else null; both absolute and normalised. */
+function relativeInside(abs: string, workspace: string): string | null {
+  if (workspace === "/") return abs.slice(1);
+  if (abs === workspace) return "";
+  return abs.startsWith(workspace) && abs[workspace.length] === "/" ? abs.slice(workspace.length + 1) : null;
+}
+
 function formsOfPath(abs: string, workspace: string): PathForms {
-  const rel = path.relative(workspace, abs);
-  const inside = !(rel.startsWith("..") && (rel.length === 2 || rel[2] === "/")) && !path.isAbsolute(rel);
-  return { abs: selfAndAncestors(abs), rel: inside ? (rel === "" ? [""] : selfAndAncestors(rel)) : null, segments: inside && rel !== "" ? rel.split("/") : inside ? [] : null };
+  const inside = relativeInside(abs, workspace);
+  const rel = inside ?? "";
+  return { abs: selfAndAncestors(abs), rel: inside !== null ? (rel === "" ? [""] : selfAndAncestors(rel)) : null, segments: inside !== null && rel !== "" ? rel.split("/") : inside !== null ? [] : null };
 }
 
 /** Real paths of workspaces, resolved once each (a workspace does not move under a running session). */
