@@ -19,8 +19,10 @@ import { Inflight } from "../../src/session/inflight.ts";
 import { Store } from "../../src/store/store.ts";
 import { defineTool, type ToolDef } from "../../src/tool/tool.ts";
 
-const N_CALLS = 2_000;
-const ROUNDS = 3;
+/** Calls per slice; slices alternate between the two gates so that a busy machine's load hits both alike. */
+const SLICE = 200;
+/** Slice pairs per call kind (none then loaded, loaded then none, …). */
+const PAIRS = 41;
 
 /** 200 rules: shell rules of every form in the three lists, path rules, MCP rules; the call's allow rules come last. */
 function twoHundredRules(): { allow: string[]; ask: string[]; deny: string[] } {
@@ -55,20 +57,16 @@ function gateWith(config: Config) {
   const turnId = newId("turn");
   inflight.register(s.id, turnId);
   return {
-    async perCallUs(name: string, args: unknown): Promise<number> {
-      const times: number[] = [];
-      for (let r = 0; r < ROUNDS; r++) {
-        const t0 = performance.now();
-        await GateContext.provide({ sessionId: s.id, turnId, callId: newId("call") }, async () => {
-          for (let i = 0; i < N_CALLS; i++) {
-            const out = await gate.call({ name, args, callId: "c", fromScript: false });
-            if (!out.ok) throw new Error(`bench call refused: ${out.error.code} ${out.error.message}`);
-          }
-        });
-        times.push(((performance.now() - t0) * 1000) / N_CALLS);
-      }
-      times.sort((a, b) => a - b);
-      return times[Math.floor(times.length / 2)]!;
+    /** µs per call over `n` calls of `name`. */
+    async perCallUs(name: string, args: unknown, n = SLICE): Promise<number> {
+      const t0 = performance.now();
+      await GateContext.provide({ sessionId: s.id, turnId, callId: newId("call") }, async () => {
+        for (let i = 0; i < n; i++) {
+          const out = await gate.call({ name, args, callId: "c", fromScript: false });
+          if (!out.ok) throw new Error(`bench call refused: ${out.error.code} ${out.error.message}`);
+        }
+      });
+      return ((performance.now() - t0) * 1000) / n;
     },
     close() {
       inflight.unregister(s.id, turnId);
@@ -89,21 +87,37 @@ const MCP_ARGS = { q: "airlock" };
 const none = gateWith(Config.parse({ mode: "autonomous" }));
 const loaded = gateWith(Config.parse({ mode: "autonomous", permissions: twoHundredRules() }));
 
-/** Medians of alternating rounds (none, loaded, none, …) so a busy machine's drift hits both alike. */
+const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+
+/**
+ * Alternating slices of {@link SLICE} calls (none, loaded; then loaded, none; …): the medians of each
+ * gate's µs per call, and the median of the per-pair ratios (each pair ran back to back, under the same
+ * load, so the ratio holds where absolute times drift with the machine's other work).
+ */
 async function compare(name: string, args: unknown): Promise<{ no_rules: number; rules_200: number; ratio: number }> {
   const a: number[] = [];
   const b: number[] = [];
-  for (let k = 0; k < 5; k++) {
-    a.push(await none.perCallUs(name, args));
-    b.push(await loaded.perCallUs(name, args));
+  const r: number[] = [];
+  await none.perCallUs(name, args);
+  await loaded.perCallUs(name, args);
+  for (let k = 0; k < PAIRS; k++) {
+    let x: number, y: number;
+    if (k % 2 === 0) {
+      x = await none.perCallUs(name, args);
+      y = await loaded.perCallUs(name, args);
+    } else {
+      y = await loaded.perCallUs(name, args);
+      x = await none.perCallUs(name, args);
+    }
+    a.push(x);
+    b.push(y);
+    r.push(y / x);
   }
-  const med = (xs: number[]) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
-  return { no_rules: round(med(a)), rules_200: round(med(b)), ratio: round(med(b) / med(a)) };
+  return { no_rules: round(med(a)), rules_200: round(med(b)), ratio: round(med(r)) };
 }
 
 // warm up both (JIT, caches)
-await none.perCallUs("developer__shell", SHELL_ARGS);
-await loaded.perCallUs("developer__shell", SHELL_ARGS);
+for (const g of [none, loaded]) await g.perCallUs("developer__shell", SHELL_ARGS, 1_000);
 const shell = await compare("developer__shell", SHELL_ARGS);
 const read = await compare("developer__read_file", READ_ARGS);
 const write = await compare("developer__write_file", WRITE_ARGS);
@@ -115,7 +129,8 @@ console.log(
   JSON.stringify(
     {
       rules_loaded: 200,
-      calls_per_round: N_CALLS,
+      calls_per_slice: SLICE,
+      slice_pairs: PAIRS,
       gate_us_per_call: { shell, read_file: read, write_file: write, mcp_tool: mcp },
       target_ratio: 1.2,
     },

@@ -108,9 +108,9 @@ class Bucket {
     const v = view.pathView();
     if (!v) return this.alwaysRules;
     let hit: number[] | null = null;
-    const probe = (m: Map<string, number[]>, keys: readonly string[] | null) => {
-      if (m.size === 0 || !keys) return;
-      for (const k of keys) {
+    const probe = (m: Map<string, number[]>, keys: () => readonly string[] | null) => {
+      if (m.size === 0) return;
+      for (const k of keys() ?? []) {
         const at = m.get(k);
         if (at) (hit ??= []).push(...at);
       }
@@ -118,13 +118,14 @@ class Bucket {
     // a glob with literal prefix P matches only P or paths below it: P is the path or one of its folders
     const lexical = v.lexical;
     const real = v.real();
-    const same = real.abs[0] === lexical.abs[0] && (real.rel?.[0] ?? null) === (lexical.rel?.[0] ?? null);
+    const same = real === lexical || (real.path === lexical.path && real.relPath === lexical.relPath);
     for (const f of same ? [lexical] : [lexical, real]) {
-      probe(this.keyed.absolute, f.abs);
-      probe(this.keyed.workspace, f.rel);
-      probe(this.keyed.anywhere, f.segments);
+      probe(this.keyed.absolute, () => f.abs);
+      probe(this.keyed.workspace, () => f.rel);
+      probe(this.keyed.anywhere, () => f.segments);
     }
     if (hit === null) return this.alwaysRules;
+    if (this.always.length === 0 && (hit as number[]).length === 1) return [this.rules[(hit as number[])[0]!]!];
     return [...new Set([...this.always, ...(hit as number[])])].sort((a, b) => a - b).map((i) => this.rules[i]!);
   }
 }

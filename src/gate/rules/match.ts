@@ -211,11 +211,16 @@ export function shellHits(p: ShellPattern, v: ShellView): boolean {
 
 /** One absolute path prepared for matching: itself and its folders, and the same relative to the workspace (null outside it). */
 export interface PathForms {
-  abs: string[];
+  /** The absolute path itself (`abs[0]`). */
+  readonly path: string;
+  /** It relative to the workspace (`rel[0]`; `""` for the workspace itself), or null when outside it. */
+  readonly relPath: string | null;
+  /** The path and its folders. */
+  readonly abs: readonly string[];
   /** Relative to the workspace, self and folders (`""` for the workspace itself), or null when outside it. */
-  rel: string[] | null;
+  readonly rel: readonly string[] | null;
   /** The relative path's segments (for patterns with no slash), or null outside the workspace. */
-  segments: string[] | null;
+  readonly segments: readonly string[] | null;
 }
 
 /** A path call as rules see it: the path as written (lexical) and its real path, each prepared once. */
@@ -239,10 +244,30 @@ function relativeInside(abs: string, workspace: string): string | null {
   return abs.startsWith(workspace) && abs[workspace.length] === "/" ? abs.slice(workspace.length + 1) : null;
 }
 
+/** {@link PathForms}, its lists built on first use (most rules are decided on `path` / `relPath` alone). */
+class Forms implements PathForms {
+  private absList?: string[];
+  private relList?: string[] | null;
+  private segList?: string[] | null;
+  constructor(
+    readonly path: string,
+    readonly relPath: string | null,
+  ) {}
+  get abs(): readonly string[] {
+    return (this.absList ??= selfAndAncestors(this.path));
+  }
+  get rel(): readonly string[] | null {
+    if (this.relList === undefined) this.relList = this.relPath === null ? null : this.relPath === "" ? [""] : selfAndAncestors(this.relPath);
+    return this.relList;
+  }
+  get segments(): readonly string[] | null {
+    if (this.segList === undefined) this.segList = this.relPath === null ? null : this.relPath === "" ? [] : this.relPath.split("/");
+    return this.segList;
+  }
+}
+
 function formsOfPath(abs: string, workspace: string): PathForms {
-  const inside = relativeInside(abs, workspace);
-  const rel = inside ?? "";
-  return { abs: selfAndAncestors(abs), rel: inside !== null ? (rel === "" ? [""] : selfAndAncestors(rel)) : null, segments: inside !== null && rel !== "" ? rel.split("/") : inside !== null ? [] : null };
+  return new Forms(abs, relativeInside(abs, workspace));
 }
 
 /** Real paths of workspaces, resolved once each (a workspace does not move under a running session). */
@@ -280,7 +305,9 @@ export function pathView(p: string, workspace: string, paths?: RealPaths): PathV
       if (!real && paths) {
         // as the floor resolves it: the same start path, so the same memo entry
         const rws = memoReal(paths, "/", ws);
-        real = formsOfPath(memoReal(paths, rws, p), rws);
+        const abs = memoReal(paths, rws, p);
+        // no symlink on the way (the common case): the real forms are the lexical ones, built once
+        real = abs === lexical.path && rws === ws ? lexical : formsOfPath(abs, rws);
       }
       if (!real) {
         let rws = realWorkspaces.get(ws);
@@ -302,14 +329,14 @@ function matchAt(m: PathMatcher, f: PathForms): boolean {
   // glob whose literal prefix the path is not under
   switch (m.anchor) {
     case "absolute":
-      if (m.literal !== null && !under(f.abs[0]!, m.literal)) return false;
+      if (m.literal !== null && !under(f.path, m.literal)) return false;
       return f.abs.some(m.test);
     case "workspace":
-      if (!f.rel) return false;
+      if (f.relPath === null) return false;
       // the workspace folder itself: only a pattern for everything under it names it
-      if (f.rel[0] === "") return m.glob === "**";
-      if (m.literal !== null && !under(f.rel[0]!, m.literal)) return false;
-      return f.rel.some(m.test);
+      if (f.relPath === "") return m.glob === "**";
+      if (m.literal !== null && !under(f.relPath, m.literal)) return false;
+      return f.rel!.some(m.test);
     case "anywhere":
       if (f.segments === null) return false;
       if (m.literal !== null) return f.segments.includes(m.literal);
@@ -321,10 +348,14 @@ function matchAt(m: PathMatcher, f: PathForms): boolean {
 
 /** Whether an allow rule's path pattern covers the call: the path as written AND its real path match. */
 export function pathAllows(m: PathMatcher, v: PathView): boolean {
-  return matchAt(m, v.lexical) && matchAt(m, v.real());
+  if (!matchAt(m, v.lexical)) return false;
+  const real = v.real();
+  return real === v.lexical || matchAt(m, real);
 }
 
 /** Whether a deny or ask rule's path pattern hits the call: the path as written OR its real path matches. */
 export function pathHits(m: PathMatcher, v: PathView): boolean {
-  return matchAt(m, v.lexical) || matchAt(m, v.real());
+  if (matchAt(m, v.lexical)) return true;
+  const real = v.real();
+  return real !== v.lexical && matchAt(m, real);
 }
