@@ -77,10 +77,54 @@ export function protectedKind(p: string, home: string): string | null {
   return null;
 }
 
-export function safeReal(base: string, p: string): string | null {
+/**
+ * The real path of `p` (absolute, or relative to the absolute `base`), as {@link resolveRealPath}; null
+ * when it cannot be resolved (a symlink loop). With `paths`, one judgement's memo answers a path it
+ * already resolved.
+ */
+export function safeReal(base: string, p: string, paths?: RealPaths): string | null {
+  if (paths) return paths.of(base, p);
   try {
     return resolveRealPath(base, p);
   } catch {
     return null;
   }
+}
+
+/**
+ * The real paths resolved during ONE judgement of one call, keyed by the path resolution starts from
+ * (`p` when absolute, else `base/p`), so the security floor and the permission rules resolve a file
+ * call's path (an lstat per component) once between them. Never kept across calls: files change
+ * between them. Get one with {@link judgementPaths}.
+ */
+export class RealPaths {
+  private readonly memo = new Map<string, string | null>();
+  /** {@link resolveRealPath}(`base`, `p`) (both absolute but `p` may be relative), or null on a symlink loop; resolved once per judgement. */
+  of(base: string, p: string): string | null {
+    const start = path.isAbsolute(p) ? p : `${base}/${p}`;
+    let real = this.memo.get(start);
+    if (real === undefined) {
+      try {
+        real = resolveRealPath("/", start);
+      } catch {
+        real = null;
+      }
+      this.memo.set(start, real);
+    }
+    return real;
+  }
+}
+
+/** Memos by judgement: the gate builds a fresh call object for each judgement, so an entry dies with it. */
+const byJudgement = new WeakMap<object, RealPaths>();
+
+/**
+ * The {@link RealPaths} memo of one judgement, keyed by the call object the inspectors are given
+ * (`InspectedCall`; the gate builds a new one for every judgement, a re-judgement included). The floor
+ * and the rule inspectors of the same judgement share it.
+ */
+export function judgementPaths(call: object): RealPaths {
+  let r = byJudgement.get(call);
+  if (!r) byJudgement.set(call, (r = new RealPaths()));
+  return r;
 }

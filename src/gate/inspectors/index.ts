@@ -6,6 +6,7 @@
 import { sanitizedEnv } from "../../launcher/env.ts";
 import { ancestors, type ParentLookup } from "../../session/graph.ts";
 import { elevationVerdict } from "./elevation.ts";
+import { judgementPaths } from "./floor-paths.ts";
 import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
@@ -36,7 +37,7 @@ export function floorInspector(deps: Pick<InspectorDeps, "dataDir">): Inspector 
   const floorEnv = { ...(env.HOME ? { home: env.HOME } : {}), PATH: env.PATH ?? "", ...(deps.dataDir ? { dataDir: deps.dataDir } : {}) };
   return {
     cost: "cheap",
-    inspect: (c) => [securityFloor(c.def, c.args, { workspace: c.session.workspace, policy: c.policy, ...floorEnv })],
+    inspect: (c) => [securityFloor(c.def, c.args, { workspace: c.session.workspace, policy: c.policy, ...floorEnv, paths: judgementPaths(c) })],
   };
 }
 

@@ -10,14 +10,16 @@ import type { ToolDef } from "../../tool/tool.ts";
 import { ruleSetFor, type RuleSet } from "../rules/index.ts";
 import type { SessionRuleSets } from "../rules/session.ts";
 import type { Verdict } from "../verdict.ts";
+import { judgementPaths, type RealPaths } from "./floor-paths.ts";
 import type { Inspector } from "./inspector.ts";
 
 /**
  * The rule verdict for one call, or none when no rule applies.
  * @param workspace the session's workspace (absolute)
+ * @param paths this judgement's resolved paths, shared with the security floor
  */
-export function ruleVerdicts(rules: RuleSet, def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string): Verdict[] {
-  const m = rules.judge(def, args, workspace);
+export function ruleVerdicts(rules: RuleSet, def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string, paths?: RealPaths): Verdict[] {
+  const m = rules.judge(def, args, workspace, paths);
   if (!m) return [];
   switch (m.list) {
     case "allow":
@@ -34,7 +36,7 @@ export function ruleVerdicts(rules: RuleSet, def: Pick<ToolDef, "name" | "claude
 /** The `rule` inspector: cheap (pure but for resolving a file call's symlinks), over the session's effective `permissions`. */
 export const rulesInspector: Inspector = {
   cost: "cheap",
-  inspect: (c) => ruleVerdicts(ruleSetFor(c.config.permissions), c.def, c.args, c.session.workspace),
+  inspect: (c) => ruleVerdicts(ruleSetFor(c.config.permissions), c.def, c.args, c.session.workspace, judgementPaths(c)),
 };
 
 /**

@@ -15,7 +15,7 @@ import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "../../shell/command-words.ts";
-import { credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal } from "./floor-paths.ts";
+import { credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal, type RealPaths } from "./floor-paths.ts";
 import { BRACE_BUDGET, braceAlternatives, chdirFlag, clusterTarget, flagValue, globComponent, humanishName, listDir, oldStyleTar, shortAndLongOptions, splitOperands } from "./shell-args.ts";
 import { assertNever } from "../../errors.ts";
 
@@ -27,6 +27,8 @@ export interface FloorEnv {
   PATH?: string;
   /** airlock's data dir (tokens, database): file tools touching it are denied (`data_dir_refused`), no card. */
   dataDir?: string;
+  /** This judgement's resolved paths, shared with the permission rules (floor-paths.ts `judgementPaths`); absent: resolved here. */
+  paths?: RealPaths;
 }
 
 /** The kind of a call, as the floor sees it (by Claude Code alias or airlock name). */
@@ -127,9 +129,9 @@ class Judge {
   /** Symlinks this command creates (`ln -s`) before later words use them: [link path, real target]. */
   readonly links: [string, string][] = [];
   constructor(readonly env: FloorEnv) {
-    this.ws = safeReal("/", env.workspace) ?? path.resolve(env.workspace);
+    this.ws = safeReal("/", env.workspace, env.paths) ?? path.resolve(env.workspace);
     const h = env.home ?? os.homedir();
-    this.home = safeReal("/", h) ?? h;
+    this.home = safeReal("/", h, env.paths) ?? h;
   }
 
   /** Expands `~`, `$HOME`, `$PWD` and resolves against `cwd`; null when the word depends on another variable. */
@@ -141,7 +143,7 @@ class Judge {
     if (cwd) w = w.replace(/\$\{PWD\}|\$PWD\b/g, cwd);
     if (/\$/.test(w)) return null;
     if (!path.isAbsolute(w) && cwd === null) return null;
-    const real = safeReal(cwd ?? "/", w);
+    const real = safeReal(cwd ?? "/", w, this.env.paths);
     if (real === null) return null;
     // a link an earlier part of this command creates does not exist yet on disk: follow it by hand
     for (const [link, target] of this.links) {
@@ -652,9 +654,9 @@ class Judge {
  */
 export function dataDirRefusal(call: FloorCall, env: FloorEnv): string | null {
   if ((call.kind !== "read" && call.kind !== "write") || !env.dataDir) return null;
-  const ws = safeReal("/", env.workspace) ?? path.resolve(env.workspace);
-  const dataDir = safeReal("/", env.dataDir) ?? path.resolve(env.dataDir);
-  const real = safeReal(ws, call.path);
+  const ws = safeReal("/", env.workspace, env.paths) ?? path.resolve(env.workspace);
+  const dataDir = safeReal("/", env.dataDir, env.paths) ?? path.resolve(env.dataDir);
+  const real = safeReal(ws, call.path, env.paths);
   const spelled = path.resolve(ws, call.path);
   if ((real !== null && insideDataDir(real, dataDir, ws)) || insideDataDir(spelled, dataDir, ws)) {
     return `${call.path} is in airlock's data dir (${dataDir}: its tokens and every session's messages); file tools never read, list or write it`;

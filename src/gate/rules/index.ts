@@ -8,6 +8,7 @@
 import { homedir } from "node:os";
 import { AirlockError } from "../../errors.ts";
 import type { ToolDef } from "../../tool/tool.ts";
+import type { RealPaths } from "../inspectors/floor-paths.ts";
 import { claudeToolName } from "../inspectors/hooks.ts";
 import { commandAllows, compilePath, pathAllows, pathHits, pathView, shellAllows, shellHits, shellView, type PathMatcher, type PathView, type ShellView } from "./match.ts";
 import { parseRule, type ParsedRule, type RuleParseError, type ShellPattern, type ToolSelector } from "./parse.ts";
@@ -36,6 +37,9 @@ interface CompiledRule {
   text: string;
   tools: ToolSelector;
   spec: CompiledSpec;
+  /** MCP forms: the Claude Code name it names (`mcp__server__tool`), or its prefix (`mcp__server__`) when `mcpWhole`; built once. */
+  mcpName?: string;
+  mcpWhole?: boolean;
 }
 
 /** A rule that failed to parse, with the list it was in. */
@@ -51,6 +55,7 @@ class CallView {
   constructor(
     readonly args: unknown,
     readonly workspace: string,
+    readonly paths?: RealPaths,
   ) {}
   shellView(): ShellView | null {
     const command = (this.args as { command?: unknown } | null)?.command;
@@ -60,16 +65,75 @@ class CallView {
   pathView(): PathView | null {
     if (this.file === undefined) {
       const p = (this.args as { path?: unknown } | null)?.path;
-      this.file = typeof p === "string" && p !== "" ? pathView(p, this.workspace) : null;
+      this.file = typeof p === "string" && p !== "" ? pathView(p, this.workspace, this.paths) : null;
     }
     return this.file;
+  }
+}
+
+/**
+ * One tool's rules from one list, in list order, with its path rules indexed by the literal prefix of
+ * their glob (match.ts `literalPrefix`): a call tries only the path rules whose prefix its path (as
+ * written or real) lies under, plus those with no literal prefix — so 200 rules are not 200 glob tests.
+ */
+class Bucket {
+  readonly rules: CompiledRule[] = [];
+  /** Its shell rules, in order (a compound command may be covered part by part). */
+  readonly shell: (CompiledRule & { spec: { kind: "shell" } })[] = [];
+  /** Indices of the rules always tried: all but the path rules with a literal prefix. */
+  private readonly always: number[] = [];
+  private alwaysRules: CompiledRule[] = [];
+  /** Path rules with a literal prefix, by anchor, keyed by the prefix (`src/module7`, `/etc/ssh`, `.env`). */
+  private readonly keyed: Record<PathMatcher["anchor"], Map<string, number[]>> = { workspace: new Map(), absolute: new Map(), anywhere: new Map() };
+  private nKeyed = 0;
+
+  add(r: CompiledRule): void {
+    const i = this.rules.push(r) - 1;
+    if (r.spec.kind === "shell") this.shell.push(r as CompiledRule & { spec: { kind: "shell" } });
+    if (r.spec.kind === "path" && r.spec.matcher.literal !== null) {
+      const m = this.keyed[r.spec.matcher.anchor];
+      const at = m.get(r.spec.matcher.literal);
+      if (at) at.push(i);
+      else m.set(r.spec.matcher.literal, [i]);
+      this.nKeyed++;
+    } else {
+      this.always.push(i);
+      this.alwaysRules.push(r);
+    }
+  }
+
+  /** The rules that may apply to the call, in list order (the others cannot match it). */
+  candidates(view: CallView): readonly CompiledRule[] {
+    if (this.nKeyed === 0) return this.rules;
+    const v = view.pathView();
+    if (!v) return this.alwaysRules;
+    let hit: number[] | null = null;
+    const probe = (m: Map<string, number[]>, keys: () => readonly string[] | null) => {
+      if (m.size === 0) return;
+      for (const k of keys() ?? []) {
+        const at = m.get(k);
+        if (at) (hit ??= []).push(...at);
+      }
+    };
+    // a glob with literal prefix P matches only P or paths below it: P is the path or one of its folders
+    const lexical = v.lexical;
+    const real = v.real();
+    const same = real === lexical || (real.path === lexical.path && real.relPath === lexical.relPath);
+    for (const f of same ? [lexical] : [lexical, real]) {
+      probe(this.keyed.absolute, () => f.abs);
+      probe(this.keyed.workspace, () => f.rel);
+      probe(this.keyed.anywhere, () => f.segments);
+    }
+    if (hit === null) return this.alwaysRules;
+    if (this.always.length === 0 && (hit as number[]).length === 1) return [this.rules[(hit as number[])[0]!]!];
+    return [...new Set([...this.always, ...(hit as number[])])].sort((a, b) => a - b).map((i) => this.rules[i]!);
   }
 }
 
 /** Compiled permission rules; immutable. Build with {@link compileRules}. */
 export class RuleSet {
   /** Rules by airlock tool name, per list. */
-  private readonly byName: Record<RuleList, Map<string, CompiledRule[]>> = { allow: new Map(), ask: new Map(), deny: new Map() };
+  private readonly byName: Record<RuleList, Map<string, Bucket>> = { allow: new Map(), ask: new Map(), deny: new Map() };
   /** MCP rules (`mcp__server…`), per list: matched by the tool's Claude Code name. */
   private readonly mcp: Record<RuleList, CompiledRule[]> = { allow: [], ask: [], deny: [] };
   /** How many rules it holds. */
@@ -86,12 +150,14 @@ export class RuleSet {
         switch (r.tools.kind) {
           case "names":
             for (const name of r.tools.names) {
-              const at = this.byName[list].get(name);
-              if (at) at.push(c);
-              else this.byName[list].set(name, [c]);
+              let at = this.byName[list].get(name);
+              if (!at) this.byName[list].set(name, (at = new Bucket()));
+              at.add(c);
             }
             break;
           case "mcp":
+            c.mcpWhole = r.tools.tool === undefined;
+            c.mcpName = r.tools.tool === undefined ? `mcp__${r.tools.server}__` : `mcp__${r.tools.server}__${r.tools.tool}`;
             this.mcp[list].push(c);
             break;
           default:
@@ -107,17 +173,19 @@ export class RuleSet {
    * @param def the tool (its `name`, and `claude` name for MCP forms)
    * @param args the parsed arguments (`command` for the shell, `path` for file tools)
    * @param workspace the session's workspace (absolute): relative path patterns are taken from it
+   * @param paths this judgement's resolved paths, shared with the security floor (one judgement only)
+   * @throws AirlockError `internal` when a file call's path loops through symlinks
    */
-  judge(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string): RuleMatch | null {
+  judge(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string, paths?: RealPaths): RuleMatch | null {
     if (this.size === 0) return null;
-    const view = new CallView(args, workspace);
+    const view = new CallView(args, workspace, paths);
     let claudeName: string | undefined;
     for (const list of ORDER) {
       const named = this.byName[list].get(def.name);
       if (named) {
-        for (const r of named) if (this.applies(r, list, view)) return { list, rule: r.text };
+        for (const r of named.candidates(view)) if (this.applies(r, list, view)) return { list, rule: r.text };
         if (list === "allow") {
-          const covering = this.coverShell(named, view);
+          const covering = this.coverShell(named.shell, view);
           if (covering) return { list, rule: covering };
         }
       }
@@ -125,9 +193,8 @@ export class RuleSet {
         claudeName ??= claudeToolName(def);
         if (!claudeName.startsWith("mcp__")) continue;
         for (const r of this.mcp[list]) {
-          if (r.tools.kind !== "mcp") continue;
-          const want = r.tools.tool === undefined ? `mcp__${r.tools.server}__` : `mcp__${r.tools.server}__${r.tools.tool}`;
-          if (r.tools.tool === undefined ? claudeName.startsWith(want) : claudeName === want) return { list, rule: r.text };
+          if (r.mcpName === undefined) continue;
+          if (r.mcpWhole ? claudeName.startsWith(r.mcpName) : claudeName === r.mcpName) return { list, rule: r.text };
         }
       }
     }
@@ -139,8 +206,7 @@ export class RuleSet {
    * (Claude Code checks each subcommand against the allow rules: `git log | head` with `Bash(git:*)` and
    * `Bash(head:*)`): every simple command must match some allow rule. The covering rules' texts, or null.
    */
-  private coverShell(allow: CompiledRule[], view: CallView): string | null {
-    const shellRules = allow.filter((r): r is CompiledRule & { spec: { kind: "shell" } } => r.spec.kind === "shell");
+  private coverShell(shellRules: readonly (CompiledRule & { spec: { kind: "shell" } })[], view: CallView): string | null {
     if (shellRules.length < 2) return null;
     const v = view.shellView();
     if (!v || !v.allowable || !v.commands) return null;

@@ -9,7 +9,9 @@
 import { realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import { AirlockError } from "../../errors.ts";
 import { resolveRealPath } from "../../launcher/resolve.ts";
+import type { RealPaths } from "../inspectors/floor-paths.ts";
 import { splitCommands, type SimpleCommand } from "../../shell/words.ts";
 import { RESERVED, WRAPPERS } from "../../shell/command-words.ts";
 import type { PathPattern, ShellPattern } from "./parse.ts";
@@ -19,6 +21,36 @@ export interface PathMatcher {
   anchor: PathPattern["anchor"];
   glob: string;
   test: (p: string) => boolean;
+  /**
+   * What every path the glob matches starts with, so most calls skip its test: for `workspace` and
+   * `absolute` anchors the glob's leading literal segments (`src/module7` for `Edit(src/module7/**)`;
+   * a match is that or below it), for `anywhere` the glob itself when it is literal (`.env`: a segment
+   * equal to it). Null when the glob starts with a wildcard (no shortcut).
+   */
+  literal: string | null;
+}
+
+/** A segment picomatch reads literally (no `*?[]{}()!+@\` and the like), and not `.` or `..`. */
+const LITERAL_SEGMENT = /^[A-Za-z0-9_.-]+$/;
+
+/** See {@link PathMatcher.literal}. */
+export function literalPrefix(p: PathPattern): string | null {
+  const segs = p.glob.split("/");
+  const literal = (x: string) => LITERAL_SEGMENT.test(x) && x !== "." && x !== "..";
+  switch (p.anchor) {
+    case "anywhere":
+      return segs.length === 1 && literal(p.glob) ? p.glob : null;
+    case "workspace":
+    case "absolute": {
+      const from = p.anchor === "absolute" ? 1 : 0;
+      if (p.anchor === "absolute" && segs[0] !== "") return null;
+      let k = from;
+      while (k < segs.length && literal(segs[k]!)) k++;
+      return k === from ? null : segs.slice(0, k).join("/");
+    }
+    default:
+      return p.anchor satisfies never;
+  }
 }
 
 /** Compiles a path pattern (picomatch, dotfiles included: `**` covers `.env`). */
@@ -26,7 +58,12 @@ export function compilePath(p: PathPattern): PathMatcher {
   // picomatch's regular expression, tested directly: the paths given are already clean (absolute, or
   // relative with no `./`), so its matcher's own normalising (and per-call cost) is not needed
   const re = picomatch.makeRe(p.glob, { dot: true });
-  return { anchor: p.anchor, glob: p.glob, test: (s: string) => re.test(s) };
+  return { anchor: p.anchor, glob: p.glob, test: (s: string) => re.test(s), literal: literalPrefix(p) };
+}
+
+/** `s` is `prefix` or lies below it (segment-wise). */
+function under(s: string, prefix: string): boolean {
+  return s.length === prefix.length ? s === prefix : s.startsWith(prefix) && s[prefix.length] === "/";
 }
 
 /** One simple command as rules see it: its words and their space-joined text, as written and unwrapped. */
@@ -197,12 +234,17 @@ export function shellHits(p: ShellPattern, v: ShellView): boolean {
 }
 
 /** One absolute path prepared for matching: itself and its folders, and the same relative to the workspace (null outside it). */
-interface PathForms {
-  abs: string[];
+export interface PathForms {
+  /** The absolute path itself (`abs[0]`). */
+  readonly path: string;
+  /** It relative to the workspace (`rel[0]`; `""` for the workspace itself), or null when outside it. */
+  readonly relPath: string | null;
+  /** The path and its folders. */
+  readonly abs: readonly string[];
   /** Relative to the workspace, self and folders (`""` for the workspace itself), or null when outside it. */
-  rel: string[] | null;
+  readonly rel: readonly string[] | null;
   /** The relative path's segments (for patterns with no slash), or null outside the workspace. */
-  segments: string[] | null;
+  readonly segments: readonly string[] | null;
 }
 
 /** A path call as rules see it: the path as written (lexical) and its real path, each prepared once. */
@@ -219,10 +261,37 @@ function selfAndAncestors(p: string): string[] {
   return out;
 }
 
+/** `abs` relative to `workspace` when inside it (`""` for the workspace itself), else null; both absolute and normalised. */
+function relativeInside(abs: string, workspace: string): string | null {
+  if (workspace === "/") return abs.slice(1);
+  if (abs === workspace) return "";
+  return abs.startsWith(workspace) && abs[workspace.length] === "/" ? abs.slice(workspace.length + 1) : null;
+}
+
+/** {@link PathForms}, its lists built on first use (most rules are decided on `path` / `relPath` alone). */
+class Forms implements PathForms {
+  private absList?: string[];
+  private relList?: string[] | null;
+  private segList?: string[] | null;
+  constructor(
+    readonly path: string,
+    readonly relPath: string | null,
+  ) {}
+  get abs(): readonly string[] {
+    return (this.absList ??= selfAndAncestors(this.path));
+  }
+  get rel(): readonly string[] | null {
+    if (this.relList === undefined) this.relList = this.relPath === null ? null : this.relPath === "" ? [""] : selfAndAncestors(this.relPath);
+    return this.relList;
+  }
+  get segments(): readonly string[] | null {
+    if (this.segList === undefined) this.segList = this.relPath === null ? null : this.relPath === "" ? [] : this.relPath.split("/");
+    return this.segList;
+  }
+}
+
 function formsOfPath(abs: string, workspace: string): PathForms {
-  const rel = path.relative(workspace, abs);
-  const inside = !(rel.startsWith("..") && (rel.length === 2 || rel[2] === "/")) && !path.isAbsolute(rel);
-  return { abs: selfAndAncestors(abs), rel: inside ? (rel === "" ? [""] : selfAndAncestors(rel)) : null, segments: inside && rel !== "" ? rel.split("/") : inside ? [] : null };
+  return new Forms(abs, relativeInside(abs, workspace));
 }
 
 /** Real paths of workspaces, resolved once each (a workspace does not move under a running session). */
@@ -237,14 +306,33 @@ function realPathOf(abs: string): string {
   }
 }
 
-/** Builds the {@link PathView} of `p` (absolute, or relative to `workspace`). */
-export function pathView(p: string, workspace: string): PathView {
+/** The real path `paths` holds for `p` from `base`; a symlink loop fails the call closed (the gate refuses it). */
+function memoReal(paths: RealPaths, base: string, p: string): string {
+  const r = paths.of(base, p);
+  if (r === null) throw new AirlockError("internal", `too many symbolic links while resolving ${p}`);
+  return r;
+}
+
+/**
+ * Builds the {@link PathView} of `p` (absolute, or relative to `workspace`).
+ * @param paths this judgement's resolved paths (shared with the security floor, which resolves the same
+ *   path first); without it the real path is resolved here
+ * @throws AirlockError `internal` from `real()` when the path loops through symlinks
+ */
+export function pathView(p: string, workspace: string, paths?: RealPaths): PathView {
   const ws = path.resolve(workspace);
   const lexical = formsOfPath(path.resolve(ws, p), ws);
   let real: PathForms | undefined;
   return {
     lexical,
     real() {
+      if (!real && paths) {
+        // as the floor resolves it: the same start path, so the same memo entry
+        const rws = memoReal(paths, "/", ws);
+        const abs = memoReal(paths, rws, p);
+        // no symlink on the way (the common case): the real forms are the lexical ones, built once
+        real = abs === lexical.path && rws === ws ? lexical : formsOfPath(abs, rws);
+      }
       if (!real) {
         let rws = realWorkspaces.get(ws);
         if (rws === undefined) {
@@ -261,16 +349,22 @@ export function pathView(p: string, workspace: string): PathView {
 }
 
 function matchAt(m: PathMatcher, f: PathForms): boolean {
+  // `f.abs[0]` / `f.rel[0]` is the path itself, its folders are prefixes of it: none of them can match a
+  // glob whose literal prefix the path is not under
   switch (m.anchor) {
     case "absolute":
+      if (m.literal !== null && !under(f.path, m.literal)) return false;
       return f.abs.some(m.test);
     case "workspace":
-      if (!f.rel) return false;
+      if (f.relPath === null) return false;
       // the workspace folder itself: only a pattern for everything under it names it
-      if (f.rel[0] === "") return m.glob === "**";
-      return f.rel.some(m.test);
+      if (f.relPath === "") return m.glob === "**";
+      if (m.literal !== null && !under(f.relPath, m.literal)) return false;
+      return f.rel!.some(m.test);
     case "anywhere":
-      return f.segments !== null && f.segments.some(m.test);
+      if (f.segments === null) return false;
+      if (m.literal !== null) return f.segments.includes(m.literal);
+      return f.segments.some(m.test);
     default:
       return m.anchor satisfies never;
   }
@@ -278,10 +372,14 @@ function matchAt(m: PathMatcher, f: PathForms): boolean {
 
 /** Whether an allow rule's path pattern covers the call: the path as written AND its real path match. */
 export function pathAllows(m: PathMatcher, v: PathView): boolean {
-  return matchAt(m, v.lexical) && matchAt(m, v.real());
+  if (!matchAt(m, v.lexical)) return false;
+  const real = v.real();
+  return real === v.lexical || matchAt(m, real);
 }
 
 /** Whether a deny or ask rule's path pattern hits the call: the path as written OR its real path matches. */
 export function pathHits(m: PathMatcher, v: PathView): boolean {
-  return matchAt(m, v.lexical) || matchAt(m, v.real());
+  if (matchAt(m, v.lexical)) return true;
+  const real = v.real();
+  return real !== v.lexical && matchAt(m, real);
 }
