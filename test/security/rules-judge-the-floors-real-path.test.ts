@@ -13,6 +13,10 @@ import { join } from "node:path";
 import { Config } from "../../src/config/schema.ts";
 import { floorInspector, rulesInspector, type InspectedCall } from "../../src/gate/inspectors/index.ts";
 import type { Session } from "../../src/session/types.ts";
+import { treeRulesInspector } from "../../src/gate/inspectors/rules.ts";
+import { SessionRuleSets } from "../../src/gate/rules/session.ts";
+import { SessionRules } from "../../src/store/session-rules.ts";
+import { Store } from "../../src/store/store.ts";
 import type { ToolDef } from "../../src/tool/tool.ts";
 
 let ws: string;
@@ -65,4 +69,22 @@ test("a link swapped after the floor looked is still judged by the rules at the 
   const third = judgement("l");
   await floor.inspect(third);
   expect((await rulesInspector.inspect(third)).map((v) => v.kind)).toEqual(["deny"]);
+});
+
+test("the runtime's rule inspector (with the tree's session rules) reads the same real path as the floor", async () => {
+  const store = Store.open(":memory:");
+  try {
+    const session = store.createSession({ workspace: ws, mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const inspector = treeRulesInspector(new SessionRuleSets(new SessionRules(store)));
+    const floor = floorInspector({});
+    unlinkSync(join(ws, "l"));
+    symlinkSync("secret/k", join(ws, "l"));
+    const call = { ...judgement("l"), session };
+    expect(await floor.inspect(call)).toEqual([{ kind: "allow", inspector: "sensitive_ops" }]);
+    unlinkSync(join(ws, "l"));
+    symlinkSync("pub/ok", join(ws, "l"));
+    expect((await inspector.inspect(call)).map((v) => [v.kind, v.rule])).toEqual([["deny", "Read(./secret/**)"]]);
+  } finally {
+    store.close();
+  }
 });

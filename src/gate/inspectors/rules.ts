@@ -50,7 +50,7 @@ export function treeRulesInspector(sets: SessionRuleSets): Inspector {
     cost: "cheap",
     inspect(c) {
       const tree = sets.forSession(c.config.permissions, c.session.id);
-      const verdicts = ruleVerdicts(tree.set, c.def, c.args, c.session.workspace);
+      const verdicts = ruleVerdicts(tree.set, c.def, c.args, c.session.workspace, judgementPaths(c));
       if (tree.session.size === 0) return verdicts;
       return verdicts.map((v) => (v.kind === "allow" && v.rule !== undefined && v.rule.split(" + ").some((t) => tree.session.has(t)) ? { ...v, session: true } : v));
     },
