@@ -17,6 +17,8 @@ import { Permits } from "../../src/gate/permits.ts";
 import { newId } from "../../src/ids.ts";
 import { Inflight } from "../../src/session/inflight.ts";
 import { Store } from "../../src/store/store.ts";
+import { SessionRuleSets } from "../../src/gate/rules/session.ts";
+import { SessionRules } from "../../src/store/session-rules.ts";
 import { defineTool, type ToolDef } from "../../src/tool/tool.ts";
 
 /** Calls per slice; slices alternate between the two gates so that a busy machine's load hits both alike. */
@@ -52,7 +54,8 @@ function gateWith(config: Config) {
   const mcp: ToolDef = defineTool({ name: "github__search", description: "mcp", schema: z.object({ q: z.string() }), readOnly: true, usesPermit: false, async execute() { return 0; } });
   const tools = new Map([shell, read, write, mcp].map((t) => [t.name, t]));
   const registry = { resolve: async (n: string) => tools.get(n), list: async () => [...tools.values()] };
-  const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: () => config });
+  // as the runtime wires it: the rule inspector joins the tree's "Allow for this session" rules (none here)
+  const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: () => config, sessionRules: new SessionRuleSets(new SessionRules(store)) });
   const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: config.mode, sandbox: "workspace-write", privacy: "public", headless: true, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(s.id, turnId);
