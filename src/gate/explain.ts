@@ -8,11 +8,10 @@
  */
 import type { Config } from "../config/schema.ts";
 import { assertNever, type ErrorCode } from "../errors.ts";
-import type { Session } from "../session/types.ts";
 import type { ToolDef } from "../tool/tool.ts";
 import { requestedPolicy } from "./inspectors/elevation.ts";
 import { claudeToolName, matchingHooks } from "./inspectors/hooks.ts";
-import type { InspectedCall, Inspector } from "./inspectors/inspector.ts";
+import { judgingSession, type InspectedCall, type Inspector } from "./inspectors/inspector.ts";
 import { nameRefusal } from "./inspectors/mode.ts";
 import { combine, headlessRefusal, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
 
@@ -103,22 +102,7 @@ const EXPLAIN_SESSION = "policy-explain";
  */
 export async function explainCall(call: ExplainCall, insp: ExplainInspectors): Promise<Explanation> {
   const { def, config } = call;
-  const session: Session = {
-    id: EXPLAIN_SESSION,
-    parent_session_id: null,
-    workspace: call.workspace,
-    mode: config.mode,
-    sandbox: config.sandbox,
-    privacy: config.privacy,
-    headless: false,
-    provider: config.provider.name,
-    model: null,
-    spawn_index: null,
-    spawn_count: 0,
-    title: null,
-    created_at: "",
-    updated_at: "",
-  };
+  const session = judgingSession(EXPLAIN_SESSION, call.workspace, config);
   const policy = requestedPolicy(config.sandbox, call.rawArgs);
   const base = {
     tool: def.name,

@@ -36,3 +36,26 @@ export interface Inspector {
   /** Its verdicts on the call, in order (a process inspector may return one per hook, or none). */
   inspect(call: InspectedCall): Verdict[] | Promise<Verdict[]>;
 }
+
+/**
+ * A session row for judging a call outside any real session (`permissions.tests` at start, `airlock policy
+ * explain`): the config's mode, sandbox, privacy and provider, in `workspace`; never stored.
+ */
+export function judgingSession(id: string, workspace: string, config: Readonly<Config>): Session {
+  return {
+    id,
+    parent_session_id: null,
+    workspace,
+    mode: config.mode,
+    sandbox: config.sandbox,
+    privacy: config.privacy,
+    headless: false,
+    provider: config.provider.name,
+    model: null,
+    spawn_index: null,
+    spawn_count: 0,
+    title: null,
+    created_at: "",
+    updated_at: "",
+  };
+}

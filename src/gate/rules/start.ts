@@ -12,10 +12,9 @@ import path from "node:path";
 import { z } from "zod";
 import type { Config, Permissions } from "../../config/schema.ts";
 import { AirlockError, assertNever } from "../../errors.ts";
-import type { Session } from "../../session/types.ts";
 import type { ToolRegistry } from "../../tool/registry.ts";
 import type { ToolDef } from "../../tool/tool.ts";
-import type { Inspector } from "../inspectors/inspector.ts";
+import { judgingSession, type Inspector } from "../inspectors/inspector.ts";
 import { combine, type Verdict } from "../verdict.ts";
 import { CLAUDE_RULE_NAMES, parseRuleLists, resolveSettingsRelative, ruleSetFor, type RuleList, type RuleLists } from "./index.ts";
 
@@ -232,22 +231,7 @@ function standIn(name: string): ToolDef {
  */
 export function runPermissionTests(config: Readonly<Config>, deps: PermissionTestDeps): void {
   const failures: string[] = [];
-  const session: Session = {
-    id: "permissions-test",
-    parent_session_id: null,
-    workspace: deps.workspace,
-    mode: config.mode,
-    sandbox: config.sandbox,
-    privacy: config.privacy,
-    headless: false,
-    provider: config.provider.name,
-    model: null,
-    spawn_index: null,
-    spawn_count: 0,
-    title: null,
-    created_at: "",
-    updated_at: "",
-  };
+  const session = judgingSession("permissions-test", deps.workspace, config);
   config.permissions.tests.forEach((t, i) => {
     const label = `permissions.tests[${i}]: ${t.call.tool} ${JSON.stringify(t.call.args)}`;
     const def = deps.registry.get(t.call.tool) ?? (deps.registry.hasSourceFor(t.call.tool) ? standIn(t.call.tool) : undefined);
