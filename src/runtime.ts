@@ -31,11 +31,10 @@ import { ancestors } from "./session/graph.ts";
 import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
 import { Store } from "./store/store.ts";
-import { createCodeExecutionTools } from "./tool/code-execution.ts";
-import { hostTools } from "./tool/host-tools.ts";
+import { builtInTools } from "./tool/host-tools.ts";
 import { McpManager } from "./tool/mcp/index.ts";
 import { isModelRosterTool, ToolRegistry } from "./tool/registry.ts";
-import { subagentTools, type SubagentPort } from "./tool/subagent.ts";
+import type { SubagentPort } from "./tool/subagent.ts";
 import { ScriptPool } from "./script/pool.ts";
 
 export type { CreateSessionInput, StartedTurn, TurnResult };
@@ -206,7 +205,7 @@ class AirlockRuntime implements Runtime {
         sessionRules: new SessionRuleSets(this.sessionRules),
       });
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
-      for (const t of [...createCodeExecutionTools(this.scripts), ...hostTools(), ...subagentTools(this.subagentPort())]) this.registry.register(t);
+      for (const t of builtInTools(this.scripts, this.subagentPort())) this.registry.register(t);
       for (const s of mcp.sources()) this.registry.registerSource(s);
       this.resources.use(mcp);
       checkToolPermissions(this.config, this.registry);

@@ -8,14 +8,12 @@
  */
 import { realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { z } from "zod";
 import type { Mode, SandboxPolicyName } from "../config/schema.ts";
 import { AirlockError, assertNever } from "../errors.ts";
 import type { ExplainStep, Explanation } from "../gate/explain.ts";
 import type { Verdict } from "../gate/verdict.ts";
 import type { ScriptPool } from "../script/pool.ts";
 import type { ToolSource } from "../tool/registry.ts";
-import type { ToolDef } from "../tool/tool.ts";
 import type { CommonOptions } from "./context.ts";
 
 /** Options of `airlock policy explain` (enums already checked by main.ts). */
@@ -55,11 +53,11 @@ export async function policyExplain(opts: PolicyExplainOptions): Promise<number>
   const { checkRuleToolNames, rulesHome, withEffectivePermissions } = await import("../gate/rules/start.ts");
   const { checkToolPermissions } = await import("../runtime.ts");
   const { ToolRegistry } = await import("../tool/registry.ts");
-  const { hostTools } = await import("../tool/host-tools.ts");
-  const { createCodeExecutionTools } = await import("../tool/code-execution.ts");
-  const { subagentTools } = await import("../tool/subagent.ts");
+  const { builtInTools } = await import("../tool/host-tools.ts");
   const { floorInspector, hooksInspector, modeInspector, elevationInspector, rulesInspector } = await import("../gate/inspectors/index.ts");
   const { explainCall, explainExitCode } = await import("../gate/explain.ts");
+  const { unlistedToolStandIn } = await import("../gate/inspectors/inspector.ts");
+  const { argumentIssues } = await import("../tool/tool.ts");
   const { writeJson, writeStderr, writeStdout } = await import("./output.ts");
 
   let rawArgs: unknown;
@@ -80,7 +78,7 @@ export async function policyExplain(opts: PolicyExplainOptions): Promise<number>
   const registry = new ToolRegistry();
   const pool = { run: neverRuns } as unknown as ScriptPool;
   const port = { createChild: neverRuns, startTurn: neverRuns, turnSignal: neverRuns, background: new Map(), getSession: neverRuns, listTurns: neverRuns };
-  for (const t of [...createCodeExecutionTools(pool), ...hostTools(), ...subagentTools(port)]) registry.register(t);
+  for (const t of builtInTools(pool, port)) registry.register(t);
   for (const name of Object.keys(config.mcp_servers)) registry.registerSource(offlineSource(name));
   checkToolPermissions(config, registry);
   checkRuleToolNames(config.permissions, registry);
@@ -92,13 +90,12 @@ export async function policyExplain(opts: PolicyExplainOptions): Promise<number>
     if (!registry.hasSourceFor(opts.tool)) {
       throw new AirlockError("usage", `--tool: ${registry.checkToolName(opts.tool) ?? `there is no tool named ${JSON.stringify(opts.tool)}`}`);
     }
-    def = mcpStandIn(opts.tool);
+    def = unlistedToolStandIn(opts.tool);
     schemaChecked = false;
   } else {
     const parsed = def.schema.safeParse(rawArgs);
     if (!parsed.success) {
-      const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
-      throw new AirlockError("usage", `--args: the gate would refuse these arguments for ${def.name} (invalid_arguments): ${issues}`);
+      throw new AirlockError("usage", `--args: the gate would refuse these arguments for ${def.name} (invalid_arguments): ${argumentIssues(parsed.error)}`);
     }
     args = parsed.data;
   }
@@ -134,11 +131,6 @@ function realFolder(dir: string): string {
 /** An MCP server as a name prefix: explain never lists it (that would start it). */
 function offlineSource(name: string): ToolSource {
   return { prefix: `${name}__`, list: () => Promise.reject(new AirlockError("internal", "airlock policy explain does not start MCP servers")) };
-}
-
-/** An MCP tool judged by name: as a tool that changes state, its arguments unchecked (as `permissions.tests` does). */
-function mcpStandIn(name: string): ToolDef {
-  return { name, description: "", schema: z.unknown(), readOnly: false, execute: neverRuns } as unknown as ToolDef;
 }
 
 const STEP_LABEL: Record<ExplainStep["step"], string> = {

@@ -48,10 +48,9 @@ export function newCallLog(): CallLog {
 /** The inspectors whose allow answers "may this run without asking?" (the floor's and elevation's allow only mean "no objection"). */
 const ALLOW_DECIDERS: readonly InspectorName[] = ["tool_config", "mode"];
 
-/** The `rule` a verdict carries (permission rules add it; read generically so any inspector may). */
+/** The permission rule a verdict names, if any. */
 function ruleOf(v: Verdict | undefined): string | undefined {
-  const rule = (v as { rule?: unknown } | undefined)?.rule;
-  return typeof rule === "string" ? rule : undefined;
+  return v?.rule;
 }
 
 /**

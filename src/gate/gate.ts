@@ -13,7 +13,7 @@ import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Session } from "../session/types.ts";
 import type { Store } from "../store/store.ts";
-import { toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
+import { argumentIssues, toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
 import type { Cards } from "../card/pending.ts";
 import { isHeadlessChain } from "../card/relay.ts";
 import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, type FileBinding, type NamedFile } from "../card/bound-files.ts";
@@ -219,8 +219,7 @@ export class Gate {
     }
     const parsed = def.schema.safeParse(req.args ?? {});
     if (!parsed.success) {
-      const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
-      return this.refuse(session.id, req, "invalid_arguments", `invalid arguments for ${def.name}: ${issues}`);
+      return this.refuse(session.id, req, "invalid_arguments", `invalid arguments for ${def.name}: ${argumentIssues(parsed.error)}`);
     }
     return { def, args: parsed.data, config };
   }

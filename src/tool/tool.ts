@@ -84,6 +84,11 @@ export interface ToolDef<A = any> {
   execute(args: A, ctx: ToolContext): Promise<unknown>;
 }
 
+/** A tool schema's refusal of a call's arguments as one line: `path.to.field: message; …` (`(arguments)` for the whole object). */
+export function argumentIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ");
+}
+
 /** Defines a tool; returns it unchanged but typed. */
 export function defineTool<S extends z.ZodType>(def: Omit<ToolDef<z.infer<S>>, "schema"> & { schema: S }): ToolDef<z.infer<S>> {
   return def as ToolDef<z.infer<S>>;

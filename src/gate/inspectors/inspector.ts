@@ -5,7 +5,9 @@
  * elevation — and combines the verdicts (gate/verdict.ts: deny > ask > allow). Each builds its own
  * input from the call (the hooks their Claude Code JSON), so the gate knows none of their details.
  */
+import { z } from "zod";
 import type { Config, SandboxPolicyName } from "../../config/schema.ts";
+import { AirlockError } from "../../errors.ts";
 import type { Session } from "../../session/types.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
@@ -35,6 +37,22 @@ export interface Inspector {
   readonly cost: "cheap" | "process";
   /** Its verdicts on the call, in order (a process inspector may return one per hook, or none). */
   inspect(call: InspectedCall): Verdict[] | Promise<Verdict[]>;
+}
+
+/**
+ * An MCP tool judged by its name alone, without starting its server to list it (`permissions.tests`,
+ * `airlock policy explain`): a tool that changes state, any arguments. It is judged, never run.
+ */
+export function unlistedToolStandIn(name: string): ToolDef {
+  return {
+    name,
+    description: "",
+    schema: z.unknown(),
+    readOnly: false,
+    execute: async () => {
+      throw new AirlockError("internal", `${name} stands in for an MCP tool that was not listed: it is judged, never run`);
+    },
+  };
 }
 
 /**

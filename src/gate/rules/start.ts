@@ -13,8 +13,8 @@ import { z } from "zod";
 import type { Config, Permissions } from "../../config/schema.ts";
 import { AirlockError, assertNever } from "../../errors.ts";
 import type { ToolRegistry } from "../../tool/registry.ts";
-import type { ToolDef } from "../../tool/tool.ts";
-import { judgingSession, type Inspector } from "../inspectors/inspector.ts";
+import { argumentIssues } from "../../tool/tool.ts";
+import { judgingSession, unlistedToolStandIn, type Inspector } from "../inspectors/inspector.ts";
 import { combine, type Verdict } from "../verdict.ts";
 import { CLAUDE_RULE_NAMES, parseRuleLists, resolveSettingsRelative, ruleSetFor, type RuleList, type RuleLists } from "./index.ts";
 
@@ -219,10 +219,6 @@ export interface PermissionTestDeps {
 }
 
 /** A stand-in for an MCP tool not yet listed: judged as a tool that changes state. */
-function standIn(name: string): ToolDef {
-  return { name, description: "", schema: z.unknown(), readOnly: false, execute: async () => null } as unknown as ToolDef;
-}
-
 /**
  * Runs every `permissions.tests` case against `config` (its mode, sandbox and rules): the call is
  * judged by `deps.inspectors` (synchronous ones only) and their combined decision must equal `expect`.
@@ -234,10 +230,10 @@ export function runPermissionTests(config: Readonly<Config>, deps: PermissionTes
   const session = judgingSession("permissions-test", deps.workspace, config);
   config.permissions.tests.forEach((t, i) => {
     const label = `permissions.tests[${i}]: ${t.call.tool} ${JSON.stringify(t.call.args)}`;
-    const def = deps.registry.get(t.call.tool) ?? (deps.registry.hasSourceFor(t.call.tool) ? standIn(t.call.tool) : undefined);
+    const def = deps.registry.get(t.call.tool) ?? (deps.registry.hasSourceFor(t.call.tool) ? unlistedToolStandIn(t.call.tool) : undefined);
     if (!def) return void failures.push(`${label}: there is no tool named ${t.call.tool}`);
     const parsed = def.schema.safeParse(t.call.args);
-    if (!parsed.success) return void failures.push(`${label}: invalid arguments (${parsed.error.issues.map((x) => `${x.path.join(".") || "(arguments)"}: ${x.message}`).join("; ")})`);
+    if (!parsed.success) return void failures.push(`${label}: invalid arguments (${argumentIssues(parsed.error)})`);
     const verdicts: Verdict[] = [];
     for (const insp of deps.inspectors) {
       const vs = insp.inspect({
