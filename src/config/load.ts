@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { LineCounter, parseDocument, isMap, isSeq, isPair, isScalar, type Node as YamlNode } from "yaml";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
-import { Config, HooksConfig, Mode, ProviderConfig, SandboxPolicyName } from "./schema.ts";
+import { Config, HOOK_EVENTS, HooksConfig, Mode, ProviderConfig, SandboxPolicyName } from "./schema.ts";
 
 /** The file name looked up in the data dir when `--config` is not given. */
 export const CONFIG_FILE_NAME = "airlock.yaml";
@@ -355,8 +355,8 @@ export type ConfigOverrides = z.input<typeof ConfigOverrides>;
  *
  * Rules: `mode` and `sandbox` replace. `provider`: when it names a different provider than the base,
  * it replaces the whole block (a base `base_url` for openai must not leak to anthropic); otherwise its
- * keys are laid over the base block. `hooks.PreToolUse` entries are **appended** to the base's: a
- * recipe can add guards, never remove the user's own.
+ * keys are laid over the base block. The hook groups of every event are **appended** to the base's, and
+ * `hooks.import_claude_settings` can only be turned on: a recipe can add guards, never remove the user's own.
  *
  * @param sourceName used in error messages (e.g. the recipe path or `command line`).
  * @returns a new deeply frozen Config; `base` is not changed.
@@ -378,7 +378,10 @@ export function mergeConfig(base: Readonly<Config>, overrides: ConfigOverrides, 
     merged.provider = sameProvider ? { ...base.provider, ...stripUndefined(p) } : stripUndefined(p);
   }
   if (checked.data.hooks !== undefined) {
-    merged.hooks = { ...base.hooks, PreToolUse: [...base.hooks.PreToolUse, ...checked.data.hooks.PreToolUse] };
+    const add = checked.data.hooks;
+    const hooks: Record<string, unknown> = { ...base.hooks, import_claude_settings: base.hooks.import_claude_settings || add.import_claude_settings };
+    for (const event of HOOK_EVENTS) hooks[event] = [...base.hooks[event], ...add[event]];
+    merged.hooks = hooks;
   }
   const result = Config.safeParse(merged, { reportInput: true });
   if (!result.success) {

@@ -47,8 +47,43 @@ export const HookMatcher = z.strictObject({
 });
 export type HookMatcher = z.infer<typeof HookMatcher>;
 
+/**
+ * The hook events airlock fires, with Claude Code's names and meaning (Claude Code's hooks reference,
+ * "Hook Events"): `PreToolUse` before a tool call is judged, `PostToolUse` after it ran,
+ * `UserPromptSubmit` when a reply arrives, `Stop` / `SubagentStop` when a root / subagent turn would
+ * end, `SessionStart` / `SessionEnd`, `Notification` when a card parks, `PreCompact` before history shrinks.
+ */
+export const HOOK_EVENTS = [
+  "PreToolUse",
+  "PostToolUse",
+  "UserPromptSubmit",
+  "Stop",
+  "SubagentStop",
+  "SessionStart",
+  "SessionEnd",
+  "Notification",
+  "PreCompact",
+] as const;
+export type HookEvent = (typeof HOOK_EVENTS)[number];
+
+const hookGroups = () => z.array(HookMatcher).default([]);
+
+/** `hooks:` — one list of matcher groups per event (Claude Code's settings.json `hooks` shape), plus the import switch. */
 export const HooksConfig = z.strictObject({
-  PreToolUse: z.array(HookMatcher).default([]),
+  /**
+   * Also run the `hooks` of Claude Code's settings files: `~/.claude/settings.json` always; the workspace's
+   * `.claude/settings.json` and `.claude/settings.local.json` only when the workspace is trusted (`airlock trust`).
+   */
+  import_claude_settings: z.boolean().default(false),
+  PreToolUse: hookGroups(),
+  PostToolUse: hookGroups(),
+  UserPromptSubmit: hookGroups(),
+  Stop: hookGroups(),
+  SubagentStop: hookGroups(),
+  SessionStart: hookGroups(),
+  SessionEnd: hookGroups(),
+  Notification: hookGroups(),
+  PreCompact: hookGroups(),
 });
 export type HooksConfig = z.infer<typeof HooksConfig>;
 
@@ -171,7 +206,7 @@ export const Config = z.strictObject({
   sandbox_scan_max_folders: z.number().int().positive().default(200_000),
   privacy: Privacy.default("public"),
   approvals: z.strictObject({ ttl_seconds: z.number().int().positive().default(3600) }).default({ ttl_seconds: 3600 }),
-  hooks: HooksConfig.default({ PreToolUse: [] }),
+  hooks: HooksConfig.default(HooksConfig.parse({})),
   limits: Limits.default(Limits.parse({})),
   /** Per-tool permission (`allow | ask | deny`), keyed by airlock tool name. */
   tools: z.record(z.string(), ToolConfig).default({}),
