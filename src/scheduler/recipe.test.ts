@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { HooksConfig } from "../config/schema.ts";
 import { AirlockError, exitCodeFor } from "../errors.ts";
 import { loadRecipe, parseParamFlags, parseRecipe, prepareRecipe, resolveParams, substitute, substitutePrompt } from "./recipe.ts";
 
@@ -123,7 +124,7 @@ describe("recipe.substitute and prepareRecipe", () => {
       mode: "approve",
       sandbox: "read-only",
       provider: { name: "scripted", script: join(dir, "turns.yaml") },
-      hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "./h.sh", timeout: 60 }] }] },
+      hooks: { ...HooksConfig.parse({}), PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "./h.sh", timeout: 60 }] }] },
     });
   });
 
