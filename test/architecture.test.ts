@@ -15,6 +15,7 @@ const LAYERS: string[][] = [
   ["store", "bus"],
   ["launcher", "script", "shell"],
   ["tool", "card"],
+  ["hook"],
   ["gate"],
   ["agent"],
   ["runtime"],

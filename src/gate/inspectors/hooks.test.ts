@@ -2,7 +2,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { claudeToolName, interpretHookRun, matchingHooks, runHook, runPreToolUseHooks, type HookInput } from "./hooks.ts";
+import { matchingHooks } from "../../hook/index.ts";
+import { claudeToolName, interpretHookRun, runHook, runPreToolUseHooks, type PreToolUseInput as HookInput } from "./hooks.ts";
 
 const FIX = path.resolve(import.meta.dir, "../../../test/fixtures/hooks");
 const dir = mkdtempSync(path.join(os.tmpdir(), "airlock-hooks-"));
@@ -11,6 +12,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const input: HookInput = {
   hook_event_name: "PreToolUse",
   session_id: "ses_1",
+  transcript_path: "/nonexistent/transcript.jsonl",
   cwd: dir,
   permission_mode: "default",
   tool_name: "Bash",

@@ -7,7 +7,8 @@ import { sanitizedEnv } from "../../launcher/env.ts";
 import { ancestors, type ParentLookup } from "../../session/graph.ts";
 import { elevationVerdict } from "./elevation.ts";
 import { judgementPaths } from "./floor-paths.ts";
-import { claudeToolInput, claudeToolName, permissionModeFor, runPreToolUseHooks, type HookInput } from "./hooks.ts";
+import { permissionModeFor } from "../../hook/index.ts";
+import { claudeToolInput, claudeToolName, runPreToolUseHooks, type PreToolUseInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
 import { rulesInspector, treeRulesInspector } from "./rules.ts";
@@ -23,8 +24,10 @@ export interface InspectorDeps {
   store: ParentLookup;
   /** airlock's data dir (real path): the floor refuses file tools there; hooks see its secrets empty. */
   dataDir?: string;
-  /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `AIRLOCK_PROJECT_DIR` is always the session workspace. */
+  /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `CLAUDE_PROJECT_DIR` and `AIRLOCK_PROJECT_DIR` are always the session workspace. */
   hookEnv?: Record<string, string>;
+  /** The JSONL transcript of a session, for a hook input's `transcript_path`. */
+  transcriptPath?: (sessionId: string) => string;
   /** The session rules of each tree ("Allow for this session"); none consulted when absent. */
   sessionRules?: SessionRuleSets;
 }
@@ -48,9 +51,10 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
     inspect(c) {
       const matchers = c.config.hooks.PreToolUse;
       if (matchers.length === 0) return [];
-      const input: HookInput = {
+      const input: PreToolUseInput = {
         hook_event_name: "PreToolUse",
         session_id: c.session.id,
+        transcript_path: deps.transcriptPath ? deps.transcriptPath(c.session.id) : "",
         cwd: c.session.workspace,
         permission_mode: permissionModeFor(c.config.mode),
         tool_name: claudeToolName(c.def),
@@ -60,7 +64,7 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
         parent_session_id: c.session.parent_session_id,
         ancestors: ancestors(deps.store, c.session.id),
       };
-      return runPreToolUseHooks(matchers, input, c.session.workspace, c.signal, { ...deps.hookEnv, AIRLOCK_PROJECT_DIR: c.session.workspace }, {
+      return runPreToolUseHooks(matchers, input, c.session.workspace, c.signal, deps.hookEnv, {
         ...(deps.dataDir ? { dataDir: deps.dataDir } : {}),
         allowUnenforced: c.config.allow_unenforced,
       });

@@ -1,0 +1,214 @@
+/**
+ * @module hook/run
+ * Runs hook commands as processes, for every event (Claude Code's command-hook protocol: JSON on
+ * stdin, an answer on stdout, exit 2 with stderr as the reason; its hooks reference,
+ * code.claude.com/docs/en/hooks, is the source). Each hook runs `/bin/sh -c command` in its own
+ * process group under bubblewrap (launcher/plan.ts `HOOK_PROCESS`), in the session's workspace, with
+ * the sanitized environment plus {@link hookEnvironment}. A timeout, a crash or a failure to start is
+ * a {@link HookProcessResult} of kind `failed` — what that means is up to the event (hook/protocol.ts).
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import type { HookMatcher } from "../config/schema.ts";
+import { sanitizedEnv } from "../launcher/env.ts";
+import { HOOK_PROCESS } from "../launcher/plan.ts";
+import { BWRAP_INSTALL_HINT } from "../launcher/probe.ts";
+import { resolveRealPath } from "../launcher/resolve.ts";
+import { confinementFor, extraStdio, setUpSandbox } from "../launcher/setup.ts";
+import { holdLifeline, killPipeHolders, outputPipes } from "../launcher/tree.ts";
+
+/** Most stdout or stderr kept from one hook run, bytes (more breaks the protocol). */
+export const HOOK_OUTPUT_CAP = 1024 * 1024;
+
+/** The codes a hook that did not answer properly carries (hook/protocol.ts decides what each event does with it). */
+export type HookFailureCode = "hook_error" | "hook_timeout" | "hook_output_invalid";
+
+/** What one hook process did: it exited (with its output), or it failed to answer at all. */
+export type HookProcessResult =
+  | { kind: "exited"; code: number | null; signal: string | null; stdout: string; stderr: string }
+  | { kind: "failed"; code: HookFailureCode; reason: string };
+
+/** One handler to run: its command and timeout (s); `badMatcher` when its group's matcher could not be read. */
+export interface HookHandler {
+  command: string;
+  timeout: number;
+  badMatcher?: string;
+}
+
+/**
+ * The handlers whose group matches one of `names`, identical handlers once (as Claude Code does).
+ * A matcher is an anchored regular expression; empty or `*` matches all. `names: null` is an event
+ * without matchers (Claude Code ignores `matcher` on `UserPromptSubmit` and `Stop`): every group runs.
+ * A matcher that is not a valid regular expression matches (its hooks must not be skipped silently)
+ * and carries `badMatcher`, which the caller turns into a failure.
+ */
+export function matchingHooks(matchers: readonly HookMatcher[], names: readonly string[] | null): HookHandler[] {
+  const out = new Map<string, HookHandler>();
+  for (const m of matchers) {
+    let hit: boolean;
+    let bad: string | undefined;
+    if (names === null || m.matcher === "" || m.matcher === "*") hit = true;
+    else {
+      try {
+        const re = new RegExp(`^(?:${m.matcher})$`);
+        hit = names.some((n) => re.test(n));
+      } catch (e) {
+        hit = true; // a broken matcher must not silently skip its hooks
+        bad = `matcher ${JSON.stringify(m.matcher)} is not a valid regular expression (${(e as Error).message})`;
+      }
+    }
+    if (!hit) continue;
+    for (const h of m.hooks) {
+      const key = `${h.command}\0${h.timeout}`;
+      if (!out.has(key)) out.set(key, { command: h.command, timeout: h.timeout, ...(bad ? { badMatcher: bad } : {}) });
+    }
+  }
+  return [...out.values()];
+}
+
+/**
+ * The variables every hook gets beside the sanitized environment: `CLAUDE_PROJECT_DIR` (Claude Code's
+ * name, so `"$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh"` wiring works unchanged) and `AIRLOCK_PROJECT_DIR`,
+ * both the session's workspace; plus `extra` (e.g. `AIRLOCK_CONFIG_DIR`, the folder of airlock.yaml).
+ */
+export function hookEnvironment(workspace: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { ...extra, CLAUDE_PROJECT_DIR: workspace, AIRLOCK_PROJECT_DIR: workspace };
+}
+
+/** How hook processes are confined (launcher/plan.ts `HOOK_PROCESS`). */
+export interface HookLaunch {
+  /** airlock's data dir: its tokens and database (`DATA_DIR_SECRETS`) are shown empty to the hook. */
+  dataDir?: string;
+  /** `allow_unenforced`: where bubblewrap cannot run, run the hook unconfined instead of failing (hook_error). */
+  allowUnenforced?: boolean;
+  /** The bubblewrap binary; default `bwrap` on the hook environment's PATH; `null` = missing (tests). */
+  bwrapPath?: string | null;
+}
+
+/**
+ * The argv that runs `command` as a hook: `/bin/sh -c command` under bubblewrap (the launcher's one
+ * plan with `HOOK_PROCESS`: `danger-full-access` but no capabilities, own PID namespace, `/proc` and
+ * `/dev`, dies with airlock, the data dir's secrets masked), with the fd of its lifeline; or plain
+ * `/bin/sh -c` where bubblewrap cannot run and `launch.allowUnenforced`. A string: why it cannot run.
+ */
+async function hookArgv(command: string, cwd: string, env: Record<string, string>, launch: HookLaunch): Promise<{ argv: string[]; stdio: ("pipe" | number)[]; lifelineFd?: number } | string> {
+  const sh = ["/bin/sh", "-c", command];
+  const confinement = await confinementFor("danger-full-access", launch.bwrapPath, env.PATH, launch.allowUnenforced === true, HOOK_PROCESS);
+  switch (confinement.kind) {
+    case "refuse":
+      return `bubblewrap cannot run here, so the hook could not be confined and was not run. To fix: ${BWRAP_INSTALL_HINT}`;
+    case "direct":
+      return { argv: sh, stdio: [] };
+    case "bwrap": {
+      const setup = await setUpSandbox(confinement, {
+        policy: "danger-full-access",
+        options: HOOK_PROCESS,
+        argv: sh,
+        cwd: existsSync(cwd) ? resolveRealPath("/", cwd) : cwd,
+        dataDirs: launch.dataDir ? [launch.dataDir] : [],
+      });
+      return { argv: setup.argv, stdio: extraStdio(setup), lifelineFd: setup.fds.lifeline };
+    }
+    default: {
+      const never: never = confinement;
+      return `unknown confinement ${String(never)}`;
+    }
+  }
+}
+
+/** The options of one hook run besides its command and input. */
+export interface HookRunOptions {
+  /** The working directory: the session's workspace. */
+  cwd: string;
+  /** Seconds before the hook is killed. */
+  timeoutS: number;
+  /** Aborting it kills the hook (the turn was cancelled). */
+  signal?: AbortSignal;
+  /** Added to the sanitized environment ({@link hookEnvironment}). */
+  env?: Record<string, string>;
+  launch?: HookLaunch;
+}
+
+/**
+ * Runs one hook command with `/bin/sh -c` in its own process group, under bubblewrap ({@link hookArgv}),
+ * `input` as JSON on stdin. The whole group (and any process that left it but kept its output pipes)
+ * is killed when the hook exits, times out or `signal` aborts. Never throws: a hook that cannot start,
+ * times out, is stopped or prints more than {@link HOOK_OUTPUT_CAP} bytes is a `failed` result.
+ */
+export async function runHookProcess(command: string, input: unknown, opts: HookRunOptions): Promise<HookProcessResult> {
+  const { cwd, timeoutS, signal } = opts;
+  const failed = (code: HookFailureCode, reason: string): HookProcessResult => ({ kind: "failed", code, reason });
+  const env = sanitizedEnv(opts.env ?? {});
+  if (!existsSync(cwd)) return failed("hook_error", `hook ${JSON.stringify(command)} could not start: its working directory ${cwd} does not exist`);
+  const planned = await hookArgv(command, cwd, env, opts.launch ?? {});
+  if (typeof planned === "string") return failed("hook_error", `hook ${JSON.stringify(command)}: ${planned}`);
+  const { argv, stdio, lifelineFd } = planned;
+  return new Promise<HookProcessResult>((resolve) => {
+    let settled = false;
+    let timedOut = false;
+    let stdout = "";
+    let stderr = "";
+    let overflow = false;
+    let exit: { code: number | null; signal: string | null } | null = null;
+    const finish = (r: HookProcessResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      killGroup();
+      resolve(r);
+    };
+    let child: ReturnType<typeof spawn>;
+    try {
+      // Under bubblewrap a 4th pipe is the lifeline: airlock keeps its end, unwritten, until the hook is gone.
+      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", ...stdio] });
+    } catch (e) {
+      resolve(failed("hook_error", `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
+      return;
+    }
+    // the identities of the hook's stdout/stderr, to find a child that left the group but kept them
+    const pipes = outputPipes(child.pid);
+    if (lifelineFd !== undefined) holdLifeline(child, lifelineFd);
+    const killGroup = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
+      killPipeHolders(pipes);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      finish(failed("hook_timeout", `hook ${JSON.stringify(command)} did not answer within ${timeoutS} s; it was killed`));
+    }, timeoutS * 1000);
+    const onAbort = () => finish(failed("hook_error", `hook ${JSON.stringify(command)} was stopped because the turn was cancelled`));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    child.on("error", (e) => finish(failed("hook_error", `hook ${JSON.stringify(command)} could not start: ${e.message}`)));
+    const take = (which: "out" | "err") => (chunk: Buffer) => {
+      if (which === "out") {
+        if (stdout.length + chunk.length > HOOK_OUTPUT_CAP) overflow = true;
+        else stdout += chunk.toString("utf8");
+      } else if (stderr.length < HOOK_OUTPUT_CAP) stderr += chunk.toString("utf8");
+    };
+    child.stdout!.on("data", take("out"));
+    child.stderr!.on("data", take("err"));
+    child.stdin!.on("error", () => {}); // a hook that does not read stdin is fine
+    child.stdin!.end(JSON.stringify(input));
+    child.on("exit", (code, sig) => {
+      exit = { code, signal: sig };
+      killGroup(); // background children of the hook die with it; this also closes their copies of the pipes
+      killPipeHolders(pipes); // and so does one that left the group (setsid) but kept the hook's output open
+    });
+    child.on("close", () => {
+      if (timedOut || settled) return;
+      const e = exit ?? { code: null, signal: null };
+      if (overflow) {
+        finish(failed("hook_output_invalid", `hook ${JSON.stringify(command)} printed more than ${HOOK_OUTPUT_CAP} bytes`));
+        return;
+      }
+      finish({ kind: "exited", code: e.code, signal: e.signal, stdout, stderr });
+    });
+  });
+}
