@@ -8,6 +8,7 @@
  * depends on nothing above it (card/ re-exports them), as script/protocol.ts does for the worker.
  */
 import { z } from "zod";
+import { HOOK_EVENTS } from "../config/schema.ts";
 import { ERROR_CODES } from "../errors.ts";
 import { Message, Session } from "../session/types.ts";
 
@@ -109,6 +110,22 @@ export const TurnFinished = z.strictObject({
 export type TurnFinished = z.infer<typeof TurnFinished>;
 
 /**
+ * `hook_message`: what a hook has to say to the person (never to the model): its `systemMessage`
+ * (`kind: "system_message"`), a `continue: false` with its `stopReason` (`stopped`), a hook that failed
+ * where the event goes on without it (`failed`, with its code), or a hook that was not run and why (`skipped`).
+ */
+export const HookMessage = z.strictObject({
+  session_id: z.string(),
+  turn_id: z.string().optional(),
+  event: z.enum(HOOK_EVENTS),
+  hook: z.string(),
+  kind: z.enum(["system_message", "stopped", "failed", "skipped"]),
+  message: z.string(),
+  code: z.enum(ERROR_CODES).optional(),
+});
+export type HookMessage = z.infer<typeof HookMessage>;
+
+/**
  * Every event the bus carries, by name, in the order SPEC §6 lists them. Adding one here is all a new
  * event needs to be publishable; the doc test then asks for its row in docs/api.md.
  */
@@ -122,6 +139,7 @@ export const Events = {
   action_resolved: ActionResolved,
   turn_finished: TurnFinished,
   error: TurnError,
+  hook_message: HookMessage,
 } as const;
 
 /** The name of an event the bus carries. */

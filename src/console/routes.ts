@@ -136,6 +136,7 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
           case "message":
           case "tool_request":
           case "tool_result":
+          case "hook_message":
             return;
           case "action_required": {
             let card: ConsoleCard;
