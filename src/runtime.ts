@@ -188,11 +188,6 @@ class AirlockRuntime implements Runtime {
       configFor: (s) => this.sessionConfigs.configFor(s),
     });
     try {
-      // before anything stores a message (crash recovery's results included) or starts a host process:
-      // the launcher hides the transcripts folder from tools and MCP servers only once it exists
-      this.transcripts = new Transcripts({ dataDir: realpathSync(this.dataDir), store: this.store, toolUse: (n, a, ws) => hookToolView(this.registry, n, a, ws), log: this.log });
-      this.transcripts.ensureDir();
-      this.store.onMessagesAppended((msgs) => this.transcripts.appended(msgs));
       const interrupted = this.store.markInterruptedTurns();
       if (interrupted > 0) this.log(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted`);
       const cards = interruptOrphanCards(this.store);
@@ -224,6 +219,12 @@ class AirlockRuntime implements Runtime {
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
       for (const t of builtInTools(this.scripts, this.subagentPort())) this.registry.register(t);
       for (const s of mcp.sources()) this.registry.registerSource(s);
+      // once the tools are registered (a tool_use block carries the name hooks see), before any turn or
+      // host process: the launcher hides the transcripts folder from tools and MCP servers only once it
+      // exists. Crash recovery's results (above) reach a transcript at its session's next use.
+      this.transcripts = new Transcripts({ dataDir: realDataDir, store: this.store, toolUse: (n, a, ws) => hookToolView(this.registry, n, a, ws), log: this.log });
+      this.transcripts.ensureDir();
+      this.store.onMessagesAppended((msgs) => this.transcripts.appended(msgs));
       this.resources.use(mcp);
       checkToolPermissions(this.config, this.registry);
       checkRuleToolNames(this.config.permissions, this.registry);

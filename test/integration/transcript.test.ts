@@ -6,15 +6,21 @@
  * real PreToolUse hook (under bubblewrap) that already finds the previous call's result on disk.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { transcriptPath } from "../../src/store/transcript.ts";
-import { startHarness, type Harness } from "../harness.ts";
+import { openSse, startHarness, type Harness } from "../harness.ts";
+import { spawnServe } from "../harness-serve.ts";
 
 let h: Harness | undefined;
 const dirs: string[] = [];
+const procs: Bun.Subprocess[] = [];
 afterEach(async () => {
+  for (const p of procs.splice(0)) {
+    p.kill("SIGKILL");
+    await p.exited;
+  }
   await h?.close();
   h = undefined;
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -178,4 +184,36 @@ turns:
     expect(at(1).map((l) => l.type)).toEqual(["user", "assistant", "user", "assistant"]);
     expect(at(1)[2].message.content[0].content).toContain("first-result-77");
   }, 60_000);
+
+  test("after kill -9 of a serve with a call parked on a card, the next process's crash recovery adds the interrupted result line", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "airlock-transcript-kill-"));
+    dirs.push(dataDir);
+    const ws = join(dataDir, "ws");
+    const yaml = `mode: smart\nprovider: { name: scripted, script: turns.yaml }\n`;
+    writeFileSync(join(dataDir, "airlock.yaml"), yaml);
+    writeFileSync(join(dataDir, "turns.yaml"), `turns:\n  - tool_calls: [{ name: developer__write_file, arguments: { path: "x.txt", content: "x" } }]\n  - text: done\n`);
+    mkdirSync(ws);
+    const main = join(import.meta.dir, "../../src/main.ts");
+    const sp = await spawnServe([process.execPath, main, "serve", "--port", "0", "--data-dir", dataDir, "--config", join(dataDir, "airlock.yaml")]);
+    procs.push(sp.proc);
+    const headers = { authorization: `Bearer ${readFileSync(join(dataDir, "api-token"), "utf8").trim()}`, "content-type": "application/json" };
+    const created = await fetch(`${sp.url}/sessions`, { method: "POST", headers, body: JSON.stringify({ workspace: ws }) });
+    const session = (await created.json()) as { id: string };
+    const reply = await openSse(`${sp.url}/sessions/${session.id}/reply`, { method: "POST", headers, body: JSON.stringify({ message: "write x" }) });
+    await reply.waitFor((e) => e.event === "action_required", 60_000);
+    const file = join(realpathSync(dataDir), "transcripts", `${session.id}.jsonl`);
+    // the prompt and the assistant's tool_use are on disk while the call is parked
+    expect(lines(file).map((l) => l.type)).toEqual(["user", "assistant"]);
+    sp.proc.kill("SIGKILL");
+    await sp.proc.exited;
+    await reply.ended;
+    h = await startHarness({ config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" }, dataDir });
+    const got = lines(h.rt.transcriptPath(session.id));
+    expect(got.map((l) => l.type)).toEqual(["user", "assistant", "user"]);
+    const call = got[1].message.content.find((b: any) => b.type === "tool_use");
+    expect(call).toMatchObject({ name: "Write", input: { file_path: join(realpathSync(ws), "x.txt"), content: "x" } });
+    expect(got[2].message.content[0]).toMatchObject({ type: "tool_result", tool_use_id: call.id, is_error: true });
+    expect(got[2].message.content[0].content).toContain("interrupted");
+    expect(got[2].parentUuid).toBe(got[1].uuid);
+  }, 90_000);
 });
