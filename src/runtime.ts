@@ -21,6 +21,7 @@ import type { Config } from "./config/schema.ts";
 import { AirlockError } from "./errors.ts";
 import { Gate } from "./gate/gate.ts";
 import { Permits } from "./gate/permits.ts";
+import { claudeToolInput, claudeToolName } from "./gate/inspectors/hooks.ts";
 import { testInspectors } from "./gate/inspectors/index.ts";
 import { SessionRuleSets } from "./gate/rules/session.ts";
 import { SessionRules } from "./store/session-rules.ts";
@@ -31,6 +32,7 @@ import { ancestors } from "./session/graph.ts";
 import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
 import { Store } from "./store/store.ts";
+import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { builtInTools } from "./tool/host-tools.ts";
 import { McpManager } from "./tool/mcp/index.ts";
 import { isModelRosterTool, ToolRegistry } from "./tool/registry.ts";
@@ -86,8 +88,17 @@ export interface Runtime {
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
+  /** The sessions' transcripts in Claude Code's JSONL shape (store/transcript.ts), written as each message is stored. */
+  readonly transcripts: Transcripts;
   /** Background subagent turns by child session id (subagent__watch waits on them). */
   readonly background: Map<string, Promise<TurnResult>>;
+  /**
+   * A hook input's `transcript_path` for the session: `<dataDir>/transcripts/<sessionId>.jsonl`
+   * (absolute, the data dir's real path), brought in step with the store first and created empty
+   * when the session has no message yet. Call it for every hook input (cheap when in step).
+   * @throws AirlockError `session_not_found`, `bad_request` (not a session id), `data_dir_unusable` (the file cannot be written).
+   */
+  transcriptPath(sessionId: string): string;
   /**
    * The session's effective config: the base, the run overrides of its root, and its own mode/sandbox.
    * @throws AirlockError `session_graph_invalid` / `session_not_found` when the root cannot be found (the gate refuses the call).
@@ -148,6 +159,7 @@ class AirlockRuntime implements Runtime {
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
+  readonly transcripts: Transcripts;
   readonly background = new Map<string, Promise<TurnResult>>();
   private readonly sessionConfigs: SessionConfigs;
   private readonly providers: ProviderSelector;
@@ -207,6 +219,12 @@ class AirlockRuntime implements Runtime {
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
       for (const t of builtInTools(this.scripts, this.subagentPort())) this.registry.register(t);
       for (const s of mcp.sources()) this.registry.registerSource(s);
+      // once the tools are registered (a tool_use block carries the name hooks see), before any turn or
+      // host process: the launcher hides the transcripts folder from tools and MCP servers only once it
+      // exists. Crash recovery's results (above) reach a transcript at its session's next use.
+      this.transcripts = new Transcripts({ dataDir: realDataDir, store: this.store, toolUse: (n, a, ws) => hookToolView(this.registry, n, a, ws), log: this.log });
+      this.transcripts.ensureDir();
+      this.store.onMessagesAppended((msgs) => this.transcripts.appended(msgs));
       this.resources.use(mcp);
       checkToolPermissions(this.config, this.registry);
       checkRuleToolNames(this.config.permissions, this.registry);
@@ -243,6 +261,10 @@ class AirlockRuntime implements Runtime {
 
   configFor(session: Session): Readonly<Config> {
     return this.sessionConfigs.configFor(session);
+  }
+
+  transcriptPath(sessionId: string): string {
+    return this.transcripts.path(sessionId);
   }
 
   providerFor(session: Session): Provider {
@@ -374,6 +396,17 @@ export function checkToolPermissions(config: Readonly<Config>, registry: ToolReg
       issues: problems,
     });
   }
+}
+
+/**
+ * A tool call as hooks see it, for a transcript's `tool_use` block: Claude Code's name and input where the
+ * tool has an alias (`Bash` + `{command}`), `mcp__server__tool` for an MCP tool (known or not yet listed),
+ * else airlock's name and arguments (gate/inspectors/hooks.ts `claudeToolName`, `claudeToolInput`).
+ */
+function hookToolView(registry: ToolRegistry, name: string, args: unknown, workspace: string): ToolUseView {
+  const def = registry.get(name);
+  if (!def) return { name: claudeToolName({ name }), input: args };
+  return { name: claudeToolName(def), input: claudeToolInput(def, args, workspace) };
 }
 
 /** The workspace's real path when it exists (sessions judge calls in the real path), else as given. */

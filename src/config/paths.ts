@@ -13,6 +13,12 @@ import { AirlockError } from "../errors.ts";
 export const API_TOKEN_FILE = "api-token";
 export const APPROVER_TOKEN_FILE = "approver-token";
 
+/**
+ * The folder of session transcripts inside the data dir (`<dataDir>/transcripts/<session_id>.jsonl`,
+ * store/transcript.ts): hidden from tool processes and MCP servers, readable by hooks (launcher/setup.ts).
+ */
+export const TRANSCRIPTS_DIR = "transcripts";
+
 /** Where the data dir came from (for messages). */
 export type DataDirSource = "flag" | "AIRLOCK_HOME" | "XDG_DATA_HOME" | "home";
 

@@ -19,7 +19,8 @@ export interface BwrapOptions {
   writableRoots: string[];
   /**
    * Existing absolute directories hidden behind an empty tmpfs (airlock's data dir: its tokens and
-   * database). A root inside one stays visible; one inside a root is hidden within it.
+   * database). A root inside one stays visible; one inside a root is hidden within it. Under
+   * `danger-full-access`: each is behind an empty tmpfs (the data dir's transcripts folder).
    */
   hiddenPaths?: string[];
   /**
@@ -193,7 +194,8 @@ function foldersBetween(root: string, p: string): string[] {
  * - `danger-full-access`: the whole filesystem as it is (`--dev-bind / /`), the host network, the
  *   capabilities airlock has, but still its own PID namespace and `/proc` with `--die-with-parent`, so
  *   the whole process tree dies with airlock (even on `kill -9`); with `hardenFullAccess` (hooks) no
- *   capabilities and a minimal `/dev` of its own.
+ *   capabilities and a minimal `/dev` of its own; `hiddenPaths` behind an empty tmpfs (the data dir's
+ *   transcripts folder, for tools and MCP servers) and `maskedFiles` shown empty.
  * Returns `[bwrapPath, ...flags, "--", ...argv]`.
  */
 export function bwrapArgs(opts: BwrapOptions): string[] {
@@ -204,9 +206,11 @@ export function bwrapArgs(opts: BwrapOptions): string[] {
     // like a hook: everything, but its own /proc (airlock's environ with the provider keys, and its fds,
     // are out of sight) and the data dir's tokens and database shown empty (`maskedFiles`)
     const masks = (opts.maskedFiles ?? []).flatMap((f) => ["--ro-bind", "/dev/null", f]);
+    // folders hidden whole (the data dir's transcripts for a tool or MCP server): an empty tmpfs over each
+    const hidden = [...new Set(opts.hiddenPaths ?? [])].flatMap((h) => ["--tmpfs", h]);
     const caps = opts.hardenFullAccess ? ["--cap-drop", "ALL"] : [];
     const dev = opts.hardenFullAccess ? ["--dev", "/dev"] : [];
-    return [...head, "--unshare-pid", ...caps, "--dev-bind", "/", "/", ...dev, "--proc", "/proc", ...masks, "--chdir", cwd, "--", ...argv];
+    return [...head, "--unshare-pid", ...caps, "--dev-bind", "/", "/", ...dev, "--proc", "/proc", ...hidden, ...masks, "--chdir", cwd, "--", ...argv];
   }
   const roots = [...new Set(writableRoots)];
   const sockets = [...new Set(opts.unixSockets ?? [])];

@@ -7,6 +7,7 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
+import { TRANSCRIPTS_DIR } from "../config/paths.ts";
 import { DATA_DIR_SECRETS } from "./bwrap.ts";
 import { isInside, resolveRealPath } from "./resolve.ts";
 
@@ -178,6 +179,20 @@ export function procSecretKind(spelled: string): string | null {
 export function insideDataDir(real: string, dataDir: string, workspace: string): boolean {
   if (!isInside(real, dataDir)) return false;
   return !(isInside(workspace, dataDir) && workspace !== dataDir && isInside(real, workspace));
+}
+
+/**
+ * The session transcripts folder (`<dir>/transcripts`, config/paths.ts `TRANSCRIPTS_DIR`) of each of
+ * `dirs` that has one, as absolute real paths: hidden from every tool process and MCP server (an empty
+ * tmpfs under `danger-full-access`; inside the hidden data dir when confined), readable by hooks.
+ */
+export function transcriptFolders(dirs: readonly string[]): string[] {
+  return dirs.map((d) => path.join(d, TRANSCRIPTS_DIR)).filter((f) => existsSync(f)).map((f) => resolveRealPath("/", f));
+}
+
+/** True when `real` (a real path) is a transcripts folder of one of `dirs` or lies in one. */
+export function insideTranscripts(real: string, dirs: readonly string[]): boolean {
+  return transcriptFolders(dirs).some((t) => isInside(real, t));
 }
 
 /**

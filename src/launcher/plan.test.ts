@@ -152,6 +152,16 @@ describe("plan.planSandbox", () => {
       "--dev-bind", "/", "/", "--proc", "/proc", "--ro-bind", "/dev/null", "/data/api-token", "--chdir", "/w",
     ]);
   });
+
+  test("under danger-full-access the data dir's transcripts folder is an empty tmpfs for a tool and an MCP server, and in view for a hook", () => {
+    const over = { transcriptDirs: ["/data/transcripts"] };
+    const flags = (o: HostProcessOptions) => {
+      const argv = planSandbox(request("danger-full-access", o, over)).argv;
+      return argv.slice(0, argv.indexOf("--"));
+    };
+    for (const o of [TOOL_PROCESS, MCP_SERVER_PROCESS]) expect(flags(o).join(" ")).toContain("--proc /proc --tmpfs /data/transcripts --ro-bind /dev/null /data/api-token");
+    expect(flags(HOOK_PROCESS)).not.toContain("/data/transcripts");
+  });
 });
 
 describe("setup.confinementPaths", () => {
@@ -179,6 +189,21 @@ describe("setup.confinementPaths", () => {
     expect(p.visible).toEqual([airlock, path.join(airlock, ".aws")]);
     expect(p.masked).toContain(path.join(data, "api-token"));
     expect(p.hidden).toContain(data);
+  });
+
+  test("a named path that shows the data dir, or lies in its transcripts folder, never shows the transcripts", () => {
+    const transcripts = path.join(data, "transcripts");
+    mkdirSync(transcripts, { recursive: true });
+    try {
+      expect(confinementPaths([airlock], [data]).hidden).not.toContain(transcripts); // inside the hidden data dir already
+      const home = confinementPaths([airlock], [data], [airlock]);
+      expect(home.hidden).toContain(transcripts);
+      const inside = confinementPaths([airlock], [data], [transcripts, path.join(transcripts, "ses_x.jsonl")]);
+      expect(inside.visible).toEqual([]);
+      expect(inside.hidden).toContain(data);
+    } finally {
+      rmSync(transcripts, { recursive: true, force: true });
+    }
   });
 });
 

@@ -22,14 +22,19 @@ export interface HostProcessOptions {
   fullAccessNeedsBwrap: boolean;
   /** Under `danger-full-access`, no capabilities and a minimal `/dev` of its own (hooks; bwrap.ts `hardenFullAccess`). */
   hardenFullAccess: boolean;
+  /**
+   * Under `danger-full-access`, the data dir's transcripts folder stays in view (hooks: `transcript_path`
+   * is the point of it). False: it is behind an empty tmpfs. A confined process never sees the data dir.
+   */
+  readsTranscripts: boolean;
 }
 
 /** A tool's process (shell, interpreters): its result waits for the namespace's init to be gone. */
-export const TOOL_PROCESS: HostProcessOptions = { infoFd: true, fullAccessNeedsBwrap: false, hardenFullAccess: false };
-/** A PreToolUse hook: network and files as they are, but no capabilities, and never unconfined by surprise. */
-export const HOOK_PROCESS: HostProcessOptions = { infoFd: false, fullAccessNeedsBwrap: true, hardenFullAccess: true };
+export const TOOL_PROCESS: HostProcessOptions = { infoFd: true, fullAccessNeedsBwrap: false, hardenFullAccess: false, readsTranscripts: false };
+/** A hook: network and files as they are (the session transcripts included), but no capabilities, and never unconfined by surprise. */
+export const HOOK_PROCESS: HostProcessOptions = { infoFd: false, fullAccessNeedsBwrap: true, hardenFullAccess: true, readsTranscripts: true };
 /** An MCP server: long-lived, shared; confined by its `sandbox` policy like a tool. */
-export const MCP_SERVER_PROCESS: HostProcessOptions = { infoFd: false, fullAccessNeedsBwrap: false, hardenFullAccess: false };
+export const MCP_SERVER_PROCESS: HostProcessOptions = { infoFd: false, fullAccessNeedsBwrap: false, hardenFullAccess: false, readsTranscripts: false };
 
 /** The outcome of the bubblewrap probe: the binary (null: not found) and whether it can create its namespaces here. */
 export interface BwrapProbe {
@@ -116,6 +121,11 @@ export interface SandboxRequest {
   visiblePaths: string[];
   /** `danger-full-access` only: files shown empty (the data dir's tokens and database). */
   fullAccessMasks: string[];
+  /**
+   * `danger-full-access` only: the data dirs' transcripts folders (credentials.ts `transcriptFolders`),
+   * behind an empty tmpfs unless `options.readsTranscripts` (hooks).
+   */
+  transcriptDirs?: string[];
   /** Confined only: the executable and absolute paths among the arguments (bwrap.ts `runtimePaths`). */
   runtimePaths: string[];
   /** Confined only: the unix sockets bound in (probe.ts `unixSocketPlan`); none = the seccomp filter applies. */
@@ -141,7 +151,12 @@ export function planSandbox(req: SandboxRequest): SandboxPlan {
   const fds = fdLayout(options.infoFd, seccomp);
   const common = { policy, argv: req.argv, cwd: req.cwd, bwrapPath: confinement.bwrapPath, lifelineFd: fds.lifeline, ...(fds.info !== undefined ? { infoFd: fds.info } : {}) };
   if (!confinement.confined) {
-    return { argv: bwrapArgs({ ...common, writableRoots: [], maskedFiles: req.fullAccessMasks, ...(options.hardenFullAccess ? { hardenFullAccess: true } : {}) }), fds, seccomp };
+    const hidden = options.readsTranscripts ? [] : (req.transcriptDirs ?? []);
+    return {
+      argv: bwrapArgs({ ...common, writableRoots: [], maskedFiles: req.fullAccessMasks, ...(hidden.length ? { hiddenPaths: hidden } : {}), ...(options.hardenFullAccess ? { hardenFullAccess: true } : {}) }),
+      fds,
+      seccomp,
+    };
   }
   const argv = bwrapArgs({
     ...common,

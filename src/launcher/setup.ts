@@ -8,7 +8,7 @@
 import { closeSync, existsSync } from "node:fs";
 import path from "node:path";
 import { AirlockError } from "../errors.ts";
-import { allCredentialPaths, dataDirSecretFiles } from "./credentials.ts";
+import { allCredentialPaths, dataDirSecretFiles, insideTranscripts, transcriptFolders } from "./credentials.ts";
 import { decideConfinement, planSandbox, type BwrapProbe, type Confinement, type HostProcessOptions, type SandboxPlan } from "./plan.ts";
 import type { SandboxPolicy } from "./policy.ts";
 import { bwrapAvailable, openSeccompFilter, unixSocketPlan } from "./probe.ts";
@@ -54,18 +54,21 @@ export interface ConfinementPaths {
  * What a confined process must not see. Credentials: those of every home in `homes` (each with the
  * account's home from the password database: credentials.ts `allCredentialPaths`), so a process's own
  * `HOME` hides nothing of airlock's. `named` (an MCP server's `credentials`, absolute) stay visible,
- * except the data dir's secrets, which stay masked whatever is named.
+ * except the data dir's secrets, which stay masked, and its transcripts folder, which stays hidden,
+ * whatever is named.
  */
 export function confinementPaths(homes: readonly (string | undefined)[], dataDirs: readonly string[], named: readonly string[] = []): ConfinementPaths {
   const names = named.map(real);
   const keep = (p: string) => !names.includes(real(p));
   const creds = homes.map((h) => allCredentialPaths(h));
-  const visible = names.filter((p) => existsSync(p));
   const dirs = dataDirs.filter((d) => existsSync(d)).map(real);
-  // a named path that holds the data dir (`~/`) or lies in it brings its tokens back into view: those stay masked
+  // a named path in a transcripts folder is never bound: the folder stays hidden inside the hidden data dir
+  const visible = names.filter((p) => existsSync(p) && !insideTranscripts(p, dirs));
+  // a named path that holds the data dir (`~/`) or lies in it brings its tokens and transcripts back into
+  // view: the tokens stay masked, the transcripts folder hidden (again, after the named binds)
   const overlap = dirs.filter((d) => visible.some((v) => isInside(d, v) || isInside(v, d)));
   return {
-    hidden: [...dataDirs, ...creds.flatMap((c) => c.dirs).filter(keep)].map(real).filter((h) => existsSync(h) && h !== "/"),
+    hidden: [...dataDirs, ...creds.flatMap((c) => c.dirs).filter(keep), ...transcriptFolders(overlap)].map(real).filter((h) => existsSync(h) && h !== "/"),
     masked: [...new Set([...creds.flatMap((c) => c.files).map(real).filter(keep), ...dataDirSecretFiles(overlap)])],
     visible,
   };
@@ -91,7 +94,10 @@ export interface SetupRequest {
   writableRoots: string[];
   /** Confined only: the homes whose credential stores are hidden (the process's `HOME` and airlock's): see {@link confinementPaths}. */
   homes: readonly (string | undefined)[];
-  /** airlock's data dir(s): hidden from a confined process; their secrets masked under `danger-full-access`. */
+  /**
+   * airlock's data dir(s): hidden from a confined process; under `danger-full-access` their secrets
+   * masked and their transcripts folder hidden (unless `options.readsTranscripts`: hooks).
+   */
   dataDirs: readonly string[];
   /** Credential paths kept visible (an MCP server's `credentials`, absolute). */
   namedCredentials?: readonly string[];
@@ -114,7 +120,17 @@ export async function setUpSandbox(confinement: Extract<Confinement, { kind: "bw
   const { policy, options, argv } = req;
   if (!confinement.confined || !("writableRoots" in req)) {
     if (confinement.confined) throw new AirlockError("internal", `a confined ${policy} process needs its writable roots, homes and socket list`);
-    const plan = planSandbox({ ...emptyConfined, policy, confinement, options, argv, cwd: req.cwd, writableRoots: [], fullAccessMasks: dataDirSecretFiles(req.dataDirs) });
+    const plan = planSandbox({
+      ...emptyConfined,
+      policy,
+      confinement,
+      options,
+      argv,
+      cwd: req.cwd,
+      writableRoots: [],
+      fullAccessMasks: dataDirSecretFiles(req.dataDirs),
+      transcriptDirs: transcriptFolders(req.dataDirs),
+    });
     return { ...plan, prepared: [] };
   }
   const roots = req.writableRoots.map((r) => resolveRealPath("/", r));

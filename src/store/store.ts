@@ -276,8 +276,39 @@ export class Store {
 
   // ---- messages -------------------------------------------------------------------------
 
-  /** Appends messages in one transaction; returns them as stored. */
+  /** Called with each batch {@link appendMessages} stored (store/transcript.ts writes the session transcripts). */
+  private appendListeners: ((msgs: readonly Message[]) => void)[] = [];
+
+  /**
+   * Calls `fn` with every batch of messages {@link appendMessages} stores, in order, right after its
+   * transaction (inside an enclosing one, such as crash recovery's, before that one commits). `fn` must
+   * not throw: it runs on the path of every message. Returns a function that removes it.
+   */
+  onMessagesAppended(fn: (msgs: readonly Message[]) => void): () => void {
+    this.appendListeners.push(fn);
+    return () => {
+      this.appendListeners = this.appendListeners.filter((f) => f !== fn);
+    };
+  }
+
+  /** The id of the message stored just before `messageId` in its session, system messages skipped, or null (the first, or unknown). */
+  previousMessageId(messageId: string): string | null {
+    const r = this.db
+      .query<{ id: string }, [string]>(
+        "SELECT p.id FROM messages m JOIN messages p ON p.session_id = m.session_id AND p.seq < m.seq AND p.role <> 'system' WHERE m.id = ? ORDER BY p.seq DESC LIMIT 1",
+      )
+      .get(messageId);
+    return r?.id ?? null;
+  }
+
+  /** Appends messages in one transaction; returns them as stored (and hands them to the {@link onMessagesAppended} listeners). */
   appendMessages(msgs: NewMessage[]): Message[] {
+    const stored = this.insertMessages(msgs);
+    for (const fn of this.appendListeners) fn(stored);
+    return stored;
+  }
+
+  private insertMessages(msgs: NewMessage[]): Message[] {
     const at = now();
     const ins = this.db.query(
       "INSERT INTO messages (id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
