@@ -214,6 +214,7 @@ class AirlockRuntime implements Runtime {
         configFor: (s) => this.configFor(s),
         dataDir: realDataDir,
         hookEnv: { AIRLOCK_CONFIG_DIR: this.configDir },
+        transcriptPath: (id) => this.transcriptPath(id),
         sessionRules: new SessionRuleSets(this.sessionRules),
       });
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });

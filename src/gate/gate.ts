@@ -49,6 +49,8 @@ export interface GateDeps {
   dataDir?: string;
   /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `AIRLOCK_PROJECT_DIR` is always the session workspace. */
   hookEnv?: Record<string, string>;
+  /** A session's JSONL transcript, for a hook input's `transcript_path` (may throw: the hook then fails, an ask). */
+  transcriptPath?: (sessionId: string) => string;
   /** The inspectors, in the order their verdicts combine; default {@link defaultInspectors}. */
   inspectors?: Inspector[];
   /** The session rules of each tree ("Allow for this session"): the default inspectors consult them, and cards offer a rule only when set. */
@@ -123,6 +125,7 @@ export class Gate {
         store: deps.store,
         ...(deps.dataDir ? { dataDir: deps.dataDir } : {}),
         ...(deps.hookEnv ? { hookEnv: deps.hookEnv } : {}),
+        ...(deps.transcriptPath ? { transcriptPath: deps.transcriptPath } : {}),
         ...(deps.sessionRules ? { sessionRules: deps.sessionRules } : {}),
       });
   }

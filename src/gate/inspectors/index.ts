@@ -7,7 +7,7 @@ import { sanitizedEnv } from "../../launcher/env.ts";
 import { ancestors, type ParentLookup } from "../../session/graph.ts";
 import { elevationVerdict } from "./elevation.ts";
 import { judgementPaths } from "./floor-paths.ts";
-import { permissionModeFor } from "../../hook/index.ts";
+import { matchingHooks, permissionModeFor } from "../../hook/index.ts";
 import { claudeToolInput, claudeToolName, runPreToolUseHooks, type PreToolUseInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
@@ -51,10 +51,17 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
     inspect(c) {
       const matchers = c.config.hooks.PreToolUse;
       if (matchers.length === 0) return [];
+      let transcript: string;
+      try {
+        transcript = deps.transcriptPath ? deps.transcriptPath(c.session.id) : "";
+      } catch (e) {
+        const reason = `the session's transcript could not be brought up to date for the hooks, so they were not run: ${(e as Error).message}`;
+        return matchingHooks(matchers, [claudeToolName(c.def), c.def.name]).map((h) => ({ kind: "ask" as const, inspector: "hook" as const, userProof: false, code: "hook_error" as const, reason, hook: h.command }));
+      }
       const input: PreToolUseInput = {
         hook_event_name: "PreToolUse",
         session_id: c.session.id,
-        transcript_path: deps.transcriptPath ? deps.transcriptPath(c.session.id) : "",
+        transcript_path: transcript,
         cwd: c.session.workspace,
         permission_mode: permissionModeFor(c.config.mode),
         tool_name: claudeToolName(c.def),
