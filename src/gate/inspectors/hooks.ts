@@ -8,11 +8,13 @@
  */
 import { spawn } from "node:child_process";
 import { z } from "zod";
-import type { HookMatcher, Mode } from "../../config/schema.ts";
+import type { Config, HookMatcher, Mode, SandboxPolicyName } from "../../config/schema.ts";
+import { hookSource, type HookSource } from "../../config/claude-settings.ts";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { sanitizedEnv } from "../../launcher/env.ts";
 import { HOOK_PROCESS } from "../../launcher/plan.ts";
+import { launch as launchTool } from "../../launcher/spawn.ts";
 import { BWRAP_INSTALL_HINT } from "../../launcher/probe.ts";
 import { resolveRealPath } from "../../launcher/resolve.ts";
 import { confinementFor, extraStdio, setUpSandbox } from "../../launcher/setup.ts";
@@ -56,9 +58,13 @@ export function permissionModeFor(mode: Mode): string {
   }
 }
 
-/** The hooks whose matcher matches either name. A matcher is an anchored regex; empty or `*` matches all. */
-export function matchingHooks(matchers: HookMatcher[], names: string[]): { command: string; timeout: number; badMatcher?: string }[] {
-  const out = new Map<string, { command: string; timeout: number; badMatcher?: string }>();
+/**
+ * The hooks whose matcher matches either name. A matcher is an anchored regex; empty or `*` matches all.
+ * Identical handlers (command and timeout) of one source run once; `source` is where each came from
+ * (config/claude-settings.ts `HookSource`), which decides how it is confined.
+ */
+export function matchingHooks(matchers: HookMatcher[], names: string[]): { command: string; timeout: number; source: HookSource; badMatcher?: string }[] {
+  const out = new Map<string, { command: string; timeout: number; source: HookSource; badMatcher?: string }>();
   for (const m of matchers) {
     let hit: boolean;
     let bad: string | undefined;
@@ -74,8 +80,9 @@ export function matchingHooks(matchers: HookMatcher[], names: string[]): { comma
     }
     if (!hit) continue;
     for (const h of m.hooks) {
-      const key = `${h.command}\0${h.timeout}`; // identical handlers run once (as Claude Code does)
-      if (!out.has(key)) out.set(key, { command: h.command, timeout: h.timeout, ...(bad ? { badMatcher: bad } : {}) });
+      const source = hookSource(h);
+      const key = `${h.command}\0${h.timeout}\0${source}`; // identical handlers run once (as Claude Code does), per confinement
+      if (!out.has(key)) out.set(key, { command: h.command, timeout: h.timeout, source, ...(bad ? { badMatcher: bad } : {}) });
     }
   }
   return [...out.values()];
@@ -242,6 +249,13 @@ export interface HookLaunch {
   allowUnenforced?: boolean;
   /** The bubblewrap binary; default `bwrap` on the hook environment's PATH; `null` = missing (tests). */
   bwrapPath?: string | null;
+  /**
+   * Run the hook as the session's own shell would run (a project's hook: the model can rewrite it): under
+   * the session's sandbox policy through the tool launcher (launcher/spawn.ts `launch`, workspace writable
+   * only under `workspace-write`, credentials and the data dir hidden, repository metadata checked), not
+   * as `HOOK_PROCESS`. Under `danger-full-access` the hook keeps `HOOK_PROCESS`, which is already less than that shell.
+   */
+  confineTo?: { policy: SandboxPolicyName; workspace: string; config: Readonly<Config> };
 }
 
 /**
@@ -292,6 +306,7 @@ export async function runHook(
 ): Promise<Verdict> {
   const env = sanitizedEnv(extraEnv);
   if (!existsSync(cwd)) return hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not start: its working directory ${cwd} does not exist`);
+  if (launch.confineTo && launch.confineTo.policy !== "danger-full-access") return runConfinedHook(command, input, cwd, timeoutS, signal, extraEnv, launch, launch.confineTo);
   const planned = await hookArgv(command, cwd, env, launch);
   if (typeof planned === "string") return hookFailure("hook_error", command, `hook ${JSON.stringify(command)}: ${planned}`);
   const { argv, stdio, lifelineFd } = planned;
@@ -366,8 +381,50 @@ export async function runHook(
 }
 
 /**
+ * Runs a hook like a tool's shell under `to.policy` (launcher/spawn.ts `launch`: bubblewrap, the session's
+ * writable roots, output capped at {@link HOOK_OUTPUT_CAP}, the tree killed on timeout or cancel) and reads
+ * its answer with {@link interpretHookRun}. Never throws: a launch refusal is `hook_error`.
+ */
+async function runConfinedHook(
+  command: string,
+  input: HookInput,
+  cwd: string,
+  timeoutS: number,
+  signal: AbortSignal | undefined,
+  extraEnv: Record<string, string>,
+  launch: HookLaunch,
+  to: NonNullable<HookLaunch["confineTo"]>,
+): Promise<Verdict> {
+  let r;
+  try {
+    r = await launchTool({
+      policy: to.policy,
+      argv: ["/bin/sh", "-c", command],
+      cwd,
+      workspace: to.workspace,
+      stdin: JSON.stringify(input),
+      timeoutMs: timeoutS * 1000,
+      maxOutputBytes: HOOK_OUTPUT_CAP,
+      ...(signal ? { signal } : {}),
+      extraEnv,
+      config: to.config,
+      hiddenPaths: launch.dataDir ? [launch.dataDir] : [],
+      ...(launch.bwrapPath !== undefined ? { bwrapPath: launch.bwrapPath } : {}),
+    });
+  } catch (e) {
+    return hookFailure("hook_error", command, `hook ${JSON.stringify(command)} could not run under the session's sandbox policy "${to.policy}": ${(e as Error).message}`);
+  }
+  if (r.cancelled) return hookFailure("hook_error", command, `hook ${JSON.stringify(command)} was stopped because the turn was cancelled`);
+  if (r.timed_out) return hookFailure("hook_timeout", command, `hook ${JSON.stringify(command)} did not answer within ${timeoutS} s; it was killed`);
+  if (r.truncated) return hookFailure("hook_output_invalid", command, `hook ${JSON.stringify(command)} printed more than ${HOOK_OUTPUT_CAP} bytes`);
+  return interpretHookRun(command, r.exit_code, r.signal ?? null, r.stdout, r.stderr);
+}
+
+/**
  * Runs every matching hook in parallel (identical handlers once) and returns their verdicts.
- * `matchers`: `hooks.PreToolUse` of the session's effective config.
+ * `matchers`: `hooks.PreToolUse` of the session's effective config. A hook from a workspace's settings
+ * file (`project-settings`) runs under `launch.confineTo` (the session's policy); without it, it is not
+ * run (`hook_error`: fail closed). Every other hook runs as `HOOK_PROCESS`.
  */
 export async function runPreToolUseHooks(
   matchers: HookMatcher[],
@@ -378,9 +435,13 @@ export async function runPreToolUseHooks(
   launch: HookLaunch = {},
 ): Promise<Verdict[]> {
   const hooks = matchingHooks(matchers, [input.tool_name, input.airlock_tool_name]);
+  const { confineTo, ...asHook } = launch;
   return Promise.all(
-    hooks.map((h) =>
-      h.badMatcher ? Promise.resolve(hookFailure("hook_error", h.command, h.badMatcher)) : runHook(h.command, input, cwd, h.timeout, signal, extraEnv, launch),
-    ),
+    hooks.map((h) => {
+      if (h.badMatcher) return Promise.resolve(hookFailure("hook_error", h.command, h.badMatcher));
+      if (h.source !== "project-settings") return runHook(h.command, input, cwd, h.timeout, signal, extraEnv, asHook);
+      if (!confineTo) return Promise.resolve(hookFailure("hook_error", h.command, `hook ${JSON.stringify(h.command)} comes from a workspace settings file and no sandbox policy was given to confine it; it was not run`));
+      return runHook(h.command, input, cwd, h.timeout, signal, extraEnv, { ...asHook, confineTo });
+    }),
   );
 }

@@ -63,6 +63,8 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
       return runPreToolUseHooks(matchers, input, c.session.workspace, c.signal, { ...deps.hookEnv, AIRLOCK_PROJECT_DIR: c.session.workspace }, {
         ...(deps.dataDir ? { dataDir: deps.dataDir } : {}),
         allowUnenforced: c.config.allow_unenforced,
+        // a workspace's own hooks run as the session's shell would (never the call's elevated policy)
+        confineTo: { policy: c.config.sandbox, workspace: c.session.workspace, config: c.config },
       });
     },
   };
