@@ -21,8 +21,8 @@ describe("hooks from Claude Code's settings files", () => {
       "user-settings",
     );
     expect(warnings).toEqual([]);
-    expect(groups.PreToolUse).toEqual([{ matcher: "Bash", hooks: [{ type: "command", command: "guard.sh", timeout: 5, source: "user-settings" }] }]);
-    expect(groups.Stop).toEqual([{ matcher: "", hooks: [{ type: "command", command: "stop.sh", timeout: 60, source: "user-settings" }] }]);
+    expect(groups.PreToolUse as unknown).toEqual([{ matcher: "Bash", hooks: [{ type: "command", command: "guard.sh", timeout: 5, source: "user-settings" }] }]);
+    expect(groups.Stop as unknown).toEqual([{ matcher: "", hooks: [{ type: "command", command: "stop.sh", timeout: 60, source: "user-settings" }] }]);
     expect(hookSource(groups.Stop[0]!.hooks[0]!)).toBe("user-settings");
     expect(hookSource({ type: "command", command: "x", timeout: 1 })).toBe("config");
   });
@@ -54,7 +54,7 @@ describe("hooks from Claude Code's settings files", () => {
       },
       "project-settings",
     );
-    expect(groups.PreToolUse).toEqual([{ matcher: "Edit|Write", hooks: [{ type: "command", command: "fmt.sh", timeout: 60, source: "project-settings" }] }]);
+    expect(groups.PreToolUse as unknown).toEqual([{ matcher: "Edit|Write", hooks: [{ type: "command", command: "fmt.sh", timeout: 60, source: "project-settings" }] }]);
     expect(warnings).toEqual([
       `${file}: disableAllHooks is not honoured (airlock runs the hooks it imports; turn hooks.import_claude_settings off instead)`,
       expect.stringMatching(/^\/ws\/\.claude\/settings\.json: hooks\.PermissionRequest: airlock does not fire the PermissionRequest event; its 1 hook\(s\) are not run/),
