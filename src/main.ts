@@ -85,6 +85,7 @@ export function buildProgram(done: (code: number) => void): Command {
         "airlock policy explain --tool developer__shell --args '{\"command\":\"npm test\"}' --mode smart",
         "airlock console",
         "airlock token",
+        "airlock trust ~/src/my-project",
       ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",
     );
 
@@ -97,6 +98,7 @@ export function buildProgram(done: (code: number) => void): Command {
   addScheduleCommand(program, done);
   addConsoleCommand(program, done);
   addTokenCommand(program, done);
+  addTrustCommand(program, done);
 
   // Every command points at its own --help after a usage error.
   const hint = (cmd: Command): void => {
@@ -357,6 +359,34 @@ function addTokenCommand(program: Command, done: (code: number) => void): void {
   )
     .addHelpText("after", examples(["airlock token", 'curl -H "Authorization: Bearer $(cat ~/.local/share/airlock/api-token)" http://127.0.0.1:7420/sessions']))
     .action(async (opts) => done(await (await import("./cli/token.ts")).token(opts)));
+}
+
+/** `airlock trust DIR | --list | --revoke DIR`: folders whose own Claude Code hooks may run. */
+function addTrustCommand(program: Command, done: (code: number) => void): void {
+  withJson(
+    withCommon(
+      program
+        .command("trust")
+        .summary("trust a folder, so its own Claude Code hooks (.claude/settings*.json) may run; list or revoke")
+        .description(
+          "A repository's own hooks (.claude/settings.json and .claude/settings.local.json, read when hooks.import_claude_settings " +
+            "is true) are code from that repository: airlock runs them only in a folder you trusted, or a folder under it. " +
+            "Elsewhere they are not run, and runs and new sessions say so. Trusted hooks run confined to the session's sandbox " +
+            "policy (the model can rewrite them). The list is kept in the data dir: it works while airlock serve runs and applies " +
+            "to sessions started afterwards. Hooks in ~/.claude/settings.json are yours and need no trust.",
+        )
+        .argument("[dir]", "the folder to trust (its real path is stored; symlinks are resolved)")
+        .addOption(new Option("--list", "list the trusted folders").conflicts(["revoke"]))
+        .addOption(new Option("--revoke <dir>", "stop trusting this folder").argParser(nonEmpty)),
+    ),
+  )
+    .addHelpText("after", examples(["airlock trust .", "airlock trust ~/src/my-project", "airlock trust --list", "airlock trust --revoke ~/src/my-project"]))
+    .action(async (dir: string | undefined, opts, cmd: Command) => {
+      if (dir !== undefined && (opts.list || opts.revoke !== undefined)) {
+        cmd.error("error: give either a folder to trust, or --list, or --revoke DIR.", { exitCode: exitCodeFor("usage"), code: "airlock.trustConflict" });
+      }
+      done(await (await import("./cli/trust.ts")).trustCommand(dir, opts));
+    });
 }
 
 /**

@@ -26,13 +26,15 @@ import { testInspectors } from "./gate/inspectors/index.ts";
 import { SessionRuleSets } from "./gate/rules/session.ts";
 import { SessionRules } from "./store/session-rules.ts";
 import { checkRuleToolNames, rulesHome, runPermissionTests, withEffectivePermissions } from "./gate/rules/start.ts";
-import { SessionConfigs } from "./session/config.ts";
+import { claudeSettingsFiles, importSettingsHooks, readSettingsFile, type SettingsHooks } from "./config/claude-settings.ts";
+import { SessionConfigs, type ImportedHooks } from "./session/config.ts";
 import { createSession, type CreateSessionInput } from "./session/create.ts";
 import { ancestors } from "./session/graph.ts";
 import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
+import { TrustStore } from "./store/trust.ts";
 import { builtInTools } from "./tool/host-tools.ts";
 import { McpManager } from "./tool/mcp/index.ts";
 import { isModelRosterTool, ToolRegistry } from "./tool/registry.ts";
@@ -85,6 +87,8 @@ export interface Runtime {
   readonly cards: Cards;
   /** The session trees' allow rules ("Allow for this session"): stored, listed and removed here; the gate consults them. */
   readonly sessionRules: SessionRules;
+  /** The folders a person trusted (`airlock trust`): a workspace's own Claude Code hooks run only there. */
+  readonly trust: TrustStore;
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
@@ -104,6 +108,13 @@ export interface Runtime {
    * @throws AirlockError `session_graph_invalid` / `session_not_found` when the root cannot be found (the gate refuses the call).
    */
   configFor(session: Session): Readonly<Config>;
+  /**
+   * What the person should be told about the hooks the tree of `sessionId` imports from Claude Code's
+   * settings files (`hooks.import_claude_settings`): a workspace's hooks not run because the folder is not
+   * trusted (with the `airlock trust DIR` that would run them), events, hook types and fields not honoured.
+   * Each line is also logged once. Never throws; empty when there is nothing to say.
+   */
+  hookNotes(sessionId: string): string[];
   /**
    * Builds the config's own provider now (and keeps it), so a configuration error — an unreadable or
    * invalid `provider.script` — fails at start instead of as the first turn. `scriptOrigin` names where
@@ -156,12 +167,15 @@ class AirlockRuntime implements Runtime {
   readonly gate: Gate;
   readonly cards: Cards;
   readonly sessionRules: SessionRules;
+  readonly trust: TrustStore;
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
   readonly transcripts: Transcripts;
   readonly background = new Map<string, Promise<TurnResult>>();
   private readonly sessionConfigs: SessionConfigs;
+  /** `~/.claude/settings.json`'s hooks, read once (at start when the config imports them, else when a recipe first does). */
+  private userHooks: SettingsHooks | undefined;
   private readonly providers: ProviderSelector;
   private readonly running = new Set<Promise<TurnResult>>();
   /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
@@ -179,7 +193,8 @@ class AirlockRuntime implements Runtime {
     this.config = withEffectivePermissions(opts.config, { workspace: this.workspace, home: rulesHome(), log: this.log });
     this.forceHeadless = opts.headless === true;
     this.store = Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
-    this.sessionConfigs = new SessionConfigs(this.store, this.config);
+    this.trust = new TrustStore(this.store);
+    this.sessionConfigs = new SessionConfigs(this.store, this.config, (root, config) => this.importHooks(root, config));
     this.providers = new ProviderSelector({
       config: this.config,
       configDir: this.configDir,
@@ -227,6 +242,8 @@ class AirlockRuntime implements Runtime {
       this.transcripts.ensureDir();
       this.store.onMessagesAppended((msgs) => this.transcripts.appended(msgs));
       this.resources.use(mcp);
+      // the user's own settings hooks: read (and their warnings said) at start
+      if (this.config.hooks.import_claude_settings) this.readUserHooks();
       checkToolPermissions(this.config, this.registry);
       checkRuleToolNames(this.config.permissions, this.registry);
       runPermissionTests(this.config, { registry: this.registry, inspectors: testInspectors({ dataDir: realDataDir }), workspace: realWorkspace(this.workspace) });
@@ -266,6 +283,64 @@ class AirlockRuntime implements Runtime {
 
   transcriptPath(sessionId: string): string {
     return this.transcripts.path(sessionId);
+  }
+
+  hookNotes(sessionId: string): string[] {
+    let root: string;
+    try {
+      root = this.sessionRules.rootOf(sessionId);
+    } catch (e) {
+      return [(e as Error).message];
+    }
+    return this.sessionConfigs.hookNotes(root);
+  }
+
+  /** `~/.claude/settings.json`'s hooks, read once; its warnings are logged then. @throws AirlockError `config_invalid`. */
+  private readUserHooks(): SettingsHooks {
+    if (!this.userHooks) {
+      const [user] = claudeSettingsFiles(rulesHome(), this.workspace);
+      const got = importSettingsHooks([user!]);
+      for (const w of got.warnings) this.log(`airlock: WARNING: ${w}`);
+      this.userHooks = got;
+    }
+    return this.userHooks;
+  }
+
+  /**
+   * The hooks the tree rooted at `rootId` imports (session/config.ts `HookImporter`): the user's settings
+   * hooks, then those of the root's workspace's `.claude/settings.json` and `.claude/settings.local.json`
+   * when the workspace lies in a trusted folder. An untrusted workspace's files are only looked at to say
+   * that their hooks are not run. Each note is logged once here.
+   * @throws AirlockError `config_invalid` (a user or trusted project settings file that cannot be used), `session_not_found`.
+   */
+  private importHooks(rootId: string, _config: Readonly<Config>): ImportedHooks {
+    const session = this.store.requireSession(rootId);
+    const user = this.readUserHooks();
+    const [, ...project] = claudeSettingsFiles(rulesHome(), session.workspace);
+    const trusted = this.trust.trustedFolderOf(session.workspace);
+    const groups = structuredClone(user.groups);
+    const notes: string[] = [];
+    if (trusted) {
+      const got = importSettingsHooks(project);
+      for (const e of Object.keys(groups) as (keyof typeof groups)[]) groups[e].push(...got.groups[e]);
+      notes.push(...got.warnings);
+    } else {
+      for (const f of project) {
+        let json: Record<string, unknown> | null;
+        try {
+          json = readSettingsFile(f.file, "hooks.import_claude_settings");
+        } catch {
+          json = { hooks: "unreadable" };
+        }
+        if (!json || json.hooks === undefined) continue;
+        notes.push(
+          `${f.file}: its hooks are NOT run: ${session.workspace} is not a trusted folder (a repository's hooks are code from that repository). ` +
+            `If you trust it, run: airlock trust ${session.workspace}`,
+        );
+      }
+    }
+    for (const n of notes) this.log(`airlock: WARNING: ${n}`);
+    return { groups, notes };
   }
 
   providerFor(session: Session): Provider {

@@ -7,10 +7,10 @@
  */
 import type { HookMatcher } from "../config/schema.ts";
 import { matchQuery, readHookAnswer, type HookAnswer, type HookInput } from "./protocol.ts";
-import { hookEnvironment, matchingHooks, runHookProcess, type HookLaunch } from "./run.ts";
+import { hookEnvironment, matchingHooks, runHandler, type HookLaunch } from "./run.ts";
 
 export * from "./protocol.ts";
-export { HOOK_OUTPUT_CAP, hookEnvironment, matchingHooks, runHookProcess, type HookFailureCode, type HookHandler, type HookLaunch, type HookProcessResult } from "./run.ts";
+export { HOOK_OUTPUT_CAP, hookEnvironment, matchingHooks, runHandler, runHookProcess, type HookFailureCode, type HookHandler, type HookLaunch, type HookProcessResult } from "./run.ts";
 
 /** Where and how the hooks of one event run. */
 export interface EventHookContext {
@@ -34,8 +34,7 @@ export async function runEventHooks(matchers: readonly HookMatcher[], input: Hoo
   const env = hookEnvironment(ctx.workspace, ctx.env);
   return Promise.all(
     handlers.map(async (h): Promise<HookAnswer> => {
-      if (h.badMatcher) return { hook: h.command, event, suppressOutput: false, failure: { code: "hook_error", reason: h.badMatcher } };
-      const run = await runHookProcess(h.command, input, { cwd: ctx.workspace, timeoutS: h.timeout, ...(ctx.signal ? { signal: ctx.signal } : {}), env, ...(ctx.launch ? { launch: ctx.launch } : {}) });
+      const run = await runHandler(h, input, { cwd: ctx.workspace, ...(ctx.signal ? { signal: ctx.signal } : {}), env, ...(ctx.launch ? { launch: ctx.launch } : {}) });
       return readHookAnswer(event, h.command, run);
     }),
   );

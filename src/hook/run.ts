@@ -9,12 +9,14 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import type { HookMatcher } from "../config/schema.ts";
+import { hookSource, type HookSource } from "../config/claude-settings.ts";
+import type { Config, HookMatcher, SandboxPolicyName } from "../config/schema.ts";
 import { sanitizedEnv } from "../launcher/env.ts";
 import { HOOK_PROCESS } from "../launcher/plan.ts";
 import { BWRAP_INSTALL_HINT } from "../launcher/probe.ts";
 import { resolveRealPath } from "../launcher/resolve.ts";
 import { confinementFor, extraStdio, setUpSandbox } from "../launcher/setup.ts";
+import { launch as launchTool } from "../launcher/spawn.ts";
 import { holdLifeline, killPipeHolders, outputPipes } from "../launcher/tree.ts";
 
 /** Most stdout or stderr kept from one hook run, bytes (more breaks the protocol). */
@@ -28,15 +30,20 @@ export type HookProcessResult =
   | { kind: "exited"; code: number | null; signal: string | null; stdout: string; stderr: string }
   | { kind: "failed"; code: HookFailureCode; reason: string };
 
-/** One handler to run: its command and timeout (s); `badMatcher` when its group's matcher could not be read. */
+/**
+ * One handler to run: its command and timeout (s); where it came from (config/claude-settings.ts
+ * `HookSource`: it decides how the hook is confined); `badMatcher` when its group's matcher could not be read.
+ */
 export interface HookHandler {
   command: string;
   timeout: number;
+  source: HookSource;
   badMatcher?: string;
 }
 
 /**
- * The handlers whose group matches one of `names`, identical handlers once (as Claude Code does).
+ * The handlers whose group matches one of `names`, identical handlers (command, timeout and source) once
+ * (as Claude Code does; per source, since the source decides the confinement).
  * A matcher is an anchored regular expression; empty or `*` matches all. `names: null` is an event
  * without matchers (Claude Code ignores `matcher` on `UserPromptSubmit` and `Stop`): every group runs.
  * A matcher that is not a valid regular expression matches (its hooks must not be skipped silently)
@@ -59,8 +66,9 @@ export function matchingHooks(matchers: readonly HookMatcher[], names: readonly 
     }
     if (!hit) continue;
     for (const h of m.hooks) {
-      const key = `${h.command}\0${h.timeout}`;
-      if (!out.has(key)) out.set(key, { command: h.command, timeout: h.timeout, ...(bad ? { badMatcher: bad } : {}) });
+      const source = hookSource(h);
+      const key = `${h.command}\0${h.timeout}\0${source}`;
+      if (!out.has(key)) out.set(key, { command: h.command, timeout: h.timeout, source, ...(bad ? { badMatcher: bad } : {}) });
     }
   }
   return [...out.values()];
@@ -83,6 +91,15 @@ export interface HookLaunch {
   allowUnenforced?: boolean;
   /** The bubblewrap binary; default `bwrap` on the hook environment's PATH; `null` = missing (tests). */
   bwrapPath?: string | null;
+  /**
+   * How a project's hook runs (one from the workspace's settings files, which the model can rewrite): as the
+   * session's own shell would, under the session's sandbox policy through the tool launcher
+   * (launcher/spawn.ts `launch`: the workspace writable only under `workspace-write`, credentials and
+   * the data dir hidden, repository metadata checked) — never the call's elevated policy. Under
+   * `danger-full-access` it runs as `HOOK_PROCESS`, which is already less than that shell. Without it,
+   * a project's hook is not run (`hook_error`: fail closed).
+   */
+  confineTo?: { policy: SandboxPolicyName; workspace: string; config: Readonly<Config> };
 }
 
 /**
@@ -211,4 +228,54 @@ export async function runHookProcess(command: string, input: unknown, opts: Hook
       finish({ kind: "exited", code: e.code, signal: e.signal, stdout, stderr });
     });
   });
+}
+
+/**
+ * Runs one matched handler by its source ({@link HookHandler}): a broken matcher is a `hook_error`
+ * failure; a project's hook runs under `opts.launch.confineTo` ({@link runConfinedHookProcess}), or not at
+ * all without it; every other hook runs as `HOOK_PROCESS` ({@link runHookProcess}). Never throws.
+ */
+export async function runHandler(h: HookHandler, input: unknown, opts: Omit<HookRunOptions, "timeoutS">): Promise<HookProcessResult> {
+  if (h.badMatcher) return { kind: "failed", code: "hook_error", reason: h.badMatcher };
+  const { confineTo, ...asHook } = opts.launch ?? {};
+  const run = { ...opts, timeoutS: h.timeout, launch: asHook };
+  if (h.source !== "project-settings") return runHookProcess(h.command, input, run);
+  if (!confineTo) {
+    return { kind: "failed", code: "hook_error", reason: `hook ${JSON.stringify(h.command)} comes from a workspace settings file and no sandbox policy was given to confine it; it was not run` };
+  }
+  if (confineTo.policy === "danger-full-access") return runHookProcess(h.command, input, run);
+  return runConfinedHookProcess(h.command, input, run, confineTo);
+}
+
+/**
+ * Runs a hook like a tool's shell under `to.policy` (launcher/spawn.ts `launch`: bubblewrap, the session's
+ * writable roots, output capped at {@link HOOK_OUTPUT_CAP}, the tree killed on timeout or cancel). Never
+ * throws: a launch refusal is `hook_error`.
+ */
+async function runConfinedHookProcess(command: string, input: unknown, opts: HookRunOptions, to: NonNullable<HookLaunch["confineTo"]>): Promise<HookProcessResult> {
+  const name = JSON.stringify(command);
+  const launch = opts.launch ?? {};
+  let r;
+  try {
+    r = await launchTool({
+      policy: to.policy,
+      argv: ["/bin/sh", "-c", command],
+      cwd: opts.cwd,
+      workspace: to.workspace,
+      stdin: JSON.stringify(input),
+      timeoutMs: opts.timeoutS * 1000,
+      maxOutputBytes: HOOK_OUTPUT_CAP,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      extraEnv: opts.env ?? {},
+      config: to.config,
+      hiddenPaths: launch.dataDir ? [launch.dataDir] : [],
+      ...(launch.bwrapPath !== undefined ? { bwrapPath: launch.bwrapPath } : {}),
+    });
+  } catch (e) {
+    return { kind: "failed", code: "hook_error", reason: `hook ${name} could not run under the session's sandbox policy "${to.policy}": ${(e as Error).message}` };
+  }
+  if (r.cancelled) return { kind: "failed", code: "hook_error", reason: `hook ${name} was stopped because the turn was cancelled` };
+  if (r.timed_out) return { kind: "failed", code: "hook_timeout", reason: `hook ${name} did not answer within ${opts.timeoutS} s; it was killed` };
+  if (r.truncated) return { kind: "failed", code: "hook_output_invalid", reason: `hook ${name} printed more than ${HOOK_OUTPUT_CAP} bytes` };
+  return { kind: "exited", code: r.exit_code, signal: r.signal ?? null, stdout: r.stdout, stderr: r.stderr };
 }

@@ -30,6 +30,12 @@ export const ResultObject = z.object({
   refused_calls: z.array(RefusedCallEntry),
   error: z.object({ code: z.string(), message: z.string() }).passthrough().nullable(),
   duration_ms: z.number().min(0),
+  /**
+   * What the person should know about the run's hooks (Runtime.hookNotes): a workspace's Claude Code hooks
+   * not run because the folder is not trusted (with the `airlock trust DIR` that would run them), events and
+   * fields not honoured. Absent when there is nothing to say.
+   */
+  warnings: z.array(z.string()).optional(),
 });
 export type ResultObject = z.infer<typeof ResultObject>;
 

@@ -60,6 +60,9 @@ export async function runOnce(rt: Runtime, input: RunOnceInput): Promise<ResultO
   const root = session.id;
   input.onSession?.(root);
   if (Object.keys(o).length > 0) rt.setRunOverrides(root, o);
+  // hooks of an untrusted workspace are not run: the run says so (stderr, through the runtime's log, and the result)
+  const notes = rt.hookNotes(root);
+  const warnings = notes.length ? { warnings: notes } : {};
 
   const member = new Map<string, boolean>([[root, true]]);
   const inTree = (id: string): boolean => {
@@ -99,6 +102,7 @@ export async function runOnce(rt: Runtime, input: RunOnceInput): Promise<ResultO
         refused_calls: [],
         error: new AirlockError("cancelled", "the run was cancelled before its turn started").toJSON(),
         duration_ms: Date.now() - started,
+        ...warnings,
       };
     }
     input.signal?.addEventListener("abort", onAbort, { once: true });
@@ -112,7 +116,7 @@ export async function runOnce(rt: Runtime, input: RunOnceInput): Promise<ResultO
         `the run ended without an answer after ${refused.length} call(s) were refused because no person could approve them; see refused_calls, then allow those calls (mode, hooks, tools config) or run with a person watching`,
       ).toJSON();
     }
-    return { session_id: root, status, result: turn.answer, tool_calls: turn.tool_calls, refused_calls: refused, error, duration_ms: Date.now() - started };
+    return { session_id: root, status, result: turn.answer, tool_calls: turn.tool_calls, refused_calls: refused, error, duration_ms: Date.now() - started, ...warnings };
   } finally {
     input.signal?.removeEventListener("abort", onAbort);
     offRefused();

@@ -145,6 +145,16 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX IF NOT EXISTS session_rules_root ON session_rules(root_session_id, created_at);
     `,
   },
+  {
+    version: 6,
+    name: "trusted folders: where project hooks may run (airlock trust)",
+    sql: `
+      CREATE TABLE IF NOT EXISTS trusted_folders (
+        path TEXT PRIMARY KEY,
+        added_at TEXT NOT NULL
+      );
+    `,
+  },
 ];
 
 /**

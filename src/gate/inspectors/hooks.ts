@@ -10,7 +10,7 @@ import type { HookMatcher } from "../../config/schema.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { Verdict } from "../verdict.ts";
 import { assertNever } from "../../errors.ts";
-import { hookEnvironment, matchingHooks, matchQuery, readHookAnswer, runHookProcess, type HookAnswer, type HookFailureCode, type HookInput, type HookLaunch } from "../../hook/index.ts";
+import { hookEnvironment, matchingHooks, matchQuery, readHookAnswer, runHandler, runHookProcess, type HookAnswer, type HookFailureCode, type HookInput, type HookLaunch } from "../../hook/index.ts";
 
 /** Extensions whose tools are airlock's own (never reported to hooks as `mcp__…`). */
 export const BUILTIN_EXTENSIONS = new Set(["developer", "interpreter", "code_execution", "subagent"]);
@@ -103,7 +103,8 @@ export async function runHook(
 
 /**
  * Runs every matching PreToolUse hook in parallel (identical handlers once) and returns their verdicts.
- * `matchers`: `hooks.PreToolUse` of the session's effective config.
+ * `matchers`: `hooks.PreToolUse` of the session's effective config. A hook from a workspace's settings
+ * file runs under `launch.confineTo` (the session's policy; hook/run.ts `runHandler`), or not at all without it.
  */
 export async function runPreToolUseHooks(
   matchers: HookMatcher[],
@@ -114,9 +115,6 @@ export async function runPreToolUseHooks(
   launch: HookLaunch = {},
 ): Promise<Verdict[]> {
   const hooks = matchingHooks(matchers, matchQuery(input));
-  return Promise.all(
-    hooks.map((h) =>
-      h.badMatcher ? Promise.resolve(hookFailure("hook_error", h.command, h.badMatcher)) : runHook(h.command, input, cwd, h.timeout, signal, extraEnv, launch),
-    ),
-  );
+  const env = hookEnvironment(cwd, extraEnv);
+  return Promise.all(hooks.map(async (h) => preToolUseVerdict(readHookAnswer("PreToolUse", h.command, await runHandler(h, input, { cwd, ...(signal ? { signal } : {}), env, launch })))));
 }

@@ -74,6 +74,8 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
       return runPreToolUseHooks(matchers, input, c.session.workspace, c.signal, deps.hookEnv, {
         ...(deps.dataDir ? { dataDir: deps.dataDir } : {}),
         allowUnenforced: c.config.allow_unenforced,
+        // a workspace's own hooks run as the session's shell would (never the call's elevated policy)
+        confineTo: { policy: c.config.sandbox, workspace: c.session.workspace, config: c.config },
       });
     },
   };

@@ -6,10 +6,9 @@
  * judged through the real inspectors (hooks excepted) against the config's mode, and a failing case
  * stops start-up.
  */
-import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import path from "node:path";
 import { z } from "zod";
+import { claudeSettingsFiles, readSettingsFile, type ClaudeSettingsFile } from "../../config/claude-settings.ts";
 import type { Config, Permissions } from "../../config/schema.ts";
 import { AirlockError, assertNever } from "../../errors.ts";
 import type { ToolRegistry } from "../../tool/registry.ts";
@@ -18,30 +17,7 @@ import { judgingSession, unlistedToolStandIn, type Inspector } from "../inspecto
 import { combine, type Verdict } from "../verdict.ts";
 import { CLAUDE_RULE_NAMES, parseRuleLists, resolveSettingsRelative, ruleSetFor, type RuleList, type RuleLists } from "./index.ts";
 
-/** One Claude Code settings file airlock reads, and the folder its `/path` rules are relative to. */
-export interface ClaudeSettingsFile {
-  file: string;
-  /** Claude Code: a `/path` rule is relative to the settings source (project files: the project folder; user file: `~/.claude`). */
-  base: string;
-  /**
-   * `project` files live in the workspace, which the model can write: their `allow` rules are never applied
-   * (a model that wrote `.claude/settings.local.json` would loosen its own next run; Claude Code reads project
-   * settings only in a folder the person trusted, and airlock has no trust step yet), their `ask` and `deny` are.
-   */
-  scope: "user" | "project";
-}
-
-/**
- * The files `import_claude_settings` reads, in Claude Code's order (user, project, project-local):
- * `~/.claude/settings.json`, `<workspace>/.claude/settings.json`, `<workspace>/.claude/settings.local.json`.
- */
-export function claudeSettingsFiles(home: string, workspace: string): ClaudeSettingsFile[] {
-  return [
-    { file: path.join(home, ".claude", "settings.json"), base: path.join(home, ".claude"), scope: "user" },
-    { file: path.join(workspace, ".claude", "settings.json"), base: workspace, scope: "project" },
-    { file: path.join(workspace, ".claude", "settings.local.json"), base: workspace, scope: "project" },
-  ];
-}
+export { claudeSettingsFiles, type ClaudeSettingsFile } from "../../config/claude-settings.ts";
 
 /** The keys of a settings file's `permissions` block airlock applies. */
 const APPLIED = ["allow", "ask", "deny"] as const;
@@ -61,30 +37,20 @@ export interface ImportedSettings {
 
 /**
  * Reads the `permissions.allow / ask / deny` of Claude Code's settings files (missing files are
- * skipped); `/path` rules are made absolute against each file's base. Every other key is listed in
- * `ignored`. Rules for tools airlock lacks are left for {@link checkPermissionRules} to skip.
+ * skipped; config/claude-settings.ts `readSettingsFile`, the one reader); `/path` rules are made absolute
+ * against each file's base. Every other key is listed in `ignored`, `hooks` too unless `opts.hooks`
+ * (`hooks.import_claude_settings` reads them: config/claude-settings.ts `importSettingsHooks`).
+ * Rules for tools airlock lacks are left for {@link checkPermissionRules} to skip.
  * @throws AirlockError `config_invalid` when a file exists but is not a JSON object, or a rule list is not an array of strings.
  */
-export function importClaudeSettings(files: ClaudeSettingsFile[]): ImportedSettings {
+export function importClaudeSettings(files: ClaudeSettingsFile[], opts: { hooks?: boolean } = {}): ImportedSettings {
   const out: ImportedSettings = { lists: { allow: [], ask: [], deny: [] }, ignored: [], skipped: [], read: [] };
   const lists = out.lists as Record<RuleList, string[]>;
   for (const { file, base, scope } of files) {
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") continue;
-      throw new AirlockError("config_invalid", `${file}: cannot be read for permissions.import_claude_settings: ${(e as Error).message}`);
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (e) {
-      throw new AirlockError("config_invalid", `${file}: not JSON (${(e as Error).message}); fix it or set permissions.import_claude_settings: false`);
-    }
-    if (typeof json !== "object" || json === null || Array.isArray(json)) throw new AirlockError("config_invalid", `${file}: not a JSON object`);
+    const json = readSettingsFile(file, "permissions.import_claude_settings");
+    if (!json) continue;
     out.read.push(file);
-    for (const key of Object.keys(json)) if (key !== "permissions") out.ignored.push(`${file}: ${key}`);
+    for (const key of Object.keys(json)) if (key !== "permissions" && !(opts.hooks && (key === "hooks" || key === "disableAllHooks"))) out.ignored.push(`${file}: ${key}`);
     const perms = (json as Record<string, unknown>).permissions;
     if (perms === undefined) continue;
     if (typeof perms !== "object" || perms === null || Array.isArray(perms)) throw new AirlockError("config_invalid", `${file}: permissions is not an object`);
@@ -295,7 +261,7 @@ export function withEffectivePermissions(config: Readonly<Config>, opts: { works
     }
     return config;
   }
-  const imported = importClaudeSettings(claudeSettingsFiles(opts.home, opts.workspace));
+  const imported = importClaudeSettings(claudeSettingsFiles(opts.home, opts.workspace), { hooks: config.hooks.import_claude_settings });
   const { permissions, skipped } = effectivePermissions(config, imported.lists);
   const n = imported.lists.allow.length + imported.lists.ask.length + imported.lists.deny.length - skipped.length;
   const notes = [...imported.ignored.map((k) => `${k} (not read)`), ...imported.skipped, ...skipped.map((r) => `rule ${r}`)];

@@ -82,7 +82,9 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
   app.post("/sessions", async (c) => {
     const body = await parseBody(c, CreateSessionBody);
     const session = rt.createSession(body);
-    return c.json(session, 201);
+    // a root's hooks from Claude Code's settings: an untrusted workspace's are not run, and the reply says so
+    const warnings = session.parent_session_id ? [] : rt.hookNotes(session.id);
+    return c.json(warnings.length ? { ...session, warnings } : session, 201);
   });
 
   app.get("/sessions", (c) => {
