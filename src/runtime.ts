@@ -36,6 +36,7 @@ import { McpManager } from "./tool/mcp/index.ts";
 import { isModelRosterTool, ToolRegistry } from "./tool/registry.ts";
 import type { SubagentPort } from "./tool/subagent.ts";
 import { ScriptPool } from "./script/pool.ts";
+import { Notifications } from "./notify/notifier.ts";
 
 export type { CreateSessionInput, StartedTurn, TurnResult };
 
@@ -86,6 +87,8 @@ export interface Runtime {
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
+  /** `notify:` (docs/notify.md): cards are heard about through the bus; the run path calls `notify.runEnded`. */
+  readonly notify: Notifications;
   /** Background subagent turns by child session id (subagent__watch waits on them). */
   readonly background: Map<string, Promise<TurnResult>>;
   /**
@@ -148,6 +151,7 @@ class AirlockRuntime implements Runtime {
   readonly permits: Permits;
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
+  readonly notify: Notifications;
   readonly background = new Map<string, Promise<TurnResult>>();
   private readonly sessionConfigs: SessionConfigs;
   private readonly providers: ProviderSelector;
@@ -187,6 +191,17 @@ class AirlockRuntime implements Runtime {
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
       this.sessionRules = new SessionRules(this.store);
+      // before the cards: closed after them, so the cards they withdraw at close are still told
+      this.notify = new Notifications({
+        config: this.config.notify,
+        bus: this.bus,
+        store: this.store,
+        log: this.log,
+        defaultConsoleUrl: serverUrlOf(this.config.server),
+        command: { cwd: this.configDir, dataDir: realDataDir, allowUnenforced: this.config.allow_unenforced, extraEnv: { AIRLOCK_CONFIG_DIR: this.configDir } },
+        ...(opts.env ? { env: opts.env } : {}),
+      });
+      this.resources.use(this.notify);
       this.cards = new Cards({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken, sessionRules: this.sessionRules });
       this.resources.use(this.store);
       this.resources.use(this.scripts);
@@ -374,6 +389,11 @@ export function checkToolPermissions(config: Readonly<Config>, registry: ToolReg
       issues: problems,
     });
   }
+}
+
+/** `http://HOST:PORT` of the configured server (an IPv6 host in brackets): notification links before the server says where it listens. */
+function serverUrlOf(server: Readonly<Config["server"]>): string {
+  return `http://${server.host.includes(":") ? `[${server.host}]` : server.host}:${server.port}`;
 }
 
 /** The workspace's real path when it exists (sessions judge calls in the real path), else as given. */
