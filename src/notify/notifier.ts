@@ -88,7 +88,12 @@ interface CardSeen {
   root: string;
   chain: string[];
   tool: string;
+  /** The home is a `private` session: no text from its conversation leaves in a notification. */
+  private: boolean;
 }
+
+/** The reason a private session's card notification carries instead of the real one. */
+export const PRIVATE_REASON = "(a private session: the reason is shown in the console)";
 
 /**
  * The notifiers of one runtime. Disposable: `close()` waits for deliveries under way (each bounded by its
@@ -136,6 +141,8 @@ export class Notifications {
    */
   runEnded(run: RunEnd, origin: RunOrigin = {}): void {
     if (!this.enabled || this.stop.signal.aborted) return;
+    // a private run's prompt and refusal reasons stay out of notifications (open the console)
+    const priv = run.session_id !== null && this.opts.store.getSession(run.session_id)?.privacy === "private";
     const n: Notification = {
       event: run.status === "blocked" ? "run_blocked" : "run_finished",
       at: new Date().toISOString(),
@@ -144,10 +151,10 @@ export class Notifications {
       ...(origin.run_id ? { run_id: origin.run_id } : {}),
       ...(origin.schedule_id ? { schedule_id: origin.schedule_id } : {}),
       ...(origin.schedule_name ? { schedule_name: origin.schedule_name } : {}),
-      ...(origin.title ? { title: origin.title.slice(0, 200) } : {}),
+      ...(origin.title && !priv ? { title: origin.title.slice(0, 200) } : {}),
       error: run.error ? { code: run.error.code, message: run.error.message } : null,
       tool_calls: run.tool_calls,
-      refused_calls: run.refused_calls.map((r) => ({ tool: r.tool, code: r.code, reason: r.reason })),
+      refused_calls: run.refused_calls.map((r) => ({ tool: r.tool, code: r.code, reason: priv ? PRIVATE_REASON : r.reason })),
       duration_ms: run.duration_ms,
       ...(run.session_id ? { url: consoleLink(this.consoleUrl(), run.session_id) } : {}),
     };
@@ -209,7 +216,7 @@ export class Notifications {
           chain_label: seen.chain.join(CHAIN_SEPARATOR),
           tool: card.tool,
           inspector: card.inspector,
-          reason: card.reason,
+          reason: seen.private ? PRIVATE_REASON : card.reason,
           requires_user_proof: card.requires_user_proof,
           expires_at: card.expires_at,
           url: consoleLink(this.consoleUrl(), seen.root, card.request_id),
@@ -248,7 +255,11 @@ export class Notifications {
     }
   }
 
-  /** The chain of a card's home, root first, with its names; the home alone when the stored graph cannot be read. */
+  /**
+   * The chain of a card's home, root first, with its names; the home alone when the stored graph cannot be
+   * read. For a private session (or an unknown one) the names are `root` / `subagent#N` only: a title may be
+   * the run's prompt.
+   */
   private chainOf(home: string, tool: string): CardSeen {
     let ids: string[];
     try {
@@ -256,7 +267,10 @@ export class Notifications {
     } catch {
       ids = [home];
     }
-    return { home, root: ids[0]!, chain: ids.map((id) => sessionName(this.opts.store.getSession(id), id)), tool };
+    const sessions = ids.map((id) => this.opts.store.getSession(id));
+    const priv = sessions.some((x) => !x || x.privacy === "private");
+    const chain = sessions.map((x, i) => sessionName(x && priv ? { ...x, title: null } : x, ids[i]!));
+    return { home, root: ids[0]!, chain, tool, private: priv };
   }
 
   private dispatch(n: Notification): void {

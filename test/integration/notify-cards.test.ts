@@ -105,6 +105,20 @@ describe("notify: cards over the real runtime", () => {
     expect(health.notify).toEqual({ sent: 4, failed: 0 });
   });
 
+  test("a private session's card carries no text of its conversation: no reason, no title in the chain", async () => {
+    r = startReceiver(() => 200);
+    h = await start({ notifiers: [{ on: ["card_parked"], webhook: { url: r.url } }] });
+    const root = h.rt.createSession({ workspace: h.workspace, mode: "smart", privacy: "private", title: "PRIVATE-TITLE-NOT-SENT" });
+    const reply = await harnessSse(h, `/sessions/${root.id}/reply`, { method: "POST", json: { message: "go" } });
+    const card = (await reply.waitFor((e) => e.event === "action_required")).data;
+    const [got] = await r.waitFor(1);
+    expect(got!.body).toMatchObject({ request_id: card.request_id, tool: "developer__write_file", expires_at: card.expires_at });
+    expect(got!.body.chain_label).toMatch(/^root›subagent#\d+$/);
+    expect(got!.body.reason).not.toBe(card.reason);
+    expect(JSON.stringify(got!.body)).not.toContain("PRIVATE-TITLE-NOT-SENT");
+    reply.close();
+  });
+
   test("console_url replaces the server's own URL in the card's link", async () => {
     r = startReceiver(() => 200);
     h = await start({ console_url: "https://airlock.tunnel.example/console/", notifiers: [{ on: ["card_parked"], webhook: { url: r.url } }] });
