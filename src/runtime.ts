@@ -40,6 +40,7 @@ import { McpManager } from "./tool/mcp/index.ts";
 import { isModelRosterTool, ToolRegistry } from "./tool/registry.ts";
 import type { SubagentPort } from "./tool/subagent.ts";
 import { ScriptPool } from "./script/pool.ts";
+import { Notifications } from "./notify/notifier.ts";
 
 export type { CreateSessionInput, StartedTurn, TurnResult };
 
@@ -94,6 +95,8 @@ export interface Runtime {
   readonly tokens: Tokens;
   /** The sessions' transcripts in Claude Code's JSONL shape (store/transcript.ts), written as each message is stored. */
   readonly transcripts: Transcripts;
+  /** `notify:` (docs/notify.md): cards are heard about through the bus; the run path calls `notify.runEnded`. */
+  readonly notify: Notifications;
   /** Background subagent turns by child session id (subagent__watch waits on them). */
   readonly background: Map<string, Promise<TurnResult>>;
   /**
@@ -172,6 +175,7 @@ class AirlockRuntime implements Runtime {
   readonly scripts: ScriptPool;
   readonly tokens: Tokens;
   readonly transcripts: Transcripts;
+  readonly notify: Notifications;
   readonly background = new Map<string, Promise<TurnResult>>();
   private readonly sessionConfigs: SessionConfigs;
   /** `~/.claude/settings.json`'s hooks, read once (at start when the config imports them, else when a recipe first does). */
@@ -214,6 +218,17 @@ class AirlockRuntime implements Runtime {
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
       this.sessionRules = new SessionRules(this.store);
+      // before the cards: closed after them, so the cards they withdraw at close are still told
+      this.notify = new Notifications({
+        config: this.config.notify,
+        bus: this.bus,
+        store: this.store,
+        log: this.log,
+        defaultConsoleUrl: serverUrlOf(this.config.server),
+        command: { cwd: this.configDir, dataDir: realDataDir, allowUnenforced: this.config.allow_unenforced, extraEnv: { AIRLOCK_CONFIG_DIR: this.configDir } },
+        ...(opts.env ? { env: opts.env } : {}),
+      });
+      this.resources.use(this.notify);
       this.cards = new Cards({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken, sessionRules: this.sessionRules });
       this.resources.use(this.store);
       this.resources.use(this.scripts);
@@ -483,6 +498,11 @@ function hookToolView(registry: ToolRegistry, name: string, args: unknown, works
   const def = registry.get(name);
   if (!def) return { name: claudeToolName({ name }), input: args };
   return { name: claudeToolName(def), input: claudeToolInput(def, args, workspace) };
+}
+
+/** `http://HOST:PORT` of the configured server (an IPv6 host in brackets): notification links before the server says where it listens. */
+function serverUrlOf(server: Readonly<Config["server"]>): string {
+  return `http://${server.host.includes(":") ? `[${server.host}]` : server.host}:${server.port}`;
 }
 
 /** The workspace's real path when it exists (sessions judge calls in the real path), else as given. */

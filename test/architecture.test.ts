@@ -14,7 +14,7 @@ const LAYERS: string[][] = [
   ["session"],
   ["store", "bus"],
   ["launcher", "script", "shell"],
-  ["tool", "card"],
+  ["tool", "card", "notify"],
   ["hook"],
   ["gate"],
   ["agent"],

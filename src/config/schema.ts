@@ -190,6 +190,77 @@ export const Permissions = z.strictObject({
 export type Permissions = z.infer<typeof Permissions>;
 export const ToolConfig = z.strictObject({ permission: ToolPermission });
 
+/** The events a notifier may be sent (docs/notify.md): a card parked or ended, a run finished, a run blocked. */
+export const NOTIFY_EVENTS = ["card_parked", "card_resolved", "run_finished", "run_blocked"] as const;
+export const NotifyEventName = z.enum(NOTIFY_EVENTS);
+export type NotifyEventName = z.infer<typeof NotifyEventName>;
+
+/** An environment variable's name (where a secret is read from; the config never holds the secret itself). */
+const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable's name");
+
+/** An http(s) URL without a user or password in it (a secret belongs in an environment variable: `url_env`). */
+const NotifyUrl = z.string().superRefine((v, ctx) => {
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    ctx.addIssue({ code: "custom", message: "must be an absolute http:// or https:// URL" });
+    return;
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") ctx.addIssue({ code: "custom", message: "must be an http:// or https:// URL" });
+  if (u.username || u.password) ctx.addIssue({ code: "custom", message: "must not hold a user or password (a literal secret); put the URL in an environment variable and name it in url_env" });
+});
+
+/** `notify.notifiers[].webhook`: POST one JSON body per event (docs/notify.md). */
+export const NotifyWebhook = z
+  .strictObject({
+    /** The URL to POST to (for `ntfy`: the topic's URL, e.g. https://ntfy.sh/my-topic). */
+    url: NotifyUrl.optional(),
+    /** The environment variable holding the URL, for URLs that are secrets themselves (Slack's incoming webhooks). */
+    url_env: EnvName.optional(),
+    /** `json`: airlock's notification object; `ntfy`: ntfy's JSON publish shape; `slack`: an incoming webhook's `{text}`. */
+    format: z.enum(["json", "ntfy", "slack"]).default("json"),
+    /** Request headers whose values are read from environment variables: `{Authorization: NTFY_AUTH}`. */
+    headers_env: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "must be an HTTP header name"), EnvName).default({}),
+    /** Retries after a network error, a 5xx or a 429 (exponential backoff), within the notifier's `timeout_s`. */
+    retries: z.number().int().min(0).max(10).default(3),
+    /** The first retry's wait, ms; each next one waits twice as long (a 429's Retry-After, when longer, wins). */
+    retry_backoff_ms: z.number().int().positive().max(60_000).default(500),
+  })
+  .superRefine((w, ctx) => {
+    if ((w.url === undefined) === (w.url_env === undefined)) ctx.addIssue({ code: "custom", message: "give exactly one of url and url_env" });
+    if (w.url && /(^|\.)hooks\.slack\.com$/i.test(new URL(w.url).hostname)) {
+      ctx.addIssue({ code: "custom", path: ["url"], message: "a Slack incoming-webhook URL is a secret: put it in an environment variable and name it in url_env" });
+    }
+  });
+export type NotifyWebhook = z.infer<typeof NotifyWebhook>;
+
+/** One notifier: a command or a webhook, and the events it hears about. */
+export const Notifier = z
+  .strictObject({
+    /** Named in the log when it fails, and in `GET /health`; default `notify[N]` (N from 0). */
+    name: z.string().min(1).max(64).optional(),
+    /** The events sent to it; default all of them. */
+    on: z.array(NotifyEventName).min(1).default([...NOTIFY_EVENTS]),
+    /** Run with `/bin/sh -c`, the event's JSON on stdin, confined like a hook (docs/notify.md). */
+    command: z.string().min(1).optional(),
+    webhook: NotifyWebhook.optional(),
+    /** Seconds one event may take (a command is killed with its process group; a webhook's attempts and waits all fit in it). */
+    timeout_s: z.number().positive().max(600).default(10),
+  })
+  .superRefine((n, ctx) => {
+    if ((n.command === undefined) === (n.webhook === undefined)) ctx.addIssue({ code: "custom", message: "give exactly one of command and webhook" });
+  });
+export type Notifier = z.infer<typeof Notifier>;
+
+/** `notify:` — who hears about cards and runs (docs/notify.md). */
+export const NotifyConfig = z.strictObject({
+  /** The console's base URL in notification links, for a console reached through a tunnel; default the server's own URL. */
+  console_url: NotifyUrl.optional(),
+  notifiers: z.array(Notifier).default([]),
+});
+export type NotifyConfig = z.infer<typeof NotifyConfig>;
+
 export const Config = z.strictObject({
   provider: ProviderConfig.default(ProviderConfig.parse({})),
   mode: Mode.default("smart"),
@@ -221,6 +292,7 @@ export const Config = z.strictObject({
       port: z.number().int().min(0).max(65535).default(7420),
     })
     .default({ host: "127.0.0.1", port: 7420 }),
+  notify: NotifyConfig.default({ notifiers: [] }),
 });
 export type Config = z.infer<typeof Config>;
 

@@ -11,8 +11,7 @@ import type { AnyEvent } from "../bus/bus.ts";
 import { AirlockError, assertNever } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { sseResponse } from "../bus/sse.ts";
-import { ancestors } from "../session/graph.ts";
-import type { Session } from "../session/types.ts";
+import { ancestors, sessionName } from "../session/graph.ts";
 import type { ConsoleAssets } from "./bundle.ts";
 import { EMBEDDED } from "./embedded.ts";
 import { previewCard } from "./preview.ts";
@@ -88,12 +87,8 @@ export interface ChainLink {
 /** A card as the console's feed sends it: with its chain (root first, home last) and the session to answer from (the root). */
 export type ConsoleCard = Card & { chain: ChainLink[]; answer_in: string };
 
-/** The name a session shows in a chain label: its title, else `root` / `subagent#N` (N = spawn order in its tree). */
-export function sessionName(s: Pick<Session, "title" | "parent_session_id" | "spawn_index"> | null, id: string): string {
-  if (!s) return id;
-  if (s.title) return s.title;
-  return s.parent_session_id ? `subagent#${s.spawn_index ?? "?"}` : "root";
-}
+/** The name a session shows in a chain label (session/graph.ts). */
+export { sessionName };
 
 /** Adds the chain (root → home) to a card. @throws AirlockError from the session graph. */
 export function withChain(rt: Pick<Runtime, "store">, card: Card): ConsoleCard {

@@ -7,6 +7,7 @@ import type { AnyEvent } from "../bus/bus.ts";
 import type { ConfigOverrides } from "../config/load.ts";
 import type { Mode, SandboxPolicyName } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
+import type { RunOrigin } from "../notify/notifier.ts";
 import type { Runtime } from "../runtime.ts";
 import { headlessStatus, type RefusedCallEntry, type ResultObject } from "./result.ts";
 import { rootOf } from "../session/graph.ts";
@@ -31,17 +32,26 @@ export interface RunOnceInput {
   onSession?(sessionId: string): void;
   /** Every bus event of the run's session tree, in publish order. */
   onEvent?(ev: AnyEvent): void;
+  /** A scheduled run's ids, named in its `run_finished` / `run_blocked` notification (docs/notify.md). */
+  origin?: Omit<RunOrigin, "title">;
 }
 
 /** How long a finished run waits for background subagents it cancelled, ms. */
 const DRAIN_MS = 5_000;
 
 /**
- * Runs one turn in a new root session and returns the result object. Expected failures (provider
- * errors, refusals, cancellation) are results.
+ * Runs one turn in a new root session and returns the result object, and tells `notify:` how the run
+ * ended (`rt.notify.runEnded`, asynchronous). Expected failures (provider errors, refusals, cancellation) are results.
  * @throws AirlockError `bad_request` (missing workspace), `privacy_violation`, `config_invalid` (bad overrides).
  */
 export async function runOnce(rt: Runtime, input: RunOnceInput): Promise<ResultObject> {
+  const result = await runOnceInner(rt, input);
+  // `notify:`: the run's end is sent asynchronously (`run_blocked` when blocked, else `run_finished`)
+  rt.notify.runEnded(result, { ...input.origin, title: input.prompt });
+  return result;
+}
+
+async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObject> {
   const started = Date.now();
   const o = input.overrides ?? {};
   const mode = input.mode ?? o.mode;

@@ -16,7 +16,7 @@ import type { RunRecipe } from "./scheduler.ts";
  * parameters, and runs it headless. The workspace is the recipe's `workspace`, else the recipe's directory.
  */
 export function recipeRunner(rt: Runtime): RunRecipe {
-  return async ({ schedule, signal, onSession }) => {
+  return async ({ schedule, runId, signal, onSession }) => {
     const started = Date.now();
     try {
       const recipe = parseRecipe(schedule.recipe_text, schedule.recipe_path);
@@ -28,10 +28,14 @@ export function recipeRunner(rt: Runtime): RunRecipe {
         workspace: prepared.workspace ?? dirname(schedule.recipe_path),
         signal,
         onSession,
+        origin: { run_id: runId, schedule_id: schedule.id, schedule_name: schedule.name },
       });
     } catch (e) {
       const err = toAirlockError(e);
-      return { session_id: null, status: "failed", result: null, tool_calls: 0, refused_calls: [], error: err.toJSON(), duration_ms: Date.now() - started };
+      const result = { session_id: null, status: "failed" as const, result: null, tool_calls: 0, refused_calls: [], error: err.toJSON(), duration_ms: Date.now() - started };
+      // a run that could not start is a finished (failed) run for notify: too
+      rt.notify.runEnded(result, { run_id: runId, schedule_id: schedule.id, schedule_name: schedule.name });
+      return result;
     }
   };
 }

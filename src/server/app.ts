@@ -51,7 +51,11 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   );
   app.use("*", bearerAuth(() => rt.tokens.apiToken));
 
-  app.get("/health", (c) => c.json({ status: "ok", version }));
+  // `notify`: notifications sent and failed since start (counts only: /health needs no token)
+  app.get("/health", (c) => {
+    const n = rt.notify.stats();
+    return c.json({ status: "ok", version, notify: { sent: n.sent, failed: n.failed } });
+  });
   app.route("/", sessionRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
   // Cards (the gate engineer's routes): GET /actions, GET /sessions/:id/actions, POST /sessions/:id/actions/:request_id.
   app.route("/", actionsRoutes(rt));

@@ -39,5 +39,8 @@ export function startServer(rt: Runtime, opts: { host?: string; port?: number } 
   };
   rt.onClose(stop);
   const shownHost = hostname.includes(":") ? `[${hostname}]` : hostname;
-  return { url: `http://${shownHost}:${server.port}`, hostname, port: server.port!, stop };
+  const url = `http://${shownHost}:${server.port}`;
+  // notification links point here unless `notify.console_url` names another base (a tunnel)
+  rt.notify.setServerUrl(url);
+  return { url, hostname, port: server.port!, stop };
 }

@@ -5,6 +5,7 @@
  * table yields `session_graph_invalid`, never a loop.
  */
 import { AirlockError } from "../errors.ts";
+import type { Session } from "./types.ts";
 
 /** Deepest ancestor chain followed (a root plus 32 levels of subagents). */
 export const MAX_DEPTH = 32;
@@ -45,4 +46,11 @@ export function ancestors(store: ParentLookup, sessionId: string): string[] {
 export function rootOf(store: ParentLookup, sessionId: string): string {
   const chain = ancestors(store, sessionId);
   return chain.length ? chain[chain.length - 1]! : sessionId;
+}
+
+/** The name a session shows in a chain label (the console, notifications): its title, else `root` / `subagent#N` (N = spawn order in its tree); the id when the session is unknown. */
+export function sessionName(s: Pick<Session, "title" | "parent_session_id" | "spawn_index"> | null, id: string): string {
+  if (!s) return id;
+  if (s.title) return s.title;
+  return s.parent_session_id ? `subagent#${s.spawn_index ?? "?"}` : "root";
 }
