@@ -262,6 +262,35 @@ export class Cards {
     return { ok: true, outcome };
   }
 
+  /**
+   * The session a person answers `requestId` at when no session is named: the card's root surface, the one it
+   * was relayed to (card/relay.ts; the home itself for a root session's card). Known for a pending card and a
+   * remembered decided one (so a late answer gets `already_decided` or `expired`); undefined otherwise.
+   */
+  answerSurface(requestId: string): string | undefined {
+    const surfaces = this.pending.get(requestId)?.surfaces ?? this.decided.get(requestId)?.surfaces;
+    return surfaces?.[surfaces.length - 1];
+  }
+
+  /**
+   * Decides a card at its root surface ({@link answerSurface}): {@link resolve} from that session, with the
+   * same checks, results and audit rows. An unknown card is refused `not_found` (audited with no session).
+   */
+  resolveAtSurface(requestId: string, decision: Decision, from: Omit<DecisionFrom, "sessionId">): ResolveResult {
+    const at = this.answerSurface(requestId);
+    if (at !== undefined) return this.resolve(requestId, decision, { ...from, sessionId: at });
+    this.opts.store.audit({
+      kind: "card_decision",
+      outcome: "refused",
+      request_id: requestId,
+      decision,
+      code: "not_found",
+      actor: from.actor ?? null,
+      detail: { proof: tokensEqual(from.approverToken ?? null, typeof this.opts.approverToken === "function" ? this.opts.approverToken() : this.opts.approverToken), ...(from.reason ? { reason: from.reason } : {}) },
+    });
+    return { ok: false, error: new AirlockError("not_found", `no card ${requestId}; list the pending cards with GET /actions`) };
+  }
+
   /** The pending cards homed or surfaced in `sessionId`, as seen there (`surfaced_in` = that session), oldest first. */
   listForSession(sessionId: string): Card[] {
     const ids = this.bySession.get(sessionId);

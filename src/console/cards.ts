@@ -77,7 +77,7 @@ export async function decide(card: Card, decision: "allow_once" | "allow_session
     notice(`${label}: ${msg}`, "warn");
     return;
   }
-  const needToken = r.status === 403 && r.body?.error === "user_proof_required";
+  const needToken = r.status === 403 && (r.body?.error === "user_proof_required" || r.body?.error === "user_proof_invalid");
   if (needToken && tok && tok === kept) setApproverToken(null); // the kept token was refused
   // A refused typed token is cleared from the field; any other error keeps what was typed.
   feed.ui.set(card.request_id, { busy: false, error: msg, askToken: needToken || ui.askToken, draft: needToken ? "" : ui.draft });

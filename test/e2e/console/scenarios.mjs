@@ -203,11 +203,11 @@ await run("Allow without the approver token is refused and explained; typed, the
   const err = await el.locator(".error").textContent({ timeout: T });
   if (!err.includes("user_proof_required") || !err.includes("403")) throw new Error(`shown: ${err}`);
   if (!(await pending(B)).some((x) => x.request_id === c.request_id)) throw new Error("the card was decided without the token");
-  // A wrong token is refused the same way.
+  // A wrong token is refused too, with its own code.
   await el.locator('input[name="approver"]').fill("not-the-token");
   await el.locator("button.keep").click();
   await el.locator("button.allow:not([disabled])").click({ timeout: T });
-  await el.locator(".error", { hasText: "user_proof_required" }).waitFor({ timeout: T });
+  await el.locator(".error", { hasText: "user_proof_invalid" }).waitFor({ timeout: T });
   if (!(await pending(B)).some((x) => x.request_id === c.request_id)) throw new Error("the card was decided with a wrong token");
   // Typed and Allow once pressed directly (no "Keep for this tab" first): the typed token is sent.
   await el.locator('input[name="approver"]').fill(B.approver);
