@@ -49,6 +49,8 @@ export interface ParkInput {
   signal?: AbortSignal;
   /** The rule "Allow for this session" adds (gate/rules/suggest.ts); without it the card refuses `allow_session`. */
   suggestedRule?: string;
+  /** Why allowing will not help (gate/will-fail.ts): shown on the card as `will_fail`. */
+  willFail?: string;
 }
 
 /** Who posts a decision: the session it is posted from, the approver token (if any), a label for the audit log. */
@@ -130,6 +132,7 @@ export class Cards {
       ...(input.files?.length ? { files: input.files } : {}),
       ...(input.replaces ? { replaces: input.replaces } : {}),
       ...(input.suggestedRule && this.opts.sessionRules ? { suggested_rule: input.suggestedRule } : {}),
+      ...(input.willFail ? { will_fail: input.willFail } : {}),
     };
     if (input.signal?.aborted) {
       return Promise.resolve({ request_id: requestId, decision: "cancelled" });
@@ -151,6 +154,7 @@ export class Cards {
         ...(input.files?.length ? { files: input.files } : {}),
         ...(input.replaces ? { replaces: input.replaces } : {}),
         ...(base.suggested_rule ? { suggested_rule: base.suggested_rule } : {}),
+        ...(base.will_fail ? { will_fail: base.will_fail } : {}),
       },
     });
     return new Promise<CardOutcome>((resolve) => {

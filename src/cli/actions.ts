@@ -30,7 +30,8 @@ export interface ActionsAnswerOptions extends ActionsCommonOptions {
 
 /**
  * One card as a line of text: id, tool, where it is homed and surfaced, why, whether allowing needs user proof,
- * the card it replaces (its allow went stale), and one line per named file with its full sha256 (what an allow runs).
+ * the card it replaces (its allow went stale), one line per named file with its full sha256 (what an allow runs), and
+ * why allowing will not help when the sandbox will still refuse the call's write (`will_fail`).
  */
 export function cardLine(c: Record<string, any>): string {
   const proof = c.requires_user_proof ? " [needs user proof]" : "";
@@ -38,7 +39,8 @@ export function cardLine(c: Record<string, any>): string {
   const where = c.surfaced_in && c.surfaced_in !== c.home_session_id ? `home ${c.home_session_id}, surfaced in ${c.surfaced_in}` : `home ${c.home_session_id}`;
   const replaces = c.replaces ? `; replaces ${c.replaces}` : "";
   const files = Array.isArray(c.files) ? c.files.map((f: Record<string, any>) => `    file ${f.path}: ${fileState(f)}\n`).join("") : "";
-  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
+  const willFail = c.will_fail ? `    ! ${c.will_fail}\n` : "";
+  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n${willFail}    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
 }
 
 /** A card's file binding in words: `sha256 <hex> (N bytes)`, `missing`, `symlink -> target (sha256 <hex>)`, … */
