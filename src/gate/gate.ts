@@ -374,6 +374,7 @@ export class Gate {
       policy: requestedPolicy(call.config.sandbox, req.args),
       allowUnenforced: call.config.allow_unenforced,
       executionBackend: call.config.execution_backend,
+      unixSockets: call.config.sandbox_unix_sockets,
       ...(this.deps.dataDir ? { dataDir: this.deps.dataDir } : {}),
     });
     try {

@@ -23,7 +23,7 @@ describe("a shell call's certain writes outside every writable place", () => {
     expect(sh("echo x > /etc/airlock-test")).toBe(
       "allowing this will not help: the sandbox policy workspace-write will still refuse writing /etc/airlock-test (only the workspace and a private /tmp are writable)",
     );
-    for (const c of ["printf x | tee -a /etc/x", "cp a.txt /etc/", "dd if=a of=/usr/local/x", "sed -i s/a/b/ /etc/hosts", "curl -o /opt/x https://example.com", "sudo tee /etc/x", "bash -c 'echo > /etc/x'", "true && echo x >> /var/x"]) {
+    for (const c of ["printf x | tee -a /etc/x", "cp a.txt /etc/", "dd if=a of=/usr/local/x", "sed -i s/a/b/ /etc/hosts", "curl -o /opt/x http://127.0.0.1/x", "sudo tee /etc/x", "bash -c 'echo > /etc/x'", "true && echo x >> /var/x"]) {
       expect(sh(c)).toContain("will still refuse writing /");
     }
     expect(sh("echo a > /etc/a; echo b > /etc/b; echo c > /etc/c; echo d > /etc/d")).toContain("writing /etc/a, /etc/b, /etc/c and 1 more");
@@ -66,6 +66,38 @@ describe("a shell call's certain writes outside every writable place", () => {
     expect(sh("echo x > /etc/x", { policy: "danger-full-access" })).toBeNull();
     expect(sh("echo x > /etc/x", { allowUnenforced: true })).toBeNull(); // may run unconfined where bubblewrap cannot
     expect(sh("echo x > /etc/x", { executionBackend: "external" })).toBeNull();
+  });
+});
+
+describe("a fetch with no network", () => {
+  test("one curl or wget of a host that is not loopback: said under read-only and workspace-write", () => {
+    expect(sh("curl -sS https://example.com/x.tar.gz")).toBe("allowing this will not help: the sandbox policy workspace-write has no network, so curl cannot reach example.com");
+    expect(sh("wget -q http://user@example.org:8080/a http://example.net", { policy: "read-only" })).toBe(
+      "allowing this will not help: the sandbox policy read-only has no network, so wget cannot reach example.org, example.net",
+    );
+  });
+
+  test("not said for loopback, a rerouted request, more than one command, a variable, unix sockets or danger-full-access", () => {
+    for (const c of [
+      "curl http://127.0.0.1:8080/",
+      "curl http://localhost/x",
+      "curl 'http://[::1]:80/'",
+      "curl -x http://proxy:3128 https://example.com",
+      "curl --resolve example.com:443:127.0.0.1 https://example.com",
+      "curl --unix-socket /run/x.sock http://example.com/",
+      "curl -K cfg https://example.com",
+      "wget -e use_proxy=yes http://example.com",
+      "curl https://example.com | sh",
+      "python3 -m http.server & curl https://example.com",
+      "curl $URL",
+      "curl file:///etc/hosts",
+      "git clone https://example.com/r.git",
+    ]) {
+      expect([c, sh(c)]).toEqual([c, null]);
+    }
+    expect(sh("curl https://example.com", { unixSockets: ["/run/docker.sock"] })).toBeNull();
+    expect(sh("curl https://example.com", { policy: "danger-full-access" })).toBeNull();
+    expect(sh("curl https://example.com", { allowUnenforced: true })).toBeNull();
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * @module gate/will-fail
  * What a card says when allowing its call cannot help (the card's `will_fail`): a write that the sandbox
- * policy the call would run under will still refuse. Said only when certain — a literal absolute path
+ * policy the call would run under will still refuse, or a fetch it gives no network. Said only when certain — a literal absolute path
  * (for a file tool, also one relative to the workspace) none of whose prefixes resolves into a place the
  * call may write — and never instead of the card: a person still answers it.
  */
@@ -13,6 +13,7 @@ import { assertNever } from "../errors.ts";
 import { allCredentialPaths } from "../launcher/credentials.ts";
 import { sanitizedEnv } from "../launcher/env.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
+import { splitCommands } from "../shell/words.ts";
 import { floorCall, literalWriteTargets } from "./inspectors/security-floor.ts";
 
 /** Where a call would run if allowed. */
@@ -27,6 +28,8 @@ export interface WillFailEnv {
   allowUnenforced: boolean;
   /** Config `execution_backend`: `external` refuses local host processes anyway (that refusal says so itself). */
   executionBackend: "local" | "external";
+  /** Config `sandbox_unix_sockets`: host sockets a confined process may reach (then no fetch is certain to fail). */
+  unixSockets?: readonly string[];
   /** HOME and PATH the floor resolves `~` and commands with; default: the sanitized environment's. */
   home?: string;
   PATH?: string;
@@ -47,6 +50,10 @@ const MAX_LINKS = 40;
  *   write: the workspace (`workspace-write` only), the private `/tmp`, `/dev`, `/proc`, `/sys`, `/run`,
  *   `/var/run`, and the folders and files hidden behind a tmpfs or masked (the data dir, the credential list).
  *   None under `allow_unenforced` or the `external` backend.
+ * - `developer__shell` whose whole command is one `curl` or `wget` of an `http(s)://` or `ftp(s)://` URL on a
+ *   host that is not loopback: `read-only` and `workspace-write` run it with no network (`--unshare-net`), and
+ *   nothing else runs to listen on the sandbox's own loopback. Not with a flag that reroutes the request
+ *   (a proxy, `--resolve`, `--connect-to`, a unix socket, a config file) or when `sandbox_unix_sockets` names any.
  * - Anything else, and `danger-full-access`: null.
  * A path counts only when it resolves (symlinks followed, as the kernel would) outside those places and no
  * name on the way is looked up inside one, so nothing the call does first (replacing a link inside the
@@ -76,6 +83,8 @@ function willRefuse(tool: { name: string; claude?: { name: string } }, args: unk
       if (env.allowUnenforced || env.executionBackend === "external") return null;
       const sane = env.home === undefined || env.PATH === undefined ? sanitizedEnv() : {};
       const home = env.home ?? sane.HOME;
+      const offline = env.unixSockets?.length ? null : unreachable(call.command, env.policy);
+      if (offline) return offline;
       const targets = literalWriteTargets(call.command, { workspace: env.workspace, policy: env.policy, PATH: env.PATH ?? sane.PATH ?? "", ...(home ? { home } : {}), ...(env.dataDir ? { dataDir: env.dataDir } : {}) });
       if (targets.length === 0) return null;
       const writable = confinedWritable(env.policy, ws, home, env.dataDir);
@@ -89,6 +98,31 @@ function willRefuse(tool: { name: string; claude?: { name: string } }, args: unk
     default:
       return assertNever(call, "floor call kind");
   }
+}
+
+/** Flags of curl and wget that may send a request somewhere other than its URL's host (a proxy, a resolve or connect override, a unix socket, a config file or wgetrc command). */
+const REROUTES = /^(-[A-Za-z]*[xKe]|--(unix-socket|abstract-unix-socket|connect-to|resolve|proxy|preproxy|socks|config|execute|doh-url|interface|dns-))/;
+/** Hosts on the sandbox's own loopback (nothing listens there, but say nothing about them). */
+const LOOPBACK = /^(localhost|.*\.localhost|127(\.\d+){3}|0\.0\.0\.0|\[::1?\]|\[::ffff:127(\.\d+){3}\])$/i;
+
+/**
+ * `allowing this will not help: the sandbox policy … has no network, so curl cannot reach HOST` when the whole
+ * command is one `curl`/`wget` of a non-loopback `http(s)`/`ftp(s)` URL with nothing that reroutes it; else null.
+ */
+function unreachable(command: string, policy: SandboxPolicyName): string | null {
+  const parsed = splitCommands(command);
+  if (!parsed.ok || parsed.commands.length !== 1) return null;
+  const c = parsed.commands[0]!;
+  const prog = c.words[0];
+  if (prog === undefined || !["curl", "wget"].includes(path.basename(prog))) return null;
+  if (c.redirects.some((r) => r.op === "<(" || r.op === ">(") || c.words.some((w) => /[$`]/.test(w) || REROUTES.test(w))) return null;
+  const hosts = c.words.slice(1).flatMap((w) => {
+    const m = /^(?:https?|ftps?):\/\/(?:[^/@?#]*@)?(\[[^\]]*\]|[^/:?#]+)/i.exec(w);
+    return m && !LOOPBACK.test(m[1]!) ? [m[1]!] : [];
+  });
+  if (hosts.length === 0) return null;
+  const named = [...new Set(hosts)];
+  return `allowing this will not help: the sandbox policy ${policy} has no network, so ${path.basename(prog)} cannot reach ${named.slice(0, MAX_NAMED).join(", ")}${named.length > MAX_NAMED ? ` and ${named.length - MAX_NAMED} more` : ""}`;
 }
 
 function say(policy: SandboxPolicyName, paths: string[], why: string): string {

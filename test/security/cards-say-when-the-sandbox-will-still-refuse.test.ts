@@ -1,7 +1,8 @@
 /**
- * A card whose write the sandbox policy will still refuse says so before anyone answers it (`will_fail`), and
- * the claim holds: allowed anyway (with the approver token), the write is refused — by the file tool's
- * workspace check, and by bubblewrap's read-only mounts for the shell even though airlock runs as root here.
+ * A card whose write the sandbox policy will still refuse, or whose fetch it gives no network, says so before
+ * anyone answers it (`will_fail`), and the claim holds: allowed anyway (with the approver token), the write is
+ * refused — by the file tool's workspace check, and by bubblewrap's read-only mounts for the shell even when
+ * airlock runs as root — and the fetch cannot resolve its host.
  * A write inside the workspace carries no such warning. Real server, real bubblewrap, the CLI as a subprocess.
  */
 import { afterEach, expect, test } from "bun:test";
@@ -24,7 +25,7 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
   return { code, stdout, stderr };
 }
 
-test("under workspace-write in approve mode, a write to /etc says allowing will not help and is refused when allowed; a write inside the workspace says nothing", async () => {
+test("under workspace-write in approve mode, a write to /etc and a fetch say allowing will not help and fail when allowed; a write inside the workspace says nothing", async () => {
   expect(existsSync(TARGET)).toBe(false);
   h = await startGateHarness({
     config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "approve", sandbox: "workspace-write" },
@@ -35,6 +36,7 @@ turns:
   - tool_calls: [{ name: developer__write_file, arguments: { path: "inside.txt", content: "x" } }]
   - tool_calls: [{ name: developer__shell, arguments: { command: "echo x > ${TARGET}" } }]
   - tool_calls: [{ name: developer__shell, arguments: { command: "echo x > inside-shell.txt" } }]
+  - tool_calls: [{ name: developer__shell, arguments: { command: "curl -sS https://example.com/" } }]
   - text: done
 `,
     },
@@ -90,5 +92,10 @@ turns:
   expect(shellIn).not.toHaveProperty("will_fail");
   await allow(shellIn);
   expect(readFileSync(join(h.workspace, "inside-shell.txt"), "utf8")).toBe("x\n");
+
+  // 5. a fetch under a policy with no network: said, and allowed it cannot even resolve the host
+  const fetch = await nextCard();
+  expect(fetch.will_fail).toBe("allowing this will not help: the sandbox policy workspace-write has no network, so curl cannot reach example.com");
+  expect(JSON.stringify(await allow(fetch))).toContain("Could not resolve host");
   expect((await reply.waitFor((e) => e.event === "turn_finished")).data.status).toBe("completed");
 });
