@@ -85,6 +85,7 @@ function willRefuse(tool: { name: string; claude?: { name: string } }, args: unk
       const home = env.home ?? sane.HOME;
       const offline = env.unixSockets?.length ? null : unreachable(call.command, env.policy);
       if (offline) return offline;
+      if (!call.command.includes("/")) return null; // no absolute path to judge: skip the floor's parse
       const targets = literalWriteTargets(call.command, { workspace: env.workspace, policy: env.policy, PATH: env.PATH ?? sane.PATH ?? "", ...(home ? { home } : {}), ...(env.dataDir ? { dataDir: env.dataDir } : {}) });
       if (targets.length === 0) return null;
       const writable = confinedWritable(env.policy, ws, home, env.dataDir);
