@@ -23,7 +23,7 @@ describe("a shell call's certain writes outside every writable place", () => {
     expect(sh("echo x > /etc/airlock-test")).toBe(
       "allowing this will not help: the sandbox policy workspace-write will still refuse writing /etc/airlock-test (only the workspace and a private /tmp are writable)",
     );
-    for (const c of ["printf x | tee -a /etc/x", "cp a.txt /etc/", "dd if=a of=/usr/local/x", "sed -i s/a/b/ /etc/hosts", "curl -o /opt/x http://127.0.0.1/x", "sudo tee /etc/x", "bash -c 'echo > /etc/x'", "true && echo x >> /var/x"]) {
+    for (const c of ["printf x | tee -a /etc/x", "cp a.txt /etc/", "dd if=a of=/usr/local/x", "sed -i s/a/b/ /etc/hosts", "curl -o /opt/x http://127.0.0.1/x", "sudo tee /etc/x", "bash -c 'echo > /etc/x'", "true && echo x >> /var/x", "install -m 644 a /etc/x", "touch -r ref /etc/x"]) {
       expect(sh(c)).toContain("will still refuse writing /");
     }
     expect(sh("echo a > /etc/a; echo b > /etc/b; echo c > /etc/c; echo d > /etc/d")).toContain("writing /etc/a, /etc/b, /etc/c and 1 more");
@@ -60,6 +60,11 @@ describe("a shell call's certain writes outside every writable place", () => {
       "echo tee /etc/x", // tee is a word here, not a command
       "cat /etc/passwd",
       "ln -s /etc/passwd p",
+      "touch -r /etc/passwd stamp", // a flag's value, not a target
+      "truncate -r /etc/hosts copy",
+      "sed -i -e /foo/d notes.txt",
+      "perl -i -p -e '/x/ and s//y/' notes.txt",
+      "cp -S /etc/bak a b",
     ]) {
       expect([c, sh(c)]).toEqual([c, null]);
     }
