@@ -40,6 +40,7 @@ const EXPECTED: Record<string, [number, number]> = {
   expired:                         [404, 1],
   outside_scope:                   [403, 1],
   user_proof_required:             [403, 1],
+  user_proof_invalid:              [403, 1],
   already_decided:                 [409, 1],
   hook_timeout:                    [500, 1],
   hook_error:                      [500, 1],

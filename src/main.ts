@@ -180,9 +180,10 @@ function addActionsCommand(program: Command, done: (code: number) => void): void
       "after",
       examples([
         "airlock actions list --session ses_0193…",
+        "airlock actions answer act_0193… --allow-once",
+        "airlock actions answer act_0193… --allow-session",
+        'airlock actions answer act_0193… --deny --reason "not on main"',
         "airlock actions answer act_0193… --session ses_0193… --allow-once",
-        "airlock actions answer act_0193… --session ses_0193… --allow-session",
-        'airlock actions answer act_0193… --session ses_0193… --deny --reason "not on main"',
       ]),
     );
   withUrl(
@@ -202,7 +203,7 @@ function addActionsCommand(program: Command, done: (code: number) => void): void
           .command("answer")
           .description("allow once, allow for the session, or deny one pending call")
           .argument("<request_id>", "the card's request id (act_…)")
-          .addOption(new Option("--session <id>", "the session answering (a surface of the card)").argParser(nonEmpty).makeOptionMandatory())
+          .addOption(new Option("--session <id>", "the session answering (a surface of the card); default: the root session the card was relayed to").argParser(nonEmpty))
           .addOption(new Option("--allow-once", "allow this one call").conflicts(["deny", "allowSession"]))
           .addOption(new Option("--allow-session", "allow this call and add the card's suggested rule for the session tree").conflicts(["deny", "allowOnce"]))
           .addOption(new Option("--deny", "refuse the call").conflicts(["allowOnce", "allowSession"]))

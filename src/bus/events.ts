@@ -47,6 +47,8 @@ export const Card = z.strictObject({
   replaces: z.string().optional(),
   /** The narrowest permission rule covering the call (Claude Code's syntax, e.g. `Bash(npm run test:*)`), offered as "Allow for this session" (`allow_session`); absent on the floor's, elevation's, a rule's or a hook's asks. */
   suggested_rule: z.string().optional(),
+  /** Why allowing will not help: a write the sandbox policy the call would run under still refuses, e.g. `allowing this will not help: the sandbox policy workspace-write will still refuse writing /etc/x (…)`; present only when that is certain (gate/will-fail.ts). */
+  will_fail: z.string().optional(),
 });
 export type Card = z.infer<typeof Card>;
 

@@ -49,6 +49,8 @@ export interface ParkInput {
   signal?: AbortSignal;
   /** The rule "Allow for this session" adds (gate/rules/suggest.ts); without it the card refuses `allow_session`. */
   suggestedRule?: string;
+  /** Why allowing will not help (gate/will-fail.ts): shown on the card as `will_fail`. */
+  willFail?: string;
 }
 
 /** Who posts a decision: the session it is posted from, the approver token (if any), a label for the audit log. */
@@ -130,6 +132,7 @@ export class Cards {
       ...(input.files?.length ? { files: input.files } : {}),
       ...(input.replaces ? { replaces: input.replaces } : {}),
       ...(input.suggestedRule && this.opts.sessionRules ? { suggested_rule: input.suggestedRule } : {}),
+      ...(input.willFail ? { will_fail: input.willFail } : {}),
     };
     if (input.signal?.aborted) {
       return Promise.resolve({ request_id: requestId, decision: "cancelled" });
@@ -151,6 +154,7 @@ export class Cards {
         ...(input.files?.length ? { files: input.files } : {}),
         ...(input.replaces ? { replaces: input.replaces } : {}),
         ...(base.suggested_rule ? { suggested_rule: base.suggested_rule } : {}),
+        ...(base.will_fail ? { will_fail: base.will_fail } : {}),
       },
     });
     return new Promise<CardOutcome>((resolve) => {
@@ -260,6 +264,35 @@ export class Cards {
     }
     this.finish(requestId, outcome);
     return { ok: true, outcome };
+  }
+
+  /**
+   * The session a person answers `requestId` at when no session is named: the card's root surface, the one it
+   * was relayed to (card/relay.ts; the home itself for a root session's card). Known for a pending card and a
+   * remembered decided one (so a late answer gets `already_decided` or `expired`); undefined otherwise.
+   */
+  answerSurface(requestId: string): string | undefined {
+    const surfaces = this.pending.get(requestId)?.surfaces ?? this.decided.get(requestId)?.surfaces;
+    return surfaces?.[surfaces.length - 1];
+  }
+
+  /**
+   * Decides a card at its root surface ({@link answerSurface}): {@link resolve} from that session, with the
+   * same checks, results and audit rows. An unknown card is refused `not_found` (audited with no session).
+   */
+  resolveAtSurface(requestId: string, decision: Decision, from: Omit<DecisionFrom, "sessionId">): ResolveResult {
+    const at = this.answerSurface(requestId);
+    if (at !== undefined) return this.resolve(requestId, decision, { ...from, sessionId: at });
+    this.opts.store.audit({
+      kind: "card_decision",
+      outcome: "refused",
+      request_id: requestId,
+      decision,
+      code: "not_found",
+      actor: from.actor ?? null,
+      detail: { proof: tokensEqual(from.approverToken ?? null, typeof this.opts.approverToken === "function" ? this.opts.approverToken() : this.opts.approverToken), ...(from.reason ? { reason: from.reason } : {}) },
+    });
+    return { ok: false, error: new AirlockError("not_found", `no card ${requestId}; list the pending cards with GET /actions`) };
   }
 
   /** The pending cards homed or surfaced in `sessionId`, as seen there (`surfaced_in` = that session), oldest first. */

@@ -20,8 +20,8 @@ export interface ActionsListOptions extends ActionsCommonOptions {
 
 /** Options of `airlock actions answer` (`main.ts` has checked that exactly one of --allow-once/--allow-session/--deny was given). */
 export interface ActionsAnswerOptions extends ActionsCommonOptions {
-  /** `--session ID` (required): the session answering; must be a surface of the card. */
-  session: string;
+  /** `--session ID`: the session answering; must be a surface of the card. Absent: the card's root surface (the session it was relayed to) answers. */
+  session?: string;
   /** From `--allow-once` / `--allow-session` / `--deny`. */
   decision: "allow_once" | "allow_session" | "deny";
   /** `--reason TEXT`: recorded with the decision and shown to the model on deny. */
@@ -30,7 +30,8 @@ export interface ActionsAnswerOptions extends ActionsCommonOptions {
 
 /**
  * One card as a line of text: id, tool, where it is homed and surfaced, why, whether allowing needs user proof,
- * the card it replaces (its allow went stale), and one line per named file with its full sha256 (what an allow runs).
+ * the card it replaces (its allow went stale), one line per named file with its full sha256 (what an allow runs), and
+ * why allowing will not help when the sandbox will still refuse the call's write (`will_fail`).
  */
 export function cardLine(c: Record<string, any>): string {
   const proof = c.requires_user_proof ? " [needs user proof]" : "";
@@ -38,7 +39,8 @@ export function cardLine(c: Record<string, any>): string {
   const where = c.surfaced_in && c.surfaced_in !== c.home_session_id ? `home ${c.home_session_id}, surfaced in ${c.surfaced_in}` : `home ${c.home_session_id}`;
   const replaces = c.replaces ? `; replaces ${c.replaces}` : "";
   const files = Array.isArray(c.files) ? c.files.map((f: Record<string, any>) => `    file ${f.path}: ${fileState(f)}\n`).join("") : "";
-  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
+  const willFail = c.will_fail ? `    ! ${c.will_fail}\n` : "";
+  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n${willFail}    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
 }
 
 /** A card's file binding in words: `sha256 <hex> (N bytes)`, `missing`, `symlink -> target (sha256 <hex>)`, … */
@@ -77,10 +79,11 @@ export async function actionsList(opts: ActionsListOptions): Promise<number> {
 }
 
 /**
- * Answers one card: `POST /sessions/:session/actions/:requestId {decision, reason}`, sending the approver
- * token (read from the data dir) as `X-Airlock-Approver` for `allow_once` and `allow_session` — the CLI user is the person
- * at the keyboard. Errors keep the server's code and message (403 outside_scope / user_proof_required,
- * 404, 409) and exit 1.
+ * Answers one card: `POST /sessions/:session/actions/:requestId {decision, reason}` with `--session`, else
+ * `POST /actions/:requestId` (answered at the card's root surface, the session it was relayed to), sending the
+ * approver token (read from the data dir) as `X-Airlock-Approver` for `allow_once` and `allow_session` — the CLI
+ * user is the person at the keyboard. Errors keep the server's code and message (403 outside_scope /
+ * user_proof_required / user_proof_invalid, 404, 409), with a hint naming the CLI command to run, and exit 1.
  * @returns 0 when the decision was accepted.
  */
 export async function actionsAnswer(requestId: string, opts: ActionsAnswerOptions): Promise<number> {
@@ -93,8 +96,9 @@ export async function actionsAnswer(requestId: string, opts: ActionsAnswerOption
     headers["X-Airlock-Approver"] = ensureTokens(c.dataDir).approverToken;
   }
   const body = { decision: opts.decision, ...(opts.reason ? { reason: opts.reason } : {}) };
-  const path = `/sessions/${encodeURIComponent(opts.session)}/actions/${encodeURIComponent(requestId)}`;
-  const outcome = await c.send("POST", path, { body, headers, hint: (r) => answerHint(r.body.error, requestId, opts.session) });
+  const id = encodeURIComponent(requestId);
+  const path = opts.session ? `/sessions/${encodeURIComponent(opts.session)}/actions/${id}` : `/actions/${id}`;
+  const outcome = await c.send("POST", path, { body, headers, hint: (r) => answerHint(r.body.error, requestId, opts.session, c.dataDir) });
   if (opts.json) writeJson(outcome);
   else {
     const rule = outcome.rule ? `; rule ${outcome.rule} (${outcome.rule_id}) now allows matching calls in the session tree` : "";
@@ -105,17 +109,21 @@ export async function actionsAnswer(requestId: string, opts: ActionsAnswerOption
 
 /**
  * The CLI command to run after a refused answer (the server's messages name HTTP routes, for API clients):
- * `not_found` → list the cards this session may answer; `outside_scope` → list every card with its home and
- * the session it was escalated to; `session_not_found` → list the sessions.
+ * `not_found` → list the cards (this session may answer, with `session`); `outside_scope` → list every card
+ * with its home and the session it was escalated to, or answer without `--session`; `session_not_found` → list
+ * the sessions; `user_proof_invalid` → the token file this CLI sent (in `dataDir`) is not the server's: use the
+ * server's data dir.
  */
-export function answerHint(code: unknown, requestId: string, session: string): string | undefined {
+export function answerHint(code: unknown, requestId: string, session: string | undefined, dataDir?: string): string | undefined {
   switch (code) {
     case "not_found":
-      return `list the cards you may answer with: airlock actions list --session ${session}`;
+      return session ? `list the cards you may answer with: airlock actions list --session ${session}` : "list the pending cards with: airlock actions list";
     case "outside_scope":
-      return `see which sessions may answer ${requestId} (its home, and the root it was escalated to) with: airlock actions list`;
+      return `see which sessions may answer ${requestId} (its home, and the root it was escalated to) with: airlock actions list; or leave out --session to answer at the root it was relayed to`;
     case "session_not_found":
       return "list the sessions with: airlock sessions list";
+    case "user_proof_invalid":
+      return `this command sent the approver token from ${dataDir ? `${dataDir}/approver-token` : "its data dir"} and the server refused it: the server runs with another data dir, or its token changed since it started; run this command with the server's --data-dir (or AIRLOCK_HOME)`;
     default:
       return undefined;
   }

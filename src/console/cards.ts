@@ -1,8 +1,8 @@
 /**
  * @module console/cards
  * Pending cards: what each shows (chain label, tool, full arguments, the diff a file write would make,
- * every inspector's reason, expiry, a lock when the approver token is needed, the rule "Allow for this
- * session" would add) and how a person answers (Allow once, Allow for this session, Deny).
+ * every inspector's reason, why allowing will not help when the sandbox will still refuse the call, expiry, a
+ * lock when the approver token is needed, the rule "Allow for this session" would add) and how a person answers (Allow once, Allow for this session, Deny).
  * Buttons are inert for {@link INERT_MS} after any card appears or moves, so a double click cannot answer
  * a card that slid under the pointer.
  */
@@ -77,7 +77,7 @@ export async function decide(card: Card, decision: "allow_once" | "allow_session
     notice(`${label}: ${msg}`, "warn");
     return;
   }
-  const needToken = r.status === 403 && r.body?.error === "user_proof_required";
+  const needToken = r.status === 403 && (r.body?.error === "user_proof_required" || r.body?.error === "user_proof_invalid");
   if (needToken && tok && tok === kept) setApproverToken(null); // the kept token was refused
   // A refused typed token is cleared from the field; any other error keeps what was typed.
   feed.ui.set(card.request_id, { busy: false, error: msg, askToken: needToken || ui.askToken, draft: needToken ? "" : ui.draft });
@@ -161,6 +161,7 @@ export function CardView({ card }: { card: Card }) {
     </header>
     <div class="what"><span class="tool">${card.tool}</span> <a href=${"#/s/" + (home?.id ?? card.home_session_id)}>asked in ${home?.name ?? card.home_session_id}</a></div>
     <div class="reason"><b>${card.inspector}</b>: ${card.reason}</div>
+    ${card.will_fail ? html`<div class="will-fail warn" role="note">${card.will_fail}</div>` : null}
     ${card.replaces ? html`<div class="warn">a file changed after ${card.replaces} was allowed: this card asks about the new content</div>` : null}
     <${Args} args=${card.arguments} />
     ${card.files?.length ? html`<${Files} files=${card.files} />` : null}

@@ -20,6 +20,8 @@ export interface Card {
   replaces?: string;
   /** The rule "Allow for this session" adds for the session tree (absent on the floor's and other unanswerable asks). */
   suggested_rule?: string;
+  /** Why allowing will not help: the sandbox will still refuse the call's write (present only when certain). */
+  will_fail?: string;
   chain: { id: string; name: string }[];
   answer_in: string;
 }

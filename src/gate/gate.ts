@@ -27,6 +27,7 @@ import type { Permits } from "./permits.ts";
 import { combine, headlessRefusal, isAnswerable, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
 import type { SessionRuleSets } from "./rules/session.ts";
 import { suggestRule } from "./rules/suggest.ts";
+import { sandboxWillRefuse } from "./will-fail.ts";
 import { assertNever } from "../errors.ts";
 
 /** The part of the tool registry the gate needs (src/tool/registry.ts implements it). */
@@ -371,6 +372,14 @@ export class Gate {
     const log = this.logs.get(req);
     const parkedAt = performance.now();
     const suggested = this.deps.sessionRules ? sessionSuggestion(judgement, call, session) : null;
+    const willFail = sandboxWillRefuse(call.def, call.args, {
+      workspace: session.workspace,
+      policy: requestedPolicy(call.config.sandbox, req.args),
+      allowUnenforced: call.config.allow_unenforced,
+      executionBackend: call.config.execution_backend,
+      unixSockets: call.config.sandbox_unix_sockets,
+      ...(this.deps.dataDir ? { dataDir: this.deps.dataDir } : {}),
+    });
     try {
       outcome = await this.deps.cards.park({
         homeSessionId: session.id,
@@ -386,6 +395,7 @@ export class Gate {
         ...(bound.files.length ? { files: bound.files } : {}),
         ...(bound.replaces ? { replaces: bound.replaces } : {}),
         ...(suggested ? { suggestedRule: suggested } : {}),
+        ...(willFail ? { willFail } : {}),
       });
     } catch (e) {
       const err = toAirlockError(e);

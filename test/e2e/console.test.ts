@@ -23,6 +23,7 @@ const CASES = [
   "the server restarts: the page reconnects and resyncs from the snapshot",
   "a card in a hidden tab raises a desktop notification; permission is asked only from a click",
   "Allow for this session shows the rule, and the next matching call (in a child) runs without a card",
+  "a card whose write the sandbox will still refuse says so before anyone answers",
   "no script errors in the page",
 ];
 

@@ -84,7 +84,7 @@ describe("usage errors exit 2 on stderr, naming what was wrong and pointing to -
     [["serve", "--port", "http"], /'--port <port>' argument 'http' is invalid/],
     [["run", "--param", "novalue"], /'--param <key=value>' argument 'novalue' is invalid/],
     [["sessions", "show"], /missing required argument 'id'/],
-    [["actions", "answer", "act_1"], /required option '--session <id>' not specified/],
+    [["actions", "answer", "act_1"], /one of --allow-once, --allow-session or --deny is required/],
     [["actions", "answer", "act_1", "--session", "ses_1"], /one of --allow-once, --allow-session or --deny is required/],
     [["actions", "answer", "act_1", "--session", "ses_1", "--deny", "--allow-once"], /'--allow-once' cannot be used with option '--deny'/],
     [["schedule", "add", "--recipe", "x.yaml"], /required option '--cron <expr>' not specified/],

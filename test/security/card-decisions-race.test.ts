@@ -202,7 +202,8 @@ subagents:
     const card = (await reply.waitFor((e) => e.event === "action_required")).data;
     expect(card.requires_user_proof).toBe(true);
     for (const proof of [h.token, `${h.rt.tokens.approverToken}x`, `Bearer ${h.rt.tokens.approverToken}`, ""]) {
-      expect(await decide(h, s.id, card.request_id, "allow_once", proof || undefined)).toMatchObject({ status: 403, body: { error: "user_proof_required" } });
+      const error = proof ? "user_proof_invalid" : "user_proof_required"; // a wrong token and none are told apart
+      expect(await decide(h, s.id, card.request_id, "allow_once", proof || undefined)).toMatchObject({ status: 403, body: { error } });
     }
     // the approver token as the bearer token does not open the API either
     const asBearer = await h.api(`/sessions/${s.id}/actions/${card.request_id}`, {

@@ -89,6 +89,33 @@ export function judgeCall(call: FloorCall, env: FloorEnv): string[] {
   return ctx.findings;
 }
 
+/**
+ * The literal absolute paths (no variable, `~`, glob or brace) a shell command writes for certain when the
+ * part that names them runs: a redirect's target, and the targets of `tee`, `touch`, `truncate`, `cp`, `install`,
+ * `mv` (its destination), `dd of=`, `sed -i`/`perl -i`, `curl -o`, `wget -O`/`-P` run as a command (behind
+ * wrappers too), at any depth of `bash -c` / `eval`. As spelled, without duplicates; the floor's own
+ * judgement (`judgeCall`) is unchanged by it. Used for a card's `will_fail` (gate/will-fail.ts).
+ */
+export function literalWriteTargets(command: string, env: FloorEnv): string[] {
+  const j = new Judge(env);
+  j.shell(command, 0);
+  return [...new Set(j.literal)];
+}
+
+/** The words of `args` that are the value of one of `names`' {@link VALUE_FLAGS} (up to `--`). */
+function flagValueWords(names: Set<string>, args: string[]): Set<string> {
+  const out = new Set<string>();
+  for (const n of names) {
+    const f = VALUE_FLAGS[n];
+    if (!f) continue;
+    for (let k = 0; k + 1 < args.length && args[k] !== "--"; k++) {
+      const a = args[k]!;
+      if ((/^-[A-Za-z0-9]+$/.test(a) && f.letters.includes(a[a.length - 1]!)) || f.long.includes(a)) out.add(args[k + 1]!);
+    }
+  }
+  return out;
+}
+
 /** Commands that run a command string given with `-c` (like a shell, but never read commands from stdin). */
 const C_STRING = new Set(["su", "runuser", "script"]);
 const WRITE_ALL = new Set(["tee", "touch", "mkdir", "truncate", "shred", "unlink", "rmdir"]);
@@ -100,6 +127,28 @@ const HARMLESS_SINKS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr", "/dev
  * unlisted wrapper (`setsid rm -rf /`, `flock f rm …`, `find … -exec sh -c '…'`) hides nothing.
  */
 const SCANNED = new Set(["rm", "find", ...SHELLS, ...C_STRING, ...WRITE_ALL, ...WRITE_AFTER_FIRST, ...COPY, "dd", "sed", "perl", "curl", "wget", "tar", "bsdtar", "unzip", "git", "patch"]);
+/**
+ * Commands that write their targets whenever they run (`tee`, `touch`, `cp` …, `dd of=`, `sed -i`, `curl -o`):
+ * with a redirect's target, the writes {@link literalWriteTargets} reports. Not `mkdir -p` or `rm -f`, which
+ * succeed without writing when there is nothing to do.
+ */
+const CERTAIN_WRITERS = new Set(["tee", "touch", "truncate", "cp", "install", "mv", "dd", "sed", "perl", "curl", "wget"]);
+/**
+ * The flags of {@link CERTAIN_WRITERS} whose value is the next word and is not a write target (`touch -r REF`,
+ * `sed -e SCRIPT`, `install -m MODE`): short letters (last of a cluster) and long names. The floor's operand split
+ * takes such a value for an operand; {@link literalWriteTargets} leaves it out.
+ */
+const VALUE_FLAGS: Record<string, { letters: string; long: string[] }> = {
+  touch: { letters: "rdt", long: ["--reference", "--date"] },
+  truncate: { letters: "rs", long: ["--reference", "--size"] },
+  cp: { letters: "S", long: ["--suffix"] },
+  mv: { letters: "S", long: ["--suffix"] },
+  install: { letters: "mogS", long: ["--mode", "--owner", "--group", "--suffix"] },
+  sed: { letters: "efl", long: ["--expression", "--file", "--line-length"] },
+  perl: { letters: "eEIM", long: [] },
+};
+/** The verbs of {@link Judge.write} that are a write of the target itself (not a move's source, a link's source, a folder extracted into). */
+const CERTAIN_VERBS = new Set(["redirects output to", "writes", "downloads to", "edits in place"]);
 /** Most matches of one glob word checked for credential files. */
 const MAX_GLOB_MATCHES = 256;
 
@@ -128,6 +177,12 @@ class Judge {
   readonly home: string;
   /** Symlinks this command creates (`ln -s`) before later words use them: [link path, real target]. */
   readonly links: [string, string][] = [];
+  /** Literal absolute write targets of redirects and {@link CERTAIN_WRITERS} run as commands (not words scanned in another's): see {@link literalWriteTargets}. */
+  readonly literal: string[] = [];
+  /** Whether the writes judged now are certain ones (set around a command's redirects and its writes). */
+  private certain = false;
+  /** The words of the command judged now that are a flag's value ({@link VALUE_FLAGS}), never a certain write. */
+  private flagValues = new Set<string>();
   constructor(readonly env: FloorEnv) {
     this.ws = safeReal("/", env.workspace, env.paths) ?? path.resolve(env.workspace);
     const h = env.home ?? os.homedir();
@@ -260,6 +315,7 @@ class Judge {
   }
 
   writePath(word: string, cwd: string | null, verb: string, spelled: string): void {
+    if (this.certain && word === spelled && CERTAIN_VERBS.has(verb) && word.startsWith("/") && !/[*?[\]$~{}]/.test(word) && !this.flagValues.has(word)) this.literal.push(word);
     if (HARMLESS_SINKS.has(word) || /^\/dev\/fd\/\d+$/.test(word)) return;
     const p = this.resolve(word, cwd);
     if (p === null) {
@@ -320,7 +376,9 @@ class Judge {
    * working directory for the commands after it (returned; null: unknown).
    */
   simple(c: SimpleCommand, cwd: string | null, depth: number, scan = true): string | null {
+    this.certain = scan;
     this.redirects(c, cwd);
+    this.certain = false;
     // every word may name a credential file (`cat`, `cp`, `curl -d @file`, `--file=…`)
     c.words.forEach((w, j) => this.readWord(w, c.globs.has(j), cwd));
     const lead = this.skipWrappers(c, cwd, depth, scan);
@@ -346,7 +404,10 @@ class Judge {
       return this.resolve(t, cwd);
     }
     this.recursiveReads(cmd);
+    this.certain = scan && [...names].some((n) => CERTAIN_WRITERS.has(n));
+    this.flagValues = this.certain ? flagValueWords(names, args) : new Set();
     this.writes(cmd);
+    this.certain = false;
     return cwd;
   }
 

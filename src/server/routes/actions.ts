@@ -3,6 +3,7 @@
  * Cards over HTTP (SPEC §6): `GET /sessions/:id/actions` (the cards this session may answer),
  * `POST /sessions/:id/actions/:request_id` (decide one, from that session; the approver token in
  * `X-Airlock-Approver`; `allow_session` also adds the card's `suggested_rule` for the session tree),
+ * `POST /actions/:request_id` (the same, posted at the card's root surface: the session it was relayed to),
  * `GET /actions` (every pending card, for `airlock actions list`), and the session tree's rules:
  * `GET /sessions/:id/rules`, `DELETE /sessions/:id/rules/:rule_id`.
  */
@@ -22,7 +23,7 @@ export const DecisionBody = z.strictObject({
 /** What the routes need from the runtime. */
 export interface ActionsRuntime {
   readonly store: Pick<Store, "requireSession">;
-  readonly cards: Pick<Cards, "listForSession" | "listAll" | "resolve">;
+  readonly cards: Pick<Cards, "listForSession" | "listAll" | "resolve" | "resolveAtSurface">;
   readonly sessionRules: Pick<SessionRules, "list" | "remove">;
 }
 
@@ -45,6 +46,19 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
     rt.store.requireSession(id);
     const r = rt.cards.resolve(requestId, body.decision, {
       sessionId: id,
+      approverToken: c.req.header(APPROVER_HEADER) ?? null,
+      actor: "http",
+      ...(body.reason ? { reason: body.reason } : {}),
+    });
+    if (!r.ok) throw r.error;
+    return c.json(r.outcome, 200);
+  });
+
+  // No session named: the answer is posted at the card's root surface, the one it was relayed to (Cards.answerSurface).
+  app.post("/actions/:request_id", async (c) => {
+    const requestId = c.req.param("request_id");
+    const body = await parseBody(c, DecisionBody);
+    const r = rt.cards.resolveAtSurface(requestId, body.decision, {
       approverToken: c.req.header(APPROVER_HEADER) ?? null,
       actor: "http",
       ...(body.reason ? { reason: body.reason } : {}),

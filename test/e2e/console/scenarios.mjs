@@ -41,6 +41,12 @@ subagents:
       - text: "child touched"
 `;
 
+const WILL_FAIL = `
+turns:
+  - tool_calls: [{ name: developer__shell, arguments: { command: "echo x > /etc/airlock-test" } }]
+  - text: "tried"
+`;
+
 function report(name, ok, error) {
   process.stdout.write(JSON.stringify({ case: name, ok, ...(error ? { error: String(error?.stack ?? error) } : {}) }) + "\n");
 }
@@ -99,6 +105,7 @@ await run("the grandchild's card appears at the root with its chain label, full 
   if (!full.includes("line 60 of the new notes")) throw new Error("the arguments are cut");
   const diff = await el.locator(".preview .diff pre").textContent();
   if (!diff.includes("-old notes") || !diff.includes("+line 1 of the new notes") || !diff.includes(" line 2 of the new notes")) throw new Error(`diff: ${diff.slice(0, 300)}`);
+  if (await el.locator(".will-fail").count()) throw new Error("a write inside the workspace is said to be refused by the sandbox");
   if ((await page.title()) !== "(1) airlock") throw new Error(`title: ${await page.title()}`);
   // Pinned on top of the root's view too.
   await page.goto(`${A.url}/#/s/${root.id}`);
@@ -203,11 +210,11 @@ await run("Allow without the approver token is refused and explained; typed, the
   const err = await el.locator(".error").textContent({ timeout: T });
   if (!err.includes("user_proof_required") || !err.includes("403")) throw new Error(`shown: ${err}`);
   if (!(await pending(B)).some((x) => x.request_id === c.request_id)) throw new Error("the card was decided without the token");
-  // A wrong token is refused the same way.
+  // A wrong token is refused too, with its own code.
   await el.locator('input[name="approver"]').fill("not-the-token");
   await el.locator("button.keep").click();
   await el.locator("button.allow:not([disabled])").click({ timeout: T });
-  await el.locator(".error", { hasText: "user_proof_required" }).waitFor({ timeout: T });
+  await el.locator(".error", { hasText: "user_proof_invalid" }).waitFor({ timeout: T });
   if (!(await pending(B)).some((x) => x.request_id === c.request_id)) throw new Error("the card was decided with a wrong token");
   // Typed and Allow once pressed directly (no "Keep for this tab" first): the typed token is sent.
   await el.locator('input[name="approver"]').fill(B.approver);
@@ -367,6 +374,26 @@ await run("Allow for this session shows the rule, and the next matching call (in
     const child = (await api(C, "GET", "/sessions")).body.sessions.find((x) => x.parent_session_id === s.id);
     const calls = (await api(C, "GET", `/audit?session=${child.id}`)).body.audit.filter((r) => r.kind === "call_judged");
     if (calls.length !== 1 || calls[0].decision !== "allow" || calls[0].detail.cards) throw new Error(`child's calls: ${JSON.stringify(calls)}`);
+  } finally {
+    await stopServer(C);
+  }
+});
+
+await run("a card whose write the sandbox will still refuse says so before anyone answers", async () => {
+  const dirs = setup(opts.tmp, "will-fail", { script: WILL_FAIL });
+  const C = await startServer(opts.bin, dirs.dataDir, dirs.workspace);
+  try {
+    await page.goto(C.link);
+    await page.waitForSelector('.top .conn[data-state="live"]', { timeout: T });
+    const s = await startTurn(C);
+    const c = await cardOf(C, (x) => x.home_session_id === s.id);
+    if (!c.will_fail?.includes("workspace-write will still refuse writing /etc/airlock-test")) throw new Error(`will_fail: ${c.will_fail}`);
+    const shown = await card(page, c.request_id).locator(".will-fail").textContent({ timeout: T });
+    if (shown !== c.will_fail) throw new Error(`shown: ${shown}`);
+    // answered without naming a session: at the card's root surface
+    const r = await api(C, "POST", `/actions/${c.request_id}`, { decision: "deny" });
+    if (r.status !== 200 || r.body.decided_in !== s.id) throw new Error(`deny: ${r.status} ${JSON.stringify(r.body)}`);
+    await card(page, c.request_id).waitFor({ state: "detached", timeout: T });
   } finally {
     await stopServer(C);
   }
