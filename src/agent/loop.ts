@@ -124,6 +124,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         role: "assistant",
         content: mt.text,
         ...(calls.length ? { tool_calls: calls } : {}),
+        ...(mt.provider_state ? { provider_state: mt.provider_state } : {}),
       });
       bus.publish(sid, "message", { ...assistant }, { persisted: true });
       if (calls.length === 0) {

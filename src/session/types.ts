@@ -66,6 +66,13 @@ export const Message = z.object({
   tool_call_id: z.string().optional(),
   name: z.string().optional(),
   is_error: z.boolean().optional(),
+  /**
+   * assistant: what its provider needs given back unchanged with the rest of the history (Anthropic's
+   * thinking and redacted-thinking blocks with their signatures, OpenAI Responses reasoning items with
+   * their encrypted content, DeepSeek's `reasoning_content`), tagged with the provider that produced it.
+   * Opaque to airlock; a provider replays only its own (`provider` = its `Provider.name`).
+   */
+  provider_state: z.strictObject({ provider: z.string(), data: z.unknown() }).optional(),
   created_at: z.string(),
 });
 export type Message = z.infer<typeof Message>;

@@ -155,6 +155,11 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       );
     `,
   },
+  {
+    version: 7,
+    name: "messages keep what their provider must be given back (thinking blocks, reasoning items)",
+    sql: `ALTER TABLE messages ADD COLUMN provider_state TEXT;`,
+  },
 ];
 
 /**

@@ -89,6 +89,18 @@ describe("session graph", () => {
 });
 
 describe("store transactions", () => {
+  test("an assistant message keeps what its provider must be given back, unchanged, across a reopen", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "airlock-store-state-")), "airlock.db");
+    const s = Store.open(file);
+    const ses = s.createSession(base);
+    const state = { provider: "anthropic", data: [{ type: "thinking", thinking: "hm \u2028 \"q\"", signature: "sig==" }, { type: "redacted_thinking", data: "opaque" }] };
+    const m = s.appendMessage({ session_id: ses.id, turn_id: null, role: "assistant", content: "x", provider_state: state });
+    expect(m.provider_state).toEqual(state);
+    s.close();
+    const again = Store.open(file);
+    expect(again.listMessages(ses.id)[0]!.provider_state).toEqual(state);
+    again.close();
+  });
   test("a failure in the middle of appendMessages leaves no half state", () => {
     const s = Store.open(":memory:");
     const ses = s.createSession(base);

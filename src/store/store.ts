@@ -32,6 +32,8 @@ export interface NewMessage {
   tool_call_id?: string;
   name?: string;
   is_error?: boolean;
+  /** assistant: what its provider must be given back (session/types.ts `Message.provider_state`). */
+  provider_state?: { provider: string; data: unknown };
 }
 
 export interface AuditEntry {
@@ -63,6 +65,7 @@ type MessageRow = {
   tool_call_id: string | null;
   name: string | null;
   is_error: number | null;
+  provider_state: string | null;
   created_at: string;
 };
 
@@ -85,6 +88,7 @@ function toMessage(r: MessageRow): Message {
   if (r.tool_call_id) m.tool_call_id = r.tool_call_id;
   if (r.name) m.name = r.name;
   if (r.is_error !== null) m.is_error = r.is_error === 1;
+  if (r.provider_state) m.provider_state = JSON.parse(r.provider_state) as { provider: string; data: unknown };
   return m;
 }
 
@@ -311,7 +315,7 @@ export class Store {
   private insertMessages(msgs: NewMessage[]): Message[] {
     const at = now();
     const ins = this.db.query(
-      "INSERT INTO messages (id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO messages (id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, is_error, provider_state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     return this.db.transaction(() =>
       msgs.map((m) => {
@@ -326,6 +330,7 @@ export class Store {
           m.tool_call_id ?? null,
           m.name ?? null,
           m.is_error === undefined ? null : m.is_error ? 1 : 0,
+          m.provider_state ? JSON.stringify(m.provider_state) : null,
           at,
         );
         const out: Message = { id, session_id: m.session_id, turn_id: m.turn_id, role: m.role, content: m.content, created_at: at };
@@ -333,6 +338,7 @@ export class Store {
         if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
         if (m.name) out.name = m.name;
         if (m.is_error !== undefined) out.is_error = m.is_error;
+        if (m.provider_state) out.provider_state = m.provider_state;
         return out;
       }),
     )();

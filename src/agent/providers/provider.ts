@@ -38,6 +38,8 @@ export interface ModelTurn {
   stop_reason: StopReason;
   /** True when the output hit the length limit; any call in progress is then flagged `invalid`. */
   truncated: boolean;
+  /** What this provider needs given back with this turn in later requests (stored on the assistant message: session/types.ts `Message.provider_state`). */
+  provider_state?: { provider: string; data: unknown };
   /** Token usage of this call; undefined = unknown (never reported as zero). */
   usage?: { input_tokens: number; output_tokens: number };
 }
