@@ -41,7 +41,23 @@ export interface ModelTurn {
   /** What this provider needs given back with this turn in later requests (stored on the assistant message: session/types.ts `Message.provider_state`). */
   provider_state?: { provider: string; data: unknown };
   /** Token usage of this call; undefined = unknown (never reported as zero). */
-  usage?: { input_tokens: number; output_tokens: number };
+  usage?: TokenUsage;
+}
+
+/**
+ * Tokens of one model call, as the provider reported them. `input_tokens` counts every input token
+ * (cached ones included); `cached_input_tokens` is the part served from the provider's prompt cache
+ * (Anthropic `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`),
+ * `cache_write_input_tokens` the part written to it (Anthropic `cache_creation_input_tokens`);
+ * `reasoning_tokens` the part of `output_tokens` spent on reasoning (OpenAI
+ * `completion_tokens_details.reasoning_tokens`). An optional field absent = not reported.
+ */
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_input_tokens?: number;
+  cache_write_input_tokens?: number;
+  reasoning_tokens?: number;
 }
 
 export interface Provider {
