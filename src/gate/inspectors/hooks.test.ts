@@ -80,10 +80,10 @@ describe("runHook", () => {
     expect(await runHook(`${FIX}/not-json.sh`, input, dir, 10)).toMatchObject({ kind: "ask", code: "hook_output_invalid" });
   });
   test("allow (which answers the mode's ask), ask, legacy block and silence (which answers nothing)", async () => {
-    expect(await runHook(`${FIX}/allow.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook", answersMode: true });
+    expect(await runHook(`${FIX}/allow.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook", answersMode: true, hook: `${FIX}/allow.sh`, effects: { allowReason: "fine" } });
     expect(await runHook(`${FIX}/ask.sh`, input, dir, 10)).toMatchObject({ kind: "ask", reason: "hook wants a person", userProof: false });
     expect(await runHook(`${FIX}/legacy-block.sh`, input, dir, 10)).toMatchObject({ kind: "deny", reason: "legacy says no" });
-    expect(await runHook(`${FIX}/silent.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook" });
+    expect(await runHook(`${FIX}/silent.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook", hook: `${FIX}/silent.sh` });
   });
   test("the hook gets the protocol JSON on stdin, the workspace as cwd and a sanitized environment", async () => {
     process.env.AIRLOCK_TEST_SECRET_TOKEN = "leak";
@@ -106,8 +106,8 @@ describe("interpretHookRun", () => {
   });
   test("killed by a signal is hook_error", () => {
     expect(interpretHookRun("h", null, "SIGSEGV", "", "")).toMatchObject({ kind: "ask", code: "hook_error" });
-    expect(interpretHookRun("h", 0, null, '{"decision":"approve"}', "")).toEqual({ kind: "allow", inspector: "hook", answersMode: true });
-    expect(interpretHookRun("h", 0, null, '{"reason":"fine"}', "")).toEqual({ kind: "allow", inspector: "hook" });
+    expect(interpretHookRun("h", 0, null, '{"decision":"approve"}', "")).toEqual({ kind: "allow", inspector: "hook", answersMode: true, hook: "h" });
+    expect(interpretHookRun("h", 0, null, '{"reason":"fine"}', "")).toEqual({ kind: "allow", inspector: "hook", hook: "h" });
   });
 });
 

@@ -8,7 +8,7 @@ import { ancestors, type ParentLookup } from "../../session/graph.ts";
 import { elevationVerdict } from "./elevation.ts";
 import { judgementPaths } from "./floor-paths.ts";
 import { permissionModeFor } from "../../hook/index.ts";
-import { claudeToolInput, claudeToolName, runPreToolUseHooks, type PreToolUseInput } from "./hooks.ts";
+import { claudeToolInput, claudeToolName, rewriteMapper, runPreToolUseHooks, type PreToolUseInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
 import { rulesInspector, treeRulesInspector } from "./rules.ts";
@@ -51,6 +51,7 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
     inspect(c) {
       const matchers = c.config.hooks.PreToolUse;
       if (matchers.length === 0) return [];
+      const toolInput = claudeToolInput(c.def, c.args, c.session.workspace);
       const input: PreToolUseInput = {
         hook_event_name: "PreToolUse",
         session_id: c.session.id,
@@ -58,7 +59,7 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
         cwd: c.session.workspace,
         permission_mode: permissionModeFor(c.config.mode),
         tool_name: claudeToolName(c.def),
-        tool_input: claudeToolInput(c.def, c.args, c.session.workspace),
+        tool_input: toolInput,
         tool_use_id: c.callId,
         airlock_tool_name: c.def.name,
         parent_session_id: c.session.parent_session_id,
@@ -67,7 +68,7 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
       return runPreToolUseHooks(matchers, input, c.session.workspace, c.signal, deps.hookEnv, {
         ...(deps.dataDir ? { dataDir: deps.dataDir } : {}),
         allowUnenforced: c.config.allow_unenforced,
-      });
+      }, rewriteMapper(c.def, toolInput, c.rawArgs, c.session.workspace));
     },
   };
 }
