@@ -84,7 +84,7 @@ export function preToolUseVerdict(a: HookAnswer, mapInput?: RewriteMapper): Verd
     ...(a.systemMessage !== undefined ? { systemMessage: a.systemMessage } : {}),
     ...(a.additionalContext !== undefined ? { additionalContext: a.additionalContext } : {}),
   };
-  const fx = (e: HookEffects) => (Object.keys(e).length ? { effects: e } : {});
+  const fx = (e: HookEffects) => (Object.keys(e).length ? { hook, effects: e } : {});
   if (a.stop) {
     return { kind: "deny", inspector: "hook", code: "denied", reason: `hook ${name} stopped the turn (continue: false): ${a.stop.reason}`, hook, ...fx({ ...effects, stop: a.stop.reason }) };
   }
@@ -120,7 +120,7 @@ function decisionVerdict(a: HookAnswer, name: string): Verdict {
   }
   if (a.decision === "block") return { kind: "deny", inspector: "hook", code: "denied", reason: why || `hook ${name} blocked the call`, hook };
   // legacy `decision: "approve"` is Claude Code's old explicit allow; no decision at all answers nothing
-  return a.decision === "approve" ? { kind: "allow", inspector: "hook", answersMode: true, hook } : { kind: "allow", inspector: "hook", hook };
+  return a.decision === "approve" ? { kind: "allow", inspector: "hook", answersMode: true, hook } : { kind: "allow", inspector: "hook" };
 }
 
 /**
