@@ -227,43 +227,38 @@ export class Gate {
   private async judgeAndRun(req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal): Promise<ToolOutcome> {
     const trail: HookTrail = { notes: [], said: new Set() };
     this.trails.set(req, trail);
+    return withHookContext(await this.judgeRewritesAndRun(req, ctx, session, signal), trail.notes);
+  }
+
+  /** {@link judgeAndRun} but for the hooks' context notes: the rounds of admitting and judging, one per input a hook rewrote. */
+  private async judgeRewritesAndRun(req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal): Promise<ToolOutcome> {
     const log = this.logs.get(req);
+    const by: string[] = [];
     let current = req;
     let carried: Verdict[] = [];
-    const by: string[] = [];
-    let outcome: ToolOutcome | undefined;
-    for (let rewrites = 0; outcome === undefined; ) {
+    for (let rewrites = 0; ; rewrites++) {
       const admitted = await this.admit(current, session);
-      if ("ok" in admitted) {
-        outcome = admitted;
-        break;
-      }
+      if ("ok" in admitted) return admitted;
       const judged = await this.judge(admitted, current, ctx, session, signal, carried);
-      if (!judged.rewrite) {
-        outcome = await this.decide(judged.judgement, admitted, current, ctx, session, signal);
-        break;
-      }
-      const hooks = judged.rewrite.hooks.map((h) => JSON.stringify(h)).join(", ");
+      if (!judged.rewrite) return this.decide(judged.judgement, admitted, current, ctx, session, signal);
       if (rewrites >= MAX_HOOK_REWRITES) {
         const deny: DenyVerdict = {
           kind: "deny",
           inspector: "hook",
           code: "hook_output_invalid",
-          reason: `hook ${hooks} rewrote the call's input (updatedInput) again after ${MAX_HOOK_REWRITES} rewrites, so the call was not run: a hook must settle on an input`,
+          reason: `hook ${judged.rewrite.hooks.map((h) => JSON.stringify(h)).join(", ")} rewrote the call's input (updatedInput) again after ${MAX_HOOK_REWRITES} rewrites, so the call was not run: a hook must settle on an input`,
           hook: judged.rewrite.hooks[0]!,
         };
         if (log) Object.assign(log, { judgement: { kind: "deny", verdict: deny }, verdicts: [...(log.verdicts ?? []), deny] });
-        outcome = await this.decide({ kind: "deny", verdict: deny }, admitted, current, ctx, session, signal);
-        break;
+        return this.decide({ kind: "deny", verdict: deny }, admitted, current, ctx, session, signal);
       }
-      rewrites++;
       by.push(...judged.rewrite.hooks);
       const next: GateCall = { ...current, args: judged.rewrite.args };
-      this.trails.set(next, trail);
+      this.trails.set(next, this.trails.get(req)!);
       if (log) {
         this.logs.set(next, log);
         log.judgement = undefined; // the judgement of the input that runs is the one logged
-        log.rewritten = { by: [...new Set(by)], rounds: rewrites, original_sha256: argsDigest(req.args), final_sha256: argsDigest(next.args) };
+        log.rewritten = { by: [...new Set(by)], rounds: rewrites + 1, original_sha256: argsDigest(req.args), final_sha256: argsDigest(next.args) };
       }
       this.deps.bus.publish(session.id, "tool_request", {
         session_id: session.id,
@@ -276,7 +271,6 @@ export class Gate {
       carried = judged.rewrite.carried;
       current = next;
     }
-    return withHookContext(outcome, trail.notes);
   }
 
   /** Reads the session's effective config, refuses what the name alone decides (chat mode, a per-tool deny), resolves the tool, checks a script may call it and parses the arguments; a refusal otherwise. */

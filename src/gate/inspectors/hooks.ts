@@ -95,7 +95,9 @@ export function preToolUseVerdict(a: HookAnswer, mapInput?: RewriteMapper): Verd
     if (typeof mapped === "string") return { ...hookFailure("hook_output_invalid", hook, `hook ${name} printed an updatedInput airlock cannot run: ${mapped}`), ...fx(effects) };
     if (mapped !== null) effects.rewrite = mapped;
   }
-  if (decided.kind === "allow" && a.permissionDecision === "allow" && a.permissionDecisionReason) effects.allowReason = a.permissionDecisionReason;
+  // an explicit allow's reason is for the person (Claude Code: "shown to the user but not Claude")
+  const allowWhy = decided.kind === "allow" && decided.answersMode ? (a.permissionDecisionReason ?? a.reason) : undefined;
+  if (allowWhy) effects.allowReason = allowWhy;
   return { ...decided, ...fx(effects) };
 }
 
