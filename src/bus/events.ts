@@ -68,13 +68,18 @@ export type Delta = z.infer<typeof Delta>;
 export const NewMessage = z.strictObject(Message.shape);
 export type NewMessage = z.infer<typeof NewMessage>;
 
-/** `tool_request`: the gate received a call (from the model, or from a script when `from_script`). */
+/**
+ * `tool_request`: the gate received a call (from the model, or from a script when `from_script`). Published
+ * again for the same `call_id`, with `rewritten_by` (the hooks), when PreToolUse hooks rewrote its input:
+ * the last one shows the input that is judged and runs.
+ */
 export const ToolRequest = z.strictObject({
   session_id: z.string(),
   call_id: z.string(),
   tool: z.string(),
   arguments: z.unknown(),
   from_script: z.boolean(),
+  rewritten_by: z.string().optional(),
 });
 export type ToolRequest = z.infer<typeof ToolRequest>;
 

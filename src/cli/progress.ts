@@ -56,7 +56,7 @@ export function createProgress(opts: { tty?: boolean; write: (s: string) => void
   let stopped = false;
   return {
     onEvent(ev) {
-      if (ev.type === "tool_request") {
+      if (ev.type === "tool_request" && ev.data.rewritten_by === undefined) {
         calls++;
         last = ev.data.tool;
       } else if (ev.type === "tool_result" && ev.data.ok === false) {

@@ -230,7 +230,8 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
         progress.onEvent(ev);
         // stream-json: each event is ONE synchronous write of one complete line, so concurrent events never interleave
         if (opts.outputFormat === "stream-json") writeJsonLine({ type: ev.type, ...ev.data });
-        else if (ev.type === "tool_request") progress.log(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${String(ev.data.tool)}`);
+        else if (ev.type === "tool_request") progress.log(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${String(ev.data.tool)}${ev.data.rewritten_by !== undefined ? ` (input rewritten by hook ${ev.data.rewritten_by})` : ""}`);
+        else if (ev.type === "hook_message") progress.log(`airlock: hook ${ev.data.hook} (${ev.data.event}): ${ev.data.kind === "stopped" ? "stopped the turn: " : ""}${ev.data.message}`);
         else if (ev.type === "tool_result" && ev.data.ok === false) {
           const err = ev.data.error as { code?: string; message?: string } | undefined;
           progress.log(`airlock: ✗ ${String(ev.data.tool)}: ${err?.code}: ${err?.message}`);

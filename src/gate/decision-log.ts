@@ -38,6 +38,12 @@ export interface CallLog {
   answer?: CardAnswer;
   /** Whether the tool's `execute` ran. */
   ran: boolean;
+  /**
+   * Set when PreToolUse hooks rewrote the call's input (`updatedInput`): the hooks, how many rewrites, and the
+   * sha256 of the arguments as the model or script sent them and as last rewritten (arguments are not
+   * logged; the conversation holds the original under the call id).
+   */
+  rewritten?: { by: string[]; rounds: number; original_sha256: string; final_sha256: string };
 }
 
 /** A fresh log for a call starting now. */
@@ -99,7 +105,8 @@ const ms = (x: number) => Math.round(x * 1000) / 1000;
  * Columns: `session_id` = `home_session_id` = the calling session (null when there was none), `decision`
  * ({@link CallDecision}), `code` (the refusal's code when the call did not run, else null), `request_id` (the
  * last card's), `actor` (the session the card was answered from). `detail`: `{call_id, tool, from_script,
- * parent_call_id?, turn_id?, inspector?, rule?, session_rule? (true: the rule is the session tree's), reason?, ran, error?, cards?, answer?, verdicts, ms: {judge?,
+ * parent_call_id?, turn_id?, inspector?, rule?, session_rule? (true: the rule is the session tree's), reason?, ran, error?, cards?, answer?,
+ * rewritten? ({by, rounds, original_sha256, final_sha256}: hooks rewrote the input; the judgement is the final input's), verdicts, ms: {judge?,
  * parked, run, total}}` — `ms` in milliseconds.
  */
 export function callJudgedRow(log: CallLog, call: LoggedCall, outcome: LoggedOutcome, endedAt = performance.now()): AuditEntry {
@@ -123,6 +130,7 @@ export function callJudgedRow(log: CallLog, call: LoggedCall, outcome: LoggedOut
     ...(!outcome.ok ? { error: { code: outcome.error.code, message: outcome.error.message } } : {}),
     ...(log.cards.length > 1 ? { cards: log.cards } : {}),
     ...(log.answer ? { answer: log.answer } : {}),
+    ...(log.rewritten ? { rewritten: log.rewritten } : {}),
     verdicts: (log.verdicts ?? []).map((v) => ({
       inspector: v.inspector,
       kind: v.kind,

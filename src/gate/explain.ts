@@ -162,7 +162,13 @@ export async function explainCall(call: ExplainCall, insp: ExplainInspectors): P
     hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, note: "not run: another inspector already denies (the gate skips hooks then)" };
   } else {
     hookVs = await insp.hooks.inspect(inspected);
-    hookStep = { step: "hooks", status: "judged", verdicts: hookVs, hooks: wouldRun };
+    // what a hook asks besides its verdict is said, never left out: a rewrite is judged from the start by the
+    // gate (explain that input with --args), a continue:false stops the turn
+    const said = hookVs.flatMap((v) => [
+      ...(v.effects?.rewrite ? [`hook ${JSON.stringify(v.hook)} rewrites the input to ${JSON.stringify(v.effects.rewrite)}: the gate judges that input from the start (explain it with --args)`] : []),
+      ...(v.effects?.stop !== undefined ? [`hook ${JSON.stringify(v.hook)} stops the turn (continue: false): ${v.effects.stop}`] : []),
+    ]);
+    hookStep = { step: "hooks", status: "judged", verdicts: hookVs, hooks: wouldRun, ...(said.length ? { note: said.join("; ") } : {}) };
   }
   // the mode inspector says one thing: the per-tool permission when one is configured, else the mode's
   const configured = modeVs.some((v) => v.inspector === "tool_config");

@@ -24,7 +24,9 @@ import { requestedPolicy } from "./inspectors/elevation.ts";
 import { defaultInspectors, type InspectedCall, type Inspector } from "./inspectors/index.ts";
 import { nameRefusal } from "./inspectors/mode.ts";
 import type { Permits } from "./permits.ts";
-import { combine, headlessRefusal, isAnswerable, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
+import { combine, headlessRefusal, isAnswerable, type DenyVerdict, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
+import { withHookContext, type HookContextNote } from "../hook/index.ts";
+import { createHash } from "node:crypto";
 import type { SessionRuleSets } from "./rules/session.ts";
 import { suggestRule } from "./rules/suggest.ts";
 import { sandboxWillRefuse } from "./will-fail.ts";
@@ -83,6 +85,38 @@ export interface RefusedCall {
 /** Most cards one call raises when the files it names keep changing after each allow; then it is refused `approval_stale`. */
 export const MAX_STALE_CARDS = 5;
 
+/**
+ * Most times PreToolUse hooks may rewrite one call's input (`updatedInput`); a hook that rewrites it once
+ * more is refused `hook_output_invalid`, naming the hook (a hook must settle on an input it lets through).
+ */
+export const MAX_HOOK_REWRITES = 3;
+
+/** What the hooks of one call said besides their verdicts, across its judgements (rewrites, a stale re-judgement). */
+interface HookTrail {
+  /** `additionalContext` notes for the model, in the order given (each hook's text once). */
+  notes: HookContextNote[];
+  /** What was already published to the person (`hook_message`) or noted, so a hook run again is not repeated. */
+  said: Set<string>;
+}
+
+/** A judgement, and the rewrite a PreToolUse hook asked for when no inspector denies (the call is then judged again). */
+interface Judged {
+  judgement: Judgement;
+  rewrite?: {
+    /** The new raw arguments. */
+    args: Record<string, unknown>;
+    /** The hooks that asked for them. */
+    hooks: string[];
+    /** The rewriting hooks' own decisions (an ask, an allow that answers the mode's ask): they apply to the new input. */
+    carried: Verdict[];
+  };
+}
+
+/** The sha256 of a call's arguments as JSON (the decision log records a rewrite without logging the arguments). */
+function argsDigest(args: unknown): string {
+  return createHash("sha256").update(JSON.stringify(args ?? null)).digest("hex");
+}
+
 /** What running an approved, file-bound call did: ran the tool (its outcome), or found a named file changed since the approval (`now`: the new hashes). */
 type BoundRun = { kind: "ran"; outcome: ToolOutcome } | { kind: "stale"; now: FileBinding[] };
 
@@ -118,6 +152,8 @@ export class Gate {
   private readonly inspectors: Inspector[];
   /** The decision log's record of each call being handled (one `call_judged` audit row each, gate/decision-log.ts). */
   private readonly logs = new WeakMap<GateCall, CallLog>();
+  /** What each call's hooks said besides their verdicts (a rewritten call's every version maps to one trail). */
+  private readonly trails = new WeakMap<GateCall, HookTrail>();
 
   constructor(private readonly deps: GateDeps) {
     this.inspectors =
@@ -184,12 +220,61 @@ export class Gate {
     return outcome;
   }
 
-  /** The steps after the calling context is known: admit the call, judge it, act on the judgement. */
+  /**
+   * The steps after the calling context is known: admit the call, judge it, act on the judgement. A PreToolUse
+   * hook's `updatedInput` (Claude Code's hooks reference, "PreToolUse decision control") replaces the input and
+   * the call is admitted and judged again FROM THE START — schema, floor, rules, hooks, mode, elevation — so a
+   * rewrite never routes a call around them; the rewriting hook's own decision (allow: only the mode's ask;
+   * ask) applies to the new input. After {@link MAX_HOOK_REWRITES} rewrites one more is refused
+   * `hook_output_invalid`. The hooks' `additionalContext` is added to the outcome for the model (hook/context.ts).
+   */
   private async judgeAndRun(req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal): Promise<ToolOutcome> {
-    const admitted = await this.admit(req, session);
-    if ("ok" in admitted) return admitted;
-    const judgement = await this.judge(admitted, req, session, signal);
-    return this.decide(judgement, admitted, req, ctx, session, signal);
+    const trail: HookTrail = { notes: [], said: new Set() };
+    this.trails.set(req, trail);
+    return withHookContext(await this.judgeRewritesAndRun(req, ctx, session, signal), trail.notes);
+  }
+
+  /** {@link judgeAndRun} but for the hooks' context notes: the rounds of admitting and judging, one per input a hook rewrote. */
+  private async judgeRewritesAndRun(req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal): Promise<ToolOutcome> {
+    const log = this.logs.get(req);
+    const by: string[] = [];
+    let current = req;
+    let carried: Verdict[] = [];
+    for (let rewrites = 0; ; rewrites++) {
+      const admitted = await this.admit(current, session);
+      if ("ok" in admitted) return admitted;
+      const judged = await this.judge(admitted, current, ctx, session, signal, carried);
+      if (!judged.rewrite) return this.decide(judged.judgement, admitted, current, ctx, session, signal);
+      if (rewrites >= MAX_HOOK_REWRITES) {
+        const deny: DenyVerdict = {
+          kind: "deny",
+          inspector: "hook",
+          code: "hook_output_invalid",
+          reason: `hook ${judged.rewrite.hooks.map((h) => JSON.stringify(h)).join(", ")} rewrote the call's input (updatedInput) again after ${MAX_HOOK_REWRITES} rewrites, so the call was not run: a hook must settle on an input`,
+          hook: judged.rewrite.hooks[0]!,
+        };
+        if (log) Object.assign(log, { judgement: { kind: "deny", verdict: deny }, verdicts: [...(log.verdicts ?? []), deny] });
+        return this.decide({ kind: "deny", verdict: deny }, admitted, current, ctx, session, signal);
+      }
+      by.push(...judged.rewrite.hooks);
+      const next: GateCall = { ...current, args: judged.rewrite.args };
+      this.trails.set(next, this.trails.get(req)!);
+      if (log) {
+        this.logs.set(next, log);
+        log.judgement = undefined; // the judgement of the input that runs is the one logged
+        log.rewritten = { by: [...new Set(by)], rounds: rewrites + 1, original_sha256: argsDigest(req.args), final_sha256: argsDigest(next.args) };
+      }
+      this.deps.bus.publish(session.id, "tool_request", {
+        session_id: session.id,
+        call_id: req.callId,
+        tool: req.name,
+        arguments: next.args,
+        from_script: req.fromScript,
+        rewritten_by: judged.rewrite.hooks.join(", "),
+      });
+      carried = judged.rewrite.carried;
+      current = next;
+    }
   }
 
   /** Reads the session's effective config, refuses what the name alone decides (chat mode, a per-tool deny), resolves the tool, checks a script may call it and parses the arguments; a refusal otherwise. */
@@ -314,7 +399,12 @@ export class Gate {
         return this.refuse(session.id, req, "approval_stale", `${why}; the files kept changing under ${round} approvals, so the call was not run`, judgement.primary.inspector);
       }
       // the new content is judged again, as a new call would be
-      const again = await this.judge(call, req, session, signal);
+      const judged = await this.judge(call, req, ctx, session, signal);
+      if (judged.rewrite) {
+        const hooks = judged.rewrite.hooks.map((h) => JSON.stringify(h)).join(", ");
+        return this.refuse(session.id, req, "hook_output_invalid", `${why}; judged again, hook ${hooks} rewrote its input (updatedInput), which the person did not approve; the call was not run`, "hook");
+      }
+      const again = judged.judgement;
       switch (again.kind) {
         case "deny":
           return this.refuse(session.id, req, again.verdict.code, `${why}; judged again, it is refused: ${again.verdict.reason}`, again.verdict.inspector);
@@ -453,10 +543,13 @@ export class Gate {
   }
 
   /**
-   * Runs the inspectors and combines their verdicts in inspector order. The cheap ones run first; the
-   * process ones (hooks) are skipped when a cheap one already denies.
+   * Runs the inspectors and combines their verdicts in inspector order, with `carried` (the decisions of hooks
+   * that rewrote the input into this one). The cheap ones run first; the process ones (hooks) are skipped
+   * when a cheap one already denies. Then what the hooks said besides their verdicts ({@link hookEffects}):
+   * a `continue: false` stops the turn and decides the call (deny); a rewrite, when nothing denies, is
+   * returned for the caller to judge the new input; two hooks rewriting it differently deny the call.
    */
-  private async judge(call: AdmittedCall, req: GateCall, session: Session, signal: AbortSignal): Promise<Judgement> {
+  private async judge(call: AdmittedCall, req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal, carried: Verdict[] = []): Promise<Judged> {
     const inspected: InspectedCall = {
       def: call.def,
       args: call.args,
@@ -472,15 +565,75 @@ export class Gate {
     if (!denied) this.inspectors.forEach((i, k) => i.cost === "process" && (verdicts[k] = i.inspect(inspected)));
     // await only what is pending (hooks running): a call with no hook to run is judged without a microtask hop
     const all = verdicts.some((vs) => vs instanceof Promise) ? await Promise.all(verdicts) : (verdicts as (Verdict[] | undefined)[]);
-    const flat = all.flatMap((vs) => vs ?? []);
-    const judgement = combine(flat);
+    const flat = [...all.flatMap((vs) => vs ?? []), ...carried];
+    const judged = this.hookEffects(flat, combine(flat), req, ctx, session);
     const log = this.logs.get(req);
     if (log && !log.judgement) {
-      log.judgement = judgement;
+      log.judgement = judged.judgement;
       log.verdicts = flat;
       log.judgedAt = performance.now();
     }
-    return judgement;
+    return judged;
+  }
+
+  /**
+   * Acts on what PreToolUse hooks said besides their verdicts (gate/verdict.ts `HookEffects`; Claude Code's hooks
+   * reference, "PreToolUse decision control" and "Common JSON fields"):
+   * - `systemMessage` and an allow's `permissionDecisionReason`: published as `hook_message` (kind
+   *   `system_message`) to the person, never to the model;
+   * - `additionalContext`: noted for the model, added to the call's outcome (each hook's text once per call);
+   * - `continue: false`: the call is refused with the hook's stop (it takes precedence over any decision), a
+   *   `hook_message` (kind `stopped`) is published, and the calling turn is cancelled with the stop reason;
+   * - `updatedInput`: unless the judgement denies, the rewrite to judge next (two different ones deny:
+   *   which to run is ambiguous).
+   */
+  private hookEffects(flat: Verdict[], judgement: Judgement, req: GateCall, ctx: CallContext, session: Session): Judged {
+    const trail = this.trails.get(req);
+    const say = (hook: string, kind: "system_message" | "stopped", message: string) => {
+      const key = `${kind}\0${hook}\0${message}`;
+      if (trail?.said.has(key)) return;
+      trail?.said.add(key);
+      this.deps.bus.publish(session.id, "hook_message", { session_id: session.id, turn_id: ctx.turnId, event: "PreToolUse", hook, kind, message });
+    };
+    let stop: DenyVerdict | undefined;
+    const rewrites: Extract<Verdict, { effects?: unknown }>[] = [];
+    for (const v of flat) {
+      const fx = v.effects;
+      const hook = v.hook;
+      if (!fx || hook === undefined) continue;
+      if (fx.systemMessage !== undefined) say(hook, "system_message", fx.systemMessage);
+      if (fx.allowReason !== undefined) say(hook, "system_message", fx.allowReason);
+      if (fx.additionalContext !== undefined && trail && !trail.said.has(`context\0${hook}\0${fx.additionalContext}`)) {
+        trail.said.add(`context\0${hook}\0${fx.additionalContext}`);
+        trail.notes.push({ event: "PreToolUse", hook, context: fx.additionalContext });
+      }
+      if (fx.stop !== undefined && v.kind === "deny" && !stop) stop = v;
+      if (fx.rewrite !== undefined) rewrites.push(v);
+    }
+    if (stop) {
+      say(stop.hook!, "stopped", stop.effects!.stop!);
+      const turn = this.deps.inflight.get(session.id);
+      if (turn && turn.turnId === ctx.turnId) turn.controller.abort(new AirlockError("cancelled", stop.reason));
+      return { judgement: { kind: "deny", verdict: stop } };
+    }
+    if (judgement.kind === "deny" || rewrites.length === 0) return { judgement };
+    const args = rewrites[0]!.effects!.rewrite!;
+    const hooks = [...new Set(rewrites.map((v) => v.hook!))];
+    if (rewrites.some((v) => !Bun.deepEquals(v.effects!.rewrite, args, true))) {
+      const verdict: DenyVerdict = {
+        kind: "deny",
+        inspector: "hook",
+        code: "hook_output_invalid",
+        reason: `hooks ${hooks.map((h) => JSON.stringify(h)).join(" and ")} rewrote the call's input (updatedInput) differently; which one to run is ambiguous, so the call was not run`,
+        hook: hooks[0]!,
+      };
+      return { judgement: { kind: "deny", verdict } };
+    }
+    const carried = rewrites.flatMap((v): Verdict[] => {
+      const { effects: _fx, ...bare } = v;
+      return bare.kind === "ask" || (bare.kind === "allow" && bare.answersMode) ? [bare as Verdict] : [];
+    });
+    return { judgement, rewrite: { args, hooks, carried } };
   }
 
   /**

@@ -12,10 +12,34 @@ import { assertNever } from "../errors.ts";
 /** Which inspector produced a verdict (shown on cards and refusals). */
 export type InspectorName = "sensitive_ops" | "rule" | "hook" | "mode" | "tool_config" | "elevation";
 
+/**
+ * What a PreToolUse hook's answer asks for besides its verdict (Claude Code's hooks reference,
+ * "PreToolUse decision control" and "Common JSON fields"); the gate acts on it (gate/gate.ts).
+ */
+export interface HookEffects {
+  /**
+   * `updatedInput`, mapped back to the tool's own argument names (raw: the gate validates them): the call
+   * is judged again from the start with these arguments instead of the ones it had.
+   */
+  rewrite?: Record<string, unknown>;
+  /** `systemMessage`: shown to the person (`hook_message` kind `system_message`), never to the model. */
+  systemMessage?: string;
+  /** `hookSpecificOutput.additionalContext`: given to the model with the call's result or refusal, marked as a hook's. */
+  additionalContext?: string;
+  /** `continue: false`: the call is not run and the turn stops; `stopReason` (or a default naming the hook). */
+  stop?: string;
+  /** `permissionDecisionReason` of an allow: Claude Code shows it to the person, not the model. */
+  allowReason?: string;
+}
+
 export type Verdict =
   | {
       kind: "allow";
       inspector: InspectorName;
+      /** The hook that allowed (inspector `hook`). */
+      hook?: string;
+      /** What the hook's answer asks besides the verdict (inspector `hook`). */
+      effects?: HookEffects;
       /** The permission rule that allowed (inspector `rule`). */
       rule?: string;
       /** True for an allow that answers the mode's ask: a rule's allow, a hook's explicit `permissionDecision: "allow"`. */
@@ -23,7 +47,7 @@ export type Verdict =
       /** True when the rule is a session rule ("Allow for this session"), not the config's. */
       session?: boolean;
     }
-  | { kind: "deny"; inspector: InspectorName; code: ErrorCode; reason: string; hook?: string; rule?: string }
+  | { kind: "deny"; inspector: InspectorName; code: ErrorCode; reason: string; hook?: string; rule?: string; effects?: HookEffects }
   | {
       kind: "ask";
       inspector: InspectorName;
@@ -37,6 +61,7 @@ export type Verdict =
       hook?: string;
       /** The permission rule that asks (inspector `rule`). */
       rule?: string;
+      effects?: HookEffects;
     };
 
 export type AskVerdict = Extract<Verdict, { kind: "ask" }>;

@@ -10,6 +10,7 @@ import { matchQuery, readHookAnswer, type HookAnswer, type HookInput } from "./p
 import { hookEnvironment, matchingHooks, runHandler, type HookLaunch } from "./run.ts";
 
 export * from "./protocol.ts";
+export * from "./context.ts";
 export { HOOK_OUTPUT_CAP, hookEnvironment, matchingHooks, runHandler, runHookProcess, type HookFailureCode, type HookHandler, type HookLaunch, type HookProcessResult } from "./run.ts";
 
 /** Where and how the hooks of one event run. */

@@ -15,7 +15,7 @@ import { AirlockError } from "../errors.ts";
 import { insideDataDir } from "../launcher/credentials.ts";
 import type { SandboxPolicy } from "../launcher/policy.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
-import { defineTool, type ToolContext } from "./tool.ts";
+import { defineTool, renameClaudeFields, type ToolContext } from "./tool.ts";
 import editDescription from "./files-edit.txt" with { type: "text" };
 import listDescription from "./files-list.txt" with { type: "text" };
 import readDescription from "./files-read.txt" with { type: "text" };
@@ -277,6 +277,7 @@ export const readFileTool = defineTool({
   claude: {
     name: "Read",
     input: (args, { workspace }) => ({ file_path: resolveRealPath(resolveRealPath("/", workspace), args.path) }),
+    args: (input) => renameClaudeFields("developer__read_file", input, { file_path: "path" }),
   },
   async execute(args, ctx) {
     const r = checkRead(ctx, ctx.policy, args.path);
@@ -294,6 +295,7 @@ export const writeFileTool = defineTool({
   claude: {
     name: "Write",
     input: (args, { workspace }) => ({ file_path: resolveRealPath(resolveRealPath("/", workspace), args.path), content: args.content }),
+    args: (input) => renameClaudeFields("developer__write_file", input, { file_path: "path", content: "content" }),
   },
   async execute(args, ctx) {
     const r = checkWrite(ctx, ctx.policy, args.path);
@@ -315,6 +317,7 @@ export const editFileTool = defineTool({
       old_string: args.old_string,
       new_string: args.new_string,
     }),
+    args: (input) => renameClaudeFields("developer__edit_file", input, { file_path: "path", old_string: "old_string", new_string: "new_string" }),
   },
   async execute(args, ctx) {
     const r = checkWrite(ctx, ctx.policy, args.path);

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { SandboxPolicyName } from "../config/schema.ts";
 import { runHostProcess } from "./host-process.ts";
 import { isKnownReadOnlyCommand } from "./read-only-commands.ts";
-import { defineTool } from "./tool.ts";
+import { defineTool, renameClaudeFields } from "./tool.ts";
 import description from "./shell.txt" with { type: "text" };
 
 /** The most a call may ask for with `timeout_s` when the configured default is lower, seconds. */
@@ -40,6 +40,15 @@ export const shellTool = defineTool({
       const input: Record<string, unknown> = { command: args.command };
       if (args.timeout_s !== undefined) input.timeout = Math.round(args.timeout_s * 1000); // Claude Code: ms
       return input;
+    },
+    // a hook's updatedInput: `command`, `timeout` (ms); the elevation fields hooks never see stay the call's own
+    args(input, { original }) {
+      const out = renameClaudeFields("developer__shell", input, { command: "command", timeout: "timeout_s" });
+      if (typeof out === "string") return out;
+      if (typeof out.timeout_s === "number") out.timeout_s = out.timeout_s / 1000;
+      const o = (original ?? {}) as Record<string, unknown>;
+      for (const k of ["sandbox_permissions", "justification"]) if (o[k] !== undefined) out[k] = o[k];
+      return out;
     },
   },
   async execute(args, ctx) {

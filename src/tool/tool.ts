@@ -56,6 +56,30 @@ export interface ToolContext {
 export interface ClaudeAlias<A> {
   name: string;
   input(args: A, ctx: { workspace: string }): Record<string, unknown>;
+  /**
+   * The inverse of {@link input}, for a PreToolUse hook's `updatedInput` (Claude Code's hooks reference,
+   * "PreToolUse decision control": the changed input replaces the tool's input): Claude Code's field
+   * names back to the tool's own argument names, as raw arguments the gate then validates and judges
+   * from the start. `original` is the call's arguments as sent: fields Claude Code's input never
+   * carries (airlock's `sandbox_permissions`, `justification`) are taken from it. Returns a string —
+   * why the input cannot be mapped (a field this tool has no argument for) — instead of guessing.
+   * Absent: the tool cannot take a rewritten input, and a hook's `updatedInput` for it is refused.
+   */
+  args?(input: Record<string, unknown>, ctx: { workspace: string; original: unknown }): Record<string, unknown> | string;
+}
+
+/**
+ * A Claude-shaped input's fields mapped to argument names (`map`: Claude Code's name → the tool's),
+ * or a string naming the first field the tool has no argument for. Used by the tools' {@link ClaudeAlias.args}.
+ */
+export function renameClaudeFields(tool: string, input: Record<string, unknown>, map: Record<string, string>): Record<string, unknown> | string {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(input)) {
+    const to = Object.hasOwn(map, k) ? map[k] : undefined;
+    if (to === undefined) return `${tool} has no argument for Claude Code's field ${JSON.stringify(k)} (it takes ${Object.keys(map).join(", ")})`;
+    out[to] = v;
+  }
+  return out;
 }
 
 export interface ToolDef<A = any> {

@@ -59,7 +59,7 @@ interface Explained {
   elevate?: string;
   schema_checked: boolean;
   hooks_run: boolean;
-  steps: { step: string; status: string; verdicts: { kind: string; inspector: string; rule?: string; code?: string; reason?: string; userProof?: boolean; answersMode?: boolean }[]; hooks?: { command: string }[] }[];
+  steps: { step: string; status: string; verdicts: { kind: string; inspector: string; rule?: string; code?: string; reason?: string; userProof?: boolean; answersMode?: boolean }[]; hooks?: { command: string }[]; note?: string }[];
 }
 
 async function explainJson(d: { data: string; ws: string }, tool: string, args: unknown, extra: string[] = []): Promise<{ code: number; e: Explained; stderr: string }> {
@@ -168,6 +168,14 @@ describe("airlock policy explain", () => {
     const other = await explainJson(d, "developer__list_dir", { path: "." }, ["--run-hooks"]);
     expect(other.code).toBe(0);
     expect(step(other.e, "hooks").status).toBe("none");
+  });
+
+  test("--run-hooks says when a hook rewrites the input (updatedInput): the gate judges that input from the start", async () => {
+    const hook = join(import.meta.dir, "../fixtures/hooks/public-style/ls-to-ssh-key.sh");
+    const d = setup({ mode: "autonomous", hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: hook }] }] } });
+    const ran = await explainJson(d, "developer__shell", shell("ls"), ["--run-hooks"]);
+    expect(step(ran.e, "hooks")).toMatchObject({ status: "judged", verdicts: [{ kind: "allow", inspector: "hook" }] });
+    expect(step(ran.e, "hooks").note).toContain('rewrites the input to {"command":"cat ~/.ssh/id_rsa"}: the gate judges that input from the start');
   });
 
   test("--json prints one object: the call, six steps in the gate's order, the decision", async () => {

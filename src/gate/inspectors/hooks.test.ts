@@ -2,8 +2,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { matchingHooks } from "../../hook/index.ts";
-import { claudeToolName, interpretHookRun, runHook, runPreToolUseHooks, type PreToolUseInput as HookInput } from "./hooks.ts";
+import { matchingHooks, readHookAnswer } from "../../hook/index.ts";
+import { readFileTool, writeFileTool } from "../../tool/files.ts";
+import { shellTool } from "../../tool/shell.ts";
+import { claudeToolInput, claudeToolName, interpretHookRun, preToolUseVerdict, rewriteMapper, runHook, runPreToolUseHooks, type PreToolUseInput as HookInput } from "./hooks.ts";
 
 const FIX = path.resolve(import.meta.dir, "../../../test/fixtures/hooks");
 const dir = mkdtempSync(path.join(os.tmpdir(), "airlock-hooks-"));
@@ -80,7 +82,7 @@ describe("runHook", () => {
     expect(await runHook(`${FIX}/not-json.sh`, input, dir, 10)).toMatchObject({ kind: "ask", code: "hook_output_invalid" });
   });
   test("allow (which answers the mode's ask), ask, legacy block and silence (which answers nothing)", async () => {
-    expect(await runHook(`${FIX}/allow.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook", answersMode: true });
+    expect(await runHook(`${FIX}/allow.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook", answersMode: true, hook: `${FIX}/allow.sh`, effects: { allowReason: "fine" } });
     expect(await runHook(`${FIX}/ask.sh`, input, dir, 10)).toMatchObject({ kind: "ask", reason: "hook wants a person", userProof: false });
     expect(await runHook(`${FIX}/legacy-block.sh`, input, dir, 10)).toMatchObject({ kind: "deny", reason: "legacy says no" });
     expect(await runHook(`${FIX}/silent.sh`, input, dir, 10)).toEqual({ kind: "allow", inspector: "hook" });
@@ -106,7 +108,7 @@ describe("interpretHookRun", () => {
   });
   test("killed by a signal is hook_error", () => {
     expect(interpretHookRun("h", null, "SIGSEGV", "", "")).toMatchObject({ kind: "ask", code: "hook_error" });
-    expect(interpretHookRun("h", 0, null, '{"decision":"approve"}', "")).toEqual({ kind: "allow", inspector: "hook", answersMode: true });
+    expect(interpretHookRun("h", 0, null, '{"decision":"approve"}', "")).toEqual({ kind: "allow", inspector: "hook", answersMode: true, hook: "h" });
     expect(interpretHookRun("h", 0, null, '{"reason":"fine"}', "")).toEqual({ kind: "allow", inspector: "hook" });
   });
 });
@@ -155,3 +157,43 @@ test("a hook's setsid child dies with the hook, and an answer printed before exi
 });
 
 test("fixtures exist", () => expect(existsSync(`${FIX}/exit2-silent.sh`)).toBe(true));
+
+describe("updatedInput (Claude Code's hooks reference, PreToolUse decision control)", () => {
+  const ws = "/w";
+  const answer = (updatedInput: Record<string, unknown>, decision?: "allow" | "ask" | "deny") =>
+    `{"hookSpecificOutput":{"hookEventName":"PreToolUse",${decision ? `"permissionDecision":"${decision}",` : ""}"updatedInput":${JSON.stringify(updatedInput)}}}`;
+  const verdict = (def: Parameters<typeof rewriteMapper>[0], args: Record<string, unknown>, out: string) =>
+    preToolUseVerdict(readHookAnswer("PreToolUse", "h", { kind: "exited", code: 0, signal: null, stdout: out, stderr: "" }), rewriteMapper(def, claudeToolInput(def, args, ws), args, ws));
+
+  test("Bash: command and timeout (ms) map back to command and timeout_s; the elevation fields hooks never see stay", () => {
+    const v = verdict(shellTool, { command: "ls", sandbox_permissions: "danger-full-access", justification: "j" }, answer({ command: "ls -la", timeout: 5000 }, "allow"));
+    expect(v).toMatchObject({ kind: "allow", answersMode: true, effects: { rewrite: { command: "ls -la", timeout_s: 5, sandbox_permissions: "danger-full-access", justification: "j" } } });
+  });
+  test("Read/Write/Edit: file_path maps back to path; ask and the rewrite go together", () => {
+    expect(verdict(writeFileTool, { path: "a.txt", content: "x" }, answer({ file_path: "/w/b.txt", content: "y" }, "ask"))).toMatchObject({
+      kind: "ask",
+      effects: { rewrite: { path: "/w/b.txt", content: "y" } },
+    });
+  });
+  test("an updatedInput equal to the input the hook was given is no rewrite", () => {
+    expect(verdict(shellTool, { command: "ls" }, answer({ command: "ls" }, "allow"))).toEqual({ kind: "allow", inspector: "hook", answersMode: true, hook: "h" });
+  });
+  test("a field the tool has no argument for, input the schema refuses, or a tool with no inverse: hook_output_invalid, never dropped", () => {
+    expect(verdict(readFileTool, { path: "a" }, answer({ file_path: "/w/b", offset: 10 }, "allow"))).toMatchObject({ kind: "ask", code: "hook_output_invalid", reason: expect.stringContaining('"offset"') });
+    expect(verdict(shellTool, { command: "ls" }, answer({ command: 42 }, "allow"))).toMatchObject({ kind: "ask", code: "hook_output_invalid", reason: expect.stringContaining("command") });
+    const noInverse = { ...shellTool, claude: { name: "Bash", input: shellTool.claude!.input } };
+    expect(verdict(noInverse, { command: "ls" }, answer({ command: "pwd" }, "allow"))).toMatchObject({ kind: "ask", code: "hook_output_invalid", reason: expect.stringContaining("no mapping") });
+    // without a tool to map to (interpretHookRun), a rewrite is refused too
+    expect(interpretHookRun("h", 0, null, answer({ command: "pwd" }, "allow"), "")).toMatchObject({ kind: "ask", code: "hook_output_invalid" });
+  });
+  test("a deny wins over a rewrite; continue:false denies whatever the decision and carries the stop", () => {
+    expect(verdict(shellTool, { command: "ls" }, answer({ command: "pwd" }, "deny"))).toMatchObject({ kind: "deny", code: "denied" });
+    const stop = verdict(shellTool, { command: "ls" }, '{"continue":false,"stopReason":"frozen","hookSpecificOutput":{"permissionDecision":"allow","updatedInput":{"command":"pwd"}}}');
+    expect(stop).toMatchObject({ kind: "deny", code: "denied", effects: { stop: "frozen" } });
+    expect(stop.effects?.rewrite).toBeUndefined();
+  });
+  test("systemMessage, additionalContext and an allow's reason ride on the verdict", () => {
+    const v = interpretHookRun("h", 0, null, '{"systemMessage":"to the person","hookSpecificOutput":{"permissionDecision":"allow","permissionDecisionReason":"why","additionalContext":"to the model"}}', "");
+    expect(v).toMatchObject({ kind: "allow", effects: { systemMessage: "to the person", additionalContext: "to the model", allowReason: "why" } });
+  });
+});

@@ -8,7 +8,7 @@ import { ancestors, type ParentLookup } from "../../session/graph.ts";
 import { elevationVerdict } from "./elevation.ts";
 import { judgementPaths } from "./floor-paths.ts";
 import { matchingHooks, permissionModeFor } from "../../hook/index.ts";
-import { claudeToolInput, claudeToolName, runPreToolUseHooks, type PreToolUseInput } from "./hooks.ts";
+import { claudeToolInput, claudeToolName, rewriteMapper, runPreToolUseHooks, type PreToolUseInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
 import { rulesInspector, treeRulesInspector } from "./rules.ts";
@@ -58,6 +58,7 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
         const reason = `the session's transcript could not be brought up to date for the hooks, so they were not run: ${(e as Error).message}`;
         return matchingHooks(matchers, [claudeToolName(c.def), c.def.name]).map((h) => ({ kind: "ask" as const, inspector: "hook" as const, userProof: false, code: "hook_error" as const, reason, hook: h.command }));
       }
+      const toolInput = claudeToolInput(c.def, c.args, c.session.workspace);
       const input: PreToolUseInput = {
         hook_event_name: "PreToolUse",
         session_id: c.session.id,
@@ -65,7 +66,7 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
         cwd: c.session.workspace,
         permission_mode: permissionModeFor(c.config.mode),
         tool_name: claudeToolName(c.def),
-        tool_input: claudeToolInput(c.def, c.args, c.session.workspace),
+        tool_input: toolInput,
         tool_use_id: c.callId,
         airlock_tool_name: c.def.name,
         parent_session_id: c.session.parent_session_id,
@@ -76,7 +77,7 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
         allowUnenforced: c.config.allow_unenforced,
         // a workspace's own hooks run as the session's shell would (never the call's elevated policy)
         confineTo: { policy: c.config.sandbox, workspace: c.session.workspace, config: c.config },
-      });
+      }, rewriteMapper(c.def, toolInput, c.rawArgs, c.session.workspace));
     },
   };
 }

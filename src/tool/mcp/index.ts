@@ -61,7 +61,7 @@ export function mcpToolDef(server: McpServer, t: Tool): ToolDef<Record<string, u
     readOnly: t.annotations?.readOnlyHint === true,
     usesPermit: true,
     scriptable: true,
-    claude: { name: `mcp__${server.name}__${t.name}`, input: (args) => args },
+    claude: { name: `mcp__${server.name}__${t.name}`, input: (args) => args, args: (input) => input },
     async execute(args, ctx) {
       const res = await server.call(t.name, args, ctx.signal);
       if (res.isError) {
