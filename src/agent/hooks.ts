@@ -47,7 +47,7 @@ const NOTHING: HookDirective = { context: [] };
  * session's effective config is empty.
  */
 export class AgentHooks implements LoopHooks {
-  /** Root sessions whose `SessionStart` fired in this process (each also gets `SessionEnd` on close). */
+  /** Root sessions that started a turn in this process (`SessionStart` fired, if any; each gets `SessionEnd` on close). */
   private readonly started = new Set<string>();
   /** `SessionStart` context not yet stored because its turn's prompt was refused. */
   private readonly pendingStart = new Map<string, string[]>();
@@ -117,7 +117,7 @@ export class AgentHooks implements LoopHooks {
 
   /**
    * A turn starts, before its prompt is stored. For a root session only (Claude Code fires neither
-   * event for subagents): `SessionStart` on the session's first turn in this process (`source:
+   * event for subagents): `SessionStart` at the session's first turn in this process (`source:
    * "startup"` when it has no earlier turn, `"resume"` when it has: it was created before this process
    * started), then `UserPromptSubmit` with `prompt` (Claude Code's hooks reference, "SessionStart",
    * "UserPromptSubmit"). Exit 2 or `decision: "block"` of `UserPromptSubmit` — or a `UserPromptSubmit`
@@ -132,15 +132,19 @@ export class AgentHooks implements LoopHooks {
     const context: string[] = [...(this.pendingStart.get(session.id) ?? [])];
     this.pendingStart.delete(session.id);
     let stop: string | undefined;
-    if (!this.started.has(session.id)) {
-      this.started.add(session.id);
+    const firstHere = !this.started.has(session.id);
+    this.started.add(session.id);
+    if (firstHere && config.hooks.SessionStart.length > 0) {
       const earlier = this.deps.store.listTurns(session.id).some((t) => t.id !== turnId);
       const source: SessionStartSource = earlier ? "resume" : "startup";
       const d = await this.fire("SessionStart", session, { source }, { turnId, signal, onFailure: "report", config });
       context.push(...d.context.map((c) => hookNote("SessionStart", c)));
       stop = d.stop;
     }
-    if (stop !== undefined) return { context, stop };
+    if (stop !== undefined) {
+      if (context.length) this.pendingStart.set(session.id, context);
+      return { context: [], stop };
+    }
     const d = await this.fire("UserPromptSubmit", session, { prompt }, { turnId, signal, onFailure: "block", config });
     if (d.stop !== undefined || d.block !== undefined) {
       // the prompt is not stored: SessionStart's context waits for the next turn that gets through
@@ -262,7 +266,7 @@ export class AgentHooks implements LoopHooks {
 
   /**
    * Fires `SessionEnd` (`reason: "other"`; Claude Code's hooks reference, "SessionEnd") for each root
-   * session whose `SessionStart` fired in this process, when the runtime closes; kills detached
+   * session that started a turn in this process, when the runtime closes; kills detached
    * `Notification` hooks. Waits at most `graceMs` (then the hooks are killed). Never throws.
    */
   async close(graceMs = SESSION_END_GRACE_MS): Promise<void> {

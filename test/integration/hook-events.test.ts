@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { AgentHooks } from "../../src/agent/hooks.ts";
 import type { EventData } from "../../src/bus/bus.ts";
 import { startHarness, waitForBus, type Harness } from "../harness.ts";
+import { processesWith, waitFor } from "../processes.ts";
 import { decide } from "./gate-helpers.ts";
 
 let h: Harness | undefined;
@@ -379,5 +380,54 @@ describe("Notification hooks", () => {
     expect(input.message).toContain(actions[0].reason);
     expect((await decide(h, s.id, actions[0].request_id, "allow_once")).status).toBe(200);
     expect(await started.done).toMatchObject({ status: "completed", answer: "done" });
+  });
+});
+
+describe("hooks and the turn's life", () => {
+  test.each([
+    ["UserPromptSubmit", 4711],
+    ["Stop", 4712],
+  ])("cancelling the turn while a %s hook runs ends the turn cancelled and kills the hook", async (event, marker) => {
+    h = await startHarness({
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", hooks: { [event]: [hook(`cat >/dev/null; sleep ${marker}`, 600)] } },
+      files: { "turns.yaml": "turns:\n  - text: a\n" },
+    });
+    const s = await h.createSession({ mode: "autonomous" });
+    const started = h.rt.startTurn(s.id, "go");
+    await waitFor(() => processesWith(`sleep ${marker}`).length > 0, `the ${event} hook to start`);
+    expect(h.rt.cancel(s.id)).toBe(true);
+    expect(await started.done).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });
+    await waitFor(() => processesWith(`sleep ${marker}`).length === 0, `the ${event} hook to be killed`);
+  });
+
+  test("SessionStart says startup at a new session's first turn and resume at its first turn after a restart; SessionEnd fires when the runtime closes", async () => {
+    const dir = recordDir();
+    const recorder = script(dir, "record.sh", `#!/bin/sh\njq -c '{e: .hook_event_name, s: (.source // .reason)}' >> "${dir}/events"\n`);
+    const dataDir = mkdtempSync(join(tmpdir(), "airlock-hook-restart-"));
+    const opts = {
+      dataDir,
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", hooks: { SessionStart: [hook(recorder)], SessionEnd: [hook(recorder)] } },
+      files: { "turns.yaml": "turns:\n  - text: a\n  - text: b\n  - text: c\n" },
+    };
+    try {
+      h = await startHarness(opts);
+      const s = await h.createSession({ mode: "autonomous" });
+      await h.rt.runTurn(s.id, "one");
+      await h.rt.runTurn(s.id, "two");
+      await h.close();
+      h = await startHarness(opts);
+      await h.rt.runTurn(s.id, "three");
+      await h.close();
+      h = undefined;
+      const events = readFileSync(join(dir, "events"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      expect(events).toEqual([
+        { e: "SessionStart", s: "startup" },
+        { e: "SessionEnd", s: "other" },
+        { e: "SessionStart", s: "resume" },
+        { e: "SessionEnd", s: "other" },
+      ]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
