@@ -2,6 +2,8 @@
  * @module agent/loop
  * One turn of the agent loop (SPEC §1): model call → tool calls through the gate → model call … until
  * the model answers without tool calls, the turn is cancelled, it fails, or it hits `max_iterations`.
+ * Hook events (SPEC §5) fire at its moments through the {@link LoopHooks} port: before the prompt is
+ * stored, after each call, and when the model would end the turn (a Stop hook may keep it going).
  * The session is in the in-flight registry from the first line of the turn to a `finally`.
  */
 import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
