@@ -38,8 +38,8 @@ type OnFailure = "block" | "report";
 /** The input fields of `E` beyond the common ones. */
 type EventFields<E extends HookEvent> = Omit<Extract<HookInput, { hook_event_name: E }>, "hook_event_name" | keyof HookCommonInput>;
 
-/** An empty directive: go on as if no hook ran. */
-const NOTHING: HookDirective = { context: [] };
+/** An empty directive: go on as if no hook ran (a fresh one each time: callers own what they get). */
+const nothing = (): HookDirective => ({ context: [] });
 
 /**
  * The loop's hooks ({@link LoopHooks}) and the hooks fired outside a turn (`Notification`,
@@ -61,7 +61,7 @@ export class AgentHooks implements LoopHooks {
    * Runs the hooks of `event` for `session` (every matching handler, in parallel) and reads what they
    * say: context for the model, a block, a stop; systemMessage / stop / failure (where `onFailure` is
    * `report`) are published as `hook_message`. A failure with `onFailure: "block"` is a block carrying
-   * its code. Returns {@link NOTHING} at no cost when the event's list is empty.
+   * its code. Returns an empty directive at no cost when the event's list is empty.
    * @throws AirlockError `session_not_found` / `session_graph_invalid` when the session's chain cannot be read.
    */
   private async fire<E extends HookEvent>(
@@ -72,7 +72,7 @@ export class AgentHooks implements LoopHooks {
   ): Promise<HookDirective> {
     const config = o.config ?? this.deps.configFor(session);
     const matchers = config.hooks[event];
-    if (matchers.length === 0) return NOTHING;
+    if (matchers.length === 0) return nothing();
     // `fields` is typed per event (EventFields<E>); TypeScript cannot narrow the union on a generic E
     const input = { hook_event_name: event, ...commonHookInput(session, config, this.deps), ...fields } as unknown as HookInput;
     const answers = await runEventHooks(matchers, input, hookContextFor(session, config, this.deps, o.signal));
@@ -127,7 +127,7 @@ export class AgentHooks implements LoopHooks {
    */
   async turnStart(turn: HookTurn, prompt: string): Promise<HookDirective> {
     const { session, turnId, signal } = turn;
-    if (session.parent_session_id !== null) return NOTHING;
+    if (session.parent_session_id !== null) return nothing();
     const config = this.deps.configFor(session);
     const context: string[] = [...(this.pendingStart.get(session.id) ?? [])];
     this.pendingStart.delete(session.id);
@@ -163,9 +163,9 @@ export class AgentHooks implements LoopHooks {
    */
   async afterToolCall(turn: HookTurn, call: ToolCallRequest, outcome: ToolOutcome): Promise<HookDirective> {
     const { session, turnId, signal } = turn;
-    if (!outcome.ok) return NOTHING;
+    if (!outcome.ok) return nothing();
     const config = this.deps.configFor(session);
-    if (config.hooks.PostToolUse.length === 0) return NOTHING;
+    if (config.hooks.PostToolUse.length === 0) return nothing();
     const def = this.deps.tool(call.name);
     const parsed = def?.schema.safeParse(call.arguments ?? {});
     const fields: EventFields<"PostToolUse"> = {
@@ -198,7 +198,7 @@ export class AgentHooks implements LoopHooks {
     const event = session.parent_session_id === null ? "Stop" : "SubagentStop";
     const config = this.deps.configFor(session);
     const matchers = config.hooks[event];
-    if (matchers.length === 0) return NOTHING;
+    if (matchers.length === 0) return nothing();
     const bound = config.limits.max_stop_continuations;
     if (continuations >= bound) {
       for (const h of matchingHooks(matchers, null)) {
@@ -211,7 +211,7 @@ export class AgentHooks implements LoopHooks {
           message: `the ${event} hooks kept this turn going ${continuations} time(s), the bound (limits.max_stop_continuations = ${bound}); they were not run again and the turn ended`,
         });
       }
-      return NOTHING;
+      return nothing();
     }
     const d = await this.fire(event, session, { stop_hook_active: continuations > 0, last_assistant_message: lastAssistantMessage }, { turnId, signal, onFailure: "report", config });
     return { context: [], ...(d.stop !== undefined ? { stop: d.stop } : d.block !== undefined ? { block: hookNote(event, d.block, "feedback") } : {}) };
