@@ -34,6 +34,8 @@ const EXPECTED: Record<string, [number, number]> = {
   provider_rate_limit:             [500, 1],
   cancelled:                       [500, 130],
   interrupted:                     [500, 1],
+  prompt_blocked:                  [500, 1],
+  hook_stopped:                    [500, 1],
   gate_no_session:                 [500, 1],
   no_human_surface:                [500, 3],
   denied:                          [500, 1],

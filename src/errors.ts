@@ -35,6 +35,10 @@ export const ERROR_CODES = [
   "cancelled",
   /** The process running a turn died (kill -9, crash, power loss); the turn's unanswered calls get this result. */
   "interrupted",
+  /** A UserPromptSubmit hook blocked the prompt (exit 2, `decision: "block"`, or it failed): the prompt was not sent to the model. */
+  "prompt_blocked",
+  /** A hook answered `continue: false`: the turn stopped before the model's final answer (its `stopReason` in the message). */
+  "hook_stopped",
   // gate & cards
   "gate_no_session",
   "no_human_surface",
@@ -153,6 +157,8 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   provider_rate_limit: 500,
   cancelled: 500,
   interrupted: 500,
+  prompt_blocked: 500,
+  hook_stopped: 500,
   gate_no_session: 500,
   no_human_surface: 500,
   denied: 500,
@@ -236,6 +242,8 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   provider_rate_limit: EXIT.failed,
   cancelled: EXIT.cancelled,
   interrupted: EXIT.failed,
+  prompt_blocked: EXIT.failed,
+  hook_stopped: EXIT.failed,
   gate_no_session: EXIT.failed,
   no_human_surface: EXIT.blocked,
   denied: EXIT.failed,

@@ -9,6 +9,7 @@
 import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import systemPrompt from "./agent/system.txt" with { type: "text" };
+import { AgentHooks } from "./agent/hooks.ts";
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
 import type { Provider, ProviderOptions } from "./agent/providers/provider.ts";
 import { ProviderSelector } from "./agent/providers/select.ts";
@@ -181,6 +182,8 @@ class AirlockRuntime implements Runtime {
   /** `~/.claude/settings.json`'s hooks, read once (at start when the config imports them, else when a recipe first does). */
   private userHooks: SettingsHooks | undefined;
   private readonly providers: ProviderSelector;
+  /** The hook events around turns, cards and the runtime's end (agent/hooks.ts). */
+  private readonly hooks: AgentHooks;
   private readonly running = new Set<Promise<TurnResult>>();
   /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
   private readonly resources = new AsyncDisposableStack();
@@ -247,6 +250,16 @@ class AirlockRuntime implements Runtime {
         transcriptPath: (id) => this.transcriptPath(id),
         sessionRules: new SessionRuleSets(this.sessionRules),
       });
+      this.hooks = new AgentHooks({
+        bus: this.bus,
+        store: this.store,
+        configFor: (s) => this.configFor(s),
+        tool: (name) => this.registry.get(name),
+        dataDir: realDataDir,
+        env: { AIRLOCK_CONFIG_DIR: this.configDir },
+        transcriptPath: (id) => this.transcriptPath(id),
+      });
+      this.resources.defer(this.hooks.watchCards());
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
       for (const t of builtInTools(this.scripts, this.subagentPort())) this.registry.register(t);
       for (const s of mcp.sources()) this.registry.registerSource(s);
@@ -396,6 +409,7 @@ class AirlockRuntime implements Runtime {
         tools: () => this.registry.specs(isModelRosterTool, { sources: false }),
         maxIterations: config.limits.max_iterations,
         model: session.model,
+        hooks: this.hooks,
       },
       session,
       message,
@@ -450,6 +464,8 @@ class AirlockRuntime implements Runtime {
       ]);
       clearTimeout(timer);
     }
+    // SessionEnd for the sessions this process started, while the store and bus are still open
+    await this.hooks.close().catch((e: unknown) => console.error("airlock: SessionEnd hooks failed:", e));
     try {
       await this.resources.disposeAsync();
     } catch (e) {

@@ -2,6 +2,8 @@
  * @module agent/loop
  * One turn of the agent loop (SPEC §1): model call → tool calls through the gate → model call … until
  * the model answers without tool calls, the turn is cancelled, it fails, or it hits `max_iterations`.
+ * Hook events (SPEC §5) fire at its moments through the {@link LoopHooks} port: before the prompt is
+ * stored, after each call, and when the model would end the turn (a Stop hook may keep it going).
  * The session is in the in-flight registry from the first line of the turn to a `finally`.
  */
 import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
@@ -47,7 +49,43 @@ export interface LoopDeps {
   tools(): Promise<ToolSpec[]>;
   maxIterations: number;
   model?: string | null;
+  /** The hook events around the turn (agent/hooks.ts `AgentHooks`); none run when absent. */
+  hooks?: LoopHooks;
 }
+
+/** The turn a hook event fires in: its session, its id, and its signal (aborting it kills the hooks). */
+export interface HookTurn {
+  session: Session;
+  turnId: string;
+  signal: AbortSignal;
+}
+
+/** What the hooks of one moment tell the loop to do. */
+export interface HookDirective {
+  /** Text for the model, already marked as a hook's (stored as a message marked `name: "hook"`, or with a tool result). */
+  context: string[];
+  /** The event's block, with its reasons: the prompt is refused, or (Stop) the turn continues with this text. */
+  block?: string;
+  /** A hook's `continue: false`, with its `stopReason`: the turn stops after this point. */
+  stop?: string;
+}
+
+/**
+ * The loop's port to the hook events (implemented by agent/hooks.ts): one method per moment, each
+ * saying what the loop must do. Methods never throw for a hook's answer or failure; they may throw
+ * when the session cannot be read (the turn then fails, closed).
+ */
+export interface LoopHooks {
+  /** Before the user's message is stored: `block` or `stop` → the prompt is not stored and the turn fails (`prompt_blocked` / `hook_stopped`); `context` follows the prompt. */
+  turnStart(turn: HookTurn, prompt: string): Promise<HookDirective>;
+  /** After a model-requested call returned its outcome: `context` is sent with the result; `stop` ends the turn (`hook_stopped`) once the result is stored. */
+  afterToolCall(turn: HookTurn, call: ToolCallRequest, outcome: ToolOutcome): Promise<HookDirective>;
+  /** The model answered without tool calls: `block` → the turn continues with it as a user-side message; `stop` or nothing → the turn ends. `continuations`: how often this turn already continued so. */
+  beforeStop(turn: HookTurn, lastAssistantMessage: string, continuations: number): Promise<HookDirective>;
+}
+
+/** The `name` marking a user-side message written by a hook (context or feedback), not by the person. */
+export const HOOK_MESSAGE_NAME = "hook";
 
 export interface StartedTurn {
   turnId: string;
@@ -94,8 +132,21 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
   let unanswered: ToolCallRequest[] = [];
   try {
     bus.publish(sid, "turn_started", { session_id: sid, turn_id: turnId });
+    const hooks = deps.hooks;
+    const hookTurn: HookTurn = { session, turnId, signal };
+    let startContext: string[] = [];
+    if (hooks) {
+      const d = await untilAborted(hooks.turnStart(hookTurn, userMessage), signal);
+      throwIfAborted(signal);
+      if (d.stop !== undefined) throw new AirlockError("hook_stopped", `a hook stopped the turn before the prompt was sent (continue: false): ${d.stop}`);
+      if (d.block !== undefined) throw new AirlockError("prompt_blocked", d.block);
+      startContext = d.context;
+    }
     const user = store.appendMessage({ session_id: sid, turn_id: turnId, role: "user", content: userMessage });
     bus.publish(sid, "message", { ...user }, { persisted: true });
+    if (startContext.length) appendHookMessage(deps, sid, turnId, startContext.join("\n\n"));
+    /** How often this turn continued because a Stop hook blocked its end. */
+    let stopContinuations = 0;
     const provider = deps.provider();
     const tools = await untilAborted(deps.tools(), signal);
     for (;;) {
@@ -128,6 +179,15 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
       });
       bus.publish(sid, "message", { ...assistant }, { persisted: true });
       if (calls.length === 0) {
+        if (hooks) {
+          const d = await untilAborted(hooks.beforeStop(hookTurn, mt.text, stopContinuations), signal);
+          throwIfAborted(signal);
+          if (d.stop === undefined && d.block !== undefined) {
+            stopContinuations++;
+            appendHookMessage(deps, sid, turnId, d.block);
+            continue;
+          }
+        }
         result.answer = mt.text;
         break;
       }
@@ -138,17 +198,30 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         // A call gets CALL_CANCEL_GRACE_MS to end on its own signal (its process tree killed, its card
         // withdrawn) and report that; one that does not is left behind and answered `cancelled`.
         const outcome = await untilAborted(runCall(deps, sid, turnId, call, signal), signal, CALL_CANCEL_GRACE_MS);
+        // PostToolUse: the call ran; a cancel while its hooks run still stores the result (then ends the turn)
+        let after: HookDirective | null = null;
+        let afterError: unknown;
+        if (hooks && outcome.ok) {
+          try {
+            after = await untilAborted(hooks.afterToolCall(hookTurn, call, outcome), signal);
+          } catch (e) {
+            afterError = e;
+          }
+        }
         unanswered = unanswered.filter((c) => c !== call);
+        const rendered = renderOutcome(outcome);
         const msg = store.appendMessage({
           session_id: sid,
           turn_id: turnId,
           role: "tool",
-          content: renderOutcome(outcome),
+          content: after?.context.length ? [rendered, ...after.context].join("\n\n") : rendered,
           tool_call_id: call.id,
           name: call.name,
           is_error: !outcome.ok,
         });
         bus.publish(sid, "message", { ...msg }, { persisted: true });
+        if (afterError !== undefined) throw afterError;
+        if (after?.stop !== undefined) throw new AirlockError("hook_stopped", `a PostToolUse hook stopped the turn after ${call.name} ran (continue: false): ${after.stop}`);
       }
     }
   } catch (e) {
@@ -175,6 +248,12 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
     });
   }
   return result;
+}
+
+/** Stores and publishes a user-side message written by hooks (context or feedback), marked `name: "hook"`. */
+function appendHookMessage(deps: LoopDeps, sid: string, turnId: string, content: string): void {
+  const m = deps.store.appendMessage({ session_id: sid, turn_id: turnId, role: "user", content, name: HOOK_MESSAGE_NAME });
+  deps.bus.publish(sid, "message", { ...m }, { persisted: true });
 }
 
 /** Runs one model-requested call through the gate inside its ALS calling context. Never throws. */

@@ -113,6 +113,8 @@ export const Limits = z.strictObject({
   max_output_bytes: z.number().int().positive().default(1_048_576),
   /** Model calls in one turn before it fails with `max_iterations`. */
   max_iterations: z.number().int().positive().default(50),
+  /** How often `Stop` / `SubagentStop` hooks may keep one turn going (exit 2 / `decision: "block"`) before they are not run again. */
+  max_stop_continuations: z.number().int().min(0).default(5),
   /** Largest HTTP request body, bytes. */
   max_body_bytes: z.number().int().positive().default(1_048_576),
 });

@@ -7,7 +7,8 @@ import { sanitizedEnv } from "../../launcher/env.ts";
 import { ancestors, type ParentLookup } from "../../session/graph.ts";
 import { elevationVerdict } from "./elevation.ts";
 import { judgementPaths } from "./floor-paths.ts";
-import { matchingHooks, permissionModeFor } from "../../hook/index.ts";
+import { matchingHooks, type HookCommonInput } from "../../hook/index.ts";
+import { commonHookInput, hookContextFor } from "../../hook/session.ts";
 import { claudeToolInput, claudeToolName, rewriteMapper, runPreToolUseHooks, type PreToolUseInput } from "./hooks.ts";
 import type { Inspector } from "./inspector.ts";
 import { modeVerdict } from "./mode.ts";
@@ -51,33 +52,25 @@ export function hooksInspector(deps: InspectorDeps): Inspector {
     inspect(c) {
       const matchers = c.config.hooks.PreToolUse;
       if (matchers.length === 0) return [];
-      let transcript: string;
+      const site = { store: deps.store, ...(deps.dataDir ? { dataDir: deps.dataDir } : {}), ...(deps.hookEnv ? { env: deps.hookEnv } : {}), ...(deps.transcriptPath ? { transcriptPath: deps.transcriptPath } : {}) };
+      let common: HookCommonInput;
       try {
-        transcript = deps.transcriptPath ? deps.transcriptPath(c.session.id) : "";
+        common = commonHookInput(c.session, c.config, site);
       } catch (e) {
-        const reason = `the session's transcript could not be brought up to date for the hooks, so they were not run: ${(e as Error).message}`;
+        const reason = `the hook input could not be built (the session's transcript or chain), so the hooks were not run: ${(e as Error).message}`;
         return matchingHooks(matchers, [claudeToolName(c.def), c.def.name]).map((h) => ({ kind: "ask" as const, inspector: "hook" as const, userProof: false, code: "hook_error" as const, reason, hook: h.command }));
       }
       const toolInput = claudeToolInput(c.def, c.args, c.session.workspace);
       const input: PreToolUseInput = {
         hook_event_name: "PreToolUse",
-        session_id: c.session.id,
-        transcript_path: transcript,
-        cwd: c.session.workspace,
-        permission_mode: permissionModeFor(c.config.mode),
+        ...common,
         tool_name: claudeToolName(c.def),
         tool_input: toolInput,
         tool_use_id: c.callId,
         airlock_tool_name: c.def.name,
-        parent_session_id: c.session.parent_session_id,
-        ancestors: ancestors(deps.store, c.session.id),
       };
-      return runPreToolUseHooks(matchers, input, c.session.workspace, c.signal, deps.hookEnv, {
-        ...(deps.dataDir ? { dataDir: deps.dataDir } : {}),
-        allowUnenforced: c.config.allow_unenforced,
-        // a workspace's own hooks run as the session's shell would (never the call's elevated policy)
-        confineTo: { policy: c.config.sandbox, workspace: c.session.workspace, config: c.config },
-      }, rewriteMapper(c.def, toolInput, c.rawArgs, c.session.workspace));
+      const where = hookContextFor(c.session, c.config, site, c.signal);
+      return runPreToolUseHooks(matchers, input, where.workspace, where.signal, where.env, where.launch, rewriteMapper(c.def, toolInput, c.rawArgs, c.session.workspace));
     },
   };
 }
