@@ -219,11 +219,10 @@ class AttachUi {
   async run(session: Record<string, any>): Promise<number> {
     const exited = new Promise<number>((r) => (this.finish = r));
     const name = session.title || (session.parent_session_id ? `subagent#${session.spawn_index ?? "?"}` : "root");
-    this.line(
-      this.o.tty
-        ? `attached to ${this.c.bold(name)} ${session.id} on ${this.client.base} (q or Ctrl-C detaches; the session keeps running)`
-        : `attached to ${name} ${session.id} on ${this.client.base}; answer a card with: y ID | n ID [reason] | a ID; q detaches`,
-    );
+    // printed once the streams are open and the first snapshot is in: what happens after it is shown
+    this.attachedLine = this.o.tty
+      ? `attached to ${this.c.bold(name)} ${session.id} on ${this.client.base} (q or Ctrl-C detaches; the session keeps running)`
+      : `attached to ${name} ${session.id} on ${this.client.base}; answer a card with: y ID | n ID [reason] | a ID; q detaches`;
     const stopInput = this.o.tty ? this.startKeys() : this.startLines();
     const onSignal = (): void => this.detach();
     process.on("SIGINT", onSignal);
@@ -269,6 +268,7 @@ class AttachUi {
   }
 
   private failed: unknown;
+  private attachedLine: string | null = null;
 
   /** Ends the attach (the session keeps running). */
   private detach(): void {
@@ -289,6 +289,10 @@ class AttachUi {
 
   /** A fresh snapshot: the pending cards are exactly `cards`; the others are dropped. */
   private resync(cards: ConsoleCard[]): void {
+    if (this.attachedLine !== null) {
+      this.line(this.attachedLine);
+      this.attachedLine = null;
+    }
     const again = this.reconnected;
     this.reconnected = false;
     const now = new Set(cards.map((c) => c.request_id));
