@@ -76,6 +76,21 @@ describe("airlock attach --plain", () => {
     expect(await a.proc.exited).toBe(0);
   });
 
+  test("`a ID` allows the card for the session: the call runs and the tree gets the card's suggested rule", async () => {
+    const root = await newRoot(server.url, dir, "ws-session");
+    const a = await attachTo(root.id);
+    startTurn(server.url, dir, root.id, "go");
+    const { requestId } = await subagentCard(a);
+    const rule = (await a.waitOut(/allow for this session adds the rule (\S+) /))[1]!;
+    await a.send(`a ${requestId}`);
+    await a.waitOut(new RegExp(`allowed for this session ${requestId} \\(rule ${rule.replace(/[()/.]/g, "\\$&")} now allows`));
+    await waitFor(() => existsSync(join(root.workspace, "out.txt")), "the allowed write to run");
+    const rules = await apiOf(server.url, dir)("GET", `/sessions/${root.id}/rules`);
+    expect(rules.body.rules.map((r: any) => r.rule)).toEqual([rule]);
+    a.proc.kill("SIGTERM");
+    expect(await a.proc.exited).toBe(0);
+  });
+
   test("a card answered through the HTTP API while attach waits is reported as decided elsewhere and leaves the queue", async () => {
     const root = await newRoot(server.url, dir, "ws-elsewhere");
     const a = await attachTo(root.id);
