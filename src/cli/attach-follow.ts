@@ -1,8 +1,8 @@
 /**
  * @module cli/attach-follow
  * The client side of `airlock attach`: follows one session tree of a running `airlock serve` over SSE.
- * The console feed (`GET /console/events`) says which sessions exist, which run a turn, and every card
- * with its chain; one `GET /sessions/:id/events` stream per session of the tree carries its turns, tool
+ * The console feed (`GET /console/events`) says which sessions exist and which ran a turn when attach
+ * connected, announces new ones, and carries every card with its chain; one `GET /sessions/:id/events` stream per session of the tree carries its turns, tool
  * calls and messages, resumed with `Last-Event-ID` (a session found mid-turn is replayed from its first
  * event: `<epoch>-0`). When any stream drops, every stream is closed and reopened with backoff; the feed's
  * fresh snapshot then says which cards are pending (docs/api.md "Server-Sent Events").
@@ -197,6 +197,12 @@ export function follow(o: FollowOptions): Follower {
         // cards come from the feed (with their chain, once per card); the rest from the session's own stream
         if (type === "action_required" || type === "action_resolved" || type === "delta") return;
         o.sink.event({ id: 0, session_id: id, type, data: m.data, persisted: type === "message" } as AnyEvent, chainOf(id, known));
+        // what runs is read from the session's own stream, in order with its lines (the feed's copy may come first)
+        if (type === "turn_started" || type === "turn_finished") {
+          if (type === "turn_started") running.add(id);
+          else running.delete(id);
+          o.sink.activity();
+        }
       }).then(
         () => ended(),
         (e) => ended(e),
@@ -235,18 +241,13 @@ export function follow(o: FollowOptions): Follower {
             })();
             return;
           }
-          case "turn_started":
-          case "turn_finished":
-          case "error": {
+          case "turn_started": {
             const id = d.session_id as string;
             void (async () => {
               if (!known.has(id) && !(await learn(id).catch(() => false))) return;
               if (!inTree(id)) return;
-              if (m.event === "turn_started") {
-                running.add(id);
-                void openSession(id, true);
-              } else if (m.event === "turn_finished") running.delete(id);
-              o.sink.activity();
+              // a session of the tree not followed yet (a new subagent): its stream from its first event
+              void openSession(id, true);
             })();
             return;
           }

@@ -391,7 +391,11 @@ class AttachUi {
     }, ARM_MS);
   }
 
+  /** The armed prompt: the keys, in words on a wide terminal, shorter under 110 columns (so it never wraps). */
   private keysPrompt(card: ConsoleCard): string {
+    if ((process.stdout.columns || 120) < 110) {
+      return `  ${this.c.bold("allow?")} [y]once [n]deny${card.suggested_rule ? " [a]session" : ""} [v]iew [s]kip [q]uit › `;
+    }
     const a = card.suggested_rule ? "  [a] allow for this session" : "";
     return `  ${this.c.bold("allow?")} [y] once  [n] deny${a}  [v] view arguments  [s] skip  [q] detach › `;
   }

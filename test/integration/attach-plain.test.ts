@@ -106,6 +106,20 @@ describe("airlock attach --plain", () => {
     expect(await a.proc.exited).toBe(0);
   });
 
+  test("--exit-when-idle detaches once the tree has no running turn and no pending card", async () => {
+    const root = await newRoot(server.url, dir, "ws-idle");
+    startTurn(server.url, dir, root.id, "go");
+    const api = apiOf(server.url, dir);
+    const card = await until(async () => (await api("GET", `/sessions/${root.id}/actions`)).body.actions?.[0], "a card");
+    const a = spawnAttach(main, [root.id, "--plain", "--exit-when-idle", "--data-dir", dir, "--url", server.url]);
+    fixture.track(a.proc);
+    await a.waitOut(new RegExp(`request ${card.request_id}`));
+    await a.send(`y ${card.request_id}`);
+    expect(await a.proc.exited).toBe(0);
+    // lines of one session keep their order; the root's end comes before the detach line
+    expect(a.out()).toMatch(/\[root\] ■ turn completed: root done\n(.*\n)?idle: no running turn and no pending card; detaching\n$/);
+  });
+
   test("without SESSION it attaches to the newest root with a pending card; with none busy it says so and exits 1", async () => {
     const root = await newRoot(server.url, dir, "ws-default");
     startTurn(server.url, dir, root.id, "go");
