@@ -70,3 +70,21 @@ describe("attach lines", () => {
     expect(splitKeys("y\x1b[Aq\x03")).toEqual(["y", "\x1b[A", "q", "\x03"]);
   });
 });
+
+describe("a card's arguments", () => {
+  test("a string with line breaks is shown as its lines; escapes stay visible; the rest is pretty JSON", async () => {
+    const { argumentLines } = await import("./attach-format.ts");
+    expect(argumentLines({ path: "a.sh", content: "echo 1\nrm -rf x\x1b[2K", mode: { x: 1 } })).toEqual([
+      "{",
+      '  "path": "a.sh",',
+      '  "content": (2 lines)',
+      "    echo 1",
+      "    rm -rf x\\u001b[2K",
+      '  "mode": {',
+      '    "x": 1',
+      "  }",
+      "}",
+    ]);
+    expect(argumentLines({ command: "ls" })).toEqual(["{", '  "command": "ls"', "}"]);
+  });
+});

@@ -35,16 +35,25 @@ export interface Link {
   name: string;
 }
 
+/**
+ * `text` safe to print on a terminal: every control character (ESC, BEL, CR, line breaks …) shown as a
+ * visible `\uXXXX` escape, so text from the server (a hook's reason, a session title, a path) cannot move the
+ * cursor, retitle the window, write the clipboard (OSC 52) or fake a line.
+ */
+export function safe(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 /** `[root›planner›researcher#2]`: the names root first, joined by `›`, coloured by the last (acting) session. */
 export function chainLabel(c: Colors, chain: readonly Link[]): string {
   const last = chain[chain.length - 1];
-  const text = `[${chain.map((l) => l.name).join("›")}]`;
+  const text = `[${chain.map((l) => safe(l.name)).join("›")}]`;
   return last ? sessionColor(c, last.id, chain.length === 1)(text) : text;
 }
 
 /** `text` on one line (line breaks and tabs as spaces, runs of blanks kept short) and at most `max` characters (cut with `…`). */
 export function oneLine(text: string, max: number): string {
-  const flat = text.replace(/[\r\n\t]+/g, " ").replace(/[\u0000-\u001f\u007f]/g, "");
+  const flat = text.replace(/[\r\n\t]+/g, " ").replace(/[\u0000-\u001f\u007f-\u009f]/g, "");
   return flat.length > max ? `${flat.slice(0, Math.max(0, max - 1))}…` : flat;
 }
 
@@ -84,11 +93,11 @@ export function eventText(c: Colors, ev: AnyEvent, width: number): string | null
     case "error":
       return c.red(`✖ ${ev.data.code}: ${oneLine(ev.data.message, width)}`);
     case "tool_request":
-      return `→ ${ev.data.from_script ? "(script) " : ""}${c.bold(ev.data.tool)} ${shortJson(ev.data.arguments, width)}`;
+      return `→ ${ev.data.from_script ? "(script) " : ""}${c.bold(safe(ev.data.tool))} ${shortJson(ev.data.arguments, width)}`;
     case "tool_result":
       return ev.data.ok
-        ? `${c.green("←")} ${ev.data.tool} ok ${shortJson(ev.data.result, width)}`.trimEnd()
-        : `${c.red("←")} ${ev.data.tool} ${c.red(ev.data.error?.code ?? "failed")}: ${oneLine(ev.data.error?.message ?? "", width)}`;
+        ? `${c.green("←")} ${safe(ev.data.tool)} ok ${shortJson(ev.data.result, width)}`.trimEnd()
+        : `${c.red("←")} ${safe(ev.data.tool)} ${c.red(ev.data.error?.code ?? "failed")}: ${oneLine(ev.data.error?.message ?? "", width)}`;
     case "message": {
       const text = messageText(ev.data.content).trim();
       if (!text || (ev.data.role !== "assistant" && ev.data.role !== "user")) return null;
@@ -120,15 +129,39 @@ export function timeLeft(expiresAt: string, now: number): string {
   return s >= 60 ? `in ${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s` : `in ${s}s`;
 }
 
-/** A card's arguments as pretty JSON lines (2-space indent). */
-export function argumentLines(args: unknown): string[] {
-  let s: string;
+/** A value as pretty JSON (2-space indent). */
+function pretty(v: unknown): string {
   try {
-    s = JSON.stringify(args, null, 2) ?? "null";
+    return JSON.stringify(v, null, 2) ?? "null";
   } catch {
-    s = String(args);
+    return String(v);
   }
-  return s.split("\n");
+}
+
+/**
+ * A card's arguments as lines: pretty JSON (2-space indent), except that a top-level string holding line
+ * breaks (a script, a command, a file's content) is shown as its lines, indented under `"key": (N lines)`,
+ * so it can be read before it is allowed. Control characters other than tabs are shown escaped.
+ */
+export function argumentLines(args: unknown): string[] {
+  if (!args || typeof args !== "object" || Array.isArray(args)) return pretty(args).split("\n").map(safe);
+  const entries = Object.entries(args as Record<string, unknown>);
+  if (entries.length === 0) return ["{}"];
+  const out = ["{"];
+  entries.forEach(([k, v], i) => {
+    const comma = i < entries.length - 1 ? "," : "";
+    if (typeof v === "string" && v.includes("\n")) {
+      const lines = v.split("\n");
+      out.push(`  ${safe(JSON.stringify(k))}: (${lines.length} lines)`);
+      for (const l of lines) out.push(`    ${safe(l.replace(/\t/g, "  "))}`);
+    } else {
+      const body = pretty(v).split("\n").map(safe);
+      out.push(`  ${safe(JSON.stringify(k))}: ${body[0]}`, ...body.slice(1).map((l) => `  ${l}`));
+      out[out.length - 1] += comma;
+    }
+  });
+  out.push("}");
+  return out;
 }
 
 /** How a card block is drawn. */
@@ -153,18 +186,18 @@ export function cardBlock(c: Colors, card: ConsoleCard, o: CardBlockOptions): st
   const out: string[] = [];
   const home = card.chain[card.chain.length - 1];
   out.push(c.yellow(`┌─ card: a call waits for you `) + c.yellow("─".repeat(20)));
-  out.push(`${bar} ${chainLabel(c, card.chain)} ${c.bold(card.tool)}${home && card.chain.length > 1 ? c.dim(` (asked in ${home.name}, ${home.id})`) : ""}`);
-  out.push(`${bar} ${c.bold(card.inspector)}: ${card.reason}`);
-  if (card.replaces) out.push(`${bar} ${c.red(`a file changed after ${card.replaces} was allowed: this card asks about the new content`)}`);
+  out.push(`${bar} ${chainLabel(c, card.chain)} ${c.bold(safe(card.tool))}${home && card.chain.length > 1 ? c.dim(` (asked in ${safe(home.name)}, ${safe(home.id)})`) : ""}`);
+  out.push(`${bar} ${c.bold(safe(card.inspector))}: ${safe(card.reason)}`);
+  if (card.replaces) out.push(`${bar} ${c.red(`a file changed after ${safe(card.replaces)} was allowed: this card asks about the new content`)}`);
   const args = argumentLines(card.arguments);
   const shown = args.length > o.maxArgLines ? args.slice(0, Math.max(1, o.maxArgLines)) : args;
   out.push(`${bar} arguments:`);
   for (const l of shown) out.push(`${bar}   ${l}`);
   if (shown.length < args.length) out.push(`${bar}   ${c.dim(`… ${args.length - shown.length} more lines (v shows them all)`)}`);
-  for (const f of card.files ?? []) out.push(`${bar} file ${f.path}: ${f.kind === "file" ? `sha256 ${f.sha256} (${f.size} bytes)` : f.kind === "symlink" ? `symlink -> ${f.link}` : f.kind}`);
-  if (card.suggested_rule) out.push(`${bar} allow for this session adds the rule ${c.bold(card.suggested_rule)} (matching calls in this session tree then run without asking)`);
+  for (const f of card.files ?? []) out.push(`${bar} file ${safe(f.path)}: ${f.kind === "file" ? `sha256 ${f.sha256} (${f.size} bytes)` : f.kind === "symlink" ? `symlink -> ${safe(f.link ?? "")}` : f.kind}`);
+  if (card.suggested_rule) out.push(`${bar} allow for this session adds the rule ${c.bold(safe(card.suggested_rule))} (matching calls in this session tree then run without asking)`);
   if (card.requires_user_proof) out.push(`${bar} ${c.yellow(`allowing needs the approver token${o.tokenMissing ? " (attach will ask for it)" : " (sent from the data dir)"}`)}`);
-  out.push(`${bar} request ${card.request_id} · expires ${card.expires_at} (${timeLeft(card.expires_at, o.now)})`);
+  out.push(`${bar} request ${safe(card.request_id)} · expires ${safe(card.expires_at)} (${timeLeft(card.expires_at, o.now)})`);
   if (o.morePending > 0) out.push(`${bar} ${c.dim(`${o.morePending} more pending`)}`);
   out.push(c.yellow("└" + "─".repeat(49)));
   return out;

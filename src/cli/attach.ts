@@ -13,7 +13,7 @@ import type { ActionResolved } from "../bus/events.ts";
 import { APPROVER_TOKEN_FILE } from "../config/paths.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { AirlockError, assertNever } from "../errors.ts";
-import { cardBlock, chainLabel, colorsFor, eventText, OUTCOME, type Colors } from "./attach-format.ts";
+import { cardBlock, chainLabel, colorsFor, eventText, OUTCOME, safe, type Colors } from "./attach-format.ts";
 import { follow, readSse, type Follower } from "./attach-follow.ts";
 import { writeAll, writeStderr } from "./output.ts";
 import type { ServerClient, ServerClientOptions } from "./server-client.ts";
@@ -218,7 +218,7 @@ class AttachUi {
 
   async run(session: Record<string, any>): Promise<number> {
     const exited = new Promise<number>((r) => (this.finish = r));
-    const name = session.title || (session.parent_session_id ? `subagent#${session.spawn_index ?? "?"}` : "root");
+    const name = safe(String(session.title || "")) || (session.parent_session_id ? `subagent#${session.spawn_index ?? "?"}` : "root");
     // printed once the streams are open and the first snapshot is in: what happens after it is shown
     this.attachedLine = this.o.tty
       ? `attached to ${this.c.bold(name)} ${session.id} on ${this.client.base} (q or Ctrl-C detaches; the session keeps running)`
@@ -297,7 +297,7 @@ class AttachUi {
     this.reconnected = false;
     const now = new Set(cards.map((c) => c.request_id));
     const before = new Set(this.queue.map((c) => c.request_id));
-    for (const c of this.queue) if (!now.has(c.request_id)) this.line(`${this.label(c)} ${c.tool}: card ${c.request_id} is no longer pending (dropped)`);
+    for (const c of this.queue) if (!now.has(c.request_id)) this.line(`${this.label(c)} ${safe(c.tool)}: card ${c.request_id} is no longer pending (dropped)`);
     this.queue = [...cards];
     for (const id of [...this.skipped]) if (!now.has(id)) this.skipped.delete(id);
     if (!this.o.tty) {
@@ -315,7 +315,7 @@ class AttachUi {
     this.queue.push(card);
     if (!this.o.tty) return this.showPlain(card);
     if (this.current) {
-      this.line(`${this.label(card)} ${card.tool}: card ${card.request_id} waits (${this.queue.length - 1} more pending)`);
+      this.line(`${this.label(card)} ${safe(card.tool)}: card ${card.request_id} waits (${this.queue.length - 1} more pending)`);
       this.out(BEL);
     } else this.showNext();
   }
@@ -327,8 +327,8 @@ class AttachUi {
     this.queue = this.queue.filter((c) => c.request_id !== r.request_id);
     this.skipped.delete(r.request_id);
     if (!this.mine.has(r.request_id)) {
-      const what = r.decision === "expired" || r.decision === "cancelled" ? OUTCOME[r.decision] : `decided elsewhere: ${OUTCOME[r.decision]}${r.decided_in ? ` in ${r.decided_in}` : ""}`;
-      this.line(`${this.label(card)} ${card.tool}: card ${card.request_id} ${what}`);
+      const what = r.decision === "expired" || r.decision === "cancelled" ? OUTCOME[r.decision] : `decided elsewhere: ${OUTCOME[r.decision]}${r.decided_in ? ` in ${safe(r.decided_in)}` : ""}`;
+      this.line(`${this.label(card)} ${safe(card.tool)}: card ${card.request_id} ${what}`);
     }
     if (this.current?.request_id === r.request_id) {
       this.hide();
@@ -372,7 +372,7 @@ class AttachUi {
       morePending: this.queue.length - 1,
       tokenMissing: next.requires_user_proof && !this.approver,
     });
-    this.out(BEL + (this.o.notify ? `\x1b]9;airlock: ${next.tool} waits for you (${next.chain?.map((l) => l.name).join("›") ?? ""})\x07` : ""));
+    this.out(BEL + (this.o.notify ? `\x1b]9;airlock: ${safe(next.tool)} waits for you (${safe(next.chain?.map((l) => l.name).join("›") ?? "")})\x07` : ""));
     for (const l of block) this.line(l);
     this.arm();
   }
@@ -423,19 +423,19 @@ class AttachUi {
       r = await this.client.call("POST", `/sessions/${encodeURIComponent(card.answer_in ?? card.surfaced_in)}/actions/${encodeURIComponent(card.request_id)}`, body, headers);
     } catch (e) {
       this.mine.delete(card.request_id);
-      this.line(this.c.red(`${card.request_id}: not sent: ${(e as Error).message.split("\n")[0]}`));
+      this.line(this.c.red(`${card.request_id}: not sent: ${safe((e as Error).message.split("\n")[0]!)}`));
       return false;
     }
     if (r.status === 200) {
       this.queue = this.queue.filter((c) => c.request_id !== card.request_id);
       this.skipped.delete(card.request_id);
-      const rule = r.body.rule ? ` (rule ${r.body.rule} now allows matching calls in the tree)` : "";
-      this.line(`${this.label(card)} ${card.tool}: ${decision === "deny" ? this.c.red(OUTCOME[decision]) : this.c.green(OUTCOME[decision])} ${card.request_id}${reason ? ` (reason: ${reason})` : ""}${rule}`);
+      const rule = r.body.rule ? ` (rule ${safe(String(r.body.rule))} now allows matching calls in the tree)` : "";
+      this.line(`${this.label(card)} ${safe(card.tool)}: ${decision === "deny" ? this.c.red(OUTCOME[decision]) : this.c.green(OUTCOME[decision])} ${card.request_id}${reason ? ` (reason: ${reason})` : ""}${rule}`);
       this.checkIdle();
       return true;
     }
     this.mine.delete(card.request_id);
-    const msg = `${r.body.error ?? `HTTP ${r.status}`}: ${r.body.message ?? ""}`.split("\n")[0]!;
+    const msg = safe(`${r.body.error ?? `HTTP ${r.status}`}: ${r.body.message ?? ""}`.split("\n")[0]!);
     if (r.status === 404 || r.status === 409) {
       // decided, expired or gone: it cannot be answered any more
       this.queue = this.queue.filter((c) => c.request_id !== card.request_id);
@@ -614,7 +614,7 @@ class AttachUi {
         process.stdin.setRawMode(false);
         process.stdin.pause();
         const pager = Bun.spawn(["sh", "-c", process.env.PAGER || "less -R"], { stdin: "pipe", stdout: "inherit", stderr: "inherit" });
-        pager.stdin.write(`${card.request_id} ${card.tool} arguments:\n${lines.join("\n")}\n`);
+        pager.stdin.write(`${card.request_id} ${safe(card.tool)} arguments:\n${lines.join("\n")}\n`);
         await pager.stdin.end();
         paged = (await pager.exited) === 0;
       } catch {
