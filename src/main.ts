@@ -84,6 +84,7 @@ export function buildProgram(done: (code: number) => void): Command {
         "airlock audit --session ses_0193… --decision deny",
         "airlock policy explain --tool developer__shell --args '{\"command\":\"npm test\"}' --mode smart",
         "airlock console",
+        "airlock attach",
         "airlock token",
       ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",
     );
