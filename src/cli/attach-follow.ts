@@ -133,6 +133,8 @@ export function follow(o: FollowOptions): Follower {
   const known = new Map<string, Known>();
   const lastIds = new Map<string, string>();
   const running = new Set<string>();
+  /** Cards the feed said ended (bounded): a card whose showing waited on its session's stream is dropped if in here. */
+  const endedCards = new Set<string>();
   let epoch: string | null = null;
   let stopped = false;
   let isSynced = false;
@@ -163,7 +165,8 @@ export function follow(o: FollowOptions): Follower {
     const ac = new AbortController();
     const onStop = (): void => ac.abort();
     stopAc.signal.addEventListener("abort", onStop);
-    const open = new Set<string>();
+    /** Each followed session's stream of this generation: resolves once it delivered its first event (or ended). */
+    const open = new Map<string, Promise<void>>();
     let isEnded = false;
     let resolveEnded!: (e?: unknown) => void;
     const finished = new Promise<unknown>((resolve) => (resolveEnded = resolve));
@@ -174,8 +177,9 @@ export function follow(o: FollowOptions): Follower {
 
     /** Opens the session's own stream (once per generation); replayed from the start when `fromStart`. */
     const openSession = (id: string, fromStart: boolean): Promise<void> => {
-      if (open.has(id) || ac.signal.aborted) return Promise.resolve();
-      open.add(id);
+      const already = open.get(id);
+      if (already) return already;
+      if (ac.signal.aborted) return Promise.resolve();
       const h: Record<string, string> = { ...headers };
       const last = lastIds.get(id) ?? (fromStart && epoch ? `${epoch}-0` : undefined);
       if (last) h["last-event-id"] = last;
@@ -207,7 +211,9 @@ export function follow(o: FollowOptions): Follower {
         () => ended(),
         (e) => ended(e),
       );
-      return Promise.race([gotFirst, finished.then(() => {})]);
+      const ready = Promise.race([gotFirst, finished.then(() => {})]);
+      open.set(id, ready);
+      return ready;
     };
 
     try {
@@ -251,13 +257,23 @@ export function follow(o: FollowOptions): Follower {
             })();
             return;
           }
-          case "action_required":
-            if ((d as ConsoleCard).chain?.some((l) => l.id === o.target)) {
-              for (const l of (d as ConsoleCard).chain) if (!known.has(l.id)) known.set(l.id, { parent: null, name: l.name });
-              o.sink.card(d as ConsoleCard);
-            }
+          case "action_required": {
+            const card = d as ConsoleCard;
+            if (!card.chain?.some((l) => l.id === o.target)) return;
+            card.chain.forEach((l, i) => {
+              if (!known.has(l.id)) known.set(l.id, { parent: i > 0 ? card.chain[i - 1]!.id : null, name: l.name });
+            });
+            // shown after the lines of its session that led to it: a new subagent's stream is opened (from its
+            // first event) and the card waits for it; a card ended meanwhile is never shown
+            const deliver = (): void => {
+              if (!endedCards.has(card.request_id)) o.sink.card(card);
+            };
+            void openSession(card.home_session_id, true).then(deliver, deliver);
             return;
+          }
           case "action_resolved":
+            endedCards.add((d as ActionResolved).request_id);
+            if (endedCards.size > 10_000) endedCards.delete(endedCards.values().next().value!);
             o.sink.resolved(d as ActionResolved);
             return;
           default:

@@ -45,6 +45,9 @@ describe("airlock attach --plain", () => {
     const bel = out.indexOf("\x07");
     expect(bel).toBeGreaterThanOrEqual(0);
     expect(bel).toBeLessThan(out.indexOf(`request ${requestId}`));
+    // the card comes after the lines of the subagent that led to it (its stream is replayed from its first event)
+    expect(out.indexOf("[root›subagent#0] → developer__write_file")).toBeGreaterThanOrEqual(0);
+    expect(out.indexOf("[root›subagent#0] → developer__write_file")).toBeLessThan(bel);
     expect(out).toContain(`answer: y ${requestId} | n ${requestId} [reason] | a ${requestId}`);
     // one line per event, labelled with the chain; the name is printed, colours are off
     expect(out).toMatch(/^\[root\] → subagent__spawn \{"instructions":"write it"\}$/m);
@@ -117,7 +120,10 @@ describe("airlock attach --plain", () => {
     await a.send(`y ${card.request_id}`);
     expect(await a.proc.exited).toBe(0);
     // lines of one session keep their order; the root's end comes before the detach line
-    expect(a.out()).toMatch(/\[root\] ■ turn completed: root done\n(.*\n)?idle: no running turn and no pending card; detaching\n$/);
+    const out = a.out();
+    expect(out).toEndWith("\nidle: no running turn and no pending card; detaching\n");
+    expect(out).toContain("[root] ■ turn completed: root done\n");
+    expect(out).toContain("[root›subagent#0] ■ turn completed: child done\n");
   });
 
   test("without SESSION it attaches to the newest root with a pending card; with none busy it says so and exits 1", async () => {
