@@ -102,3 +102,58 @@ describe("airlock attach in a terminal", () => {
     term.close();
   }, 120_000);
 });
+
+const queue = serveFixture("airlock-attach-queue-");
+let queueServer: ServeProcess;
+
+beforeAll(async () => {
+  // one script makes two calls at once: two cards wait together
+  writeScriptedConfig(
+    queue.dir,
+    [
+      "turns:",
+      "  - tool_calls:",
+      "      - name: code_execution__execute",
+      "        arguments:",
+      `          code: "return await Promise.allSettled([tools.developer__write_file({ path: 'a.txt', content: 'a' }), tools.developer__write_file({ path: 'b.txt', content: 'b' })])"`,
+      '  - text: "both asked"',
+      "",
+    ].join("\n"),
+  );
+  queueServer = await queue.serve(["--config", join(queue.dir, "airlock.yaml")]);
+});
+
+describe("airlock attach in a terminal: the queue", () => {
+  test("cards come one at a time, oldest first, with how many more wait; s skips one, r brings it back", async () => {
+    const root = await newRoot(queueServer.url, queue.dir, "ws");
+    const term = await attachIn(queue.main, root.id, queue.dir, queueServer.url);
+    startTurn(queueServer.url, queue.dir, root.id, "go");
+    const api = apiOf(queueServer.url, queue.dir);
+    const cards = await until(async () => {
+      const list = (await api("GET", `/sessions/${root.id}/actions`)).body.actions ?? [];
+      return list.length === 2 ? (list as any[]) : undefined;
+    }, "two cards");
+    // the first is shown (with "1 more pending" when both were there already); the other waits, with a line
+    const first = (await term.waitScreen(/request (act_\w+) [\s\S]*allow\? \[y\] once/))[1]!;
+    const second = cards.map((c) => c.request_id).find((id: string) => id !== first)!;
+    expect(cards[0].request_id).toBe(first); // the API lists cards oldest first
+    await term.waitScreen(new RegExp(`card ${second} waits \\(1 more pending\\)|request ${first} .*\\n│ 1 more pending`));
+
+    term.keys(["s"]);
+    await term.waitScreen(new RegExp(`skipped ${first} \\(still pending\\)[\\s\\S]*request ${second}[\\s\\S]*allow\\? \\[y\\] once`));
+    term.keys(["y"]);
+    await term.waitScreen(new RegExp(`developer__write_file: allowed once ${second}`));
+    await term.waitScreen(/1 skipped card\(s\) still pending: r shows them again/);
+    expect((await api("GET", `/sessions/${root.id}/actions`)).body.actions.map((c: any) => c.request_id)).toEqual([first]);
+
+    term.keys(["r"]);
+    await term.waitScreen(new RegExp(`allowed once ${second}[\\s\\S]*request ${first}[\\s\\S]*allow\\? \\[y\\] once`));
+    term.keys(["n"]);
+    await term.waitScreen(/reason for the model/);
+    term.keys(["Enter"]);
+    await term.waitScreen(new RegExp(`developer__write_file: denied ${first}`));
+    await term.waitScreen(/\[root\] ■ turn completed: both asked/);
+    expect((await api("GET", `/sessions/${root.id}/actions`)).body.actions).toEqual([]);
+    term.close();
+  }, 120_000);
+});
