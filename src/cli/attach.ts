@@ -341,9 +341,15 @@ class AttachUi {
   private showPlain(card: ConsoleCard): void {
     const more = this.queue.length - 1 - this.queue.findIndex((c) => c.request_id === card.request_id);
     const block = cardBlock(this.c, card, { maxArgLines: Infinity, now: Date.now(), morePending: Math.max(0, more), tokenMissing: card.requires_user_proof && !this.approver });
-    this.out(BEL);
+    this.ring(card);
     for (const l of block) this.line(l);
     this.line(`answer: y ${card.request_id} | n ${card.request_id} [reason]${card.suggested_rule ? ` | a ${card.request_id}` : ""}`);
+  }
+
+  /** Rings for a card: BEL, and with `--notify` an OSC 9 desktop notification naming the tool and the chain. */
+  private ring(card: ConsoleCard): void {
+    const chain = safe(card.chain?.map((l) => l.name).join("›") ?? card.home_session_id);
+    this.out(BEL + (this.o.notify ? `\x1b]9;airlock: ${safe(card.tool)} waits for you (${chain})\x07` : ""));
   }
 
   /** Stops showing the current card (decided, dropped, skipped). */
@@ -372,7 +378,7 @@ class AttachUi {
       morePending: this.queue.length - 1,
       tokenMissing: next.requires_user_proof && !this.approver,
     });
-    this.out(BEL + (this.o.notify ? `\x1b]9;airlock: ${safe(next.tool)} waits for you (${safe(next.chain?.map((l) => l.name).join("›") ?? "")})\x07` : ""));
+    this.ring(next);
     for (const l of block) this.line(l);
     this.arm();
   }

@@ -96,9 +96,11 @@ describe("airlock attach --plain", () => {
 
   test("a card answered through the HTTP API while attach waits is reported as decided elsewhere and leaves the queue", async () => {
     const root = await newRoot(server.url, dir, "ws-elsewhere");
-    const a = await attachTo(root.id);
+    const a = await attachTo(root.id, ["--notify"]);
     startTurn(server.url, dir, root.id, "go");
     const { requestId } = await subagentCard(a);
+    // --notify: an OSC 9 desktop notification with the bell
+    expect(a.out()).toContain("\x07\x1b]9;airlock: developer__write_file waits for you (root›subagent#0)\x07");
     const r = await apiOf(server.url, dir)("POST", `/sessions/${root.id}/actions/${requestId}`, { decision: "deny", reason: "from curl" });
     expect(r.status).toBe(200);
     await a.waitOut(new RegExp(`card ${requestId} decided elsewhere: denied in ${root.id}`));

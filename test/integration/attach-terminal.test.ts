@@ -48,6 +48,9 @@ describe("airlock attach in a terminal", () => {
     const term = await attachIn(subagents.main, root.id, subagents.dir, server.url);
     startTurn(server.url, subagents.dir, root.id, "go");
     const card = await armedCard(term, server.url, subagents.dir, root.id);
+    // v shows the arguments again (they fit the screen: no pager) and arms the card anew
+    term.keys(["v"]);
+    await term.waitScreen(/\n {2}\{\n {4}"path": "out\.txt",\n {4}"content": "w"\n {2}\}\n {2}allow\? \[y\] once/);
     term.keys(["n"]);
     await term.waitScreen(/reason for the model \(Enter sends, empty for none, Esc goes back\):/);
     term.keys(["use a branch"], true);
