@@ -81,18 +81,17 @@ function readApproverToken(dataDir: string): string | null {
   }
 }
 
-/** Drops what was typed but not yet read on the terminal (tcflush(fd, TCIFLUSH) through libc); false when it cannot. */
-async function flushTerminalInput(fd: number): Promise<boolean> {
+/**
+ * A function that drops what was typed on terminal `fd` but not yet read (`tcflush(fd, TCIFLUSH)` from libc
+ * through bun:ffi), or one that does nothing where libc cannot be opened (the arm delay still drops keys).
+ */
+async function terminalFlusher(fd: number): Promise<() => void> {
   try {
     const { dlopen, FFIType } = await import("bun:ffi");
     const libc = dlopen("libc.so.6", { tcflush: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
-    try {
-      return libc.symbols.tcflush(fd, 0) === 0; // TCIFLUSH = 0 on Linux
-    } finally {
-      libc.close();
-    }
+    return () => void libc.symbols.tcflush(fd, 0); // TCIFLUSH = 0 on Linux
   } catch {
-    return false;
+    return () => {};
   }
 }
 
@@ -180,6 +179,8 @@ class AttachUi {
   private follower!: Follower;
   private finish!: (code: number) => void;
   private armTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Drops unread terminal input (set up by `startKeys`). */
+  private flushInput: () => void = () => {};
 
   constructor(
     private readonly client: ServerClient,
@@ -223,6 +224,7 @@ class AttachUi {
     this.attachedLine = this.o.tty
       ? `attached to ${this.c.bold(name)} ${session.id} on ${this.client.base} (q or Ctrl-C detaches; the session keeps running)`
       : `attached to ${name} ${session.id} on ${this.client.base}; answer a card with: y ID | n ID [reason] | a ID; q detaches`;
+    if (this.o.tty) this.flushInput = await terminalFlusher(0);
     const stopInput = this.o.tty ? this.startKeys() : this.startLines();
     const onSignal = (): void => this.detach();
     process.on("SIGINT", onSignal);
@@ -387,13 +389,18 @@ class AttachUi {
   private arm(): void {
     clearTimeout(this.armTimer);
     const armedAt = performance.now() + ARM_MS;
+    const card = this.current;
     this.mode = { kind: "card", armedAt, armed: false };
-    void flushTerminalInput(0);
+    this.flushInput();
     this.setPrompt(this.c.dim("  (read the card; keys are ignored for a moment) "));
     this.armTimer = setTimeout(() => {
-      if (this.mode.kind !== "card" || !this.current) return;
-      this.mode = { kind: "card", armedAt, armed: true };
-      this.setPrompt(this.keysPrompt(this.current));
+      // armed one turn of the event loop later: keys read in the same turn as the timer (the process was
+      // stalled while they were typed) are still dropped
+      setImmediate(() => {
+        if (this.mode.kind !== "card" || this.mode.armedAt !== armedAt || !this.current || this.current !== card) return;
+        this.mode = { kind: "card", armedAt, armed: true };
+        this.setPrompt(this.keysPrompt(this.current));
+      });
     }, ARM_MS);
   }
 

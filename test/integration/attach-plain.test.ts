@@ -61,7 +61,7 @@ describe("airlock attach --plain", () => {
     await a.waitOut(/^\[root\] ■ turn completed: root done$/m);
     a.proc.kill("SIGTERM");
     expect(await a.proc.exited).toBe(0);
-  });
+  }, 120_000);
 
   test("`n ID reason` denies the card and the reason reaches the model's tool result", async () => {
     const root = await newRoot(server.url, dir, "ws-deny");
@@ -77,7 +77,7 @@ describe("airlock attach --plain", () => {
     expect(existsSync(join(root.workspace, "out.txt"))).toBe(false);
     a.proc.kill("SIGTERM");
     expect(await a.proc.exited).toBe(0);
-  });
+  }, 120_000);
 
   test("`a ID` allows the card for the session: the call runs and the tree gets the card's suggested rule", async () => {
     const root = await newRoot(server.url, dir, "ws-session");
@@ -92,7 +92,7 @@ describe("airlock attach --plain", () => {
     expect(rules.body.rules.map((r: any) => r.rule)).toEqual([rule]);
     a.proc.kill("SIGTERM");
     expect(await a.proc.exited).toBe(0);
-  });
+  }, 120_000);
 
   test("a card answered through the HTTP API while attach waits is reported as decided elsewhere and leaves the queue", async () => {
     const root = await newRoot(server.url, dir, "ws-elsewhere");
@@ -109,7 +109,7 @@ describe("airlock attach --plain", () => {
     await a.waitOut(new RegExp(`\\? ${requestId} is not a pending card of this tree`), 60_000, mark);
     a.proc.kill("SIGTERM");
     expect(await a.proc.exited).toBe(0);
-  });
+  }, 120_000);
 
   test("--exit-when-idle detaches once the tree has no running turn and no pending card", async () => {
     const root = await newRoot(server.url, dir, "ws-idle");
@@ -126,7 +126,7 @@ describe("airlock attach --plain", () => {
     expect(out).toEndWith("\nidle: no running turn and no pending card; detaching\n");
     expect(out).toContain("[root] ■ turn completed: root done\n");
     expect(out).toContain("[root›subagent#0] ■ turn completed: child done\n");
-  });
+  }, 120_000);
 
   test("without SESSION it attaches to the newest root with a pending card; with none busy it says so and exits 1", async () => {
     const root = await newRoot(server.url, dir, "ws-default");
@@ -148,5 +148,5 @@ describe("airlock attach --plain", () => {
     await waitFor(() => none.err().includes("\n"), "the error line");
     expect(none.err()).toContain("airlock: session_not_found: no root session on");
     expect(none.err()).toContain("name one: airlock attach SESSION");
-  });
+  }, 120_000);
 });
