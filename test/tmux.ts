@@ -1,10 +1,13 @@
 /**
  * @module test/tmux
  * A real terminal for tests: a detached `tmux` session on a private server socket (never the user's or
- * another test's), its screen read with `capture-pane -p` and keys typed with `send-keys`. Tests wait on
+ * another test's, `-S` in a temp folder), its screen read with `capture-pane -p` and keys typed with `send-keys`. Tests wait on
  * what the screen shows, never on a clock.
  */
 import { afterAll } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { waitFor } from "./processes.ts";
 
 /** One tmux terminal running one command. */
@@ -21,16 +24,15 @@ export interface Terminal {
   close(): void;
 }
 
-let n = 0;
-
 /**
  * Starts `argv` in a new detached tmux session (`width` × `height`, default 200 × 50) with `env`, on a
- * private socket named after this process. An `afterAll` kills the tmux server.
+ * private socket in a temp folder of its own. An `afterAll` (or `close()`) kills the tmux server and removes the folder.
  */
 export function openTerminal(argv: string[], opts: { env?: Record<string, string | undefined>; width?: number; height?: number; cwd?: string } = {}): Terminal {
-  const socket = `airlock-test-${process.pid}-${++n}`;
+  const dir = mkdtempSync(join(tmpdir(), "airlock-tmux-"));
+  const socket = join(dir, "socket");
   const tmux = (...args: string[]): { code: number; out: string } => {
-    const r = Bun.spawnSync(["tmux", "-L", socket, "-f", "/dev/null", ...args], { env: { ...process.env, ...opts.env, TMUX: undefined }, cwd: opts.cwd, stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync(["tmux", "-S", socket, "-f", "/dev/null", ...args], { env: { ...process.env, ...opts.env, TMUX: undefined }, cwd: opts.cwd, stdout: "pipe", stderr: "pipe" });
     return { code: r.exitCode ?? -1, out: r.stdout.toString() + r.stderr.toString() };
   };
   const cmd = argv.map((a) => `'${a.replaceAll("'", `'\\''`)}'`).join(" ");
@@ -41,6 +43,7 @@ export function openTerminal(argv: string[], opts: { env?: Record<string, string
     if (closed) return;
     closed = true;
     tmux("kill-server");
+    rmSync(dir, { recursive: true, force: true });
   };
   afterAll(close);
   const screen = (): string => tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "t").out;
