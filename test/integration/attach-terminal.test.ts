@@ -3,7 +3,7 @@
  * and Enter denies with it (the model's tool result carries it); a card decided through the HTTP API while
  * its prompt is shown cancels the prompt ("decided elsewhere"); a card that needs user proof, answered from a
  * data dir whose approver token the server refuses, asks for the token with hidden input and the typed
- * token allows the call.
+ * token allows the call (and with the server's data dir, --plain sends its token); the queue, oldest first, with skip.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -13,7 +13,7 @@ import { removeAfterAllTests } from "../cleanup.ts";
 import { serveFixture, type ServeProcess } from "../harness-serve.ts";
 import { waitFor } from "../processes.ts";
 import { openTerminal, type Terminal } from "../tmux.ts";
-import { apiOf, newRoot, startTurn, until, SUBAGENT_CARD_SCRIPT, writeScriptedConfig } from "./attach-helpers.ts";
+import { apiOf, newRoot, spawnAttach, startTurn, until, SUBAGENT_CARD_SCRIPT, writeScriptedConfig } from "./attach-helpers.ts";
 
 const subagents = serveFixture("airlock-attach-term-");
 const proof = serveFixture("airlock-attach-proof-");
@@ -73,7 +73,7 @@ describe("airlock attach in a terminal", () => {
     await term.waitScreen(new RegExp(`card ${card.request_id} decided elsewhere: denied in ${root.id}`));
     await term.waitScreen(/\[root\] ■ turn completed: root done/);
     term.keys(["y"]);
-    term.keys(["q"]);
+    term.keys(["C-c"]);
     await term.waitScreen(/detached; the session keeps running\s*\n\[exited 0\]/);
     expect(term.screen()).not.toContain("allowed once");
     expect(existsSync(join(root.workspace, "out.txt"))).toBe(false);
@@ -103,6 +103,23 @@ describe("airlock attach in a terminal", () => {
     const tool = await until(async () => (await apiOf(proofServer.url, proof.dir)("GET", `/sessions/${root.id}`)).body.messages.find((m: any) => m.role === "tool"), "the tool result");
     expect(tool.is_error ?? false).toBe(false);
     term.close();
+  }, 120_000);
+});
+
+describe("airlock attach --plain: user proof", () => {
+  test("a card that needs user proof is allowed with the approver token read from the data dir", async () => {
+    const root = await newRoot(proofServer.url, proof.dir, "ws-plain");
+    await Bun.write(join(root.workspace, ".env"), "API=1\n");
+    const a = spawnAttach(proof.main, [root.id, "--plain", "--data-dir", proof.dir, "--url", proofServer.url]);
+    proof.track(a.proc);
+    await a.waitOut(/^attached to root /m);
+    startTurn(proofServer.url, proof.dir, root.id, "go");
+    const id = (await a.waitOut(/allowing needs the approver token \(sent from the data dir\)\n│ request (act_\w+)/))[1]!;
+    await a.send(`y ${id}`);
+    await a.waitOut(new RegExp(`developer__read_file: allowed once ${id}`));
+    await a.waitOut(/^\[root\] ■ turn completed: read it$/m);
+    a.proc.kill("SIGTERM");
+    expect(await a.proc.exited).toBe(0);
   }, 120_000);
 });
 
