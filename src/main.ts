@@ -84,6 +84,7 @@ export function buildProgram(done: (code: number) => void): Command {
         "airlock audit --session ses_0193… --decision deny",
         "airlock policy explain --tool developer__shell --args '{\"command\":\"npm test\"}' --mode smart",
         "airlock console",
+        "airlock attach",
         "airlock token",
         "airlock trust ~/src/my-project",
       ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",
@@ -93,6 +94,7 @@ export function buildProgram(done: (code: number) => void): Command {
   addRunCommand(program, done);
   addSessionsCommand(program, done);
   addActionsCommand(program, done);
+  addAttachCommand(program, done);
   addAuditCommand(program, done);
   addPolicyCommand(program, done);
   addScheduleCommand(program, done);
@@ -218,6 +220,37 @@ function addActionsCommand(program: Command, done: (code: number) => void): void
     void deny;
     done(await (await import("./cli/actions.ts")).actionsAnswer(requestId, { ...rest, decision: allowOnce ? "allow_once" : allowSession ? "allow_session" : "deny" }));
   });
+}
+
+/** `airlock attach`: follow a session tree from the terminal and answer its cards. */
+function addAttachCommand(program: Command, done: (code: number) => void): void {
+  withUrl(
+    withCommon(
+      program
+        .command("attach")
+        .summary("follow a session tree from the terminal and answer its cards")
+        .description(
+          "Follow a session and every subagent under it on a running airlock serve: one line per event, labelled with the agent chain.\n" +
+            "A card rings the bell, ignores keys for 400 ms (type-ahead never answers it), then: y allow once, n deny (with a reason for the model),\n" +
+            "a allow for this session (when the card offers a rule), v view the full arguments, s skip, q detach. The session keeps running after you detach.\n" +
+            "Default SESSION: the newest root session with a running turn or a pending card. See docs/attach.md.",
+        )
+        .argument("[session]", "the session to follow with its subagents (ses_…)")
+        .option("--plain", "no raw terminal and no colours: decisions are lines on stdin (y ID | n ID [reason] | a ID | q)", false)
+        .option("--notify", "also send OSC 9 (a desktop notification in terminals that support it) with each card's bell", false)
+        .option("--exit-when-idle", "detach once the tree has no running turn and no pending card", false),
+    ),
+  )
+    .addHelpText(
+      "after",
+      examples([
+        "airlock attach",
+        "airlock attach ses_0193… --notify",
+        "airlock attach ses_0193… --plain --exit-when-idle   # a script: reads 'y act_…' / 'n act_… reason' lines on stdin",
+        "airlock attach --url http://127.0.0.1:8080 --data-dir /srv/airlock",
+      ]),
+    )
+    .action(async (session: string | undefined, opts) => done(await (await import("./cli/attach.ts")).attach(session, opts)));
 }
 
 /** `--limit N` of `airlock audit`: an integer from 1 to 1000. */
