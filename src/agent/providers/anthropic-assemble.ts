@@ -5,9 +5,10 @@
  * (`thinking_delta` + `signature_delta`) and `redacted_thinking`; `ping`, unknown events, unknown block
  * types (`server_tool_use`, `web_search_tool_result`, `fallback`, …) and unknown delta types
  * (`citations_delta`, …) skipped. Usage from `message_start`, overridden field by field by the
- * cumulative `message_delta` usage. Shapes: docs.claude.com/en/api/messages-streaming and the recorded
- * streams named in docs/providers.md.
+ * cumulative `message_delta` usage; a second message spliced into the stream is an error. Shapes:
+ * docs.claude.com/en/api/messages-streaming and the recorded streams named in docs/providers.md.
  */
+import { AirlockError } from "../../errors.ts";
 import type { ToolCallRequest } from "../../session/types.ts";
 import { parseArguments } from "./openai-assemble.ts";
 import type { ModelTurn, StopReason, TokenUsage } from "./provider.ts";
@@ -62,14 +63,18 @@ export class AnthropicStreamAssembler {
   stop: string | null = null;
   /** True once `message_stop` came. */
   stopped = false;
+  private messageId: string | undefined;
 
   constructor(private readonly onText: (text: string) => void = () => {}) {}
 
-  /** Takes one event (`{type, …}` as parsed from an SSE `data:` line). Unknown types are ignored. */
+  /**
+   * Takes one event (`{type, …}` as parsed from an SSE `data:` line). Unknown types are ignored.
+   * @throws AirlockError `provider_error` (retryable) when a second message starts in the stream.
+   */
   push(ev: any): void {
     switch (ev?.type) {
       case "message_start":
-        this.readUsage(ev.message?.usage);
+        this.messageStart(ev.message ?? {});
         break;
       case "content_block_start":
         this.start(ev.index, ev.content_block ?? {});
@@ -92,6 +97,23 @@ export class AnthropicStreamAssembler {
       default:
         break; // ping, error (the SDK throws it), events added later
     }
+  }
+
+  /**
+   * A repeated `message_start` of the same message before any content only updates usage. One that
+   * starts another message (new id, or after content or `message_stop`) means a proxy spliced two
+   * responses into one stream (vercel/ai#18331): fail, retryable, rather than merge two messages.
+   */
+  private messageStart(m: any): void {
+    const id = typeof m.id === "string" ? m.id : undefined;
+    if (this.messageId !== undefined && (id !== this.messageId || this.blocks.size > 0 || this.stopped)) {
+      throw new AirlockError("provider_error", `The model stream held a second message (${id ?? "no id"} after ${this.messageId}); a proxy between airlock and the API probably spliced a retried response into it. Retry the turn.`, {
+        retryable: true,
+        partial_text: this.text,
+      });
+    }
+    this.messageId = id ?? "";
+    this.readUsage(m.usage);
   }
 
   private start(index: number, cb: any): void {

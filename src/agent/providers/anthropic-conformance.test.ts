@@ -215,6 +215,35 @@ describe("anthropic conformance: recorded stream shapes", () => {
   });
 });
 
+describe("anthropic conformance: several message_start events in one stream (vercel/ai#18331)", () => {
+  test("message_start repeated for the same message before any content → fine, the later usage counts", async () => {
+    const fake = serve(() => anthropicFixture("duplicate-message-start.sse"));
+    const turn = await providerFor(fake.url).complete(request());
+    expect(turn).toEqual({ text: "fine", tool_calls: [], stop_reason: "end_turn", truncated: false, usage: { input_tokens: 14, output_tokens: 2 } });
+  });
+
+  test("a second message spliced in mid-message, nothing delivered yet → a retryable provider_error, retried; nothing of the two merged", async () => {
+    const fake = serve((_b, n) => (n === 0 ? anthropicFixture("spliced-message-start.sse") : anthropicFixture("tool-no-args.sse")));
+    const turn = await providerFor(fake.url, { thinking_budget_tokens: 1024 }).complete(request());
+    expect(turn.tool_calls).toEqual([{ id: "toolu_fx_now", name: "current_time", arguments: {} }]);
+    expect(turn.provider_state).toBeUndefined();
+    expect(fake.requests.length).toBe(2);
+
+    const always = serve(() => anthropicFixture("spliced-message-start.sse"));
+    const err = await failure(providerFor(always.url, { max_retries: 0 }).complete(request()));
+    expect(err.code).toBe("provider_error");
+    expect(err.message).toContain("held a second message (msg_fx_second after msg_fx_first)");
+  });
+
+  test("two whole messages in one stream after text reached the caller → provider_error, not retried", async () => {
+    const fake = serve(() => anthropicFixture("sequential-messages.sse"));
+    const err = await failure(providerFor(fake.url).complete(request({ onDelta: () => {} })));
+    expect(err.code).toBe("provider_error");
+    expect(err.details.partial_text).toBe("one");
+    expect(fake.requests.length).toBe(1);
+  });
+});
+
 describe("anthropic thinking: blocks given back unchanged, with signatures", () => {
   test("thinking_delta + signature_delta → provider_state holds the blocks in streamed order; thinking never reaches onDelta", async () => {
     const fake = serve(() => anthropicFixture("thinking-tool.sse"));
