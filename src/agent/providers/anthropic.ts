@@ -1,8 +1,11 @@
 /**
  * @module agent/providers/anthropic
- * Anthropic Messages (streamed) through the official `@anthropic-ai/sdk`: text and tool_use blocks
- * assembled per block index, `ping` and unknown events ignored, `event: error` mapped to a
- * retryable `provider_error`. Tool results go back as one user message of `tool_result` blocks.
+ * Anthropic Messages (streamed) through the official `@anthropic-ai/sdk` (its retries off; ours in
+ * retry.ts). The stream is assembled by anthropic-assemble.ts; here: the request (prompt-cache
+ * breakpoints on the system prompt and the last tool, extended thinking when configured), the replay of
+ * stored thinking blocks from `provider_state`, and error mapping (`event: error` → retryable
+ * `provider_error` keeping the text so far). Tool results go back as one user message of `tool_result`
+ * blocks. docs/providers.md ("anthropic") lists the stream shapes and their tests.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { AirlockError, assertNever } from "../../errors.ts";
