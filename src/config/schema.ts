@@ -29,6 +29,10 @@ export const ProviderConfig = z.strictObject({
   max_retries: z.number().int().min(0).max(10).default(3),
   /** Request timeout in seconds. */
   timeout_s: z.number().positive().default(600),
+  /** anthropic only: extended thinking with this budget, tokens (Anthropic's minimum is 1024). Absent = thinking off. */
+  thinking_budget_tokens: z.number().int().min(1024).optional(),
+  /** anthropic only: prompt-cache breakpoints on the system prompt and the tools. Absent = true. */
+  prompt_caching: z.boolean().optional(),
 });
 export type ProviderConfig = z.infer<typeof ProviderConfig>;
 

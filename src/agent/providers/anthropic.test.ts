@@ -77,9 +77,9 @@ describe("anthropic provider (checklist 23–25)", () => {
     expect(fake.requests[0]).toMatchObject({
       model: "claude-test",
       stream: true,
-      system: "sys",
+      system: [{ type: "text", text: "sys", cache_control: { type: "ephemeral" } }],
       messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
-      tools: [{ name: "lookup", description: "look up", input_schema: { type: "object" } }],
+      tools: [{ name: "lookup", description: "look up", input_schema: { type: "object" }, cache_control: { type: "ephemeral" } }],
     });
     // the key from ANTHROPIC_API_KEY reaches the server (this SDK version sends it as a Bearer token)
     expect(fake.headers[0]!.get("x-api-key") ?? fake.headers[0]!.get("authorization")).toContain("sk-ant-test");
