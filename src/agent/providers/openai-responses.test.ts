@@ -268,6 +268,14 @@ describe("openai-responses provider: errors", () => {
     expect(e.details).toMatchObject({ retryable: true, partial_text: "Half an" });
   });
 
+  test("no key for a remote base_url → provider_auth naming the variable, before any request", async () => {
+    const p = createProvider(ProviderConfig.parse({ name: "openai-responses", base_url: "https://api.openai.example/v1" }), { configDir: ".", env: {} });
+    const e = await failure(p.complete(request([msg("user", "go")])));
+    expect(e.code).toBe("provider_auth");
+    expect(e.message).toContain("openai-responses provider");
+    expect(e.message).toContain("OPENAI_API_KEY");
+  });
+
   test("HTTP errors: 401 → provider_auth, 429 → retried, 404 names the Responses endpoint", async () => {
     const auth = serve(() => ({ status: 401, body: { error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } } }));
     expect((await failure(providerFor(auth.url).complete(request([msg("user", "go")])))).code).toBe("provider_auth");
