@@ -217,6 +217,18 @@ describe("openai-responses provider: stream shapes", () => {
     ]);
   });
 
+  test("a refusal: its text streamed as the answer, stop_reason content_filter", async () => {
+    const { turn, deltas } = await one("refusal.sse");
+    expect(turn).toEqual({
+      text: "I can't help with that.",
+      tool_calls: [],
+      stop_reason: "content_filter",
+      truncated: false,
+      usage: { input_tokens: 30, output_tokens: 8, cached_input_tokens: 0, reasoning_tokens: 0 },
+    });
+    expect(deltas.join("")).toBe(turn.text);
+  });
+
   test("response.incomplete (max_output_tokens) mid-call: truncated, the call flagged invalid, text kept", async () => {
     const { turn } = await one("incomplete-max-tokens.sse");
     expect(turn).toEqual({
