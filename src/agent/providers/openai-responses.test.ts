@@ -288,6 +288,16 @@ describe("openai-responses provider: errors", () => {
     expect(e.message).toContain("OPENAI_API_KEY");
   });
 
+  test("a model without reasoning refusing include: reasoning.encrypted_content → asked again without it, and from then on", async () => {
+    const fake = startFakeResponses(() => ({ sse: fixture("reasoning-tool-loop.3.sse") }), { encryptedContent: false });
+    servers.push(fake);
+    const p = providerFor(fake.url, { max_retries: 0, model: "gpt-4.1-mini" });
+    expect((await p.complete(request([msg("user", "go")]))).text).toContain("Oslo");
+    expect((await p.complete(request([msg("user", "again")]))).text).toContain("Oslo");
+    expect(fake.rejections).toEqual(["Encrypted content is not supported with this model."]);
+    expect(fake.requests.map((r) => r.include ?? null)).toEqual([["reasoning.encrypted_content"], null, null]);
+  });
+
   test("HTTP errors: 401 → provider_auth, 429 → retried, 404 names the Responses endpoint", async () => {
     const auth = serve(() => ({ status: 401, body: { error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } } }));
     expect((await failure(providerFor(auth.url).complete(request([msg("user", "go")])))).code).toBe("provider_auth");

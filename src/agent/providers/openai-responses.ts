@@ -22,7 +22,8 @@ type Obj = Record<string, any>;
 /**
  * Builds the `openai-responses` provider (same key, `base_url` and retry handling as `openai`:
  * {@link openAIClient}). Each model call is one `POST {base_url}/responses` with `stream: true`,
- * `store: false`, `include: ["reasoning.encrypted_content"]`, the system prompt as `instructions`, the
+ * `store: false`, `include: ["reasoning.encrypted_content"]` (dropped for a model that refuses it with a
+ * 400, {@link refusesEncryptedContent}, and not asked again for that model), the system prompt as `instructions`, the
  * history as input items ({@link toResponsesInput}) and the tools as flat function tools
  * ({@link toResponsesTools}). Request fields: OpenAI API reference "Create a model response"
  * (platform.openai.com/docs/api-reference/responses/create).
@@ -31,6 +32,8 @@ type Obj = Record<string, any>;
 export function createOpenAIResponsesProvider(cfg: ProviderConfig, opts: ProviderOptions): Provider {
   const { baseURL, keyVar, getClient } = openAIClient(cfg, opts, OPENAI_RESPONSES_PROVIDER);
   const idleMs = cfg.timeout_s * 1000;
+  /** Models that refused `include: ["reasoning.encrypted_content"]` (non-reasoning models); asked without it from then on. */
+  const noEncryptedContent = new Set<string>();
 
   async function attempt(req: ModelRequest, emitted: { value: boolean }): Promise<ModelTurn> {
     const c = getClient();
@@ -40,16 +43,26 @@ export function createOpenAIResponsesProvider(cfg: ProviderConfig, opts: Provide
       req.onDelta?.(t);
     });
     try {
+      const model = req.model ?? cfg.model ?? OPENAI_DEFAULT_MODEL;
       const body = {
-        model: req.model ?? cfg.model ?? OPENAI_DEFAULT_MODEL,
+        model,
         ...(req.system ? { instructions: req.system } : {}),
         input: toResponsesInput(req.messages),
         ...(req.tools.length > 0 ? { tools: toResponsesTools(req.tools) } : {}),
         store: false,
-        include: ["reasoning.encrypted_content"],
+        ...(noEncryptedContent.has(model) ? {} : { include: ["reasoning.encrypted_content"] }),
         stream: true as const,
       };
-      const stream = await c.responses.create(body as any, { signal: ctl.signal });
+      let stream;
+      try {
+        stream = await c.responses.create(body as any, { signal: ctl.signal });
+      } catch (e) {
+        if (!("include" in body) || !refusesEncryptedContent(e)) throw e;
+        // a model without reasoning (gpt-4o, gpt-4.1, …) refuses the include; it has no reasoning items to give back
+        noEncryptedContent.add(model);
+        const { include: _include, ...without } = body;
+        stream = await c.responses.create(without as any, { signal: ctl.signal });
+      }
       ctl.touch();
       for await (const ev of stream as unknown as AsyncIterable<unknown>) {
         ctl.touch();
@@ -74,6 +87,18 @@ export function createOpenAIResponsesProvider(cfg: ProviderConfig, opts: Provide
   }
 
   return { name: OPENAI_RESPONSES_PROVIDER, complete: retryingComplete(cfg.max_retries, opts.retry, attempt) };
+}
+
+/**
+ * True for the 400 a model without reasoning answers to `include: ["reasoning.encrypted_content"]`:
+ * "Encrypted content is not supported with this model." with `param: "include"` (seen for gpt-4o,
+ * gpt-4.1-mini and gpt-5-chat: pydantic/pydantic-ai#2865, #3326; miquido/draive#399).
+ */
+export function refusesEncryptedContent(e: unknown): boolean {
+  if (!(e instanceof OpenAI.APIError) || e.status !== 400) return false;
+  const body = (e.error ?? {}) as Obj;
+  const message = String(body.message ?? e.message ?? "");
+  return body.param === "include" || e.param === "include" || /encrypted content is not supported/i.test(message);
 }
 
 /**
