@@ -144,13 +144,19 @@ describe("openai-responses provider: a multi-step tool loop with reasoning repla
     expect(responsesInputError({ ...base, input: [call, out] }, new Map())).toBeNull();
   });
 
-  test("a reasoning item with nothing after it, or without encrypted_content, is left out; another provider's state is ignored", () => {
+  test("a reasoning item with nothing after it, or without encrypted_content, is left out, null fields dropped; another provider's state is ignored", () => {
     const input = toResponsesInput([
       msg("system", "extra rules"),
       msg("user", "hi"),
       msg("assistant", "", { provider_state: { provider: "openai-responses", data: { items: [REASONING_1] } } }),
       msg("user", "again"),
       msg("assistant", "Done.", { provider_state: { provider: "openai-responses", data: { items: [{ id: "rs_x", type: "reasoning", encrypted_content: null, summary: [] }, { type: "message", content: [{ type: "output_text", text: "Done." }] }] } } }),
+      msg("user", "more"),
+      msg("assistant", "", {
+        tool_calls: [{ id: "call_y", name: "lookup", arguments: {} }],
+        provider_state: { provider: "openai-responses", data: { items: [{ id: "rs_y", type: "reasoning", encrypted_content: "enc-y", summary: [], content: [], status: null }, { type: "function_call", call_id: "call_y", name: "lookup", arguments: "" }] } },
+      }),
+      msg("tool", "y", { tool_call_id: "call_y" }),
       msg("assistant", "ok", { tool_calls: [{ id: "call_z", name: "lookup", arguments: { q: "x" } }], provider_state: { provider: "anthropic", data: [{ type: "thinking", thinking: "…", signature: "sig" }] } }),
       msg("tool", "result", { tool_call_id: "call_z", is_error: true }),
     ]);
@@ -159,6 +165,10 @@ describe("openai-responses provider: a multi-step tool loop with reasoning repla
       { type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] },
       { type: "message", role: "user", content: [{ type: "input_text", text: "again" }] },
       { type: "message", role: "assistant", content: [{ type: "output_text", text: "Done." }] },
+      { type: "message", role: "user", content: [{ type: "input_text", text: "more" }] },
+      { type: "reasoning", encrypted_content: "enc-y", summary: [], content: [] },
+      { type: "function_call", call_id: "call_y", name: "lookup", arguments: "{}" },
+      { type: "function_call_output", call_id: "call_y", output: "y" },
       { type: "message", role: "assistant", content: [{ type: "output_text", text: "ok" }] },
       { type: "function_call", call_id: "call_z", name: "lookup", arguments: '{"q":"x"}' },
       { type: "function_call_output", call_id: "call_z", output: "result" },

@@ -169,7 +169,7 @@ export function toResponsesInput(messages: Message[]): Obj[] {
 
 /**
  * One stored assistant message → its output items. With this provider's own `provider_state` the kept
- * items are replayed in their order: reasoning items unchanged but for `id` (one without
+ * items are replayed in their order: reasoning items unchanged but for `id` and null fields (one without
  * `encrypted_content` is left out); message items as kept
  * when their text is the stored text (else one message with the stored text in the first one's
  * place); function calls from the stored `tool_calls` by `call_id`. Calls the state does not name are
@@ -219,9 +219,10 @@ function readState(data: unknown): Obj[] {
   return Array.isArray(items) ? items.filter((i): i is Obj => !!i && typeof i === "object" && typeof i.type === "string") : [];
 }
 
+/** The item without its `id` and without top-level fields that are null (a null `status` is not a valid input value). */
 function withoutId(item: Obj): Obj {
   const { id: _id, ...rest } = item;
-  return rest;
+  return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null));
 }
 
 function messageText(item: Obj): string {
