@@ -10,7 +10,7 @@ import { AirlockError, EXIT, exitCodeFor } from "./errors.ts";
 
 const MODES = ["autonomous", "smart", "approve", "chat"];
 const SANDBOXES = ["read-only", "workspace-write", "danger-full-access"];
-const PROVIDERS = ["openai", "anthropic", "scripted"];
+const PROVIDERS = ["openai", "openai-responses", "anthropic", "scripted"];
 const OUTPUT_FORMATS = ["text", "json", "stream-json"];
 
 /** `--port`: an integer 0–65535. */

@@ -138,7 +138,7 @@ describe("parseConfigText", () => {
     const err = catchAirlock(() => parseConfigText(text, "airlock.yaml"));
     expect(err.code).toBe("config_invalid");
     expect(err.details.issues).toEqual([
-      'airlock.yaml: provider.name: expected one of "openai" | "anthropic" | "scripted", got "gemini" (line 2, column 9)',
+      'airlock.yaml: provider.name: expected one of "openai" | "openai-responses" | "anthropic" | "scripted", got "gemini" (line 2, column 9)',
       "airlock.yaml: provider.base_url: expected a URL (e.g. http://127.0.0.1:11434/v1), got \"not-a-url\" (line 3, column 13)",
       'airlock.yaml: limits.max_concurrent_calls: expected number, got "eight" (line 5, column 25)',
       "airlock.yaml: limits.script_memory_mb: expected a number >= 8, got 1 (line 6, column 21)",

@@ -14,7 +14,7 @@ export type SandboxPolicyName = z.infer<typeof SandboxPolicyName>;
 export const Privacy = z.enum(["public", "private"]);
 export type Privacy = z.infer<typeof Privacy>;
 
-export const ProviderName = z.enum(["openai", "anthropic", "scripted"]);
+export const ProviderName = z.enum(["openai", "openai-responses", "anthropic", "scripted"]);
 export type ProviderName = z.infer<typeof ProviderName>;
 
 export const ProviderConfig = z.strictObject({

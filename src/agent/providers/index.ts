@@ -1,11 +1,12 @@
 /**
  * @module agent/providers
- * `createProvider`: the config's `provider.name` → a Provider (openai, anthropic, scripted).
+ * `createProvider`: the config's `provider.name` → a Provider (openai, openai-responses, anthropic, scripted).
  * Re-exports the contract types so callers import from one place.
  */
 import { AirlockError } from "../../errors.ts";
 import { createAnthropicProvider } from "./anthropic.ts";
 import { createOpenAIProvider } from "./openai.ts";
+import { createOpenAIResponsesProvider } from "./openai-responses.ts";
 import type { Provider, ProviderConfig, ProviderOptions } from "./provider.ts";
 import { createScriptedProvider } from "./scripted.ts";
 
@@ -23,13 +24,15 @@ export function createProvider(cfg: ProviderConfig, opts: ProviderOptions): Prov
   switch (cfg.name) {
     case "openai":
       return createOpenAIProvider(cfg, opts);
+    case "openai-responses":
+      return createOpenAIResponsesProvider(cfg, opts);
     case "anthropic":
       return createAnthropicProvider(cfg, opts);
     case "scripted":
       return createScriptedProvider(cfg, opts);
     default: {
       const unknown: never = cfg.name;
-      throw new AirlockError("config_invalid", `provider.name: unknown provider ${JSON.stringify(unknown)}; use openai, anthropic or scripted.`);
+      throw new AirlockError("config_invalid", `provider.name: unknown provider ${JSON.stringify(unknown)}; use openai, openai-responses, anthropic or scripted.`);
     }
   }
 }

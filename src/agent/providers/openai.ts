@@ -22,24 +22,8 @@ export const OPENAI_DEFAULT_MODEL = "gpt-4.1-mini";
  * `complete` throws `provider_auth` when the key is missing for a remote server.
  */
 export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions): Provider {
-  const baseURL = cfg.base_url ?? OPENAI_DEFAULT_BASE_URL;
-  const keyVar = cfg.api_key_env ?? "OPENAI_API_KEY";
-  const env = opts.env ?? process.env;
+  const { baseURL, keyVar, getClient } = openAIClient(cfg, opts, "openai");
   const idleMs = cfg.timeout_s * 1000;
-  let client: OpenAI | undefined;
-
-  function getClient(): OpenAI {
-    if (client) return client;
-    let apiKey = env[keyVar];
-    if (!apiKey) {
-      if (!isLoopbackUrl(baseURL)) {
-        throw new AirlockError("provider_auth", `No API key for the openai provider at ${baseURL}: set the environment variable ${keyVar} (or name another one with provider.api_key_env).`);
-      }
-      apiKey = LOOPBACK_PLACEHOLDER_KEY;
-    }
-    client = new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: idleMs, logLevel: "off" });
-    return client;
-  }
 
   async function attempt(req: ModelRequest, emitted: { value: boolean }): Promise<ModelTurn> {
     const c = getClient();
@@ -83,6 +67,34 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
   }
 
   return { name: "openai", complete: retryingComplete(cfg.max_retries, opts.retry, attempt) };
+}
+
+/**
+ * The OpenAI SDK client the `openai` and `openai-responses` providers share, built on first use:
+ * `baseURL` is `cfg.base_url` (default {@link OPENAI_DEFAULT_BASE_URL}); the key is read at call time from
+ * `env[cfg.api_key_env ?? "OPENAI_API_KEY"]`, a loopback `base_url` without a key getting a placeholder
+ * (local servers ignore it). The SDK's own retries are off (ours are in `retry.ts`); `timeout` is
+ * `cfg.timeout_s` in ms. `providerName` names the provider in error messages.
+ * `getClient` throws AirlockError `provider_auth` when the key is missing for a remote server.
+ */
+export function openAIClient(cfg: ProviderConfig, opts: ProviderOptions, providerName: string): { baseURL: string; keyVar: string; getClient: () => OpenAI } {
+  const baseURL = cfg.base_url ?? OPENAI_DEFAULT_BASE_URL;
+  const keyVar = cfg.api_key_env ?? "OPENAI_API_KEY";
+  const env = opts.env ?? process.env;
+  let client: OpenAI | undefined;
+  function getClient(): OpenAI {
+    if (client) return client;
+    let apiKey = env[keyVar];
+    if (!apiKey) {
+      if (!isLoopbackUrl(baseURL)) {
+        throw new AirlockError("provider_auth", `No API key for the ${providerName} provider at ${baseURL}: set the environment variable ${keyVar} (or name another one with provider.api_key_env).`);
+      }
+      apiKey = LOOPBACK_PLACEHOLDER_KEY;
+    }
+    client = new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: cfg.timeout_s * 1000, logLevel: "off" });
+    return client;
+  }
+  return { baseURL, keyVar, getClient };
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * @module agent/providers/provider
  * The contract between the agent loop and a model: one `complete` call = one streamed model turn.
- * Providers (openai, anthropic, scripted) turn a history of stored messages into a `ModelTurn`,
+ * Providers (openai, openai-responses, anthropic, scripted) turn a history of stored messages into a `ModelTurn`,
  * or throw `AirlockError` (`provider_auth`, `provider_rate_limit`, `provider_error`, `cancelled`).
  */
 import type { ProviderConfig } from "../../config/schema.ts";

@@ -67,7 +67,7 @@ export class ProviderSelector {
     let cfg = base;
     if (session.provider !== cfg.name) {
       const parsed = ProviderConfig.safeParse({ name: session.provider });
-      if (!parsed.success) throw new AirlockError("bad_request", `unknown provider ${JSON.stringify(session.provider)}; use openai, anthropic or scripted`);
+      if (!parsed.success) throw new AirlockError("bad_request", `unknown provider ${JSON.stringify(session.provider)}; use openai, openai-responses, anthropic or scripted`);
       cfg = parsed.data;
     }
     if (session.model) cfg = { ...cfg, model: session.model };

@@ -25,7 +25,7 @@ export const CreateSessionBody = z.strictObject({
   sandbox: SandboxPolicyName.optional(),
   privacy: Privacy.optional(),
   headless: z.boolean().optional(),
-  provider: z.enum(["openai", "anthropic", "scripted"]).optional(),
+  provider: z.enum(["openai", "openai-responses", "anthropic", "scripted"]).optional(),
   model: z.string().min(1).optional(),
   parent_session_id: z.string().min(1).optional(),
   title: z.string().max(200).optional(),
