@@ -120,11 +120,13 @@ export interface Runtime {
   hookNotes(sessionId: string): string[];
   /**
    * Builds the config's own provider now (and keeps it), so a configuration error — an unreadable or
-   * invalid `provider.script` — fails at start instead of as the first turn. `scriptOrigin` names where
-   * a relative script path came from when it was not the config file (e.g. `recipe nightly.yaml`).
+   * invalid `provider.script`, an unset API key variable, no model — fails at start instead of as the
+   * first turn. `scriptOrigin` names where a relative script path came from when it was not the config
+   * file (e.g. `recipe nightly.yaml`); `requireModel` (`airlock run`) refuses the scripted provider
+   * without a script (no model configured) instead of answering a placeholder.
    * @throws AirlockError `config_invalid` (exit 2 in the CLI).
    */
-  checkProvider(opts?: { scriptOrigin?: string }): void;
+  checkProvider(opts?: { scriptOrigin?: string; requireModel?: boolean }): void;
   /** The session's provider (cached per provider config). @throws AirlockError `privacy_violation`, `config_invalid`, `provider_auth`. */
   providerFor(session: Session): Provider;
   /** Creates a session, applying inheritance and privacy rules. @throws `session_not_found`, `privacy_violation`, `bad_request`. */
@@ -362,7 +364,7 @@ class AirlockRuntime implements Runtime {
     return this.providers.providerFor(session);
   }
 
-  checkProvider(opts: { scriptOrigin?: string } = {}): void {
+  checkProvider(opts: { scriptOrigin?: string; requireModel?: boolean } = {}): void {
     this.providers.checkConfigured(opts);
   }
 

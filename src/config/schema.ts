@@ -29,6 +29,8 @@ export const ProviderConfig = z.strictObject({
   max_retries: z.number().int().min(0).max(10).default(3),
   /** Request timeout in seconds. */
   timeout_s: z.number().positive().default(600),
+  /** openai only: send DeepSeek's `reasoning_content` back with tool-calling turns; absent = only when `base_url` is on deepseek.com. */
+  replay_reasoning_content: z.boolean().optional(),
 });
 export type ProviderConfig = z.infer<typeof ProviderConfig>;
 
