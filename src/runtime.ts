@@ -183,6 +183,8 @@ class AirlockRuntime implements Runtime {
   /** `~/.claude/settings.json`'s hooks, read once (at start when the config imports them, else when a recipe first does). */
   private userHooks: SettingsHooks | undefined;
   private readonly providers: ProviderSelector;
+  /** Where a person sets `provider:` — the config file, or the data dir's airlock.yaml to create (messages only). */
+  private readonly configFileHint: string;
   private readonly running = new Set<Promise<TurnResult>>();
   /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
   private readonly resources = new AsyncDisposableStack();
@@ -270,10 +272,11 @@ class AirlockRuntime implements Runtime {
       this.store.close();
       throw e;
     }
+    this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;
     if (this.config.provider.name === "scripted" && !this.config.provider.script) {
       this.log(
         "airlock: no model configured — provider is the built-in scripted provider with no script, so every answer is a placeholder; " +
-          `set provider.name, provider.model and provider.base_url in ${opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`} ` +
+          `set provider.name, provider.model and provider.base_url in ${this.configFileHint} ` +
           "(docs/configuration.md, docs/quickstart.md §6)",
       );
     }
@@ -365,7 +368,7 @@ class AirlockRuntime implements Runtime {
   }
 
   checkProvider(opts: { scriptOrigin?: string; requireModel?: boolean } = {}): void {
-    this.providers.checkConfigured(opts);
+    this.providers.checkConfigured({ ...opts, configFile: this.configFileHint });
   }
 
   createSession(input: CreateSessionInput): Session {

@@ -47,12 +47,13 @@ export class ProviderSelector {
    * invalid `provider.script`, an unset API key variable, no model ({@link checkProviderConfig}) — fails
    * at start instead of as the first turn. `scriptOrigin` names where a relative script path came from
    * when it was not the config file (e.g. `recipe nightly.yaml`); `requireModel` (`airlock run`) makes
-   * "no model configured" (the scripted provider without a script) an error instead of a placeholder.
+   * "no model configured" (the scripted provider without a script) an error instead of a placeholder;
+   * `configFile` is named in that error as the file to edit.
    * @throws AirlockError `config_invalid`.
    */
-  checkConfigured(opts: { scriptOrigin?: string; requireModel?: boolean } = {}): void {
+  checkConfigured(opts: { scriptOrigin?: string; requireModel?: boolean; configFile?: string } = {}): void {
     const cfg = this.deps.config.provider;
-    checkProviderConfig(cfg, this.deps.env, { requireModel: opts.requireModel === true });
+    checkProviderConfig(cfg, this.deps.env, { requireModel: opts.requireModel === true, ...(opts.configFile ? { configFile: opts.configFile } : {}) });
     const key = JSON.stringify(cfg);
     if (!this.providers.has(key)) this.providers.set(key, this.make(cfg, opts.scriptOrigin));
   }
@@ -113,15 +114,16 @@ const DEFAULT_KEY_ENV: Partial<Record<ProviderConfig["name"], string>> = { opena
  *   in `env`; the message says the variable is unset, never that a key was refused;
  * - `openai` with a `base_url` of its own (Ollama, vLLM, …) needs `provider.model`: the default model
  *   name is OpenAI's and means nothing to another server;
- * - with `requireModel`, the scripted provider needs a `script` (else no model is configured at all).
+ * - with `requireModel`, the scripted provider needs a `script` (else no model is configured at all;
+ *   the message names `configFile`, the file to edit).
  * @throws AirlockError `config_invalid` naming the key to set.
  */
-export function checkProviderConfig(cfg: ProviderConfig, env: Record<string, string | undefined>, o: { requireModel?: boolean } = {}): void {
+export function checkProviderConfig(cfg: ProviderConfig, env: Record<string, string | undefined>, o: { requireModel?: boolean; configFile?: string } = {}): void {
   if (cfg.name === "scripted") {
     if (o.requireModel && !cfg.script) {
       throw new AirlockError(
         "config_invalid",
-        "no model configured: provider is the built-in scripted provider with no script, so there is no model to answer. Set provider.name, provider.model and provider.base_url in airlock.yaml (docs/configuration.md, docs/quickstart.md §6), or pass --provider and --model.",
+        `no model configured: provider is the built-in scripted provider with no script, so there is no model to answer. Set provider.name, provider.model and provider.base_url in ${o.configFile ?? "airlock.yaml"} (docs/configuration.md, docs/quickstart.md §6), or pass --provider and --model.`,
         { path: "provider" },
       );
     }
