@@ -452,13 +452,19 @@ describe("openai errors that name the cause", () => {
   });
 
   test("an HTML page without an HTML content-type, and a captive portal's 200 HTML page, are named the same way", async () => {
-    const fake = serve((_b, n) => (n === 0 ? { status: 503, body: page, headers: { "content-type": "text/plain" } } : { status: 200, body: page, headers: { "content-type": "text/html" } }));
+    const fake = serve((_b, n) =>
+      n === 0
+        ? { status: 503, body: page, headers: { "content-type": "text/plain" } }
+        : { status: 200, body: page, headers: { "content-type": n === 1 ? "text/html" : "text/plain" } },
+    );
     const e1 = await failure(providerFor(fake.url, { max_retries: 3 }).complete(request()));
     expect(e1.message).toContain("HTML page from");
     expect(e1.message).toContain("(HTTP 503)");
     const e2 = await failure(providerFor(fake.url, { max_retries: 3 }).complete(request()));
     expect(e2.message).toContain(`HTML page from ${fake.url}/chat/completions (HTTP 200)`);
-    expect(fake.requests.length).toBe(2);
+    const e3 = await failure(providerFor(fake.url, { max_retries: 3 }).complete(request()));
+    expect(e3.message).toContain(`HTML page from ${fake.url}/chat/completions (HTTP 200)`);
+    expect(fake.requests.length).toBe(3);
   });
 
   test("a 404 from a base_url without /v1 says so and suggests the fix", async () => {

@@ -84,7 +84,9 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
         asm.push(completionAsChunk(await response.json()));
         asm.done = true;
       } else {
-        await readChatStream(response.body, asm, ctl.touch);
+        const read = await readChatStream(response.body, asm, ctl.touch);
+        // an HTML page under another content-type (a portal saying text/plain): no event at all, HTML text
+        if (read.events === 0 && isHtmlAnswer("", read.head)) throw htmlPageError(endpoint, response.status, baseURL);
       }
       if (req.signal.aborted) throw cancelledError();
       if (ctl.timedOut()) throw idleTimeout(cfg.timeout_s, asm.text);
@@ -129,15 +131,18 @@ export function replaysReasoningContent(cfg: Pick<ProviderConfig, "base_url" | "
  * timer). Comments (`: OPENROUTER PROCESSING`), blank data and CRLF framing are skipped by the SSE parser;
  * `data: [DONE]` marks the stream done and stops reading; an `event: error` event or an error object is
  * thrown by the assembler as a mid-stream `provider_error`.
+ * Returns how many SSE events arrived and the first 256 characters of the body (to name what came instead).
  * @throws SyntaxError when a data payload is not JSON (mapped to a malformed-stream `provider_error`).
  */
-export async function readChatStream(body: ReadableStream<Uint8Array> | null, asm: ChunkAssembler, onRead?: () => void): Promise<void> {
-  if (!body) return;
+export async function readChatStream(body: ReadableStream<Uint8Array> | null, asm: ChunkAssembler, onRead?: () => void): Promise<{ events: number; head: string }> {
+  const stats = { events: 0, head: "" };
+  if (!body) return stats;
   const events: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (ev) => void events.push(ev) });
   const decoder = new TextDecoder();
   const reader = body.getReader();
   const drain = (): boolean => {
+    stats.events += events.length;
     for (let i = 0; i < events.length; i++) {
       const ev = events[i]!;
       const data = ev.data.trim();
@@ -159,12 +164,15 @@ export async function readChatStream(body: ReadableStream<Uint8Array> | null, as
       const { value, done } = await reader.read();
       if (done) break;
       onRead?.();
-      parser.feed(decoder.decode(value, { stream: true }));
-      if (drain()) return;
+      const text = decoder.decode(value, { stream: true });
+      if (stats.head.length < 256) stats.head += text.slice(0, 256 - stats.head.length);
+      parser.feed(text);
+      if (drain()) return stats;
     }
     parser.feed(decoder.decode());
     parser.reset({ consume: true });
     drain();
+    return stats;
   } finally {
     reader.cancel().catch(() => {});
   }

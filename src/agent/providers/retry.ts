@@ -49,8 +49,7 @@ export async function withRetries<T>(attempt: (n: number) => Promise<T>, opts: R
           retries: n,
         });
       }
-      const backoff = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** n) * (0.8 + Math.random() * 0.4);
-      await abortableSleep(after ?? backoff, opts.signal);
+      await abortableSleep(after ?? backoffDelayMs(n, opts.baseDelayMs, opts.maxDelayMs), opts.signal);
     }
   }
 }
@@ -68,6 +67,14 @@ export function brokeAfterOutput(e: AirlockError): AirlockError {
     `The model stream broke after output had been streamed, so the request was not replayed (the answer would start over): ${e.message.replace(/\s*Retry the turn[^.]*\.?/g, "").trim()} Retry the turn.`,
     { ...e.details, after_output: true, cause_code: e.code },
   );
+}
+
+/**
+ * The wait before retry `n + 1`, ms: `baseDelayMs * 2^n`, capped at `maxDelayMs`, times a jitter factor in
+ * [0.8, 1.2) so clients that failed together do not retry together. `random` returns [0, 1) (default `Math.random`).
+ */
+export function backoffDelayMs(n: number, baseDelayMs: number, maxDelayMs: number, random: () => number = Math.random): number {
+  return Math.min(maxDelayMs, baseDelayMs * 2 ** n) * (0.8 + random() * 0.4);
 }
 
 /** The error every provider throws when the request's signal aborts. */
