@@ -2,7 +2,9 @@
  * @module agent/providers/openai-assemble
  * Pure assembly of streamed chat-completion chunks into one `ModelTurn`, tolerant of the quirks
  * of OpenAI-compatible servers listed in docs research `provider-streams.md` §1 and §3
- * (state keyed by index, calls finished only at stream end, names taken once, missing ids generated).
+ * (state keyed by index, calls finished only at stream end, names taken once, missing ids generated),
+ * plus reasoning deltas (kept as `provider_state`, never answer text), refusals (answer text), the
+ * legacy `delta.function_call`, and usage with cached and reasoning tokens. Shapes: docs/providers.md.
  */
 import { AirlockError } from "../../errors.ts";
 import { newId } from "../../ids.ts";

@@ -222,7 +222,7 @@ export function mapOpenAIError(
     if (e.status === 404 && !hasV1Path(baseURL)) {
       return new AirlockError(
         "provider_error",
-        `The model server answered HTTP 404 for ${endpoint} (${detail}): provider.base_url ${baseURL} does not end in /v1, and OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio) serve the API under /v1. Try provider.base_url: ${suggestV1(baseURL)}`,
+        `The model server answered HTTP 404 for ${endpoint} (${detail}): provider.base_url ${baseURL} does not end in /v1, and OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio) serve the API under /v1. Try provider.base_url: ${suggestV1(baseURL)} (if the path is right for this server, check provider.model).`,
         { ...extra, retryable: false },
       );
     }
