@@ -213,6 +213,17 @@ describe("openai stream shapes (fixtures replayed over real HTTP)", () => {
     });
   });
 
+  test("Groq: delta.reasoning, a whole call with {} arguments, usage on the finish chunk beside x_groq", async () => {
+    await conforms("groq-reasoning-usage-in-x-groq.sse", {
+      text: "",
+      tool_calls: [{ id: "tk_air_7", name: "weather", arguments: {} }],
+      stop_reason: "tool_calls",
+      truncated: false,
+      usage: { input_tokens: 198, output_tokens: 21 },
+      provider_state: { provider: "openai", data: { reasoning_content: "Weather needs the tool." } },
+    });
+  });
+
   test("Ollama: whole calls all at index 0 with their own ids are separate calls", async () => {
     await conforms("ollama-index-zero.sse", {
       text: "",
