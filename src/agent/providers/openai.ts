@@ -16,9 +16,9 @@ import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelT
 import { connectionError, htmlPageError, httpStatusError, idleTimeout, isHtmlAnswer, malformedStream, otherError } from "./errors.ts";
 import { attemptController, cancelledError, retryingComplete } from "./retry.ts";
 
-export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
-export const OPENAI_DEFAULT_MODEL = "gpt-4.1-mini";
-export const OPENAI_DEFAULT_KEY_ENV = "OPENAI_API_KEY";
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "./openai-defaults.ts";
+
+export { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL };
 
 /**
  * Builds the OpenAI provider. The API key is read at call time from `env[cfg.api_key_env ?? "OPENAI_API_KEY"]`;

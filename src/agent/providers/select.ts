@@ -8,7 +8,7 @@ import { ProviderConfig, type Config, type Privacy } from "../../config/schema.t
 import { AirlockError } from "../../errors.ts";
 import type { NewSession, Session } from "../../session/types.ts";
 import { createProvider } from "./index.ts";
-import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV } from "./openai.ts";
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "./openai-defaults.ts";
 import { isLoopbackUrl, type Provider, type ProviderOptions } from "./provider.ts";
 
 /** What choosing a provider needs. */
@@ -141,7 +141,7 @@ export function checkProviderConfig(cfg: ProviderConfig, env: Record<string, str
   if (cfg.name === "openai" && cfg.base_url && cfg.base_url.replace(/\/+$/, "") !== OPENAI_DEFAULT_BASE_URL && !cfg.model) {
     throw new AirlockError(
       "config_invalid",
-      `provider.model: not set, and the server at ${cfg.base_url} needs a model name (the default ${JSON.stringify("gpt-4.1-mini")} is OpenAI's). Set provider.model to a model that server has (e.g. llama3.1 for Ollama), or pass --model.`,
+      `provider.model: not set, and the server at ${cfg.base_url} needs a model name (the default ${JSON.stringify(OPENAI_DEFAULT_MODEL)} is OpenAI's). Set provider.model to a model that server has (e.g. llama3.1 for Ollama), or pass --model.`,
       { path: "provider.model" },
     );
   }
