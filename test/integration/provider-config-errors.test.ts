@@ -67,6 +67,33 @@ describe("configuration errors at start (exit 2, no model call)", () => {
     expect(d.stderr).toContain("the environment variable OPENAI_API_KEY is unset");
   });
 
+  test("airlock serve with an unset key variable exits 2 at start, saying so, instead of listening", async () => {
+    const data = join(dir, "serve-nokey");
+    mkdirSync(data, { recursive: true });
+    writeFileSync(join(data, "airlock.yaml"), stringify({ provider: { name: "openai", model: "gpt-4.1-mini" } }));
+    const p = Bun.spawn([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", data], {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, AIRLOCK_HOME: "" },
+    });
+    let stderr = "";
+    const reader = p.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    const listening = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return false;
+        stderr += value;
+        if (stderr.includes("listening on")) return true;
+      }
+    })();
+    const first = await Promise.race([p.exited.then(() => "exited"), listening.then((l) => (l ? "listening" : "eof"))]);
+    if (first === "listening") p.kill("SIGKILL");
+    expect(await p.exited).toBe(2);
+    await listening;
+    expect(stderr).toContain("the environment variable OPENAI_API_KEY is unset");
+  });
+
   test("an OpenAI-compatible base_url without provider.model is config_invalid naming the key", async () => {
     const fake = serve(() => textChunks("never"));
     const r = await airlock("nomodel-openai", { provider: { name: "openai", base_url: fake.url } }, ["hi"]);
