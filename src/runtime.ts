@@ -121,11 +121,13 @@ export interface Runtime {
   hookNotes(sessionId: string): string[];
   /**
    * Builds the config's own provider now (and keeps it), so a configuration error — an unreadable or
-   * invalid `provider.script` — fails at start instead of as the first turn. `scriptOrigin` names where
-   * a relative script path came from when it was not the config file (e.g. `recipe nightly.yaml`).
+   * invalid `provider.script`, an unset API key variable, no model — fails at start instead of as the
+   * first turn. `scriptOrigin` names where a relative script path came from when it was not the config
+   * file (e.g. `recipe nightly.yaml`); `requireModel` (`airlock run`) refuses the scripted provider
+   * without a script (no model configured) instead of answering a placeholder.
    * @throws AirlockError `config_invalid` (exit 2 in the CLI).
    */
-  checkProvider(opts?: { scriptOrigin?: string }): void;
+  checkProvider(opts?: { scriptOrigin?: string; requireModel?: boolean }): void;
   /** The session's provider (cached per provider config). @throws AirlockError `privacy_violation`, `config_invalid`, `provider_auth`. */
   providerFor(session: Session): Provider;
   /** Creates a session, applying inheritance and privacy rules. @throws `session_not_found`, `privacy_violation`, `bad_request`. */
@@ -184,6 +186,8 @@ class AirlockRuntime implements Runtime {
   private readonly providers: ProviderSelector;
   /** The hook events around turns, cards and the runtime's end (agent/hooks.ts). */
   private readonly hooks: AgentHooks;
+  /** Where a person sets `provider:` — the config file, or the data dir's airlock.yaml to create (messages only). */
+  private readonly configFileHint: string;
   private readonly running = new Set<Promise<TurnResult>>();
   /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
   private readonly resources = new AsyncDisposableStack();
@@ -281,10 +285,11 @@ class AirlockRuntime implements Runtime {
       this.store.close();
       throw e;
     }
+    this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;
     if (this.config.provider.name === "scripted" && !this.config.provider.script) {
       this.log(
         "airlock: no model configured — provider is the built-in scripted provider with no script, so every answer is a placeholder; " +
-          `set provider.name, provider.model and provider.base_url in ${opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`} ` +
+          `set provider.name, provider.model and provider.base_url in ${this.configFileHint} ` +
           "(docs/configuration.md, docs/quickstart.md §6)",
       );
     }
@@ -375,8 +380,8 @@ class AirlockRuntime implements Runtime {
     return this.providers.providerFor(session);
   }
 
-  checkProvider(opts: { scriptOrigin?: string } = {}): void {
-    this.providers.checkConfigured(opts);
+  checkProvider(opts: { scriptOrigin?: string; requireModel?: boolean } = {}): void {
+    this.providers.checkConfigured({ ...opts, configFile: this.configFileHint });
   }
 
   createSession(input: CreateSessionInput): Session {

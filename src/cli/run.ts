@@ -195,7 +195,8 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   const rt = createRuntime({ config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
   try {
     // a missing provider.script is a config error (exit 2), not a failed first turn; a recipe's own script is relative to the recipe
-    rt.checkProvider({ scriptOrigin: opts.recipe && config.provider.script !== ctx.config.provider.script ? `recipe ${opts.recipe}` : undefined });
+    // no model configured, or an unset key variable, is a config error too (exit 2), not a placeholder answer
+    rt.checkProvider({ scriptOrigin: opts.recipe && config.provider.script !== ctx.config.provider.script ? `recipe ${opts.recipe}` : undefined, requireModel: true });
   } catch (e) {
     await rt.close();
     throw e;

@@ -33,6 +33,8 @@ export const ProviderConfig = z.strictObject({
   thinking_budget_tokens: z.number().int().min(1024).optional(),
   /** anthropic only: prompt-cache breakpoints on the system prompt and the tools. Absent = true. */
   prompt_caching: z.boolean().optional(),
+  /** openai only: send DeepSeek's `reasoning_content` back with tool-calling turns; absent = only when `base_url` is on deepseek.com. */
+  replay_reasoning_content: z.boolean().optional(),
 });
 export type ProviderConfig = z.infer<typeof ProviderConfig>;
 

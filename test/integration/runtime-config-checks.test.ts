@@ -1,6 +1,6 @@
 /**
  * What a new user meets from a fresh clone, through the real runtime and the real `airlock` CLI:
- * no model configured is said (answer + one stderr warning), a typo under `tools:` and a missing
+ * no model configured is said (the runtime's answer + one warning; `airlock run` refuses it, exit 2), a typo under `tools:` and a missing
  * `provider.script` are configuration errors at start (exit 2), and a session whose stored graph
  * is corrupted gets its calls refused instead of judged without its root's run overrides.
  */
@@ -79,15 +79,15 @@ describe("no model configured", () => {
     expect((await r.runTurn(s.id, "b")).answer).toBe("(script ended)");
   });
 
-  test('airlock run "summarise README.md" with the default config: the no-model answer on stdout, the warning on stderr, exit 0', async () => {
+  test('airlock run "summarise README.md" with the default config: config_invalid (exit 2), nothing on stdout, the file to edit named', async () => {
     const d = dataDir("cli-nomodel");
     const r = await airlock(["run", "summarise README.md"], d);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toBe(`${NO_MODEL_CONFIGURED}\n`);
-    const warned = r.stderr.split("\n").filter((l) => l.startsWith("airlock: no model configured"));
-    expect(warned).toHaveLength(1);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    const failed = r.stderr.split("\n").filter((l) => l.startsWith("airlock: config_invalid: no model configured"));
+    expect(failed).toHaveLength(1);
     // It names the file to edit: here none exists yet, so the data dir's airlock.yaml.
-    expect(warned[0]).toContain(`in ${join(d, "airlock.yaml")} (create it; or pass --config FILE)`);
+    expect(failed[0]).toContain(`in ${join(d, "airlock.yaml")} (create it; or pass --config FILE)`);
   });
 });
 

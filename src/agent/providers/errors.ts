@@ -69,5 +69,35 @@ export function httpStatusError(o: {
       retry_after_ms: retryAfterMs(o.headers),
     });
   }
+  if (/overloaded/i.test(detail) || /overloaded/i.test(String(extra.type ?? ""))) {
+    // some gateways answer "overloaded" with a 4xx status; it is transient all the same
+    return new AirlockError("provider_error", `The model server at ${baseURL} is overloaded (HTTP ${status}: ${detail}). Retry later.`, {
+      ...extra,
+      retryable: true,
+      retry_after_ms: retryAfterMs(o.headers),
+    });
+  }
   return new AirlockError("provider_error", `The model server at ${baseURL} rejected the request (HTTP ${status}: ${detail}). ${o.rejectHint}`, { ...extra, retryable: false });
+}
+
+/**
+ * True when an answer is an HTML page rather than the API's JSON or event stream: its `content-type` is
+ * `text/html`, or its body text starts with `<!doctype html` or `<html` (proxies and captive portals, whose
+ * pages say nothing an API client can act on).
+ */
+export function isHtmlAnswer(contentType: string, bodyText: string): boolean {
+  if (/^\s*text\/html/i.test(contentType)) return true;
+  return /^\s*(\d{3}\s+)?<(!doctype\s+html|html[\s>])/i.test(bodyText);
+}
+
+/**
+ * An HTML page where the API was expected (a proxy, a captive portal, a wrong `base_url`): never retried,
+ * since the same page would come back. `url` is the endpoint that was asked; `status` its HTTP status.
+ */
+export function htmlPageError(url: string, status: number, baseURL: string, extra: Record<string, unknown> = {}): AirlockError {
+  return new AirlockError(
+    "provider_error",
+    `The model server sent an HTML page from ${url} (HTTP ${status}) instead of an API answer: a proxy, a captive portal or a wrong provider.base_url is in the way. Check that ${baseURL} reaches the API (open it in a browser, or try curl); not retried.`,
+    { ...extra, status, retryable: false, html: true },
+  );
 }

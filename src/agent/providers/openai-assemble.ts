@@ -2,12 +2,23 @@
  * @module agent/providers/openai-assemble
  * Pure assembly of streamed chat-completion chunks into one `ModelTurn`, tolerant of the quirks
  * of OpenAI-compatible servers listed in docs research `provider-streams.md` §1 and §3
- * (state keyed by index, calls finished only at stream end, names taken once, missing ids generated).
+ * (state keyed by index, calls finished only at stream end, names taken once, missing ids generated),
+ * plus reasoning deltas (kept as `provider_state`, never answer text), refusals (answer text), the
+ * legacy `delta.function_call`, and usage with cached and reasoning tokens. Shapes: docs/providers.md.
  */
 import { AirlockError } from "../../errors.ts";
 import { newId } from "../../ids.ts";
 import type { ToolCallRequest } from "../../session/types.ts";
-import type { ModelTurn, StopReason } from "./provider.ts";
+import type { ModelTurn, StopReason, TokenUsage } from "./provider.ts";
+
+/** The `provider_state.data` the openai provider stores on an assistant message (DeepSeek-style reasoning). */
+export interface OpenAIProviderState {
+  /** The turn's reasoning text, joined from `delta.reasoning_content` (DeepSeek, xAI) or `delta.reasoning` (vLLM ≥ 0.10, OpenRouter). */
+  reasoning_content: string;
+}
+
+/** Slot key of a legacy `delta.function_call` (finish_reason `function_call`), apart from every `tool_calls` index. */
+const FUNCTION_CALL_INDEX = -1;
 
 interface Slot {
   index: number | undefined;
@@ -32,16 +43,24 @@ type AnyChunk = Record<string, any>;
  */
 export class ChunkAssembler {
   text = "";
+  /** Reasoning text (never shown as the answer, never streamed through `onDelta`). */
+  reasoning = "";
   finishReason: string | null = null;
   usage: ModelTurn["usage"];
+  /** Set by the reader when the server sent `data: [DONE]`. */
+  done = false;
   private slots: Slot[] = [];
   private byIndex = new Map<number, Slot>();
 
   constructor(private onDelta?: (text: string) => void) {}
 
-  /** True once a finish_reason arrived (the stream ended properly). */
+  /**
+   * True once the stream ended properly: a finish_reason arrived, or the server said `[DONE]` (some
+   * servers never send a finish_reason, e.g. a choice whose last chunk has none; the turn is then read
+   * as finished with `stop`). A stream cut before either is not finished.
+   */
   get finished(): boolean {
-    return this.finishReason !== null;
+    return this.finishReason !== null || this.done;
   }
 
   /** Anything produced so far (text or calls)? */
@@ -55,23 +74,30 @@ export class ChunkAssembler {
    */
   push(chunk: AnyChunk): void {
     if (!chunk || typeof chunk !== "object") return;
-    if (chunk.object === "error" || (chunk.error && typeof chunk.error === "object")) {
-      const msg = chunk.message ?? chunk.error?.message ?? JSON.stringify(chunk);
+    if (chunk.object === "error" || (chunk.error && (typeof chunk.error === "object" || typeof chunk.error === "string"))) {
+      const msg = chunk.message ?? (typeof chunk.error === "string" ? chunk.error : chunk.error?.message) ?? JSON.stringify(chunk);
       throw this.midStreamError(String(msg));
     }
-    const u = chunk.usage;
-    if (u && typeof u === "object" && typeof u.prompt_tokens === "number" && typeof u.completion_tokens === "number") {
-      this.usage = { input_tokens: u.prompt_tokens, output_tokens: u.completion_tokens };
-    }
+    const usage = readUsage(chunk.usage);
+    if (usage) this.usage = usage;
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     for (const choice of choices) {
       if (!choice || (typeof choice.index === "number" && choice.index !== 0)) continue;
-      const delta = choice.delta ?? {};
+      const delta = choice.delta && typeof choice.delta === "object" ? choice.delta : {};
+      const reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : typeof delta.reasoning === "string" ? delta.reasoning : "";
+      if (reasoning) this.reasoning += reasoning;
       if (typeof delta.content === "string" && delta.content.length > 0) {
         this.text += delta.content;
         this.onDelta?.(delta.content);
       }
+      // a refusal (structured outputs) is what the person must read: it is the answer text
+      if (typeof delta.refusal === "string" && delta.refusal.length > 0) {
+        this.text += delta.refusal;
+        this.onDelta?.(delta.refusal);
+      }
       if (Array.isArray(delta.tool_calls)) this.pushToolCalls(delta.tool_calls);
+      // the deprecated single-function shape (finish_reason "function_call"): one call, no id
+      if (delta.function_call && typeof delta.function_call === "object") this.pushToolCalls([{ index: FUNCTION_CALL_INDEX, function: delta.function_call }]);
       if (typeof choice.finish_reason === "string" && choice.finish_reason) {
         if (choice.finish_reason === "error") throw this.midStreamError("the server ended the answer with finish_reason \"error\"");
         this.finishReason = choice.finish_reason;
@@ -136,8 +162,30 @@ export class ChunkAssembler {
       seen.add(id);
       tool_calls.push({ id, name: s.name, ...parseArguments(s.args, s.argsObject, truncated) });
     }
-    return { text: this.text, tool_calls, stop_reason: stopReason(this.finishReason, tool_calls.length > 0), truncated, usage: this.usage };
+    const finish = this.finishReason ?? (this.done ? "stop" : null);
+    const turn: ModelTurn = { text: this.text, tool_calls, stop_reason: stopReason(finish, tool_calls.length > 0), truncated, usage: this.usage };
+    if (this.reasoning) turn.provider_state = { provider: "openai", data: { reasoning_content: this.reasoning } satisfies OpenAIProviderState };
+    return turn;
   }
+}
+
+/**
+ * A chat-completions `usage` object → TokenUsage, or undefined when it lacks the two counts (`usage: null`
+ * on every chunk but the last). `prompt_tokens` includes cached tokens (OpenAI's usage object reference);
+ * the cached part is `prompt_tokens_details.cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`;
+ * `completion_tokens_details.reasoning_tokens` is the reasoning part of `completion_tokens`. A detail
+ * the server did not send stays absent (never reported as zero).
+ */
+export function readUsage(u: unknown): TokenUsage | undefined {
+  if (!u || typeof u !== "object") return undefined;
+  const r = u as Record<string, any>;
+  if (typeof r.prompt_tokens !== "number" || typeof r.completion_tokens !== "number") return undefined;
+  const out: TokenUsage = { input_tokens: r.prompt_tokens, output_tokens: r.completion_tokens };
+  const cached = typeof r.prompt_tokens_details?.cached_tokens === "number" ? r.prompt_tokens_details.cached_tokens : r.prompt_cache_hit_tokens;
+  if (typeof cached === "number") out.cached_input_tokens = cached;
+  const reasoning = r.completion_tokens_details?.reasoning_tokens;
+  if (typeof reasoning === "number") out.reasoning_tokens = reasoning;
+  return out;
 }
 
 /**

@@ -36,7 +36,7 @@ export function createOpenAIResponsesProvider(cfg: ProviderConfig, opts: Provide
   const noEncryptedContent = new Set<string>();
 
   async function attempt(req: ModelRequest, emitted: { value: boolean }): Promise<ModelTurn> {
-    const c = getClient();
+    const c = getClient().sdk;
     const ctl = attemptController(req.signal, idleMs);
     const asm = new ResponsesAssembler((t) => {
       emitted.value = true;

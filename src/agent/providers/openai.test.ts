@@ -516,7 +516,8 @@ describe("openai provider: keys, cancellation, timeouts", () => {
     const p = createOpenAIProvider(ProviderConfig.parse({ name: "openai", base_url: "https://api.example.com/v1" }), { configDir: ".", env: {} });
     const err = await failure(p.complete(request()));
     expect(err.code).toBe("provider_auth");
-    expect(err.message).toContain("set the environment variable OPENAI_API_KEY");
+    expect(err.message).toContain("the environment variable OPENAI_API_KEY is unset");
+    expect(err.message).not.toContain("refused");
   });
 
   test("a loopback base_url without a key uses a placeholder", async () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { AirlockError } from "../../errors.ts";
-import { MAX_RETRY_AFTER_MS, retryAfterMs, withRetries } from "./retry.ts";
+import { backoffDelayMs, brokeAfterOutput, MAX_RETRY_AFTER_MS, retryAfterMs, withRetries } from "./retry.ts";
 
 const opts = (extra: Partial<Parameters<typeof withRetries>[1]> = {}) => ({
   maxRetries: 2,
@@ -94,5 +94,33 @@ describe("retryAfterMs", () => {
     expect(ms).toBeLessThanOrEqual(10_000);
     expect(retryAfterMs(new Headers({ "retry-after": "soon-ish" }))).toBeUndefined();
     expect(retryAfterMs(new Headers())).toBeUndefined();
+  });
+});
+
+describe("backoff and output already streamed", () => {
+  test("the backoff doubles from the base, is capped, and is jittered within ±20 %", () => {
+    expect(backoffDelayMs(0, 500, 20_000, () => 0.5)).toBe(500);
+    expect(backoffDelayMs(3, 500, 20_000, () => 0.5)).toBe(4000);
+    expect(backoffDelayMs(10, 500, 20_000, () => 0.5)).toBe(20_000);
+    expect(backoffDelayMs(2, 500, 20_000, () => 0)).toBe(1600);
+    expect(backoffDelayMs(2, 500, 20_000, () => 0.999999)).toBeCloseTo(2400, 0);
+    const seen = new Set(Array.from({ length: 50 }, () => backoffDelayMs(1, 500, 20_000)));
+    expect(seen.size).toBeGreaterThan(1);
+    for (const d of seen) expect(d >= 800 && d < 1200).toBe(true);
+  });
+
+  test("a retryable error after output is not retried: provider_error saying the stream broke after output, details kept", async () => {
+    let calls = 0;
+    const err = await rejection(
+      withRetries(async () => {
+        calls++;
+        throw new AirlockError("provider_rate_limit", "HTTP 429 mid-stream. Retry the turn.", { retryable: true, partial_text: "half" });
+      }, opts({ canRetry: () => false })),
+    );
+    expect(calls).toBe(1);
+    expect(err.code).toBe("provider_error");
+    expect(err.message).toBe("The model stream broke after output had been streamed, so the request was not replayed (the answer would start over): HTTP 429 mid-stream. Retry the turn.");
+    expect(err.details).toMatchObject({ partial_text: "half", after_output: true, cause_code: "provider_rate_limit" });
+    expect(brokeAfterOutput(new AirlockError("provider_error", "x", {})).details.after_output).toBe(true);
   });
 });

@@ -34,7 +34,8 @@ export async function withRetries<T>(attempt: (n: number) => Promise<T>, opts: R
       return await attempt(n);
     } catch (e) {
       if (opts.signal.aborted) throw cancelledError();
-      if (!(e instanceof AirlockError) || e.details.retryable !== true || !opts.canRetry()) throw e;
+      if (!(e instanceof AirlockError) || e.details.retryable !== true) throw e;
+      if (!opts.canRetry()) throw brokeAfterOutput(e);
       const after = typeof e.details.retry_after_ms === "number" ? e.details.retry_after_ms : undefined;
       if (after !== undefined && after > MAX_RETRY_AFTER_MS) {
         throw new AirlockError(e.code, `${e.message} The server asked to wait ${Math.ceil(after / 1000)} s before retrying; try again later.`, {
@@ -48,10 +49,32 @@ export async function withRetries<T>(attempt: (n: number) => Promise<T>, opts: R
           retries: n,
         });
       }
-      const backoff = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** n) * (0.8 + Math.random() * 0.4);
-      await abortableSleep(after ?? backoff, opts.signal);
+      await abortableSleep(after ?? backoffDelayMs(n, opts.baseDelayMs, opts.maxDelayMs), opts.signal);
     }
   }
+}
+
+/**
+ * A retryable failure that came after output had reached the caller: the request is not replayed (the
+ * model would start its answer again, and the person has already seen the first one), so it fails as a
+ * `provider_error` that says so, keeping the first error's details (`partial_text`; `retryable` still
+ * says whether the failure itself was transient, so a person may retry the turn) plus `after_output: true`
+ * and `cause_code` (the first error's code).
+ */
+export function brokeAfterOutput(e: AirlockError): AirlockError {
+  return new AirlockError(
+    "provider_error",
+    `The model stream broke after output had been streamed, so the request was not replayed (the answer would start over): ${e.message.replace(/\s*Retry the turn[^.]*\.?/g, "").trim()} Retry the turn.`,
+    { ...e.details, after_output: true, cause_code: e.code },
+  );
+}
+
+/**
+ * The wait before retry `n + 1`, ms: `baseDelayMs * 2^n`, capped at `maxDelayMs`, times a jitter factor in
+ * [0.8, 1.2) so clients that failed together do not retry together. `random` returns [0, 1) (default `Math.random`).
+ */
+export function backoffDelayMs(n: number, baseDelayMs: number, maxDelayMs: number, random: () => number = Math.random): number {
+  return Math.min(maxDelayMs, baseDelayMs * 2 ** n) * (0.8 + random() * 0.4);
 }
 
 /** The error every provider throws when the request's signal aborts. */

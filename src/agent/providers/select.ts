@@ -8,6 +8,7 @@ import { ProviderConfig, type Config, type Privacy } from "../../config/schema.t
 import { AirlockError } from "../../errors.ts";
 import type { NewSession, Session } from "../../session/types.ts";
 import { createProvider } from "./index.ts";
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "./openai-defaults.ts";
 import { isLoopbackUrl, type Provider, type ProviderOptions } from "./provider.ts";
 
 /** What choosing a provider needs. */
@@ -43,12 +44,16 @@ export class ProviderSelector {
 
   /**
    * Builds the config's own provider now (and keeps it), so a configuration error — an unreadable or
-   * invalid `provider.script` — fails at start instead of as the first turn. `scriptOrigin` names where a
-   * relative script path came from when it was not the config file (e.g. `recipe nightly.yaml`).
+   * invalid `provider.script`, an unset API key variable, no model ({@link checkProviderConfig}) — fails
+   * at start instead of as the first turn. `scriptOrigin` names where a relative script path came from
+   * when it was not the config file (e.g. `recipe nightly.yaml`); `requireModel` (`airlock run`) makes
+   * "no model configured" (the scripted provider without a script) an error instead of a placeholder;
+   * `configFile` is named in that error as the file to edit.
    * @throws AirlockError `config_invalid`.
    */
-  checkConfigured(opts: { scriptOrigin?: string } = {}): void {
+  checkConfigured(opts: { scriptOrigin?: string; requireModel?: boolean; configFile?: string } = {}): void {
     const cfg = this.deps.config.provider;
+    checkProviderConfig(cfg, this.deps.env, { requireModel: opts.requireModel === true, ...(opts.configFile ? { configFile: opts.configFile } : {}) });
     const key = JSON.stringify(cfg);
     if (!this.providers.has(key)) this.providers.set(key, this.make(cfg, opts.scriptOrigin));
   }
@@ -95,6 +100,49 @@ export function checkPrivateProvider(privacy: Privacy, cfg: ProviderConfig): voi
     throw new AirlockError(
       "privacy_violation",
       `a private session may use only a provider on this machine, but ${cfg.name} points at ${cfg.base_url ?? "its public default endpoint"}; set provider.base_url to a loopback address (e.g. http://127.0.0.1:11434/v1) or make the session public`,
+    );
+  }
+}
+
+/** The key variable each key-taking provider reads when `provider.api_key_env` is not set. */
+const DEFAULT_KEY_ENV: Partial<Record<ProviderConfig["name"], string>> = { openai: OPENAI_DEFAULT_KEY_ENV, "openai-responses": OPENAI_DEFAULT_KEY_ENV, anthropic: "ANTHROPIC_API_KEY" };
+
+/**
+ * What a provider config needs before any model call, checked at start (`Runtime.checkProvider`):
+ * - a provider that takes a key (openai, openai-responses, anthropic) pointed at a non-loopback server needs its key
+ *   variable (`provider.api_key_env`, default `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`) set and non-empty
+ *   in `env`; the message says the variable is unset, never that a key was refused;
+ * - `openai` / `openai-responses` with a `base_url` of its own (Ollama, vLLM, …) needs `provider.model`: the default model
+ *   name is OpenAI's and means nothing to another server;
+ * - with `requireModel`, the scripted provider needs a `script` (else no model is configured at all;
+ *   the message names `configFile`, the file to edit).
+ * @throws AirlockError `config_invalid` naming the key to set.
+ */
+export function checkProviderConfig(cfg: ProviderConfig, env: Record<string, string | undefined>, o: { requireModel?: boolean; configFile?: string } = {}): void {
+  if (cfg.name === "scripted") {
+    if (o.requireModel && !cfg.script) {
+      throw new AirlockError(
+        "config_invalid",
+        `no model configured: provider is the built-in scripted provider with no script, so there is no model to answer. Set provider.name, provider.model and provider.base_url in ${o.configFile ?? "airlock.yaml"} (docs/configuration.md, docs/quickstart.md §6), or pass --provider and --model.`,
+        { path: "provider" },
+      );
+    }
+    return;
+  }
+  const keyVar = cfg.api_key_env ?? DEFAULT_KEY_ENV[cfg.name];
+  const remote = !isLoopbackUrl(cfg.base_url);
+  if (keyVar && remote && !env[keyVar]) {
+    throw new AirlockError(
+      "config_invalid",
+      `provider.api_key_env: the environment variable ${keyVar} is unset (or empty), and the ${cfg.name} provider at ${cfg.base_url ?? "its public endpoint"} needs an API key. Set ${keyVar}, or name the variable that holds the key with provider.api_key_env.`,
+      { path: "provider.api_key_env", key_env: keyVar },
+    );
+  }
+  if ((cfg.name === "openai" || cfg.name === "openai-responses") && cfg.base_url && cfg.base_url.replace(/\/+$/, "") !== OPENAI_DEFAULT_BASE_URL && !cfg.model) {
+    throw new AirlockError(
+      "config_invalid",
+      `provider.model: not set, and the server at ${cfg.base_url} needs a model name (the default ${JSON.stringify(OPENAI_DEFAULT_MODEL)} is OpenAI's). Set provider.model to a model that server has (e.g. llama3.1 for Ollama), or pass --model.`,
+      { path: "provider.model" },
     );
   }
 }
