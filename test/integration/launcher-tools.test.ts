@@ -110,14 +110,17 @@ describe("developer__shell timeouts kill the whole process tree", () => {
         const command = cases(m).find((x) => x.name === c.name)!.command;
         const t0 = performance.now();
         const call = runTool(shellTool, { command, timeout_s: 2 }, makeToolContext({ workspace: ws, sandbox: policy }));
-        const pids = [...(await waitForPids(m[0]!, 1)), ...(c.n > 1 ? await waitForPids(m[1]!, 1) : [])];
-        expect(pids.length).toBe(c.n);
+        // On a loaded machine the 2 s timeout can end the tree before its sleeps are seen here: then the
+        // pids are not asserted, but nothing with their markers may be left either way.
+        const seen = async () => [...(await waitForPids(m[0]!, 1, 60_000)), ...(c.n > 1 ? await waitForPids(m[1]!, 1, 60_000) : [])];
+        const pids = await Promise.race([seen(), call.then(() => null)]);
+        if (pids !== null) expect(pids.length).toBe(c.n);
         const r = await call;
         const elapsed = performance.now() - t0;
         expect(r.timed_out).toBe(true);
         expect(r.exit_code).toBeNull();
         expect(elapsed).toBeLessThan(60_000); // not waiting for the 300 s sleeps; speed is not asserted here
-        expect(pids.filter(isAlive)).toEqual([]);
+        expect((pids ?? []).filter(isAlive)).toEqual([]);
         expect([...pidsWith(m[0]!), ...pidsWith(m[1]!)].filter(isAlive)).toEqual([]);
       });
     }
