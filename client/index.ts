@@ -224,6 +224,22 @@ export function createClient(opts: ClientOptions) {
        */
       reply: async (id: string, message: string, o: { signal?: AbortSignal } = {}): Promise<AsyncGenerator<BusEvent>> =>
         typed(await send("POST", `/sessions/${enc(id)}/reply`, { body: { message }, signal: o.signal })) as AsyncGenerator<BusEvent>,
+      /**
+       * Starts a turn without following it here (`POST /sessions/:id/reply`, closed after its `turn_started`):
+       * resolves with `{session_id, turn_id}`; follow the turn on {@link events}. The turn goes on after the close.
+       */
+      start: async (id: string, message: string): Promise<EventData<"turn_started">> => {
+        const ac = new AbortController();
+        const stream = typed(await send("POST", `/sessions/${enc(id)}/reply`, { body: { message }, signal: ac.signal }));
+        try {
+          const first = (await stream.next()).value;
+          if (first?.type !== "turn_started") throw new AirlockApiError("internal", 200, `the reply stream did not open with turn_started (got ${first?.type ?? "nothing"})`);
+          return first.data;
+        } finally {
+          await stream.return(undefined);
+          ac.abort();
+        }
+      },
       /** `POST /sessions/:id/cancel`: `cancelled` false when nothing was running. */
       cancel: (id: string) => json<CancelAnswer>("POST", `/sessions/${enc(id)}/cancel`),
       /** `GET /sessions/:id/rules`: the session tree's "Allow for this session" rules. */
