@@ -296,16 +296,20 @@ export function createClient(opts: ClientOptions) {
     async *events(sessionId: string, o: EventsOptions = {}): AsyncGenerator<SessionEvent> {
       let last = o.lastEventId;
       let failures = 0;
-      const base = o.baseDelayMs ?? 250;
-      const max = o.maxDelayMs ?? 5000;
+      const firstDelay = o.baseDelayMs ?? 250;
+      const maxDelay = o.maxDelayMs ?? 5000;
+      const maxAttempts = o.maxAttempts ?? 20;
       const ac = new AbortController();
       const onAbort = () => ac.abort();
       o.signal?.addEventListener("abort", onAbort, { once: true });
       try {
         while (!ac.signal.aborted) {
+          let error: unknown = null;
+          let any = false;
           try {
             const res = await send("GET", `/sessions/${enc(sessionId)}/events`, { headers: last ? { "Last-Event-ID": last } : {}, signal: ac.signal });
             for await (const ev of typed(res)) {
+              any = true;
               failures = 0;
               if (ev.id) last = ev.id;
               yield ev;
@@ -313,10 +317,14 @@ export function createClient(opts: ClientOptions) {
           } catch (e) {
             if (ac.signal.aborted) return;
             if (e instanceof AirlockApiError && e.status >= 400 && e.status < 500) throw e;
-            if (++failures >= (o.maxAttempts ?? 20)) throw e;
+            error = e;
           }
           if (ac.signal.aborted) return;
-          await sleep(Math.min(max, base * 2 ** Math.max(0, failures - 1)), ac.signal);
+          // a failed attempt, or a stream that closed before its first event: the backoff grows
+          if (error !== null || !any) {
+            if (++failures >= maxAttempts) throw error ?? new AirlockApiError("server_unreachable", 0, `the event stream of ${sessionId} closed ${failures} times in a row before any event`);
+          }
+          await sleep(Math.min(maxDelay, firstDelay * 2 ** Math.max(0, failures - 1)), ac.signal);
         }
       } finally {
         o.signal?.removeEventListener("abort", onAbort);

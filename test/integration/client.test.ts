@@ -131,6 +131,14 @@ test("events() opens with the snapshot, and after the server goes away and comes
   const first = await again.next();
   expect(first.value).toMatchObject({ type: "snapshot", data: { session: { id: s.id } } });
   await again.return(undefined);
+
+  // a 4xx ends the iteration with the error at once (no retry)
+  const unknown = await airlock.events("ses_nope", { baseDelayMs: 20 }).next().then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(unknown).toBeInstanceOf(AirlockApiError);
+  expect(unknown).toMatchObject({ code: "session_not_found", status: 404 });
 });
 
 test("the Node bundle (client/dist/index.js) works from a real node process with fetch only", async () => {
