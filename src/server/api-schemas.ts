@@ -115,7 +115,7 @@ export type AuditRow = z.infer<typeof AuditRow>;
 export const AuditList = z.strictObject({ audit: z.array(AuditRow) });
 export type AuditList = z.infer<typeof AuditList>;
 
-/** A schedule as the API shows it (scheduler/store.ts `Schedule`, without the recipe text). */
+/** A schedule as the API shows it (scheduler/scheduler.ts `ScheduleView`: without the recipe text, with its next fire and running run). */
 export const Schedule = z.strictObject({
   id: z.string(),
   name: z.string(),
@@ -125,6 +125,10 @@ export const Schedule = z.strictObject({
   enabled: z.boolean(),
   created_at: z.string(),
   last_fire_at: z.string().nullable(),
+  /** ISO time of the next cron fire, null when none (scheduler/scheduler.ts `ScheduleView`). */
+  next_fire_at: z.string().nullable(),
+  /** The run going on now, if any. */
+  running_run_id: z.string().nullable(),
 });
 export type Schedule = z.infer<typeof Schedule>;
 

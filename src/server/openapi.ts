@@ -262,7 +262,8 @@ function buildDocument(): Json {
       version,
       description: "The HTTP API of `airlock serve` (docs/api.md, SPEC §6). Every route but /health and the console's files needs `Authorization: Bearer <api-token>`.",
     },
-    servers: [{ url: "http://127.0.0.1:7420" }],
+    // relative: the server that served this document (default http://127.0.0.1:7420, server.host / server.port)
+    servers: [{ url: "/", description: "the airlock serve that answered GET /openapi.json" }],
     security: [{ bearer: [] }],
     tags: [...new Set(API_ROUTES.map((r) => r.tag))].map((name) => ({ name })),
     paths,

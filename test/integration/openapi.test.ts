@@ -134,6 +134,20 @@ describe("GET /openapi.json", () => {
     expect(audit.audit.length).toBeGreaterThan(0);
     await check("get", "/schedules", "/schedules");
     await check("get", "/runs", "/runs");
+    const sch = await check("post", "/schedules", "/schedules", { json: { cron: "0 3 1 1 *", recipe_path: "/r.yaml", recipe_text: 'name: yearly\ninstructions: "check"\n' } });
+    await check("get", "/schedules", "/schedules");
+    await check("get", "/schedules/:id", `/schedules/${sch.id}`);
+    await check("get", "/schedules/:id/runs", `/schedules/${sch.id}/runs`);
+    await check("delete", "/schedules/:id", `/schedules/${sch.id}`);
+    // the snapshots of both SSE routes that open with one match the schemas the document gives them
+    const sseSchemas = (path: string) => (API_ROUTES.find((x) => x.path === path)!.ok as { sse: Record<string, z.ZodType> }).sse;
+    for (const [path, url] of [["/sessions/:id/events", `/sessions/${s.id}/events`], ["/console/events", "/console/events"]] as const) {
+      const stream = await harnessSse(h, url);
+      const snap = await stream.waitFor((e) => e.event === "snapshot");
+      stream.close();
+      const r = sseSchemas(path).snapshot!.safeParse(snap.data);
+      if (!r.success) throw new Error(`${url} snapshot: ${JSON.stringify(r.error.issues)}`);
+    }
     // every event of the turn matches its event schema in the document's registry
     const sse = API_ROUTES.find((x) => x.path === "/sessions/:id/reply")!.ok as { sse: Record<string, z.ZodType> };
     for (const e of reply.events) expect([e.event, sse.sse[e.event]!.safeParse(e.data).success]).toEqual([e.event, true]);
