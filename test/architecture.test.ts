@@ -5,6 +5,9 @@
  * its place here.
  */
 import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse } from "@babel/parser";
 import { measure, roomOf } from "../scripts/architecture.ts";
 
 /** Rooms from the bottom up; a room may import rooms in lower layers only (its own room freely). */
@@ -58,5 +61,22 @@ describe("architecture", () => {
   test("the measure sees the whole tree (a parser failure would hide imports)", () => {
     expect(arch.modules.length).toBeGreaterThan(100);
     expect(arch.modules.find((m) => m.path === "src/runtime.ts")?.imports).toContain("src/gate/gate.ts");
+  });
+
+  test("client/ sits above src/: it imports src/ (and zod) for types only, and nothing in src/ imports it", () => {
+    const dir = join(import.meta.dir, "..", "client");
+    const runtime: string[] = [];
+    for (const name of readdirSync(dir).filter((n) => n.endsWith(".ts"))) {
+      const ast = parse(readFileSync(join(dir, name), "utf8"), { sourceType: "module", plugins: ["typescript"] });
+      for (const st of ast.program.body) {
+        if (st.type !== "ImportDeclaration" && st.type !== "ExportNamedDeclaration" && st.type !== "ExportAllDeclaration") continue;
+        const from = (st as { source?: { value: string } | null }).source?.value;
+        if (!from || from.startsWith("node:")) continue;
+        const typeOnly = (st as { importKind?: string; exportKind?: string }).importKind === "type" || (st as { exportKind?: string }).exportKind === "type";
+        if (!typeOnly) runtime.push(`client/${name} → ${from}`);
+      }
+    }
+    expect(runtime).toEqual([]);
+    expect(arch.modules.flatMap((m) => m.imports.filter((i) => i.startsWith("client/")).map((i) => `${m.path} → ${i}`))).toEqual([]);
   });
 });

@@ -12,6 +12,7 @@ import { AirlockError, assertNever } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { sseResponse } from "../bus/sse.ts";
 import { ancestors, sessionName } from "../session/graph.ts";
+import type { CardPreview, ChainLink, ConsoleCard, ConsoleSnapshot } from "./api-schemas.ts";
 import type { ConsoleAssets } from "./bundle.ts";
 import { EMBEDDED } from "./embedded.ts";
 import { previewCard } from "./preview.ts";
@@ -78,14 +79,8 @@ export function consolePublicRoutes(): Hono {
   return app;
 }
 
-/** One link of a card's chain: a session id and the name shown for it. */
-export interface ChainLink {
-  id: string;
-  name: string;
-}
-
-/** A card as the console's feed sends it: with its chain (root first, home last) and the session to answer from (the root). */
-export type ConsoleCard = Card & { chain: ChainLink[]; answer_in: string };
+/** A chain link, and a card as the console's feed sends it: their schemas are in console/api-schemas.ts. */
+export type { ChainLink, ConsoleCard };
 
 /** The name a session shows in a chain label (session/graph.ts). */
 export { sessionName };
@@ -98,7 +93,7 @@ export function withChain(rt: Pick<Runtime, "store">, card: Card): ConsoleCard {
 }
 
 /** The feed's opening state: recent sessions (newest first), the sessions running a turn, every pending card. */
-export function feedSnapshot(rt: Runtime): Record<string, unknown> {
+export function feedSnapshot(rt: Runtime): ConsoleSnapshot {
   const cards: ConsoleCard[] = [];
   for (const c of rt.cards.listAll()) {
     try {
@@ -177,7 +172,7 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
     const card = rt.cards.listForSession(id).find((x) => x.request_id === rid);
     if (!card) throw new AirlockError("not_found", `no pending card ${rid} in session ${id}; list them with GET /sessions/${id}/actions`);
     const home = rt.store.requireSession(card.home_session_id);
-    return c.json(previewCard(card, home.workspace, rt.dataDir));
+    return c.json(previewCard(card, home.workspace, rt.dataDir) satisfies CardPreview);
   });
 
   return app;

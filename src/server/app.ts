@@ -10,9 +10,11 @@ import { consoleApiRoutes, consolePublicRoutes } from "../console/routes.ts";
 import { AirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { join } from "node:path";
+import type { Health } from "./api-schemas.ts";
 import { apiErrorHandler, notFoundResponse } from "./error-response.ts";
 import { bearerAuth } from "./middleware/auth.ts";
 import { hostGuard } from "./middleware/host.ts";
+import { openApiDocument } from "./openapi.ts";
 import { actionsRoutes } from "./routes/actions.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { schedulesRoutes } from "./routes/schedules.ts";
@@ -54,8 +56,10 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   // `notify`: notifications sent and failed since start (counts only: /health needs no token)
   app.get("/health", (c) => {
     const n = rt.notify.stats();
-    return c.json({ status: "ok", version, notify: { sent: n.sent, failed: n.failed } });
+    return c.json({ status: "ok", version, notify: { sent: n.sent, failed: n.failed } } satisfies Health);
   });
+  // The OpenAPI 3.1 document of these routes (server/openapi.ts), behind the token like the rest.
+  app.get("/openapi.json", (c) => c.body(openApiDocument().text, 200, { "content-type": "application/json; charset=utf-8" }));
   app.route("/", sessionRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
   // Cards (the gate engineer's routes): GET /actions, GET /sessions/:id/actions, POST /sessions/:id/actions/:request_id.
   app.route("/", actionsRoutes(rt));

@@ -13,12 +13,14 @@ import type { Cards } from "../../card/pending.ts";
 import { APPROVER_HEADER } from "../../card/authority.ts";
 import type { Store } from "../../store/store.ts";
 import type { SessionRules } from "../../store/session-rules.ts";
+import type { CardList, CardOutcome, SessionRuleList, SessionRuleRemoved } from "../api-schemas.ts";
 import { parseBody } from "../validate.ts";
 
 export const DecisionBody = z.strictObject({
   decision: z.enum(["allow_once", "allow_session", "deny"]),
   reason: z.string().max(2000).optional(),
 });
+export type DecisionBody = z.input<typeof DecisionBody>;
 
 /** What the routes need from the runtime. */
 export interface ActionsRuntime {
@@ -31,12 +33,12 @@ export interface ActionsRuntime {
 export function actionsRoutes(rt: ActionsRuntime): Hono {
   const app = new Hono();
 
-  app.get("/actions", (c) => c.json({ actions: rt.cards.listAll() }));
+  app.get("/actions", (c) => c.json({ actions: rt.cards.listAll() } satisfies CardList));
 
   app.get("/sessions/:id/actions", (c) => {
     const id = c.req.param("id");
     rt.store.requireSession(id);
-    return c.json({ actions: rt.cards.listForSession(id) });
+    return c.json({ actions: rt.cards.listForSession(id) } satisfies CardList);
   });
 
   app.post("/sessions/:id/actions/:request_id", async (c) => {
@@ -51,7 +53,7 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
       ...(body.reason ? { reason: body.reason } : {}),
     });
     if (!r.ok) throw r.error;
-    return c.json(r.outcome, 200);
+    return c.json(r.outcome satisfies CardOutcome, 200);
   });
 
   // No session named: the answer is posted at the card's root surface, the one it was relayed to (Cards.answerSurface).
@@ -64,20 +66,20 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
       ...(body.reason ? { reason: body.reason } : {}),
     });
     if (!r.ok) throw r.error;
-    return c.json(r.outcome, 200);
+    return c.json(r.outcome satisfies CardOutcome, 200);
   });
 
   app.get("/sessions/:id/rules", (c) => {
     const id = c.req.param("id");
     rt.store.requireSession(id);
-    return c.json({ rules: rt.sessionRules.list(id) });
+    return c.json({ rules: rt.sessionRules.list(id) } satisfies SessionRuleList);
   });
 
   app.delete("/sessions/:id/rules/:rule_id", (c) => {
     const id = c.req.param("id");
     rt.store.requireSession(id);
     const removed = rt.sessionRules.remove(id, c.req.param("rule_id"), "http");
-    return c.json({ removed }, 200);
+    return c.json({ removed } satisfies SessionRuleRemoved, 200);
   });
 
   return app;

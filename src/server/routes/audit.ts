@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import { AuditQueryParams, queryAudit } from "../../store/audit-log.ts";
 import type { Store } from "../../store/store.ts";
+import type { AuditList } from "../api-schemas.ts";
 import { parseQuery } from "../validate.ts";
 
 /** What the route needs from the runtime. */
@@ -23,7 +24,7 @@ export function auditRoutes(rt: AuditRuntime): Hono {
   const app = new Hono();
   app.get("/audit", (c) => {
     const q = parseQuery(c, AuditQueryParams);
-    return c.json({ audit: queryAudit(rt.store, q) });
+    return c.json({ audit: queryAudit(rt.store, q) } satisfies AuditList);
   });
   return app;
 }

@@ -14,6 +14,7 @@ import { AirlockError } from "../../errors.ts";
 import type { Scheduler } from "../../scheduler/scheduler.ts";
 import { schedulerFor, type SchedulerHost } from "../../scheduler/service.ts";
 import type { Run } from "../../scheduler/store.ts";
+import type { RunList, RunView, Schedule, ScheduleDeleted, ScheduleList } from "../api-schemas.ts";
 import { apiErrorHandler, errorResponse } from "../error-response.ts";
 
 /** `POST /schedules` body. Give the recipe's absolute path (read by the server) and/or its text. */
@@ -33,7 +34,7 @@ export type NewScheduleBody = z.infer<typeof NewScheduleBody>;
  * finished, plus `run_id`, `schedule_id`, `schedule_removed`, `trigger`, `started_at`, `finished_at` and `reason`. While it goes on,
  * or when it was skipped, `status` is `running` / `skipped` and `result` is null.
  */
-export function runView(run: Run): Record<string, unknown> {
+export function runView(run: Run): RunView {
   const base = {
     session_id: run.session_id,
     status: run.status,
@@ -49,11 +50,21 @@ export function runView(run: Run): Record<string, unknown> {
   return { ...obj, run_id: run.id, schedule_id: run.schedule_id, schedule_removed: run.schedule_removed, trigger: run.trigger, started_at: run.started_at, finished_at: run.finished_at, reason: run.reason };
 }
 
-/** `?limit=N` of the run lists: an integer 1–1000, default 100. @throws AirlockError `bad_request`. */
+/** The query of the run lists (`GET /runs`, `GET /schedules/:id/runs`): `limit`, digits, an integer 1–1000 (absent: 100). */
+export const RunsQuery = z.object({
+  limit: z
+    .string()
+    .regex(/^\d{1,7}$/)
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(1000))
+    .optional(),
+});
+
+/** `?limit=N` of the run lists, read with {@link RunsQuery}: an integer 1–1000, default 100. @throws AirlockError `bad_request`. */
 function runsLimit(c: Context): number {
-  const limit = Number(c.req.query("limit") ?? 100);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new AirlockError("bad_request", "query: limit: expected an integer from 1 to 1000");
-  return limit;
+  const r = RunsQuery.safeParse({ limit: c.req.query("limit") });
+  if (!r.success) throw new AirlockError("bad_request", "query: limit: expected an integer from 1 to 1000");
+  return r.data.limit ?? 100;
 }
 
 async function jsonBody(c: Context): Promise<unknown> {
@@ -73,7 +84,7 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedu
   // the same renderer as the app's (these routes also run on their own, in tests)
   app.onError(apiErrorHandler({ dbPath: rt.store.db.filename }));
 
-  app.get("/schedules", (c) => c.json({ schedules: scheduler.list() }));
+  app.get("/schedules", (c) => c.json({ schedules: scheduler.list() } satisfies ScheduleList));
 
   app.post("/schedules", async (c) => {
     const parsed = NewScheduleBody.safeParse(await jsonBody(c), { reportInput: true });
@@ -92,19 +103,19 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedu
       }
     }
     const s = scheduler.add({ cron: b.cron, recipe_path: b.recipe_path, recipe_text: text, ...(b.name ? { name: b.name } : {}), ...(b.params ? { params: b.params } : {}) });
-    return c.json(s, 201);
+    return c.json(s satisfies Schedule, 201);
   });
 
   app.get("/schedules/:id", (c) => {
     const s = scheduler.get(c.req.param("id"));
     if (!s) throw new AirlockError("not_found", `no schedule ${c.req.param("id")}; list schedules with GET /schedules`);
-    return c.json(s);
+    return c.json(s satisfies Schedule);
   });
 
   app.delete("/schedules/:id", (c) => {
     const id = c.req.param("id");
     if (!scheduler.remove(id)) throw new AirlockError("not_found", `no schedule ${id}; list schedules with GET /schedules`);
-    return c.json({ id, deleted: true });
+    return c.json({ id, deleted: true } satisfies ScheduleDeleted);
   });
 
   app.post("/schedules/:id/run", (c) => {
@@ -117,11 +128,11 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedu
   });
 
   app.get("/schedules/:id/runs", (c) => {
-    return c.json({ runs: scheduler.runs(c.req.param("id"), runsLimit(c)).map(runView) });
+    return c.json({ runs: scheduler.runs(c.req.param("id"), runsLimit(c)).map(runView) } satisfies RunList);
   });
 
   app.get("/runs", (c) => {
-    return c.json({ runs: scheduler.allRuns(runsLimit(c)).map(runView) });
+    return c.json({ runs: scheduler.allRuns(runsLimit(c)).map(runView) } satisfies RunList);
   });
 
   app.get("/runs/:id", (c) => {

@@ -12,6 +12,7 @@ import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
 import type { Runtime } from "../../runtime.ts";
 import { sseResponse } from "../../bus/sse.ts";
+import type { CancelAnswer, SessionCreated, SessionDetail, SessionList } from "../api-schemas.ts";
 import { parseBody } from "../validate.ts";
 
 export const CreateSessionBody = z.strictObject({
@@ -31,9 +32,12 @@ export const CreateSessionBody = z.strictObject({
   title: z.string().max(200).optional(),
 });
 
+export type CreateSessionBody = z.input<typeof CreateSessionBody>;
+
 export const ReplyBody = z.strictObject({
   message: z.string().min(1),
 });
+export type ReplyBody = z.input<typeof ReplyBody>;
 
 /** `GET /sessions`: how many sessions when `?limit=` is absent, and the most it may ask for (docs/api.md). */
 export const DEFAULT_LIST_LIMIT = 200;
@@ -84,18 +88,18 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const session = rt.createSession(body);
     // a root's hooks from Claude Code's settings: an untrusted workspace's are not run, and the reply says so
     const warnings = session.parent_session_id ? [] : rt.hookNotes(session.id);
-    return c.json(warnings.length ? { ...session, warnings } : session, 201);
+    return c.json((warnings.length ? { ...session, warnings } : session) satisfies SessionCreated, 201);
   });
 
   app.get("/sessions", (c) => {
     const limit = parseListLimit(c.req.query("limit"));
-    return c.json({ sessions: rt.store.listSessions({ limit }) });
+    return c.json({ sessions: rt.store.listSessions({ limit }) } satisfies SessionList);
   });
 
   app.get("/sessions/:id", (c) => {
     const id = c.req.param("id");
     const session = rt.store.requireSession(id);
-    return c.json({ ...session, in_flight: rt.inflight.has(id), messages: rt.store.listMessages(id), turns: rt.store.listTurns(id) });
+    return c.json({ ...session, in_flight: rt.inflight.has(id), messages: rt.store.listMessages(id), turns: rt.store.listTurns(id) } satisfies SessionDetail);
   });
 
   app.post("/sessions/:id/reply", async (c) => {
@@ -151,7 +155,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const id = c.req.param("id");
     rt.store.requireSession(id);
     const cancelled = rt.cancel(id, "cancelled by POST /cancel");
-    return c.json({ session_id: id, cancelled });
+    return c.json({ session_id: id, cancelled } satisfies CancelAnswer);
   });
 
   return app;
