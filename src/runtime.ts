@@ -12,6 +12,7 @@ import systemPrompt from "./agent/system.txt" with { type: "text" };
 import systemPromptDirect from "./agent/system-direct.txt" with { type: "text" };
 import systemPromptBoth from "./agent/system-both.txt" with { type: "text" };
 import { AgentHooks } from "./agent/hooks.ts";
+import { contextTokensFor, HistoryCompactor } from "./agent/compact.ts";
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
 import type { Provider, ProviderOptions } from "./agent/providers/provider.ts";
 import { ProviderSelector } from "./agent/providers/select.ts";
@@ -189,6 +190,8 @@ class AirlockRuntime implements Runtime {
   private readonly providers: ProviderSelector;
   /** The hook events around turns, cards and the runtime's end (agent/hooks.ts). */
   private readonly hooks: AgentHooks;
+  /** Shrinks what is sent as a session's history nears its model's context (agent/compact.ts). */
+  private readonly compactor: HistoryCompactor;
   private readonly running = new Set<Promise<TurnResult>>();
   /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
   private readonly resources = new AsyncDisposableStack();
@@ -265,6 +268,7 @@ class AirlockRuntime implements Runtime {
         transcriptPath: (id) => this.transcriptPath(id),
       });
       this.resources.defer(this.hooks.watchCards());
+      this.compactor = new HistoryCompactor({ hooks: this.hooks, contextTokens: (session) => contextTokensFor(this.providers.providerConfigOf(session)) });
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
       for (const t of builtInTools(this.scripts, this.subagentPort())) this.registry.register(t);
       for (const s of mcp.sources()) this.registry.registerSource(s);
@@ -416,6 +420,7 @@ class AirlockRuntime implements Runtime {
         maxIterations: config.limits.max_iterations,
         model: session.model,
         hooks: this.hooks,
+        shrink: this.compactor,
       },
       session,
       message,
