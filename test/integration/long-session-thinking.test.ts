@@ -93,7 +93,8 @@ describe("long sessions with Anthropic thinking", () => {
     expect(violations).toEqual([]);
     expect(r.error).toBeNull();
     expect(r).toMatchObject({ status: "completed", answer: `read ${CALLS} files`, tool_calls: CALLS });
-    expect(summaries + fake.requests.filter((b) => JSON.stringify(b.messages).includes("[tool output elided: ")).length).toBeGreaterThan(0);
+    expect(summaries).toBeGreaterThan(0);
+    expect(fake.requests.filter((b) => JSON.stringify(b.messages).includes("[tool output elided: ")).length).toBeGreaterThan(0);
     // thinking was on, and stayed on wherever its blocks could go back unchanged
     expect(withThinking).toBeGreaterThan(CALLS / 2);
     // the stored messages keep their thinking state
