@@ -145,6 +145,7 @@ export class HistoryCompactor implements HistoryShrinker {
    */
   async prepare(turn: HookTurn, req: { messages: Message[]; system: string; tools: ToolSpec[]; provider: Provider; model?: string }): Promise<Message[]> {
     const limit = this.deps.contextTokens(turn.session);
+    if (limit === null) return req.messages;
     const st = this.state(turn.session.id);
     const fixed = estimateTextTokens(req.system) + estimateTextTokens(JSON.stringify(req.tools));
     const size = (m: Message): number => {
@@ -157,7 +158,7 @@ export class HistoryCompactor implements HistoryShrinker {
     };
     let sent = applyShrink(req.messages, st, turn.session.id);
     let raw = fixed + sumTokens(sent, st, size);
-    if (limit !== null && raw * st.ratio > limit * TRIGGER_SHARE) {
+    if (raw * st.ratio > limit * TRIGGER_SHARE) {
       const d = await this.deps.hooks?.preCompact(turn, "auto", "");
       if (turn.signal.aborted) throw new AirlockError("cancelled", "the turn was cancelled");
       if (d?.stop !== undefined) throw new AirlockError("hook_stopped", `a PreCompact hook stopped the turn before the history was shrunk (continue: false): ${d.stop}`);
