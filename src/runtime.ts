@@ -9,7 +9,10 @@
 import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import systemPrompt from "./agent/system.txt" with { type: "text" };
+import systemPromptDirect from "./agent/system-direct.txt" with { type: "text" };
+import systemPromptBoth from "./agent/system-both.txt" with { type: "text" };
 import { AgentHooks } from "./agent/hooks.ts";
+import { contextTokensFor, HistoryCompactor } from "./agent/compact.ts";
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
 import type { Provider, ProviderOptions } from "./agent/providers/provider.ts";
 import { ProviderSelector } from "./agent/providers/select.ts";
@@ -38,12 +41,15 @@ import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { TrustStore } from "./store/trust.ts";
 import { builtInTools } from "./tool/host-tools.ts";
 import { McpManager } from "./tool/mcp/index.ts";
-import { isModelRosterTool, ToolRegistry } from "./tool/registry.ts";
+import { offeredToolFilter, ToolRegistry } from "./tool/registry.ts";
 import type { SubagentPort } from "./tool/subagent.ts";
 import { ScriptPool } from "./script/pool.ts";
 import { Notifications } from "./notify/notifier.ts";
 
 export type { CreateSessionInput, StartedTurn, TurnResult };
+
+/** The system prompt for each `tools.offer`: it names the tools the model is offered (src/agent/system*.txt). */
+const SYSTEM_PROMPTS: Readonly<Record<Config["tools"]["offer"], string>> = { code: systemPrompt, direct: systemPromptDirect, both: systemPromptBoth };
 
 /** Per-run overrides a recipe or `airlock run` flags set for a root session and its whole tree. */
 export type RunOverrides = ConfigOverrides;
@@ -188,6 +194,8 @@ class AirlockRuntime implements Runtime {
   private readonly hooks: AgentHooks;
   /** Where a person sets `provider:` — the config file, or the data dir's airlock.yaml to create (messages only). */
   private readonly configFileHint: string;
+  /** Shrinks what is sent as a session's history nears its model's context (agent/compact.ts). */
+  private readonly compactor: HistoryCompactor;
   private readonly running = new Set<Promise<TurnResult>>();
   /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
   private readonly resources = new AsyncDisposableStack();
@@ -264,6 +272,7 @@ class AirlockRuntime implements Runtime {
         transcriptPath: (id) => this.transcriptPath(id),
       });
       this.resources.defer(this.hooks.watchCards());
+      this.compactor = new HistoryCompactor({ hooks: this.hooks, contextTokens: (session) => contextTokensFor(this.providers.providerConfigOf(session)) });
       const mcp = new McpManager({ config: this.config, defaultWorkspace: this.workspace, hiddenPaths: [this.dataDir], log: this.log });
       for (const t of builtInTools(this.scripts, this.subagentPort())) this.registry.register(t);
       for (const s of mcp.sources()) this.registry.registerSource(s);
@@ -409,12 +418,14 @@ class AirlockRuntime implements Runtime {
         inflight: this.inflight,
         gate: this.gate,
         provider: () => this.providerFor(session),
-        system: systemPrompt,
-        // static tools only: listing the MCP sources would start every server on every model call
-        tools: () => this.registry.specs(isModelRosterTool, { sources: false }),
+        system: SYSTEM_PROMPTS[config.tools.offer],
+        // `code`: static tools only (listing the MCP sources would start every server on every turn);
+        // `direct` / `both` offer the MCP servers' tools too, so those are listed (started) once per turn
+        tools: () => this.registry.specs(offeredToolFilter(config.tools.offer), { sources: config.tools.offer !== "code" }),
         maxIterations: config.limits.max_iterations,
         model: session.model,
         hooks: this.hooks,
+        shrink: this.compactor,
       },
       session,
       message,
@@ -500,6 +511,7 @@ class AirlockRuntime implements Runtime {
 export function checkToolPermissions(config: Readonly<Config>, registry: ToolRegistry): void {
   const problems: string[] = [];
   for (const name of Object.keys(config.tools)) {
+    if (name === "offer") continue; // tools.offer: what the model is offered, not a tool
     const why = registry.checkToolName(name);
     if (why) problems.push(`tools.${name}: ${why}`);
   }

@@ -228,10 +228,9 @@ export class AgentHooks implements LoopHooks {
   }
 
   /**
-   * `PreCompact` (Claude Code's hooks reference, "PreCompact"): fired before a session's history is
-   * shrunk, with `trigger` and `custom_instructions`. airlock does not shrink history yet; this is the
-   * call its compaction will make. Cannot block: failures and messages are published as `hook_message`;
-   * `stop` is a `continue: false`.
+   * `PreCompact` (Claude Code's hooks reference, "PreCompact"): fired by agent/compact.ts before what is
+   * sent of a session's history shrinks, with `trigger` and `custom_instructions`. Cannot block:
+   * failures and messages are published as `hook_message`; `stop` is a `continue: false`.
    */
   preCompact(turn: HookTurn, trigger: "manual" | "auto", customInstructions: string): Promise<HookDirective> {
     return this.fire("PreCompact", turn.session, { trigger, custom_instructions: customInstructions }, { turnId: turn.turnId, signal: turn.signal, onFailure: "report" });

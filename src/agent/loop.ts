@@ -10,11 +10,11 @@ import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import type { Bus } from "../bus/bus.ts";
 import { GateContext } from "../gate/context.ts";
 import { newId } from "../ids.ts";
-import type { Session, ToolCallRequest } from "../session/types.ts";
+import type { Message, Session, ToolCallRequest } from "../session/types.ts";
 import type { Store } from "../store/store.ts";
 import type { ToolOutcome, ToolSpec } from "../tool/tool.ts";
 import type { Inflight } from "../session/inflight.ts";
-import type { Provider } from "./providers/provider.ts";
+import type { Provider, TokenUsage } from "./providers/provider.ts";
 
 /** The part of the gate the loop needs (src/gate/gate.ts implements it). */
 export interface GateLike {
@@ -51,6 +51,16 @@ export interface LoopDeps {
   model?: string | null;
   /** The hook events around the turn (agent/hooks.ts `AgentHooks`); none run when absent. */
   hooks?: LoopHooks;
+  /** Shrinks what is sent as the history nears the model's context (agent/compact.ts); everything is sent when absent. */
+  shrink?: HistoryShrinker;
+}
+
+/** The loop's port to history shrinking (agent/compact.ts `HistoryCompactor`): called once before, and once after, each model call. */
+export interface HistoryShrinker {
+  /** The messages to send: the stored history, or a shrunk copy (the store is never changed). @throws AirlockError (`hook_stopped`, a summary call's provider error): the turn fails. */
+  prepare(turn: HookTurn, req: { messages: Message[]; system: string; tools: ToolSpec[]; provider: Provider; model?: string }): Promise<Message[]>;
+  /** The usage the provider reported for the request just sent (calibrates the estimate). */
+  observe(sessionId: string, usage: TokenUsage | undefined): void;
 }
 
 /** The turn a hook event fires in: its session, its id, and its signal (aborting it kills the hooks). */
@@ -158,16 +168,20 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         );
       }
       result.iterations++;
+      const history = store.listMessages(sid);
+      const messages = deps.shrink ? await untilAborted(deps.shrink.prepare(hookTurn, { messages: history, system: deps.system, tools, provider, ...(deps.model ? { model: deps.model } : {}) }), signal) : history;
+      throwIfAborted(signal);
       const mt = await untilAborted(provider.complete({
         session: { id: sid, parent_session_id: session.parent_session_id, spawn_index: session.spawn_index },
         ...(deps.model ? { model: deps.model } : {}),
         system: deps.system,
-        messages: store.listMessages(sid),
+        messages,
         tools,
         signal,
         onDelta: (text) => bus.publish(sid, "delta", { session_id: sid, turn_id: turnId, text }),
       }), signal);
       throwIfAborted(signal);
+      deps.shrink?.observe(sid, mt.usage);
       const calls = mt.tool_calls.map((c) => (c.id ? c : { ...c, id: newId("call") }));
       const assistant = store.appendMessage({
         session_id: sid,

@@ -35,6 +35,11 @@ export const ProviderConfig = z.strictObject({
   prompt_caching: z.boolean().optional(),
   /** openai only: send DeepSeek's `reasoning_content` back with tool-calling turns; absent = only when `base_url` is on deepseek.com. */
   replay_reasoning_content: z.boolean().optional(),
+  /**
+   * Input tokens the model accepts (its context window less what it keeps for output). Over it, the
+   * history sent shrinks (agent/compact.ts). Absent = a default for the model's family (`contextTokensFor`).
+   */
+  context_tokens: z.number().int().min(1024).optional(),
 });
 export type ProviderConfig = z.infer<typeof ProviderConfig>;
 
@@ -197,6 +202,21 @@ export const Permissions = z.strictObject({
 });
 export type Permissions = z.infer<typeof Permissions>;
 export const ToolConfig = z.strictObject({ permission: ToolPermission });
+export type ToolConfig = z.infer<typeof ToolConfig>;
+
+/**
+ * What the model is offered (`tools.offer`): `code` — `code_execution__*` and `subagent__*`, every other
+ * tool reached from a script (the shipped default); `direct` — every tool but `code_execution__*`, each
+ * with its own schema; `both` — every tool. Every call is judged by the same gate whatever was offered.
+ */
+export const ToolOffer = z.enum(["code", "direct", "both"]);
+export type ToolOffer = z.infer<typeof ToolOffer>;
+
+/** `tools:` — `offer`, and per-tool permissions keyed by airlock tool name (`developer__shell: {permission: ask}`). */
+export const ToolsConfig = z.object({ offer: ToolOffer.default("code") }).catchall(ToolConfig);
+export type ToolsConfig = z.infer<typeof ToolsConfig>;
+/** What the gate reads of `tools:`: an entry per tool name (`offer` is not a tool name: tool names hold `__`). */
+export type ToolPermissions = Readonly<Record<string, ToolConfig | ToolOffer | undefined>>;
 
 /** The events a notifier may be sent (docs/notify.md): a card parked or ended, a run finished, a run blocked. */
 export const NOTIFY_EVENTS = ["card_parked", "card_resolved", "run_finished", "run_blocked"] as const;
@@ -287,8 +307,8 @@ export const Config = z.strictObject({
   approvals: z.strictObject({ ttl_seconds: z.number().int().positive().default(3600) }).default({ ttl_seconds: 3600 }),
   hooks: HooksConfig.default(HooksConfig.parse({})),
   limits: Limits.default(Limits.parse({})),
-  /** Per-tool permission (`allow | ask | deny`), keyed by airlock tool name. */
-  tools: z.record(z.string(), ToolConfig).default({}),
+  /** What the model is offered (`offer`) and per-tool permission (`allow | ask | deny`), keyed by airlock tool name. */
+  tools: ToolsConfig.prefault({}),
   permissions: Permissions.default({ allow: [], ask: [], deny: [], import_claude_settings: false, tests: [] }),
   mcp_servers: z
     .record(z.string().regex(/^[a-zA-Z0-9-]+$/, "server names are letters, digits and '-'"), McpServerConfig)

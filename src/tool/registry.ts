@@ -4,7 +4,8 @@
  * dynamic sources listed on demand (an MCP server `fs` is a source with prefix `fs__`).
  * The gate resolves names here; the loop and `code_execution__list_tools` read specs from here.
  */
-import { AirlockError } from "../errors.ts";
+import type { ToolOffer } from "../config/schema.ts";
+import { AirlockError, assertNever } from "../errors.ts";
 import { toolSpec, type ToolDef, type ToolSpec } from "./tool.ts";
 
 /** A dynamic group of tools sharing a name prefix (e.g. an MCP server). `list()` may be slow (start-up). */
@@ -186,6 +187,24 @@ export class ToolRegistry {
 /** The roster offered to the model by default (SPEC §4): `code_execution__*` plus `subagent__*`. */
 export function isModelRosterTool(def: ToolDef): boolean {
   return def.name.startsWith("code_execution__") || def.name.startsWith("subagent__");
+}
+
+/**
+ * The filter of the roster offered to the model for `tools.offer` (SPEC §4): `code` → {@link isModelRosterTool};
+ * `direct` → every tool but `code_execution__*` (the shell, file tools, interpreters, subagents, MCP tools,
+ * each with its own schema); `both` → every tool. What is offered changes nothing in how a call is judged.
+ */
+export function offeredToolFilter(offer: ToolOffer): (def: ToolDef) => boolean {
+  switch (offer) {
+    case "code":
+      return isModelRosterTool;
+    case "direct":
+      return (def) => !def.name.startsWith("code_execution__");
+    case "both":
+      return () => true;
+    default:
+      return assertNever(offer, "tools.offer");
+  }
 }
 
 /** What a script may call: every tool except `code_execution__*` and those marked `scriptable: false`. */

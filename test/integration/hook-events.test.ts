@@ -98,7 +98,7 @@ subagents:
     expect(r).toMatchObject({ status: "completed", answer: "all done" });
     const child = h.rt.store.listSessions({ parent: s.id })[0]!;
     const writeCall = h.rt.store.listMessages(s.id).find((m) => m.tool_calls?.[0]?.name === "developer__write_file")!.tool_calls![0]!;
-    // PreCompact has no caller yet (no history shrinking): fire it as compaction will
+    // PreCompact fired directly, with trigger "manual" (history shrinking fires it with "auto": test/integration/long-session.test.ts)
     const compactHooks = new AgentHooks({ bus: h.rt.bus, store: h.rt.store, configFor: (x) => h!.rt.configFor(x), tool: (n) => h!.rt.registry.get(n), transcriptPath: (id) => h!.rt.transcriptPath(id) });
     await compactHooks.preCompact({ session: h.rt.store.requireSession(s.id), turnId: r.turn_id, signal: new AbortController().signal }, "manual", "keep the test names");
     await waitForBus(h.rt, () => said.some((m) => m.event === "Notification"), 60_000);

@@ -42,6 +42,11 @@ export class ProviderSelector {
     return p;
   }
 
+  /** The session's effective provider config (its own provider name and model over its tree's config). @throws as `configFor`, and `bad_request` for an unknown provider name. */
+  providerConfigOf(session: Session): ProviderConfig {
+    return this.providerConfigFor(session, this.deps.configFor(session).provider);
+  }
+
   /**
    * Builds the config's own provider now (and keeps it), so a configuration error — an unreadable or
    * invalid `provider.script`, an unset API key variable, no model ({@link checkProviderConfig}) — fails

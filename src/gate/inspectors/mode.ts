@@ -7,7 +7,7 @@
  * (`code_execution__list_tools`). Script and subagent tools count as read-only: their inner calls are judged one by one.
  * Decided by the tool's registry entry (`readOnly`, `inert`), never by its name.
  */
-import type { Config, Mode } from "../../config/schema.ts";
+import type { Mode, ToolPermissions } from "../../config/schema.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import type { DenyVerdict, Verdict } from "../verdict.ts";
 import { toolConfigVerdict } from "./tool-config.ts";
@@ -30,7 +30,7 @@ export function isReadOnlyForMode(def: Pick<ToolDef, "name" | "readOnly">, args:
 }
 
 /** The mode/tool-config verdict for one call. */
-export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly" | "inert">, args: unknown, mode: Mode, tools: Config["tools"]): Verdict {
+export function modeVerdict(def: Pick<ToolDef, "name" | "readOnly" | "inert">, args: unknown, mode: Mode, tools: ToolPermissions): Verdict {
   if (mode === "chat") return chatRefusal(def.name);
   const configured = toolConfigVerdict(def.name, tools);
   if (configured) return configured;
@@ -57,7 +57,7 @@ function chatRefusal(name: string): DenyVerdict {
  * tool's name lists its server's tools, which starts the server): every call in `chat` mode, and a name
  * whose per-tool permission is `deny`. Null when the name alone decides nothing.
  */
-export function nameRefusal(name: string, mode: Mode, tools: Config["tools"]): DenyVerdict | null {
+export function nameRefusal(name: string, mode: Mode, tools: ToolPermissions): DenyVerdict | null {
   if (mode === "chat") return chatRefusal(name);
   const v = toolConfigVerdict(name, tools);
   return v?.kind === "deny" ? v : null;

@@ -2,13 +2,14 @@
  * @module gate/inspectors/tool-config
  * Per-tool permission from `config.tools[name].permission` (`allow | ask | deny`), keyed by airlock's tool name.
  */
-import type { Config } from "../../config/schema.ts";
+import type { ToolPermissions } from "../../config/schema.ts";
 import type { Verdict } from "../verdict.ts";
 import { assertNever } from "../../errors.ts";
 
 /** The configured verdict for `name`, or null when the config says nothing about it. */
-export function toolConfigVerdict(name: string, tools: Config["tools"]): Verdict | null {
-  const p = tools[name]?.permission;
+export function toolConfigVerdict(name: string, tools: ToolPermissions): Verdict | null {
+  const entry = tools[name];
+  const p = typeof entry === "object" ? entry.permission : undefined;
   switch (p) {
     case undefined:
       return null;
