@@ -14,6 +14,8 @@ import type { Card } from "../bus/events.ts";
 import type { Decision } from "../card/authority.ts";
 import { assertNever } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
+import type { Session } from "../session/types.ts";
+import type { ClientFiles } from "../tool/tool.ts";
 import { ancestors, sessionName } from "../session/graph.ts";
 import type { CommonOptions } from "./context.ts";
 import { version as AIRLOCK_VERSION } from "../../package.json" with { type: "json" };
@@ -103,6 +105,8 @@ export async function acp(opts: AcpOptions): Promise<number> {
 export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean; log: (line: string) => void }): Acp.AgentApp {
   const sessions = new Map<string, AcpSession>();
   let canAsk = !opts.headless;
+  /** The client's fs methods, from `initialize`. */
+  let fs = { readTextFile: false, writeTextFile: false };
   let client: Acp.AgentContext | undefined;
   const { methods, RequestError } = sdk;
 
@@ -253,12 +257,40 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
       if (decision !== "deny") rt.cards.resolve(card.request_id, "deny", { sessionId: s.root, actor: "acp", reason: `the allow was refused: ${r.error.message}` });
       return;
     }
-    if (decision !== "deny") {
-      const call = s.calls.get(toolCallId);
-      if (call) call.running = true;
-      update(s, { sessionUpdate: "tool_call_update", toolCallId, status: "in_progress" });
+  };
+
+  /** The gate lets a call run: shown `in_progress` (once). */
+  const onRun = (r: { session_id: string; call_id: string }): void => {
+    for (const s of sessions.values()) {
+      if (!inTree(s, r.session_id)) continue;
+      const key = `${r.session_id}:${r.call_id}`;
+      const call = s.calls.get(key);
+      if (!call || call.running) return;
+      call.running = true;
+      update(s, { sessionUpdate: "tool_call_update", toolCallId: key, status: "in_progress" });
+      return;
     }
   };
+
+  /** The editor's fs methods for the file tools of a session in one of this connection's trees (when the client offers them). */
+  const clientFilesFor = (session: Session): ClientFiles | undefined => {
+    const c = client;
+    if (!c || (!fs.readTextFile && !fs.writeTextFile)) return undefined;
+    const s = [...sessions.values()].find((x) => inTree(x, session.id));
+    if (!s) return undefined;
+    const files: ClientFiles = {};
+    if (fs.readTextFile) {
+      files.readTextFile = async (path, signal) => (await c.request(methods.client.fs.readTextFile, { sessionId: s.root, path }, { cancellationSignal: signal, stopWaitingOnCancel: true })).content;
+    }
+    if (fs.writeTextFile) {
+      files.writeTextFile = async (path, content, signal) => {
+        await c.request(methods.client.fs.writeTextFile, { sessionId: s.root, path, content }, { cancellationSignal: signal, stopWaitingOnCancel: true });
+      };
+    }
+    return files;
+  };
+  const offGate = [rt.gate.onRun(onRun), rt.gate.useClientFiles(clientFilesFor)];
+  rt.onClose(() => offGate.forEach((off) => off()));
 
   const app = sdk
     .agent({ name: "airlock" })
@@ -268,6 +300,8 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
     .onRequest(methods.agent.initialize, ({ params }) => {
       const meta = params.clientCapabilities?._meta as { airlock?: { requestPermission?: unknown } } | null | undefined;
       if (meta?.airlock?.requestPermission === false) canAsk = false;
+      fs = { readTextFile: params.clientCapabilities?.fs?.readTextFile === true, writeTextFile: params.clientCapabilities?.fs?.writeTextFile === true };
+      if (fs.readTextFile || fs.writeTextFile) opts.log(`airlock acp: file tools ${[fs.readTextFile && "read", fs.writeTextFile && "write"].filter(Boolean).join(" and ")} through the editor (fs/*_text_file), after airlock's own checks`);
       if (!canAsk) opts.log("airlock acp: no permission requests (headless): every call that needs a person is refused no_human_surface");
       return {
         protocolVersion: sdk.PROTOCOL_VERSION,

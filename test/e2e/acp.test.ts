@@ -36,9 +36,15 @@ interface AcpRun {
 
 const running: AcpRun[] = [];
 
-/** Spawns `airlock acp` and connects the SDK client (initialize sent with `capabilities`). */
-async function startAcp(capabilities: acp.ClientCapabilities = {}): Promise<AcpRun> {
-  const proc = Bun.spawn([bin, "acp", "--data-dir", dir, "--config", join(dir, "airlock.yaml")], {
+/** The client's fs methods, for a client that offers them. */
+interface ClientFs {
+  read?(req: acp.ReadTextFileRequest): acp.ReadTextFileResponse;
+  write?(req: acp.WriteTextFileRequest): void;
+}
+
+/** Spawns `airlock acp` on `dataDir` (its airlock.yaml) and connects the SDK client (initialize sent with `capabilities`). */
+async function startAcp(capabilities: acp.ClientCapabilities = {}, dataDir = dir, fs: ClientFs = {}): Promise<AcpRun> {
+  const proc = Bun.spawn([bin, "acp", "--data-dir", dataDir, "--config", join(dataDir, "airlock.yaml")], {
     cwd: dirname(bin),
     stdin: "pipe",
     stdout: "pipe",
@@ -87,6 +93,15 @@ async function startAcp(capabilities: acp.ClientCapabilities = {}): Promise<AcpR
       await waitFor(() => run.respond !== undefined || signal.aborted, "the test to answer the permission request");
       if (signal.aborted) return { outcome: { outcome: "cancelled" } };
       return run.respond!(params, signal);
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+      if (!fs.read) throw acp.RequestError.methodNotFound("fs/read_text_file");
+      return fs.read(params);
+    })
+    .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+      if (!fs.write) throw acp.RequestError.methodNotFound("fs/write_text_file");
+      fs.write(params);
+      return {};
     });
   let finish!: () => void;
   const finished = new Promise<void>((r) => (finish = r));
@@ -105,16 +120,16 @@ async function startAcp(capabilities: acp.ClientCapabilities = {}): Promise<AcpR
 }
 
 /** A new ACP session in its own workspace folder `dir/<name>`. */
-async function newSession(run: AcpRun, name: string): Promise<{ sessionId: string; workspace: string }> {
-  const workspace = join(dir, name);
+async function newSession(run: AcpRun, name: string, under = dir): Promise<{ sessionId: string; workspace: string }> {
+  const workspace = join(under, name);
   mkdirSync(workspace, { recursive: true });
   const r = await run.ctx.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] });
   return { sessionId: r.sessionId, workspace };
 }
 
 /** The session's tool call updates for the call titled like `re`, in order. */
-function callUpdates(run: AcpRun, sessionId: string, re: RegExp): Array<acp.SessionUpdate & { toolCallId: string }> {
-  const out: Array<acp.SessionUpdate & { toolCallId: string }> = [];
+function callUpdates(run: AcpRun, sessionId: string, re: RegExp): acp.ToolCallUpdate[] {
+  const out: acp.ToolCallUpdate[] = [];
   let id: string | undefined;
   for (const n of run.updates) {
     if (n.sessionId !== sessionId) continue;
@@ -162,7 +177,7 @@ describe("airlock acp: cards as permission requests", () => {
     expect(asked[0]!.toolCall.toolCallId).toBe(write[0]!.toolCallId);
     expect((write[0] as { rawInput?: unknown }).rawInput).toEqual({ path: "out.txt", content: "w" });
     // the root's own spawn call, and its answer streamed as a message chunk
-    expect(statuses(callUpdates(run, sessionId, /^subagent__spawn/))).toEqual(["pending", "completed"]);
+    expect(statuses(callUpdates(run, sessionId, /^subagent__spawn/))).toEqual(["pending", "in_progress", "completed"]);
     const text = run.updates.filter((n) => n.sessionId === sessionId && n.update.sessionUpdate === "agent_message_chunk").map((n) => (n.update as { content: { text: string } }).content.text);
     expect(text.join("")).toContain("root done");
     expect(run.strayStdout).toEqual([]);
@@ -213,5 +228,50 @@ describe("airlock acp: a client that answers no permission requests", () => {
     const write = callUpdates(run, sessionId, /subagent#0\] developer__write_file/);
     expect(statuses(write)).toEqual(["pending", "failed"]);
     expect(JSON.stringify(write.at(-1))).toContain("no_human_surface");
+  }, 120_000);
+});
+
+describe("airlock acp: file tools through the editor's fs methods", () => {
+  const fsDir = mkdtempSync(join(tmpdir(), "airlock-acp-fs-"));
+  removeAfterAllTests(fsDir);
+  // the workspace outside the data dir: a path in the data dir is refused before anything else
+  const wsDir = mkdtempSync(join(tmpdir(), "airlock-acp-fs-ws-"));
+  removeAfterAllTests(wsDir);
+  const reads: acp.ReadTextFileRequest[] = [];
+  const writes: acp.WriteTextFileRequest[] = [];
+
+  test("reads get the editor's buffer and writes go to the editor, after airlock's checks; a write outside the workspace never reaches it", async () => {
+    writeScriptedConfig(
+      fsDir,
+      [
+        "turns:",
+        '  - tool_calls: [{ name: developer__read_file, arguments: { path: "in.txt" } }]',
+        '  - tool_calls: [{ name: developer__write_file, arguments: { path: "out.txt", content: "from the model" } }]',
+        '  - tool_calls: [{ name: developer__write_file, arguments: { path: "../outside.txt", content: "x" } }]',
+        '  - text: "done"',
+        "",
+      ].join("\n"),
+    );
+    const run = await startAcp({ fs: { readTextFile: true, writeTextFile: true } }, fsDir, {
+      read: (req) => {
+        reads.push(req);
+        return { content: "the editor's unsaved buffer" };
+      },
+      write: (req) => void writes.push(req),
+    });
+    const { sessionId, workspace } = await newSession(run, "ws", wsDir);
+    await Bun.write(join(workspace, "in.txt"), "on disk");
+    run.respond = async () => ({ outcome: { outcome: "selected", optionId: "allow_once" } });
+    const res = await run.ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "go" }] });
+    expect(res.stopReason).toBe("end_turn");
+    expect(reads.map((r) => [r.sessionId, r.path])).toEqual([[sessionId, join(workspace, "in.txt")]]);
+    const read = callUpdates(run, sessionId, /^developer__read_file in\.txt/);
+    expect(statuses(read)).toEqual(["pending", "in_progress", "completed"]);
+    expect(JSON.stringify(read.at(-1)!.rawOutput)).toContain("the editor's unsaved buffer");
+    expect(writes.map((w) => [w.sessionId, w.path, w.content])).toEqual([[sessionId, join(workspace, "out.txt"), "from the model"]]);
+    const outside = callUpdates(run, sessionId, /^developer__write_file \.\.\/outside\.txt/);
+    expect(statuses(outside).at(-1)).toBe("failed");
+    expect(JSON.stringify(outside.at(-1))).toContain("path_outside_workspace");
+    expect(existsSync(join(wsDir, "outside.txt"))).toBe(false);
   }, 120_000);
 });
