@@ -6,7 +6,7 @@
  * carries nothing but protocol lines.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
@@ -24,6 +24,8 @@ interface AcpRun {
   proc: Bun.Subprocess<"pipe", "pipe", "pipe">;
   updates: acp.SessionNotification[];
   permissions: acp.RequestPermissionRequest[];
+  /** Permission requests the agent withdrew (`$/cancel_request`) before they were answered. */
+  withdrawn: acp.RequestPermissionRequest[];
   /** How the next permission request is answered (default: wait until `respond` is set). */
   respond: ((req: acp.RequestPermissionRequest, signal: AbortSignal) => Promise<acp.RequestPermissionResponse>) | undefined;
   /** Every stdout line that was not a JSON-RPC message. */
@@ -57,7 +59,7 @@ async function startAcp(capabilities: acp.ClientCapabilities = {}, dataDir = dir
   })();
   // stdout is read twice: the protocol stream, and a check that every line is a JSON-RPC message
   const [forClient, forCheck] = proc.stdout.tee();
-  const run = { proc, updates: [], permissions: [], respond: undefined, strayStdout: [], stderr: () => err } as unknown as AcpRun;
+  const run = { proc, updates: [], permissions: [], withdrawn: [], respond: undefined, strayStdout: [], stderr: () => err } as unknown as AcpRun;
   void (async () => {
     let buf = "";
     for await (const c of forCheck.pipeThrough(new TextDecoderStream())) {
@@ -91,7 +93,10 @@ async function startAcp(capabilities: acp.ClientCapabilities = {}, dataDir = dir
     .onRequest(acp.methods.client.session.requestPermission, async ({ params, signal }) => {
       run.permissions.push(params);
       await waitFor(() => run.respond !== undefined || signal.aborted, "the test to answer the permission request");
-      if (signal.aborted) return { outcome: { outcome: "cancelled" } };
+      if (signal.aborted) {
+        run.withdrawn.push(params);
+        return { outcome: { outcome: "cancelled" } };
+      }
       return run.respond!(params, signal);
     })
     .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
@@ -214,6 +219,11 @@ describe("airlock acp: cards as permission requests", () => {
     const res = await prompt;
     expect(res.stopReason).toBe("cancelled");
     expect(existsSync(join(workspace, "out.txt"))).toBe(false);
+    // the card was withdrawn with the turn (the editor's request cancelled), and the model was not called again
+    await waitFor(() => run.withdrawn.some((p) => p.sessionId === sessionId), "the permission request to be withdrawn");
+    const text = run.updates.filter((n) => n.sessionId === sessionId && n.update.sessionUpdate === "agent_message_chunk");
+    expect(text).toEqual([]);
+    expect(statuses(callUpdates(run, sessionId, /subagent#0\] developer__write_file/)).at(-1)).toBe("failed");
   }, 120_000);
 });
 
@@ -273,5 +283,46 @@ describe("airlock acp: file tools through the editor's fs methods", () => {
     expect(statuses(outside).at(-1)).toBe("failed");
     expect(JSON.stringify(outside.at(-1))).toContain("path_outside_workspace");
     expect(existsSync(join(wsDir, "outside.txt"))).toBe(false);
+  }, 120_000);
+});
+
+describe("airlock acp: cards that need user proof", () => {
+  const proofDir = mkdtempSync(join(tmpdir(), "airlock-acp-proof-"));
+  removeAfterAllTests(proofDir);
+  const wsDir = mkdtempSync(join(tmpdir(), "airlock-acp-proof-ws-"));
+  removeAfterAllTests(wsDir);
+  let run: AcpRun;
+  beforeAll(async () => {
+    // a file-tool write under .git is the security floor's ask, which needs user proof
+    writeScriptedConfig(proofDir, ["turns:", '  - tool_calls: [{ name: developer__write_file, arguments: { path: ".git/notes.txt", content: "n" } }]', '  - text: "done"', ""].join("\n"));
+    run = await startAcp({}, proofDir);
+    run.respond = async () => ({ outcome: { outcome: "selected", optionId: "allow_once" } });
+  }, 60_000);
+
+  test("an allow in the editor carries the approver token read from the data dir", async () => {
+    const { sessionId } = await newSession(run, "ws-proof", wsDir);
+    const res = await run.ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "note it" }] });
+    expect(res.stopReason).toBe("end_turn");
+    const asked = run.permissions.filter((p) => p.sessionId === sessionId);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.toolCall.title).toContain("sensitive_ops");
+    const write = callUpdates(run, sessionId, /^developer__write_file \.git\/notes\.txt/);
+    expect(statuses(write)).toContain("in_progress");
+    expect(JSON.stringify(write.at(-1))).not.toContain("denied");
+    expect(JSON.stringify(write.at(-1))).not.toContain("user_proof");
+  }, 120_000);
+
+  test("with no approver token readable in the data dir, the card is refused, never allowed, and the message says why", async () => {
+    rmSync(join(proofDir, "approver-token"));
+    const { sessionId, workspace } = await newSession(run, "ws-no-token", wsDir);
+    const res = await run.ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "note it" }] });
+    expect(res.stopReason).toBe("end_turn");
+    expect(run.permissions.filter((p) => p.sessionId === sessionId)).toHaveLength(1);
+    const write = callUpdates(run, sessionId, /^developer__write_file \.git\/notes\.txt/);
+    expect(statuses(write)).toEqual(["pending", "failed"]);
+    expect(JSON.stringify(write.at(-1))).toContain("denied");
+    expect(JSON.stringify(write.at(-1))).toContain("approver token");
+    expect(existsSync(join(workspace, ".git", "notes.txt"))).toBe(false);
+    expect(run.stderr()).toContain("approver token could not be read");
   }, 120_000);
 });
