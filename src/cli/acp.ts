@@ -93,6 +93,8 @@ export async function acp(opts: AcpOptions): Promise<number> {
     process.off("SIGINT", onInt);
     process.off("SIGTERM", onTerm);
     await rt.close();
+    // main.ts exits the process next: the last protocol lines must have left the pipe first
+    await new Promise<void>((resolve) => void process.stdout.write("", () => resolve()));
   }
   return 0;
 }
