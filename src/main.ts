@@ -101,6 +101,7 @@ export function buildProgram(done: (code: number) => void): Command {
   addConsoleCommand(program, done);
   addTokenCommand(program, done);
   addTrustCommand(program, done);
+  addAcpCommand(program, done);
 
   // Every command points at its own --help after a usage error.
   const hint = (cmd: Command): void => {
@@ -111,6 +112,19 @@ export function buildProgram(done: (code: number) => void): Command {
   };
   hint(program);
   return program;
+}
+
+/** `airlock acp`: airlock as an Agent Client Protocol agent on stdio (docs/acp.md). */
+function addAcpCommand(program: Command, done: (code: number) => void): void {
+  withCommon(
+    program
+      .command("acp")
+      .summary("run as an Agent Client Protocol agent on stdin/stdout (for editors such as Zed)")
+      .description("Speak the Agent Client Protocol (ACP v1) on stdin/stdout: each ACP session is a root session in the editor's folder, its cards are the editor's permission requests. Stdout is the protocol; logs go to stderr.")
+      .option("--headless", "the editor answers no permission requests: every ask is refused at once (no_human_surface)", false),
+  )
+    .addHelpText("after", examples(["airlock acp", "airlock acp --data-dir ~/.local/share/airlock --config ~/airlock.yaml"]))
+    .action(async (opts) => done(await (await import("./cli/acp.ts")).acp(opts)));
 }
 
 /** `airlock serve`: the HTTP API and the scheduler. */
