@@ -18,7 +18,8 @@ import type { Provider } from "./providers/provider.ts";
 
 /** The part of the gate the loop needs (src/gate/gate.ts implements it). */
 export interface GateLike {
-  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string }): Promise<ToolOutcome>;
+  /** `signal` cancels this call besides the turn's signal (another call of the same model turn ended the turn). */
+  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string; signal?: AbortSignal }): Promise<ToolOutcome>;
 }
 
 export type TurnStatus = "completed" | "failed" | "cancelled";
@@ -192,37 +193,10 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         break;
       }
       unanswered = [...calls];
-      for (const call of calls) {
-        throwIfAborted(signal);
-        result.tool_calls++;
-        // A call gets CALL_CANCEL_GRACE_MS to end on its own signal (its process tree killed, its card
-        // withdrawn) and report that; one that does not is left behind and answered `cancelled`.
-        const outcome = await untilAborted(runCall(deps, sid, turnId, call, signal), signal, CALL_CANCEL_GRACE_MS);
-        // PostToolUse: the call ran; a cancel while its hooks run still stores the result (then ends the turn)
-        let after: HookDirective | null = null;
-        let afterError: unknown;
-        if (hooks && outcome.ok) {
-          try {
-            after = await untilAborted(hooks.afterToolCall(hookTurn, call, outcome), signal);
-          } catch (e) {
-            afterError = e;
-          }
-        }
+      result.tool_calls += calls.length;
+      await runCalls(deps, hookTurn, calls, (call) => {
         unanswered = unanswered.filter((c) => c !== call);
-        const rendered = renderOutcome(outcome);
-        const msg = store.appendMessage({
-          session_id: sid,
-          turn_id: turnId,
-          role: "tool",
-          content: after?.context.length ? [rendered, ...after.context].join("\n\n") : rendered,
-          tool_call_id: call.id,
-          name: call.name,
-          is_error: !outcome.ok,
-        });
-        bus.publish(sid, "message", { ...msg }, { persisted: true });
-        if (afterError !== undefined) throw afterError;
-        if (after?.stop !== undefined) throw new AirlockError("hook_stopped", `a PostToolUse hook stopped the turn after ${call.name} ran (continue: false): ${after.stop}`);
-      }
+      });
     }
   } catch (e) {
     const err = signal.aborted ? cancelError(signal) : toAirlockError(e, "internal");
@@ -256,6 +230,98 @@ function appendHookMessage(deps: LoopDeps, sid: string, turnId: string, content:
   deps.bus.publish(sid, "message", { ...m }, { persisted: true });
 }
 
+/** What became of one call of a model turn: its outcome (absent: it did not end within its cancel grace) and its PostToolUse hooks' word. */
+interface CallEnd {
+  outcome?: ToolOutcome;
+  /** Why there is no outcome (the turn's or the batch's cancel error). */
+  lost?: unknown;
+  after?: HookDirective;
+  afterError?: unknown;
+}
+
+/**
+ * Runs the calls of one model turn CONCURRENTLY, each through the gate (which takes its permit, so
+ * `limits.max_concurrent_calls` bounds how many execute at once; a call parked on a card holds none and
+ * holds no other call up), and stores their results in the model's order, so every provider's pairing
+ * rules hold (all results of an assistant message follow it, in its order).
+ *
+ * - PostToolUse hooks of a call run as soon as that call has returned (concurrently with the calls
+ *   still running); its hook context is stored with its result.
+ * - A PostToolUse hook's `continue: false` cancels the calls still running at once (they are answered
+ *   as they end: `cancelled`), and the turn ends `hook_stopped` once the results are stored. (A PreToolUse
+ *   hook's cancels the whole turn in the gate, so every other call is cancelled as on any cancel.)
+ * - Cancel: each call gets CALL_CANCEL_GRACE_MS to end on its own and report it (all at once, not one
+ *   after another); a call that ended is stored with its real outcome, one that did not is left for the
+ *   turn's `finally`, which answers it `cancelled`.
+ * `stored(call)` is told of each call whose result was stored. Throws the turn's cancel error, a
+ * PostToolUse failure, or `hook_stopped`, after storing every result it has.
+ */
+async function runCalls(deps: LoopDeps, turn: HookTurn, calls: ToolCallRequest[], stored: (call: ToolCallRequest) => void): Promise<void> {
+  const { signal, turnId } = turn;
+  const sid = turn.session.id;
+  const batch = new AbortController();
+  const callSignal = AbortSignal.any([signal, batch.signal]);
+  const callTurn: HookTurn = { ...turn, signal: callSignal };
+  /** The `hook_stopped` of the first PostToolUse stop in time, which cancelled the calls still running. */
+  let stopped: AirlockError | undefined;
+  const stop = (call: ToolCallRequest, reason: string): void => {
+    if (stopped) return;
+    stopped = new AirlockError("hook_stopped", `a PostToolUse hook stopped the turn after ${call.name} ran (continue: false): ${reason}`);
+    batch.abort(new AirlockError("cancelled", `${stopped.message}; this call was cancelled`));
+  };
+  const ends = calls.map(async (call): Promise<CallEnd> => {
+    let outcome: ToolOutcome;
+    try {
+      // a call gets CALL_CANCEL_GRACE_MS to end on its own signal (its process tree killed, its card
+      // withdrawn) and report that; one that does not is left behind and answered `cancelled`
+      outcome = await untilAborted(runCall(deps, sid, turnId, call, callSignal), callSignal, CALL_CANCEL_GRACE_MS);
+    } catch (e) {
+      return { lost: e };
+    }
+    if (!deps.hooks || !outcome.ok || callSignal.aborted) return { outcome };
+    // PostToolUse: the call ran; a cancel while its hooks run still stores the result (then ends the turn)
+    try {
+      const after = await untilAborted(deps.hooks.afterToolCall(callTurn, call, outcome), callSignal);
+      if (after.stop !== undefined) stop(call, after.stop);
+      return { outcome, after };
+    } catch (e) {
+      return { outcome, afterError: e };
+    }
+  });
+  /** The first reason, in the model's order, to end the turn once these results are stored. */
+  let end: unknown;
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    const r = await ends[i]!;
+    // a call's hook failure or cancel caused by another call's stop is not a reason of its own
+    const own = !batch.signal.aborted || signal.aborted;
+    if (!r.outcome) {
+      // not ended within its grace: left for the turn's `finally` (answered `cancelled`)
+      if (own) end ??= r.lost;
+      continue;
+    }
+    const rendered = renderOutcome(r.outcome);
+    const msg = deps.store.appendMessage({
+      session_id: sid,
+      turn_id: turnId,
+      role: "tool",
+      content: r.after?.context.length ? [rendered, ...r.after.context].join("\n\n") : rendered,
+      tool_call_id: call.id,
+      name: call.name,
+      is_error: !r.outcome.ok,
+    });
+    stored(call);
+    deps.bus.publish(sid, "message", { ...msg }, { persisted: true });
+    if (r.afterError !== undefined && own) {
+      end ??= r.afterError;
+      // a PostToolUse failure ends the turn: the calls still running are cancelled
+      if (!batch.signal.aborted) batch.abort(new AirlockError("cancelled", "another call of this model turn ended the turn; this call was cancelled"));
+    }
+  }
+  end ??= stopped;
+  if (end !== undefined) throw end;
+}
+
 /** Runs one model-requested call through the gate inside its ALS calling context. Never throws. */
 async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal): Promise<ToolOutcome> {
   if (call.invalid !== undefined) {
@@ -269,7 +335,7 @@ async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCa
   }
   try {
     return await GateContext.provide({ sessionId: sid, turnId, callId: call.id }, () =>
-      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false }),
+      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false, signal }),
     );
   } catch (e) {
     if (signal.aborted) return { ok: false, error: cancelError(signal).toJSON() };
