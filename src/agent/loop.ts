@@ -10,11 +10,11 @@ import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import type { Bus } from "../bus/bus.ts";
 import { GateContext } from "../gate/context.ts";
 import { newId } from "../ids.ts";
-import type { Session, ToolCallRequest } from "../session/types.ts";
+import type { Session, ToolCallRequest, UsageSummary } from "../session/types.ts";
 import type { Store } from "../store/store.ts";
 import type { ToolOutcome, ToolSpec } from "../tool/tool.ts";
 import type { Inflight } from "../session/inflight.ts";
-import type { Provider } from "./providers/provider.ts";
+import type { Provider, TokenUsage } from "./providers/provider.ts";
 
 /** The part of the gate the loop needs (src/gate/gate.ts implements it). */
 export interface GateLike {
@@ -36,6 +36,25 @@ export interface TurnResult {
   tool_calls: number;
   /** Model calls made. */
   iterations: number;
+  /** Tokens of this turn's model calls (session/types.ts `UsageSummary`); null when no call reported usage, or no ledger. */
+  usage: UsageSummary | null;
+}
+
+/**
+ * The loop's port to token accounting (the runtime implements it over store/usage.ts and the runs'
+ * `limits.max_tokens_per_run`). Absent: usage is neither stored nor limited.
+ */
+export interface UsagePort {
+  /** Before a model call. @throws AirlockError `token_budget` when the run this session belongs to has spent its budget. */
+  beforeModelCall(session: Session): void;
+  /**
+   * After a model call returned (its assistant message stored): stores its usage (`usage` undefined = not
+   * reported). Returns the `token_budget` error when this call's run is now over its budget (the runtime
+   * has then cancelled the run's other turns with it), else null.
+   */
+  afterModelCall(call: { session: Session; turnId: string; provider: string; model: string | null; usage: TokenUsage | undefined }): AirlockError | null;
+  /** The summed usage of a turn's model calls; null when none reported usage. */
+  turnUsage(turnId: string): UsageSummary | null;
 }
 
 export interface LoopDeps {
@@ -52,6 +71,8 @@ export interface LoopDeps {
   model?: string | null;
   /** The hook events around the turn (agent/hooks.ts `AgentHooks`); none run when absent. */
   hooks?: LoopHooks;
+  /** Token accounting and the run's token budget; none when absent. */
+  usage?: UsagePort;
 }
 
 /** The turn a hook event fires in: its session, its id, and its signal (aborting it kills the hooks). */
@@ -128,7 +149,7 @@ export function startTurn(deps: LoopDeps, session: Session, userMessage: string,
 async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, userMessage: string, signal: AbortSignal): Promise<TurnResult> {
   const { store, bus, inflight } = deps;
   const sid = session.id;
-  const result: TurnResult = { session_id: sid, turn_id: turnId, status: "completed", answer: null, error: null, tool_calls: 0, iterations: 0 };
+  const result: TurnResult = { session_id: sid, turn_id: turnId, status: "completed", answer: null, error: null, tool_calls: 0, iterations: 0, usage: null };
   /** Tool calls of the last assistant message still waiting for a result (answered on cancel/failure so the history stays valid). */
   let unanswered: ToolCallRequest[] = [];
   try {
@@ -158,6 +179,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
           `the turn made ${deps.maxIterations} model calls without a final answer; raise limits.max_iterations or give the model a narrower task`,
         );
       }
+      deps.usage?.beforeModelCall(session);
       result.iterations++;
       const mt = await untilAborted(provider.complete({
         session: { id: sid, parent_session_id: session.parent_session_id, spawn_index: session.spawn_index },
@@ -179,6 +201,10 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         ...(mt.provider_state ? { provider_state: mt.provider_state } : {}),
       });
       bus.publish(sid, "message", { ...assistant }, { persisted: true });
+      unanswered = [...calls];
+      // the run's token budget: checked after each model call; the calls it asked for are answered with the error
+      const over = deps.usage?.afterModelCall({ session, turnId, provider: provider.name, model: deps.model ?? null, usage: mt.usage }) ?? null;
+      if (over) throw over;
       if (calls.length === 0) {
         if (hooks) {
           const d = await untilAborted(hooks.beforeStop(hookTurn, mt.text, stopContinuations), signal);
@@ -192,14 +218,13 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         result.answer = mt.text;
         break;
       }
-      unanswered = [...calls];
       result.tool_calls += calls.length;
       await runCalls(deps, hookTurn, calls, (call) => {
         unanswered = unanswered.filter((c) => c !== call);
       });
     }
   } catch (e) {
-    const err = signal.aborted ? cancelError(signal) : toAirlockError(e, "internal");
+    const err = signal.aborted ? abortError(signal) : toAirlockError(e, "internal");
     result.status = err.code === "cancelled" ? "cancelled" : "failed";
     result.error = { code: err.code, message: err.message };
     result.answer = null;
@@ -207,6 +232,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
   } finally {
     try {
       if (unanswered.length) answerUnanswered(deps, sid, turnId, unanswered, result);
+      result.usage = deps.usage?.turnUsage(turnId) ?? null;
       store.finishTurn(turnId, result.status, { answer: result.answer, error: result.error ? `${result.error.code}: ${result.error.message}` : null });
     } catch (e) {
       console.error(`airlock: recording the end of turn ${turnId} failed:`, e);
@@ -219,6 +245,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
       status: result.status,
       ...(result.answer !== null ? { answer: result.answer } : {}),
       ...(result.error ? { error: result.error } : {}),
+      ...(result.usage ? { usage: result.usage } : {}),
     });
   }
   return result;
@@ -325,13 +352,14 @@ async function runCalls(deps: LoopDeps, turn: HookTurn, calls: ToolCallRequest[]
 /** Runs one model-requested call through the gate inside its ALS calling context. Never throws. */
 async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal): Promise<ToolOutcome> {
   if (call.invalid !== undefined) {
-    return {
-      ok: false,
-      error: {
-        code: "invalid_arguments",
-        message: `the arguments of ${call.name} were not valid JSON (${truncate(call.invalid, 200)}); call it again with a JSON object`,
-      },
+    // never judged nor run; the watchers see it as a call answered with an error, as the model does
+    const error = {
+      code: "invalid_arguments" as const,
+      message: `the arguments of ${call.name} were not valid JSON (${truncate(call.invalid, 200)}); call it again with a JSON object`,
     };
+    deps.bus.publish(sid, "tool_request", { session_id: sid, call_id: call.id, tool: call.name, arguments: call.invalid, from_script: false });
+    deps.bus.publish(sid, "tool_result", { session_id: sid, call_id: call.id, tool: call.name, ok: false, error });
+    return { ok: false, error };
   }
   try {
     return await GateContext.provide({ sessionId: sid, turnId, callId: call.id }, () =>
@@ -347,13 +375,14 @@ async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCa
 
 /** Tool results for calls a cancelled/failed turn never ran, so the next turn's history is valid for every provider. */
 function answerUnanswered(deps: LoopDeps, sid: string, turnId: string, calls: ToolCallRequest[], result: TurnResult): void {
-  const why = result.status === "cancelled" ? "the turn was cancelled before this call ran" : "the turn failed before this call ran";
+  const why = result.status === "cancelled" ? "the turn was cancelled before this call ran" : `the turn failed before this call ran${result.error ? `: ${result.error.message}` : ""}`;
+  const code = result.status === "cancelled" ? "cancelled" : result.error?.code === "token_budget" ? "token_budget" : "internal";
   const msgs = deps.store.appendMessages(
     calls.map((c) => ({
       session_id: sid,
       turn_id: turnId,
       role: "tool" as const,
-      content: JSON.stringify({ error: { code: result.status === "cancelled" ? "cancelled" : "internal", message: why } }),
+      content: JSON.stringify({ error: { code, message: why } }),
       tool_call_id: c.id,
       name: c.name,
       is_error: true,
@@ -407,6 +436,16 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal, graceMs = 0): Promi
 
 function throwIfAborted(signal: AbortSignal): void {
   if (signal.aborted) throw cancelError(signal);
+}
+
+/**
+ * Why an aborted turn ended: the run's `token_budget` error when the runtime stopped the run's turns
+ * for it (the turn then fails), else the turn's `cancelled` error.
+ */
+function abortError(signal: AbortSignal): AirlockError {
+  const r = signal.reason;
+  if (r instanceof AirlockError && r.code === "token_budget") return r;
+  return cancelError(signal);
 }
 
 function cancelError(signal: AbortSignal): AirlockError {

@@ -95,7 +95,20 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
   app.get("/sessions/:id", (c) => {
     const id = c.req.param("id");
     const session = rt.store.requireSession(id);
-    return c.json({ ...session, in_flight: rt.inflight.has(id), messages: rt.store.listMessages(id), turns: rt.store.listTurns(id) });
+    return c.json({
+      ...session,
+      in_flight: rt.inflight.has(id),
+      messages: rt.store.listMessages(id),
+      turns: rt.store.listTurns(id),
+      // tokens of its model calls: its own, and with every descendant's (null: none reported usage)
+      usage: { session: rt.usage.ofSession(id), subtree: rt.usage.ofSubtree(id) },
+    });
+  });
+
+  app.get("/sessions/:id/usage", (c) => {
+    const id = c.req.param("id");
+    rt.store.requireSession(id);
+    return c.json({ session: rt.usage.ofSession(id), subtree: rt.usage.ofSubtree(id) });
   });
 
   app.post("/sessions/:id/reply", async (c) => {
