@@ -373,10 +373,14 @@ async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCa
   }
 }
 
-/** Tool results for calls a cancelled/failed turn never ran, so the next turn's history is valid for every provider. */
+/**
+ * Tool results for calls a cancelled/failed turn never ran or never saw end, so the next turn's history is
+ * valid for every provider. The code is `cancelled` for a cancelled turn, else the turn's own error code
+ * (`token_budget`, `hook_stopped`, …), with its message.
+ */
 function answerUnanswered(deps: LoopDeps, sid: string, turnId: string, calls: ToolCallRequest[], result: TurnResult): void {
-  const why = result.status === "cancelled" ? "the turn was cancelled before this call ran" : `the turn failed before this call ran${result.error ? `: ${result.error.message}` : ""}`;
-  const code = result.status === "cancelled" ? "cancelled" : result.error?.code === "token_budget" ? "token_budget" : "internal";
+  const why = result.status === "cancelled" ? "the turn was cancelled before this call returned" : `the turn failed before this call returned${result.error ? `: ${result.error.message}` : ""}`;
+  const code = result.status === "cancelled" ? "cancelled" : (result.error?.code ?? "internal");
   const msgs = deps.store.appendMessages(
     calls.map((c) => ({
       session_id: sid,
