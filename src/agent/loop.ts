@@ -278,8 +278,8 @@ interface CallEnd {
  *   as they end: `cancelled`), and the turn ends `hook_stopped` once the results are stored. (A PreToolUse
  *   hook's cancels the whole turn in the gate, so every other call is cancelled as on any cancel.)
  * - Cancel: each call gets CALL_CANCEL_GRACE_MS to end on its own and report it (all at once, not one
- *   after another); a call that ended is stored with its real outcome, one that did not is left for the
- *   turn's `finally`, which answers it `cancelled`.
+ *   after another); a call that ended is stored with its real outcome, one that did not is left behind
+ *   and answered `cancelled` in its place.
  * `stored(call)` is told of each call whose result was stored. Throws the turn's cancel error, a
  * PostToolUse failure, or `hook_stopped`, after storing every result it has.
  */
@@ -322,12 +322,10 @@ async function runCalls(deps: LoopDeps, turn: HookTurn, calls: ToolCallRequest[]
     const r = await ends[i]!;
     // a call's hook failure or cancel caused by another call's stop is not a reason of its own
     const own = !batch.signal.aborted || signal.aborted;
-    if (!r.outcome) {
-      // not ended within its grace: left for the turn's `finally` (answered `cancelled`)
-      if (own) end ??= r.lost;
-      continue;
-    }
-    const rendered = renderOutcome(r.outcome);
+    // not ended within its cancel grace: left behind, and answered with the cancel here, in its place
+    const outcome: ToolOutcome = r.outcome ?? { ok: false, error: toAirlockError(r.lost, "cancelled").toJSON() };
+    if (!r.outcome && own) end ??= r.lost;
+    const rendered = renderOutcome(outcome);
     const msg = deps.store.appendMessage({
       session_id: sid,
       turn_id: turnId,
@@ -335,7 +333,7 @@ async function runCalls(deps: LoopDeps, turn: HookTurn, calls: ToolCallRequest[]
       content: r.after?.context.length ? [rendered, ...r.after.context].join("\n\n") : rendered,
       tool_call_id: call.id,
       name: call.name,
-      is_error: !r.outcome.ok,
+      is_error: !outcome.ok,
     });
     stored(call);
     deps.bus.publish(sid, "message", { ...msg }, { persisted: true });

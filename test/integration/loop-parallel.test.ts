@@ -6,6 +6,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { z } from "zod";
+import { defineTool } from "../../src/tool/tool.ts";
 import { harnessSse, startHarness, type Harness } from "../harness.ts";
 
 let h: Harness | undefined;
@@ -168,5 +170,49 @@ turns:
       ["developer__list_dir", false],
     ]);
     expect(JSON.parse(tools[0]!.content).error.code).toBe("cancelled");
+  }, 120_000);
+
+  test("a call that ignores its cancel is answered cancelled in its own place after its grace; the results keep the model's order", async () => {
+    h = await startHarness(
+      scripted(`
+turns:
+  - tool_calls:
+      - { name: test__stubborn, arguments: {} }
+      - { name: developer__list_dir, arguments: { path: "." } }
+  - text: "after cancel"
+`),
+    );
+    // a tool that never ends and ignores its signal (as a misbehaving MCP server's call might)
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    h.rt.registry.register(
+      defineTool({
+        name: "test__stubborn",
+        description: "never returns",
+        schema: z.object({}),
+        readOnly: true,
+        execute: () => {
+          started();
+          return new Promise(() => {});
+        },
+      }),
+    );
+    const s = await h.createSession();
+    const reply = await harnessSse(h, `/sessions/${s.id}/reply`, { method: "POST", json: { message: "go" } });
+    await running;
+    await reply.waitFor((e) => e.event === "tool_result" && e.data.tool === "developer__list_dir");
+    expect(h.rt.cancel(s.id)).toBe(true);
+    const fin = await reply.waitFor((e) => e.event === "turn_finished");
+    expect(fin.data.status).toBe("cancelled");
+    const msgs = h.rt.store.listMessages(s.id);
+    const calls = msgs.find((m) => m.role === "assistant")!.tool_calls!.map((c) => c.id);
+    const tools = msgs.filter((m) => m.role === "tool");
+    expect(tools.map((m) => [m.tool_call_id, m.is_error])).toEqual([
+      [calls[0], true],
+      [calls[1], false],
+    ]);
+    expect(JSON.parse(tools[0]!.content).error.code).toBe("cancelled");
+    expect(await h.rt.runTurn(s.id, "again")).toMatchObject({ status: "completed", answer: "after cancel" });
+    reply.close();
   }, 120_000);
 });
