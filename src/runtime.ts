@@ -16,6 +16,7 @@ import { contextTokensFor, HistoryCompactor } from "./agent/compact.ts";
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
 import type { Provider, ProviderOptions } from "./agent/providers/provider.ts";
 import { ProviderSelector } from "./agent/providers/select.ts";
+import { UsageMeter } from "./agent/usage.ts";
 import { Cards } from "./card/pending.ts";
 import { interruptOrphanCards } from "./card/recovery.ts";
 import { Bus } from "./bus/bus.ts";
@@ -39,6 +40,7 @@ import type { Session } from "./session/types.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { TrustStore } from "./store/trust.ts";
+import { UsageLedger } from "./store/usage.ts";
 import { builtInTools } from "./tool/host-tools.ts";
 import { McpManager } from "./tool/mcp/index.ts";
 import { offeredToolFilter, ToolRegistry } from "./tool/registry.ts";
@@ -106,6 +108,15 @@ export interface Runtime {
   readonly notify: Notifications;
   /** Background subagent turns by child session id (subagent__watch waits on them). */
   readonly background: Map<string, Promise<TurnResult>>;
+  /** Token usage of every model call, summed per turn, session and subtree (store/usage.ts). */
+  readonly usage: UsageLedger;
+  /**
+   * Limits the run rooted at `rootSessionId` (its whole tree) to `maxTokens` input + output tokens
+   * (`limits.max_tokens_per_run`): the model call that crosses it fails its turn with `token_budget` and
+   * stops the run's other turns. `clearTokenBudget` when the run is over.
+   */
+  setTokenBudget(rootSessionId: string, maxTokens: number): void;
+  clearTokenBudget(rootSessionId: string): void;
   /**
    * A hook input's `transcript_path` for the session: `<dataDir>/transcripts/<sessionId>.jsonl`
    * (absolute, the data dir's real path), brought in step with the store first and created empty
@@ -186,6 +197,8 @@ class AirlockRuntime implements Runtime {
   readonly transcripts: Transcripts;
   readonly notify: Notifications;
   readonly background = new Map<string, Promise<TurnResult>>();
+  readonly usage: UsageLedger;
+  private readonly meter: UsageMeter;
   private readonly sessionConfigs: SessionConfigs;
   /** `~/.claude/settings.json`'s hooks, read once (at start when the config imports them, else when a recipe first does). */
   private userHooks: SettingsHooks | undefined;
@@ -233,6 +246,8 @@ class AirlockRuntime implements Runtime {
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
       this.sessionRules = new SessionRules(this.store);
+      this.usage = new UsageLedger(this.store);
+      this.meter = new UsageMeter({ ledger: this.usage, sessions: this.store, inflight: this.inflight });
       // before the cards: closed after them, so the cards they withdraw at close are still told
       this.notify = new Notifications({
         config: this.config.notify,
@@ -426,6 +441,7 @@ class AirlockRuntime implements Runtime {
         model: session.model,
         hooks: this.hooks,
         shrink: this.compactor,
+        usage: this.meter,
       },
       session,
       message,
@@ -452,6 +468,14 @@ class AirlockRuntime implements Runtime {
       }
     }
     return any;
+  }
+
+  setTokenBudget(rootSessionId: string, maxTokens: number): void {
+    this.meter.setBudget(rootSessionId, maxTokens);
+  }
+
+  clearTokenBudget(rootSessionId: string): void {
+    this.meter.clearBudget(rootSessionId);
   }
 
   setRunOverrides(rootSessionId: string, overrides: RunOverrides): void {
