@@ -96,8 +96,8 @@ export interface HookLaunch {
    * session's own shell would, under the session's sandbox policy through the tool launcher
    * (launcher/spawn.ts `launch`: the workspace writable only under `workspace-write`, credentials and
    * the data dir hidden, repository metadata checked) — never the call's elevated policy. Under
-   * `danger-full-access` it runs as `HOOK_PROCESS`, which is already less than that shell. Without it,
-   * a project's hook is not run (`hook_error`: fail closed).
+   * `danger-full-access` too: a `HOOK_PROCESS` sees the data dir's transcripts folder (every session's
+   * conversation), which that shell never does. Without it, a project's hook is not run (`hook_error`: fail closed).
    */
   confineTo?: { policy: SandboxPolicyName; workspace: string; config: Readonly<Config> };
 }
@@ -243,7 +243,8 @@ export async function runHandler(h: HookHandler, input: unknown, opts: Omit<Hook
   if (!confineTo) {
     return { kind: "failed", code: "hook_error", reason: `hook ${JSON.stringify(h.command)} comes from a workspace settings file and no sandbox policy was given to confine it; it was not run` };
   }
-  if (confineTo.policy === "danger-full-access") return runHookProcess(h.command, input, run);
+  // under every policy, danger-full-access included: a HOOK_PROCESS keeps the transcripts folder in view,
+  // which the model's own shell never sees (every session's conversation)
   return runConfinedHookProcess(h.command, input, run, confineTo);
 }
 
