@@ -18,7 +18,7 @@ import type { Provider } from "./providers/provider.ts";
 
 /** The part of the gate the loop needs (src/gate/gate.ts implements it). */
 export interface GateLike {
-  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string }): Promise<ToolOutcome>;
+  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string; onRewrite?: (args: Record<string, unknown>) => void }): Promise<ToolOutcome>;
 }
 
 export type TurnStatus = "completed" | "failed" | "cancelled";
@@ -197,13 +197,15 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         result.tool_calls++;
         // A call gets CALL_CANCEL_GRACE_MS to end on its own signal (its process tree killed, its card
         // withdrawn) and report that; one that does not is left behind and answered `cancelled`.
-        const outcome = await untilAborted(runCall(deps, sid, turnId, call, signal), signal, CALL_CANCEL_GRACE_MS);
+        // what ran: a PreToolUse hook's updatedInput replaces the model's arguments (PostToolUse is told those)
+        let ran = call;
+        const outcome = await untilAborted(runCall(deps, sid, turnId, call, signal, (args) => (ran = { ...call, arguments: args })), signal, CALL_CANCEL_GRACE_MS);
         // PostToolUse: the call ran; a cancel while its hooks run still stores the result (then ends the turn)
         let after: HookDirective | null = null;
         let afterError: unknown;
         if (hooks && outcome.ok) {
           try {
-            after = await untilAborted(hooks.afterToolCall(hookTurn, call, outcome), signal);
+            after = await untilAborted(hooks.afterToolCall(hookTurn, ran, outcome), signal);
           } catch (e) {
             afterError = e;
           }
@@ -256,8 +258,8 @@ function appendHookMessage(deps: LoopDeps, sid: string, turnId: string, content:
   deps.bus.publish(sid, "message", { ...m }, { persisted: true });
 }
 
-/** Runs one model-requested call through the gate inside its ALS calling context. Never throws. */
-async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal): Promise<ToolOutcome> {
+/** Runs one model-requested call through the gate inside its ALS calling context; `onRewrite`: told a hook's rewritten input. Never throws. */
+async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal, onRewrite?: (args: Record<string, unknown>) => void): Promise<ToolOutcome> {
   if (call.invalid !== undefined) {
     return {
       ok: false,
@@ -269,7 +271,7 @@ async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCa
   }
   try {
     return await GateContext.provide({ sessionId: sid, turnId, callId: call.id }, () =>
-      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false }),
+      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false, ...(onRewrite ? { onRewrite } : {}) }),
     );
   } catch (e) {
     if (signal.aborted) return { ok: false, error: cancelError(signal).toJSON() };
