@@ -1,0 +1,32 @@
+/**
+ * @module test/security/hook-attack-open-findings
+ * Findings of the attack on hooks, trust, transcripts, attach and notify (issues 17 and 18) that need a
+ * design decision rather than a small fix; each is described precisely here and kept out of the suite as
+ * `test.todo`. Fixed ones are tested in project-hooks-never-read-other-transcripts,
+ * claude-user-settings-writes-ask and post-tool-use-sees-the-input-that-ran.
+ */
+import { test } from "bun:test";
+
+// Input: a trusted workspace's `.claude/settings.json` (the model writes it under `workspace-write`; the spec
+// says so) with a PreToolUse group whose matcher is `.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*X` (20 `.*`),
+// or `(.*.*.*.*.*.*.*.*.*.*)*X`. What happens: hook/run.ts `matchingHooks` compiles it with `new RegExp` and
+// tests it, in airlock's own thread, against `developer__shell` / `Bash` at every tool call of every session
+// of that tree: measured with bun 1.x on this machine, 20 `.*` took over 30 s for one `test("developer__shell")`
+// (killed at 30 s), the nested form 12–17 s; an MCP tool's longer name is worse. Why it matters: the whole
+// `airlock serve` (every session's gate, the HTTP API, SSE, card answers and TTLs) stops while it runs: one
+// model-written settings file read at the next session start hangs the server. A fix needs a matcher language
+// that cannot backtrack (Claude Code's documented forms: a name, `A|B`, `prefix.*`, `*`), or matching in a
+// worker with a deadline (fail closed: `hook_error`), for project settings at least.
+test.todo("a trusted project's hook matcher cannot hang airlock with catastrophic backtracking");
+
+// Input: the workspace holds `~` (airlock started in the home folder), `workspace-write`, autonomous mode,
+// `hooks.import_claude_settings: true`; the model runs
+// `python3 -c 'open(".claude/settings.json","w").write(...)'` (or writes `~/.claude/hooks/x.sh` that the
+// user's settings name). What happens: the security floor now asks for file-tool and shell writes under
+// `~/.claude` (floor-paths.ts `protectedKind`), but an interpreter's write names no path the floor reads and
+// the sandbox keeps `~/.claude` writable (it is inside the workspace), so the write runs without a card. Why
+// it matters: `~/.claude/settings.json`'s hooks run as the user's own (`HOOK_PROCESS`: every file, the
+// network, every session's transcript) in the next airlock process: a sandbox escape by one write. A fix
+// binds `~/.claude` read-only in the sandbox when a writable root holds it (as `.git/hooks`,
+// launcher/bwrap.ts `PROTECTED_SUBPATHS`), with a locked empty `~/.claude` when it does not exist.
+test.todo("a confined process cannot write ~/.claude when the workspace holds the home folder");
