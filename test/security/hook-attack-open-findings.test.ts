@@ -2,7 +2,7 @@
  * @module test/security/hook-attack-open-findings
  * Findings of the attack on hooks, trust, transcripts, attach and notify (issues 17 and 18) that need a
  * design decision rather than a small fix; each is described precisely here and kept out of the suite as
- * `test.todo`. Fixed ones are tested in project-hooks-never-read-other-transcripts,
+ * `test.todo`. Fixed ones are tested in project-hooks-never-read-other-transcripts, claude-home-hidden-from-confined-processes,
  * claude-user-settings-writes-ask and post-tool-use-sees-the-input-that-ran.
  */
 import { test } from "bun:test";
@@ -20,13 +20,12 @@ import { test } from "bun:test";
 test.todo("a trusted project's hook matcher cannot hang airlock with catastrophic backtracking");
 
 // Input: the workspace holds `~` (airlock started in the home folder), `workspace-write`, autonomous mode,
-// `hooks.import_claude_settings: true`; the model runs
-// `python3 -c 'open(".claude/settings.json","w").write(...)'` (or writes `~/.claude/hooks/x.sh` that the
-// user's settings name). What happens: the security floor now asks for file-tool and shell writes under
-// `~/.claude` (floor-paths.ts `protectedKind`), but an interpreter's write names no path the floor reads and
-// the sandbox keeps `~/.claude` writable (it is inside the workspace), so the write runs without a card. Why
-// it matters: `~/.claude/settings.json`'s hooks run as the user's own (`HOOK_PROCESS`: every file, the
-// network, every session's transcript) in the next airlock process: a sandbox escape by one write. A fix
-// binds `~/.claude` read-only in the sandbox when a writable root holds it (as `.git/hooks`,
-// launcher/bwrap.ts `PROTECTED_SUBPATHS`), with a locked empty `~/.claude` when it does not exist.
-test.todo("a confined process cannot write ~/.claude when the workspace holds the home folder");
+// `hooks.import_claude_settings: true`, and `~/.claude` does NOT exist yet; the model runs
+// `python3 -c 'import os; os.makedirs(".claude"); open(".claude/settings.json","w").write(...)'`. What happens:
+// `~/.claude` is hidden from confined processes only when it exists (launcher/credentials.ts `credentialPaths`),
+// the security floor asks for file-tool and shell writes under `~/.claude` but an interpreter's write names no
+// path it reads, so the folder and file are created on the host without a card. Why it matters: the next
+// airlock process runs that file's hooks as the user's own (`HOOK_PROCESS`: every file, the network, every
+// session's transcript): a sandbox escape by one write. A fix locks a missing `~/.claude` inside a writable
+// root (an empty read-only tmpfs, as the launcher's `lockedPaths` does for a missing `.git`).
+test.todo("a confined process cannot create ~/.claude when the workspace holds the home folder and it does not exist");
