@@ -10,7 +10,7 @@
  * floor, as root and as `nobody`, against a real home folder that is the workspace.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { sharedTempDir, testUsers } from "../as-user.ts";
 import { securityFloor } from "../../src/gate/inspectors/security-floor.ts";
@@ -56,4 +56,14 @@ test("developer__write_file and developer__edit_file of ~/.claude/settings.json 
   }
   // the control: an ordinary file of the same workspace does not
   expect(securityFloor({ name: "developer__write_file", claude: { name: "Write" } }, { path: "notes.txt" }, env).kind).toBe("allow");
+});
+
+test("~/.claude kept in a dotfiles repository (a symlink) is protected where it really is: a write there through the repository asks", () => {
+  const home2 = path.join(root, "home2");
+  const repo = path.join(home2, "dotfiles");
+  mkdirSync(path.join(repo, "claude"), { recursive: true });
+  symlinkSync(path.join(repo, "claude"), path.join(home2, ".claude"));
+  const env = { workspace: repo, home: home2, policy: "workspace-write" as const, PATH: process.env.PATH };
+  expect(securityFloor({ name: "developer__write_file", claude: { name: "Write" } }, { path: "claude/settings.json" }, env)).toMatchObject({ kind: "ask", userProof: true });
+  expect(securityFloor({ name: "developer__shell" }, { command: "echo '{}' > claude/settings.json" }, env)).toMatchObject({ kind: "ask", userProof: true });
 });

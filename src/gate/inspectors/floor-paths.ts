@@ -77,7 +77,8 @@ export function protectedKind(p: string, home: string): string | null {
   if (/(^|\/)\.git\/config$/.test(p)) return "git config can run commands";
   if (RC_FILES.has(path.basename(p)) || /\/\.config\/fish\/config\.fish$/.test(p)) return "shell startup file";
   if (isInside(p, path.join(home, ".ssh")) || /(^|\/)\.ssh(\/|$)/.test(p)) return "SSH configuration and keys";
-  if (isInside(p, path.join(home, ".claude"))) return "Claude Code user settings and hook scripts, which run outside the sandbox";
+  const claude = path.join(home, ".claude"); // where it really is too (a dotfiles repository links it)
+  if (isInside(p, claude) || isInside(p, safeReal("/", claude) ?? claude)) return "Claude Code user settings and hook scripts, which run outside the sandbox";
   if (isInside(p, "/etc")) return "system configuration";
   return null;
 }
