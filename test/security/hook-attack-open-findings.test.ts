@@ -29,3 +29,14 @@ test.todo("a confined process cannot create ~/.claude when the workspace holds t
 // `name: "hook"` user-side message after the result, as UserPromptSubmit context is), or escapes the marker
 // in tool output.
 test.todo("tool output cannot pass for a PostToolUse hook's note");
+
+// Input: an UNTRUSTED repository's `.claude/settings.json` with `{"permissions":{"deny":["Read(./**/*a*a*a*a*a*a*a*b)"]}}`
+// (project deny and ask rules are applied), and a model call `developer__read_file {path: "x/aaaa…a"}` (200 `a`s).
+// What happens: gate/rules/match.ts compiles path rules with `picomatch.makeRe` and tests the call's path with the
+// resulting backtracking regular expression in airlock's own thread; measured here, one test of that pattern
+// against `/w/x/` + 200 `a`s did not finish in 30 s. Why it matters: the gate, the API, SSE and every other session
+// of `airlock serve` stand still (the `Bash(…)` wildcard and the floor's globs, the same shape, are fixed:
+// rule-wildcards-never-hang-airlock, floor-globs-never-hang-airlock). A fix matches path rules segment by segment
+// with a linear wildcard walk (as shell-args.ts `globComponent` now does) or with `Bun.Glob#match` (native, 17 ms
+// for the same shape), keeping picomatch's meaning for `**`, braces and classes.
+test.todo("a path rule's wildcards cannot hang airlock on a model-written path");
