@@ -30,13 +30,12 @@ test.todo("a confined process cannot create ~/.claude when the workspace holds t
 // in tool output.
 test.todo("tool output cannot pass for a PostToolUse hook's note");
 
-// Input: an UNTRUSTED repository's `.claude/settings.json` with `{"permissions":{"deny":["Read(./**/*a*a*a*a*a*a*a*b)"]}}`
-// (project deny and ask rules are applied), and a model call `developer__read_file {path: "x/aaaa…a"}` (200 `a`s).
-// What happens: gate/rules/match.ts compiles path rules with `picomatch.makeRe` and tests the call's path with the
-// resulting backtracking regular expression in airlock's own thread; measured here, one test of that pattern
-// against `/w/x/` + 200 `a`s did not finish in 30 s. Why it matters: the gate, the API, SSE and every other session
-// of `airlock serve` stand still (the `Bash(…)` wildcard and the floor's globs, the same shape, are fixed:
-// rule-wildcards-never-hang-airlock, floor-globs-never-hang-airlock). A fix matches path rules segment by segment
-// with a linear wildcard walk (as shell-args.ts `globComponent` now does) or with `Bun.Glob#match` (native, 17 ms
-// for the same shape), keeping picomatch's meaning for `**`, braces and classes.
-test.todo("a path rule's wildcards cannot hang airlock on a model-written path");
+// Input: an UNTRUSTED repository's `.claude/settings.json` with a path rule whose glob uses braces,
+// e.g. `{"permissions":{"deny":["Read(./**/{*a*a*a*a*a*a*a*b,x})"]}}` (project deny and ask rules are applied),
+// and a model call `developer__read_file` of `x/` + 200 `a`s. What happens (one test of picomatch's expression
+// for `/w/**/{*a*a*a*a*a*a*a*b,x}` against `/w/x/` + 200 `a`s did not finish in 30 s): globs with several stars in a
+// segment are matched by a linear walk now (gate/rules/match.ts `compilePath`, tested in
+// rule-wildcards-never-hang-airlock), but braces and extglobs still compile through `picomatch.makeRe` into a
+// backtracking regular expression tested in airlock's own thread. Why it matters: the gate, the API and every
+// session stand still. A fix refuses extglobs in rules from settings files, or matches them in a bounded way.
+test.todo("a path rule's braces cannot hang airlock on a model-written path");
