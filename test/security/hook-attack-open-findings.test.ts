@@ -35,7 +35,7 @@ test.todo("tool output cannot pass for a PostToolUse hook's note");
 // and a model call `developer__read_file` of `x/` + 200 `a`s. What happens (one test of picomatch's expression
 // for `/w/**/{*a*a*a*a*a*a*a*b,x}` against `/w/x/` + 200 `a`s did not finish in 30 s): globs with several stars in a
 // segment are matched by a linear walk now (gate/rules/match.ts `compilePath`, tested in
-// rule-wildcards-never-hang-airlock), but braces and extglobs still compile through `picomatch.makeRe` into a
+// rule-wildcards-never-hang-airlock), but braces still compile through `picomatch.makeRe` into a
 // backtracking regular expression tested in airlock's own thread. Why it matters: the gate, the API and every
-// session stand still. A fix refuses extglobs in rules from settings files, or matches them in a bounded way.
+// session stand still. A fix expands the braces (bounded, as the floor does) and matches each alternative with the linear walk.
 test.todo("a path rule's braces cannot hang airlock on a model-written path");
