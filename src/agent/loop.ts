@@ -18,8 +18,8 @@ import type { Provider, TokenUsage } from "./providers/provider.ts";
 
 /** The part of the gate the loop needs (src/gate/gate.ts implements it). */
 export interface GateLike {
-  /** `signal` cancels this call besides the turn's signal (another call of the same model turn ended the turn). */
-  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string; signal?: AbortSignal }): Promise<ToolOutcome>;
+  /** `signal` cancels this call besides the turn's signal (another call of the same model turn ended the turn); `onRewrite` is told a PreToolUse hook's rewritten input (what runs). */
+  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string; signal?: AbortSignal; onRewrite?: (args: Record<string, unknown>) => void }): Promise<ToolOutcome>;
 }
 
 export type TurnStatus = "completed" | "failed" | "cancelled";
@@ -312,17 +312,19 @@ async function runCalls(deps: LoopDeps, turn: HookTurn, calls: ToolCallRequest[]
   };
   const ends = calls.map(async (call): Promise<CallEnd> => {
     let outcome: ToolOutcome;
+    // what ran: a PreToolUse hook's updatedInput replaces the model's arguments (PostToolUse is told those)
+    let ran = call;
     try {
       // a call gets CALL_CANCEL_GRACE_MS to end on its own signal (its process tree killed, its card
       // withdrawn) and report that; one that does not is left behind and answered `cancelled`
-      outcome = await untilAborted(runCall(deps, sid, turnId, call, callSignal), callSignal, CALL_CANCEL_GRACE_MS);
+      outcome = await untilAborted(runCall(deps, sid, turnId, call, callSignal, (args) => (ran = { ...call, arguments: args })), callSignal, CALL_CANCEL_GRACE_MS);
     } catch (e) {
       return { lost: e };
     }
     if (!deps.hooks || !outcome.ok || callSignal.aborted) return { outcome };
     // PostToolUse: the call ran; a cancel while its hooks run still stores the result (then ends the turn)
     try {
-      const after = await untilAborted(deps.hooks.afterToolCall(callTurn, call, outcome), callSignal);
+      const after = await untilAborted(deps.hooks.afterToolCall(callTurn, ran, outcome), callSignal);
       if (after.stop !== undefined) stop(call, after.stop);
       return { outcome, after };
     } catch (e) {
@@ -361,8 +363,8 @@ async function runCalls(deps: LoopDeps, turn: HookTurn, calls: ToolCallRequest[]
   if (end !== undefined) throw end;
 }
 
-/** Runs one model-requested call through the gate inside its ALS calling context. Never throws. */
-async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal): Promise<ToolOutcome> {
+/** Runs one model-requested call through the gate inside its ALS calling context; `onRewrite`: told a hook's rewritten input. Never throws. */
+async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal, onRewrite?: (args: Record<string, unknown>) => void): Promise<ToolOutcome> {
   if (call.invalid !== undefined) {
     // never judged nor run; the watchers see it as a call answered with an error, as the model does
     const error = {
@@ -375,7 +377,7 @@ async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCa
   }
   try {
     return await GateContext.provide({ sessionId: sid, turnId, callId: call.id }, () =>
-      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false, signal }),
+      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false, signal, ...(onRewrite ? { onRewrite } : {}) }),
     );
   } catch (e) {
     if (signal.aborted) return { ok: false, error: cancelError(signal).toJSON() };

@@ -69,6 +69,11 @@ export interface GateCall {
   parentCallId?: string;
   /** Cancels this call besides the turn's signal (a script's calls end with the script). */
   signal?: AbortSignal;
+  /**
+   * Told the new raw arguments each time a PreToolUse hook's `updatedInput` replaces the input (before they
+   * are judged again), so the caller knows what ran: `PostToolUse` hooks get that input, as in Claude Code.
+   */
+  onRewrite?: (args: Record<string, unknown>) => void;
 }
 
 /** A refused call (headless runs list them in `refused_calls`). */
@@ -296,6 +301,7 @@ export class Gate {
       });
       carried = judged.rewrite.carried;
       current = next;
+      req.onRewrite?.(next.args as Record<string, unknown>);
     }
   }
 
