@@ -9,6 +9,7 @@ import { parse } from "yaml";
 import { loadConfig } from "../../src/config/load.ts";
 import { Config } from "../../src/config/schema.ts";
 import { leafPaths, valuePaths } from "../../src/config/schema-paths.ts";
+import { configWarnings } from "../../src/config/warnings.ts";
 import { loadRecipe } from "../../src/scheduler/recipe.ts";
 
 const EXAMPLES = join(import.meta.dir, "..", "..", "examples");
@@ -19,9 +20,21 @@ describe("examples/", () => {
     expect(() => loadConfig({ configPath: path, dataDir: "/nonexistent" })).not.toThrow();
     const doc = parse(readFileSync(path, "utf8"));
     // `tools` is a record of tool names with named keys beside them (`tools.offer`): read both ways
-    const present = [...valuePaths(doc, new Set(["tools", "mcp_servers"])), ...valuePaths(doc, new Set())];
+    const text = readFileSync(path, "utf8");
+    // the keys of providers other than the chosen one are shown commented out (`  # script: …`): set, they would be ignored
+    const shownCommented = ["script", "thinking_budget_tokens", "prompt_caching"].filter((k) => new RegExp(`^  # ${k}: `, "m").test(text)).map((k) => `provider.${k}`);
+    const present = [...valuePaths(doc, new Set(["tools", "mcp_servers"])), ...valuePaths(doc, new Set()), ...shownCommented];
     const missing = leafPaths(Config).filter((p) => !present.some((v) => v === p || v.startsWith(`${p}.`)));
     expect(missing).toEqual([]);
+  });
+
+  test("airlock.yaml gives no start-up warning: no key its provider ignores, no hook script that is missing", () => {
+    const path = join(EXAMPLES, "airlock.yaml");
+    const { config, dir } = loadConfig({ configPath: path, dataDir: "/nonexistent" });
+    expect(configWarnings(config, dir, path)).toEqual([]);
+    const demo = join(EXAMPLES, "demo", "airlock.yaml");
+    const loaded = loadConfig({ configPath: demo, dataDir: "/nonexistent" });
+    expect(configWarnings(loaded.config, loaded.dir, demo)).toEqual([]);
   });
 
   test("the demo config and every recipe parse", () => {
