@@ -4,8 +4,7 @@
  * `airlock doctor`: a provider key the chosen provider ignores, a hook command whose script path does
  * not exist. Pure reads of the config (and `existsSync` for hook paths); nothing here throws.
  */
-import { existsSync } from "node:fs";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { HOOK_EVENTS, type Config, type ProviderName } from "./schema.ts";
 import { parseYaml, type SourcePos } from "./load.ts";
@@ -52,7 +51,7 @@ export function configWarnings(config: Readonly<Config>, configDir: string, conf
     );
   }
   for (const event of HOOK_EVENTS) {
-    const groups = (config.hooks as Record<string, readonly { hooks: readonly { command: string }[] }[] | undefined>)[event] ?? [];
+    const groups = config.hooks[event] ?? [];
     groups.forEach((g, gi) =>
       g.hooks.forEach((h, hi) => {
         const p = hookScriptPath(h.command, configDir);
