@@ -11,6 +11,8 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { namespaceCheck, type DoctorReport } from "../../src/cli/doctor.ts";
+import { sharedTempDir, testUsers } from "../as-user.ts";
+import { compiledBinary } from "../harness-binary.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const MAIN = join(ROOT, "src", "main.ts");
@@ -191,6 +193,33 @@ describe("airlock mcp check NAME", () => {
     expect(unknown.stderr).toContain('airlock: not_found: no MCP server "nope"');
     expect(unknown.stderr).toContain("configured: fs, broken");
   }, 120_000);
+});
+
+describe("as root and as an unprivileged user (the compiled binary)", () => {
+  for (const user of testUsers()) {
+    test(`${user.name}: bubblewrap really sandboxes; a data dir owned by root is this user's only when it is root`, async () => {
+      const bin = await compiledBinary();
+      const dir = sharedTempDir("airlock-doctor-user-");
+      const data = join(dir, "data");
+      mkdirSync(data, { mode: 0o700 }); // created by the test process: root's when the tests run as root
+      const config = join(dir, "airlock.yaml");
+      writeFileSync(config, stringify({ server: { port: await freePort() }, provider: { name: "scripted", script: "turns.yaml" } }), { mode: 0o644 });
+      writeFileSync(join(dir, "turns.yaml"), "turns:\n  - text: hi\n", { mode: 0o644 });
+      const p = Bun.spawn([...user.prefix, bin, "doctor", "--json", "--data-dir", data, "--config", config], { cwd: dir, stdout: "pipe", stderr: "pipe", env: { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: dir } });
+      const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+      const r = JSON.parse(out) as DoctorReport;
+      expect(check(r, "bubblewrap").status).toBe("ok");
+      const asRoot = user.name === "root";
+      expect(check(r, "user_namespaces").message.startsWith("running as root")).toBe(asRoot);
+      expect(check(r, "root").status).toBe(asRoot ? "warn" : "ok");
+      if (user.name === "nobody") {
+        expect(check(r, "data_dir")).toMatchObject({ status: "fail", message: expect.stringContaining("is owned by uid 0, not by this user (uid 65534)") });
+        expect(code).toBe(1);
+      } else {
+        expect(check(r, "data_dir").status).toBe("ok");
+      }
+    }, 300_000);
+  }
 });
 
 describe("user namespaces", () => {
