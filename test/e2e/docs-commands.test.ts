@@ -1,6 +1,7 @@
 /**
  * Every shell block in the docs runs as written (the first hour): each ```sh / ```bash block of
- * docs/*.md, README.md and examples/README.md is either run, line by line as one bash script with
+ * docs/*.md, README.md and examples/README.md, and the `airlock …` commands in the comments of the files
+ * under examples/, is either run, line by line as one bash script with
  * `set -euo pipefail`, against the real compiled binary (on PATH as `airlock`), a real `airlock serve`
  * and a scripted model, or skipped with a reason listed below. A block that is in neither list fails the
  * test, so a new page's commands cannot go untested unnoticed. docs/quickstart.md runs whole, in order,
@@ -43,6 +44,23 @@ const LEFT_OUT: [RegExp, string][] = [
 /** The ```sh / ```bash blocks of a Markdown page, in order. */
 function shellBlocks(markdown: string): string[] {
   return [...markdown.matchAll(/^```(?:sh|bash)\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+}
+
+/** The commands in the examples' comments (`#   airlock run --recipe examples/recipes/…`), as one block per file. */
+function exampleCommentBlocks(): { key: string; block: string }[] {
+  const out: { key: string; block: string }[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(join(REPO, dir), { withFileTypes: true })) {
+      const rel = `${dir}/${e.name}`;
+      if (e.isDirectory()) walk(rel);
+      else if (/\.(ya?ml|sh|ts)$/.test(e.name)) {
+        const lines = readFileSync(join(REPO, rel), "utf8").split("\n").flatMap((l) => /^(?:#|\/\/)\s+(airlock \S.*)$/.exec(l)?.[1] ?? []);
+        if (lines.length) out.push({ key: `${rel} (comments)`, block: lines.join("\n") });
+      }
+    }
+  };
+  walk("examples");
+  return out;
 }
 
 /** The pages whose commands a user would run. */
@@ -140,6 +158,14 @@ test("the runnable blocks work as written against the compiled binary, a real ai
       clearTimeout(killer);
       if (code !== 0) failures.push(`${key} exited ${code}\n--- script\n${prepared.script}\n--- stdout\n${out}\n--- stderr\n${err}`);
     }
+    for (const { key, block } of exampleCommentBlocks()) {
+      const prepared = prepare(block, port);
+      leftOut.push(...prepared.leftOut.map((l) => `${key}: ${l}`));
+      const p = Bun.spawn(["bash", "-c", prepared.script], { cwd, env: { ...env, SESSION: session }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+      const [code, out, err] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+      if (code !== 0) failures.push(`${key} exited ${code}\n--- script\n${prepared.script}\n--- stdout\n${out}\n--- stderr\n${err}`);
+    }
+    expect(exampleCommentBlocks().map((b) => b.key)).toContain("examples/recipes/demo-scripted.yaml (comments)");
     console.error(`lines left out, with their reasons:\n${leftOut.map((l) => `  ${l}`).join("\n")}`);
     expect(failures).toEqual([]);
   } finally {
