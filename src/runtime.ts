@@ -23,6 +23,7 @@ import { Bus } from "./bus/bus.ts";
 import type { ConfigOverrides } from "./config/load.ts";
 import { ensureTokens, type Tokens } from "./config/paths.ts";
 import type { Config } from "./config/schema.ts";
+import { configWarnings, locator } from "./config/warnings.ts";
 import { AirlockError } from "./errors.ts";
 import { Gate } from "./gate/gate.ts";
 import { Permits } from "./gate/permits.ts";
@@ -300,7 +301,7 @@ class AirlockRuntime implements Runtime {
       this.resources.use(mcp);
       // the user's own settings hooks: read (and their warnings said) at start
       if (this.config.hooks.import_claude_settings) this.readUserHooks();
-      checkToolPermissions(this.config, this.registry);
+      checkToolPermissions(this.config, this.registry, opts.configPath);
       checkRuleToolNames(this.config.permissions, this.registry);
       runPermissionTests(this.config, { registry: this.registry, inspectors: testInspectors({ dataDir: realDataDir }), workspace: realWorkspace(this.workspace) });
     } catch (e) {
@@ -317,6 +318,7 @@ class AirlockRuntime implements Runtime {
           "(docs/configuration.md, docs/quickstart.md §6)",
       );
     }
+    for (const w of configWarnings(this.config, this.configDir, opts.configPath)) this.log(`airlock: WARNING: ${w}`);
   }
 
   /** The subagent tools' port: session creation, turns and the in-flight registry, nothing more. */
@@ -530,14 +532,16 @@ class AirlockRuntime implements Runtime {
  * `developer__shel: { permission: deny }` is not a deny rule silently dropped: a name under a built-in
  * extension (developer, interpreter, code_execution, subagent) must name a registered tool, any other
  * must fall under a configured MCP server (`server__tool`; its tools are unknown until it is listed).
+ * @param configPath the config file: each line then names the key's line and column (`tools.developer__shel (line 3, column 3): …`).
  * @throws AirlockError `config_invalid`, one line per bad key: `tools.developer__shel: no such tool; did you mean developer__shell? …`.
  */
-export function checkToolPermissions(config: Readonly<Config>, registry: ToolRegistry): void {
+export function checkToolPermissions(config: Readonly<Config>, registry: ToolRegistry, configPath?: string | null): void {
   const problems: string[] = [];
+  const at = locator(configPath);
   for (const name of Object.keys(config.tools)) {
     if (name === "offer") continue; // tools.offer: what the model is offered, not a tool
     const why = registry.checkToolName(name);
-    if (why) problems.push(`tools.${name}: ${why}`);
+    if (why) problems.push(`tools.${name}${at(["tools", name])}: ${why}`);
   }
   if (problems.length) {
     throw new AirlockError("config_invalid", `${problems.join("\n")}\n(fix the key under tools: in the config; a permission for a tool that does not exist would never apply)`, {
