@@ -7,6 +7,7 @@
  * releases every handle, in reverse order of creation.
  */
 import { realpathSync } from "node:fs";
+import { useProbeCache } from "./launcher/probe.ts";
 import { join, resolve } from "node:path";
 import systemPrompt from "./agent/system.txt" with { type: "text" };
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
@@ -214,6 +215,8 @@ class AirlockRuntime implements Runtime {
       this.tokens = opts.tokens ?? ensureTokens(opts.dataDir);
       // the data dir's real path, resolved once: the floor, the file tools and every host process hide it
       const realDataDir = realpathSync(this.dataDir);
+      // bubblewrap's availability probe is remembered there, per boot (launcher/probe.ts)
+      useProbeCache(realDataDir);
       const limits = this.config.limits;
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
