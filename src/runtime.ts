@@ -8,6 +8,7 @@
  */
 import { realpathSync } from "node:fs";
 import { useProbeCache } from "./launcher/probe.ts";
+import { warmLauncher } from "./launcher/setup.ts";
 import { join, resolve } from "node:path";
 import systemPrompt from "./agent/system.txt" with { type: "text" };
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
@@ -265,6 +266,8 @@ class AirlockRuntime implements Runtime {
       checkToolPermissions(this.config, this.registry);
       checkRuleToolNames(this.config.permissions, this.registry);
       runPermissionTests(this.config, { registry: this.registry, inspectors: testInspectors({ dataDir: realDataDir }), workspace: realWorkspace(this.workspace) });
+      // off the path to the first model request: what a first confined call would do cold (runs nothing)
+      if (this.config.execution_backend !== "external") setTimeout(() => void warmLauncher(), 0).unref();
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});

@@ -168,10 +168,19 @@ async function startup(): Promise<Record<string, Ratio>> {
   }
 }
 
-/** Child mode: in this fresh process, time 6 confined calls; print `{first, later}` (ms; later = median of calls 2–6). */
-async function firstCallChild(dataDir: string, ws: string, cache: boolean): Promise<void> {
-  const { useProbeCache } = await import("../../src/launcher/probe.ts");
-  if (cache) useProbeCache(dataDir);
+/**
+ * Child mode: in this fresh process, time 6 confined calls; print `{first, later}` (ms; later = median of
+ * calls 2–6). `mode`: `nocache` (the probe runs in the first call, as before the cache), `cache` (the probe
+ * cache in `dataDir` is warm), `warm` (cache, and the runtime's warm-up then 100 ms, a model's first answer).
+ */
+async function firstCallChild(dataDir: string, ws: string, mode: string): Promise<void> {
+  const probe: { useProbeCache?: (d: string) => void } = await import("../../src/launcher/probe.ts");
+  const setup: { warmLauncher?: () => void } = await import("../../src/launcher/setup.ts");
+  if (mode !== "nocache") probe.useProbeCache?.(dataDir);
+  if (mode === "warm") {
+    setup.warmLauncher?.();
+    await Bun.sleep(100);
+  }
   const config = Config.parse({});
   const times: number[] = [];
   for (let i = 0; i < 6; i++) {
@@ -188,17 +197,18 @@ async function firstCall(n: number): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), "airlock-bench-first-"));
   const ws = join(dir, "ws");
   mkdirSync(ws);
-  const child = async (cache: boolean) => {
-    const p = Bun.spawn([process.execPath, import.meta.path, "--first-call-child", dir, ws, cache ? "cache" : "nocache"], { stdout: "pipe", stderr: "pipe" });
+  const child = async (mode: string) => {
+    const p = Bun.spawn([process.execPath, import.meta.path, "--first-call-child", dir, ws, mode], { stdout: "pipe", stderr: "pipe" });
     const [code, out, err] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
     if (code !== 0) throw new Error(`first-call child exited ${code}: ${err}`);
     return JSON.parse(out) as { first: number; later: number };
   };
   try {
-    await child(true); // fills the cache
-    const sides: Record<string, { first: number; later: number }[]> = { cache: [], nocache: [] };
+    await child("cache"); // fills the cache
+    const modes = ["nocache", "cache", "warm"];
+    const sides: Record<string, { first: number; later: number }[]> = { cache: [], nocache: [], warm: [] };
     for (let i = 0; i < n; i++) {
-      for (const c of i % 2 ? [true, false] : [false, true]) sides[c ? "cache" : "nocache"]!.push(await child(c));
+      for (const m of i % 2 ? [...modes].reverse() : modes) sides[m]!.push(await child(m));
     }
     const summary = (xs: { first: number; later: number }[]) => ({
       ratio: r3(median(xs.map((x) => x.first / x.later))),
@@ -206,7 +216,7 @@ async function firstCall(n: number): Promise<Record<string, unknown>> {
       later_ms: r3(median(xs.map((x) => x.later))),
       processes: xs.length,
     });
-    return { probe_cached: summary(sides.cache!), probe_not_cached: summary(sides.nocache!) };
+    return { probe_not_cached: summary(sides.nocache!), probe_cached: summary(sides.cache!), probe_cached_and_warmed: summary(sides.warm!) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -369,7 +379,7 @@ async function park(samples: number): Promise<Ratio & { park_p99_ms: number; pub
 }
 
 if (process.argv[2] === "--first-call-child") {
-  await firstCallChild(process.argv[3]!, process.argv[4]!, process.argv[5] === "cache");
+  await firstCallChild(process.argv[3]!, process.argv[4]!, process.argv[5]!);
   process.exit(0);
 }
 

@@ -190,6 +190,18 @@ function runProbe(bwrapPath: string): Promise<boolean> {
 }
 
 /**
+ * Whether the probe cache ({@link useProbeCache}) says bubblewrap at `bwrapPath` works, without running
+ * anything; a hit is kept in memory for {@link bwrapAvailable}. False on a miss, and when no cache dir is set.
+ */
+export function cachedBwrapWorks(bwrapPath: string): boolean {
+  if (probes.has(bwrapPath) || !cacheDir) return false;
+  const fingerprint = probeFingerprint(bwrapPath);
+  if (!fingerprint || !cachedWorks(cacheDir, fingerprint)) return false;
+  probes.set(bwrapPath, Promise.resolve(true));
+  return true;
+}
+
+/**
  * Whether bubblewrap at `bwrapPath` (default: `bwrap` on airlock's PATH) can really confine a process
  * here: runs it once with the namespaces the launcher uses. Missing binary or namespaces that cannot
  * be created both count as unavailable. Cached per path for the life of the process, and — when a cache

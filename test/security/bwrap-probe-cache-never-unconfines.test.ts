@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readFileSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync, mkdirSync, renameSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { findInPath } from "../../src/launcher/resolve.ts";
 import { PROBE_CACHE_FILE } from "../../src/launcher/probe.ts";
 import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
@@ -126,3 +126,38 @@ for (const user of testUsers()) {
     }, 120_000);
   });
 }
+
+describe("the runtime's warm-up", () => {
+  test("starting a runtime runs no process; with the cache warm its first confined call runs one bwrap (the call), without it two (probe, call)", async () => {
+    const dir = sharedTempDir("airlock-probe-warm-");
+    mkdirSync(join(dir, "bin"));
+    mkdirSync(join(dir, "ws"));
+    mkdirSync(join(dir, "data"), { mode: 0o700 });
+    const bwrap = wrapper(join(dir, "bin"), "bwrap");
+    const log = join(dir, "bin", "runs.log");
+    const count = () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0);
+    // the warm-up reads the cache of the data dir's real path; the second start finds the first one's
+    const script = join(dir, "warm.ts");
+    writeFileSync(
+      script,
+      `import { createRuntime } from ${JSON.stringify(join(REPO, "src/runtime.ts"))};\n` +
+        `import { launch } from ${JSON.stringify(join(REPO, "src/launcher/spawn.ts"))};\n` +
+        `import { Config } from ${JSON.stringify(join(REPO, "src/config/schema.ts"))};\n` +
+        `const rt = createRuntime({ config: Config.parse({}), configDir: ${JSON.stringify(dir)}, dataDir: ${JSON.stringify(join(dir, "data"))}, workspace: ${JSON.stringify(join(dir, "ws"))}, env: {} });\n` +
+        `await Bun.sleep(500);\n` +
+        `console.log(await Bun.file(${JSON.stringify(log)}).exists() ? (await Bun.file(${JSON.stringify(log)}).text()).split("\\n").filter(Boolean).length : 0);\n` +
+        `const r = await launch({ policy: "workspace-write", argv: ["true"], cwd: ${JSON.stringify(join(dir, "ws"))}, workspace: ${JSON.stringify(join(dir, "ws"))}, timeoutMs: 30000, maxOutputBytes: 65536, config: Config.parse({}), hiddenPaths: [rt.dataDir] });\n` +
+        `console.log(r.exit_code);\nawait rt.close();\n`,
+    );
+    const run = async () => {
+      const p = Bun.spawn([process.execPath, script], { cwd: dir, stdout: "pipe", stderr: "pipe", env: { ...process.env, PATH: `${dirname(bwrap)}:${process.env.PATH}` } });
+      const [code, out, err] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+      if (code !== 0) throw new Error(`runtime process exited ${code}: ${err}`);
+      return out.trim().split("\n");
+    };
+    expect(await run()).toEqual(["0", "0"]);
+    expect(count()).toBe(2); // no cache yet: the probe, then the call
+    expect(await run()).toEqual(["2", "0"]);
+    expect(count()).toBe(3); // cache warm: the call only
+  }, 120_000);
+});
