@@ -37,7 +37,8 @@ export async function confinementFor(
  * Does ahead of time what a process's first confined call would otherwise do cold, and runs nothing:
  * reads the probe cache (probe.ts {@link cachedBwrapWorks}; a miss leaves the probe to the first call),
  * compiles the seccomp filter, lists the credential stores of `homes` (default: airlock's HOME) and, on a
- * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after.
+ * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after,
+ * and builds (and drops) an unconnected socket, the kind the launch's extra fds use.
  * Never rejects. The runtime calls it once, off the path to the first model request.
  */
 export async function warmLauncher(homes: readonly (string | undefined)[] = [process.env.HOME]): Promise<void> {
@@ -54,6 +55,8 @@ export async function warmLauncher(homes: readonly (string | undefined)[] = [pro
     );
     closeSeccomp(setup);
     await releaseRoot(setup.prepared);
+    // a confined launch's extra fds (info pipe, lifeline) are sockets: load that code too (no fd is opened)
+    new (await import("node:net")).Socket().destroy();
   } catch {
     // only a warm-up: the first call does (and reports) whatever failed here
   } finally {
