@@ -1,11 +1,15 @@
 /**
  * @module build/build
  * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --bytecode
- * --format=esm`), with the sandbox worker and tinypool's worker entry embedded as extra entrypoints.
+ * --splitting --format=esm` from src/boot.ts), with the sandbox worker and tinypool's worker entry
+ * embedded as extra entrypoints. Code splitting keeps each command's modules (providers, MCP, hono, the
+ * script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and usage
+ * errors evaluate only what they need (docs/performance.md, cold start).
  * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.
  */
 import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
+import { recordHelpTexts } from "./help-texts.ts";
 
 export const ROOT = join(import.meta.dir, "..");
 export const OUTFILE = join(ROOT, "dist", "airlock");
@@ -72,15 +76,19 @@ export async function build(opts: { force?: boolean; outfile?: string } = {}): P
   // The console page is bundled here and embedded as text: src/console/embedded.ts is replaced by the bundle.
   const { bundleConsole, embeddedModule } = await import("../src/console/bundle.ts");
   const consoleModule = embeddedModule(await bundleConsole());
+  // The help texts are recorded from the source CLI and embedded: src/cli/canned-help.ts is replaced (src/boot.ts).
+  const { cannedHelpModule } = await import("../src/cli/canned-help.ts");
+  const helpModule = cannedHelpModule(await recordHelpTexts());
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
-    entrypoints: [join(ROOT, "src", "main.ts"), join(ROOT, "src", "script", "worker.ts"), shimPath],
-    files: { [shimPath]: shim, [join(ROOT, "src", "console", "embedded.ts")]: consoleModule },
+    entrypoints: [join(ROOT, "src", "boot.ts"), join(ROOT, "src", "script", "worker.ts"), shimPath],
+    files: { [shimPath]: shim, [join(ROOT, "src", "console", "embedded.ts")]: consoleModule, [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule },
     root: ROOT,
     format: "esm",
     minify: true,
     bytecode: true,
+    splitting: true,
     target: "bun",
     compile: { outfile, autoloadDotenv: false, autoloadBunfig: false },
     throw: false,

@@ -7,6 +7,8 @@
  * releases every handle, in reverse order of creation.
  */
 import { realpathSync } from "node:fs";
+import { useProbeCache } from "./launcher/probe.ts";
+import { warmLauncher } from "./launcher/setup.ts";
 import { join, resolve } from "node:path";
 import systemPrompt from "./agent/system.txt" with { type: "text" };
 import systemPromptDirect from "./agent/system-direct.txt" with { type: "text" };
@@ -243,6 +245,8 @@ class AirlockRuntime implements Runtime {
       this.tokens = opts.tokens ?? ensureTokens(opts.dataDir);
       // the data dir's real path, resolved once: the floor, the file tools and every host process hide it
       const realDataDir = realpathSync(this.dataDir);
+      // bubblewrap's availability probe is remembered there, per boot (launcher/probe.ts)
+      useProbeCache(realDataDir);
       const limits = this.config.limits;
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
@@ -304,6 +308,8 @@ class AirlockRuntime implements Runtime {
       checkToolPermissions(this.config, this.registry, opts.configPath);
       checkRuleToolNames(this.config.permissions, this.registry);
       runPermissionTests(this.config, { registry: this.registry, inspectors: testInspectors({ dataDir: realDataDir }), workspace: realWorkspace(this.workspace) });
+      // off the path to the first model request: what a first confined call would do cold (runs nothing)
+      if (this.config.execution_backend !== "external") setTimeout(() => void warmLauncher(), 0).unref();
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});

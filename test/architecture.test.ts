@@ -27,6 +27,7 @@ const LAYERS: string[][] = [
   ["server"],
   ["cli"],
   ["main"],
+  ["boot"],
 ];
 const layerOf = new Map(LAYERS.flatMap((rooms, i) => rooms.map((r) => [r, i] as const)));
 

@@ -4,11 +4,11 @@
  * other, and prints one combined JSON object on stdout; progress goes to stderr.
  * Usage: `bun scripts/bench/all.ts [name ...] [--timeout-s 300]`.
  */
-import { cpus, release, totalmem } from "node:os";
+import { cpus, loadavg, release, totalmem } from "node:os";
 import { join } from "node:path";
 
 /** Benchmarks in the order they run (cheap and quiet first, the ones that spawn many processes last). */
-const BENCHES = ["binary", "sandbox", "rules", "parked", "launcher", "approvals", "attach", "bus", "notify", "headless", "mcp", "console", "anthropic", "openai-stream", "openapi", "acp"] as const;
+const BENCHES = ["floors", "binary", "sandbox", "rules", "parked", "launcher", "approvals", "attach", "bus", "notify", "headless", "mcp", "console", "anthropic", "openai-stream", "openapi", "acp"] as const;
 
 /** Outcome of one benchmark: its JSON figures, or why there are none. */
 type BenchResult = unknown | { error: string; exit_code?: number | null; stderr_tail?: string };
@@ -109,6 +109,7 @@ const machine = {
   mem_gb: Math.round((totalmem() / 2 ** 30) * 10) / 10,
   bun: Bun.version,
   kernel: release(),
+  load_average: loadavg().map((x) => Math.round(x * 100) / 100),
 };
 const results: Record<string, BenchResult> = {};
 let failed = 0;

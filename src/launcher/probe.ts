@@ -2,9 +2,10 @@
  * @module launcher/probe
  * What the host offers a sandbox, found out once: whether bubblewrap can really confine here, the
  * compiled seccomp filter (an fd to hand to bubblewrap), and which configured unix sockets exist.
+ * A successful probe is remembered in the data dir while what it depends on holds (`useProbeCache`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, mkdtempSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { unixSocketFilter } from "./bwrap.ts";
@@ -62,39 +63,166 @@ export function unixSocketPlan(configured: readonly string[]): { sockets: string
 
 const probes = new Map<string, Promise<boolean>>();
 
+/** bubblewrap's argv for the availability probe: the namespaces the launcher uses, then `true`. */
+const PROBE_ARGS = ["--die-with-parent", "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"];
+
+/** The probe cache's file name in the data dir. */
+export const PROBE_CACHE_FILE = "bwrap-probe.json";
+
+/** The sysctls that decide whether an unprivileged process may create the probe's namespaces (absent ones read as null). */
+const PROBE_SYSCTLS = [
+  "/proc/sys/kernel/unprivileged_userns_clone",
+  "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+  "/proc/sys/user/max_user_namespaces",
+  "/proc/sys/user/max_pid_namespaces",
+  "/proc/sys/user/max_net_namespaces",
+  "/proc/sys/user/max_mnt_namespaces",
+];
+
+let cacheDir: string | undefined;
+
+/**
+ * Where a successful probe is remembered across processes: `dir` is airlock's data dir (hidden from every
+ * confined process, refused to the file tools), the file {@link PROBE_CACHE_FILE}; `undefined` keeps the
+ * probe in memory only (the default). Set by the runtime (runtime.ts) for its data dir.
+ */
+export function useProbeCache(dir: string | undefined): void {
+  cacheDir = dir;
+}
+
+/**
+ * What a probe's outcome depends on, read now: bubblewrap's real path, device, inode, size, mode, mtime and
+ * ctime (ns), the kernel's boot id (`/proc/sys/kernel/random/boot_id`), the user and group ids, airlock's
+ * user and mount namespaces, the userns sysctls ({@link PROBE_SYSCTLS}) and the probe's own argv.
+ * `undefined` when any of it cannot be read (then nothing is cached).
+ */
+export function probeFingerprint(bwrapPath: string): string | undefined {
+  try {
+    const real = realpathSync(bwrapPath);
+    const st = statSync(real, { bigint: true });
+    const sysctl = (p: string): string | null => {
+      try {
+        return readFileSync(p, "utf8").trim();
+      } catch {
+        return null;
+      }
+    };
+    return JSON.stringify({
+      v: 1,
+      bwrap: real,
+      dev: String(st.dev),
+      ino: String(st.ino),
+      size: String(st.size),
+      mode: String(st.mode),
+      mtime_ns: String(st.mtimeNs),
+      ctime_ns: String(st.ctimeNs),
+      boot_id: readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
+      uid: process.getuid?.() ?? -1,
+      gid: process.getgid?.() ?? -1,
+      userns: readlinkSync("/proc/self/ns/user"),
+      mntns: readlinkSync("/proc/self/ns/mnt"),
+      sysctls: PROBE_SYSCTLS.map(sysctl),
+      args: PROBE_ARGS,
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the cache in `dir` says bubblewrap works for exactly `fingerprint`. Only a regular file (no
+ * symlink) owned by this user, not writable by group or others, at most 4 KiB, holding
+ * `{fingerprint, works: true}` counts; anything else (absent, stale, tampered, unreadable) is a miss.
+ */
+function cachedWorks(dir: string, fingerprint: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path.join(dir, PROBE_CACHE_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0 || st.size > 4096) return false;
+    const saved = JSON.parse(readFileSync(fd, "utf8")) as { fingerprint?: unknown; works?: unknown };
+    return saved.works === true && saved.fingerprint === fingerprint;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Writes `{fingerprint, works: true}` to the cache in `dir` (mode 0600, through a fresh file renamed into place); failures are ignored. */
+function saveWorks(dir: string, fingerprint: string): void {
+  const tmp = path.join(dir, `${PROBE_CACHE_FILE}.${process.pid}.${Date.now()}.tmp`);
+  try {
+    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      writeFileSync(fd, JSON.stringify({ fingerprint, works: true }));
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path.join(dir, PROBE_CACHE_FILE));
+  } catch {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/** Runs the probe: bubblewrap with {@link PROBE_ARGS}; true when it exits 0 within 5 s. */
+function runProbe(bwrapPath: string): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(bwrapPath, PROBE_ARGS, { stdio: "ignore", env: sanitizedEnv() });
+    } catch {
+      return resolve(false);
+    }
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      resolve(false);
+    }, 5000);
+    child.on("error", () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve(code === 0);
+    });
+  });
+}
+
+/**
+ * Whether the probe cache ({@link useProbeCache}) says bubblewrap at `bwrapPath` works, without running
+ * anything; a hit is kept in memory for {@link bwrapAvailable}. False on a miss, and when no cache dir is set.
+ */
+export function cachedBwrapWorks(bwrapPath: string): boolean {
+  if (probes.has(bwrapPath) || !cacheDir) return false;
+  const fingerprint = probeFingerprint(bwrapPath);
+  if (!fingerprint || !cachedWorks(cacheDir, fingerprint)) return false;
+  probes.set(bwrapPath, Promise.resolve(true));
+  return true;
+}
+
 /**
  * Whether bubblewrap at `bwrapPath` (default: `bwrap` on airlock's PATH) can really confine a process
  * here: runs it once with the namespaces the launcher uses. Missing binary or namespaces that cannot
- * be created both count as unavailable. Cached per path for the life of the process.
+ * be created both count as unavailable. Cached per path for the life of the process, and — when a cache
+ * dir is set ({@link useProbeCache}) — a success is remembered across processes for as long as its
+ * {@link probeFingerprint} holds (same bwrap file, same boot, same user, same sysctls). Only a success is
+ * ever cached, so a stale or forged cache can never make a call run unconfined: at worst it skips the
+ * probe and the confined call itself fails under bubblewrap.
  */
 export function bwrapAvailable(bwrapPath: string | null = findInPath("bwrap", process.env.PATH)): Promise<boolean> {
   if (!bwrapPath) return Promise.resolve(false);
   let p = probes.get(bwrapPath);
   if (!p) {
-    p = new Promise<boolean>((resolve) => {
-      let child: ChildProcess;
-      try {
-        child = spawn(
-          bwrapPath,
-          ["--die-with-parent", "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"],
-          { stdio: "ignore", env: sanitizedEnv() },
-        );
-      } catch {
-        return resolve(false);
-      }
-      const timer = setTimeout(() => {
-        child.kill("SIGKILL");
-        resolve(false);
-      }, 5000);
-      child.on("error", () => {
-        clearTimeout(timer);
-        resolve(false);
+    const dir = cacheDir;
+    const fingerprint = dir ? probeFingerprint(bwrapPath) : undefined;
+    if (dir && fingerprint && cachedWorks(dir, fingerprint)) p = Promise.resolve(true);
+    else {
+      p = runProbe(bwrapPath).then((works) => {
+        if (works && dir && fingerprint) saveWorks(dir, fingerprint);
+        return works;
       });
-      child.on("exit", (code) => {
-        clearTimeout(timer);
-        resolve(code === 0);
-      });
-    });
+    }
     probes.set(bwrapPath, p);
   }
   return p;

@@ -5,13 +5,15 @@
  * then asks `planSandbox` for the argv. Used by every host process: tools (./spawn.ts), hooks
  * (gate/inspectors/hooks.ts) and MCP servers (tool/mcp/server.ts).
  */
-import { closeSync, existsSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { AirlockError } from "../errors.ts";
 import { allCredentialPaths, dataDirSecretFiles, insideTranscripts, transcriptFolders } from "./credentials.ts";
-import { decideConfinement, planSandbox, type BwrapProbe, type Confinement, type HostProcessOptions, type SandboxPlan } from "./plan.ts";
+import { sanitizedEnv } from "./env.ts";
+import { decideConfinement, planSandbox, TOOL_PROCESS, type BwrapProbe, type Confinement, type HostProcessOptions, type SandboxPlan } from "./plan.ts";
 import type { SandboxPolicy } from "./policy.ts";
-import { bwrapAvailable, openSeccompFilter, unixSocketPlan } from "./probe.ts";
+import { bwrapAvailable, cachedBwrapWorks, openSeccompFilter, unixSocketPlan } from "./probe.ts";
 import { findInPath, isInside, resolveRealPath } from "./resolve.ts";
 import { prepareRoot, releaseRoot, type PreparedRoot } from "./roots.ts";
 
@@ -29,6 +31,37 @@ export async function confinementFor(
   const path = bwrapPath !== undefined ? bwrapPath : findInPath("bwrap", envPath);
   const probe: BwrapProbe = { path, works: await bwrapAvailable(path) };
   return decideConfinement(policy, probe, allowUnenforced, options);
+}
+
+/**
+ * Does ahead of time what a process's first confined call would otherwise do cold, and runs nothing:
+ * reads the probe cache (probe.ts {@link cachedBwrapWorks}; a miss leaves the probe to the first call),
+ * compiles the seccomp filter, lists the credential stores of `homes` (default: airlock's HOME) and, on a
+ * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after,
+ * and builds (and drops) an unconnected socket, the kind the launch's extra fds use.
+ * Never rejects. The runtime calls it once, off the path to the first model request.
+ */
+export async function warmLauncher(homes: readonly (string | undefined)[] = [process.env.HOME]): Promise<void> {
+  let dir: string | undefined;
+  try {
+    closeSync(openSeccompFilter());
+    for (const h of homes) allCredentialPaths(h);
+    const bwrap = findInPath("bwrap", sanitizedEnv().PATH);
+    if (!bwrap || !cachedBwrapWorks(bwrap)) return;
+    dir = mkdtempSync(path.join(tmpdir(), "airlock-warm-"));
+    const setup = await setUpSandbox(
+      { kind: "bwrap", confined: true, prepareRoots: true, bwrapPath: bwrap },
+      { policy: "workspace-write", options: TOOL_PROCESS, argv: [bwrap], cwd: dir, writableRoots: [dir], homes, dataDirs: [], unixSockets: [], maxFolders: 10, refuse: (why) => new AirlockError("sandbox_unavailable", why) },
+    );
+    closeSeccomp(setup);
+    await releaseRoot(setup.prepared);
+    // a confined launch's extra fds (info pipe, lifeline) are sockets: load that code too (no fd is opened)
+    new (await import("node:net")).Socket().destroy();
+  } catch {
+    // only a warm-up: the first call does (and reports) whatever failed here
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** `p` through its symlinks, or `p` itself when that fails (a link loop). */

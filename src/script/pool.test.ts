@@ -267,3 +267,13 @@ describe("ScriptPool concurrency", () => {
     await expect(p.run("return 1", LIMITS, recorder().fn)).rejects.toThrow("closed");
   });
 });
+
+describe("ScriptPool start", () => {
+  test("no worker starts before the first script (cold start: docs/performance.md); the first script starts them", async () => {
+    await using lazy = new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 });
+    expect(lazy.threadIds).toEqual([]);
+    const { fn } = recorder();
+    expect(await lazy.run("return 1", LIMITS, fn)).toMatchObject({ ok: true, value: 1 });
+    expect(lazy.threadIds.length).toBeGreaterThanOrEqual(1);
+  });
+});

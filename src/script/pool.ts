@@ -7,7 +7,7 @@
  */
 import { AsyncResource } from "node:async_hooks";
 import { MessageChannel } from "node:worker_threads";
-import Tinypool from "tinypool";
+import type Tinypool from "tinypool";
 import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import { CallRequest, METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
 
@@ -58,7 +58,10 @@ export function defaultWorkerUrl(): string {
  * @throws AirlockError `config_invalid` when the options are out of range.
  */
 export class ScriptPool {
-  readonly #pool: Tinypool;
+  /** Started on the first `run` (tinypool, its workers and their WASM cost at start: docs/performance.md). */
+  #pool: Tinypool | undefined;
+  #starting: Promise<Tinypool> | undefined;
+  readonly #opts: ScriptPoolOptions;
   readonly #settings: WorkerSettings;
   #closed = false;
   /** Worker failures tinypool reports outside any task (a replaced idle worker); kept for diagnostics. */
@@ -70,22 +73,33 @@ export class ScriptPool {
       throw new AirlockError("config_invalid", `script pool options are invalid: ${JSON.stringify(opts)}; need workers >= 1, memoryMb 8..2048, stackKb >= 16`);
     }
     this.#settings = parsed.data;
-    this.#pool = new Tinypool({
-      filename: opts.workerUrl ?? defaultWorkerUrl(),
-      minThreads: opts.workers,
-      maxThreads: opts.workers,
-      concurrentTasksPerWorker: opts.tasksPerWorker ?? 64,
-      workerData: this.#settings,
-    });
-    this.#pool.on("error", (e: unknown) => {
-      this.workerErrors.push(e instanceof Error ? e.message : String(e));
-      if (this.workerErrors.length > 50) this.workerErrors.shift();
-    });
+    this.#opts = opts;
   }
 
-  /** Worker threads currently alive. */
+  /** The tinypool, loaded and started once (its `workers` threads start together). */
+  #ensurePool(): Promise<Tinypool> {
+    this.#starting ??= import("tinypool").then(({ default: Pool }) => {
+      const opts = this.#opts;
+      const pool = new Pool({
+        filename: opts.workerUrl ?? defaultWorkerUrl(),
+        minThreads: opts.workers,
+        maxThreads: opts.workers,
+        concurrentTasksPerWorker: opts.tasksPerWorker ?? 64,
+        workerData: this.#settings,
+      });
+      pool.on("error", (e: unknown) => {
+        this.workerErrors.push(e instanceof Error ? e.message : String(e));
+        if (this.workerErrors.length > 50) this.workerErrors.shift();
+      });
+      this.#pool = pool;
+      return pool;
+    });
+    return this.#starting;
+  }
+
+  /** Worker threads currently alive (none before the first `run`). */
   get threadIds(): number[] {
-    return this.#pool.threads.map((t) => (t as unknown as { threadId: number }).threadId);
+    return (this.#pool?.threads ?? []).map((t) => (t as unknown as { threadId: number }).threadId);
   }
 
   /**
@@ -110,6 +124,8 @@ export class ScriptPool {
     const limits = lim.data;
     const signal = opts.signal;
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
+    const pool = this.#pool ?? (await this.#ensurePool());
+    if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
 
     const { port1, port2 } = new MessageChannel();
     const meterBuf = new SharedArrayBuffer(METER.size * 8);
@@ -134,7 +150,7 @@ export class ScriptPool {
       if (req.success) void serve(req.data);
     });
 
-    this.#pool.run({ code, limits, port: port2, meter: meterBuf }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
+    pool.run({ code, limits, port: port2, meter: meterBuf }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
       (raw: unknown) => {
         const out = WorkerOutcome.safeParse(raw);
         if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
@@ -190,7 +206,7 @@ export class ScriptPool {
   /** Terminates the worker with `threadId`; tinypool starts a replacement and fails that worker's other scripts. */
   #replaceWorker(threadId: number, why: string): void {
     if (!threadId) return;
-    const t = this.#pool.threads.find((w) => (w as unknown as { threadId: number }).threadId === threadId);
+    const t = this.#pool?.threads.find((w) => (w as unknown as { threadId: number }).threadId === threadId);
     // tinypool's 'error' listener on a worker removes it, rejects its tasks and spawns a replacement.
     t?.emit("error", new Error(`sandbox worker replaced: ${why}`));
   }
@@ -199,9 +215,11 @@ export class ScriptPool {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    const pool = this.#pool ?? (this.#starting ? await this.#starting.catch(() => undefined) : undefined);
+    if (!pool) return;
     // A worker that failed during bootstrap may never report 'exit'; do not hang the caller on it.
     let t: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.#pool.destroy().catch(() => {}), new Promise<void>((r) => (t = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
+    await Promise.race([pool.destroy().catch(() => {}), new Promise<void>((r) => (t = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
     clearTimeout(t);
   }
 

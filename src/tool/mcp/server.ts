@@ -6,8 +6,8 @@
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Config, McpServerConfig } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
 import { expandCredentialPaths } from "../../launcher/credentials.ts";
@@ -20,6 +20,7 @@ import { checkWarning, recheckRoot, releaseRoot, type PreparedRoot, type RootChe
 import { confinementFor, setUpSandbox } from "../../launcher/setup.ts";
 import { DEFAULT_BACKOFF, restartPlan, type BackoffPolicy } from "./backoff.ts";
 import type { McpCallResult } from "./result.ts";
+import { loadMcpSdk, mcpSdk } from "./sdk.ts";
 import { ProcessTransport, type ProcessExit } from "./transport.ts";
 
 const CLIENT_INFO = { name: "airlock", version: "0.1.0" };
@@ -196,6 +197,7 @@ export class McpServer {
     } catch (e) {
       await this.recheck(conn);
       if (signal?.aborted) throw cancelled();
+      const { McpError, ErrorCode: McpErrorCode } = mcpSdk();
       if (e instanceof McpError && e.code === McpErrorCode.RequestTimeout) {
         await this.recycle(conn, `no answer to ${tool} within ${this.opts.server.timeout_s} s`);
         throw new AirlockError(
@@ -370,6 +372,7 @@ export class McpServer {
   }
 
   private async start(): Promise<Connection> {
+    await loadMcpSdk();
     const { argv, env, cwd, prepared, extraFds, lifeline } = await this.command();
     const stderrTail: string[] = [];
     const transport = new ProcessTransport({
@@ -384,6 +387,7 @@ export class McpServer {
         this.opts.log(`[mcp:${this.name}] ${line}`);
       },
     });
+    const { Client, McpError, ErrorCode: McpErrorCode, ToolListChangedNotificationSchema } = mcpSdk();
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const conn: Connection = { client, transport, tools: [], closed: false, byUs: false, failed: false, stderrTail, prepared };
     client.onclose = () => {

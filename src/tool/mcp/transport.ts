@@ -7,9 +7,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, readFileSync } from "node:fs";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { holdLifeline, killTree } from "../../launcher/tree.ts";
+import { mcpSdk } from "./sdk.ts";
 
 export interface ProcessTransportOptions {
   /** The full argv to execute (already wrapped in bubblewrap where the policy says so). */
@@ -48,7 +48,7 @@ export class ProcessTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child?: ChildProcess;
-  private readonly buffer = new ReadBuffer();
+  private readonly buffer = new (mcpSdk().ReadBuffer)();
   private stderrRest = "";
   private exited?: Promise<void>;
   /** Set once the process has exited. */
@@ -152,7 +152,7 @@ export class ProcessTransport implements Transport {
     return new Promise<void>((resolve, reject) => {
       const stdin = this.child?.stdin;
       if (!stdin || this.exit || stdin.destroyed) return reject(new Error("MCP server process is not running"));
-      if (stdin.write(serializeMessage(message))) resolve();
+      if (stdin.write(mcpSdk().serializeMessage(message))) resolve();
       else stdin.once("drain", resolve);
     });
   }

@@ -1,0 +1,399 @@
+/**
+ * @module scripts/bench/floors
+ * Each figure as a ratio to its floor, both measured in this run, alternating (prints JSON):
+ * - cold start: `airlock --version`, `--help`, an argument error, and `airlock run` up to its first
+ *   model request (a local fake OpenAI-compatible server), each against a trivial `bun build --compile`
+ *   binary of `console.log(1)` built here (spawn → exit; for `run`, spawn → request received);
+ * - the first confined call of a fresh process against a later call of the same process
+ *   (`launch()` of `true` under `workspace-write`), with the probe cache warm and without it;
+ * - a confined call (`launch()`) against bare `bwrap` run with the very argv and fds the launcher planned;
+ * - a gated tool call from a script against the raw bridge (the same script, answered at once);
+ * - park → the root's SSE client against a bare `bus.publish` → the same SSE client.
+ * Pairs are interleaved (which side goes first alternates), the ratio is taken per pair, and the
+ * headline is the median of the ratios; absolute medians are given beside them, with the machine
+ * (CPU model, cores, load average before and after).
+ * Usage: `bun scripts/bench/floors.ts [--pairs 21] [--binary PATH] [--only startup,first,confined,gate,park]`
+ */
+import { spawn } from "node:child_process";
+import { closeSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { createParser } from "eventsource-parser";
+import { build, OUTFILE } from "../../build/build.ts";
+import { Bus } from "../../src/bus/bus.ts";
+import { Cards } from "../../src/card/pending.ts";
+import { Config } from "../../src/config/schema.ts";
+import { AirlockError } from "../../src/errors.ts";
+import { GateContext } from "../../src/gate/context.ts";
+import { Gate } from "../../src/gate/gate.ts";
+import { Permits } from "../../src/gate/permits.ts";
+import { newId } from "../../src/ids.ts";
+import { sanitizedEnv } from "../../src/launcher/env.ts";
+import { TOOL_PROCESS } from "../../src/launcher/plan.ts";
+import { openSeccompFilter } from "../../src/launcher/probe.ts";
+import { releaseRoot } from "../../src/launcher/roots.ts";
+import { closeSeccomp, confinementFor, extraStdio, setUpSandbox } from "../../src/launcher/setup.ts";
+import { launch } from "../../src/launcher/spawn.ts";
+import { createRuntime } from "../../src/runtime.ts";
+import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
+import { startServer } from "../../src/server/serve.ts";
+import { Inflight } from "../../src/session/inflight.ts";
+import { Store } from "../../src/store/store.ts";
+import { defineTool, type ToolDef, type ToolOutcome } from "../../src/tool/tool.ts";
+import { startFakeOpenAI, textChunks } from "../../test/fixtures/fake-openai.ts";
+
+const argOf = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const PAIRS = Number(argOf("--pairs") ?? 21);
+const ONLY = argOf("--only")?.split(",");
+const want = (s: string) => !ONLY || ONLY.includes(s);
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+};
+
+/** One figure against its floor: the median of per-pair ratios, and each side's median (ms). */
+interface Ratio {
+  ratio: number;
+  ratio_p10_p90: [number, number];
+  value_ms: number;
+  floor_ms: number;
+  pairs: number;
+}
+
+/**
+ * Runs `n` pairs of (figure, floor), alternating which goes first, after `warm` unmeasured pairs.
+ * Each side returns its own time in ms. The ratio is per pair; the result is their median.
+ */
+async function pairs(n: number, value: () => Promise<number>, floor: () => Promise<number>, warm = 2): Promise<Ratio> {
+  for (let i = 0; i < warm; i++) {
+    await value();
+    await floor();
+  }
+  const v: number[] = [];
+  const f: number[] = [];
+  const ratios: number[] = [];
+  for (let i = 0; i < n; i++) {
+    let a: number;
+    let b: number;
+    if (i % 2 === 0) {
+      a = await value();
+      b = await floor();
+    } else {
+      b = await floor();
+      a = await value();
+    }
+    v.push(a);
+    f.push(b);
+    ratios.push(a / b);
+  }
+  return { ratio: r3(median(ratios)), ratio_p10_p90: [r3(pct(ratios, 0.1)), r3(pct(ratios, 0.9))], value_ms: r3(median(v)), floor_ms: r3(median(f)), pairs: n };
+}
+
+/** Wall time of `argv` from spawn to exit, stdio piped and drained, ms. Throws when the exit code is not `code`. */
+async function timeProcess(argv: string[], code: number, env: Record<string, string> = { PATH: "/usr/bin:/bin", HOME: tmpdir() }): Promise<number> {
+  const t0 = performance.now();
+  const p = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", env });
+  const [exit, , err] = await Promise.all([p.exited, new Response(p.stdout).arrayBuffer(), new Response(p.stderr).text()]);
+  const ms = performance.now() - t0;
+  if (exit !== code) throw new Error(`${argv.join(" ")} exited ${exit} (expected ${code}): ${err.slice(0, 300)}`);
+  return ms;
+}
+
+/** Cold start of the binary against a trivial compiled Bun binary built here. */
+async function startup(): Promise<Record<string, Ratio>> {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-bench-floors-"));
+  try {
+    writeFileSync(join(dir, "floor.ts"), "console.log(1);\n");
+    const floorBin = join(dir, "floor");
+    const fb = await Bun.build({ entrypoints: [join(dir, "floor.ts")], compile: { outfile: floorBin }, target: "bun" });
+    if (!fb.success) throw new Error(`floor build failed: ${fb.logs.join("\n")}`);
+    let source = argOf("--binary");
+    if (!source) {
+      await build();
+      source = OUTFILE;
+    }
+    mkdirSync(join(dir, "bin"));
+    const bin = join(dir, "bin", "airlock");
+    copyFileSync(source, bin);
+    const floor = () => timeProcess([floorBin], 0);
+    const out: Record<string, Ratio> = {
+      version: await pairs(PAIRS, () => timeProcess([bin, "--version"], 0), floor),
+      help: await pairs(PAIRS, () => timeProcess([bin, "--help"], 0), floor),
+      argument_error: await pairs(PAIRS, () => timeProcess([bin, "run", "--mode", "nope", "x"], 2), floor),
+    };
+    // `airlock run` up to its first model request
+    const data = join(dir, "data");
+    const ws = join(dir, "ws");
+    mkdirSync(data);
+    mkdirSync(ws);
+    let arrived: (() => void) | undefined;
+    const fake = startFakeOpenAI(() => {
+      arrived?.();
+      return textChunks("ok");
+    });
+    writeFileSync(join(data, "airlock.yaml"), `provider:\n  name: openai\n  model: bench\n  base_url: ${fake.url}\n  api_key_env: BENCH_KEY\n`);
+    const firstRequest = async (): Promise<number> => {
+      const got = new Promise<number>((r) => (arrived = () => r(performance.now())));
+      const t0 = performance.now();
+      const p = Bun.spawn([bin, "run", "hi", "--headless", "--data-dir", data, "--workspace", ws], {
+        cwd: ws,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { PATH: "/usr/bin:/bin", HOME: dir, BENCH_KEY: "bench" },
+      });
+      const done = Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+      const at = await Promise.race([got, done.then(([c, , e]) => Promise.reject(new Error(`run exited ${c} before its model request: ${e.slice(0, 300)}`)))]);
+      const [code, , err] = await done;
+      if (code !== 0) throw new Error(`run exited ${code}: ${err.slice(0, 300)}`);
+      return at - t0;
+    };
+    try {
+      out.run_first_request = await pairs(Math.max(5, Math.round(PAIRS / 2)), firstRequest, floor);
+    } finally {
+      await fake.close();
+    }
+    return out;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Child mode: in this fresh process, time 6 confined calls; print `{first, later}` (ms; later = median of
+ * calls 2–6). `mode`: `nocache` (the probe runs in the first call, as before the cache), `cache` (the probe
+ * cache in `dataDir` is warm), `warm` (cache, and the runtime's warm-up then 100 ms, a model's first answer).
+ */
+async function firstCallChild(dataDir: string, ws: string, mode: string): Promise<void> {
+  const probe: { useProbeCache?: (d: string) => void } = await import("../../src/launcher/probe.ts");
+  const setup: { warmLauncher?: () => void } = await import("../../src/launcher/setup.ts");
+  if (mode !== "nocache") probe.useProbeCache?.(dataDir);
+  if (mode === "warm") {
+    setup.warmLauncher?.();
+    await Bun.sleep(100);
+  }
+  const config = Config.parse({});
+  const times: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const t0 = performance.now();
+    const r = await launch({ policy: "workspace-write", argv: ["true"], cwd: ws, workspace: ws, timeoutMs: 60_000, maxOutputBytes: 1 << 16, config, hiddenPaths: [dataDir] });
+    times.push(performance.now() - t0);
+    if (r.exit_code !== 0) throw new Error(`true exited ${r.exit_code}: ${r.stderr}`);
+  }
+  console.log(JSON.stringify({ first: times[0], later: median(times.slice(1)) }));
+}
+
+/** The first confined call of a fresh process against a later one, over `n` processes. */
+async function firstCall(n: number): Promise<Record<string, unknown>> {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-bench-first-"));
+  const ws = join(dir, "ws");
+  mkdirSync(ws);
+  const child = async (mode: string) => {
+    const p = Bun.spawn([process.execPath, import.meta.path, "--first-call-child", dir, ws, mode], { stdout: "pipe", stderr: "pipe" });
+    const [code, out, err] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+    if (code !== 0) throw new Error(`first-call child exited ${code}: ${err}`);
+    return JSON.parse(out) as { first: number; later: number };
+  };
+  try {
+    await child("cache"); // fills the cache
+    const modes = ["nocache", "cache", "warm"];
+    const sides: Record<string, { first: number; later: number }[]> = { cache: [], nocache: [], warm: [] };
+    for (let i = 0; i < n; i++) {
+      for (const m of i % 2 ? [...modes].reverse() : modes) sides[m]!.push(await child(m));
+    }
+    const summary = (xs: { first: number; later: number }[]) => ({
+      ratio: r3(median(xs.map((x) => x.first / x.later))),
+      first_ms: r3(median(xs.map((x) => x.first))),
+      later_ms: r3(median(xs.map((x) => x.later))),
+      processes: xs.length,
+    });
+    return { probe_not_cached: summary(sides.nocache!), probe_cached: summary(sides.cache!), probe_cached_and_warmed: summary(sides.warm!) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A confined `launch()` of `true` against bare bwrap run with the argv and fds the launcher planned for it. */
+async function confined(): Promise<Ratio> {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-bench-confined-"));
+  const ws = join(dir, "ws");
+  mkdirSync(ws);
+  const config = Config.parse({});
+  try {
+    const c = await confinementFor("workspace-write", undefined, process.env.PATH, false, TOOL_PROCESS);
+    if (c.kind !== "bwrap") throw new Error("bubblewrap cannot run here");
+    const setup = await setUpSandbox(c, {
+      policy: "workspace-write",
+      options: TOOL_PROCESS,
+      argv: ["/usr/bin/true"],
+      cwd: ws,
+      writableRoots: [ws],
+      homes: [process.env.HOME],
+      dataDirs: [],
+      unixSockets: [],
+      maxFolders: 10_000,
+      refuse: (why) => new AirlockError("sandbox_unavailable", why),
+    });
+    const argv = setup.argv;
+    const layout = extraStdio(setup).length;
+    closeSeccomp(setup);
+    await releaseRoot(setup.prepared);
+    const bare = () =>
+      new Promise<number>((resolve, reject) => {
+        const t0 = performance.now();
+        const fd = openSeccompFilter();
+        // the fds bwrap expects: 3 info pipe, 4 seccomp filter, 5 lifeline (as planned: extraStdio)
+        const extra = layout === 3 ? ["pipe", fd, "pipe"] : layout === 2 ? ["pipe", "pipe"] : [];
+        const child = spawn(argv[0]!, argv.slice(1), { cwd: ws, env: sanitizedEnv(), detached: true, stdio: ["ignore", "pipe", "pipe", ...extra] as never });
+        closeSync(fd);
+        child.on("error", reject);
+        child.on("close", (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`bare bwrap exited ${code}`))));
+      });
+    const viaLauncher = async () => {
+      const t0 = performance.now();
+      const r = await launch({ policy: "workspace-write", argv: ["true"], cwd: ws, workspace: ws, timeoutMs: 60_000, maxOutputBytes: 1 << 16, config });
+      if (r.exit_code !== 0) throw new Error(`true exited ${r.exit_code}: ${r.stderr}`);
+      return performance.now() - t0;
+    };
+    return await pairs(Math.max(PAIRS, 41), viaLauncher, bare, 5);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1_000_000, maxLogBytes: 1 << 20, maxResultBytes: 1 << 20 };
+
+/** A script's sequential tool calls through the real gate (autonomous, a read-only echo tool) against the raw bridge. */
+async function gated(): Promise<Ratio & { calls_per_script: number; gated_calls_per_s: number; raw_calls_per_s: number }> {
+  const CALLS = 2000;
+  const store = Store.open(":memory:");
+  const bus = new Bus();
+  const inflight = new Inflight();
+  const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
+  const echo: ToolDef = defineTool({ name: "bench__echo", description: "echo", schema: z.unknown(), readOnly: true, async execute(a) { return a; } });
+  const registry = { resolve: async (n: string) => (n === echo.name ? echo : undefined), list: async () => [echo], listCached: () => [echo] };
+  const config = Config.parse({ mode: "autonomous" });
+  const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: () => config });
+  const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+  const turnId = newId("turn");
+  inflight.register(s.id, turnId);
+  const parentCallId = newId("call");
+  const pool = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+  const rawEcho = async (_n: string, args: unknown): Promise<ToolOutcome> => ({ ok: true, result: args });
+  const script = (name: string) => `for (let i = 0; i < ${CALLS}; i++) await tools.${name}({ i }); return ${CALLS};`;
+  try {
+    const viaGate = async () => {
+      const t0 = performance.now();
+      const r = await GateContext.provide({ sessionId: s.id, turnId, callId: parentCallId }, () =>
+        pool.run(script("bench__echo"), LIMITS, (name, args) => gate.call({ name, args, callId: newId("call"), fromScript: true, parentCallId })),
+      );
+      if (!r.ok) throw new Error(`gated script failed: ${JSON.stringify(r.error)}`);
+      return performance.now() - t0;
+    };
+    const raw = async () => {
+      const t0 = performance.now();
+      const r = await pool.run(script("echo"), LIMITS, rawEcho);
+      if (!r.ok) throw new Error(`raw script failed: ${JSON.stringify(r.error)}`);
+      return performance.now() - t0;
+    };
+    const out = await pairs(PAIRS, viaGate, raw, 3);
+    return { ...out, calls_per_script: CALLS, gated_calls_per_s: Math.round((CALLS / out.value_ms) * 1000), raw_calls_per_s: Math.round((CALLS / out.floor_ms) * 1000) };
+  } finally {
+    inflight.unregister(s.id, turnId);
+    cards.close();
+    await pool.close();
+    store.close();
+  }
+}
+
+/** Park (a child session's card) → the root's SSE client, against `bus.publish` on the root → the same client. */
+async function park(samples: number): Promise<Ratio & { park_p99_ms: number; publish_p99_ms: number }> {
+  const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-park-"));
+  const rt = createRuntime({ config: Config.parse({ limits: { script_workers: 1 } }), configDir: dataDir, dataDir, env: {} });
+  const server = startServer(rt, { host: "127.0.0.1", port: 0 });
+  const abort = new AbortController();
+  try {
+    const root = rt.store.createSession({ workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const child = rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const turnId = newId("turn");
+    rt.inflight.register(child.id, turnId);
+    const cards = rt.cards as Cards;
+    let wake: ((ev: { event: string; data: string }) => void) | undefined;
+    let ready!: () => void;
+    const snapshot = new Promise<void>((r) => (ready = r));
+    const parser = createParser({
+      onEvent(m) {
+        if (m.event === "snapshot") ready();
+        if (m.event === "action_required" || m.event === "delta") wake?.({ event: m.event, data: m.data });
+      },
+    });
+    const res = await fetch(`${server.url}/sessions/${root.id}/events`, { headers: { authorization: `Bearer ${rt.tokens.apiToken}` }, signal: abort.signal });
+    void (async () => {
+      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        parser.feed(value);
+      }
+    })().catch(() => {});
+    await snapshot;
+    const parkLat: number[] = [];
+    const pubLat: number[] = [];
+    let i = 0;
+    const viaPark = async () => {
+      const arrived = new Promise<string>((r) => (wake = (ev) => ev.event === "action_required" && r(JSON.parse(ev.data).request_id)));
+      const t0 = performance.now();
+      void cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch f${i++}` }, inspector: "mode", reason: "bench", requiresUserProof: false, ttlSeconds: 3600 });
+      const id = await arrived;
+      const ms = performance.now() - t0;
+      cards.resolve(id, "deny", { sessionId: root.id });
+      parkLat.push(ms);
+      return ms;
+    };
+    const viaPublish = async () => {
+      const arrived = new Promise<void>((r) => (wake = (ev) => ev.event === "delta" && r()));
+      const t0 = performance.now();
+      rt.bus.publish(root.id, "delta", { session_id: root.id, turn_id: "turn_bench", text: `${i++}` });
+      await arrived;
+      const ms = performance.now() - t0;
+      pubLat.push(ms);
+      return ms;
+    };
+    const out = await pairs(samples, viaPark, viaPublish, 20);
+    return { ...out, park_p99_ms: r3(pct(parkLat, 0.99)), publish_p99_ms: r3(pct(pubLat, 0.99)) };
+  } finally {
+    abort.abort();
+    server.stop?.();
+    await rt.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === "--first-call-child") {
+  await firstCallChild(process.argv[3]!, process.argv[4]!, process.argv[5]!);
+  process.exit(0);
+}
+
+const machine = { cpu_model: cpus()[0]?.model ?? "unknown", cores: cpus().length, load_before: loadavg().map((x) => Math.round(x * 100) / 100), bun: Bun.version };
+const results: Record<string, unknown> = {};
+const step = async (name: string, f: () => Promise<unknown>) => {
+  if (!want(name)) return;
+  process.stderr.write(`[floors] ${name} ...\n`);
+  results[name] = await f();
+};
+await step("startup", startup);
+await step("first", () => firstCall(Math.max(5, Math.round(PAIRS / 2))));
+await step("confined", confined);
+await step("gate", gated);
+await step("park", () => park(Math.max(PAIRS, 500)));
+console.log(JSON.stringify({ machine: { ...machine, load_after: loadavg().map((x) => Math.round(x * 100) / 100) }, date: new Date().toISOString(), results }, null, 2));
+process.exit(0);

@@ -1,0 +1,68 @@
+/**
+ * @module test/e2e/binary-startup.test
+ * The compiled binary's quick answers (src/boot.ts): `--version` and every help invocation print, with
+ * stdout a pipe, exactly what the source CLI (`bun src/main.ts`) prints, from texts recorded at build
+ * time (build/help-texts.ts); anything else still goes through commander with the same output.
+ */
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { helpInvocations, recordHelpTexts } from "../../build/help-texts.ts";
+import { quickAnswer } from "../../src/boot.ts";
+import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
+import pkg from "../../package.json" with { type: "json" };
+
+async function source(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([process.execPath, join(REPO, "src", "main.ts"), ...args], { cwd: REPO, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code, stdout, stderr };
+}
+
+/** Runs `fn` over `items`, `n` at a time. */
+async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
+  const todo = [...items];
+  await Promise.all(Array.from({ length: n }, async () => {
+    for (let x = todo.shift(); x !== undefined; x = todo.shift()) await fn(x);
+  }));
+}
+
+describe("quick answers", () => {
+  test("--version and -V are answered from package.json; other argv are left to main.ts", async () => {
+    const never = async () => {
+      throw new Error("the terminal check is for help texts only");
+    };
+    expect(await quickAnswer(["--version"], never)).toBe(`${pkg.version}\n`);
+    expect(await quickAnswer(["-V"], never)).toBe(`${pkg.version}\n`);
+    // from source there is no recorded help: commander answers
+    expect(await quickAnswer(["--help"], async () => false)).toBeUndefined();
+    expect(await quickAnswer(["--version", "x"], async () => false)).toBeUndefined();
+    expect(await quickAnswer(["run", "--bogus"], async () => false)).toBeUndefined();
+  });
+
+  test("the recorded help covers --help, -h and help NAME of every command, with commander's exact text", async () => {
+    const texts = await recordHelpTexts();
+    const invocations = await helpInvocations();
+    const names = invocations.filter((a) => a[0] === "help" && a.length === 2).map((a) => a[1]!);
+    expect(names).toContain("run");
+    for (const n of names) {
+      expect(texts[`${n}\0--help`]).toBeString();
+      expect(texts[`help\0${n}`]).toBe(texts[`${n}\0--help`]!);
+    }
+    expect(texts["sessions\0list\0-h"]).toBe((await source(["sessions", "list", "-h"])).stdout);
+    expect(texts["--help"]).toContain("Usage: airlock [options] [command]");
+  }, 120_000);
+});
+
+describe("the binary answers as the source CLI does", () => {
+  test("every help invocation, --version and a few usage errors: same exit code, stdout and stderr", async () => {
+    const bin = await compiledBinary();
+    const cases = [...(await helpInvocations()), ["--version"], ["-V"], ["--bogus"], ["run", "--mode", "nope", "x"], ["sessions"], ["help", "nope"], ["run", "--output-format", "json", "--bogus"]];
+    const diffs: string[] = [];
+    await pool(cases, 3, async (args) => {
+      const [b, s] = await Promise.all([runBinary(bin, args), source(args)]);
+      if (JSON.stringify(b) !== JSON.stringify(s) && !(args.includes("json") && b.code === s.code && b.stderr === s.stderr)) {
+        diffs.push(`${args.join(" ")}: binary ${JSON.stringify(b).slice(0, 300)} ≠ source ${JSON.stringify(s).slice(0, 300)}`);
+      }
+    });
+    expect(diffs).toEqual([]);
+  }, 300_000);
+});
