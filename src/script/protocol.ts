@@ -73,6 +73,22 @@ export const CallRequest = z.strictObject({
 export type CallRequest = z.infer<typeof CallRequest>;
 
 /**
+ * Worker → host on the script's port: the task reached its thread and waits for `go` (its first run
+ * slot) before it runs any guest code.
+ */
+export const ScriptReady = z.strictObject({ t: z.literal("ready") });
+
+/**
+ * Worker → host: the guest slice the last `go` or `reply` started has ended and the script now waits on
+ * tools; the host takes back that run slot. Sent once per `go`/`reply`, unless the script ended in it.
+ */
+export const SliceEnded = z.strictObject({ t: z.literal("yield") });
+
+/** Everything the worker sends on a script's port. */
+export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady, SliceEnded]);
+export type WorkerMessage = z.infer<typeof WorkerMessage>;
+
+/**
  * Host → worker: the answer to call `id`. `payload` is the JSON text the guest parses:
  * `{ok: true, result}` or `{ok: false, error: {name, code, message}}`.
  */
@@ -82,7 +98,10 @@ export type CallReply = z.infer<typeof CallReply>;
 /** Host → worker: stop the script now (the caller's AbortSignal fired). */
 export const CancelScript = z.strictObject({ t: z.literal("cancel") });
 
-export const HostMessage = z.discriminatedUnion("t", [CallReply, CancelScript]);
+/** Host → worker: start the script (the host gave it a run slot). A `reply` is a run slot too. */
+export const StartScript = z.strictObject({ t: z.literal("go") });
+
+export const HostMessage = z.discriminatedUnion("t", [CallReply, CancelScript, StartScript]);
 export type HostMessage = z.infer<typeof HostMessage>;
 
 /** Codes a script can end with (a subset of src/errors.ts ERROR_CODES). */

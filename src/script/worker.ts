@@ -3,13 +3,14 @@
  * The sandbox worker entry (a tinypool task module). Compiles the QuickJS WASM module once per
  * worker (singlefile sync variant) and gives each script its own module *instance* with its own
  * capped `WebAssembly.Memory` (script/instances.ts): a script's memory, or a QuickJS abort, touches
- * only that script. Many scripts may be in flight on one worker: while one waits on a tool call,
- * others run.
+ * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
+ * a native call blocks only its own thread; the code here still copes with several.
  */
 import { threadId } from "node:worker_threads";
 import Tinypool from "tinypool";
 import { Instances } from "./instances.ts";
-import { HostMessage, METER, ScriptTask, WorkerSettings, type WorkerOutcome } from "./protocol.ts";
+import { assertNever } from "../errors.ts";
+import { HostMessage, METER, ScriptTask, WorkerSettings, type WorkerMessage, type WorkerOutcome } from "./protocol.ts";
 import { ScriptRun } from "./vm.ts";
 
 const settings = WorkerSettings.parse(Tinypool.workerData ?? { memoryMb: 64, stackKb: 512 });
@@ -35,13 +36,32 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     memoryExhausted: () => inst.exhausted(),
     post: (msg) => port.postMessage(msg),
   });
+  // Guest code runs only in a run slot the host gave: `go` (the start) or a `reply`. Each ends with
+  // `yield` (the script waits on tools again) unless the script ended in it.
+  let started = false;
   port.on("message", (raw: unknown) => {
     const msg = HostMessage.safeParse(raw);
     if (!msg.success) return;
-    if (msg.data.t === "reply") run.reply(msg.data.id, msg.data.payload);
-    else run.cancel();
+    const m = msg.data;
+    switch (m.t) {
+      case "cancel":
+        run.cancel();
+        return;
+      case "go":
+        if (!started) {
+          started = true;
+          run.start();
+        }
+        break;
+      case "reply":
+        run.reply(m.id, m.payload);
+        break;
+      default:
+        assertNever(m, "host message");
+    }
+    if (!run.finished) port.postMessage({ t: "yield" } satisfies WorkerMessage);
   });
-  run.start();
+  port.postMessage({ t: "ready" } satisfies WorkerMessage);
   const { fatal, ...outcome } = await run.done;
   port.close();
   instances.give(inst, !fatal);
