@@ -11,6 +11,7 @@ import { AsyncResource } from "node:async_hooks";
 import { MessageChannel } from "node:worker_threads";
 import Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
+import { compileQuickJS } from "./instances.ts";
 import { METER, ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome } from "./protocol.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
@@ -71,6 +72,8 @@ export class ScriptPool {
   readonly #pool: Tinypool;
   readonly #settings: WorkerSettings;
   readonly #slots: RunSlots;
+  /** The QuickJS WASM module, compiled once here and sent with every task (a new thread only instantiates it). */
+  #wasm: Promise<WebAssembly.Module> | undefined;
   #closed = false;
   /** Worker failures tinypool reports outside any task (a replaced idle worker); kept for diagnostics. */
   readonly workerErrors: string[] = [];
@@ -128,6 +131,16 @@ export class ScriptPool {
     const signal = opts.signal;
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
 
+    this.#wasm ??= compileQuickJS();
+    let wasm: WebAssembly.Module;
+    try {
+      wasm = await this.#wasm;
+    } catch (e) {
+      this.#wasm = undefined;
+      return fail("internal", `the script sandbox could not compile QuickJS: ${e instanceof Error ? e.message : String(e)}`, [], 0);
+    }
+    if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
+    if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
     const { port1, port2 } = new MessageChannel();
     const meterBuf = new SharedArrayBuffer(METER.size * 8);
     const meter = new Float64Array(meterBuf);
@@ -193,7 +206,7 @@ export class ScriptPool {
       }
     });
 
-    this.#pool.run({ code, limits, port: port2, meter: meterBuf }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
+    this.#pool.run({ code, limits, port: port2, meter: meterBuf, wasm }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
       (raw: unknown) => {
         const out = WorkerOutcome.safeParse(raw);
         if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));

@@ -54,12 +54,14 @@ export const METER = {
   size: 3,
 } as const;
 
-/** The tinypool task: one script. `port` is transferred; `meter` is shared. */
+/** The tinypool task: one script. `port` is transferred; `meter` and `wasm` are shared. */
 export const ScriptTask = z.strictObject({
   code: z.string(),
   limits: ScriptLimits,
   port: z.custom<MessagePort>((v) => typeof v === "object" && v !== null && "postMessage" in v),
   meter: z.instanceof(SharedArrayBuffer),
+  /** The QuickJS WASM module, compiled once by the pool (a new worker instantiates it instead of compiling it). */
+  wasm: z.instanceof(WebAssembly.Module),
 });
 export type ScriptTask = z.infer<typeof ScriptTask>;
 

@@ -1,7 +1,7 @@
 /**
  * @module script/worker
- * The sandbox worker entry (a tinypool task module). Compiles the QuickJS WASM module once per
- * worker (singlefile sync variant) and gives each script its own module *instance* with its own
+ * The sandbox worker entry (a tinypool task module). Instantiates the QuickJS WASM module the pool
+ * compiled (singlefile sync variant) and gives each script its own module *instance* with its own
  * capped `WebAssembly.Memory` (script/instances.ts): a script's memory, or a QuickJS abort, touches
  * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
  * a native call blocks only its own thread; the code here still copes with several.
@@ -14,7 +14,8 @@ import { HostMessage, METER, ScriptTask, WorkerSettings, type WorkerMessage, typ
 import { ScriptRun } from "./vm.ts";
 
 const settings = WorkerSettings.parse(Tinypool.workerData ?? { memoryMb: 64, stackKb: 512 });
-const instances = await Instances.create(settings.memoryMb);
+/** Made at the first task, from the module the pool compiled (a worker does not compile QuickJS itself). */
+let instances: Promise<Instances> | undefined;
 
 /**
  * Runs one script task to its end, on an instance of its own. Never throws for guest behaviour:
@@ -26,7 +27,9 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   const meter = new Float64Array(task.meter);
   meter[METER.threadId] = threadId;
   const port = task.port as unknown as import("node:worker_threads").MessagePort;
-  const inst = await instances.take();
+  instances ??= Instances.create(settings.memoryMb, task.wasm);
+  const pool = await instances;
+  const inst = await pool.take();
   const run = new ScriptRun(inst.module, {
     code: task.code,
     limits: task.limits,
@@ -64,6 +67,6 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   port.postMessage({ t: "ready" } satisfies WorkerMessage);
   const { fatal, ...outcome } = await run.done;
   port.close();
-  instances.give(inst, !fatal);
+  pool.give(inst, !fatal);
   return outcome;
 }
