@@ -39,20 +39,8 @@ export const WorkerSettings = z.strictObject({
 });
 export type WorkerSettings = z.infer<typeof WorkerSettings>;
 
-/**
- * Slots of the per-script shared meter (a `Float64Array` over a SharedArrayBuffer) the worker
- * writes and the host watchdog reads without any message: it works even when the worker's
- * event loop is stuck inside a long native call.
- */
-export const METER = {
-  /** CPU ms the guest has used so far, not counting the slice in progress. */
-  cpuUsed: 0,
-  /** `Date.now()` when the current guest slice began; 0 when the guest is not running. */
-  enteredAt: 1,
-  /** `threadId` of the worker running the script (0 until it starts). */
-  threadId: 2,
-  size: 3,
-} as const;
+/** Slots of the per-script shared meter (defined in script/meter.ts, which a worker loads without zod). */
+export { METER } from "./meter.ts";
 
 /** The tinypool task: one script. `port` is transferred; `meter` and `wasm` are shared. */
 export const ScriptTask = z.strictObject({

@@ -7,7 +7,8 @@
  */
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
 import { installBridge, SCRIPT_FILENAME, wrapUserCode } from "./bridge.ts";
-import { METER, type CallRequest, type ScriptFailure, type ScriptLimits, type WorkerOutcome } from "./protocol.ts";
+import { METER } from "./meter.ts";
+import type { CallRequest, ScriptFailure, ScriptLimits, WorkerOutcome } from "./protocol.ts";
 
 /** How one script ended, plus `fatal`: its QuickJS instance is broken and must be dropped, never reused. */
 export type RunOutcome = WorkerOutcome & { fatal: boolean };

@@ -6,14 +6,17 @@
  * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
  * a native call blocks only its own thread; the code here still copes with several.
  */
-import { threadId } from "node:worker_threads";
+import { threadId, type MessagePort } from "node:worker_threads";
 import Tinypool from "tinypool";
 import { Instances } from "./instances.ts";
 import { assertNever } from "../errors.ts";
-import { HostMessage, METER, ScriptTask, WorkerSettings, type WorkerMessage, type WorkerOutcome } from "./protocol.ts";
+import { METER } from "./meter.ts";
+// Types only: protocol.ts's zod schemas would cost each thread ~3 MB and ~100 ms to load. The pool (main
+// thread) validates what it sends with them; the checks below only keep a malformed message out.
+import type { HostMessage, ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings } from "./protocol.ts";
 import { ScriptRun } from "./vm.ts";
 
-const settings = WorkerSettings.parse(Tinypool.workerData ?? { memoryMb: 64, stackKb: 512 });
+const settings = parseSettings(Tinypool.workerData ?? { memoryMb: 64, stackKb: 512 });
 /** Made at the first task, from the module the pool compiled (a worker does not compile QuickJS itself). */
 let instances: Promise<Instances> | undefined;
 
@@ -23,10 +26,10 @@ let instances: Promise<Instances> | undefined;
  * never reaches another script): the worker itself stays fine.
  */
 export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome> {
-  const task = ScriptTask.parse(raw);
+  const task = parseTask(raw);
   const meter = new Float64Array(task.meter);
   meter[METER.threadId] = threadId;
-  const port = task.port as unknown as import("node:worker_threads").MessagePort;
+  const port = task.port;
   instances ??= Instances.create(settings.memoryMb, task.wasm);
   const pool = await instances;
   const inst = await pool.take();
@@ -43,9 +46,8 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   // `yield` (the script waits on tools again) unless the script ended in it.
   let started = false;
   port.on("message", (raw: unknown) => {
-    const msg = HostMessage.safeParse(raw);
-    if (!msg.success) return;
-    const m = msg.data;
+    const m = parseHostMessage(raw);
+    if (!m) return;
     switch (m.t) {
       case "cancel":
         run.cancel();
@@ -69,4 +71,36 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   port.close();
   pool.give(inst, !fatal);
   return outcome;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null;
+}
+
+function isInt(v: unknown, min: number): v is number {
+  return Number.isInteger(v) && (v as number) >= min;
+}
+
+/** The pool's `workerData` (checked like protocol.ts's `WorkerSettings`). @throws Error when malformed (the worker cannot start). */
+function parseSettings(v: unknown): WorkerSettings {
+  if (isObject(v) && isInt(v.memoryMb, 8) && (v.memoryMb as number) <= 2048 && isInt(v.stackKb, 16)) return { memoryMb: v.memoryMb as number, stackKb: v.stackKb as number };
+  throw new Error("the sandbox worker's settings are malformed");
+}
+
+/** One task from the pool (shaped like protocol.ts's `ScriptTask`). @throws Error when malformed (the script fails `script_worker_lost`). */
+function parseTask(v: unknown): { code: string; limits: ScriptLimits; port: MessagePort; meter: SharedArrayBuffer; wasm: WebAssembly.Module } {
+  if (!isObject(v) || typeof v.code !== "string" || !(v.meter instanceof SharedArrayBuffer) || !(v.wasm instanceof WebAssembly.Module)) throw new Error("the script task is malformed");
+  const l = v.limits;
+  if (!isObject(l) || !isInt(l.cpuTimeoutMs, 1) || !isInt(l.wallTimeoutMs, 1) || !isInt(l.maxToolCalls, 0) || !isInt(l.maxLogBytes, 0) || !isInt(l.maxResultBytes, 0)) throw new Error("the script task's limits are malformed");
+  if (!isObject(v.port) || typeof v.port.postMessage !== "function") throw new Error("the script task has no port");
+  const limits: ScriptLimits = { cpuTimeoutMs: l.cpuTimeoutMs, wallTimeoutMs: l.wallTimeoutMs, maxToolCalls: l.maxToolCalls, maxLogBytes: l.maxLogBytes, maxResultBytes: l.maxResultBytes };
+  return { code: v.code, limits, port: v.port as unknown as MessagePort, meter: v.meter, wasm: v.wasm };
+}
+
+/** A host message on the script's port (protocol.ts's `HostMessage`), or null for anything else. */
+function parseHostMessage(v: unknown): HostMessage | null {
+  if (!isObject(v)) return null;
+  if (v.t === "go" || v.t === "cancel") return { t: v.t };
+  if (v.t === "reply" && isInt(v.id, 1) && typeof v.payload === "string") return { t: "reply", id: v.id, payload: v.payload };
+  return null;
 }
