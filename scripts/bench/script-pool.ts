@@ -4,7 +4,8 @@
  * `scripts/bench/parked.ts` has the gated figures): a trivial script's start-to-result latency on a warm
  * pool (p50, p99), a burst of 50 scripts that each park on a tool (time until each one reached it: this
  * is where new worker threads start), the RSS those 50 parked scripts add, and the throughput of 200
- * short scripts (one tool call each), one after another and all at once, with and without the 50 parked.
+ * short scripts (one tool call each), one after another and all at once, with and without the 50 parked,
+ * and the start of a script that finds no idle thread, one at a time (cold start).
  *
  * `AIRLOCK_BENCH_ROOT=/path/to/other/checkout bun scripts/bench/script-pool.ts` measures another
  * checkout's `src/script/pool.ts` with the same code (for a before/after ratio).
@@ -18,6 +19,7 @@ const { ScriptPool } = (await import(resolve(root, "src/script/pool.ts"))) as { 
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 600_000, maxToolCalls: 1000, maxLogBytes: 1 << 16, maxResultBytes: 1 << 20 };
 const PARKED = 50;
 const SHORT = 200;
+const COLD = 20;
 type Outcome = { ok: true; result: unknown };
 
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
@@ -103,6 +105,30 @@ for (const r of await Promise.all(again.runs)) must(r);
 const threads = pool.threadIds.length;
 await pool.close();
 
+// Cold start: a pool of one (one warm thread), and scripts that each park while the next one starts, so
+// every new script finds no idle thread (this pool starts a thread for it; a shared-worker pool makes a
+// new instance on its one worker). Nothing else runs meanwhile.
+const cold: number[] = [];
+{
+  const one = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+  must(await one.run("return 1", LIMITS, tools));
+  parkedNow = 0;
+  released = new Promise<void>((r) => (release = r));
+  const runs: Promise<ScriptResult>[] = [];
+  for (let i = 0; i < COLD; i++) {
+    const t0 = performance.now();
+    const reached = new Promise<void>((r) => (onParked = r));
+    runs.push(one.run("return await tools.park({})", LIMITS, tools));
+    await reached;
+    cold.push(performance.now() - t0);
+  }
+  onParked = undefined;
+  release();
+  for (const r of await Promise.all(runs)) must(r);
+  await one.close();
+}
+cold.sort((a, b) => a - b);
+
 console.log(
   JSON.stringify(
     {
@@ -114,6 +140,7 @@ console.log(
         again_ms: { p50: round(pct(again.ms, 50), 1), p99: round(pct(again.ms, 99), 1), all: round(again.totalMs, 1) },
         note: "50 scripts started at once, time from start until each one is waiting on its tool",
       },
+      cold_start_ms: { p50: round(pct(cold, 50), 1), max: round(cold[cold.length - 1]!, 1), runs: COLD, note: "a script that finds no idle thread, until it waits on its tool; one at a time" },
       memory_mb: { idle_pool_of_2: mb(rssIdle - rss0), added_by_50_parked: mb(rssParked - rssBefore), per_parked_script: round((rssParked - rssBefore) / PARKED / 2 ** 20, 2), threads_after: threads },
       short_scripts_per_s: { none_parked: idleRate, with_50_parked: parkedRate, scripts: SHORT, note: "one tool call each; sequential = one after another, concurrent = all 200 started at once" },
     },
