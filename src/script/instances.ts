@@ -1,8 +1,9 @@
 /**
  * @module script/instances
- * QuickJS WASM module instances for one sandbox worker, one per running script. The WASM code is
- * compiled once per pool, on the main thread (`compileQuickJS`), and handed to each worker; each instance has its own `WebAssembly.Memory` (capped), so a script's
- * memory is its own and a QuickJS abort (e.g. an assertion in `JS_FreeRuntime`) kills only the
+ * QuickJS WASM module instances for one sandbox worker, one per running script (the pool runs one
+ * script per worker thread at a time). The WASM code is compiled once per pool, on the main thread
+ * (`compileQuickJS`), and handed to each worker; each instance has its own `WebAssembly.Memory`
+ * (capped), so a script's memory is its own and a QuickJS abort (e.g. an assertion in `JS_FreeRuntime`) kills only the
  * instance it happened in. Instances whose runtime was freed cleanly are kept for reuse (a few, and
  * only small ones); any other instance is dropped and left to the garbage collector.
  */
