@@ -90,7 +90,7 @@ export const ERROR_CODES = [
   "script_too_many_calls",
   "script_output_too_large",
   "script_error",
-  /** The script's worker was replaced because another script on it stalled in a native call; retryable. */
+  /** The script's worker thread went away before the script ended (the pool closed, the thread died); retryable. */
   "script_worker_lost",
   // mcp
   "mcp_server_unavailable",

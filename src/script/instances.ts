@@ -1,8 +1,9 @@
 /**
  * @module script/instances
- * QuickJS WASM module instances for one sandbox worker, one per running script. The WASM code is
- * compiled once per worker; each instance has its own `WebAssembly.Memory` (capped), so a script's
- * memory is its own and a QuickJS abort (e.g. an assertion in `JS_FreeRuntime`) kills only the
+ * QuickJS WASM module instances for one sandbox worker, one per running script (the pool runs one
+ * script per worker thread at a time). The WASM code is compiled once per pool, on the main thread
+ * (`compileQuickJS`), and handed to each worker; each instance has its own `WebAssembly.Memory`
+ * (capped), so a script's memory is its own and a QuickJS abort (e.g. an assertion in `JS_FreeRuntime`) kills only the
  * instance it happened in. Instances whose runtime was freed cleanly are kept for reuse (a few, and
  * only small ones); any other instance is dropped and left to the garbage collector.
  */
@@ -34,7 +35,8 @@ export class Instances {
   created = 0;
 
   private constructor(
-    private readonly compiled: WebAssembly.Module,
+    /** The compiled QuickJS WASM module these instances are made from. */
+    readonly compiled: WebAssembly.Module,
     private readonly maxPages: number,
     first: Instance,
   ) {
@@ -43,12 +45,18 @@ export class Instances {
   }
 
   /**
-   * Compiles the QuickJS WASM once and makes the first instance. `memoryMb` is the per-script malloc
-   * limit, MiB; each instance's memory is capped at `memoryMb` + 16 MiB (and at least 16 MiB).
+   * The instances of one worker, with a first instance made. `memoryMb` is the per-script malloc limit,
+   * MiB; each instance's memory is capped at `memoryMb` + 16 MiB (and at least 16 MiB). `compiled`: the
+   * module from `compileQuickJS()` (another thread's is fine); without it, the WASM is compiled here.
    * @throws Error when the WASM module cannot be compiled or instantiated (the worker cannot start).
    */
-  static async create(memoryMb: number): Promise<Instances> {
+  static async create(memoryMb: number, compiled?: WebAssembly.Module): Promise<Instances> {
     const maxPages = Math.max(INITIAL_PAGES, memoryMb * 16 + HEADROOM_PAGES);
+    if (compiled) return new Instances(compiled, maxPages, await instantiate(compiled, maxPages));
+    return Instances.#compileAndCreate(maxPages);
+  }
+
+  static async #compileAndCreate(maxPages: number): Promise<Instances> {
     // The singlefile build compiles its embedded bytes inside WebAssembly.instantiate; catch the
     // compiled module from that first call so later instances skip compilation.
     let compiled: WebAssembly.Module | undefined;
@@ -81,6 +89,15 @@ export class Instances {
   give(inst: Instance, clean: boolean): void {
     if (clean && this.#idle.length < IDLE_MAX && inst.memory.buffer.byteLength <= REUSE_MAX_BYTES) this.#idle.push(inst);
   }
+}
+
+/**
+ * Compiles the QuickJS WASM module (about 170 ms of CPU, off the calling thread's event loop where the
+ * engine allows). A `WebAssembly.Module` can be posted to worker threads, so one compile serves a pool.
+ * @throws Error when the module cannot be compiled.
+ */
+export async function compileQuickJS(): Promise<WebAssembly.Module> {
+  return (await Instances.create(8)).compiled;
 }
 
 async function instantiate(compiled: WebAssembly.Module | undefined, maxPages: number): Promise<Instance> {

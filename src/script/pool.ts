@@ -1,15 +1,18 @@
 /**
  * @module script/pool
- * The host side of the script sandbox: a tinypool pool of QuickJS workers. `run()` sends one
- * script, serves its `tools.*` calls on the main thread inside the caller's AsyncLocalStorage
- * context, and enforces the backstops the worker cannot (a watchdog that replaces a worker stuck
- * in a native call, or whose WASM module failed).
+ * The host side of the script sandbox: a tinypool pool of QuickJS worker threads, one thread per script
+ * in flight (a thread runs one script at a time), and `workers` run slots: how many scripts may run
+ * guest code at once (a script waiting on a tool holds no slot). `run()` sends one script, serves its
+ * `tools.*` calls on the main thread inside the caller's AsyncLocalStorage context, and enforces the
+ * backstops the worker cannot (a watchdog that replaces a worker stuck in a native call: with one
+ * script per thread, that ends the stalled script only).
  */
 import { AsyncResource } from "node:async_hooks";
 import { MessageChannel } from "node:worker_threads";
 import type Tinypool from "tinypool";
-import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
-import { CallRequest, METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
+import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
+import { compileQuickJS } from "./instances.ts";
+import { METER, ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome } from "./protocol.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
 export type ScriptResult =
@@ -17,14 +20,20 @@ export type ScriptResult =
   | { ok: false; error: { code: ErrorCode; message: string; stack?: string }; logs: string[]; calls: number };
 
 export interface ScriptPoolOptions {
-  /** Worker threads. Each script runs in its own QuickJS WASM instance (own memory) on one of them. */
+  /**
+   * Run slots: scripts that may run guest code at the same time (a script waiting on a tool holds none),
+   * and the worker threads kept started while idle. Each script in flight has a thread of its own and a
+   * QuickJS WASM instance (own memory) on it.
+   */
   workers: number;
   /** Each script's memory limit, MiB (its QuickJS malloc limit; its instance's WASM memory is capped at this + 16 MiB). */
   memoryMb: number;
   /** QuickJS stack per script, KiB. */
   stackKb: number;
-  /** Scripts in flight per worker (a script waiting on a tool leaves its worker free). Default 64. */
-  tasksPerWorker?: number;
+  /** Scripts in flight at once (= worker threads at most); more wait in a queue. Default `workers` × 64. */
+  maxScripts?: number;
+  /** An idle thread beyond `workers` exits after this long, ms. Default 10,000. */
+  idleThreadMs?: number;
   /** Worker module URL; default: worker.ts beside this file (or its embedded copy in the binary). */
   workerUrl?: string;
 }
@@ -43,6 +52,8 @@ export type CallTool = (name: string, args: unknown, signal: AbortSignal) => Pro
 
 /** How long past a deadline the host waits for the worker before replacing it, ms. */
 export const GRACE_MS = 500;
+/** Default of `idleThreadMs`: how long a thread beyond `workers` stays after its script, ms. */
+const IDLE_THREAD_MS = 10_000;
 /** Longest `close()` waits for workers to exit, ms. */
 const CLOSE_TIMEOUT_MS = 2000;
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -58,33 +69,41 @@ export function defaultWorkerUrl(): string {
  * @throws AirlockError `config_invalid` when the options are out of range.
  */
 export class ScriptPool {
-  /** Started on the first `run` (tinypool, its workers and their WASM cost at start: docs/performance.md). */
+  /** Started on the first `run` (tinypool, its threads and their WASM cost at start: docs/performance.md). */
   #pool: Tinypool | undefined;
   #starting: Promise<Tinypool> | undefined;
-  readonly #opts: ScriptPoolOptions;
+  readonly #opts: ScriptPoolOptions & { maxScripts: number; idleThreadMs: number };
   readonly #settings: WorkerSettings;
+  readonly #slots: RunSlots;
+  /** The QuickJS WASM module, compiled once here and sent with every task (a new thread only instantiates it). */
+  #wasm: Promise<WebAssembly.Module> | undefined;
   #closed = false;
   /** Worker failures tinypool reports outside any task (a replaced idle worker); kept for diagnostics. */
   readonly workerErrors: string[] = [];
 
   constructor(opts: ScriptPoolOptions) {
     const parsed = WorkerSettings.safeParse({ memoryMb: opts.memoryMb, stackKb: opts.stackKb });
-    if (!parsed.success || !Number.isInteger(opts.workers) || opts.workers < 1) {
-      throw new AirlockError("config_invalid", `script pool options are invalid: ${JSON.stringify(opts)}; need workers >= 1, memoryMb 8..2048, stackKb >= 16`);
+    const maxScripts = opts.maxScripts ?? opts.workers * 64;
+    const idleMs = opts.idleThreadMs ?? IDLE_THREAD_MS;
+    if (!parsed.success || !Number.isInteger(opts.workers) || opts.workers < 1 || !Number.isInteger(maxScripts) || maxScripts < opts.workers || !(idleMs >= 0)) {
+      throw new AirlockError("config_invalid", `script pool options are invalid: ${JSON.stringify(opts)}; need workers >= 1, maxScripts >= workers, idleThreadMs >= 0, memoryMb 8..2048, stackKb >= 16`);
     }
     this.#settings = parsed.data;
-    this.#opts = opts;
+    this.#slots = new RunSlots(opts.workers);
+    this.#opts = { ...opts, maxScripts, idleThreadMs: idleMs };
   }
 
-  /** The tinypool, loaded and started once (its `workers` threads start together). */
+  /** The tinypool, loaded and started once (its `workers` threads start together; more on demand). */
   #ensurePool(): Promise<Tinypool> {
     this.#starting ??= import("tinypool").then(({ default: Pool }) => {
       const opts = this.#opts;
       const pool = new Pool({
         filename: opts.workerUrl ?? defaultWorkerUrl(),
         minThreads: opts.workers,
-        maxThreads: opts.workers,
-        concurrentTasksPerWorker: opts.tasksPerWorker ?? 64,
+        maxThreads: opts.maxScripts,
+        // One script per thread: the watchdog can then replace a stalled script's thread without ending any other script.
+        concurrentTasksPerWorker: 1,
+        idleTimeout: opts.idleThreadMs,
         workerData: this.#settings,
       });
       pool.on("error", (e: unknown) => {
@@ -106,8 +125,9 @@ export class ScriptPool {
    * Runs `code` as the body of an async function in a fresh QuickJS runtime and resolves with its
    * result; limits, guest errors and cancellation are `{ok: false, error: {code, message, stack?}}`
    * (codes: script_timeout, script_memory_limit, script_stack_overflow, script_too_many_calls,
-   * script_output_too_large, script_error, script_worker_lost (its worker was replaced because another
-   * script on it stalled; retryable), cancelled, internal). Each `tools.NAME(args)` in the guest
+   * script_output_too_large, script_error, script_worker_lost (its worker thread went away under it,
+   * e.g. the pool closed; retryable), cancelled, internal). The script waits for a run slot before it
+   * starts and before each tool result is delivered; that wait counts against its wall-clock deadline. Each `tools.NAME(args)` in the guest
    * becomes `callTool(NAME, args)`, run in the async context of this `run()` call.
    * @throws AirlockError `internal` when the pool is closed; `bad_request` when the limits are invalid.
    */
@@ -124,9 +144,18 @@ export class ScriptPool {
     const limits = lim.data;
     const signal = opts.signal;
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
+
+    this.#wasm ??= compileQuickJS();
+    let wasm: WebAssembly.Module;
+    try {
+      wasm = await this.#wasm;
+    } catch (e) {
+      this.#wasm = undefined;
+      return fail("internal", `the script sandbox could not compile QuickJS: ${e instanceof Error ? e.message : String(e)}`, [], 0);
+    }
     const pool = this.#pool ?? (await this.#ensurePool());
     if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
-
+    if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
     const { port1, port2 } = new MessageChannel();
     const meterBuf = new SharedArrayBuffer(METER.size * 8);
     const meter = new Float64Array(meterBuf);
@@ -137,20 +166,62 @@ export class ScriptPool {
     // Aborted when the script ends: its calls still running (not awaited) are cancelled with it.
     const callsEnd = new AbortController();
 
+    // Run slots. The worker runs guest code only after a `go` or a `reply`, and answers each with a
+    // `yield` once the script waits on tools again; `owed` counts those not yet answered. The script holds
+    // a slot while `owed` > 0 and gives it back at its end whatever happened to its thread.
+    let holding = false;
+    let owed = 0;
+    let acquiring: Promise<void> | undefined;
+    const grant = async (msg: HostMessage): Promise<void> => {
+      if (!holding) {
+        acquiring ??= this.#slots.acquire().then(() => {
+          acquiring = undefined;
+          if (done) this.#slots.release();
+          else holding = true;
+        });
+        await acquiring;
+      }
+      if (done || !holding) return;
+      owed++;
+      port1.postMessage(msg);
+    };
+    const sliceEnded = (): void => {
+      owed--;
+      if (owed <= 0 && holding) {
+        holding = false;
+        owed = 0;
+        this.#slots.release();
+      }
+    };
+
     // Bound here, so each call runs in this run()'s async context (the raw 'message' handler has none).
     let served = 0;
     const serve = AsyncResource.bind(async (req: CallRequest): Promise<void> => {
       if (done) return; // the script already ended: nobody awaits this call
       served++;
       const payload = await serveCall(req, callTool, callsEnd.signal);
-      if (!done) port1.postMessage({ t: "reply", id: req.id, payload } satisfies HostMessage);
+      if (!done) await grant({ t: "reply", id: req.id, payload });
     });
     port1.on("message", (raw: unknown) => {
-      const req = CallRequest.safeParse(raw);
-      if (req.success) void serve(req.data);
+      const parsed = WorkerMessage.safeParse(raw);
+      if (!parsed.success) return;
+      const msg = parsed.data;
+      switch (msg.t) {
+        case "call":
+          void serve(msg);
+          return;
+        case "ready":
+          void grant({ t: "go" });
+          return;
+        case "yield":
+          sliceEnded();
+          return;
+        default:
+          assertNever(msg, "worker message");
+      }
     });
 
-    pool.run({ code, limits, port: port2, meter: meterBuf }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
+    pool.run({ code, limits, port: port2, meter: meterBuf, wasm }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
       (raw: unknown) => {
         const out = WorkerOutcome.safeParse(raw);
         if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
@@ -195,6 +266,10 @@ export class ScriptPool {
       return await finished;
     } finally {
       done = true;
+      if (holding) {
+        holding = false;
+        this.#slots.release();
+      }
       clearTimeout(timer);
       clearTimeout(cancelTimer);
       signal?.removeEventListener("abort", onAbort);
@@ -203,7 +278,7 @@ export class ScriptPool {
     }
   }
 
-  /** Terminates the worker with `threadId`; tinypool starts a replacement and fails that worker's other scripts. */
+  /** Terminates the worker with `threadId` (it runs only the script being stopped); tinypool starts a replacement if fewer than `workers` remain. */
   #replaceWorker(threadId: number, why: string): void {
     if (!threadId) return;
     const t = this.#pool?.threads.find((w) => (w as unknown as { threadId: number }).threadId === threadId);
@@ -229,8 +304,34 @@ export class ScriptPool {
 }
 
 /**
- * The outcome of a script whose worker went away under it (another script on that worker stalled in a
- * native call, or the worker died): `script_worker_lost`, retryable, saying how many of its tool calls
+ * A FIFO counting semaphore over the pool's run slots (main thread only). `acquire()` resolves when a
+ * slot is the caller's; each acquire is matched by one `release()`.
+ */
+class RunSlots {
+  #free: number;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(slots: number) {
+    this.#free = slots;
+  }
+
+  acquire(): Promise<void> {
+    if (this.#free > 0) {
+      this.#free--;
+      return Promise.resolve();
+    }
+    return new Promise((r) => this.#waiting.push(r));
+  }
+
+  release(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#free++;
+  }
+}
+
+/**
+ * The outcome of a script whose worker thread went away under it (the pool closed, or the thread died): `script_worker_lost`, retryable, saying how many of its tool calls
  * already ran, so a caller can judge whether running it again repeats effects.
  */
 function workerLost(e: unknown, calls: number): ScriptResult {

@@ -39,27 +39,17 @@ export const WorkerSettings = z.strictObject({
 });
 export type WorkerSettings = z.infer<typeof WorkerSettings>;
 
-/**
- * Slots of the per-script shared meter (a `Float64Array` over a SharedArrayBuffer) the worker
- * writes and the host watchdog reads without any message: it works even when the worker's
- * event loop is stuck inside a long native call.
- */
-export const METER = {
-  /** CPU ms the guest has used so far, not counting the slice in progress. */
-  cpuUsed: 0,
-  /** `Date.now()` when the current guest slice began; 0 when the guest is not running. */
-  enteredAt: 1,
-  /** `threadId` of the worker running the script (0 until it starts). */
-  threadId: 2,
-  size: 3,
-} as const;
+/** Slots of the per-script shared meter (defined in script/meter.ts, which a worker loads without zod). */
+export { METER } from "./meter.ts";
 
-/** The tinypool task: one script. `port` is transferred; `meter` is shared. */
+/** The tinypool task: one script. `port` is transferred; `meter` and `wasm` are shared. */
 export const ScriptTask = z.strictObject({
   code: z.string(),
   limits: ScriptLimits,
   port: z.custom<MessagePort>((v) => typeof v === "object" && v !== null && "postMessage" in v),
   meter: z.instanceof(SharedArrayBuffer),
+  /** The QuickJS WASM module, compiled once by the pool (a new worker instantiates it instead of compiling it). */
+  wasm: z.instanceof(WebAssembly.Module),
 });
 export type ScriptTask = z.infer<typeof ScriptTask>;
 
@@ -73,6 +63,22 @@ export const CallRequest = z.strictObject({
 export type CallRequest = z.infer<typeof CallRequest>;
 
 /**
+ * Worker → host on the script's port: the task reached its thread and waits for `go` (its first run
+ * slot) before it runs any guest code.
+ */
+export const ScriptReady = z.strictObject({ t: z.literal("ready") });
+
+/**
+ * Worker → host: the guest slice the last `go` or `reply` started has ended and the script now waits on
+ * tools; the host takes back that run slot. Sent once per `go`/`reply`, unless the script ended in it.
+ */
+export const SliceEnded = z.strictObject({ t: z.literal("yield") });
+
+/** Everything the worker sends on a script's port. */
+export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady, SliceEnded]);
+export type WorkerMessage = z.infer<typeof WorkerMessage>;
+
+/**
  * Host → worker: the answer to call `id`. `payload` is the JSON text the guest parses:
  * `{ok: true, result}` or `{ok: false, error: {name, code, message}}`.
  */
@@ -82,7 +88,10 @@ export type CallReply = z.infer<typeof CallReply>;
 /** Host → worker: stop the script now (the caller's AbortSignal fired). */
 export const CancelScript = z.strictObject({ t: z.literal("cancel") });
 
-export const HostMessage = z.discriminatedUnion("t", [CallReply, CancelScript]);
+/** Host → worker: start the script (the host gave it a run slot). A `reply` is a run slot too. */
+export const StartScript = z.strictObject({ t: z.literal("go") });
+
+export const HostMessage = z.discriminatedUnion("t", [CallReply, CancelScript, StartScript]);
 export type HostMessage = z.infer<typeof HostMessage>;
 
 /** Codes a script can end with (a subset of src/errors.ts ERROR_CODES). */

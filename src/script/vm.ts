@@ -7,7 +7,8 @@
  */
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
 import { installBridge, SCRIPT_FILENAME, wrapUserCode } from "./bridge.ts";
-import { METER, type CallRequest, type ScriptFailure, type ScriptLimits, type WorkerOutcome } from "./protocol.ts";
+import { METER } from "./meter.ts";
+import type { CallRequest, ScriptFailure, ScriptLimits, WorkerOutcome } from "./protocol.ts";
 
 /** How one script ended, plus `fatal`: its QuickJS instance is broken and must be dropped, never reused. */
 export type RunOutcome = WorkerOutcome & { fatal: boolean };
@@ -71,15 +72,21 @@ export class ScriptRun {
     this.#opts = opts;
     this.done = new Promise((r) => (this.#resolve = r));
     this.#wallDeadline = Date.now() + opts.limits.wallTimeoutMs;
+    // From construction, not start(): a script waiting for its first run slot is within its wall deadline too.
+    this.#wallTimer = setTimeout(() => {
+      this.#stop ??= timeoutFailure(`the script ran past its wall-clock deadline of ${opts.limits.wallTimeoutMs} ms (limits.script_wall_timeout_ms), tool waits included`);
+      this.#check();
+    }, opts.limits.wallTimeoutMs);
+  }
+
+  /** True once the script has ended (`done` is resolved or about to be). */
+  get finished(): boolean {
+    return this.#finished;
   }
 
   /** Creates the runtime and context, evaluates the script and runs its jobs until it waits on tools. */
   start(): void {
-    const { limits } = this.#opts;
-    this.#wallTimer = setTimeout(() => {
-      this.#stop ??= timeoutFailure(`the script ran past its wall-clock deadline of ${limits.wallTimeoutMs} ms (limits.script_wall_timeout_ms), tool waits included`);
-      this.#check();
-    }, limits.wallTimeoutMs);
+    if (this.#finished) return;
     this.#guard(() => {
       const rt = (this.#rt = this.mod.newRuntime());
       rt.setMemoryLimit(this.#opts.memoryBytes);

@@ -1,19 +1,24 @@
 /**
  * @module script/worker
- * The sandbox worker entry (a tinypool task module). Compiles the QuickJS WASM module once per
- * worker (singlefile sync variant) and gives each script its own module *instance* with its own
+ * The sandbox worker entry (a tinypool task module). Instantiates the QuickJS WASM module the pool
+ * compiled (singlefile sync variant) and gives each script its own module *instance* with its own
  * capped `WebAssembly.Memory` (script/instances.ts): a script's memory, or a QuickJS abort, touches
- * only that script. Many scripts may be in flight on one worker: while one waits on a tool call,
- * others run.
+ * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
+ * a native call blocks only its own thread; the code here still copes with several.
  */
-import { threadId } from "node:worker_threads";
+import { threadId, type MessagePort } from "node:worker_threads";
 import Tinypool from "tinypool";
 import { Instances } from "./instances.ts";
-import { HostMessage, METER, ScriptTask, WorkerSettings, type WorkerOutcome } from "./protocol.ts";
+import { assertNever } from "../errors.ts";
+import { METER } from "./meter.ts";
+// Types only: protocol.ts's zod schemas would cost each thread ~3 MB and ~100 ms to load. The pool (main
+// thread) validates what it sends with them; the checks below only keep a malformed message out.
+import type { HostMessage, ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings } from "./protocol.ts";
 import { ScriptRun } from "./vm.ts";
 
-const settings = WorkerSettings.parse(Tinypool.workerData ?? { memoryMb: 64, stackKb: 512 });
-const instances = await Instances.create(settings.memoryMb);
+const settings = parseSettings(Tinypool.workerData ?? { memoryMb: 64, stackKb: 512 });
+/** Made at the first task, from the module the pool compiled (a worker does not compile QuickJS itself). */
+let instances: Promise<Instances> | undefined;
 
 /**
  * Runs one script task to its end, on an instance of its own. Never throws for guest behaviour:
@@ -21,11 +26,13 @@ const instances = await Instances.create(settings.memoryMb);
  * never reaches another script): the worker itself stays fine.
  */
 export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome> {
-  const task = ScriptTask.parse(raw);
+  const task = parseTask(raw);
   const meter = new Float64Array(task.meter);
   meter[METER.threadId] = threadId;
-  const port = task.port as unknown as import("node:worker_threads").MessagePort;
-  const inst = await instances.take();
+  const port = task.port;
+  instances ??= Instances.create(settings.memoryMb, task.wasm);
+  const pool = await instances;
+  const inst = await pool.take();
   const run = new ScriptRun(inst.module, {
     code: task.code,
     limits: task.limits,
@@ -35,15 +42,65 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     memoryExhausted: () => inst.exhausted(),
     post: (msg) => port.postMessage(msg),
   });
+  // Guest code runs only in a run slot the host gave: `go` (the start) or a `reply`. Each ends with
+  // `yield` (the script waits on tools again) unless the script ended in it.
+  let started = false;
   port.on("message", (raw: unknown) => {
-    const msg = HostMessage.safeParse(raw);
-    if (!msg.success) return;
-    if (msg.data.t === "reply") run.reply(msg.data.id, msg.data.payload);
-    else run.cancel();
+    const m = parseHostMessage(raw);
+    if (!m) return;
+    switch (m.t) {
+      case "cancel":
+        run.cancel();
+        return;
+      case "go":
+        if (!started) {
+          started = true;
+          run.start();
+        }
+        break;
+      case "reply":
+        run.reply(m.id, m.payload);
+        break;
+      default:
+        assertNever(m, "host message");
+    }
+    if (!run.finished) port.postMessage({ t: "yield" } satisfies WorkerMessage);
   });
-  run.start();
+  port.postMessage({ t: "ready" } satisfies WorkerMessage);
   const { fatal, ...outcome } = await run.done;
   port.close();
-  instances.give(inst, !fatal);
+  pool.give(inst, !fatal);
   return outcome;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null;
+}
+
+function isInt(v: unknown, min: number): v is number {
+  return Number.isInteger(v) && (v as number) >= min;
+}
+
+/** The pool's `workerData` (checked like protocol.ts's `WorkerSettings`). @throws Error when malformed (the worker cannot start). */
+function parseSettings(v: unknown): WorkerSettings {
+  if (isObject(v) && isInt(v.memoryMb, 8) && (v.memoryMb as number) <= 2048 && isInt(v.stackKb, 16)) return { memoryMb: v.memoryMb as number, stackKb: v.stackKb as number };
+  throw new Error("the sandbox worker's settings are malformed");
+}
+
+/** One task from the pool (shaped like protocol.ts's `ScriptTask`). @throws Error when malformed (the script fails `script_worker_lost`). */
+function parseTask(v: unknown): { code: string; limits: ScriptLimits; port: MessagePort; meter: SharedArrayBuffer; wasm: WebAssembly.Module } {
+  if (!isObject(v) || typeof v.code !== "string" || !(v.meter instanceof SharedArrayBuffer) || !(v.wasm instanceof WebAssembly.Module)) throw new Error("the script task is malformed");
+  const l = v.limits;
+  if (!isObject(l) || !isInt(l.cpuTimeoutMs, 1) || !isInt(l.wallTimeoutMs, 1) || !isInt(l.maxToolCalls, 0) || !isInt(l.maxLogBytes, 0) || !isInt(l.maxResultBytes, 0)) throw new Error("the script task's limits are malformed");
+  if (!isObject(v.port) || typeof v.port.postMessage !== "function") throw new Error("the script task has no port");
+  const limits: ScriptLimits = { cpuTimeoutMs: l.cpuTimeoutMs, wallTimeoutMs: l.wallTimeoutMs, maxToolCalls: l.maxToolCalls, maxLogBytes: l.maxLogBytes, maxResultBytes: l.maxResultBytes };
+  return { code: v.code, limits, port: v.port as unknown as MessagePort, meter: v.meter, wasm: v.wasm };
+}
+
+/** A host message on the script's port (protocol.ts's `HostMessage`), or null for anything else. */
+function parseHostMessage(v: unknown): HostMessage | null {
+  if (!isObject(v)) return null;
+  if (v.t === "go" || v.t === "cancel") return { t: v.t };
+  if (v.t === "reply" && isInt(v.id, 1) && typeof v.payload === "string") return { t: "reply", id: v.id, payload: v.payload };
+  return null;
 }

@@ -10,6 +10,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { ToolOutcome } from "../../src/tool/tool.ts";
 import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
+import { NATIVE_STALL_SCRIPT } from "../../src/script/test-scripts.ts";
 import { harnessSse, startHarness, waitForBus, type Harness } from "../harness.ts";
 
 // Generous deadlines: a loaded machine preempts the guest; only the CPU-bound test sets a short one.
@@ -265,13 +266,36 @@ describe("what one script can do to another", () => {
     expect(await victim).toMatchObject({ ok: true, value: "answer" });
   });
 
-  // DESIGN (open, blast radius made explicit): each script has its own QuickJS instance, so memory and
-  // aborts stay inside it (test/security/script-isolation.test.ts). A script stuck in one long native call
-  // (NATIVE_STALL_SCRIPT) still blocks its worker thread, which the watchdog replaces; the other scripts in
-  // flight there end with script_worker_lost, saying how many of their calls had started (tested in
-  // script-isolation). Full isolation needs a native-stall-free QuickJS build (interrupt checks in
-  // Array.prototype.includes/indexOf over array-likes) or one thread per running script.
-  test.todo("a script stalled in a native call does not fail other scripts on its worker");
+  // Each script in flight has a worker thread of its own (docs/security-model.md §9), so the watchdog
+  // replacing a stalled script's thread ends that script only. Pool of one run slot (`workers: 1`): before,
+  // every script here shared the one thread the stalled script blocked.
+  test("a script stalled in a native call does not fail other scripts on its worker", async () => {
+    await using one = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let parkedNow = 0;
+    let allParked!: () => void;
+    const parked = new Promise<void>((r) => (allParked = r));
+    const { fn } = recorder({
+      park: async (args) => {
+        if (++parkedNow === 3) allParked();
+        await released;
+        return { ok: true, result: args };
+      },
+    });
+    const waiting = [1, 2, 3].map((i) => one.run(`await tools.echo(${i}); const got = await tools.park(${i}); let s = 0; for (let j = 0; j < 1e4; j++) s += j; return [got, s];`, LIMITS, fn));
+    await parked;
+    const stalled = one.run(NATIVE_STALL_SCRIPT, { ...LIMITS, cpuTimeoutMs: 200 }, fn);
+    // Scripts started while the stall holds its thread still run, and scripts parked before it still finish.
+    const during = one.run("return await tools.echo('during')", LIMITS, fn);
+    const s = await stalled;
+    expect(s.ok ? "ok" : s.error.code).toBe("script_timeout");
+    expect(await during).toMatchObject({ ok: true, value: "during" });
+    release();
+    const ends = await Promise.all(waiting);
+    expect(ends.map((e) => (e.ok ? e.value : e.error.code))).toEqual([[1, 49995000], [2, 49995000], [3, 49995000]]);
+    expect(await one.run("return 'after'", LIMITS, fn)).toMatchObject({ ok: true, value: "after" });
+  });
 });
 
 describe("calls a script leaves behind (full stack)", () => {

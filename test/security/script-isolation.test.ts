@@ -1,9 +1,10 @@
 /**
  * @module test/security/script-isolation
  * One script never harms another (docs/security-model.md, "Script isolation"): real worker threads and
- * real QuickJS, `workers: 1` so every script shares one worker. A script's memory is its own, a QuickJS
- * abort in one script's runtime touches only that script, and a worker replaced under a stalled native
- * call fails its other scripts with a distinct retryable code that says which of their calls ran.
+ * real QuickJS, `workers: 1` (one run slot). A script's memory is its own, a QuickJS abort in one script's
+ * runtime touches only that script, a stalled script's thread runs that script only
+ * (test/security/script-hostile-inputs.test.ts), and a script whose thread goes away ends with a distinct
+ * retryable code that says which of its calls ran.
  */
 import { describe, expect, test } from "bun:test";
 import type { ToolOutcome } from "../../src/tool/tool.ts";
@@ -56,17 +57,29 @@ describe("script isolation", () => {
     expect(await holder).toEqual({ ok: true, value: 48 * 2 ** 20, logs: [], calls: 1 });
   });
 
-  test("a script stalled in a native call fails the other scripts on its worker with script_worker_lost, saying which calls ran", async () => {
+  test("a script stalled in a native call ends script_timeout on its own thread; a script parked before it returns its value", async () => {
     await using pool = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
     const p = parking();
     const parked = pool.run("await tools.echo(1); return await tools.park({})", LIMITS, p.fn);
     await p.reached;
+    const threads = pool.threadIds;
     const stalled = await pool.run(NATIVE_STALL_SCRIPT, { ...LIMITS, cpuTimeoutMs: 200 }, p.fn);
     expect(code(stalled)).toBe("script_timeout");
+    p.release();
+    expect(await parked).toEqual({ ok: true, value: "unparked", logs: [], calls: 2 });
+    expect(pool.threadIds).toContain(threads[0]!); // the parked script's thread was never replaced
+    expect(await pool.run("return 'after'", LIMITS, p.fn)).toMatchObject({ ok: true, value: "after" });
+  });
+
+  test("a script whose worker thread goes away (the pool closes) ends script_worker_lost, saying which calls ran", async () => {
+    const pool = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+    const p = parking();
+    const parked = pool.run("await tools.echo(1); return await tools.park({})", LIMITS, p.fn);
+    await p.reached;
+    await pool.close();
     const lost = await parked;
     expect(lost.ok ? "ok" : lost.error).toMatchObject({ code: "script_worker_lost", message: expect.stringContaining("2 of its tool calls had started") });
     expect(lost.calls).toBe(2);
     p.release();
-    expect(await pool.run("return 'after'", LIMITS, p.fn)).toMatchObject({ ok: true, value: "after" });
   });
 });
