@@ -17,6 +17,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { build, ROOT } from "./build.ts";
+import { readElf } from "./elf.ts";
 
 /** One release target. `pkg` is the npm package carrying its Bun runtime (`bin/bun` in the tarball). */
 export interface ReleaseTarget {
@@ -25,12 +26,15 @@ export interface ReleaseTarget {
   file: string;
   target: Bun.Build.CompileTarget;
   pkg: string;
+  /** The runtime's ELF e_machine (62 x86-64, 183 AArch64) and interpreter: a runtime of another platform is refused. */
+  machine: number;
+  interpreter: string;
 }
 
 export const TARGETS: readonly ReleaseTarget[] = [
-  { name: "linux-x64", file: "airlock-linux-x64", target: "bun-linux-x64", pkg: "@oven/bun-linux-x64" },
-  { name: "linux-arm64", file: "airlock-linux-arm64", target: "bun-linux-arm64", pkg: "@oven/bun-linux-aarch64" },
-  { name: "linux-x64-musl", file: "airlock-linux-x64-musl", target: "bun-linux-x64-musl", pkg: "@oven/bun-linux-x64-musl" },
+  { name: "linux-x64", file: "airlock-linux-x64", target: "bun-linux-x64", pkg: "@oven/bun-linux-x64", machine: 62, interpreter: "/lib64/ld-linux-x86-64.so.2" },
+  { name: "linux-arm64", file: "airlock-linux-arm64", target: "bun-linux-arm64", pkg: "@oven/bun-linux-aarch64", machine: 183, interpreter: "/lib/ld-linux-aarch64.so.1" },
+  { name: "linux-x64-musl", file: "airlock-linux-x64-musl", target: "bun-linux-x64-musl", pkg: "@oven/bun-linux-x64-musl", machine: 62, interpreter: "/lib/ld-musl-x86_64.so.1" },
 ];
 
 /** Where fetched runtime tarballs and their unpacked `bun` binaries are kept (gitignored). */
@@ -157,6 +161,10 @@ export async function release(opts: { out?: string; targets?: readonly ReleaseTa
   const artifacts: Artifact[] = [];
   for (const [i, t] of targets.entries()) {
     const executablePath = await runtimeFor(t, bunVersion, log);
+    const elf = readElf(executablePath);
+    if (elf.elfClass !== 2 || elf.machine !== t.machine || elf.interpreter !== t.interpreter) {
+      throw new Error(`${executablePath} is not a ${t.target} runtime (ELF machine ${elf.machine}, interpreter ${elf.interpreter})`);
+    }
     log(`[${i + 1}/${targets.length}] compiling ${t.file} (${t.target})…`);
     const embedded = { version: pkg.version, commit: facts.commit, build_date: facts.build_date, bun_version: bunVersion, target: t.target, file: t.file };
     const outfile = join(out, t.file);
