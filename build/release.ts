@@ -2,8 +2,8 @@
  * @module build/release
  * `npm run release`: the release binaries in `dist/release/` — `airlock-linux-x64`, `airlock-linux-arm64`,
  * `airlock-linux-x64-musl` — each compiled by build/build.ts with `--target` and the Bun runtime of that
- * target taken from its npm package (pinned to package.json's `bun` version), plus `SHA256SUMS`
- * (sha256sum's format) and `release.json`. Nothing is downloaded outside the npm registry: the x64
+ * target taken from its npm package (pinned to package.json's `bun` version), plus `install.sh`
+ * (scripts/install.sh), `SHA256SUMS` (sha256sum's format: the binaries and install.sh) and `release.json`. Nothing is downloaded outside the npm registry: the x64
  * runtime is the one npm installed (`node_modules/bun/bin/bun.exe`, from `@oven/bun-linux-x64`); the
  * others are fetched once with `npm pack` into `build/.cache/` and checked against the integrity hash
  * package-lock.json records for them (the registry's `dist.integrity`).
@@ -14,7 +14,7 @@
  * Usage: `bun build/release.ts [--out DIR] [--target linux-x64|linux-arm64|linux-x64-musl]…`
  */
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { build, ROOT } from "./build.ts";
 import { readElf } from "./elf.ts";
@@ -146,7 +146,7 @@ export async function runtimeFor(t: ReleaseTarget, version: string, log: Log = (
 
 /**
  * Builds the release into `out` (default dist/release): each of `targets` (default all three), then
- * SHA256SUMS and release.json. Throws on any failure (the bundler's messages, a bad runtime tarball).
+ * install.sh, SHA256SUMS and release.json. Throws on any failure (the bundler's messages, a bad runtime tarball).
  */
 export async function release(opts: { out?: string; targets?: readonly ReleaseTarget[]; log?: Log } = {}): Promise<ReleaseManifest> {
   const out = opts.out ?? RELEASE_DIR;
@@ -175,9 +175,12 @@ export async function release(opts: { out?: string; targets?: readonly ReleaseTa
     log(`[${i + 1}/${targets.length}] ${t.file}: ${(a.bytes / 1e6).toFixed(1)} MB (runtime ${(statSync(executablePath).size / 1e6).toFixed(1)} MB) in ${(r.ms / 1000).toFixed(1)} s, sha256 ${a.sha256.slice(0, 16)}…`);
   }
   const manifest: ReleaseManifest = { name: "airlock", version: pkg.version, commit: facts.commit, build_date: facts.build_date, bun_version: bunVersion, artifacts };
-  writeFileSync(join(out, "SHA256SUMS"), artifacts.map((a) => `${a.sha256}  ${a.file}\n`).join(""));
+  copyFileSync(join(ROOT, "scripts", "install.sh"), join(out, "install.sh"));
+  chmodSync(join(out, "install.sh"), 0o755);
+  const sums = [...artifacts.map((a) => [a.sha256, a.file]), [sha256File(join(out, "install.sh")), "install.sh"]];
+  writeFileSync(join(out, "SHA256SUMS"), sums.map(([h, f]) => `${h}  ${f}\n`).join(""));
   writeFileSync(join(out, "release.json"), `${JSON.stringify(manifest, null, 2)}\n`);
-  log(`wrote SHA256SUMS and release.json`);
+  log(`wrote install.sh, SHA256SUMS and release.json`);
   return manifest;
 }
 

@@ -1,6 +1,6 @@
 /**
  * @module test/e2e/release.test
- * `npm run release` (build/release.ts): the three Linux artifacts, SHA256SUMS and release.json; a
+ * `npm run release` (build/release.ts): the three Linux artifacts, install.sh, SHA256SUMS and release.json; a
  * second build of the same commit gives the same bytes; the arm64 and musl artifacts have the right ELF
  * header; and the linux-x64 artifact runs the way a user meets it — copied alone into an empty folder,
  * run in a bwrap view of the system with no Node, Bun, node_modules, home or checkout.
@@ -20,7 +20,8 @@ const sha256 = (path: string) => createHash("sha256").update(readFileSync(path))
 
 test("npm run release builds the three Linux artifacts with SHA256SUMS and release.json", async () => {
   const dir = await cachedRelease();
-  expect(readdirSync(dir).sort()).toEqual([...FILES, "SHA256SUMS", "release.json"].sort());
+  expect(readdirSync(dir).sort()).toEqual([...FILES, "SHA256SUMS", "install.sh", "release.json"].sort());
+  expect(readFileSync(join(dir, "install.sh"), "utf8")).toBe(readFileSync(join(REPO, "scripts", "install.sh"), "utf8"));
   const manifest = JSON.parse(readFileSync(join(dir, "release.json"), "utf8"));
   const head = Bun.spawnSync(["git", "rev-parse", "HEAD"], { cwd: REPO }).stdout.toString().trim();
   expect(manifest).toMatchObject({ name: "airlock", version: pkg.version, bun_version: pkg.devDependencies.bun });
@@ -35,7 +36,8 @@ test("npm run release builds the three Linux artifacts with SHA256SUMS and relea
     const path = join(dir, a.file);
     expect({ file: a.file, bytes: a.bytes, sha256: a.sha256 }).toEqual({ file: a.file, bytes: readFileSync(path).length, sha256: sha256(path) });
   }
-  expect(readFileSync(join(dir, "SHA256SUMS"), "utf8")).toBe(manifest.artifacts.map((a: any) => `${a.sha256}  ${a.file}\n`).join(""));
+  const sums = [...manifest.artifacts.map((a: any) => `${a.sha256}  ${a.file}\n`), `${sha256(join(dir, "install.sh"))}  install.sh\n`];
+  expect(readFileSync(join(dir, "SHA256SUMS"), "utf8")).toBe(sums.join(""));
   const check = Bun.spawnSync(["sha256sum", "-c", "SHA256SUMS"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
   expect(check.exitCode).toBe(0);
 }, 900_000);
@@ -43,7 +45,7 @@ test("npm run release builds the three Linux artifacts with SHA256SUMS and relea
 test("a second release build of the same commit gives identical bytes", async () => {
   const first = await cachedRelease();
   const second = await buildRelease();
-  for (const f of [...FILES, "SHA256SUMS", "release.json"]) {
+  for (const f of [...FILES, "install.sh", "SHA256SUMS", "release.json"]) {
     expect({ f, sha256: sha256(join(second, f)) }).toEqual({ f, sha256: sha256(join(first, f)) });
   }
 }, 900_000);

@@ -89,6 +89,21 @@ describe.each(testUsers())("scripts/install.sh, run as $name", (user: TestUser) 
     expect(readdirSync(join(home, ".local", "bin"))).toEqual(["airlock"]);
   }, 300_000);
 
+  test("the README's line, install.sh piped from the release folder, installs the binary", async () => {
+    const home = newHome();
+    const proc = Bun.spawn([...user.prefix, "/bin/sh", "-c", 'curl -fsSL "$BASE/install.sh" | sh -s -- "$BASE"'], {
+      cwd: home,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PATH: toolsDir(), HOME: home, BASE: base },
+    });
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    expect({ code, stderr }).toMatchObject({ code: 0, stderr: expect.stringContaining(`installed airlock ${pkg.version}`) });
+    expect(stderr).toContain(`${join(home, ".local", "bin")} is not on your PATH`);
+    expect(existsSync(join(home, ".local", "bin", "airlock"))).toBe(true);
+  }, 300_000);
+
   test("installs with wget when there is no curl, to --prefix, base URL from AIRLOCK_BASE_URL", async () => {
     const home = newHome();
     const prefix = join(home, "opt");
