@@ -23,7 +23,7 @@ beforeAll(async () => {
   // The tampered folder: the same SHA256SUMS, one byte of the binary changed.
   const tdir = sharedTempDir("airlock-tampered-");
   const bytes = readFileSync(join(dir, BIN));
-  bytes[bytes.length - 100] ^= 0xff;
+  bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
   writeFileSync(join(tdir, BIN), bytes);
   copyFileSync(join(dir, "SHA256SUMS"), join(tdir, "SHA256SUMS"));
   const roots: Record<string, string> = { good: dir, tampered: tdir };
