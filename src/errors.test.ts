@@ -29,6 +29,7 @@ const EXPECTED: Record<string, [number, number]> = {
   session_graph_invalid:           [500, 1],
   privacy_violation:               [400, 1],
   max_iterations:                  [500, 1],
+  token_budget:                    [500, 1],
   provider_error:                  [500, 1],
   provider_auth:                   [500, 1],
   provider_rate_limit:             [500, 1],

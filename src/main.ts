@@ -98,9 +98,12 @@ export function buildProgram(done: (code: number) => void): Command {
   addAuditCommand(program, done);
   addPolicyCommand(program, done);
   addScheduleCommand(program, done);
+  addDoctorCommand(program, done);
+  addMcpCommand(program, done);
   addConsoleCommand(program, done);
   addTokenCommand(program, done);
   addTrustCommand(program, done);
+  addAcpCommand(program, done);
   addVersionCommand(program, done);
 
   // Every command points at its own --help after a usage error.
@@ -112,6 +115,19 @@ export function buildProgram(done: (code: number) => void): Command {
   };
   hint(program);
   return program;
+}
+
+/** `airlock acp`: airlock as an Agent Client Protocol agent on stdio (docs/acp.md). */
+function addAcpCommand(program: Command, done: (code: number) => void): void {
+  withCommon(
+    program
+      .command("acp")
+      .summary("run as an Agent Client Protocol agent on stdin/stdout (for editors such as Zed)")
+      .description("Speak the Agent Client Protocol (ACP v1) on stdin/stdout: each ACP session is a root session in the editor's folder, its cards are the editor's permission requests. Stdout is the protocol; logs go to stderr.")
+      .option("--headless", "the editor answers no permission requests: every ask is refused at once (no_human_surface)", false),
+  )
+    .addHelpText("after", examples(["airlock acp", "airlock acp --data-dir ~/.local/share/airlock --config ~/airlock.yaml"]))
+    .action(async (opts) => done(await (await import("./cli/acp.ts")).acp(opts)));
 }
 
 /** `airlock serve`: the HTTP API and the scheduler. */
@@ -365,6 +381,54 @@ function addScheduleCommand(program: Command, done: (code: number) => void): voi
       ),
     ),
   ).action(async (id: string | undefined, opts) => done(await (await import("./cli/schedule.ts")).scheduleRuns(id, opts)));
+}
+
+/** `--timeout S` of `doctor` and `mcp check`: seconds, a number from 1 to 600. */
+function parseCheckTimeout(value: string): number {
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value) || n < 1 || n > 600) throw new InvalidArgumentError("expected seconds from 1 to 600.");
+  return n;
+}
+
+/** `airlock doctor`: what airlock needs on this machine, one check per line with its fix. */
+function addDoctorCommand(program: Command, done: (code: number) => void): void {
+  withJson(
+    withCommon(
+      program
+        .command("doctor")
+        .summary("check what airlock needs here (bubblewrap, namespaces, python3, data dir, config, provider, port, MCP servers)")
+        .description(
+          "One line per check, ok / warn / fail, with the fix for each miss: bubblewrap present and able to create a sandbox, unprivileged user namespaces " +
+            "(and AppArmor's restriction on Ubuntu 24.04+), root, python3, the data dir (yours, 0700, writable) and its tokens (0600), the config " +
+            "(every invalid key, and its warnings), the provider reached without spending tokens, server.port free or held by airlock, and each MCP " +
+            "server started once with its tools listed. Exit 0 when no check failed (warnings allowed), 1 otherwise. Nothing is created or changed.",
+        )
+        .addOption(new Option("--timeout <s>", "the most one MCP server may take to start and list its tools, seconds (default 30, or its own startup_timeout_s when smaller)").argParser(parseCheckTimeout)),
+    ),
+  )
+    .addHelpText("after", examples(["airlock doctor", "airlock doctor --config ./airlock.yaml", "airlock doctor --json | jq '.checks[] | select(.status != \"ok\")'"]))
+    .action(async (opts) => done(await (await import("./cli/doctor.ts")).doctorCommand(opts)));
+}
+
+/** `airlock mcp check NAME`: start one configured MCP server once and list its tools. */
+function addMcpCommand(program: Command, done: (code: number) => void): void {
+  const mcp = program
+    .command("mcp")
+    .summary("check a configured MCP server: start it once and list its tools")
+    .description("The MCP servers under mcp_servers in the config.")
+    .addHelpText("after", examples(["airlock mcp check fs", "airlock mcp check fs --json --timeout 60"]));
+  withJson(
+    withCommon(
+      mcp
+        .command("check")
+        .description(
+          "Start the MCP server NAME once, as airlock would (its sandbox policy, environment and workspace: the current directory), list its tools and stop it. " +
+            "An npx-started server that cannot write npm's cache inside the sandbox is named as the cause at once. Exit 0 when it listed its tools, 1 otherwise.",
+        )
+        .argument("<name>", "the server's key under mcp_servers")
+        .addOption(new Option("--timeout <s>", "the most it may take to start and list its tools, seconds (default 30, or its own startup_timeout_s when smaller)").argParser(parseCheckTimeout)),
+    ),
+  ).action(async (name: string, opts) => done(await (await import("./cli/doctor.ts")).mcpCheckCommand(name, opts)));
 }
 
 /** `airlock console`: the link that opens the console. */

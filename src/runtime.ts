@@ -16,12 +16,14 @@ import { contextTokensFor, HistoryCompactor } from "./agent/compact.ts";
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
 import type { Provider, ProviderOptions } from "./agent/providers/provider.ts";
 import { ProviderSelector } from "./agent/providers/select.ts";
+import { UsageMeter } from "./agent/usage.ts";
 import { Cards } from "./card/pending.ts";
 import { interruptOrphanCards } from "./card/recovery.ts";
 import { Bus } from "./bus/bus.ts";
 import type { ConfigOverrides } from "./config/load.ts";
 import { ensureTokens, type Tokens } from "./config/paths.ts";
 import type { Config } from "./config/schema.ts";
+import { configWarnings, locator } from "./config/warnings.ts";
 import { AirlockError } from "./errors.ts";
 import { Gate } from "./gate/gate.ts";
 import { Permits } from "./gate/permits.ts";
@@ -39,6 +41,7 @@ import type { Session } from "./session/types.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { TrustStore } from "./store/trust.ts";
+import { UsageLedger } from "./store/usage.ts";
 import { builtInTools } from "./tool/host-tools.ts";
 import { McpManager } from "./tool/mcp/index.ts";
 import { offeredToolFilter, ToolRegistry } from "./tool/registry.ts";
@@ -106,6 +109,15 @@ export interface Runtime {
   readonly notify: Notifications;
   /** Background subagent turns by child session id (subagent__watch waits on them). */
   readonly background: Map<string, Promise<TurnResult>>;
+  /** Token usage of every model call, summed per turn, session and subtree (store/usage.ts). */
+  readonly usage: UsageLedger;
+  /**
+   * Limits the run rooted at `rootSessionId` (its whole tree) to `maxTokens` input + output tokens
+   * (`limits.max_tokens_per_run`): the model call that crosses it fails its turn with `token_budget` and
+   * stops the run's other turns. `clearTokenBudget` when the run is over.
+   */
+  setTokenBudget(rootSessionId: string, maxTokens: number): void;
+  clearTokenBudget(rootSessionId: string): void;
   /**
    * A hook input's `transcript_path` for the session: `<dataDir>/transcripts/<sessionId>.jsonl`
    * (absolute, the data dir's real path), brought in step with the store first and created empty
@@ -186,6 +198,8 @@ class AirlockRuntime implements Runtime {
   readonly transcripts: Transcripts;
   readonly notify: Notifications;
   readonly background = new Map<string, Promise<TurnResult>>();
+  readonly usage: UsageLedger;
+  private readonly meter: UsageMeter;
   private readonly sessionConfigs: SessionConfigs;
   /** `~/.claude/settings.json`'s hooks, read once (at start when the config imports them, else when a recipe first does). */
   private userHooks: SettingsHooks | undefined;
@@ -233,6 +247,8 @@ class AirlockRuntime implements Runtime {
       this.permits = new Permits(limits.max_concurrent_calls);
       this.scripts = new ScriptPool({ workers: limits.script_workers, memoryMb: limits.script_memory_mb, stackKb: limits.script_stack_kb });
       this.sessionRules = new SessionRules(this.store);
+      this.usage = new UsageLedger(this.store);
+      this.meter = new UsageMeter({ ledger: this.usage, sessions: this.store, inflight: this.inflight });
       // before the cards: closed after them, so the cards they withdraw at close are still told
       this.notify = new Notifications({
         config: this.config.notify,
@@ -285,7 +301,7 @@ class AirlockRuntime implements Runtime {
       this.resources.use(mcp);
       // the user's own settings hooks: read (and their warnings said) at start
       if (this.config.hooks.import_claude_settings) this.readUserHooks();
-      checkToolPermissions(this.config, this.registry);
+      checkToolPermissions(this.config, this.registry, opts.configPath);
       checkRuleToolNames(this.config.permissions, this.registry);
       runPermissionTests(this.config, { registry: this.registry, inspectors: testInspectors({ dataDir: realDataDir }), workspace: realWorkspace(this.workspace) });
     } catch (e) {
@@ -302,6 +318,7 @@ class AirlockRuntime implements Runtime {
           "(docs/configuration.md, docs/quickstart.md §6)",
       );
     }
+    for (const w of configWarnings(this.config, this.configDir, opts.configPath)) this.log(`airlock: WARNING: ${w}`);
   }
 
   /** The subagent tools' port: session creation, turns and the in-flight registry, nothing more. */
@@ -426,6 +443,7 @@ class AirlockRuntime implements Runtime {
         model: session.model,
         hooks: this.hooks,
         shrink: this.compactor,
+        usage: this.meter,
       },
       session,
       message,
@@ -452,6 +470,14 @@ class AirlockRuntime implements Runtime {
       }
     }
     return any;
+  }
+
+  setTokenBudget(rootSessionId: string, maxTokens: number): void {
+    this.meter.setBudget(rootSessionId, maxTokens);
+  }
+
+  clearTokenBudget(rootSessionId: string): void {
+    this.meter.clearBudget(rootSessionId);
   }
 
   setRunOverrides(rootSessionId: string, overrides: RunOverrides): void {
@@ -506,14 +532,16 @@ class AirlockRuntime implements Runtime {
  * `developer__shel: { permission: deny }` is not a deny rule silently dropped: a name under a built-in
  * extension (developer, interpreter, code_execution, subagent) must name a registered tool, any other
  * must fall under a configured MCP server (`server__tool`; its tools are unknown until it is listed).
+ * @param configPath the config file: each line then names the key's line and column (`tools.developer__shel (line 3, column 3): …`).
  * @throws AirlockError `config_invalid`, one line per bad key: `tools.developer__shel: no such tool; did you mean developer__shell? …`.
  */
-export function checkToolPermissions(config: Readonly<Config>, registry: ToolRegistry): void {
+export function checkToolPermissions(config: Readonly<Config>, registry: ToolRegistry, configPath?: string | null): void {
   const problems: string[] = [];
+  const at = locator(configPath);
   for (const name of Object.keys(config.tools)) {
     if (name === "offer") continue; // tools.offer: what the model is offered, not a tool
     const why = registry.checkToolName(name);
-    if (why) problems.push(`tools.${name}: ${why}`);
+    if (why) problems.push(`tools.${name}${at(["tools", name])}: ${why}`);
   }
   if (problems.length) {
     throw new AirlockError("config_invalid", `${problems.join("\n")}\n(fix the key under tools: in the config; a permission for a tool that does not exist would never apply)`, {

@@ -10,7 +10,7 @@ import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import type { Bus } from "../bus/bus.ts";
 import { GateContext } from "../gate/context.ts";
 import { newId } from "../ids.ts";
-import type { Message, Session, ToolCallRequest } from "../session/types.ts";
+import type { Message, Session, ToolCallRequest, UsageSummary } from "../session/types.ts";
 import type { Store } from "../store/store.ts";
 import type { ToolOutcome, ToolSpec } from "../tool/tool.ts";
 import type { Inflight } from "../session/inflight.ts";
@@ -18,7 +18,8 @@ import type { Provider, TokenUsage } from "./providers/provider.ts";
 
 /** The part of the gate the loop needs (src/gate/gate.ts implements it). */
 export interface GateLike {
-  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string }): Promise<ToolOutcome>;
+  /** `signal` cancels this call besides the turn's signal (another call of the same model turn ended the turn); `onRewrite` is told a PreToolUse hook's rewritten input (what runs). */
+  call(req: { name: string; args: unknown; callId: string; fromScript: boolean; parentCallId?: string; signal?: AbortSignal; onRewrite?: (args: Record<string, unknown>) => void }): Promise<ToolOutcome>;
 }
 
 export type TurnStatus = "completed" | "failed" | "cancelled";
@@ -35,6 +36,25 @@ export interface TurnResult {
   tool_calls: number;
   /** Model calls made. */
   iterations: number;
+  /** Tokens of this turn's model calls (session/types.ts `UsageSummary`); null when no call reported usage, or no ledger. */
+  usage: UsageSummary | null;
+}
+
+/**
+ * The loop's port to token accounting (the runtime implements it over store/usage.ts and the runs'
+ * `limits.max_tokens_per_run`). Absent: usage is neither stored nor limited.
+ */
+export interface UsagePort {
+  /** Before a model call. @throws AirlockError `token_budget` when the run this session belongs to has spent its budget. */
+  beforeModelCall(session: Session): void;
+  /**
+   * After a model call returned (its assistant message stored): stores its usage (`usage` undefined = not
+   * reported). Returns the `token_budget` error when this call's run is now over its budget (the runtime
+   * has then cancelled the run's other turns with it), else null.
+   */
+  afterModelCall(call: { session: Session; turnId: string; provider: string; model: string | null; usage: TokenUsage | undefined }): AirlockError | null;
+  /** The summed usage of a turn's model calls; null when none reported usage. */
+  turnUsage(turnId: string): UsageSummary | null;
 }
 
 export interface LoopDeps {
@@ -53,6 +73,8 @@ export interface LoopDeps {
   hooks?: LoopHooks;
   /** Shrinks what is sent as the history nears the model's context (agent/compact.ts); everything is sent when absent. */
   shrink?: HistoryShrinker;
+  /** Token accounting and the run's token budget; none when absent. */
+  usage?: UsagePort;
 }
 
 /** The loop's port to history shrinking (agent/compact.ts `HistoryCompactor`): called once before, and once after, each model call. */
@@ -137,7 +159,7 @@ export function startTurn(deps: LoopDeps, session: Session, userMessage: string,
 async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, userMessage: string, signal: AbortSignal): Promise<TurnResult> {
   const { store, bus, inflight } = deps;
   const sid = session.id;
-  const result: TurnResult = { session_id: sid, turn_id: turnId, status: "completed", answer: null, error: null, tool_calls: 0, iterations: 0 };
+  const result: TurnResult = { session_id: sid, turn_id: turnId, status: "completed", answer: null, error: null, tool_calls: 0, iterations: 0, usage: null };
   /** Tool calls of the last assistant message still waiting for a result (answered on cancel/failure so the history stays valid). */
   let unanswered: ToolCallRequest[] = [];
   try {
@@ -167,6 +189,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
           `the turn made ${deps.maxIterations} model calls without a final answer; raise limits.max_iterations or give the model a narrower task`,
         );
       }
+      deps.usage?.beforeModelCall(session);
       result.iterations++;
       const history = store.listMessages(sid);
       const messages = deps.shrink ? await untilAborted(deps.shrink.prepare(hookTurn, { messages: history, system: deps.system, tools, provider, ...(deps.model ? { model: deps.model } : {}) }), signal) : history;
@@ -192,6 +215,10 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         ...(mt.provider_state ? { provider_state: mt.provider_state } : {}),
       });
       bus.publish(sid, "message", { ...assistant }, { persisted: true });
+      unanswered = [...calls];
+      // the run's token budget: checked after each model call; the calls it asked for are answered with the error
+      const over = deps.usage?.afterModelCall({ session, turnId, provider: provider.name, model: deps.model ?? null, usage: mt.usage }) ?? null;
+      if (over) throw over;
       if (calls.length === 0) {
         if (hooks) {
           const d = await untilAborted(hooks.beforeStop(hookTurn, mt.text, stopContinuations), signal);
@@ -205,41 +232,13 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
         result.answer = mt.text;
         break;
       }
-      unanswered = [...calls];
-      for (const call of calls) {
-        throwIfAborted(signal);
-        result.tool_calls++;
-        // A call gets CALL_CANCEL_GRACE_MS to end on its own signal (its process tree killed, its card
-        // withdrawn) and report that; one that does not is left behind and answered `cancelled`.
-        const outcome = await untilAborted(runCall(deps, sid, turnId, call, signal), signal, CALL_CANCEL_GRACE_MS);
-        // PostToolUse: the call ran; a cancel while its hooks run still stores the result (then ends the turn)
-        let after: HookDirective | null = null;
-        let afterError: unknown;
-        if (hooks && outcome.ok) {
-          try {
-            after = await untilAborted(hooks.afterToolCall(hookTurn, call, outcome), signal);
-          } catch (e) {
-            afterError = e;
-          }
-        }
+      result.tool_calls += calls.length;
+      await runCalls(deps, hookTurn, calls, (call) => {
         unanswered = unanswered.filter((c) => c !== call);
-        const rendered = renderOutcome(outcome);
-        const msg = store.appendMessage({
-          session_id: sid,
-          turn_id: turnId,
-          role: "tool",
-          content: after?.context.length ? [rendered, ...after.context].join("\n\n") : rendered,
-          tool_call_id: call.id,
-          name: call.name,
-          is_error: !outcome.ok,
-        });
-        bus.publish(sid, "message", { ...msg }, { persisted: true });
-        if (afterError !== undefined) throw afterError;
-        if (after?.stop !== undefined) throw new AirlockError("hook_stopped", `a PostToolUse hook stopped the turn after ${call.name} ran (continue: false): ${after.stop}`);
-      }
+      });
     }
   } catch (e) {
-    const err = signal.aborted ? cancelError(signal) : toAirlockError(e, "internal");
+    const err = signal.aborted ? abortError(signal) : toAirlockError(e, "internal");
     result.status = err.code === "cancelled" ? "cancelled" : "failed";
     result.error = { code: err.code, message: err.message };
     result.answer = null;
@@ -247,6 +246,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
   } finally {
     try {
       if (unanswered.length) answerUnanswered(deps, sid, turnId, unanswered, result);
+      result.usage = deps.usage?.turnUsage(turnId) ?? null;
       store.finishTurn(turnId, result.status, { answer: result.answer, error: result.error ? `${result.error.code}: ${result.error.message}` : null });
     } catch (e) {
       console.error(`airlock: recording the end of turn ${turnId} failed:`, e);
@@ -259,6 +259,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
       status: result.status,
       ...(result.answer !== null ? { answer: result.answer } : {}),
       ...(result.error ? { error: result.error } : {}),
+      ...(result.usage ? { usage: result.usage } : {}),
     });
   }
   return result;
@@ -270,20 +271,113 @@ function appendHookMessage(deps: LoopDeps, sid: string, turnId: string, content:
   deps.bus.publish(sid, "message", { ...m }, { persisted: true });
 }
 
-/** Runs one model-requested call through the gate inside its ALS calling context. Never throws. */
-async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal): Promise<ToolOutcome> {
+/** What became of one call of a model turn: its outcome (absent: it did not end within its cancel grace) and its PostToolUse hooks' word. */
+interface CallEnd {
+  outcome?: ToolOutcome;
+  /** Why there is no outcome (the turn's or the batch's cancel error). */
+  lost?: unknown;
+  after?: HookDirective;
+  afterError?: unknown;
+}
+
+/**
+ * Runs the calls of one model turn CONCURRENTLY, each through the gate (which takes its permit, so
+ * `limits.max_concurrent_calls` bounds how many execute at once; a call parked on a card holds none and
+ * holds no other call up), and stores their results in the model's order, so every provider's pairing
+ * rules hold (all results of an assistant message follow it, in its order).
+ *
+ * - PostToolUse hooks of a call run as soon as that call has returned (concurrently with the calls
+ *   still running); its hook context is stored with its result.
+ * - A PostToolUse hook's `continue: false` cancels the calls still running at once (they are answered
+ *   as they end: `cancelled`), and the turn ends `hook_stopped` once the results are stored. (A PreToolUse
+ *   hook's cancels the whole turn in the gate, so every other call is cancelled as on any cancel.)
+ * - Cancel: each call gets CALL_CANCEL_GRACE_MS to end on its own and report it (all at once, not one
+ *   after another); a call that ended is stored with its real outcome, one that did not is left behind
+ *   and answered `cancelled` in its place.
+ * `stored(call)` is told of each call whose result was stored. Throws the turn's cancel error, a
+ * PostToolUse failure, or `hook_stopped`, after storing every result it has.
+ */
+async function runCalls(deps: LoopDeps, turn: HookTurn, calls: ToolCallRequest[], stored: (call: ToolCallRequest) => void): Promise<void> {
+  const { signal, turnId } = turn;
+  const sid = turn.session.id;
+  const batch = new AbortController();
+  const callSignal = AbortSignal.any([signal, batch.signal]);
+  const callTurn: HookTurn = { ...turn, signal: callSignal };
+  /** The `hook_stopped` of the first PostToolUse stop in time, which cancelled the calls still running. */
+  let stopped: AirlockError | undefined;
+  const stop = (call: ToolCallRequest, reason: string): void => {
+    if (stopped) return;
+    stopped = new AirlockError("hook_stopped", `a PostToolUse hook stopped the turn after ${call.name} ran (continue: false): ${reason}`);
+    batch.abort(new AirlockError("cancelled", `${stopped.message}; this call was cancelled`));
+  };
+  const ends = calls.map(async (call): Promise<CallEnd> => {
+    let outcome: ToolOutcome;
+    // what ran: a PreToolUse hook's updatedInput replaces the model's arguments (PostToolUse is told those)
+    let ran = call;
+    try {
+      // a call gets CALL_CANCEL_GRACE_MS to end on its own signal (its process tree killed, its card
+      // withdrawn) and report that; one that does not is left behind and answered `cancelled`
+      outcome = await untilAborted(runCall(deps, sid, turnId, call, callSignal, (args) => (ran = { ...call, arguments: args })), callSignal, CALL_CANCEL_GRACE_MS);
+    } catch (e) {
+      return { lost: e };
+    }
+    if (!deps.hooks || !outcome.ok || callSignal.aborted) return { outcome };
+    // PostToolUse: the call ran; a cancel while its hooks run still stores the result (then ends the turn)
+    try {
+      const after = await untilAborted(deps.hooks.afterToolCall(callTurn, ran, outcome), callSignal);
+      if (after.stop !== undefined) stop(call, after.stop);
+      return { outcome, after };
+    } catch (e) {
+      return { outcome, afterError: e };
+    }
+  });
+  /** The first reason, in the model's order, to end the turn once these results are stored. */
+  let end: unknown;
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    const r = await ends[i]!;
+    // a call's hook failure or cancel caused by another call's stop is not a reason of its own
+    const own = !batch.signal.aborted || signal.aborted;
+    // not ended within its cancel grace: left behind, and answered with the cancel here, in its place
+    const outcome: ToolOutcome = r.outcome ?? { ok: false, error: toAirlockError(r.lost, "cancelled").toJSON() };
+    if (!r.outcome && own) end ??= r.lost;
+    const rendered = renderOutcome(outcome);
+    const msg = deps.store.appendMessage({
+      session_id: sid,
+      turn_id: turnId,
+      role: "tool",
+      content: r.after?.context.length ? [rendered, ...r.after.context].join("\n\n") : rendered,
+      tool_call_id: call.id,
+      name: call.name,
+      is_error: !outcome.ok,
+    });
+    stored(call);
+    deps.bus.publish(sid, "message", { ...msg }, { persisted: true });
+    if (r.afterError !== undefined && own) {
+      end ??= r.afterError;
+      // a PostToolUse failure ends the turn: the calls still running are cancelled
+      if (!batch.signal.aborted) batch.abort(new AirlockError("cancelled", "another call of this model turn ended the turn; this call was cancelled"));
+    }
+  }
+  end ??= stopped;
+  if (end !== undefined) throw end;
+}
+
+/** Runs one model-requested call through the gate inside its ALS calling context; `onRewrite`: told a hook's rewritten input. Never throws. */
+async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCallRequest, signal: AbortSignal, onRewrite?: (args: Record<string, unknown>) => void): Promise<ToolOutcome> {
   if (call.invalid !== undefined) {
-    return {
-      ok: false,
-      error: {
-        code: "invalid_arguments",
-        message: `the arguments of ${call.name} were not valid JSON (${truncate(call.invalid, 200)}); call it again with a JSON object`,
-      },
+    // never judged nor run; the watchers see it as a call answered with an error, as the model does
+    const error = {
+      code: "invalid_arguments" as const,
+      message: `the arguments of ${call.name} were not valid JSON (${truncate(call.invalid, 200)}); call it again with a JSON object`,
     };
+    deps.bus.publish(sid, "tool_request", { session_id: sid, call_id: call.id, tool: call.name, arguments: call.invalid, from_script: false });
+    deps.bus.publish(sid, "tool_result", { session_id: sid, call_id: call.id, tool: call.name, ok: false, error });
+    return { ok: false, error };
   }
   try {
     return await GateContext.provide({ sessionId: sid, turnId, callId: call.id }, () =>
-      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false }),
+      deps.gate.call({ name: call.name, args: call.arguments ?? {}, callId: call.id, fromScript: false, signal, ...(onRewrite ? { onRewrite } : {}) }),
     );
   } catch (e) {
     if (signal.aborted) return { ok: false, error: cancelError(signal).toJSON() };
@@ -293,15 +387,20 @@ async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCa
   }
 }
 
-/** Tool results for calls a cancelled/failed turn never ran, so the next turn's history is valid for every provider. */
+/**
+ * Tool results for calls a cancelled/failed turn never ran or never saw end, so the next turn's history is
+ * valid for every provider. The code is `cancelled` for a cancelled turn, else the turn's own error code
+ * (`token_budget`, `hook_stopped`, …), with its message.
+ */
 function answerUnanswered(deps: LoopDeps, sid: string, turnId: string, calls: ToolCallRequest[], result: TurnResult): void {
-  const why = result.status === "cancelled" ? "the turn was cancelled before this call ran" : "the turn failed before this call ran";
+  const why = result.status === "cancelled" ? "the turn was cancelled before this call returned" : `the turn failed before this call returned${result.error ? `: ${result.error.message}` : ""}`;
+  const code = result.status === "cancelled" ? "cancelled" : (result.error?.code ?? "internal");
   const msgs = deps.store.appendMessages(
     calls.map((c) => ({
       session_id: sid,
       turn_id: turnId,
       role: "tool" as const,
-      content: JSON.stringify({ error: { code: result.status === "cancelled" ? "cancelled" : "internal", message: why } }),
+      content: JSON.stringify({ error: { code, message: why } }),
       tool_call_id: c.id,
       name: c.name,
       is_error: true,
@@ -355,6 +454,16 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal, graceMs = 0): Promi
 
 function throwIfAborted(signal: AbortSignal): void {
   if (signal.aborted) throw cancelError(signal);
+}
+
+/**
+ * Why an aborted turn ended: the run's `token_budget` error when the runtime stopped the run's turns
+ * for it (the turn then fails), else the turn's `cancelled` error.
+ */
+function abortError(signal: AbortSignal): AirlockError {
+  const r = signal.reason;
+  if (r instanceof AirlockError && r.code === "token_budget") return r;
+  return cancelError(signal);
 }
 
 function cancelError(signal: AbortSignal): AirlockError {

@@ -10,7 +10,7 @@
 import { z } from "zod";
 import { HOOK_EVENTS } from "../config/schema.ts";
 import { ERROR_CODES } from "../errors.ts";
-import { Message, Session } from "../session/types.ts";
+import { Message, Session, UsageSummary } from "../session/types.ts";
 
 /**
  * One named file as it was when hashed (card/bound-files.ts hashes it). `path`: workspace-relative, as the
@@ -113,6 +113,8 @@ export const TurnFinished = z.strictObject({
   status: z.enum(["completed", "failed", "cancelled"]),
   answer: z.string().optional(),
   error: EventError.optional(),
+  /** Tokens of the turn's model calls; absent when none reported usage. */
+  usage: UsageSummary.optional(),
 });
 export type TurnFinished = z.infer<typeof TurnFinished>;
 

@@ -159,7 +159,9 @@ type KeyMode =
   | { kind: "card"; armedAt: number; armed: boolean }
   | { kind: "reason"; buf: string }
   | { kind: "token"; buf: string; then: Decision }
-  | { kind: "busy" };
+  | { kind: "busy" }
+  /** The shown card ended (or was shown again) while a reason or token was typed: keys are dropped until Enter or Esc. */
+  | { kind: "interrupted" };
 
 /** One attach: the card queue, the prompt, and the input (keys in a terminal, lines with --plain). */
 class AttachUi {
@@ -304,10 +306,8 @@ class AttachUi {
     for (const id of [...this.skipped]) if (!now.has(id)) this.skipped.delete(id);
     if (!this.o.tty) {
       for (const c of cards) if (again || !before.has(c.request_id)) this.showPlain(c);
-    } else {
-      if (this.current && (again || !now.has(this.current.request_id))) this.hide();
-      this.showNext();
-    }
+    } else if (this.current && (again || !now.has(this.current.request_id))) this.dropShown();
+    else this.showNext();
     this.checkIdle();
   }
 
@@ -332,10 +332,7 @@ class AttachUi {
       const what = r.decision === "expired" || r.decision === "cancelled" ? OUTCOME[r.decision] : `decided elsewhere: ${OUTCOME[r.decision]}${r.decided_in ? ` in ${safe(r.decided_in)}` : ""}`;
       this.line(`${this.label(card)} ${safe(card.tool)}: card ${card.request_id} ${what}`);
     }
-    if (this.current?.request_id === r.request_id) {
-      this.hide();
-      this.showNext();
-    }
+    if (this.current?.request_id === r.request_id) this.dropShown();
     this.checkIdle();
   }
 
@@ -362,9 +359,26 @@ class AttachUi {
     this.setPrompt(null);
   }
 
+  /**
+   * The shown card ended, or must be shown again (a reconnect). When the person is typing a reason or a
+   * token, the rest of that line must never answer the card shown next (the `y` of "try again" would allow
+   * it): keys are dropped until Enter or Esc, and only then is the next card shown (and armed).
+   */
+  private dropShown(): void {
+    if (this.mode.kind === "reason" || this.mode.kind === "token") {
+      clearTimeout(this.armTimer);
+      this.current = null;
+      this.mode = { kind: "interrupted" };
+      this.setPrompt(this.c.dim("  that card ended while you typed (what you typed is dropped); Enter or Esc shows the next card "));
+      return;
+    }
+    this.hide();
+    this.showNext();
+  }
+
   /** In a terminal: shows the oldest card not skipped, rings, drops type-ahead and arms after ARM_MS. */
   private showNext(): void {
-    if (!this.o.tty || this.current) return;
+    if (!this.o.tty || this.current || this.mode.kind === "interrupted") return;
     const next = this.queue.find((c) => !this.skipped.has(c.request_id));
     if (!next) {
       if (this.queue.length) this.setPrompt(this.c.dim(`${this.queue.length} skipped card(s) still pending: r shows them again, q detaches `));
@@ -530,6 +544,14 @@ class AttachUi {
     const mode = this.mode;
     switch (mode.kind) {
       case "busy":
+        return;
+      case "interrupted":
+        // the rest of an interrupted line: dropped, until the person ends it
+        if (key === "\r" || key === "\n" || key === "\x1b") {
+          this.mode = { kind: "idle" };
+          this.setPrompt(null);
+          this.showNext();
+        }
         return;
       case "idle":
         if (key === "q") return this.detach();

@@ -73,13 +73,13 @@ export async function scheduleAdd(opts: ScheduleAddOptions): Promise<number> {
   return 0;
 }
 
-/** Lists schedules: id, name, cron, next fire, recipe (JSON with `--json`). @returns 0. */
+/** Lists schedules: id, name, cron, next fire, recipe; `--json`: `{"schedules": [...]}` (the shape of `actions list --json` and `sessions list --json`). @returns 0. */
 export async function scheduleList(opts: ScheduleOptions): Promise<number> {
   const { writeStdout, writeJson, table } = await import("./output.ts");
   const { c } = await client(opts);
   const list = (await c.send("GET", "/schedules")).schedules as Record<string, any>[];
   if (opts.json) {
-    writeJson(list);
+    writeJson({ schedules: list });
     return 0;
   }
   if (list.length === 0) {
@@ -109,7 +109,7 @@ export interface ScheduleRunsOptions extends ScheduleOptions {
 /**
  * Lists runs, newest first: one schedule's (`id` given; also after it was removed) or every schedule's.
  * Text: a table of RUN, SCHEDULE (`(removed)` after a removed one), STATUS, TRIGGER, STARTED, FINISHED,
- * SESSION; `--json`: the array of run objects as `GET /runs/:id` shows them.
+ * SESSION; `--json`: `{"runs": [...]}`, the run objects as `GET /runs/:id` shows them.
  * @returns 0. @throws AirlockError `not_found` (exit 1) for a schedule that never had runs or never existed.
  */
 export async function scheduleRuns(id: string | undefined, opts: ScheduleRunsOptions): Promise<number> {
@@ -118,7 +118,7 @@ export async function scheduleRuns(id: string | undefined, opts: ScheduleRunsOpt
   const query = opts.limit !== undefined ? `?limit=${opts.limit}` : "";
   const list = (await c.send("GET", id ? `/schedules/${encodeURIComponent(id)}/runs${query}` : `/runs${query}`, { hint: listHint })).runs as Record<string, any>[];
   if (opts.json) {
-    writeJson(list);
+    writeJson({ runs: list });
     return 0;
   }
   if (list.length === 0) {

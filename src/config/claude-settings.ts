@@ -39,7 +39,8 @@ export function claudeSettingsFiles(home: string, workspace: string): ClaudeSett
  * Reads one settings file as a JSON object: the one reader of Claude Code's settings files.
  * @param what the switch that made airlock read it, for messages (`permissions.import_claude_settings`)
  * @returns the object, or null when the file (or its folder) does not exist
- * @throws AirlockError `config_invalid` when it exists but cannot be read, is not JSON, or is not a JSON object.
+ * @throws AirlockError `config_invalid` when it exists but cannot be read, is not JSON, or is not a JSON object
+ *   (the message names the file, never its content).
  */
 export function readSettingsFile(file: string, what: string): Record<string, unknown> | null {
   let text: string;
@@ -53,8 +54,10 @@ export function readSettingsFile(file: string, what: string): Record<string, unk
   let json: unknown;
   try {
     json = JSON.parse(text);
-  } catch (e) {
-    throw new AirlockError("config_invalid", `${file}: not JSON (${(e as Error).message}); fix it or set ${what}: false`);
+  } catch {
+    // never the parser's message: it quotes the text it stopped at, and the file may be a link (written by
+    // the model, in a workspace) to a secret only airlock can read, such as its approver token
+    throw new AirlockError("config_invalid", `${file}: not JSON; fix it or set ${what}: false`);
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw new AirlockError("config_invalid", `${file}: not a JSON object`);
   return json as Record<string, unknown>;

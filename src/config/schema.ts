@@ -124,6 +124,11 @@ export const Limits = z.strictObject({
   max_output_bytes: z.number().int().positive().default(1_048_576),
   /** Model calls in one turn before it fails with `max_iterations`. */
   max_iterations: z.number().int().positive().default(50),
+  /**
+   * Input + output tokens one run (`airlock run`, a scheduled run: the root and every subagent) may use,
+   * as the providers report them; crossing it ends the run `failed` with `token_budget`. Absent: no limit.
+   */
+  max_tokens_per_run: z.number().int().positive().optional(),
   /** How often `Stop` / `SubagentStop` hooks may keep one turn going (exit 2 / `decision: "block"`) before they are not run again. */
   max_stop_continuations: z.number().int().min(0).default(5),
   /** Largest HTTP request body, bytes. */

@@ -14,7 +14,10 @@ import type { Card } from "../card/pending.ts";
 import { AirlockError } from "../errors.ts";
 import { credentialKind } from "../gate/inspectors/floor-paths.ts";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
-import { CREDENTIAL_DIRS, CREDENTIAL_FILES, insideDataDir } from "../launcher/credentials.ts";
+import { CREDENTIAL_DIRS, CREDENTIAL_FILES, CREDENTIALS, insideDataDir } from "../launcher/credentials.ts";
+
+/** Credential folders that are one wherever they sit (a project's own `.claude` is not Claude Code's home). */
+const ANYWHERE_DIRS = new Set(CREDENTIALS.filter((c) => c.dir && c.anywhere).map((c) => c.rel));
 import { applyEdit } from "../tool/files.ts";
 import { diffLines, type DiffLine } from "./diff.ts";
 
@@ -83,7 +86,7 @@ export function credentialOf(spelled: string, real: string, home: string): strin
   const parts = real.split("/");
   for (const d of CREDENTIAL_DIRS) {
     if (isInside(real, path.join(home, d))) return `inside ~/${d}`;
-    if (!d.includes("/") && parts.includes(d)) return `inside a ${d} folder`;
+    if (!d.includes("/") && parts.includes(d) && ANYWHERE_DIRS.has(d)) return `inside a ${d} folder`;
   }
   for (const f of CREDENTIAL_FILES) if (path.basename(real) === f) return `a ${f} file`;
   return null;

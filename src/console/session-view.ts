@@ -11,6 +11,7 @@ import { CardList } from "./cards.ts";
 import { Args, Fold, pretty } from "./fold.ts";
 import { api, openStream, reply } from "./net.ts";
 import { changed, feed, MAX_LIVE, notice, sessionName, view, type LiveCall, type Message } from "./state.ts";
+import { usageLine, type SessionUsage } from "./usage.ts";
 
 const html = htm.bind(h);
 
@@ -21,7 +22,7 @@ export function watchSession(sid: string | null): void {
   if (view.sid === sid) return;
   stop?.abort();
   stop = null;
-  Object.assign(view, { sid, state: "connecting", loaded: false, inFlight: false, messages: [], events: 0, errors: [] });
+  Object.assign(view, { sid, state: "connecting", loaded: false, inFlight: false, messages: [], events: 0, errors: [], usage: null });
   view.messageIds = new Set();
   view.streaming = new Map();
   view.live = new Map();
@@ -47,10 +48,19 @@ export function watchSession(sid: string | null): void {
   );
 }
 
+/** Reads the session's token usage (`GET /sessions/:id/usage`) into the view. */
+async function loadUsage(sid: string): Promise<void> {
+  const r = await api("GET", `/sessions/${encodeURIComponent(sid)}/usage`);
+  if (r.status !== 200 || view.sid !== sid) return;
+  view.usage = r.body as SessionUsage;
+  changed();
+}
+
 function onSessionEvent(name: string, d: any): void {
   view.events++;
   switch (name) {
     case "snapshot":
+      if (view.sid) void loadUsage(view.sid);
       view.loaded = true;
       view.messages = d.messages ?? [];
       view.messageIds = new Set(view.messages.map((m) => m.id));
@@ -65,6 +75,7 @@ function onSessionEvent(name: string, d: any): void {
     case "turn_finished":
       view.inFlight = false;
       view.streaming.delete(d.turn_id);
+      if (view.sid) void loadUsage(view.sid);
       return;
     case "delta":
       view.streaming.set(d.turn_id, (view.streaming.get(d.turn_id) ?? "") + (d.text ?? ""));
@@ -213,6 +224,7 @@ export function SessionView({ sid }: { sid: string }) {
         ${s?.parent_session_id ? html`<a href=${"#/s/" + s.parent_session_id}>parent: ${sessionName(feed.sessions.get(s.parent_session_id), s.parent_session_id)}</a>` : null}
         <span class=${"conn " + view.state} data-state=${view.state}>${view.state}</span>
       </div>
+      ${usageLine(view.usage) ? html`<div class="usage muted" data-usage>${usageLine(view.usage)}</div>` : null}
       ${children.length
         ? html`<div class="children">subagents: ${children.map(
             (c) => html`<a key=${c.id} href=${"#/s/" + c.id} class=${feed.inFlight.has(c.id) ? "running" : ""}>${sessionName(c, c.id)}${feed.inFlight.has(c.id) ? " (running)" : ""}</a> `,

@@ -4,6 +4,7 @@
  * running, pending cards, notices) and the open session's view (messages, streamed text, live calls).
  * Every change calls the render scheduler set by app.ts.
  */
+import type { SessionUsage } from "./usage.ts";
 
 /** A card as the feed sends it (docs/api.md "Cards", plus the chain and the session to answer from). */
 export interface Card {
@@ -99,6 +100,8 @@ export const view = {
   live: new Map<string, LiveCall>(),
   errors: [] as { turn_id: string; code: string; message: string }[],
   events: 0,
+  /** `GET /sessions/:id/usage` (console/usage.ts), read on open and after each turn; null until read. */
+  usage: null as SessionUsage | null,
 };
 
 export const MAX_LIVE = 500;

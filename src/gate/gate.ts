@@ -13,7 +13,7 @@ import { AirlockError, toAirlockError, type ErrorCode } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Session } from "../session/types.ts";
 import type { Store } from "../store/store.ts";
-import { argumentIssues, toolSpec, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
+import { argumentIssues, toolSpec, type ClientFiles, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
 import type { Cards } from "../card/pending.ts";
 import { isHeadlessChain } from "../card/relay.ts";
 import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, type FileBinding, type NamedFile } from "../card/bound-files.ts";
@@ -69,6 +69,11 @@ export interface GateCall {
   parentCallId?: string;
   /** Cancels this call besides the turn's signal (a script's calls end with the script). */
   signal?: AbortSignal;
+  /**
+   * Told the new raw arguments each time a PreToolUse hook's `updatedInput` replaces the input (before they
+   * are judged again), so the caller knows what ran: `PostToolUse` hooks get that input, as in Claude Code.
+   */
+  onRewrite?: (args: Record<string, unknown>) => void;
 }
 
 /** A refused call (headless runs list them in `refused_calls`). */
@@ -146,6 +151,8 @@ function specOf(def: ToolDef): ToolSpec {
 
 export class Gate {
   private refusedListeners = new Set<(r: RefusedCall) => void>();
+  private runListeners = new Set<(r: { session_id: string; call_id: string }) => void>();
+  private clientFilesOf = new Set<(session: Session) => ClientFiles | undefined>();
 
   /** Session rows by in-flight turn (weak: gone with the turn). */
   private readonly turnSessions = new WeakMap<object, Session>();
@@ -171,6 +178,26 @@ export class Gate {
   onRefused(l: (r: RefusedCall) => void): () => void {
     this.refusedListeners.add(l);
     return () => this.refusedListeners.delete(l);
+  }
+
+  /**
+   * Listens to every call the gate lets run, told just before its tool starts (after any card was allowed and a
+   * permit was taken); returns the unsubscribe function. `airlock acp` shows the call `in_progress` then.
+   */
+  onRun(l: (r: { session_id: string; call_id: string }) => void): () => void {
+    this.runListeners.add(l);
+    return () => this.runListeners.delete(l);
+  }
+
+  /**
+   * Registers where the file tools of a session do their I/O instead of the local disk (an ACP client's
+   * `fs/read_text_file` / `fs/write_text_file`, `airlock acp`): `of(session)` answers for the sessions it
+   * serves, undefined for the others. Only the I/O moves: the gate judges every call first and the file tools
+   * run every path check before it (tool/files.ts). Returns the unregister function.
+   */
+  useClientFiles(of: (session: Session) => ClientFiles | undefined): () => void {
+    this.clientFilesOf.add(of);
+    return () => this.clientFilesOf.delete(of);
   }
 
   /**
@@ -274,6 +301,7 @@ export class Gate {
       });
       carried = judged.rewrite.carried;
       current = next;
+      req.onRewrite?.(next.args as Record<string, unknown>);
     }
   }
 
@@ -684,6 +712,20 @@ export class Gate {
     };
     if (this.deps.dataDir) tctx.dataDir = this.deps.dataDir;
     if (req.parentCallId) tctx.parentCallId = req.parentCallId;
+    for (const of of this.clientFilesOf) {
+      const files = of(session);
+      if (files) {
+        tctx.clientFiles = files;
+        break;
+      }
+    }
+    for (const l of [...this.runListeners]) {
+      try {
+        l({ session_id: session.id, call_id: req.callId });
+      } catch (e) {
+        console.error("airlock: run listener failed:", e);
+      }
+    }
     const log = this.logs.get(req);
     const startedAt = performance.now();
     if (log) log.ran = true;

@@ -54,8 +54,12 @@ export function matchingHooks(matchers: readonly HookMatcher[], names: readonly 
   for (const m of matchers) {
     let hit: boolean;
     let bad: string | undefined;
+    const risk = names === null || m.matcher === "" || m.matcher === "*" ? null : backtrackingRisk(m.matcher);
     if (names === null || m.matcher === "" || m.matcher === "*") hit = true;
-    else {
+    else if (risk) {
+      hit = true; // never run it (it could stop airlock for minutes), never skip its hooks silently
+      bad = `matcher ${JSON.stringify(m.matcher)} is refused: ${risk}, which can take minutes of airlock's own time to test against one tool name (catastrophic backtracking); write it as Claude Code's matchers are written (a name, A|B, prefix.*)`;
+    } else {
       try {
         const re = new RegExp(`^(?:${m.matcher})$`);
         hit = names.some((n) => re.test(n));
@@ -72,6 +76,47 @@ export function matchingHooks(matchers: readonly HookMatcher[], names: readonly 
     }
   }
   return [...out.values()];
+}
+
+/** Most quantifiers (`*`, `+`, `?`, `{…}`) a matcher may hold: `.*` five times already takes seconds on a long MCP tool name. */
+export const MAX_MATCHER_QUANTIFIERS = 4;
+
+/**
+ * Why testing the regular expression `pattern` may backtrack for minutes, or null: a quantified group
+ * (`(…)*`, `(a|ab)+`, `(…){9}`: exponential) or more than {@link MAX_MATCHER_QUANTIFIERS} quantifiers
+ * (`.*.*.*.*.*.*X`: polynomial of that degree). JavaScript regular expressions backtrack and cannot be
+ * interrupted, and a matcher is tested in airlock's own thread at every tool call; a workspace's settings
+ * file (which the model may write) must not be able to stop the gate, the API and every other session.
+ * Claude Code's documented matchers (`Bash`, `Edit|Write`, `mcp__memory__.*`, `Notebook.*`) pass. Pure.
+ */
+export function backtrackingRisk(pattern: string): string | null {
+  let quantifiers = 0;
+  let inClass = false;
+  let groupClosedAt = -1; // index of the last unescaped `)`
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    if (ch === ")" && !inClass) groupClosedAt = i;
+    if (ch === "\\") {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (ch === "]") inClass = false;
+      continue;
+    }
+    if (ch === "[") {
+      inClass = true;
+      continue;
+    }
+    const quant = ch === "*" || ch === "+" || ch === "{" || (ch === "?" && pattern[i - 1] !== "(");
+    if (!quant) continue;
+    const prev = pattern[i - 1];
+    if (ch === "?" && (prev === "*" || prev === "+" || prev === "?" || prev === "}")) continue; // lazy: same quantifier
+    if (groupClosedAt === i - 1) return "it quantifies a group";
+    quantifiers++;
+    if (quantifiers > MAX_MATCHER_QUANTIFIERS) return `it holds more than ${MAX_MATCHER_QUANTIFIERS} quantifiers`;
+  }
+  return null;
 }
 
 /**
@@ -96,8 +141,8 @@ export interface HookLaunch {
    * session's own shell would, under the session's sandbox policy through the tool launcher
    * (launcher/spawn.ts `launch`: the workspace writable only under `workspace-write`, credentials and
    * the data dir hidden, repository metadata checked) — never the call's elevated policy. Under
-   * `danger-full-access` it runs as `HOOK_PROCESS`, which is already less than that shell. Without it,
-   * a project's hook is not run (`hook_error`: fail closed).
+   * `danger-full-access` too: a `HOOK_PROCESS` sees the data dir's transcripts folder (every session's
+   * conversation), which that shell never does. Without it, a project's hook is not run (`hook_error`: fail closed).
    */
   confineTo?: { policy: SandboxPolicyName; workspace: string; config: Readonly<Config> };
 }
@@ -243,7 +288,8 @@ export async function runHandler(h: HookHandler, input: unknown, opts: Omit<Hook
   if (!confineTo) {
     return { kind: "failed", code: "hook_error", reason: `hook ${JSON.stringify(h.command)} comes from a workspace settings file and no sandbox policy was given to confine it; it was not run` };
   }
-  if (confineTo.policy === "danger-full-access") return runHookProcess(h.command, input, run);
+  // under every policy, danger-full-access included: a HOOK_PROCESS keeps the transcripts folder in view,
+  // which the model's own shell never sees (every session's conversation)
   return runConfinedHookProcess(h.command, input, run, confineTo);
 }
 

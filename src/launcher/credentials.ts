@@ -52,6 +52,9 @@ export const CREDENTIALS: readonly CredentialEntry[] = [
   { rel: ".yarnrc.yml", dir: false, kind: "Yarn registry token", anywhere: false },
   { rel: ".pypirc", dir: false, kind: "PyPI upload token", anywhere: true },
   { rel: ".config/pip/pip.conf", dir: false, kind: "pip index credentials", anywhere: false },
+  // Claude Code's OAuth token (`.credentials.json`), its conversations (`projects/`), and the user settings whose
+  // hooks airlock runs unconfined (`hooks.import_claude_settings`); a project's own `.claude` is not this one
+  { rel: ".claude", dir: true, kind: "Claude Code credentials, conversations and user hooks", anywhere: false },
 ];
 
 /** The credential folders under HOME (relative), hidden behind an empty tmpfs in every confined process. */

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { EXIT, exitCodeFor, type AirlockError, assertNever } from "../errors.ts";
+import { UsageSummary } from "../session/types.ts";
 
 /** One refused call of the run (direct, from a script, or from a subagent at any depth). */
 export const RefusedCallEntry = z.object({
@@ -31,6 +32,11 @@ export const ResultObject = z.object({
   error: z.object({ code: z.string(), message: z.string() }).passthrough().nullable(),
   duration_ms: z.number().min(0),
   /**
+   * Tokens of every model call of the run's session tree (root and subagents at any depth), as the
+   * providers reported them; null when none reported usage (never zeros). Absent for a run that never started.
+   */
+  usage: UsageSummary.nullable().optional(),
+  /**
    * What the person should know about the run's hooks (Runtime.hookNotes): a workspace's Claude Code hooks
    * not run because the folder is not trusted (with the `airlock trust DIR` that would run them), events and
    * fields not honoured. Absent when there is nothing to say.
@@ -46,10 +52,15 @@ export type ResultObject = z.infer<typeof ResultObject>;
  * run is `blocked` when BOTH (a) the turn failed, or it completed with an empty or absent answer (after
  * trimming whitespace), AND (b) at least one call anywhere in the run's session tree was refused with
  * `no_human_surface`. Else a completed turn is `completed` and a failed one `failed`. A run that got
- * refusals but still produced an answer is `completed`: the model went on without the person.
+ * refusals but still produced an answer is `completed`: the model went on without the person. A run that
+ * crossed `limits.max_tokens_per_run` (`error.code` `token_budget`) is `failed` whatever was refused.
  */
-export function headlessStatus(turn: { status: "completed" | "failed" | "cancelled"; answer?: string | null }, refused: readonly { code: string }[]): ResultStatus {
+export function headlessStatus(
+  turn: { status: "completed" | "failed" | "cancelled"; answer?: string | null; error?: { code: string } | null },
+  refused: readonly { code: string }[],
+): ResultStatus {
   if (turn.status === "cancelled") return "cancelled";
+  if (turn.error?.code === "token_budget") return "failed";
   const noAnswer = turn.status === "failed" || !turn.answer || turn.answer.trim() === "";
   if (noAnswer && refused.some((r) => r.code === "no_human_surface")) return "blocked";
   return turn.status;

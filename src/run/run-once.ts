@@ -101,6 +101,14 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
     });
   });
   const offEvents = input.onEvent ? rt.bus.subscribeAll((ev) => inTree(ev.session_id) && input.onEvent!(ev)) : () => {};
+  // tool_calls: every call of the tree the gate answered (direct, from scripts, in subagents at any depth)
+  let gateCalls = 0;
+  const offCalls = rt.bus.subscribeAll((ev) => {
+    if (ev.type === "tool_result" && inTree(ev.session_id)) gateCalls++;
+  });
+  // limits.max_tokens_per_run: the run's whole tree, from its start
+  const maxTokens = rt.configFor(session).limits.max_tokens_per_run;
+  if (maxTokens !== undefined) rt.setTokenBudget(root, maxTokens);
   const onAbort = () => rt.cancel(root, "the run was cancelled");
   try {
     if (input.signal?.aborted) {
@@ -112,6 +120,7 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
         refused_calls: [],
         error: new AirlockError("cancelled", "the run was cancelled before its turn started").toJSON(),
         duration_ms: Date.now() - started,
+        usage: null,
         ...warnings,
       };
     }
@@ -126,11 +135,23 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
         `the run ended without an answer after ${refused.length} call(s) were refused because no person could approve them; see refused_calls, then allow those calls (mode, hooks, tools config) or run with a person watching`,
       ).toJSON();
     }
-    return { session_id: root, status, result: turn.answer, tool_calls: turn.tool_calls, refused_calls: refused, error, duration_ms: Date.now() - started, ...warnings };
+    return {
+      session_id: root,
+      status,
+      result: turn.answer,
+      tool_calls: Math.max(gateCalls, turn.tool_calls),
+      refused_calls: refused,
+      error,
+      duration_ms: Date.now() - started,
+      usage: rt.usage.ofSubtree(root),
+      ...warnings,
+    };
   } finally {
     input.signal?.removeEventListener("abort", onAbort);
     offRefused();
     offEvents();
+    offCalls();
+    rt.clearTokenBudget(root);
     rt.clearRunOverrides(root);
   }
 }

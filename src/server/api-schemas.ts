@@ -9,7 +9,7 @@ import { z } from "zod";
 import { version } from "../../package.json" with { type: "json" };
 import { Card } from "../bus/events.ts";
 import { ERROR_CODES } from "../errors.ts";
-import { Message, Session } from "../session/types.ts";
+import { Message, Session, UsageSummary } from "../session/types.ts";
 
 /** The error object of every failure: `{error: CODE, message, ...details}` (details such as `limit_bytes`, `issues`, `fields`, `run`). */
 export const ApiError = z.looseObject({
@@ -52,8 +52,14 @@ export const SessionDetail = z.object({
   in_flight: z.boolean(),
   messages: z.array(Message),
   turns: z.array(TurnRecord),
+  /** Tokens of its own model calls, and of its subtree's (null: no call reported usage). */
+  usage: z.lazy(() => SessionUsage),
 });
 export type SessionDetail = z.infer<typeof SessionDetail>;
+
+/** `GET /sessions/:id/usage` (and `usage` of `GET /sessions/:id`): the session's own tokens and its subtree's; null where no call reported usage. */
+export const SessionUsage = z.strictObject({ session: UsageSummary.nullable(), subtree: UsageSummary.nullable() });
+export type SessionUsage = z.infer<typeof SessionUsage>;
 
 /** `POST /sessions/:id/cancel`: `cancelled` false when nothing was running. */
 export const CancelAnswer = z.strictObject({ session_id: z.string(), cancelled: z.boolean() });

@@ -57,7 +57,8 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: "get", path: "/openapi.json", tag: "server", summary: "This document", ok: { status: 200, json: z.record(z.string(), z.unknown()) }, errors: [] },
   { method: "post", path: "/sessions", tag: "sessions", summary: "Create a session", body: CreateSessionBody, ok: { status: 201, json: Api.SessionCreated }, errors: ["bad_request", "privacy_violation", "session_not_found"] },
   { method: "get", path: "/sessions", tag: "sessions", summary: "List sessions, newest first", query: z.object({ limit: ListLimit.optional() }), ok: { status: 200, json: Api.SessionList }, errors: ["bad_request"] },
-  { method: "get", path: "/sessions/:id", tag: "sessions", summary: "A session with its messages and turns", ok: { status: 200, json: Api.SessionDetail }, errors: ["session_not_found"] },
+  { method: "get", path: "/sessions/:id", tag: "sessions", summary: "A session with its messages, turns and token usage", ok: { status: 200, json: Api.SessionDetail }, errors: ["session_not_found"] },
+  { method: "get", path: "/sessions/:id/usage", tag: "sessions", summary: "The tokens of a session's model calls, and of its subtree's", ok: { status: 200, json: Api.SessionUsage }, errors: ["session_not_found"] },
   { method: "post", path: "/sessions/:id/reply", tag: "sessions", summary: "Start a turn; SSE of its events until its turn_finished", body: ReplyBody, ok: { status: 200, sse: Events }, errors: ["bad_request", "session_not_found", "session_busy"] },
   {
     method: "get",

@@ -76,3 +76,22 @@ export const Message = z.object({
   created_at: z.string(),
 });
 export type Message = z.infer<typeof Message>;
+
+/**
+ * Tokens summed over model calls (one turn, a session, a session subtree, a run), as the providers
+ * reported them (agent/providers/provider.ts `TokenUsage`): `input_tokens` includes cached ones;
+ * `cached_input_tokens`, `cache_write_input_tokens` and `reasoning_tokens` appear only when some call
+ * reported them. `model_calls`: calls counted; `unreported_calls`: those whose provider reported no
+ * usage (their tokens are in no sum). Where no call reported usage there is no summary (null / absent),
+ * never zeros.
+ */
+export const UsageSummary = z.strictObject({
+  input_tokens: z.number().int().min(0),
+  output_tokens: z.number().int().min(0),
+  cached_input_tokens: z.number().int().min(0).optional(),
+  cache_write_input_tokens: z.number().int().min(0).optional(),
+  reasoning_tokens: z.number().int().min(0).optional(),
+  model_calls: z.number().int().min(0),
+  unreported_calls: z.number().int().min(1).optional(),
+});
+export type UsageSummary = z.infer<typeof UsageSummary>;

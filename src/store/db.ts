@@ -160,6 +160,27 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     name: "messages keep what their provider must be given back (thinking blocks, reasoning items)",
     sql: `ALTER TABLE messages ADD COLUMN provider_state TEXT;`,
   },
+  {
+    version: 8,
+    name: "token usage per model call (store/usage.ts)",
+    sql: `
+      CREATE TABLE IF NOT EXISTS model_calls (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        turn_id TEXT NOT NULL REFERENCES turns(id),
+        at TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        cached_input_tokens INTEGER,
+        cache_write_input_tokens INTEGER,
+        reasoning_tokens INTEGER
+      );
+      CREATE INDEX IF NOT EXISTS model_calls_session ON model_calls(session_id);
+      CREATE INDEX IF NOT EXISTS model_calls_turn ON model_calls(turn_id);
+    `,
+  },
 ];
 
 /**

@@ -222,6 +222,14 @@ async function readText(
     await refuseDataDirLink(ctx, fh, p);
     const st = await fh.stat();
     if (whenLarger && st.size > max) throw whenLarger(st.size);
+    const client = ctx.clientFiles?.readTextFile;
+    if (client) {
+      // checked and opened here (every wall above holds); the text comes from the editor (its unsaved buffer)
+      const whole = Buffer.from(await client.call(ctx.clientFiles, real, signal));
+      if (whenLarger && whole.length > max) throw whenLarger(whole.length);
+      const truncated = whole.length > max;
+      return { content: whole.subarray(0, Math.min(whole.length, max)).toString("utf8"), size: whole.length, truncated };
+    }
     const chunks: Buffer[] = [];
     let n = 0;
     // read one byte past the cap: that is how a file whose size fstat does not know (/proc) shows as truncated
@@ -248,6 +256,12 @@ async function writeText(ctx: ToolContext, real: string, p: string, content: str
   const fh = await openChecked(real, p, "file", true);
   try {
     await refuseDataDirLink(ctx, fh, p);
+    const client = ctx.clientFiles?.writeTextFile;
+    if (client) {
+      // checked and opened here (created when missing); the editor writes the text, so its buffer and undo see it
+      await client.call(ctx.clientFiles, real, content, ctx.signal);
+      return;
+    }
     await fh.truncate(0);
     await fh.write(Buffer.from(content), 0, undefined, 0);
   } finally {

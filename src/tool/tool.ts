@@ -50,6 +50,24 @@ export interface ToolContext {
    * MCP server's tools, so it starts each server not yet running.
    */
   listTools(): Promise<ToolSpec[]>;
+  /**
+   * Where the file tools read and write text instead of the local disk: an editor's buffers through an ACP
+   * client (`airlock acp`). The tools still run every path check first and only then hand the checked real
+   * path to it. Absent: the local disk.
+   */
+  clientFiles?: ClientFiles;
+}
+
+/**
+ * File I/O through a person's editor (ACP `fs/read_text_file`, `fs/write_text_file`). Paths are absolute real
+ * paths the file tools already checked. Each method is present only when the client offers it.
+ * Errors reject (the tool turns them into `tool_failed`).
+ */
+export interface ClientFiles {
+  /** The file's text as the editor has it (unsaved changes included). */
+  readTextFile?(path: string, signal: AbortSignal): Promise<string>;
+  /** Replaces the file's text through the editor (its undo sees it). */
+  writeTextFile?(path: string, content: string, signal: AbortSignal): Promise<void>;
 }
 
 /** Claude Code's view of a tool, for PreToolUse hooks (SPEC §5): its name and its `tool_input`. */

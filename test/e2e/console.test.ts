@@ -38,7 +38,7 @@ beforeAll(async () => {
     stdout: "pipe",
     stderr: "pipe",
   });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), 280_000);
+  const timer = setTimeout(() => proc.kill("SIGKILL"), 560_000);
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   clearTimeout(timer);
   transcript = `${out}\n${err}`;
@@ -47,7 +47,7 @@ beforeAll(async () => {
     const r = JSON.parse(line);
     if (r.case) results.set(r.case, { ok: r.ok, ...(r.error ? { error: r.error } : {}) });
   }
-}, 300_000);
+}, 600_000);
 
 describe("console in chromium", () => {
   for (const name of CASES) {

@@ -71,7 +71,8 @@ describe("airlock run --headless (binary)", () => {
     expect(r.stdout.endsWith("\n")).toBe(true);
     expect(r.stdout.trimEnd().split("\n")).toHaveLength(1);
     const result = JSON.parse(r.stdout);
-    expect(result).toMatchObject({ status: "blocked", tool_calls: 1, error: { code: "no_human_surface" } });
+    // tool_calls counts the whole tree: the script and the two calls it made
+    expect(result).toMatchObject({ status: "blocked", tool_calls: 3, error: { code: "no_human_surface" } });
     expect(result.refused_calls).toHaveLength(2);
     const byTool = Object.fromEntries(result.refused_calls.map((c: any) => [c.tool, c]));
     expect(byTool.developer__write_file).toMatchObject({ code: "no_human_surface", session_id: result.session_id, from_script: true });

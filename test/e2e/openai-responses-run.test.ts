@@ -31,7 +31,8 @@ test("airlock run with openai-responses: a shell call through code execution, th
   if (r.code !== 0) console.error(r.stderr);
   expect(r.code).toBe(0);
   const result = JSON.parse(r.stdout);
-  expect(result).toMatchObject({ status: "completed", result: "The shell printed responses-e2e-42.", tool_calls: 1, error: null });
+  // tool_calls counts the whole tree: the model's code_execution call and the shell call its script made
+  expect(result).toMatchObject({ status: "completed", result: "The shell printed responses-e2e-42.", tool_calls: 2, error: null });
   expect(fake.rejections).toEqual([]);
   expect(fake.requests).toHaveLength(2);
   const second = fake.requests[1].input as any[];

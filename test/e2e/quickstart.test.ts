@@ -61,6 +61,9 @@ test("every command in docs/quickstart.md runs and does what the page says", asy
     clearTimeout(killer);
     if (code !== 0) console.error(`quickstart failed (exit ${code})\n--- stdout\n${out}\n--- stderr\n${err}`);
     expect(code).toBe(0);
+    // §1: airlock doctor checked the machine, one line per check (bubblewrap works here)
+    expect(out).toMatch(/^ok {4}bubblewrap: .* created a sandbox/m);
+    expect(out).toMatch(/^ok {4}provider: scripted: replays /m);
     // §3: the unproven allow was refused with the explanatory 403
     expect(out).toContain('"error":"user_proof_required"');
     // §4: approved, confined, finished

@@ -98,7 +98,7 @@ describe("airlock schedule + serve (binary)", () => {
 
     const list = await spawnAirlock(b, ["schedule", "list", "--json", ...common]).done;
     expect(list.code).toBe(0);
-    expect(JSON.parse(list.stdout).map((s: any) => s.id)).toEqual([sch.id]);
+    expect(JSON.parse(list.stdout).schedules.map((s: any) => s.id)).toEqual([sch.id]); // {schedules: […]}, as actions/sessions
 
     const rm = await spawnAirlock(b, ["schedule", "remove", sch.id, ...common]).done;
     expect(rm.code).toBe(0);

@@ -136,7 +136,9 @@ describe("unusable data dir", () => {
     const shared = sharedTempDir("airlock-full-");
     const dir = join(shared, "data");
     mkdirSync(dir);
-    writeFileSync(join(shared, "run.yaml"), "provider: { name: scripted }\n");
+    // a model is configured (a run without one is refused before it opens the data dir)
+    writeFileSync(join(shared, "turns.yaml"), "turns:\n  - text: hi\n");
+    writeFileSync(join(shared, "run.yaml"), "provider: { name: scripted, script: turns.yaml }\n");
     const run = `"${process.execPath}" "${MAIN}" run --headless --data-dir "${dir}" --config "${join(shared, "run.yaml")}" --workspace "${shared}" hi`;
     // a private tmpfs of 1 MiB: one run creates the database, then the disk is filled, then a run on it; then a new database on the full disk
     const script = [

@@ -66,7 +66,11 @@ describe("the decision log of a headless run", () => {
     const s = await h.createSession({ mode: "smart", headless: true });
     expect(await h.rt.runTurn(s.id, "go")).toMatchObject({ status: "completed", answer: "done" });
 
-    const rows = await judged(h, s.id);
+    // the model's calls run in parallel, so their rows are written as each ends: put them in the model's
+    // order (a script's call just before the script's own row)
+    const order = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool").map((m) => m.tool_call_id);
+    const pos = (r: AuditRow) => (detail(r).from_script ? order.indexOf(detail(r).parent_call_id) - 0.5 : order.indexOf(detail(r).call_id));
+    const rows = (await judged(h, s.id)).sort((a, b) => pos(a) - pos(b));
     const view = rows.map((r) => ({
       tool: detail(r).tool,
       decision: r.decision,

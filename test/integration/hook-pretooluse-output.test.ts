@@ -3,7 +3,8 @@
  * Claude Code's hooks reference, "PreToolUse decision control" and "Common JSON fields"):
  * - `continue: false` with `stopReason`: the call is not run and the TURN stops (it ends `cancelled` with
  *   the reason), over an `allow` given with it; the person gets `hook_message` kind `stopped`; the model
- *   gets the reason as the call's result; the next call of the same model turn never runs;
+ *   gets the reason as the call's result; the other calls of the same model turn (they run in parallel)
+ *   still running are cancelled;
  * - `systemMessage` goes to the person (`hook_message` kind `system_message`), never into the conversation;
  * - `additionalContext` goes to the model with the call's result, or with its refusal, marked as a hook's.
  */
@@ -36,7 +37,7 @@ describe("continue: false", () => {
     h = await startGateHarness({
       config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", hooks: hooks(hook) },
       files: {
-        "turns.yaml": `turns:\n  - tool_calls: ${JSON.stringify([shell("echo deploy > deployed.txt"), shell("echo next > next.txt")])}\n  - text: "never reached"\n`,
+        "turns.yaml": `turns:\n  - tool_calls: ${JSON.stringify([shell("echo deploy > deployed.txt"), shell("sleep 60; echo next > next.txt")])}\n  - text: "never reached"\n`,
       },
     });
     const s = await h.createSession({ mode: "autonomous" });

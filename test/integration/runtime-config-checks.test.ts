@@ -122,12 +122,38 @@ describe("tools: keys are checked at runtime creation", () => {
     expect(logs.some((l) => l.includes("[mcp:fs]"))).toBe(false);
   });
 
-  test("airlock run with the typo exits 2 with the message on stderr and nothing on stdout", async () => {
+  test("airlock run with the typo exits 2 with the message, the key's line and column, on stderr and nothing on stdout", async () => {
     const d = dataDir("cli-typo", { "airlock.yaml": "tools:\n  developer__shel: { permission: deny }\n" });
     const r = await airlock(["run", "hi"], d);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toContain("tools.developer__shel: no such tool; did you mean developer__shell?");
+    expect(r.stderr).toContain("tools.developer__shel (line 2, column 3): no such tool; did you mean developer__shell?");
+  });
+});
+
+describe("start-up warnings of a valid config", () => {
+  test("a provider key the chosen provider ignores, and a hook script path that does not exist, are each one warning naming them", () => {
+    const d = dataDir("warn");
+    const logs: string[] = [];
+    rt = createRuntime({
+      config: Config.parse({
+        provider: { name: "openai", base_url: "http://127.0.0.1:9/v1", model: "m", script: "turns.yaml" },
+        hooks: {
+          PreToolUse: [{ hooks: [{ type: "command", command: '"$AIRLOCK_CONFIG_DIR/hooks/missing.sh"' }, { type: "command", command: "/bin/true" }] }],
+          Stop: [{ hooks: [{ type: "command", command: "/nonexistent/stop.sh --x" }] }],
+        },
+      }),
+      configDir: d,
+      dataDir: d,
+      workspace: join(dir, "ws"),
+      env: {},
+      log: (l) => logs.push(l),
+    });
+    const warnings = logs.filter((l) => l.startsWith("airlock: WARNING:"));
+    expect(warnings).toHaveLength(3);
+    expect(warnings[0]).toContain("provider.script is ignored by the openai provider (only scripted reads it)");
+    expect(warnings[1]).toContain(`hooks.PreToolUse[0].hooks[0].command: ${join(d, "hooks/missing.sh")} does not exist`);
+    expect(warnings[2]).toContain("hooks.Stop[0].hooks[0].command: /nonexistent/stop.sh does not exist");
   });
 });
 

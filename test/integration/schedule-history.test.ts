@@ -52,9 +52,9 @@ test("runs of a removed schedule stay listed, marked removed, over HTTP and with
 
   const json = await airlock(["schedule", "runs", id, "--json", ...common]);
   expect(json.code).toBe(0);
-  expect(JSON.parse(json.out)).toEqual(body.runs);
+  expect(JSON.parse(json.out)).toEqual({ runs: body.runs }); // one shape with actions/sessions/schedule list: an object naming its list
   const all = await airlock(["schedule", "runs", "--json", ...common]);
-  expect(JSON.parse(all.out).map((r: any) => r.run_id)).toEqual([runId]);
+  expect(JSON.parse(all.out).runs.map((r: any) => r.run_id)).toEqual([runId]);
   const text = await airlock(["schedule", "runs", ...common]);
   expect(text.code).toBe(0);
   const lines = text.out.trimEnd().split("\n");

@@ -89,19 +89,28 @@ describe.each(testUsers())("scripts/install.sh, run as $name", (user: TestUser) 
     expect(readdirSync(join(home, ".local", "bin"))).toEqual(["airlock"]);
   }, 300_000);
 
-  test("the README's line, install.sh piped from the release folder, installs the binary", async () => {
-    const home = newHome();
-    const proc = Bun.spawn([...user.prefix, "/bin/sh", "-c", 'curl -fsSL "$BASE/install.sh" | sh -s -- "$BASE"'], {
-      cwd: home,
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { PATH: toolsDir(), HOME: home, BASE: base },
-    });
-    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
-    expect({ code, stderr }).toMatchObject({ code: 0, stderr: expect.stringContaining(`installed airlock ${pkg.version}`) });
-    expect(stderr).toContain(`${join(home, ".local", "bin")} is not on your PATH`);
-    expect(existsSync(join(home, ".local", "bin", "airlock"))).toBe(true);
+  test("the README's Install blocks, run as written with BASE set to the release folder, install the binary", async () => {
+    const blocks = [...readFileSync(join(REPO, "README.md"), "utf8").matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+    const [line, manual] = blocks;
+    expect(line).toContain('curl -fsSL "$BASE/install.sh" | sh -s -- "$BASE"');
+    expect(manual).toContain("sha256sum --check");
+    for (const [i, block] of [line!, manual!].entries()) {
+      const home = newHome();
+      // The reader's own BASE replaces the placeholder line.
+      const script = `set -euo pipefail\n${block.replace(/^BASE=.*$/m, "")}`;
+      const proc = Bun.spawn([...user.prefix, "/bin/bash", "-c", script], {
+        cwd: home,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { PATH: `${join(home, ".local", "bin")}:${toolsDir()}`, HOME: home, BASE: base },
+      });
+      const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      expect({ block: i, code, stderr }).toMatchObject({ block: i, code: 0 });
+      expect(existsSync(join(home, ".local", "bin", "airlock"))).toBe(true);
+      if (i === 0) expect(stderr).toContain(`installed airlock ${pkg.version}`);
+      else expect(stdout).toContain(`airlock-linux-x64: OK\nairlock ${pkg.version} (commit `);
+    }
   }, 300_000);
 
   test("installs with wget when there is no curl, to --prefix, base URL from AIRLOCK_BASE_URL", async () => {

@@ -197,3 +197,24 @@ describe("scripted provider", () => {
     expect(await p.complete(request({}, [msg("user", "a")]))).toEqual({ text: "slow", tool_calls: [], stop_reason: "end_turn", truncated: false, usage: undefined });
   });
 });
+
+describe("scripted usage", () => {
+  test("a turn's usage is reported as the model call's; a turn without it reports none (unknown, not zero)", async () => {
+    const p = scripted(`
+turns:
+  - usage: { input_tokens: 120, output_tokens: 7, cached_input_tokens: 100, reasoning_tokens: 3 }
+    tool_calls: [{ name: developer__list_dir, arguments: { path: "." } }]
+  - text: "done"
+`);
+    const first = await p.complete(request({}, [msg("user", "go")]));
+    expect(first.usage).toEqual({ input_tokens: 120, output_tokens: 7, cached_input_tokens: 100, reasoning_tokens: 3 });
+    const second = await p.complete(request({}, [msg("user", "go"), msg("assistant", "", { tool_calls: first.tool_calls })]));
+    expect(second.text).toBe("done");
+    expect(second.usage).toBeUndefined();
+  });
+
+  test("a usage with a missing or unknown field is config_invalid naming the key path", () => {
+    expect(() => parseScript(`turns:\n  - usage: { input_tokens: 1 }\n`, "t.yaml")).toThrow(/turns\[0\]\.usage\.output_tokens/);
+    expect(() => parseScript(`turns:\n  - usage: { input_tokens: 1, output_tokens: 1, tokens: 2 }\n`, "t.yaml")).toThrow(/turns\[0\]\.usage/);
+  });
+});

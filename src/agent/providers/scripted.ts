@@ -27,6 +27,16 @@ export const ScriptedTurn = z.strictObject({
   delay_ms: z.number().int().min(0).optional(),
   /** Makes this model call fail with `provider_error` and this message. */
   error: z.string().min(1).optional(),
+  /** The token usage this model call reports (provider.ts `TokenUsage`); absent = not reported. */
+  usage: z
+    .strictObject({
+      input_tokens: z.number().int().min(0),
+      output_tokens: z.number().int().min(0),
+      cached_input_tokens: z.number().int().min(0).optional(),
+      cache_write_input_tokens: z.number().int().min(0).optional(),
+      reasoning_tokens: z.number().int().min(0).optional(),
+    })
+    .optional(),
 });
 export type ScriptedTurn = z.infer<typeof ScriptedTurn>;
 
@@ -120,7 +130,7 @@ export function loadScript(cfg: ProviderConfig, opts: ProviderOptions): Script {
  * A turn with `error` leaves no assistant message, so this provider instance also counts the error
  * turns it served per session and skips them (a reply after a failed turn gets the next turn).
  * Past the end the answer is `(script ended)` with no tool calls; with no `script` configured at all,
- * every call answers {@link NO_MODEL_CONFIGURED} instead. Usage is unknown (undefined).
+ * every call answers {@link NO_MODEL_CONFIGURED} instead. Usage is the turn's `usage`, else unknown (undefined).
  * @throws AirlockError `config_invalid` (bad script file) from the factory; `provider_error` for `error` turns,
  * `cancelled` when the signal aborts (also during `delay_ms`).
  */
@@ -154,7 +164,7 @@ export function createScriptedProvider(cfg: ProviderConfig, opts: ProviderOption
         throw new AirlockError("provider_error", `scripted provider: ${turn.error}`, { partial_text: text, retryable: false, script_turn: k });
       }
       const tool_calls = (turn.tool_calls ?? []).map((c) => ({ id: newId("call"), name: c.name, arguments: structuredClone(c.arguments) }));
-      return { text, tool_calls, stop_reason: tool_calls.length > 0 ? "tool_calls" : "end_turn", truncated: false, usage: undefined };
+      return { text, tool_calls, stop_reason: tool_calls.length > 0 ? "tool_calls" : "end_turn", truncated: false, usage: turn.usage ? { ...turn.usage } : undefined };
     },
   };
 }

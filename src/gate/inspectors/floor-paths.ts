@@ -67,12 +67,18 @@ export function isDir(p: string): boolean {
   }
 }
 
-/** Why writing `p` (a real path) is protected, or null: `.git/hooks`, `.git/config`, shell rc files, `~/.ssh`, `/etc`. */
+/**
+ * Why writing `p` (a real path) is protected, or null: `.git/hooks`, `.git/config`, shell rc files, `~/.ssh`,
+ * `~/.claude` (Claude Code's user settings: with `hooks.import_claude_settings`, the hooks they name, and the
+ * scripts under it they run, run outside any sandbox in every later session), `/etc`.
+ */
 export function protectedKind(p: string, home: string): string | null {
   if (/(^|\/)\.git\/hooks(\/|$)/.test(p)) return "git hooks run code on the next git command";
   if (/(^|\/)\.git\/config$/.test(p)) return "git config can run commands";
   if (RC_FILES.has(path.basename(p)) || /\/\.config\/fish\/config\.fish$/.test(p)) return "shell startup file";
   if (isInside(p, path.join(home, ".ssh")) || /(^|\/)\.ssh(\/|$)/.test(p)) return "SSH configuration and keys";
+  const claude = path.join(home, ".claude"); // where it really is too (a dotfiles repository links it)
+  if (isInside(p, claude) || isInside(p, safeReal("/", claude) ?? claude)) return "Claude Code user settings and hook scripts, which run outside the sandbox";
   if (isInside(p, "/etc")) return "system configuration";
   return null;
 }

@@ -88,32 +88,71 @@ export function humanishName(src: string): string {
   return last.replace(/\.git$/, "") || ".";
 }
 
-/** A RegExp for one glob path component: `*`, `?`, `[…]`, `[!…]`/`[^…]`, `\x`; anything else literal. */
-export function globComponent(comp: string): RegExp {
-  let re = "";
+/** What tests one name against a glob path component ({@link globComponent}). */
+export interface GlobMatcher {
+  test(name: string): boolean;
+}
+
+/**
+ * A matcher for one glob path component: `*`, `?`, `[…]`, `[!…]`/`[^…]`, `\x`; anything else literal.
+ * Every token but `*` matches exactly one character, so `*` is matched by the classic two-pointer wildcard
+ * walk (at most name length × pattern length steps), never by a backtracking regular expression: the
+ * model writes both the glob and the file names, and `*a*a*a*a*a*a*a*b` against a 200-character name
+ * backtracked for hours in airlock's own thread (the security floor judges every shell call there).
+ */
+export function globComponent(comp: string): GlobMatcher {
+  const tokens: (((c: string) => boolean) | "*")[] = [];
   for (let i = 0; i < comp.length; i++) {
     const ch = comp[i]!;
-    if (ch === "*") re += "[^/]*";
-    else if (ch === "?") re += "[^/]";
-    else if (ch === "\\" && i + 1 < comp.length) re += escapeRe(comp[++i]!);
-    else if (ch === "[") {
+    if (ch === "*") {
+      if (tokens[tokens.length - 1] !== "*") tokens.push("*");
+    } else if (ch === "?") tokens.push((c) => c !== "/");
+    else if (ch === "\\" && i + 1 < comp.length) {
+      const lit = comp[++i]!;
+      tokens.push((c) => c === lit);
+    } else if (ch === "[") {
       const close = comp.indexOf("]", i + 2);
       if (close < 0) {
-        re += "\\[";
+        tokens.push((c) => c === "[");
         continue;
       }
       let body = comp.slice(i + 1, close);
       const negate = body.startsWith("!") || body.startsWith("^");
       if (negate) body = body.slice(1);
-      re += `[${negate ? "^" : ""}${body.replace(/[\\\]^]/g, "\\$&")}]`;
+      let cls: RegExp;
+      try {
+        cls = new RegExp(`^[${negate ? "^" : ""}${body.replace(/[\\\]^]/g, "\\$&")}]$`, "s"); // one character: no backtracking
+      } catch {
+        return { test: () => true }; // a class the RegExp engine rejects: match every name (judge them all)
+      }
+      tokens.push((c) => cls.test(c));
       i = close;
-    } else re += escapeRe(ch);
+    } else tokens.push((c) => c === ch);
   }
-  try {
-    return new RegExp(`^${re}$`, "s");
-  } catch {
-    return /^/; // a class the RegExp engine rejects: match every name (judge them all)
+  return { test: (name) => wildcardMatch(tokens, [...name]) };
+}
+
+/** The two-pointer wildcard walk: on a mismatch, the last `*` takes one more character. */
+function wildcardMatch(tokens: readonly (((c: string) => boolean) | "*")[], chars: readonly string[]): boolean {
+  let t = 0;
+  let c = 0;
+  let star = -1;
+  let mark = 0;
+  while (c < chars.length) {
+    const tok = tokens[t];
+    if (tok !== undefined && tok !== "*" && tok(chars[c]!)) {
+      t++;
+      c++;
+    } else if (tok === "*") {
+      star = t++;
+      mark = c;
+    } else if (star >= 0 && chars[mark] !== "/") {
+      t = star + 1;
+      c = ++mark;
+    } else return false;
   }
+  while (tokens[t] === "*") t++;
+  return t === tokens.length;
 }
 
 export function escapeRe(ch: string): string {

@@ -12,6 +12,7 @@ import picomatch from "picomatch";
 import { AirlockError } from "../../errors.ts";
 import { resolveRealPath } from "../../launcher/resolve.ts";
 import type { RealPaths } from "../inspectors/floor-paths.ts";
+import { globComponent, type GlobMatcher } from "../inspectors/shell-args.ts";
 import { splitCommands, type SimpleCommand } from "../../shell/words.ts";
 import { RESERVED, WRAPPERS } from "../../shell/command-words.ts";
 import type { PathPattern, ShellPattern } from "./parse.ts";
@@ -53,12 +54,52 @@ export function literalPrefix(p: PathPattern): string | null {
   }
 }
 
-/** Compiles a path pattern (picomatch, dotfiles included: `**` covers `.env`). */
+/** A glob of `*`, `?`, `[…]`, `\x` and literals only: no braces, extglobs or negation (those stay picomatch's). */
+const SIMPLE_GLOB = /^(?:[^{}()!+@\\]|\\.)*$/;
+
+/** Whether picomatch's expression for `glob` could backtrack far: a segment with more than 2 wildcards, or more than 2 `**`. */
+function backtracks(glob: string): boolean {
+  const segs = glob.split("/");
+  return segs.filter((g) => g === "**").length > 2 || segs.some((g) => g !== "**" && (g.replace(/\\./g, "").match(/[*?]/g)?.length ?? 0) > 2);
+}
+
+/**
+ * Compiles a path pattern (picomatch's meaning, dotfiles included: `**` covers `.env`). A simple glob
+ * ({@link SIMPLE_GLOB}) that picomatch's expression could take minutes on ({@link backtracks}) is matched segment by segment with the floor's linear wildcard walk (shell-args.ts
+ * `globComponent`) and `**` as zero or more segments (a table, path segments × pattern segments), never by a
+ * backtracking regular expression: an untrusted repository's deny rule (`Read(./**\/*a*a*a*a*a*a*a*b)`)
+ * tested against a model-written path did not finish in 30 s as picomatch's expression.
+ */
 export function compilePath(p: PathPattern): PathMatcher {
+  if (SIMPLE_GLOB.test(p.glob) && backtracks(p.glob)) {
+    const segs = p.glob.split("/").map((g): GlobMatcher | "**" => (g === "**" ? "**" : globComponent(g)));
+    return { anchor: p.anchor, glob: p.glob, test: (s: string) => segmentsMatch(segs, s.split("/")), literal: literalPrefix(p) };
+  }
   // picomatch's regular expression, tested directly: the paths given are already clean (absolute, or
   // relative with no `./`), so its matcher's own normalising (and per-call cost) is not needed
   const re = picomatch.makeRe(p.glob, { dot: true });
   return { anchor: p.anchor, glob: p.glob, test: (s: string) => re.test(s), literal: literalPrefix(p) };
+}
+
+/** Whether path segments `parts` match glob segments `segs` (`**`: zero or more segments); dynamic programming. */
+function segmentsMatch(segs: readonly (GlobMatcher | "**")[], parts: readonly string[]): boolean {
+  // can[j]: the first i glob segments match the first j path segments (rolled over i)
+  let can = new Array<boolean>(parts.length + 1).fill(false);
+  can[0] = true;
+  for (const seg of segs) {
+    const next = new Array<boolean>(parts.length + 1).fill(false);
+    if (seg === "**") {
+      let any = false;
+      for (let j = 0; j <= parts.length; j++) {
+        any ||= can[j]!;
+        next[j] = any;
+      }
+    } else {
+      for (let j = 1; j <= parts.length; j++) next[j] = can[j - 1]! && seg.test(parts[j - 1]!);
+    }
+    can = next;
+  }
+  return can[parts.length]!;
 }
 
 /** `s` is `prefix` or lies below it (segment-wise). */

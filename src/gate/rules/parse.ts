@@ -22,7 +22,7 @@ export type ShellPattern =
   /** `Bash(npm run test:*)` (legacy `:*`): the command's words start with these. */
   | { kind: "prefix"; words: readonly string[] }
   /** `Bash(git * main)`: `*` matches any text in the space-joined words; a trailing ` *` also matches nothing (`git *` matches `git`). */
-  | { kind: "wildcard"; regex: RegExp };
+  | { kind: "wildcard"; regex: TextMatcher };
 
 /** Where a path pattern is anchored. */
 export type PathAnchor =
@@ -220,21 +220,62 @@ export function parseShellPattern(spec: string): ShellPattern | string {
     const stars = text.split(/(?<!\\)\*/).length - 1;
     const trailing = stars === 1 && text.endsWith(" *");
     const body = trailing ? text.slice(0, -2) : text;
-    let re = "";
+    const tokens: WildToken[] = [];
     for (let i = 0; i < body.length; i++) {
       const c = body[i]!;
       if (c === "\\" && body[i + 1] === "*") {
-        re += "\\*";
+        tokens.push("*literal");
         i++;
-      } else if (c === "*") re += ".*";
-      else re += c.replace(/[.+?^${}()|[\]\\/]/g, "\\$&");
+      } else if (c === "*") {
+        if (tokens[tokens.length - 1] !== STAR) tokens.push(STAR);
+      } else tokens.push(c);
     }
-    return { kind: "wildcard", regex: new RegExp(`^${re}${trailing ? "(?: .*)?" : ""}$`, "s") };
+    const withRest: WildToken[] = [...tokens, " ", STAR];
+    return { kind: "wildcard", regex: { test: (text) => wildcardText(tokens, text) || (trailing && wildcardText(withRest, text)) } };
   }
   const words = ruleWords(spec);
   if (typeof words === "string") return words;
   if (words.length === 0) return "empty command";
   return { kind: "exact", words };
+}
+
+/** Tests a command's text against a wildcard rule ({@link parseShellPattern}). */
+export interface TextMatcher {
+  test(text: string): boolean;
+}
+
+/** A wildcard's token: one literal character (a UTF-16 unit; `"*literal"`: an escaped star), or {@link STAR}. */
+type WildToken = string | typeof STAR;
+const STAR = Symbol("*");
+
+/**
+ * Whether `text` matches `tokens` whole, a {@link STAR} matching any run of characters (newlines too): the
+ * classic two-pointer wildcard walk, at most text length × pattern length steps. Never a backtracking
+ * regular expression: a rule's stars (an untrusted repository's settings file brings deny and ask rules)
+ * against a command the model writes (`Bash(*a*a*a*a*a*a*b)` and 300 `a`s) backtracked for minutes in
+ * airlock's own thread.
+ */
+function wildcardText(tokens: readonly WildToken[], text: string): boolean {
+  let t = 0;
+  let c = 0;
+  let star = -1;
+  let mark = 0;
+  const lit = (tok: WildToken | undefined, ch: string) => tok !== undefined && tok !== STAR && (tok === "*literal" ? ch === "*" : tok === ch);
+  while (c < text.length) {
+    const tok = tokens[t];
+    if (lit(tok, text[c]!)) {
+      t++;
+      c++;
+    } else if (tok === STAR) {
+      star = t++;
+      mark = c;
+    } else if (star >= 0) {
+      t = star + 1;
+      c = ++mark;
+    } else return false;
+  }
+  while (tokens[t] === STAR) t++;
+  return t === tokens.length;
 }
 
 function hasWildcard(s: string): boolean {

@@ -12,7 +12,7 @@ import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
 import type { Runtime } from "../../runtime.ts";
 import { sseResponse } from "../../bus/sse.ts";
-import type { CancelAnswer, SessionCreated, SessionDetail, SessionList } from "../api-schemas.ts";
+import type { CancelAnswer, SessionCreated, SessionDetail, SessionList, SessionUsage } from "../api-schemas.ts";
 import { parseBody } from "../validate.ts";
 
 export const CreateSessionBody = z.strictObject({
@@ -99,7 +99,20 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
   app.get("/sessions/:id", (c) => {
     const id = c.req.param("id");
     const session = rt.store.requireSession(id);
-    return c.json({ ...session, in_flight: rt.inflight.has(id), messages: rt.store.listMessages(id), turns: rt.store.listTurns(id) } satisfies SessionDetail);
+    return c.json({
+      ...session,
+      in_flight: rt.inflight.has(id),
+      messages: rt.store.listMessages(id),
+      turns: rt.store.listTurns(id),
+      // tokens of its model calls: its own, and with every descendant's (null: none reported usage)
+      usage: { session: rt.usage.ofSession(id), subtree: rt.usage.ofSubtree(id) },
+    } satisfies SessionDetail);
+  });
+
+  app.get("/sessions/:id/usage", (c) => {
+    const id = c.req.param("id");
+    rt.store.requireSession(id);
+    return c.json({ session: rt.usage.ofSession(id), subtree: rt.usage.ofSubtree(id) } satisfies SessionUsage);
   });
 
   app.post("/sessions/:id/reply", async (c) => {

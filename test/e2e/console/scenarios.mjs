@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { api, launchBrowser, setup, startServer, startTurn, stopServer, until } from "./servers.mjs";
 
 const opts = JSON.parse(process.argv[2]);
-const T = 30_000;
+const T = 60_000; // an upper bound for waits only: chromium on a loaded 2-core machine can be slow
 
 const NOTES = Array.from({ length: 60 }, (_, i) => `line ${i + 1} of the new notes`).join("\n") + "\n";
 const TREE = `
