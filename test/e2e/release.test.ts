@@ -3,7 +3,8 @@
  * `npm run release` (build/release.ts): the three Linux artifacts, install.sh, SHA256SUMS and release.json; a
  * second build of the same commit gives the same bytes; the arm64 and musl artifacts have the right ELF
  * header; and the linux-x64 artifact runs the way a user meets it — copied alone into an empty folder,
- * run in a bwrap view of the system with no Node, Bun, node_modules, home or checkout.
+ * run in a bwrap view of the system with no Node, Bun, node_modules, home or checkout (`--version`,
+ * `version --json`, `doctor --json`, a headless `airlock run` with the scripted provider).
  */
 import { expect, test } from "bun:test";
 import { createHash } from "node:crypto";
@@ -73,7 +74,7 @@ function userView(tmp: string, argv: string[]): { exitCode: number; stdout: stri
   return { exitCode: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
-test("the linux-x64 artifact alone, where no Node, Bun, node_modules or checkout is visible: --version, version --json, a headless scripted run", async () => {
+test("the linux-x64 artifact alone, where no Node, Bun, node_modules or checkout is visible: --version, version --json, doctor --json, a headless scripted run", async () => {
   const dir = await cachedRelease();
   const manifest = JSON.parse(readFileSync(join(dir, "release.json"), "utf8"));
   const tmp = mkdtempSync(join(tmpdir(), "airlock-user-view-"));
@@ -101,6 +102,14 @@ test("the linux-x64 artifact alone, where no Node, Bun, node_modules or checkout
   expect(j.exitCode).toBe(0);
   const { artifacts, ...top } = manifest;
   expect(JSON.parse(j.stdout)).toEqual({ ...top, ...artifacts.find((a: any) => a.file === "airlock-linux-x64") });
+
+  // doctor: its checks run from the binary alone (bwrap inside this view, the config, the scripted provider).
+  const doc = userView(tmp, ["/tmp/bin/airlock", "doctor", "--json", "--data-dir", "/tmp/data"]);
+  const report = JSON.parse(doc.stdout);
+  expect(doc.exitCode).toBe(report.ok ? 0 : 1);
+  const status = Object.fromEntries(report.checks.map((c: any) => [c.name, c.status]));
+  expect(status).toMatchObject({ config: "ok", provider: "ok" });
+  expect(Object.keys(status)).toEqual(expect.arrayContaining(["bubblewrap", "python3", "data_dir", "tokens", "server_port"]));
 
   const run = userView(tmp, ["/tmp/bin/airlock", "run", "what is six times seven?", "--headless", "--output-format", "json", "--data-dir", "/tmp/data"]);
   expect(run.stderr).not.toContain("Error:");
