@@ -8,7 +8,7 @@
  */
 import { expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -39,6 +39,12 @@ test("npm run release builds the three Linux artifacts with SHA256SUMS and relea
   }
   const sums = [...manifest.artifacts.map((a: any) => `${a.sha256}  ${a.file}\n`), `${sha256(join(dir, "install.sh"))}  install.sh\n`];
   expect(readFileSync(join(dir, "SHA256SUMS"), "utf8")).toBe(sums.join(""));
+  // Nothing of the checkout's location is embedded, so a build elsewhere gives the same bytes too.
+  const where = [REPO, realpathSync(join(REPO, "node_modules"))];
+  for (const f of FILES) {
+    const bytes = readFileSync(join(dir, f));
+    for (const w of where) expect({ f, w, at: bytes.indexOf(w) }).toEqual({ f, w, at: -1 });
+  }
   const check = Bun.spawnSync(["sha256sum", "-c", "SHA256SUMS"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
   expect(check.exitCode).toBe(0);
 }, 900_000);
