@@ -50,6 +50,18 @@ export interface BuildResult {
   ms: number;
 }
 
+/** What to build: `target`/`executablePath` cross-compile (build/release.ts); `define` replaces identifiers at compile time. */
+export interface BuildOptions {
+  force?: boolean;
+  outfile?: string;
+  /** A `bun build --compile --target` name, e.g. `bun-linux-arm64`; default: the running Bun's own platform. */
+  target?: Bun.Build.CompileTarget;
+  /** The Bun runtime binary the executable is made from (`--compile-executable-path`); default: Bun's own choice. */
+  executablePath?: string;
+  /** Identifier → JS expression text (`--define`). */
+  define?: Record<string, string>;
+}
+
 /**
  * Builds the binary unless it is fresh (or `force`). Throws an Error naming the bundler's messages on failure.
  * The tinypool shim must sit at `<bundle root>/entry/worker.ts`; the bundle root is the repo root (the
@@ -58,7 +70,7 @@ export interface BuildResult {
  * The console page (src/console/) is bundled first and replaces src/console/embedded.ts the same way, so the
  * binary serves it without bundling at run time.
  */
-export async function build(opts: { force?: boolean; outfile?: string } = {}): Promise<BuildResult> {
+export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
   const outfile = opts.outfile ?? OUTFILE;
   const t0 = performance.now();
   if (!opts.force && isFresh(outfile)) {
@@ -90,7 +102,14 @@ export async function build(opts: { force?: boolean; outfile?: string } = {}): P
     bytecode: true,
     splitting: true,
     target: "bun",
-    compile: { outfile, autoloadDotenv: false, autoloadBunfig: false },
+    compile: {
+      outfile,
+      autoloadDotenv: false,
+      autoloadBunfig: false,
+      ...(opts.target ? { target: opts.target } : {}),
+      ...(opts.executablePath ? { executablePath: opts.executablePath } : {}),
+    },
+    ...(opts.define ? { define: opts.define } : {}),
     throw: false,
   }).finally(() => process.chdir(cwd));
   if (!result.success) {

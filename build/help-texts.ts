@@ -43,5 +43,6 @@ export async function recordHelpTexts(): Promise<Record<string, string>> {
   };
   await Promise.all([worker(), worker(), worker(), worker()]);
   if (Object.keys(texts).length === 0) throw new Error("no help text could be recorded from src/main.ts");
-  return texts;
+  // in key order, not in the order the parallel runs finished: two builds of one commit embed the same bytes
+  return Object.fromEntries(Object.entries(texts).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }

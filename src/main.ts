@@ -104,6 +104,7 @@ export function buildProgram(done: (code: number) => void): Command {
   addTokenCommand(program, done);
   addTrustCommand(program, done);
   addAcpCommand(program, done);
+  addVersionCommand(program, done);
 
   // Every command points at its own --help after a usage error.
   const hint = (cmd: Command): void => {
@@ -457,6 +458,13 @@ function addTokenCommand(program: Command, done: (code: number) => void): void {
   )
     .addHelpText("after", examples(["airlock token", 'curl -H "Authorization: Bearer $(cat ~/.local/share/airlock/api-token)" http://127.0.0.1:7420/sessions']))
     .action(async (opts) => done(await (await import("./cli/token.ts")).token(opts)));
+}
+
+/** `airlock version [--json]`: the build's facts (release.json's for this binary); `--version` stays one line. */
+function addVersionCommand(program: Command, done: (code: number) => void): void {
+  withJson(program.command("version").description("print the build's version, commit, build date, Bun version and target"))
+    .addHelpText("after", examples(["airlock version", "airlock version --json"]))
+    .action(async (opts) => done(await (await import("./cli/version.ts")).versionCommand(opts)));
 }
 
 /** `airlock trust DIR | --list | --revoke DIR`: folders whose own Claude Code hooks may run. */

@@ -26,13 +26,15 @@ const SKIPPED: Record<string, string> = {
   "docs/performance.md#0": "benchmarks: minutes of load on the machine (npm run bench)",
   "docs/providers.md#0": "needs real API keys and the network (the opt-in live test)",
   "docs/acp.md#0": "an ACP handshake by hand; the protocol is driven by the SDK's own client in test/e2e/acp.test.ts",
-  "README.md#0": "npm install / npm start (a foreground server) / npm test (this suite)",
-  "README.md#1": "installs a system package: needs root and the network",
-  "README.md#3": "development commands: the build, the suite, the typecheck this suite runs beside",
+  "README.md#0": "the installer line: run as written against a loopback server serving a real release folder in test/security/installer-installs-only-a-verified-binary.test.ts",
+  "README.md#1": "the manual download: run as written against a loopback server serving a real release folder in test/security/installer-installs-only-a-verified-binary.test.ts",
+  "README.md#2": "npm install / npm start (a foreground server) / npm test (this suite)",
+  "README.md#3": "installs a system package: needs root and the network",
+  "README.md#5": "development commands: the build, the suite, the typecheck this suite runs beside",
 };
 
 /** Blocks run here. */
-const RUN = ["docs/api.md#0", "docs/attach.md#0", "docs/console.md#0", "docs/recipes.md#0", "README.md#2"];
+const RUN = ["docs/api.md#0", "docs/attach.md#0", "docs/console.md#0", "docs/recipes.md#0", "README.md#4"];
 
 /** Lines left out of a run block: the first rule a line matches gives the reason. */
 const LEFT_OUT: [RegExp, string][] = [

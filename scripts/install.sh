@@ -1,0 +1,102 @@
+#!/bin/sh
+# Installs the airlock release binary for this machine.
+#
+#   curl -fsSL "$BASE/install.sh" | sh -s -- "$BASE"
+#   sh install.sh [--prefix DIR] [BASE_URL]
+#
+# BASE_URL (or $AIRLOCK_BASE_URL) is the folder holding the release files (airlock-linux-x64,
+# airlock-linux-arm64, airlock-linux-x64-musl, SHA256SUMS); no host is built in.
+# Installs to $PREFIX/bin/airlock, PREFIX defaulting to ~/.local (--prefix wins over $PREFIX).
+# Picks the binary from `uname -m` (x86_64; aarch64 or arm64) and the C library (musl when
+# /lib/ld-musl-* exists or `ldd --version` says musl), downloads it and SHA256SUMS with curl or wget,
+# checks the sha256 (sha256sum or shasum -a 256), and installs nothing unless it matches.
+# Exit 0 installed; 1 refused or failed (nothing installed); 2 usage.
+set -eu
+
+say() { printf 'airlock-install: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+usage() { say "usage: install.sh [--prefix DIR] BASE_URL   (or AIRLOCK_BASE_URL=BASE_URL)"; exit 2; }
+
+base="${AIRLOCK_BASE_URL:-}"
+prefix="${PREFIX:-}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) [ $# -ge 2 ] || usage; prefix="$2"; shift 2 ;;
+    --prefix=*) prefix="${1#--prefix=}"; shift ;;
+    -h|--help) usage ;;
+    -*) say "unknown option: $1"; usage ;;
+    *) base="$1"; shift ;;
+  esac
+done
+[ -n "$base" ] || usage
+base="${base%/}"
+if [ -z "$prefix" ]; then
+  [ -n "${HOME:-}" ] || die "HOME is not set; give --prefix DIR"
+  prefix="$HOME/.local"
+fi
+
+os="$(uname -s)"
+[ "$os" = "Linux" ] || die "no airlock build for $os (Linux only; macOS would need a Seatbelt launcher)"
+
+machine="$(uname -m)"
+case "$machine" in
+  x86_64|amd64) arch=x64 ;;
+  aarch64|arm64) arch=arm64 ;;
+  *) die "no airlock build for this architecture: $machine (builds: x86_64, aarch64)" ;;
+esac
+
+libc=glibc
+for f in /lib/ld-musl-*.so.1; do
+  [ -e "$f" ] && libc=musl
+done
+if [ "$libc" = glibc ] && command -v ldd >/dev/null 2>&1 && ldd --version 2>&1 | grep -qi musl; then
+  libc=musl
+fi
+
+file="airlock-linux-$arch"
+if [ "$libc" = musl ]; then
+  [ "$arch" = x64 ] || die "no airlock build for musl on $machine (musl builds: x86_64)"
+  file="$file-musl"
+fi
+
+if command -v curl >/dev/null 2>&1; then
+  fetch() { curl -fsSL -o "$2" "$1"; }
+elif command -v wget >/dev/null 2>&1; then
+  fetch() { wget -q -O "$2" "$1"; }
+else
+  die "neither curl nor wget is installed"
+fi
+
+if command -v sha256sum >/dev/null 2>&1; then
+  sha256() { sha256sum "$1" | cut -d ' ' -f 1; }
+elif command -v shasum >/dev/null 2>&1; then
+  sha256() { shasum -a 256 "$1" | cut -d ' ' -f 1; }
+else
+  die "neither sha256sum nor shasum is installed; cannot check the download"
+fi
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/airlock-install.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+say "downloading $base/$file ($machine, $libc)"
+fetch "$base/SHA256SUMS" "$tmp/SHA256SUMS" || die "could not download $base/SHA256SUMS; nothing installed"
+fetch "$base/$file" "$tmp/$file" || die "could not download $base/$file; nothing installed"
+
+want="$(awk -v f="$file" '$2 == f || $2 == "*" f { print $1; exit }' "$tmp/SHA256SUMS")"
+[ -n "$want" ] || die "SHA256SUMS has no line for $file; nothing installed"
+got="$(sha256 "$tmp/$file")"
+if [ "$got" != "$want" ]; then
+  die "checksum mismatch for $file: SHA256SUMS says $want, the download is $got; nothing installed"
+fi
+
+dest="$prefix/bin"
+mkdir -p "$dest" || die "cannot create $dest; nothing installed"
+chmod 755 "$tmp/$file"
+cp "$tmp/$file" "$dest/.airlock.new.$$" || { rm -f "$dest/.airlock.new.$$"; die "cannot write to $dest; nothing installed"; }
+mv -f "$dest/.airlock.new.$$" "$dest/airlock"
+version="$("$dest/airlock" --version 2>/dev/null || echo unknown)"
+say "installed airlock $version ($file, sha256 $got) to $dest/airlock"
+case ":${PATH:-}:" in
+  *":$dest:"*) ;;
+  *) say "$dest is not on your PATH; add it, e.g.: export PATH=\"$dest:\$PATH\"" ;;
+esac
