@@ -189,6 +189,12 @@ export interface HookRunOptions {
   /** Added to the sanitized environment ({@link hookEnvironment}). */
   env?: Record<string, string>;
   launch?: HookLaunch;
+  /** What the messages call the process (default `hook`; notify commands say `notify command`). */
+  label?: string;
+  /** Why `signal` aborts, for the message (default "the turn was cancelled"). */
+  stopped?: string;
+  /** Ends the stdin JSON with a newline (one JSON line, for `read`-style readers). Default false, as Claude Code sends it. */
+  newline?: boolean;
 }
 
 /**
@@ -200,10 +206,11 @@ export interface HookRunOptions {
 export async function runHookProcess(command: string, input: unknown, opts: HookRunOptions): Promise<HookProcessResult> {
   const { cwd, timeoutS, signal } = opts;
   const failed = (code: HookFailureCode, reason: string): HookProcessResult => ({ kind: "failed", code, reason });
+  const label = opts.label ?? "hook";
   const env = sanitizedEnv(opts.env ?? {});
-  if (!existsSync(cwd)) return failed("hook_error", `hook ${JSON.stringify(command)} could not start: its working directory ${cwd} does not exist`);
+  if (!existsSync(cwd)) return failed("hook_error", `${label} ${JSON.stringify(command)} could not start: its working directory ${cwd} does not exist`);
   const planned = await hookArgv(command, cwd, env, opts.launch ?? {});
-  if (typeof planned === "string") return failed("hook_error", `hook ${JSON.stringify(command)}: ${planned}`);
+  if (typeof planned === "string") return failed("hook_error", `${label} ${JSON.stringify(command)}: ${planned}`);
   const { argv, stdio, lifelineFd } = planned;
   return new Promise<HookProcessResult>((resolve) => {
     let settled = false;
@@ -225,7 +232,7 @@ export async function runHookProcess(command: string, input: unknown, opts: Hook
       // Under bubblewrap a 4th pipe is the lifeline: airlock keeps its end, unwritten, until the hook is gone.
       child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe", ...stdio] });
     } catch (e) {
-      resolve(failed("hook_error", `hook ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
+      resolve(failed("hook_error", `${label} ${JSON.stringify(command)} could not start: ${(e as Error).message}`));
       return;
     }
     // the identities of the hook's stdout/stderr, to find a child that left the group but kept them
@@ -242,12 +249,12 @@ export async function runHookProcess(command: string, input: unknown, opts: Hook
     };
     const timer = setTimeout(() => {
       timedOut = true;
-      finish(failed("hook_timeout", `hook ${JSON.stringify(command)} did not answer within ${timeoutS} s; it was killed`));
+      finish(failed("hook_timeout", `${label} ${JSON.stringify(command)} did not finish within ${timeoutS} s; it was killed with its process group`));
     }, timeoutS * 1000);
-    const onAbort = () => finish(failed("hook_error", `hook ${JSON.stringify(command)} was stopped because the turn was cancelled`));
+    const onAbort = () => finish(failed("hook_error", `${label} ${JSON.stringify(command)} was stopped because ${opts.stopped ?? "the turn was cancelled"}`));
     signal?.addEventListener("abort", onAbort, { once: true });
     if (signal?.aborted) onAbort();
-    child.on("error", (e) => finish(failed("hook_error", `hook ${JSON.stringify(command)} could not start: ${e.message}`)));
+    child.on("error", (e) => finish(failed("hook_error", `${label} ${JSON.stringify(command)} could not start: ${e.message}`)));
     const take = (which: "out" | "err") => (chunk: Buffer) => {
       if (which === "out") {
         if (stdout.length + chunk.length > HOOK_OUTPUT_CAP) overflow = true;
@@ -257,7 +264,7 @@ export async function runHookProcess(command: string, input: unknown, opts: Hook
     child.stdout!.on("data", take("out"));
     child.stderr!.on("data", take("err"));
     child.stdin!.on("error", () => {}); // a hook that does not read stdin is fine
-    child.stdin!.end(JSON.stringify(input));
+    child.stdin!.end(opts.newline ? `${JSON.stringify(input)}\n` : JSON.stringify(input));
     child.on("exit", (code, sig) => {
       exit = { code, signal: sig };
       killGroup(); // background children of the hook die with it; this also closes their copies of the pipes
@@ -267,7 +274,7 @@ export async function runHookProcess(command: string, input: unknown, opts: Hook
       if (timedOut || settled) return;
       const e = exit ?? { code: null, signal: null };
       if (overflow) {
-        finish(failed("hook_output_invalid", `hook ${JSON.stringify(command)} printed more than ${HOOK_OUTPUT_CAP} bytes`));
+        finish(failed("hook_output_invalid", `${label} ${JSON.stringify(command)} printed more than ${HOOK_OUTPUT_CAP} bytes`));
         return;
       }
       finish({ kind: "exited", code: e.code, signal: e.signal, stdout, stderr });
@@ -321,7 +328,7 @@ async function runConfinedHookProcess(command: string, input: unknown, opts: Hoo
     return { kind: "failed", code: "hook_error", reason: `hook ${name} could not run under the session's sandbox policy "${to.policy}": ${(e as Error).message}` };
   }
   if (r.cancelled) return { kind: "failed", code: "hook_error", reason: `hook ${name} was stopped because the turn was cancelled` };
-  if (r.timed_out) return { kind: "failed", code: "hook_timeout", reason: `hook ${name} did not answer within ${opts.timeoutS} s; it was killed` };
+  if (r.timed_out) return { kind: "failed", code: "hook_timeout", reason: `hook ${name} did not finish within ${opts.timeoutS} s; it was killed with its process group` };
   if (r.truncated) return { kind: "failed", code: "hook_output_invalid", reason: `hook ${name} printed more than ${HOOK_OUTPUT_CAP} bytes` };
   return { kind: "exited", code: r.exit_code, signal: r.signal ?? null, stdout: r.stdout, stderr: r.stderr };
 }
