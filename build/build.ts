@@ -14,7 +14,7 @@ import { recordHelpTexts } from "./help-texts.ts";
 export const ROOT = join(import.meta.dir, "..");
 export const OUTFILE = join(ROOT, "dist", "airlock");
 /** Folders and files whose change makes the binary stale. */
-const SOURCES = ["src", "build", "package.json", "bun.lock", "tsconfig.json"];
+const SOURCES = ["src", "build", "package.json", "package-lock.json", "tsconfig.json"];
 
 function newestMtime(path: string): number {
   let st;

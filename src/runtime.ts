@@ -319,7 +319,7 @@ class AirlockRuntime implements Runtime {
     this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;
     if (this.config.provider.name === "scripted" && !this.config.provider.script) {
       this.log(
-        "airlock: no model configured — provider is the built-in scripted provider with no script, so every answer is a placeholder; " +
+        "airlock: no model configured — provider is the built-in scripted provider with no script (serve answers with a placeholder; airlock run refuses); " +
           `set provider.name, provider.model and provider.base_url in ${this.configFileHint} ` +
           "(docs/configuration.md, docs/quickstart.md §6)",
       );

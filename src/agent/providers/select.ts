@@ -128,7 +128,7 @@ export function checkProviderConfig(cfg: ProviderConfig, env: Record<string, str
     if (o.requireModel && !cfg.script) {
       throw new AirlockError(
         "config_invalid",
-        `no model configured: provider is the built-in scripted provider with no script, so there is no model to answer. Set provider.name, provider.model and provider.base_url in ${o.configFile ?? "airlock.yaml"} (docs/configuration.md, docs/quickstart.md §6), or pass --provider and --model.`,
+        `no model configured: provider is the built-in scripted provider with no script, so there is no model to answer. Set provider.name, provider.model and provider.base_url in ${o.configFile ?? "airlock.yaml"} (docs/configuration.md, docs/quickstart.md §6); airlock run also takes --provider and --model.`,
         { path: "provider" },
       );
     }
