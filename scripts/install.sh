@@ -82,8 +82,12 @@ say "downloading $base/$file ($machine, $libc)"
 fetch "$base/SHA256SUMS" "$tmp/SHA256SUMS" || die "could not download $base/SHA256SUMS; nothing installed"
 fetch "$base/$file" "$tmp/$file" || die "could not download $base/$file; nothing installed"
 
-want="$(awk -v f="$file" '$2 == f || $2 == "*" f { print $1; exit }' "$tmp/SHA256SUMS")"
+want="$(awk -v f="$file" '($2 == f || $2 == "*" f) && !seen[$1]++ { print $1 }' "$tmp/SHA256SUMS")"
 [ -n "$want" ] || die "SHA256SUMS has no line for $file; nothing installed"
+case "$want" in
+  *"
+"*) die "SHA256SUMS has more than one checksum for $file; nothing installed" ;;
+esac
 got="$(sha256 "$tmp/$file")"
 if [ "$got" != "$want" ]; then
   die "checksum mismatch for $file: SHA256SUMS says $want, the download is $got; nothing installed"
@@ -91,6 +95,8 @@ fi
 
 dest="$prefix/bin"
 mkdir -p "$dest" || die "cannot create $dest; nothing installed"
+# mv onto a directory (or a link to one) would move the binary into it, outside the install path.
+[ ! -d "$dest/airlock" ] || die "$dest/airlock is a directory (or a link to one); nothing installed"
 chmod 755 "$tmp/$file"
 cp "$tmp/$file" "$dest/.airlock.new.$$" || { rm -f "$dest/.airlock.new.$$"; die "cannot write to $dest; nothing installed"; }
 mv -f "$dest/.airlock.new.$$" "$dest/airlock"
