@@ -59,10 +59,27 @@ if [ "$libc" = musl ]; then
   file="$file-musl"
 fi
 
+# An https:// base never follows a redirect down to another protocol (http:// would hand both the
+# binary and SHA256SUMS to anyone on the path): curl refuses it, wget's redirects are read back from
+# its server response headers (wget has no switch for it).
 if command -v curl >/dev/null 2>&1; then
-  fetch() { curl -fsSL -o "$2" "$1"; }
+  fetch() {
+    case "$1" in
+      https://*) curl -fsSL --proto-redir =https -o "$2" "$1" ;;
+      *) curl -fsSL -o "$2" "$1" ;;
+    esac
+  }
 elif command -v wget >/dev/null 2>&1; then
-  fetch() { wget -q -O "$2" "$1"; }
+  fetch() {
+    wget -q -S -O "$2" "$1" 2>"$tmp/headers" || return 1
+    case "$1" in
+      https://*)
+        if grep -Ei '^ *location: *[a-z][a-z0-9+.-]*:' "$tmp/headers" | grep -Eiqv '^ *location: *https://'; then
+          say "$1 redirects to a protocol other than https"
+          return 1
+        fi ;;
+    esac
+  }
 else
   die "neither curl nor wget is installed"
 fi
