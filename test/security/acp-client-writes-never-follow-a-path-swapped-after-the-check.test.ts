@@ -4,7 +4,21 @@
  * checks the real path, opens it without following links, then hands the *path string* to the editor and
  * closes its fd. The editor writes by path later, after a JSON-RPC round trip over the pipes.
  */
-import { test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+import { removeAfterAllTests } from "../cleanup.ts";
+import { compiledBinary } from "../harness-binary.ts";
+import { writeScriptedConfig } from "../integration/attach-helpers.ts";
+import { newSession, startAcp, stopAcpRuns } from "../e2e/acp-helpers.ts";
+
+let bin: string;
+beforeAll(async () => {
+  bin = await compiledBinary();
+}, 240_000);
+afterAll(() => stopAcpRuns());
 
 // Left as a todo: the fix is not small (the editor cannot be handed airlock's fd; it needs either a
 // re-check of the real path's every component after the editor answers — which cannot undo a write —
@@ -19,4 +33,33 @@ import { test } from "bun:test";
 // the whole request round trip plus however long the editor takes (it may wait on a save dialog), not a
 // few syscalls as on the disk path. Why it matters: workspace-write promises writes stay in the workspace;
 // docs/acp.md step 3 says the checked real path goes to the editor, but not that the path may change after.
-test.todo("a file tool's write through the editor never lands outside the workspace when a folder on its path is swapped for a symlink after the check");
+// The body shows it (`bun test --todo` runs it and it fails today): the swap is done at the start of the
+// editor's fs/write_text_file handler, i.e. inside the window, then the editor writes by path as editors do.
+test.todo("a file tool's write through the editor never lands outside the workspace when a folder on its path is swapped for a symlink after the check", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "airlock-acp-toctou-"));
+  removeAfterAllTests(dataDir);
+  const wsDir = mkdtempSync(join(tmpdir(), "airlock-acp-toctou-ws-"));
+  removeAfterAllTests(wsDir);
+  const outside = mkdtempSync(join(tmpdir(), "airlock-acp-toctou-outside-"));
+  removeAfterAllTests(outside);
+  writeScriptedConfig(
+    dataDir,
+    ["turns:", '  - tool_calls: [{ name: developer__write_file, arguments: { path: "sub/x.txt", content: "escaped" } }]', '  - text: "done"', ""].join("\n"),
+  );
+  let workspace = "";
+  const run = await startAcp(bin, dataDir, { fs: { readTextFile: false, writeTextFile: true } }, {
+    write: (req) => {
+      // the racing process's swap, landing inside the round trip
+      renameSync(join(workspace, "sub"), join(workspace, "sub.old"));
+      symlinkSync(outside, join(workspace, "sub"));
+      writeFileSync(req.path, req.content);
+    },
+  });
+  const session = await newSession(run, "ws", wsDir);
+  workspace = session.workspace;
+  mkdirSync(join(workspace, "sub"));
+  run.respond = async () => ({ outcome: { outcome: "selected", optionId: "allow_once" } });
+  const res = await run.ctx.request(acp.methods.agent.session.prompt, { sessionId: session.sessionId, prompt: [{ type: "text", text: "go" }] });
+  expect(res.stopReason).toBe("end_turn");
+  expect(existsSync(join(outside, "x.txt"))).toBe(false);
+}, 120_000);
