@@ -115,8 +115,11 @@ mkdir -p "$dest" || die "cannot create $dest; nothing installed"
 # mv onto a directory (or a link to one) would move the binary into it, outside the install path.
 [ ! -d "$dest/airlock" ] || die "$dest/airlock is a directory (or a link to one); nothing installed"
 chmod 755 "$tmp/$file"
-cp "$tmp/$file" "$dest/.airlock.new.$$" || { rm -f "$dest/.airlock.new.$$"; die "cannot write to $dest; nothing installed"; }
-mv -f "$dest/.airlock.new.$$" "$dest/airlock"
+# the temp copy: a fresh file (mktemp: O_EXCL, unguessable name), never a name someone could plant a link at
+new="$(mktemp "$dest/.airlock.new.XXXXXX")" || die "cannot write to $dest; nothing installed"
+cp "$tmp/$file" "$new" || { rm -f "$new"; die "cannot write to $dest; nothing installed"; }
+chmod 755 "$new" || { rm -f "$new"; die "cannot write to $dest; nothing installed"; }
+mv -f "$new" "$dest/airlock"
 version="$("$dest/airlock" --version 2>/dev/null || echo unknown)"
 say "installed airlock $version ($file, sha256 $got) to $dest/airlock"
 case ":${PATH:-}:" in

@@ -7,6 +7,9 @@
  *   "installed" and exited 0. Now refused, nothing written.
  * - a SHA256SUMS with two disagreeing lines for the binary: the first line won silently. Now refused.
  * - a symlink `airlock` pointing at a file elsewhere is replaced, not written through (held before too).
+ * - a link planted at the temp copy's name (`.airlock.new.$$`, guessable: the pid) in the bin folder: `cp`
+ *   wrote the binary through it over the link's target, and `mv` then made `airlock` that link. Now the temp
+ *   copy is a `mktemp` file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
@@ -103,5 +106,23 @@ describe.each(testUsers())("scripts/install.sh, run as $name", (user: TestUser) 
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`SHA256SUMS has more than one checksum for ${BIN}`);
     expect(existsSync(join(prefix, "bin", "airlock"))).toBe(false);
+  }, 120_000);
+});
+
+describe.each(testUsers())("scripts/install.sh's temp copy, run as $name", (user: TestUser) => {
+  test("never writes through a link planted at its temp copy's name in the bin folder (a guessable .airlock.new.$$)", async () => {
+    const prefix = newPrefix();
+    const elsewhere = sharedTempDir("airlock-elsewhere-");
+    const victim = join(elsewhere, "victim");
+    writeFileSync(victim, "precious\n");
+    chmodSync(victim, 0o666);
+    // Another user of the bin folder plants the link under the installer's pid ($$ survives `exec`).
+    const script = `ln -s ${JSON.stringify(victim)} ${JSON.stringify(join(prefix, "bin"))}/.airlock.new.$$ && exec /bin/sh ${JSON.stringify(INSTALL)} --prefix ${JSON.stringify(prefix)} ${JSON.stringify(`${base}/good`)}`;
+    const proc = Bun.spawn([...user.prefix, "/bin/sh", "-c", script], { stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: prefix } });
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    expect(readFileSync(victim, "utf8")).toBe("precious\n");
+    expect({ code, stderr }).toMatchObject({ code: 0 });
+    expect(lstatSync(join(prefix, "bin", "airlock")).isFile()).toBe(true);
+    expect(readFileSync(join(prefix, "bin", "airlock"), "utf8")).toBe(BODY);
   }, 120_000);
 });
