@@ -59,10 +59,27 @@ if [ "$libc" = musl ]; then
   file="$file-musl"
 fi
 
+# An https:// base never follows a redirect down to another protocol (http:// would hand both the
+# binary and SHA256SUMS to anyone on the path): curl refuses it, wget's redirects are read back from
+# its server response headers (wget has no switch for it).
 if command -v curl >/dev/null 2>&1; then
-  fetch() { curl -fsSL -o "$2" "$1"; }
+  fetch() {
+    case "$1" in
+      https://*) curl -fsSL --proto-redir =https -o "$2" "$1" ;;
+      *) curl -fsSL -o "$2" "$1" ;;
+    esac
+  }
 elif command -v wget >/dev/null 2>&1; then
-  fetch() { wget -q -O "$2" "$1"; }
+  fetch() {
+    wget -q -S -O "$2" "$1" 2>"$tmp/headers" || return 1
+    case "$1" in
+      https://*)
+        if grep -Ei '^ *location: *[a-z][a-z0-9+.-]*:' "$tmp/headers" | grep -Eiqv '^ *location: *https://'; then
+          say "$1 redirects to a protocol other than https"
+          return 1
+        fi ;;
+    esac
+  }
 else
   die "neither curl nor wget is installed"
 fi
@@ -82,8 +99,12 @@ say "downloading $base/$file ($machine, $libc)"
 fetch "$base/SHA256SUMS" "$tmp/SHA256SUMS" || die "could not download $base/SHA256SUMS; nothing installed"
 fetch "$base/$file" "$tmp/$file" || die "could not download $base/$file; nothing installed"
 
-want="$(awk -v f="$file" '$2 == f || $2 == "*" f { print $1; exit }' "$tmp/SHA256SUMS")"
+want="$(awk -v f="$file" '($2 == f || $2 == "*" f) && !seen[$1]++ { print $1 }' "$tmp/SHA256SUMS")"
 [ -n "$want" ] || die "SHA256SUMS has no line for $file; nothing installed"
+case "$want" in
+  *"
+"*) die "SHA256SUMS has more than one checksum for $file; nothing installed" ;;
+esac
 got="$(sha256 "$tmp/$file")"
 if [ "$got" != "$want" ]; then
   die "checksum mismatch for $file: SHA256SUMS says $want, the download is $got; nothing installed"
@@ -91,9 +112,14 @@ fi
 
 dest="$prefix/bin"
 mkdir -p "$dest" || die "cannot create $dest; nothing installed"
+# mv onto a directory (or a link to one) would move the binary into it, outside the install path.
+[ ! -d "$dest/airlock" ] || die "$dest/airlock is a directory (or a link to one); nothing installed"
 chmod 755 "$tmp/$file"
-cp "$tmp/$file" "$dest/.airlock.new.$$" || { rm -f "$dest/.airlock.new.$$"; die "cannot write to $dest; nothing installed"; }
-mv -f "$dest/.airlock.new.$$" "$dest/airlock"
+# the temp copy: a fresh file (mktemp: O_EXCL, unguessable name), never a name someone could plant a link at
+new="$(mktemp "$dest/.airlock.new.XXXXXX")" || die "cannot write to $dest; nothing installed"
+cp "$tmp/$file" "$new" || { rm -f "$new"; die "cannot write to $dest; nothing installed"; }
+chmod 755 "$new" || { rm -f "$new"; die "cannot write to $dest; nothing installed"; }
+mv -f "$new" "$dest/airlock"
 version="$("$dest/airlock" --version 2>/dev/null || echo unknown)"
 say "installed airlock $version ($file, sha256 $got) to $dest/airlock"
 case ":${PATH:-}:" in
