@@ -5,14 +5,13 @@
  * (for a file tool, also one relative to the workspace) none of whose prefixes resolves into a place the
  * call may write — and never instead of the card: a person still answers it.
  */
-import { lstatSync, readlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { SandboxPolicyName } from "../config/schema.ts";
 import { assertNever } from "../errors.ts";
 import { allCredentialPaths } from "../launcher/credentials.ts";
 import { sanitizedEnv } from "../launcher/env.ts";
-import { isInside, resolveRealPath } from "../launcher/resolve.ts";
+import { isInside, resolveRealPath, walkRealPath } from "../launcher/resolve.ts";
 import { splitCommands } from "../shell/words.ts";
 import { floorCall, literalWriteTargets } from "./inspectors/security-floor.ts";
 
@@ -37,8 +36,6 @@ export interface WillFailEnv {
 
 /** Most paths one `will_fail` names. */
 const MAX_NAMED = 3;
-/** Symlinks followed while resolving one path, like the kernel's ELOOP limit (launcher/resolve.ts). */
-const MAX_LINKS = 40;
 
 /**
  * Why allowing this call will not help, or null: `allowing this will not help: the sandbox policy
@@ -156,38 +153,11 @@ function confinedWritable(policy: SandboxPolicyName, ws: string, home: string | 
  */
 function staysOutside(start: string, writable: string[], readOnly: string[] = []): boolean {
   const inside = (p: string) => writable.some((w) => isInside(p, w) && !readOnly.some((r) => isInside(r, w) && isInside(p, r)));
-  let real = "/";
-  const todo = start.split("/").filter((c) => c !== "" && c !== ".");
-  let links = 0;
-  let missing = false;
-  while (todo.length > 0) {
-    const c = todo.shift()!;
-    if (c === "..") {
-      real = path.dirname(real);
-      continue;
-    }
-    if (inside(real)) return false;
-    const next = real === "/" ? `/${c}` : `${real}/${c}`;
-    if (missing) {
-      real = next;
-      continue;
-    }
-    let st;
-    try {
-      st = lstatSync(next);
-    } catch {
-      missing = true;
-      real = next;
-      continue;
-    }
-    if (st.isSymbolicLink()) {
-      if (++links > MAX_LINKS) return false;
-      const target = readlinkSync(next);
-      todo.unshift(...target.split("/").filter((x) => x !== "" && x !== "."));
-      if (path.isAbsolute(target)) real = "/";
-      continue;
-    }
-    real = next;
+  let real: string | null;
+  try {
+    real = walkRealPath("/", start, (dir) => !inside(dir));
+  } catch {
+    return false; // a symlink loop
   }
-  return !inside(real);
+  return real !== null && !inside(real);
 }

@@ -52,6 +52,15 @@ const MAX_LINKS = 40; // like the kernel's ELOOP limit
  * Relative paths are taken from `base`. Returns an absolute path with no symlinks in its existing part.
  */
 export function resolveRealPath(base: string, p: string): string {
+  return walkRealPath(base, p)!;
+}
+
+/**
+ * {@link resolveRealPath}, telling `lookupIn` each real folder a name is looked up in, in order (the
+ * folder reached so far, before each component other than `..`). When `lookupIn` answers false the walk
+ * stops and returns null. Throws Error on a symlink loop (more than 40 links).
+ */
+export function walkRealPath(base: string, p: string, lookupIn?: (realDir: string) => boolean): string | null {
   // No path.join here: it would apply ".." lexically, before the symlinks it crosses are followed.
   const start = path.isAbsolute(p) ? p : `${base}/${p}`;
   let real = "/";
@@ -64,6 +73,7 @@ export function resolveRealPath(base: string, p: string): string {
       real = path.dirname(real);
       continue;
     }
+    if (lookupIn && !lookupIn(real)) return null;
     const next = real === "/" ? `/${c}` : `${real}/${c}`;
     if (missing) {
       real = next;
