@@ -13,6 +13,7 @@ import type { Message } from "../../session/types.ts";
 import { anthropicFixture, anthropicMessage, anthropicThinkingError, startFakeAnthropic, type AnthropicItem, type AnthropicReply, type FakeAnthropic } from "../../../test/fixtures/fake-anthropic.ts";
 import { createAnthropicProvider } from "./anthropic.ts";
 import type { ModelRequest, ModelTurn } from "./provider.ts";
+import { msg } from "../../../test/fixtures/messages.ts";
 
 const servers: FakeAnthropic[] = [];
 afterEach(async () => {
@@ -31,11 +32,6 @@ function providerFor(url: string, extra: Record<string, unknown> = {}, retry = {
     env: { ANTHROPIC_API_KEY: "sk-ant-test" },
     retry,
   });
-}
-
-let seq = 0;
-function msg(role: Message["role"], content: string, extra: Partial<Message> = {}): Message {
-  return { id: `msg_${++seq}`, session_id: "ses_1", turn_id: null, role, content, created_at: "2026-01-01T00:00:00Z", ...extra };
 }
 
 function request(extra: Partial<ModelRequest> = {}): ModelRequest {

@@ -13,6 +13,7 @@ import { fixture, responsesInputError, startFakeResponses, type FakeResponses, t
 import { createProvider } from "./index.ts";
 import { toResponsesInput } from "./openai-responses.ts";
 import type { ModelRequest, ModelTurn } from "./provider.ts";
+import { msg } from "../../../test/fixtures/messages.ts";
 
 const servers: FakeResponses[] = [];
 afterEach(async () => {
@@ -31,11 +32,6 @@ function providerFor(url: string, extra: Record<string, unknown> = {}) {
     env: {},
     retry: { baseDelayMs: 1, maxDelayMs: 5 },
   });
-}
-
-let seq = 0;
-function msg(role: Message["role"], content: string, extra: Partial<Message> = {}): Message {
-  return { id: `msg_${++seq}`, session_id: "ses_1", turn_id: null, role, content, created_at: "2026-01-01T00:00:00Z", ...extra };
 }
 
 const TOOLS = [{ name: "lookup", description: "look up", parameters: { type: "object", properties: { q: { type: "string" }, limit: { type: "number" } } } }];

@@ -16,6 +16,7 @@ import type { Message } from "../../session/types.ts";
 import { startFakeOpenAI, textChunks, type FakeOpenAI, type FakeReply, type Responder } from "../../../test/fixtures/fake-openai.ts";
 import { createOpenAIProvider, replaysReasoningContent, toOpenAIMessages } from "./openai.ts";
 import type { ModelRequest, ModelTurn } from "./provider.ts";
+import { msg } from "../../../test/fixtures/messages.ts";
 
 const FIXTURES = join(import.meta.dir, "../../../test/fixtures/provider-streams/openai");
 
@@ -48,10 +49,6 @@ function providerFor(url: string, extra: Record<string, unknown> = {}, env: Reco
     env,
     retry: { baseDelayMs: 1, maxDelayMs: 5 },
   });
-}
-
-function msg(role: Message["role"], content: string, extra: Partial<Message> = {}): Message {
-  return { id: `msg_${Math.random()}`, session_id: "ses_1", turn_id: null, role, content, created_at: "2026-01-01T00:00:00Z", ...extra };
 }
 
 function request(extra: Partial<ModelRequest> = {}): ModelRequest {

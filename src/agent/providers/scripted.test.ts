@@ -12,6 +12,7 @@ import { AirlockError } from "../../errors.ts";
 import type { Message } from "../../session/types.ts";
 import { createProvider, NO_MODEL_CONFIGURED, parseScript } from "./index.ts";
 import type { ModelRequest } from "./provider.ts";
+import { msg } from "../../../test/fixtures/messages.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "airlock-scripted-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -34,10 +35,6 @@ subagents:
 function scripted(yaml: string, name = `s-${Math.random().toString(36).slice(2)}.yaml`) {
   writeFileSync(join(dir, name), yaml);
   return createProvider(ProviderConfig.parse({ name: "scripted", script: name }), { configDir: dir });
-}
-
-function msg(role: Message["role"], content: string, extra: Partial<Message> = {}): Message {
-  return { id: `msg_${Math.random()}`, session_id: "s", turn_id: null, role, content, created_at: "2026-01-01T00:00:00Z", ...extra };
 }
 
 function request(session: Partial<ModelRequest["session"]>, messages: Message[], extra: Partial<ModelRequest> = {}): ModelRequest {
