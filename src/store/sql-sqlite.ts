@@ -1,0 +1,107 @@
+/**
+ * @module store/sql-sqlite
+ * The embedded implementation of the storage interface (`Sql`, store/sql.ts) over one bun:sqlite
+ * connection. Statements run synchronously and their promise is already settled, so the default
+ * backend costs one microtask per statement. A transaction holds the connection: statements from
+ * outside it wait until it commits or rolls back, so they never run inside someone else's transaction.
+ */
+import type { Database, SQLQueryBindings } from "bun:sqlite";
+import type { Sql, SqlRunResult, SqlValue } from "./sql.ts";
+
+type Bindings = SQLQueryBindings[];
+
+/** Wraps an open bun:sqlite `Database` (see store/db.ts `openDatabase`) as an `Sql` executor. */
+export function sqliteSql(db: Database): SqliteSql {
+  return new SqliteSql(db);
+}
+
+/** The SQLite `Sql` executor. `db` stays reachable for SQLite-only callers (file name, backups). */
+export class SqliteSql implements Sql {
+  readonly dialect = "sqlite" as const;
+  /** Resolves when the open transaction (if any) ends. */
+  private held: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(readonly db: Database) {}
+
+  async all<T extends object>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
+    while (this.held) await this.held;
+    return this.db.query<T, Bindings>(sql).all(...(params as Bindings));
+  }
+
+  async get<T extends object>(sql: string, params: readonly SqlValue[] = []): Promise<T | null> {
+    while (this.held) await this.held;
+    return this.db.query<T, Bindings>(sql).get(...(params as Bindings)) ?? null;
+  }
+
+  async run(sql: string, params: readonly SqlValue[] = []): Promise<SqlRunResult> {
+    while (this.held) await this.held;
+    return { changes: this.db.query(sql).run(...(params as Bindings)).changes };
+  }
+
+  async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
+    while (this.held) await this.held;
+    let release!: () => void;
+    this.held = new Promise<void>((r) => (release = r));
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+      try {
+        const out = await fn(new SqliteTx(this.db, 0));
+        this.db.exec("COMMIT");
+        return out;
+      } catch (e) {
+        if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        throw e;
+      }
+    } finally {
+      this.held = null;
+      release();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    while (this.held) await this.held;
+    this.db.close();
+  }
+}
+
+/** The executor handed to a transaction's body: runs at once on the held connection; nesting is a savepoint. */
+class SqliteTx implements Sql {
+  readonly dialect = "sqlite" as const;
+  constructor(
+    private readonly db: Database,
+    private readonly depth: number,
+  ) {}
+
+  async all<T extends object>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
+    return this.db.query<T, Bindings>(sql).all(...(params as Bindings));
+  }
+
+  async get<T extends object>(sql: string, params: readonly SqlValue[] = []): Promise<T | null> {
+    return this.db.query<T, Bindings>(sql).get(...(params as Bindings)) ?? null;
+  }
+
+  async run(sql: string, params: readonly SqlValue[] = []): Promise<SqlRunResult> {
+    return { changes: this.db.query(sql).run(...(params as Bindings)).changes };
+  }
+
+  async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
+    const name = `sp${this.depth + 1}`;
+    this.db.exec(`SAVEPOINT ${name}`);
+    try {
+      const out = await fn(new SqliteTx(this.db, this.depth + 1));
+      this.db.exec(`RELEASE ${name}`);
+      return out;
+    } catch (e) {
+      this.db.exec(`ROLLBACK TO ${name}`);
+      this.db.exec(`RELEASE ${name}`);
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    throw new Error("a transaction's executor cannot be closed; return from the transaction body instead");
+  }
+}
