@@ -30,6 +30,12 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$base" ] || usage
 base="${base%/}"
+# Only an http(s) URL: anything else (a value starting with `-` would reach curl or wget as an option)
+# is refused before any tool sees it.
+case "$base" in
+  https://*|http://*) ;;
+  *) die "the base URL must start with https:// (or http:// for a mirror on a trusted network): $base" ;;
+esac
 if [ -z "$prefix" ]; then
   [ -n "${HOME:-}" ] || die "HOME is not set; give --prefix DIR"
   prefix="$HOME/.local"
@@ -65,13 +71,13 @@ fi
 if command -v curl >/dev/null 2>&1; then
   fetch() {
     case "$1" in
-      https://*) curl -fsSL --proto-redir =https -o "$2" "$1" ;;
-      *) curl -fsSL -o "$2" "$1" ;;
+      https://*) curl -fsSL --globoff --proto-redir =https -o "$2" -- "$1" ;;
+      *) curl -fsSL --globoff -o "$2" -- "$1" ;;
     esac
   }
 elif command -v wget >/dev/null 2>&1; then
   fetch() {
-    wget -q -S -O "$2" "$1" 2>"$tmp/headers" || return 1
+    wget -q -S -O "$2" -- "$1" 2>"$tmp/headers" || return 1
     case "$1" in
       https://*)
         if grep -Ei '^ *location: *[a-z][a-z0-9+.-]*:' "$tmp/headers" | grep -Eiqv '^ *location: *https://'; then
