@@ -36,7 +36,7 @@ function collectParam(value: string, previous: Record<string, string> = {}): Rec
 }
 
 /** A non-empty string flag value. */
-function nonEmpty(value: string): string {
+export function nonEmpty(value: string): string {
   if (value.trim() === "") throw new InvalidArgumentError("expected a non-empty value.");
   return value;
 }
