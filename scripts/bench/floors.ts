@@ -176,15 +176,12 @@ async function startup(): Promise<Record<string, Ratio>> {
 async function firstCallChild(dataDir: string, ws: string, mode: string): Promise<void> {
   const probe: { useProbeCache?: (d: string) => void } = await import("../../src/launcher/probe.ts");
   const setup: { warmLauncher?: () => void } = await import("../../src/launcher/setup.ts");
-  const spawned: { warmLaunch?: (c: Config) => Promise<void> } = await import("../../src/launcher/spawn.ts");
   if (mode !== "nocache") probe.useProbeCache?.(dataDir);
-  const config = Config.parse({});
   if (mode === "warm") {
-    // as the runtime does at start (a launch made before the warm-up ends waits for it, so its rest is counted)
-    if (spawned.warmLaunch) void spawned.warmLaunch(config);
-    else setup.warmLauncher?.();
+    setup.warmLauncher?.();
     await Bun.sleep(100);
   }
+  const config = Config.parse({});
   const times: number[] = [];
   for (let i = 0; i < 6; i++) {
     const t0 = performance.now();

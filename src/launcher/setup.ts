@@ -39,16 +39,15 @@ export async function confinementFor(
  * compiles the seccomp filter, lists the credential stores of `homes` (default: airlock's HOME) and, on a
  * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after,
  * and builds (and drops) an unconnected socket, the kind the launch's extra fds use.
- * Never rejects. Resolves to true when the cache says bubblewrap works and the plan was made (then a
- * real launch can be warmed too: ./spawn.ts `warmLaunch`), false otherwise.
+ * Never rejects. The runtime calls it once, off the path to the first model request.
  */
-export async function warmLauncher(homes: readonly (string | undefined)[] = [process.env.HOME]): Promise<boolean> {
+export async function warmLauncher(homes: readonly (string | undefined)[] = [process.env.HOME]): Promise<void> {
   let dir: string | undefined;
   try {
     closeSync(openSeccompFilter());
     for (const h of homes) allCredentialPaths(h);
     const bwrap = findInPath("bwrap", sanitizedEnv().PATH);
-    if (!bwrap || !cachedBwrapWorks(bwrap)) return false;
+    if (!bwrap || !cachedBwrapWorks(bwrap)) return;
     dir = mkdtempSync(path.join(tmpdir(), "airlock-warm-"));
     const setup = await setUpSandbox(
       { kind: "bwrap", confined: true, prepareRoots: true, bwrapPath: bwrap },
@@ -58,10 +57,8 @@ export async function warmLauncher(homes: readonly (string | undefined)[] = [pro
     await releaseRoot(setup.prepared);
     // a confined launch's extra fds (info pipe, lifeline) are sockets: load that code too (no fd is opened)
     new (await import("node:net")).Socket().destroy();
-    return true;
   } catch {
     // only a warm-up: the first call does (and reports) whatever failed here
-    return false;
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
   }

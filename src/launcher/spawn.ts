@@ -5,8 +5,7 @@
  * killed on timeout or cancel, and captured output capped (SPEC §9).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
@@ -16,7 +15,7 @@ import type { SandboxPolicy } from "./policy.ts";
 import { BWRAP_INSTALL_HINT } from "./probe.ts";
 import { findInPath } from "./resolve.ts";
 import { checkWarning, releaseRoot } from "./roots.ts";
-import { closeSeccomp, confinementFor, extraStdio, setUpSandbox, warmLauncher, type SandboxSetup } from "./setup.ts";
+import { closeSeccomp, confinementFor, extraStdio, setUpSandbox, type SandboxSetup } from "./setup.ts";
 import { holdLifeline, killTree, outputPipes, pipeHolders, waitGone } from "./tree.ts";
 
 export { sanitizedEnv } from "./env.ts";
@@ -104,13 +103,6 @@ class Capture {
  * not found, cwd missing). A timeout or cancel is a result (`timed_out` / `cancelled`), not a throw.
  */
 export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
-  // not at the same time as the warm-up: a call made while it runs waits for it (it ends within WARM_TIMEOUT_MS + the reaping's 2 s)
-  if (warming) await warming;
-  return launchNow(opts);
-}
-
-/** {@link launch} without waiting for the warm-up. */
-async function launchNow(opts: LaunchOptions): Promise<LaunchResult> {
   const { policy, config } = opts;
   if (config.execution_backend === "external") {
     throw new AirlockError(
@@ -174,39 +166,6 @@ async function launchNow(opts: LaunchOptions): Promise<LaunchResult> {
   const checked = checkWarning(check);
   if (checked) result.warning = [result.warning, checked].filter(Boolean).join("\n");
   return result;
-}
-
-/** The warm-up's launch, while it runs or once done; undefined when none was started. */
-let warming: Promise<void> | undefined;
-/** The most the warm-up's launch of `true` may take, ms. */
-const WARM_TIMEOUT_MS = 5_000;
-
-/**
- * The runtime's warm-up of the first confined call (docs/performance.md, first confined call): setup.ts
- * `warmLauncher` (the probe cache, the seccomp filter, the credential stores, a plan), then, when the probe
- * cache says bubblewrap works, one real launch of `true` under `workspace-write` in an empty temp folder
- * (removed after), so the process's first tool call does not run the child-process path, the output
- * capture and the reaping for the first time. It starts on the next timer tick, after the caller's
- * synchronous work. Once per process (later calls return the same promise); never rejects; a
- * {@link launch} made after the call waits for it to end. No process runs when `config.execution_backend`
- * is `external`, when `config.mode` is `chat` (no host process in that mode), or when the probe cache does
- * not say bubblewrap works (the first call then probes, as without a warm-up).
- */
-export function warmLaunch(config: Config): Promise<void> {
-  warming ??= (async () => {
-    await new Promise((r) => setTimeout(r, 0)); // after the caller's synchronous start
-    if (config.execution_backend === "external" || !(await warmLauncher()) || config.mode === "chat") return;
-    let dir: string | undefined;
-    try {
-      dir = mkdtempSync(path.join(tmpdir(), "airlock-warm-"));
-      await launchNow({ policy: "workspace-write", argv: ["true"], cwd: dir, workspace: dir, timeoutMs: WARM_TIMEOUT_MS, maxOutputBytes: 1024, config: { ...config, allow_unenforced: false } });
-    } catch {
-      // only a warm-up: the first call does (and reports) whatever failed here
-    } finally {
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    }
-  })();
-  return warming;
 }
 
 /** How {@link run} spawns: the policy and warning to report, and the bubblewrap setup (its fd layout) when there is one. */
