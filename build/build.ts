@@ -91,11 +91,15 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
   // The help texts are recorded from the source CLI and embedded: src/cli/canned-help.ts is replaced (src/boot.ts).
   const { cannedHelpModule } = await import("../src/cli/canned-help.ts");
   const helpModule = cannedHelpModule(await recordHelpTexts());
+  // The usage table is read from the same program: src/cli/canned-usage.ts is replaced (src/cli/usage-error.ts).
+  const { cannedUsageModule } = await import("../src/cli/canned-usage.ts");
+  const { usageTable } = await import("./usage-table.ts");
+  const usageModule = cannedUsageModule(await usageTable());
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
     entrypoints: [join(ROOT, "src", "boot.ts"), join(ROOT, "src", "script", "worker.ts"), shimPath],
-    files: { [shimPath]: shim, [join(ROOT, "src", "console", "embedded.ts")]: consoleModule, [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule },
+    files: { [shimPath]: shim, [join(ROOT, "src", "console", "embedded.ts")]: consoleModule, [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule, [join(ROOT, "src", "cli", "canned-usage.ts")]: usageModule },
     root: ROOT,
     format: "esm",
     minify: true,

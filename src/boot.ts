@@ -1,7 +1,8 @@
 /**
  * @module boot
- * The compiled binary's entry (build/build.ts): answers `--version` and the recorded help texts
- * (cli/canned-help.ts) without loading commander or any Node built-in, so they start about as fast as a
+ * The compiled binary's entry (build/build.ts): answers `--version`, the recorded help texts
+ * (cli/canned-help.ts) and the argument errors its usage table decides (cli/usage-error.ts, table in
+ * cli/canned-usage.ts: the same stderr and exit code as commander) without loading commander or any Node built-in, so they start about as fast as a
  * bare Bun binary (docs/performance.md, cold start); everything else goes to `main.ts`, loaded on demand.
  * Its output is the same bytes `main.ts` would print: the version line, or the help text commander
  * printed for the same argv at build time (recorded with stdout not a terminal, so it is only used when
@@ -9,6 +10,8 @@
  */
 import { version } from "../package.json" with { type: "json" };
 import { CANNED_HELP } from "./cli/canned-help.ts";
+import { CANNED_USAGE } from "./cli/canned-usage.ts";
+import { usageError } from "./cli/usage-error.ts";
 
 /**
  * What the binary can answer without `main.ts`: the text for stdout of an exit-0 invocation, or
@@ -41,6 +44,15 @@ if (import.meta.main) {
       // a reader that went away (EPIPE): as main.ts's writeAll, the write ends silently
     }
     process.exit(0);
+  }
+  const bad = CANNED_USAGE === null ? undefined : usageError(argv, CANNED_USAGE);
+  if (bad !== undefined) {
+    try {
+      await Bun.write(Bun.stderr, bad.stderr);
+    } catch {
+      // stderr closed: the exit code still says it
+    }
+    process.exit(bad.exitCode);
   }
   const { main } = await import("./main.ts");
   process.exit(await main(argv));

@@ -36,7 +36,7 @@ function collectParam(value: string, previous: Record<string, string> = {}): Rec
 }
 
 /** A non-empty string flag value. */
-function nonEmpty(value: string): string {
+export function nonEmpty(value: string): string {
   if (value.trim() === "") throw new InvalidArgumentError("expected a non-empty value.");
   return value;
 }
@@ -59,8 +59,40 @@ function examples(lines: string[]): string {
   return `\nExamples:\n${lines.map((l) => `  $ ${l}`).join("\n")}\n`;
 }
 
-/** Builds the command tree. Each action sets `exitCode` through `done`. */
-export function buildProgram(done: (code: number) => void): Command {
+/** Each command's name and the function adding it to the program, in the order `--help` lists them. */
+const COMMANDS: readonly (readonly [string, (program: Command, done: (code: number) => void) => void])[] = [
+  ["serve", addServeCommand],
+  ["run", addRunCommand],
+  ["sessions", addSessionsCommand],
+  ["actions", addActionsCommand],
+  ["attach", addAttachCommand],
+  ["audit", addAuditCommand],
+  ["policy", addPolicyCommand],
+  ["schedule", addScheduleCommand],
+  ["doctor", addDoctorCommand],
+  ["mcp", addMcpCommand],
+  ["console", addConsoleCommand],
+  ["token", addTokenCommand],
+  ["trust", addTrustCommand],
+  ["acp", addAcpCommand],
+  ["version", addVersionCommand],
+];
+
+/**
+ * The top-level command `argv` invokes, when its first argument names one (then only that command's
+ * part of the tree is needed to parse it: docs/performance.md, cold start); else undefined (the whole
+ * tree: program help, the help command, an unknown command and its suggestion, a program option).
+ */
+export function invokedCommand(argv: readonly string[]): string | undefined {
+  const first = argv[0];
+  return COMMANDS.some(([name]) => name === first) ? first : undefined;
+}
+
+/**
+ * Builds the command tree. Each action sets `exitCode` through `done`. `only`: build just this top-level
+ * command under the program (the parse of an argv whose first argument names it is the same).
+ */
+export function buildProgram(done: (code: number) => void, only?: string): Command {
   const program = new Command("airlock")
     .description("An AI agent runtime: every tool call is judged before it runs; asks reach the person watching; headless runs fail closed.")
     .version(version, "-V, --version", "print the version")
@@ -90,21 +122,7 @@ export function buildProgram(done: (code: number) => void): Command {
       ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",
     );
 
-  addServeCommand(program, done);
-  addRunCommand(program, done);
-  addSessionsCommand(program, done);
-  addActionsCommand(program, done);
-  addAttachCommand(program, done);
-  addAuditCommand(program, done);
-  addPolicyCommand(program, done);
-  addScheduleCommand(program, done);
-  addDoctorCommand(program, done);
-  addMcpCommand(program, done);
-  addConsoleCommand(program, done);
-  addTokenCommand(program, done);
-  addTrustCommand(program, done);
-  addAcpCommand(program, done);
-  addVersionCommand(program, done);
+  for (const [name, add] of COMMANDS) if (only === undefined || only === name) add(program, done);
 
   // Every command points at its own --help after a usage error.
   const hint = (cmd: Command): void => {
@@ -510,7 +528,7 @@ export async function main(argv: string[]): Promise<number> {
   let code: number = EXIT.ok;
   const program = buildProgram((c) => {
     code = c;
-  });
+  }, invokedCommand(argv));
   try {
     await program.parseAsync(argv, { from: "user" });
     return code;

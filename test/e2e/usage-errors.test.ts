@@ -1,0 +1,117 @@
+/**
+ * @module test/e2e/usage-errors.test
+ * The compiled binary answers argument errors from its usage table (src/cli/usage-error.ts, read from the
+ * commander program at build time by build/usage-table.ts) without loading commander: for many bad
+ * invocations of every command, what the table decides is commander's very stderr and exit code (the
+ * source CLI, `bun src/main.ts`, is the reference), what it leaves to commander is left, and the binary
+ * prints the same as the source CLI either way.
+ */
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { usageTable } from "../../build/usage-table.ts";
+import { usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
+import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
+
+async function source(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([process.execPath, join(REPO, "src", "main.ts"), ...args], { cwd: REPO, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code, stdout, stderr };
+}
+
+/** Runs `fn` over `items`, `n` at a time. */
+async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
+  const todo = [...items];
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      for (let x = todo.shift(); x !== undefined; x = todo.shift()) await fn(x);
+    }),
+  );
+}
+
+/** Every leaf command with its path. */
+function leaves(cmd: UsageCommand, path: string[] = []): { path: string[]; cmd: UsageCommand }[] {
+  const subs = Object.entries(cmd.commands);
+  if (subs.length === 0) return path.length ? [{ path, cmd }] : [];
+  return subs.flatMap(([name, sub]) => leaves(sub, [...path, name]));
+}
+
+/** Bad invocations the table must decide: a value refused by choices or the non-empty check, an option missing its value. */
+function decidable(table: UsageTable): string[][] {
+  const out: string[][] = [];
+  for (const { path, cmd } of leaves(table.program)) {
+    for (const o of cmd.options) {
+      // `run --output-format …` is left to main.ts (it prints a result object on stdout as well)
+      if (o.value !== "required" || !o.long || o.long === "--output-format") continue;
+      out.push([...path, o.long]); // argument missing
+      if (o.check.kind === "choices") {
+        out.push([...path, o.long, "nope"], [...path, `${o.long}=nope`], [...path, "x", o.long, "--nope"], [...path, o.long, "it's \"odd\""]);
+      }
+      if (o.check.kind === "nonEmpty") out.push([...path, o.long, ""], [...path, `${o.long}=  `]);
+    }
+  }
+  // after valid options and operands
+  out.push(
+    ["run", "a prompt", "--headless", "--mode", "smart", "--sandbox", "nope"],
+    ["run", "--model", "m", "--provider", "openai", "--mode", "Smart", "x"],
+    ["run", "--data-dir", "/tmp/x", "--mode"],
+    ["policy", "explain", "--mode", "nope"], // before the mandatory --tool is checked
+    ["actions", "answer", "act_1", "--session", ""], // before the missing decision
+    ["run", "x", "y", "--sandbox", "nope"], // before too many arguments
+  );
+  return out;
+}
+
+/** Invocations the table must leave to commander (valid ones, or errors it does not model). */
+const LEFT = [
+  ["run", "--bogus", "--mode", "nope"],
+  ["run", "--mode", "nope", "--output-format", "json"],
+  ["run", "--output-format=json", "--mode"],
+  ["run", "--", "--mode", "nope"],
+  ["run", "-h", "--mode", "nope"],
+  ["run", "x", "-V", "--mode", "nope"],
+  ["run", "--param", "=bad", "--mode", "nope"],
+  ["run", "--headless=yes", "--mode", "nope"],
+  ["run", "--mode", "smart", "x", "y"],
+  ["bogus", "--mode", "nope"],
+  ["sessions", "--json", "list"],
+  ["help", "run"],
+  ["policy", "explain"],
+  ["serve", "--port", "99999"],
+  ["run", "--mode", "smart", "--help"],
+];
+
+describe("argument errors without commander", () => {
+  test("what the table decides is commander's exact stderr and exit code; the rest is left to commander", async () => {
+    const table = await usageTable();
+    const cases = decidable(table);
+    expect(cases.length).toBeGreaterThan(40);
+    const diffs: string[] = [];
+    await pool([...cases, ...LEFT], 3, async (args) => {
+      const decided = usageError(args, table);
+      const mustDecide = !LEFT.includes(args);
+      if (mustDecide !== (decided !== undefined)) {
+        diffs.push(`${JSON.stringify(args)}: ${mustDecide ? "not decided" : `decided: ${JSON.stringify(decided)}`}`);
+        return;
+      }
+      if (!decided) return;
+      const s = await source(args);
+      if (s.stdout !== "" || s.stderr !== decided.stderr || s.code !== decided.exitCode) {
+        diffs.push(`${JSON.stringify(args)}: table ${JSON.stringify(decided)} ≠ commander ${JSON.stringify(s)}`);
+      }
+    });
+    expect(diffs).toEqual([]);
+  }, 300_000);
+
+  test("the compiled binary prints what the source CLI prints for each of them", async () => {
+    const bin = await compiledBinary();
+    const cases = [...decidable(await usageTable()), ...LEFT];
+    const diffs: string[] = [];
+    await pool(cases, 3, async (args) => {
+      const [b, s] = await Promise.all([runBinary(bin, args), source(args)]);
+      // a usage error of `run --output-format json` prints a result object whose duration differs
+      const same = JSON.stringify(b) === JSON.stringify(s) || (args.some((a) => a.includes("json")) && b.code === s.code && b.stderr === s.stderr);
+      if (!same) diffs.push(`${JSON.stringify(args)}: binary ${JSON.stringify(b).slice(0, 300)} ≠ source ${JSON.stringify(s).slice(0, 300)}`);
+    });
+    expect(diffs).toEqual([]);
+  }, 600_000);
+});
