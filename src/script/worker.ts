@@ -30,6 +30,9 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   const meter = new Float64Array(task.meter);
   meter[METER.threadId] = threadId;
   const port = task.port;
+  // Calls a guest slice makes go out together with the slice's end, in one message (an array): a
+  // sequential call then costs two thread crossings (the batch, the reply), not three.
+  let outbox: WorkerMessage[] = [];
   instances ??= Instances.create(settings.memoryMb, task.wasm);
   const pool = await instances;
   const inst = await pool.take();
@@ -40,7 +43,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     stackBytes: settings.stackKb * 1024,
     meter,
     memoryExhausted: () => inst.exhausted(),
-    post: (msg) => port.postMessage(msg),
+    post: (msg) => outbox.push(msg),
   });
   // Guest code runs only in a run slot the host gave: `go` (the start) or a `reply`. Each ends with
   // `yield` (the script waits on tools again) unless the script ended in it.
@@ -64,10 +67,17 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
       default:
         assertNever(m, "host message");
     }
-    if (!run.finished) port.postMessage({ t: "yield" } satisfies WorkerMessage);
+    if (!run.finished) outbox.push({ t: "yield" });
+    flush();
   });
+  const flush = (): void => {
+    if (outbox.length === 0) return;
+    port.postMessage(outbox);
+    outbox = [];
+  };
   port.postMessage({ t: "ready" } satisfies WorkerMessage);
   const { fatal, ...outcome } = await run.done;
+  flush();
   port.close();
   pool.give(inst, !fatal);
   return outcome;
