@@ -18,6 +18,9 @@ import { METER } from "./meter.ts";
 import type { HostMessage, ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings } from "./protocol.ts";
 import { prepareGuest, ScriptRun, type PreparedGuest } from "./vm.ts";
 
+/** Calls sent in one message at most: a slice's calls go out when it ends or when this many wait. */
+const BATCH_MAX = 32;
+
 const settings = parseSettings(Tinypool.workerData ?? { memoryMb: 64, stackKb: 512 });
 /** Made at the first task, from the module the pool compiled (a worker does not compile QuickJS itself). */
 let instances: Promise<Instances> | undefined;
@@ -62,8 +65,14 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   meter[METER.threadId] = threadId;
   const port = task.port;
   // Calls a guest slice makes go out together with the slice's end, in one message (an array): a
-  // sequential call then costs two thread crossings (the batch, the reply), not three.
+  // sequential call then costs two thread crossings (the batch, the reply), not three. Declared before
+  // the run: `flush` is called from the run's `post`.
   let outbox: WorkerMessage[] = [];
+  const flush = (): void => {
+    if (outbox.length === 0) return;
+    port.postMessage(outbox);
+    outbox = [];
+  };
   instances ??= Instances.create(settings.memoryMb, task.wasm);
   const pool = await instances;
   let inst: Instance;
@@ -79,7 +88,10 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     stackBytes: settings.stackKb * 1024,
     meter,
     memoryExhausted: () => inst.exhausted(),
-    post: (msg) => outbox.push(msg),
+    post: (msg) => {
+      // A slice making many calls (a `Promise.all`) sends them on in batches, so the host serves them while the guest goes on.
+      if (outbox.push(msg) >= BATCH_MAX) flush();
+    },
   });
   // Guest code runs only in a run slot the host gave: `go` (the start) or a `reply`. Each ends with
   // `yield` (the script waits on tools again) unless the script ended in it.
@@ -106,11 +118,6 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     if (!run.finished) outbox.push({ t: "yield" });
     flush();
   });
-  const flush = (): void => {
-    if (outbox.length === 0) return;
-    port.postMessage(outbox);
-    outbox = [];
-  };
   port.postMessage({ t: "ready" } satisfies WorkerMessage);
   const { fatal, ...outcome } = await run.done;
   flush();
