@@ -11,8 +11,9 @@ function fakeStream() {
   const stream = {
     closed: false,
     aborted: false,
-    writeSSE: async (m: { event?: string; id?: string; data: string }) => void frames.push(m),
     write: async (text: string) => {
+      const m = /^event: (.*)\ndata: (.*)\nid: (.*)\n\n$/.exec(text);
+      if (m) return void frames.push({ event: m[1]!, id: m[3]!, data: m[2]! });
       comments.push(text);
       onComment?.();
     },

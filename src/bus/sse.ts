@@ -12,12 +12,27 @@ import type { SseEventName } from "./events.ts";
 /** Heartbeat period of idle SSE streams, ms (SPEC §6: 15 s). */
 export const HEARTBEAT_MS = 15_000;
 
+/**
+ * One SSE frame (WHATWG HTML, "Server-sent events", the event stream format): `event:`, `data:`, `id:`
+ * lines and a blank line. `data` is JSON text, which never holds a raw CR or LF (JSON escapes them), so
+ * it is one `data:` line; `event` and `id` are airlock's own names and ids, checked anyway.
+ * @throws Error when `event` or `id` holds a line break (a bug: nothing is written).
+ */
+export function sseFrame(event: string, id: string, data: string): string {
+  if (/[\r\n]/.test(event) || /[\r\n]/.test(id) || /[\r\n]/.test(data)) throw new Error(`an SSE frame's event, id and data must not contain line breaks (event ${JSON.stringify(event)})`);
+  return `event: ${event}\ndata: ${data}\nid: ${id}\n\n`;
+}
+
 /** Writes events in order, never twice and never backwards (ids at or below the last one written are dropped). */
 export class SseWriter {
   private lastId = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
-  /** Writes are chained: `writeSSE` resolves its data asynchronously, so unchained writes could reorder or land after close. */
-  private chain: Promise<unknown> = Promise.resolve();
+  /**
+   * The last write. Each frame is formatted here and handed to the stream's writer at once, in call order
+   * (its queue keeps that order), so an event reaches the socket without waiting for the writes before it
+   * to finish; `close()` awaits the last one.
+   */
+  private last: Promise<unknown> = Promise.resolve();
 
   /**
    * @param wireId renders an event number as its SSE id (`Bus.wireId`: `<epoch>-<n>`).
@@ -29,7 +44,7 @@ export class SseWriter {
     heartbeatMs = HEARTBEAT_MS,
   ) {
     this.timer = setInterval(() => {
-      this.push(() => stream.write(": heartbeat\n\n"));
+      this.write(": heartbeat\n\n");
     }, heartbeatMs);
   }
 
@@ -43,8 +58,7 @@ export class SseWriter {
   /** Writes an event with an explicit id (the snapshot: id = the last bus id it covers). */
   raw(type: SseEventName, id: number, data: unknown): void {
     if (id > this.lastId) this.lastId = id;
-    const text = JSON.stringify(data);
-    this.push(() => this.stream.writeSSE({ event: type, id: this.wireId(id), data: text }));
+    this.write(sseFrame(type, this.wireId(id), JSON.stringify(data) ?? "null"));
   }
 
   /**
@@ -55,14 +69,16 @@ export class SseWriter {
     this.raw(type, this.lastId + 1, data);
   }
 
-  private push(write: () => Promise<unknown>): void {
-    this.chain = this.chain.then(() => (this.stream.closed || this.stream.aborted ? undefined : write())).catch(() => {});
+  /** Queues `text` on the stream now, unless the stream is closed or aborted (then it is dropped). */
+  private write(text: string): void {
+    if (this.stream.closed || this.stream.aborted) return;
+    this.last = this.stream.write(text).catch(() => {});
   }
 
   /** Stops the heartbeat and resolves when every queued write is done (call before the stream closes). */
   async close(): Promise<void> {
     clearInterval(this.timer);
-    await this.chain;
+    await this.last;
   }
 }
 

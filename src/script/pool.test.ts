@@ -163,6 +163,56 @@ describe("ScriptPool isolation", () => {
   });
 });
 
+describe("ScriptPool prepared guests", () => {
+  test("each script on one thread gets a fresh runtime made ahead of it: no global, prototype or bridge state leaks to the next", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 64, stackKb: 512 });
+    const { fn } = recorder();
+    const leaky = `
+      globalThis.leftover = (globalThis.leftover ?? 0) + 1;
+      Object.prototype.leak = 1;
+      Array.prototype.push = () => 0;
+      JSON.parse = () => ({ hacked: true });
+      Promise.prototype.then = function () { return "tampered"; };
+      console.log("run", leftover);
+      return [leftover, await tools.echo({ n: 1 })];`;
+    const seen: unknown[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await one.run(leaky, LIMITS, fn);
+      expect(r.ok).toBe(true);
+      if (r.ok) seen.push(r.value);
+      // a later script on the same thread sees none of it, and its own tool calls still work
+      const clean = await one.run("const a = []; a.push(1); return [typeof leftover, 'leak' in {}, a.length, JSON.parse('[2]')[0], await tools.echo({ k: 3 })];", LIMITS, fn);
+      expect(clean).toMatchObject({ ok: true, value: ["undefined", false, 1, 2, { k: 3 }] });
+    }
+    // The leaky script never saw its own earlier run's global: every run counted from 1 (its own tampered `then` fools only itself).
+    expect(seen).toEqual(Array.from({ length: 5 }, () => [1, "tampered"]));
+    expect(one.threadIds.length).toBe(1);
+  });
+
+  test("a script that ends before it gets a run slot leaves the thread's prepared guest unused, and later scripts are fine", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 2, memoryMb: 64, stackKb: 512 });
+    const { fn } = recorder();
+    // Both threads run a script first, so each has a guest prepared for its next one.
+    const gates: Array<() => void> = [];
+    const hold = async (name: string, args: unknown): Promise<ToolOutcome> => {
+      if (name === "hold") await new Promise<void>((r) => gates.push(r));
+      return { ok: true, result: args };
+    };
+    const first = [one.run("return await tools.hold({ a: 1 })", LIMITS, hold), one.run("return await tools.hold({ a: 2 })", LIMITS, hold)];
+    while (gates.length < 2) await Bun.sleep(5);
+    for (const g of gates) g();
+    expect(await Promise.all(first)).toMatchObject([{ ok: true }, { ok: true }]);
+    // One script holds the only run slot on guest code; another reaches the other thread, cannot start, and runs out of wall time.
+    const busy = one.run("const t = Date.now(); while (Date.now() - t < 1500) {} return 'busy';", LIMITS, fn);
+    const starved = await one.run("globalThis.x = 1; return 2", { ...LIMITS, wallTimeoutMs: 200 }, fn);
+    expect(starved).toMatchObject({ ok: false, error: { code: "script_timeout" } });
+    expect(await busy).toMatchObject({ ok: true, value: "busy" });
+    for (let i = 0; i < 4; i++) {
+      expect(await one.run("return [typeof x, await tools.echo({ i: " + i + " })]", LIMITS, fn)).toMatchObject({ ok: true, value: ["undefined", { i }] });
+    }
+  });
+});
+
 describe("ScriptPool limits", () => {
   for (const c of DOS_CASES) {
     test(`${c.name}: ends with ${c.expect}, and the next script runs`, async () => {

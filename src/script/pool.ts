@@ -12,7 +12,7 @@ import { MessageChannel } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
 import { compileQuickJS } from "./instances.ts";
-import { METER, ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome } from "./protocol.ts";
+import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome, type WorkerMessage } from "./protocol.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
 export type ScriptResult =
@@ -173,6 +173,7 @@ export class ScriptPool {
     let owed = 0;
     let acquiring: Promise<void> | undefined;
     const grant = async (msg: HostMessage): Promise<void> => {
+      if (!holding && !acquiring && !done && this.#slots.tryAcquire()) holding = true; // the common case: a free slot, no wait
       if (!holding) {
         acquiring ??= this.#slots.acquire().then(() => {
           acquiring = undefined;
@@ -202,10 +203,9 @@ export class ScriptPool {
       const payload = await serveCall(req, callTool, callsEnd.signal);
       if (!done) await grant({ t: "reply", id: req.id, payload });
     });
-    port1.on("message", (raw: unknown) => {
-      const parsed = WorkerMessage.safeParse(raw);
-      if (!parsed.success) return;
-      const msg = parsed.data;
+    const receive = (raw: unknown): void => {
+      const msg = parseWorkerMessage(raw);
+      if (!msg) return;
       switch (msg.t) {
         case "call":
           void serve(msg);
@@ -219,6 +219,10 @@ export class ScriptPool {
         default:
           assertNever(msg, "worker message");
       }
+    };
+    port1.on("message", (raw: unknown) => {
+      if (!Array.isArray(raw)) return receive(raw);
+      for (const m of raw) receive(m);
     });
 
     pool.run({ code, limits, port: port2, meter: meterBuf, wasm }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
@@ -315,6 +319,15 @@ class RunSlots {
     this.#free = slots;
   }
 
+  /** Takes a free slot now if there is one and nobody waits (FIFO holds); true when taken. */
+  tryAcquire(): boolean {
+    if (this.#free > 0 && this.#waiting.length === 0) {
+      this.#free--;
+      return true;
+    }
+    return false;
+  }
+
   acquire(): Promise<void> {
     if (this.#free > 0) {
       this.#free--;
@@ -327,6 +340,27 @@ class RunSlots {
     const next = this.#waiting.shift();
     if (next) next();
     else this.#free++;
+  }
+}
+
+/**
+ * One message from a worker (protocol.ts's `WorkerMessage`, checked by hand: zod on every tool call
+ * costs more than the call's own bookkeeping), or null for anything malformed (dropped, as before).
+ */
+function parseWorkerMessage(v: unknown): WorkerMessage | null {
+  if (typeof v !== "object" || v === null) return null;
+  const m = v as Record<string, unknown>;
+  switch (m.t) {
+    case "call": {
+      const id = m.id;
+      if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || typeof m.name !== "string" || typeof m.args !== "string") return null;
+      return { t: "call", id, name: m.name, args: m.args };
+    }
+    case "ready":
+    case "yield":
+      return { t: m.t };
+    default:
+      return null;
   }
 }
 

@@ -74,9 +74,18 @@ export const ScriptReady = z.strictObject({ t: z.literal("ready") });
  */
 export const SliceEnded = z.strictObject({ t: z.literal("yield") });
 
-/** Everything the worker sends on a script's port. */
+/** One message the worker sends on a script's port. */
 export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady, SliceEnded]);
 export type WorkerMessage = z.infer<typeof WorkerMessage>;
+
+/**
+ * What the worker posts on a script's port: a batch of messages, in order. A guest slice's calls and
+ * its `yield` travel as one batch (sent when the slice ends), so a sequential tool call costs two thread
+ * crossings instead of three. The pool checks each element by hand on this hot path (`parseWorkerMessage`
+ * in script/pool.ts, the same rules as `WorkerMessage`).
+ */
+export const WorkerBatch = z.array(WorkerMessage).min(1);
+export type WorkerBatch = z.infer<typeof WorkerBatch>;
 
 /**
  * Host → worker: the answer to call `id`. `payload` is the JSON text the guest parses:

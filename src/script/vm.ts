@@ -6,7 +6,7 @@
  * Runs inside a sandbox worker; knows nothing of tinypool or the gate.
  */
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
-import { installBridge, SCRIPT_FILENAME, wrapUserCode } from "./bridge.ts";
+import { installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks } from "./bridge.ts";
 import { METER } from "./meter.ts";
 import type { CallRequest, ScriptFailure, ScriptLimits, WorkerOutcome } from "./protocol.ts";
 
@@ -38,6 +38,70 @@ export function isFatalModuleError(e: unknown): boolean {
   if (e instanceof WebAssembly.RuntimeError) return true;
   const msg = e instanceof Error ? e.message : String(e);
   return /Aborted|Assertion failed|RuntimeError|memory access out of bounds|call_indirect/.test(msg);
+}
+
+/**
+ * A QuickJS runtime and context made ahead of a script, with its limits set and the bridge installed,
+ * and no user code ever run in it: `prepareGuest()` makes one while its worker is idle, and exactly one
+ * `ScriptRun` adopts it (`start(prepared)`), so a script does not wait for runtime creation and still gets
+ * a fresh runtime of its own (docs/security-model.md §9). The bridge's hooks reach the adopting run
+ * through `hooks`; until then they refuse. `dispose()` frees an unused one.
+ */
+export class PreparedGuest {
+  /** Set once, by the run that adopts this guest. */
+  hooks: BridgeHooks | null = null;
+  #taken = false;
+
+  constructor(
+    readonly module: QuickJSWASMModule,
+    readonly rt: QuickJSRuntime,
+    readonly ctx: QuickJSContext,
+    readonly main: QuickJSHandle,
+  ) {}
+
+  /** Hands the guest to one run; false when it was already taken or disposed (never shared). */
+  take(): boolean {
+    if (this.#taken) return false;
+    this.#taken = true;
+    return true;
+  }
+
+  /** Frees a guest no run adopted. @throws whatever QuickJS throws freeing it (the instance is then broken). */
+  dispose(): void {
+    if (!this.take()) return;
+    this.main.dispose();
+    this.ctx.dispose();
+    this.rt.dispose();
+  }
+}
+
+/**
+ * Makes a fresh runtime and context on `mod` (limits `memoryBytes`, `stackBytes`) with the bridge installed.
+ * @throws whatever QuickJS throws (a broken instance): the caller drops the instance.
+ */
+export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackBytes: number): PreparedGuest {
+  const rt = mod.newRuntime();
+  try {
+    rt.setMemoryLimit(memoryBytes);
+    rt.setMaxStackSize(stackBytes);
+    const ctx = rt.newContext();
+    let guest: PreparedGuest | undefined;
+    const refuse = (): { error: QuickJSHandle } => ({ error: ctx.newError({ name: "Error", message: "no script owns this context" }) });
+    const main = installBridge(ctx, {
+      call: (name, args) => (guest?.hooks ? guest.hooks.call(name, args) : refuse()),
+      log: (level, line) => (guest?.hooks ? guest.hooks.log(level, line) : refuse()),
+      settle: (ok, value) => guest?.hooks?.settle(ok, value),
+    });
+    guest = new PreparedGuest(mod, rt, ctx, main);
+    return guest;
+  } catch (e) {
+    try {
+      rt.dispose();
+    } catch {
+      // the instance is broken; the caller drops it
+    }
+    throw e;
+  }
 }
 
 /**
@@ -84,21 +148,43 @@ export class ScriptRun {
     return this.#finished;
   }
 
-  /** Creates the runtime and context, evaluates the script and runs its jobs until it waits on tools. */
-  start(): void {
-    if (this.#finished) return;
+  /**
+   * Evaluates the script and runs its jobs until it waits on tools, in `prepared` (a guest made ahead on
+   * this run's module, never used: see `PreparedGuest`; its memory and stack limits must be this run's)
+   * or else in a runtime and context made now.
+   */
+  start(prepared?: PreparedGuest): void {
+    if (this.#finished) {
+      prepared?.dispose();
+      return;
+    }
     this.#guard(() => {
-      const rt = (this.#rt = this.mod.newRuntime());
-      rt.setMemoryLimit(this.#opts.memoryBytes);
-      rt.setMaxStackSize(this.#opts.stackBytes);
-      rt.setInterruptHandler(this.#interrupt);
-      const ctx = (this.#ctx = rt.newContext());
+      const hooks: BridgeHooks = {
+        call: (name, args) => this.#onCall(name, args),
+        log: (level, line) => this.#onLog(level, line),
+        settle: (ok, value) => this.#onSettle(ok, value),
+      };
+      let ctx: QuickJSContext;
+      if (prepared && prepared.module === this.mod && prepared.take()) {
+        this.#rt = prepared.rt;
+        ctx = this.#ctx = prepared.ctx;
+        this.#main = prepared.main;
+        prepared.hooks = hooks;
+        prepared.rt.setInterruptHandler(this.#interrupt);
+      } else {
+        try {
+          prepared?.dispose();
+        } catch {
+          // not this run's guest: its own instance's problem, not this script's
+        }
+        const rt = (this.#rt = this.mod.newRuntime());
+        rt.setMemoryLimit(this.#opts.memoryBytes);
+        rt.setMaxStackSize(this.#opts.stackBytes);
+        rt.setInterruptHandler(this.#interrupt);
+        ctx = this.#ctx = rt.newContext();
+      }
       this.#enter(() => {
-        this.#main = installBridge(ctx, {
-          call: (name, args) => this.#onCall(name, args),
-          log: (level, line) => this.#onLog(level, line),
-          settle: (ok, value) => this.#onSettle(ok, value),
-        });
+        this.#main ??= installBridge(ctx, hooks);
         const fn = ctx.evalCode(wrapUserCode(this.#opts.code), SCRIPT_FILENAME);
         if (fn.error) {
           this.#settleFromError(fn.error);

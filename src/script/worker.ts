@@ -4,21 +4,55 @@
  * compiled (singlefile sync variant) and gives each script its own module *instance* with its own
  * capped `WebAssembly.Memory` (script/instances.ts): a script's memory, or a QuickJS abort, touches
  * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
- * a native call blocks only its own thread; the code here still copes with several.
+ * a native call blocks only its own thread; the code here still copes with several. After each script
+ * the thread prepares the next one's fresh runtime and context while idle (vm.ts `PreparedGuest`), so
+ * a script only evaluates its own code.
  */
 import { threadId, type MessagePort } from "node:worker_threads";
 import Tinypool from "tinypool";
-import { Instances } from "./instances.ts";
+import { Instances, type Instance } from "./instances.ts";
 import { assertNever } from "../errors.ts";
 import { METER } from "./meter.ts";
 // Types only: protocol.ts's zod schemas would cost each thread ~3 MB and ~100 ms to load. The pool (main
 // thread) validates what it sends with them; the checks below only keep a malformed message out.
 import type { HostMessage, ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings } from "./protocol.ts";
-import { ScriptRun } from "./vm.ts";
+import { prepareGuest, ScriptRun, type PreparedGuest } from "./vm.ts";
+
+/** Calls sent in one message at most: a slice's calls go out when it ends or when this many wait. */
+const BATCH_MAX = 32;
 
 const settings = parseSettings(Tinypool.workerData ?? { memoryMb: 64, stackKb: 512 });
 /** Made at the first task, from the module the pool compiled (a worker does not compile QuickJS itself). */
 let instances: Promise<Instances> | undefined;
+/**
+ * The next script's guest, made while this thread is idle (after a script's outcome is sent): a fresh
+ * runtime and context on an instance of its own, never used, so the next script skips their creation.
+ */
+let ready: { inst: Instance; guest: PreparedGuest } | undefined;
+let preparing = false;
+
+/** Makes `ready` soon (after the current task's outcome has left), unless it exists or is being made. */
+function prepareSoon(pool: Instances): void {
+  if (ready || preparing) return;
+  preparing = true;
+  setTimeout(() => {
+    void (async () => {
+      try {
+        if (ready) return;
+        const inst = await pool.take();
+        try {
+          ready = { inst, guest: prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024) };
+        } catch {
+          // a broken instance: dropped (never given back); the next script makes its own guest
+        }
+      } catch {
+        // no instance could be made now; the next script tries itself
+      } finally {
+        preparing = false;
+      }
+    })();
+  }, 0);
+}
 
 /**
  * Runs one script task to its end, on an instance of its own. Never throws for guest behaviour:
@@ -30,9 +64,23 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   const meter = new Float64Array(task.meter);
   meter[METER.threadId] = threadId;
   const port = task.port;
+  // Calls a guest slice makes go out together with the slice's end, in one message (an array): a
+  // sequential call then costs two thread crossings (the batch, the reply), not three. Declared before
+  // the run: `flush` is called from the run's `post`.
+  let outbox: WorkerMessage[] = [];
+  const flush = (): void => {
+    if (outbox.length === 0) return;
+    port.postMessage(outbox);
+    outbox = [];
+  };
   instances ??= Instances.create(settings.memoryMb, task.wasm);
   const pool = await instances;
-  const inst = await pool.take();
+  let inst: Instance;
+  let prepared: PreparedGuest | undefined;
+  if (ready) {
+    ({ inst, guest: prepared } = ready);
+    ready = undefined;
+  } else inst = await pool.take();
   const run = new ScriptRun(inst.module, {
     code: task.code,
     limits: task.limits,
@@ -40,7 +88,10 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     stackBytes: settings.stackKb * 1024,
     meter,
     memoryExhausted: () => inst.exhausted(),
-    post: (msg) => port.postMessage(msg),
+    post: (msg) => {
+      // A slice making many calls (a `Promise.all`) sends them on in batches, so the host serves them while the guest goes on.
+      if (outbox.push(msg) >= BATCH_MAX) flush();
+    },
   });
   // Guest code runs only in a run slot the host gave: `go` (the start) or a `reply`. Each ends with
   // `yield` (the script waits on tools again) unless the script ended in it.
@@ -55,7 +106,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
       case "go":
         if (!started) {
           started = true;
-          run.start();
+          run.start(prepared);
         }
         break;
       case "reply":
@@ -64,12 +115,21 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
       default:
         assertNever(m, "host message");
     }
-    if (!run.finished) port.postMessage({ t: "yield" } satisfies WorkerMessage);
+    if (!run.finished) outbox.push({ t: "yield" });
+    flush();
   });
   port.postMessage({ t: "ready" } satisfies WorkerMessage);
   const { fatal, ...outcome } = await run.done;
+  flush();
   port.close();
-  pool.give(inst, !fatal);
+  let clean = !fatal;
+  try {
+    prepared?.dispose(); // the script ended before it started (cancelled, timed out): its unused guest
+  } catch {
+    clean = false;
+  }
+  pool.give(inst, clean);
+  prepareSoon(pool);
   return outcome;
 }
 
