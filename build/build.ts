@@ -1,15 +1,20 @@
 /**
  * @module build/build
- * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --bytecode
- * --splitting --format=esm` from src/boot.ts), with the sandbox worker and tinypool's worker entry
- * embedded as extra entrypoints. Code splitting keeps each command's modules (providers, MCP, hono, the
+ * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --splitting
+ * --format=esm` from src/boot.ts), with the sandbox worker and tinypool's worker entry embedded as extra
+ * entrypoints. No JavaScriptCore bytecode: in Bun 1.4 it embeds about 3.2 bytes per byte of source
+ * (7 MB of the binary) and saves only the parse of what a command loads — nothing for `--version` and
+ * `--help` (src/boot.ts), about 12 ms of CPU for commands that load main.ts (docs/performance.md, release
+ * size). The rarely used big dependencies and the QuickJS WASM are embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP, hono, the
  * script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and usage
  * errors evaluate only what they need (docs/performance.md, cold start).
  * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.
  */
-import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { recordHelpTexts } from "./help-texts.ts";
+import { buildSide } from "./side.ts";
 
 export const ROOT = join(import.meta.dir, "..");
 export const OUTFILE = join(ROOT, "dist", "airlock");
@@ -60,6 +65,8 @@ export interface BuildOptions {
   executablePath?: string;
   /** Identifier → JS expression text (`--define`). */
   define?: Record<string, string>;
+  /** Embed JavaScriptCore bytecode beside each chunk (default false, see the module note; true for comparisons). */
+  bytecode?: boolean;
 }
 
 /**
@@ -91,15 +98,28 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
   // The help texts are recorded from the source CLI and embedded: src/cli/canned-help.ts is replaced (src/boot.ts).
   const { cannedHelpModule } = await import("../src/cli/canned-help.ts");
   const helpModule = cannedHelpModule(await recordHelpTexts());
+  // The rarely used big dependencies and the QuickJS WASM are embedded compressed (build/side.ts):
+  // src/side/modules.ts is replaced by the generated loader table.
+  const sideDir = mkdtempSync(join(tmpdir(), "airlock-side-"));
+  const sideBuild = await buildSide(ROOT, sideDir).catch((e) => {
+    rmSync(sideDir, { recursive: true, force: true });
+    throw e;
+  });
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
     entrypoints: [join(ROOT, "src", "boot.ts"), join(ROOT, "src", "script", "worker.ts"), shimPath],
-    files: { [shimPath]: shim, [join(ROOT, "src", "console", "embedded.ts")]: consoleModule, [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule },
+    files: {
+      [shimPath]: shim,
+      [join(ROOT, "src", "console", "embedded.ts")]: consoleModule,
+      [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule,
+      [join(ROOT, "src", "side", "modules.ts")]: sideBuild.module,
+    },
+    plugins: [sideBuild.plugin],
     root: ROOT,
     format: "esm",
     minify: true,
-    bytecode: true,
+    bytecode: opts.bytecode ?? false,
     splitting: true,
     target: "bun",
     compile: {
@@ -111,7 +131,10 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
     },
     ...(opts.define ? { define: opts.define } : {}),
     throw: false,
-  }).finally(() => process.chdir(cwd));
+  }).finally(() => {
+    process.chdir(cwd);
+    rmSync(sideDir, { recursive: true, force: true });
+  });
   if (!result.success) {
     throw new Error(`bun build failed:\n${result.logs.map((l) => String(l)).join("\n")}`);
   }

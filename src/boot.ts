@@ -31,8 +31,30 @@ async function stdoutMayBeTerminal(): Promise<boolean> {
   }
 }
 
+/**
+ * `airlock --check-embedded` (a diagnostic, not in the help): loads every side bundle and compiles the
+ * QuickJS WASM (side/modules.ts), each checked against its build-time SHA-256, and prints one JSON line:
+ * `{"side": {NAME: [export names…]}, "quickjs_wasm": bool}` (`quickjs_wasm` false from source, where the
+ * package compiles its own), exit 0; when one fails to load its message goes to stderr, exit 1.
+ */
+async function checkEmbedded(): Promise<string> {
+  const { side, SIDE_NAMES, quickjsWasm } = await import("./side/modules.ts");
+  const out: Record<string, string[]> = {};
+  for (const name of SIDE_NAMES) out[name] = Object.keys(await side[name]()).sort();
+  return `${JSON.stringify({ side: out, quickjs_wasm: (await quickjsWasm()) instanceof WebAssembly.Module })}\n`;
+}
+
 if (import.meta.main) {
   const argv = process.argv.slice(2);
+  if (argv.length === 1 && argv[0] === "--check-embedded") {
+    try {
+      await Bun.write(Bun.stdout, await checkEmbedded());
+      process.exit(0);
+    } catch (e) {
+      process.stderr.write(`airlock: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exit(1);
+    }
+  }
   const quick = await quickAnswer(argv, stdoutMayBeTerminal);
   if (quick !== undefined) {
     try {
