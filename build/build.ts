@@ -10,8 +10,7 @@
  * errors evaluate only what they need (docs/performance.md, cold start).
  * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { recordHelpTexts } from "./help-texts.ts";
 import { buildSide } from "./side.ts";
@@ -99,12 +98,9 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
   const { cannedHelpModule } = await import("../src/cli/canned-help.ts");
   const helpModule = cannedHelpModule(await recordHelpTexts());
   // The rarely used big dependencies and the QuickJS WASM are embedded compressed (build/side.ts):
-  // src/side/modules.ts is replaced by the generated loader table.
-  const sideDir = mkdtempSync(join(tmpdir(), "airlock-side-"));
-  const sideBuild = await buildSide(ROOT, sideDir).catch((e) => {
-    rmSync(sideDir, { recursive: true, force: true });
-    throw e;
-  });
+  // src/side/modules.ts is replaced by the generated loader table. A fixed folder: the files' paths
+  // feed the chunk hashes, so a temp folder would make two builds differ.
+  const sideBuild = await buildSide(ROOT, join(ROOT, "dist", ".side"));
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
@@ -131,10 +127,7 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
     },
     ...(opts.define ? { define: opts.define } : {}),
     throw: false,
-  }).finally(() => {
-    process.chdir(cwd);
-    rmSync(sideDir, { recursive: true, force: true });
-  });
+  }).finally(() => process.chdir(cwd));
   if (!result.success) {
     throw new Error(`bun build failed:\n${result.logs.map((l) => String(l)).join("\n")}`);
   }

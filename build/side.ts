@@ -11,7 +11,7 @@
  * always compiles the embedded bytes. Deterministic: the same sources give the same bytes.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BunPlugin } from "bun";
 
@@ -98,19 +98,22 @@ const stripPlugin: BunPlugin = {
 };
 
 /**
- * Builds the side bundles and the compressed WASM into `outDir` (emptied first) and returns the module
- * text that replaces src/side/modules.ts. `root` is the repository root; no path under it may appear in
+ * Builds the side bundles and the compressed WASM into `outDir` and returns the module text that
+ * replaces src/side/modules.ts. Each file is named by its content (`NAME-<sha256 prefix>.EXT.zst`) and
+ * written through a rename, so builds running at once in one checkout never see a half-written file,
+ * and the module text (whose import paths feed the bundler's chunk hashes) is the same for the same
+ * sources: `outDir` must be a fixed folder for the build to be reproducible. `root` is the repository root; no path under it may appear in
  * a side bundle (the release must not embed the checkout's location). @throws Error with the bundler's messages.
  */
 export async function buildSide(root: string, outDir: string): Promise<SideBuild> {
-  rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const files: SideFile[] = [];
   const write = (name: string, ext: string, raw: Uint8Array): SideFile => {
     const sha256 = createHash("sha256").update(raw).digest("hex");
     const packed = Bun.zstdCompressSync(raw, { level: LEVEL });
-    const file = join(outDir, `${name}.${ext}.zst`);
-    writeFileSync(file, packed);
+    const file = join(outDir, `${name}-${sha256.slice(0, 16)}.${ext}.zst`);
+    writeFileSync(`${file}.tmp-${process.pid}`, packed);
+    renameSync(`${file}.tmp-${process.pid}`, file);
     const f = { name, file, bytes: raw.length, compressed_bytes: packed.length, sha256 };
     files.push(f);
     return f;

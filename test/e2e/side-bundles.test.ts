@@ -36,7 +36,8 @@ for (const [file, name] of [
   test(`a binary whose embedded ${file} was changed refuses with binary_corrupt (exit 1)`, async () => {
     const bin = await compiledBinary();
     const bytes = readFileSync(bin);
-    const entry = moduleGraph(bytes).files.find((f) => f.name.startsWith(`${file}-`) && f.name.endsWith(".zst"));
+    const [stem, ext] = file.split(".");
+    const entry = moduleGraph(bytes).files.find((f) => new RegExp(`^${stem}-[0-9a-f]{16}\\.${ext}-.*\\.zst$`).test(f.name));
     if (!entry) throw new Error(`no embedded ${file} in the binary`);
     const at = entry.contents_offset + (entry.contents_bytes >> 1);
     bytes[at] = bytes[at]! ^ 0xff;
