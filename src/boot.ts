@@ -8,7 +8,6 @@
  * stdout is a pipe, a file or a socket; on a terminal commander wraps help to its width).
  */
 import { version } from "../package.json" with { type: "json" };
-import { CANNED_HELP } from "./cli/canned-help.ts";
 
 /**
  * What the binary can answer without `main.ts`: the text for stdout of an exit-0 invocation, or
@@ -16,6 +15,8 @@ import { CANNED_HELP } from "./cli/canned-help.ts";
  */
 export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () => Promise<boolean>): Promise<string | undefined> {
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) return `${version}\n`;
+  // Loaded only past --version: the binary has no bytecode, and --version need not parse ~60 KB of texts.
+  const { CANNED_HELP } = await import("./cli/canned-help.ts");
   const text = CANNED_HELP?.[argv.join("\0")];
   if (text === undefined || (await stdoutIsTerminal())) return undefined;
   return text;
