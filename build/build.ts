@@ -1,8 +1,11 @@
 /**
  * @module build/build
- * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --bytecode
- * --splitting --format=esm` from src/boot.ts), with the sandbox worker and tinypool's worker entry
- * embedded as extra entrypoints. Code splitting keeps each command's modules (providers, MCP, hono, the
+ * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --splitting
+ * --format=esm` from src/boot.ts), with the sandbox worker and tinypool's worker entry embedded as extra
+ * entrypoints. No JavaScriptCore bytecode: in Bun 1.4 it embeds about 3.2 bytes per byte of source
+ * (7 MB of the binary) and saves only the parse of what a command loads — nothing for `--version` and
+ * `--help` (src/boot.ts), about 12 ms of CPU for commands that load main.ts (docs/performance.md, release
+ * size). The rarely used big dependencies and the QuickJS WASM are embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP, hono, the
  * script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and usage
  * errors evaluate only what they need (docs/performance.md, cold start).
  * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.
@@ -10,6 +13,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { recordHelpTexts } from "./help-texts.ts";
+import { buildSide } from "./side.ts";
 
 export const ROOT = join(import.meta.dir, "..");
 export const OUTFILE = join(ROOT, "dist", "airlock");
@@ -60,6 +64,8 @@ export interface BuildOptions {
   executablePath?: string;
   /** Identifier → JS expression text (`--define`). */
   define?: Record<string, string>;
+  /** Embed JavaScriptCore bytecode beside each chunk (default false, see the module note; true for comparisons). */
+  bytecode?: boolean;
 }
 
 /**
@@ -95,15 +101,26 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
   const { cannedUsageModule } = await import("../src/cli/canned-usage.ts");
   const { usageTable } = await import("./usage-table.ts");
   const usageModule = cannedUsageModule(await usageTable());
+  // The rarely used big dependencies and the QuickJS WASM are embedded compressed (build/side.ts):
+  // src/side/modules.ts is replaced by the generated loader table. A fixed folder: the files' paths
+  // feed the chunk hashes, so a temp folder would make two builds differ.
+  const sideBuild = await buildSide(ROOT, join(ROOT, "dist", ".side"));
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
     entrypoints: [join(ROOT, "src", "boot.ts"), join(ROOT, "src", "script", "worker.ts"), shimPath],
-    files: { [shimPath]: shim, [join(ROOT, "src", "console", "embedded.ts")]: consoleModule, [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule, [join(ROOT, "src", "cli", "canned-usage.ts")]: usageModule },
+    files: {
+      [shimPath]: shim,
+      [join(ROOT, "src", "console", "embedded.ts")]: consoleModule,
+      [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule,
+      [join(ROOT, "src", "cli", "canned-usage.ts")]: usageModule,
+      [join(ROOT, "src", "side", "modules.ts")]: sideBuild.module,
+    },
+    plugins: [sideBuild.plugin],
     root: ROOT,
     format: "esm",
     minify: true,
-    bytecode: true,
+    bytecode: opts.bytecode ?? false,
     splitting: true,
     target: "bun",
     compile: {

@@ -9,9 +9,6 @@
  * stdout is a pipe, a file or a socket; on a terminal commander wraps help to its width).
  */
 import { version } from "../package.json" with { type: "json" };
-import { CANNED_HELP } from "./cli/canned-help.ts";
-import { CANNED_USAGE } from "./cli/canned-usage.ts";
-import { usageError } from "./cli/usage-error.ts";
 
 /**
  * What the binary can answer without `main.ts`: the text for stdout of an exit-0 invocation, or
@@ -19,6 +16,8 @@ import { usageError } from "./cli/usage-error.ts";
  */
 export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () => Promise<boolean>): Promise<string | undefined> {
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) return `${version}\n`;
+  // Loaded only past --version: the binary has no bytecode, and --version need not parse ~60 KB of texts.
+  const { CANNED_HELP } = await import("./cli/canned-help.ts");
   const text = CANNED_HELP?.[argv.join("\0")];
   if (text === undefined || (await stdoutIsTerminal())) return undefined;
   return text;
@@ -34,8 +33,30 @@ async function stdoutMayBeTerminal(): Promise<boolean> {
   }
 }
 
+/**
+ * `airlock --check-embedded` (a diagnostic, not in the help): loads every side bundle and compiles the
+ * QuickJS WASM (side/modules.ts), each checked against its build-time SHA-256, and prints one JSON line:
+ * `{"side": {NAME: [export names…]}, "quickjs_wasm": bool}` (`quickjs_wasm` false from source, where the
+ * package compiles its own), exit 0; when one fails to load its message goes to stderr, exit 1.
+ */
+async function checkEmbedded(): Promise<string> {
+  const { side, SIDE_NAMES, quickjsWasm } = await import("./side/modules.ts");
+  const out: Record<string, string[]> = {};
+  for (const name of SIDE_NAMES) out[name] = Object.keys(await side[name]()).sort();
+  return `${JSON.stringify({ side: out, quickjs_wasm: (await quickjsWasm()) instanceof WebAssembly.Module })}\n`;
+}
+
 if (import.meta.main) {
   const argv = process.argv.slice(2);
+  if (argv.length === 1 && argv[0] === "--check-embedded") {
+    try {
+      await Bun.write(Bun.stdout, await checkEmbedded());
+      process.exit(0);
+    } catch (e) {
+      process.stderr.write(`airlock: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exit(1);
+    }
+  }
   const quick = await quickAnswer(argv, stdoutMayBeTerminal);
   if (quick !== undefined) {
     try {
@@ -45,7 +66,9 @@ if (import.meta.main) {
     }
     process.exit(0);
   }
-  const bad = CANNED_USAGE === null ? undefined : usageError(argv, CANNED_USAGE);
+  // Loaded only past --version and help, like the help texts (no bytecode: parsing costs).
+  const { CANNED_USAGE } = await import("./cli/canned-usage.ts");
+  const bad = CANNED_USAGE === null ? undefined : (await import("./cli/usage-error.ts")).usageError(argv, CANNED_USAGE);
   if (bad !== undefined) {
     try {
       await Bun.write(Bun.stderr, bad.stderr);

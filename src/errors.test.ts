@@ -79,6 +79,7 @@ const EXPECTED: Record<string, [number, number]> = {
   mcp_timeout:                     [500, 1],
   mcp_tool_error:                  [500, 1],
   preview_refused:                 [403, 1],
+  binary_corrupt:                  [500, 1],
 };
 
 describe("errors tables", () => {

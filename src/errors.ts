@@ -99,6 +99,9 @@ export const ERROR_CODES = [
   // console
   /** The console cannot preview a card's target file: outside the workspace, in the data dir, not a regular file, or too large. */
   "preview_refused",
+  // release binary
+  /** A file the compiled binary embeds (a side bundle, the QuickJS WASM) is not what was built: its SHA-256 or length differs (side/load.ts). */
+  "binary_corrupt",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -204,6 +207,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   mcp_timeout: 500,
   mcp_tool_error: 500,
   preview_refused: 403,
+  binary_corrupt: 500,
 };
 
 /** The HTTP status of `code` (400–503; see {@link HTTP_STATUS}). */
@@ -290,6 +294,7 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   mcp_timeout: EXIT.failed,
   mcp_tool_error: EXIT.failed,
   preview_refused: EXIT.failed,
+  binary_corrupt: EXIT.failed,
 };
 
 /** The exit code of the CLI for `code` (0, 1, 2, 3 or 130; see {@link EXIT_CODE}). */

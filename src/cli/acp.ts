@@ -61,7 +61,7 @@ interface AcpSession {
 export async function acp(opts: AcpOptions): Promise<number> {
   const { resolveContext } = await import("./context.ts");
   const { createRuntime } = await import("../runtime.ts");
-  const sdk = await import("@agentclientprotocol/sdk");
+  const sdk = await (await import("../side/modules.ts")).side.acp();
   // stdout is the protocol: anything written with console.log/info/debug goes to stderr instead
   for (const k of ["log", "info", "debug"] as const) console[k] = (...a: unknown[]) => console.error(...a);
   const ctx = await resolveContext(opts);

@@ -9,6 +9,7 @@
  */
 import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
 import { newQuickJSWASMModuleFromVariant, newVariant, type CustomizeVariantOptions, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import { quickjsWasm } from "../side/modules.ts";
 
 const PAGE = 65536;
 /** Pages the QuickJS build declares as its initial memory (16 MiB); an instance's memory starts there. */
@@ -57,6 +58,9 @@ export class Instances {
   }
 
   static async #compileAndCreate(maxPages: number): Promise<Instances> {
+    // The binary embeds the WASM compressed (side/modules.ts); the package's own copy is stripped there.
+    const embedded = await quickjsWasm();
+    if (embedded) return new Instances(embedded, maxPages, await instantiate(embedded, maxPages));
     // The singlefile build compiles its embedded bytes inside WebAssembly.instantiate; catch the
     // compiled module from that first call so later instances skip compilation.
     let compiled: WebAssembly.Module | undefined;

@@ -8,12 +8,13 @@
  */
 import { expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import pkg from "../../package.json" with { type: "json" };
 import { removeAfterAllTests } from "../cleanup.ts";
+import { pinnedBunVersion, runtimeFor, TARGETS } from "../../build/release.ts";
 import { buildRelease, cachedRelease, readElf, REPO } from "../harness-release.ts";
 
 const FILES = ["airlock-linux-x64", "airlock-linux-arm64", "airlock-linux-x64-musl"];
@@ -55,6 +56,21 @@ test("a second release build of the same commit gives identical bytes", async ()
   for (const f of [...FILES, "install.sh", "SHA256SUMS", "release.json"]) {
     expect({ f, sha256: sha256(join(second, f)) }).toEqual({ f, sha256: sha256(join(first, f)) });
   }
+}, 900_000);
+
+/**
+ * The size guard (issue 22: within 8 MB of the Bun runtime an artifact carries). Measured 3,981,608 B
+ * over on 2026-12-02 with pg-boss counted in (docs/performance.md, release size); the bound leaves room
+ * for growth without letting a plainly bundled big dependency or bytecode back in unnoticed.
+ */
+const MAX_OVER_RUNTIME_BYTES = 4_500_000;
+
+test(`each artifact is at most ${MAX_OVER_RUNTIME_BYTES} bytes over the Bun runtime it carries`, async () => {
+  const dir = await cachedRelease();
+  const over: Record<string, number> = {};
+  for (const t of TARGETS) over[t.file] = statSync(join(dir, t.file)).size - statSync(await runtimeFor(t, pinnedBunVersion())).size;
+  for (const [file, bytes] of Object.entries(over)) expect({ file, within: bytes <= MAX_OVER_RUNTIME_BYTES, bytes }).toEqual({ file, within: true, bytes });
+  expect(Object.keys(over).sort()).toEqual([...FILES].sort());
 }, 900_000);
 
 test("the arm64 and musl artifacts are 64-bit ELF for their machine and C library", async () => {
