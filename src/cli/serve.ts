@@ -40,7 +40,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const lock = acquireServeLock(ctx.dataDir);
   let rt;
   try {
-    rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true });
+    rt = await createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true });
   } catch (e) {
     lock.release();
     throw e;
