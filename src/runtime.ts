@@ -40,6 +40,7 @@ import { createSession, type CreateSessionInput } from "./session/create.ts";
 import { knownAncestors } from "./session/graph.ts";
 import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
+import { openStore } from "./store/open.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { TrustStore } from "./store/trust.ts";
@@ -171,15 +172,18 @@ export interface Runtime {
 const CLOSE_DRAIN_MS = 5_000;
 
 /**
- * Builds the runtime: opens the database (marking turns a previous process left running as
+ * Builds the runtime: opens the store on the configured backend (store/open.ts: SQLite, or PostgreSQL by
+ * `storage:` / `$AIRLOCK_DATABASE_URL`; on SQLite marking turns a previous process left running as
  * `interrupted`), reads or creates the tokens, starts the script pool and registers the tools.
- * @throws AirlockError `config_invalid` for unusable limits or unknown tool names in `tools:`; database errors as thrown by bun:sqlite.
+ * @throws AirlockError `config_invalid` for unusable limits or unknown tool names in `tools:`; `storage_unavailable` (PostgreSQL cannot be used), `data_dir_unusable` (SQLite); other database errors as thrown.
  */
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
-  const store = await Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
+  const store = await openStore(opts.config, opts.dataDir, { env: opts.env ?? process.env, dbPath: opts.dbPath });
   try {
     const log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
-    const interrupted = await store.markInterruptedTurns();
+    // the pid sweep is SQLite-only: on PostgreSQL other processes (other hosts) share the database, and a
+    // pid means nothing there (docs/scale-out.md)
+    const interrupted = store.sql.dialect === "sqlite" ? await store.markInterruptedTurns() : 0;
     if (interrupted > 0) log(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted`);
     const cards = await interruptOrphanCards(store);
     if (cards.length > 0) log(`airlock: closed ${cards.length} card(s) left pending by a previous process as interrupted`);

@@ -12,15 +12,14 @@ export interface SessionsOptions extends CommonOptions {
 }
 
 /**
- * Runs `use` on the store of the data dir (WAL: a running server may keep writing), closing it after.
+ * Runs `use` on the configured store (the data dir's SQLite, WAL: a running server may keep writing; or PostgreSQL), closing it after.
  * @returns what `use` returns (the exit code). @throws what opening the store or `use` throws.
  */
 export async function withStore(opts: CommonOptions, use: (store: Store) => number | Promise<number>): Promise<number> {
   const { resolveContext } = await import("./context.ts");
-  const { Store } = await import("../store/store.ts");
-  const { join } = await import("node:path");
+  const { openStore } = await import("../store/open.ts");
   const ctx = await resolveContext(opts);
-  const store = await Store.open(join(ctx.dataDir, "airlock.db"));
+  const store = await openStore(ctx.config, ctx.dataDir);
   try {
     return await use(store);
   } finally {
