@@ -8,6 +8,10 @@
  * `bigint` results (int8 columns, `count(*)`, `sum`) come back as JS numbers, and a value past
  * `Number.MAX_SAFE_INTEGER` (2^53 − 1) is refused with an error rather than rounded.
  *
+ * Transactions run at PostgreSQL's default isolation, READ COMMITTED (SQLite's `BEGIN IMMEDIATE` is
+ * serial): a read-then-write must be one statement (`UPDATE … SET n = n + 1 … RETURNING`,
+ * `INSERT … ON CONFLICT`) to be safe beside other processes.
+ *
  * Failures reaching the server (refused, timed out, closed, authentication, unknown database, server
  * shutting down) become `AirlockError("storage_unavailable")`; the URL in any message is
  * {@link redactUrl redacted}: the password never appears in an error, a log line or `airlock doctor`.
