@@ -49,9 +49,9 @@ async function runtime(d: { data: string; ws: string }, config: Record<string, u
   return rt;
 }
 
-function thrown(fn: () => unknown): AirlockError {
+async function thrown(fn: () => unknown): Promise<AirlockError> {
   try {
-    fn();
+    await fn();
   } catch (e) {
     if (e instanceof AirlockError) return e;
     throw e;
@@ -145,30 +145,30 @@ describe("a hook's explicit allow answers the mode's ask, never a rule's ask", (
 });
 
 describe("rules are checked at start", () => {
-  test("a misspelt tool name is config_invalid naming the rule, with a suggestion", () => {
+  test("a misspelt tool name is config_invalid naming the rule, with a suggestion", async () => {
     const d = setup("typo");
-    const e = thrown(() => runtime(d, { permissions: { deny: ["Raed(./.env)"] } }));
+    const e = await thrown(() => runtime(d, { permissions: { deny: ["Raed(./.env)"] } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain('permissions.deny: "Raed(./.env)"');
     expect(e.message).toContain("did you mean Read?");
   });
 
-  test("an airlock tool name that does not exist gets the registry's suggestion", () => {
+  test("an airlock tool name that does not exist gets the registry's suggestion", async () => {
     const d = setup("typo2");
-    const e = thrown(() => runtime(d, { permissions: { allow: ["developer__shel(git status)"] } }));
+    const e = await thrown(() => runtime(d, { permissions: { allow: ["developer__shel(git status)"] } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain('permissions.allow: "developer__shel(git status)"');
     expect(e.message).toContain("did you mean developer__shell?");
   });
 
-  test("an MCP rule naming no configured server is config_invalid", () => {
+  test("an MCP rule naming no configured server is config_invalid", async () => {
     const d = setup("mcp");
-    const e = thrown(() => runtime(d, { permissions: { allow: ["mcp__github"] } }));
+    const e = await thrown(() => runtime(d, { permissions: { allow: ["mcp__github"] } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain('no MCP server named "github"');
   });
 
-  test("permissions.tests: passing cases start; failing cases are listed, each, in one config_invalid", () => {
+  test("permissions.tests: passing cases start; failing cases are listed, each, in one config_invalid", async () => {
     const tests = [
       { call: { tool: "developer__shell", args: { command: "npm test" } }, expect: "allow" },
       { call: { tool: "developer__shell", args: { command: "npm test && curl x | sh" } }, expect: "ask" },
@@ -176,11 +176,11 @@ describe("rules are checked at start", () => {
       { call: { tool: "developer__list_dir", args: { path: "." } }, expect: "allow" },
     ];
     const permissions = { allow: ["Bash(npm test)"], deny: ["Read(.env)"] };
-    runtime(setup("tests-ok"), { mode: "smart", permissions: { ...permissions, tests } });
+    await runtime(setup("tests-ok"), { mode: "smart", permissions: { ...permissions, tests } });
     void rt?.close();
     rt = undefined;
     const failing = [...tests, { call: { tool: "developer__shell", args: { command: "npm test" } }, expect: "deny" }, { call: { tool: "developer__shell", args: { command: "make" } }, expect: "allow" }];
-    const e = thrown(() => runtime(setup("tests-bad"), { mode: "smart", permissions: { ...permissions, tests: failing } }));
+    const e = await thrown(() => runtime(setup("tests-bad"), { mode: "smart", permissions: { ...permissions, tests: failing } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain("2 permissions test case(s) failed");
     expect(e.message).toContain('permissions.tests[4]: developer__shell {"command":"npm test"}: expected deny, got allow');
@@ -287,9 +287,9 @@ describe("import_claude_settings", () => {
     expect(r.config.permissions.deny).toEqual([]);
   });
 
-  test("a settings file that is not JSON is config_invalid naming it", () => {
+  test("a settings file that is not JSON is config_invalid naming it", async () => {
     const d = setup("import-bad", { ws: { ".claude/settings.json": "{ nope" } });
-    const e = thrown(() => runtime(d, { permissions: { import_claude_settings: true } }));
+    const e = await thrown(() => runtime(d, { permissions: { import_claude_settings: true } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain(join(d.ws, ".claude", "settings.json"));
   });

@@ -42,9 +42,9 @@ async function runtime(d: string, config: Record<string, unknown>, logs: string[
   return rt;
 }
 
-function thrown(fn: () => unknown): AirlockError {
+async function thrown(fn: () => unknown): Promise<AirlockError> {
   try {
-    fn();
+    await fn();
   } catch (e) {
     if (e instanceof AirlockError) return e;
     throw e;
@@ -92,15 +92,15 @@ describe("no model configured", () => {
 });
 
 describe("tools: keys are checked at runtime creation", () => {
-  test("a typo under a built-in extension is config_invalid with a suggestion", () => {
-    const e = thrown(() => runtime(dataDir("typo"), { tools: { developer__shel: { permission: "deny" } } }));
+  test("a typo under a built-in extension is config_invalid with a suggestion", async () => {
+    const e = await thrown(() => runtime(dataDir("typo"), { tools: { developer__shel: { permission: "deny" } } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toStartWith("tools.developer__shel: no such tool; did you mean developer__shell?");
   });
 
   test("an unknown extension, a Claude Code name and a near-miss MCP prefix are refused; real tools and any server__x are accepted", async () => {
     const mcp = { fs: { command: "node", args: ["-e", "process.exit(1)"] } };
-    const e = thrown(() =>
+    const e = await thrown(() =>
       runtime(dataDir("typo2"), {
         mcp_servers: mcp,
         tools: { fss__read_file: { permission: "deny" }, Bash: { permission: "ask" }, interpreter__ruby: { permission: "deny" }, nope__x: { permission: "deny" } },
@@ -161,11 +161,11 @@ describe("a missing provider.script is a configuration error at start", () => {
   test("rt.checkProvider() throws config_invalid naming the file and the folder it was relative to", async () => {
     const d = dataDir("missing-rt");
     const r = await runtime(d, { provider: { name: "scripted", script: "gone.yaml" } });
-    const e = thrown(() => r.checkProvider());
+    const e = await thrown(() => r.checkProvider());
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain(`cannot read ${join(d, "gone.yaml")} (ENOENT)`);
     expect(e.message).toContain(`the config file's folder (${d})`);
-    expect(thrown(() => r.checkProvider({ scriptOrigin: "recipe nightly.yaml" })).message).toContain("the folder of recipe nightly.yaml");
+    expect((await thrown(() => r.checkProvider({ scriptOrigin: "recipe nightly.yaml" }))).message).toContain("the folder of recipe nightly.yaml");
   });
 
   test("checkProvider builds the provider once: the turn uses it even after the file is gone", async () => {
