@@ -2,7 +2,7 @@
  * @module test/e2e/postgres-storage
  * `airlock serve` (from source) with `storage: postgres://…` against a throwaway PostgreSQL cluster: a
  * scripted-provider turn with a gated tool call runs through the real HTTP API and SSE; sessions and
- * messages are listed; the server is stopped and started again on a fresh data dir with the same URL and
+ * messages are listed, also by a second server started at the same time on the same database; the server is stopped and started again on a fresh data dir with the same URL and
  * everything is still there (it lives in PostgreSQL, not in the data dir). A server that cannot be
  * reached exits 2 with `storage_unavailable`, a clear message, and the password nowhere in its output.
  * Skipped, with the reason, only when PostgreSQL is not installed.
@@ -75,7 +75,8 @@ describe.skipIf(why !== null)(`airlock serve on PostgreSQL${why ? ` — skipped:
     fetch(s.url + path, { ...init, headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json", ...(init.headers ?? {}) } });
 
   test("a scripted run through the HTTP API is stored in PostgreSQL and survives a restart on another data dir", async () => {
-    const first = await serve(dataDir("data1", url));
+    // two servers start at once on one fresh database (migrations serialized; no serve.lock on PostgreSQL)
+    const [first, peer] = await Promise.all([serve(dataDir("data1", url)), serve(dataDir("peer", url))]);
     const created = await api(first, "/sessions", { method: "POST", body: JSON.stringify({ workspace: ws, title: "on postgres" }) });
     expect(created.status).toBe(201);
     const session = (await created.json()) as { id: string };
@@ -96,8 +97,13 @@ describe.skipIf(why !== null)(`airlock serve on PostgreSQL${why ? ` — skipped:
     expect(full.messages.at(-1)!.content).toBe("listed: hello.txt");
     const audit = (await (await api(first, `/audit?session=${session.id}`)).json()) as { audit: { kind: string }[] };
     expect(audit.audit.length).toBeGreaterThan(0);
-    first.proc.kill("SIGTERM");
-    expect(await first.proc.exited).toBe(0);
+    // the peer server sees what the first one stored
+    const fromPeer = (await (await api(peer, `/sessions/${session.id}`)).json()) as { messages: { role: string }[] };
+    expect(fromPeer.messages.map((m) => m.role)).toEqual(roles);
+    for (const p of [first, peer]) {
+      p.proc.kill("SIGTERM");
+      expect(await p.proc.exited).toBe(0);
+    }
 
     // the rows are in PostgreSQL
     const pg = new Bun.SQL(url, { max: 1 });
