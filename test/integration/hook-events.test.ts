@@ -105,8 +105,8 @@ subagents:
     expect(said).toEqual([{ session_id: s.id, event: "Notification", hook: expect.any(String), kind: "system_message", message: "recorded" }]);
     const workspace = s.workspace as string;
     const transcript = (id: string) => h!.rt.transcriptPath(id);
-    const rootTranscript = transcript(s.id);
-    const childTranscript = transcript(child.id);
+    const rootTranscript = await transcript(s.id);
+    const childTranscript = await transcript(child.id);
     await h.close(); // SessionEnd fires as the runtime closes
     h = undefined;
 
