@@ -39,39 +39,48 @@ interface Side {
 }
 
 /** Parks `n` cards in a fresh store, measures the heap they hold, then decides `DECISIONS` of them. */
+/** Resolves once `done()` holds, checking between macrotasks. */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 1));
+}
+
 async function side(n: number, audit: boolean): Promise<Side> {
-  const store = Store.open(":memory:");
+  const store = await Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
   const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token" });
-  const root = store.createSession({ workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
-  const child = store.createSession({ parent_session_id: root.id, workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+  const root = await store.createSession({ workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+  const child = await store.createSession({ parent_session_id: root.id, workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(child.id, turnId);
   const ids: string[] = [];
+  const parks: Promise<unknown>[] = [];
   const off = bus.subscribe(child.id, (ev) => {
     if (ev.type === "action_required") ids.push(String(ev.data.request_id));
   });
   Bun.gc(true);
   const before = process.memoryUsage().heapUsed;
   for (let i = 0; i < n; i++) {
-    void cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch file-${i}.txt` }, inspector: "mode", reason: "smart mode asks before calls that change state", requiresUserProof: false, ttlSeconds: 3600 });
+    parks.push(cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch file-${i}.txt` }, inspector: "mode", reason: "smart mode asks before calls that change state", requiresUserProof: false, ttlSeconds: 3600 }));
   }
+  // every card is parked (its row of the audit written, its event published) before the heap is read
+  await until(() => ids.length === n);
   Bun.gc(true);
   const bytes = (process.memoryUsage().heapUsed - before) / n;
   off();
-  if (!audit) (store as unknown as { audit: () => void }).audit = () => {};
+  if (!audit) (store as unknown as { audit: () => Promise<void> }).audit = async () => {};
   const some = ids.slice(0, Math.min(DECISIONS, ids.length));
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   for (const id of some) {
-    const r = cards.resolve(id, "allow_once", { sessionId: root.id });
+    const r = await cards.resolve(id, "allow_once", { sessionId: root.id });
     if (!r.ok) throw new Error(`decision refused: ${r.error.code}`);
   }
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(c0);
   cards.close();
-  store.close();
+  await Promise.allSettled(parks);
+  await store.close();
   return { bytes_per_card: bytes, decisions_per_s: (some.length / ms) * 1000, cpu_us_per_decision: (cpu.user + cpu.system) / some.length };
 }
 
