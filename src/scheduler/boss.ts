@@ -171,9 +171,12 @@ export class BossScheduler {
     }
     this.syncTimer = setInterval(() => void this.sync().catch((e) => this.log(`schedule sync failed: ${toAirlockError(e).message}`)), this.opts.syncMs ?? 5000);
     if (o.work) {
+      // NOTIFY only wakes workers early: the poll stays at `pollSeconds` (pg-boss would relax it to 30 s
+      // while NOTIFY is up, and a missed notification would then delay a fire by that much).
+      const poll = Math.max(0.5, this.opts.pollSeconds ?? 2);
       await boss.work<FireJob>(
         FIRE_QUEUE,
-        { batchSize: 1, localConcurrency: this.opts.concurrency ?? 4, pollingIntervalSeconds: Math.max(0.5, this.opts.pollSeconds ?? 2) } as never,
+        { batchSize: 1, localConcurrency: this.opts.concurrency ?? 4, pollingIntervalSeconds: poll, notifyPollingIntervalSeconds: poll } as never,
         async (jobs: Job<FireJob>[]) => {
           for (const job of jobs) await this.handle(job.data);
         },
