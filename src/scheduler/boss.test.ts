@@ -263,21 +263,46 @@ describe.skipIf(!!skip)("BossScheduler: two drivers on one database", () => {
     expect(runs.every((r) => r.status === "completed")).toBe(true);
   }, 120_000);
 
-  test("a manual fire goes through the queue; an unknown schedule is not_found", async () => {
+  test("the schedule API over the database: add validates, a manual fire is claimed by the API-only node and run by a worker, a second fire while it runs is skipped, remove keeps the runs", async () => {
     const url = await freshDb();
     const sql = sqlOn(url);
-    await addSchedule(sql, "sch_manual", "0 0 1 1 *");
+    const gate = deferred();
     const triggers: string[] = [];
-    const a = driver(url, async (input) => {
+    const api = driver(url, async () => {
+      throw new Error("an API-only driver must not run recipes");
+    });
+    const worker = driver(url, async (input) => {
       triggers.push(`${input.trigger}:${input.occurrence}`);
+      await gate.promise;
       return ok("ses_manual");
     });
-    await a.start({ work: true });
-    await expect(a.fire("sch_nope")).rejects.toMatchObject({ code: "not_found" });
-    await a.fire("sch_manual");
-    await until("the manual run finished", async () => (await loadRuns(sql, "sch_manual")).some((r) => r.status === "completed"));
+    await api.start({ work: false });
+    await worker.start({ work: true });
+    await expect(api.add({ cron: "every day", recipe_path: "/r.yaml", recipe_text: RECIPE })).rejects.toMatchObject({ code: "bad_request" });
+    await expect(api.add({ cron: "0 0 1 1 *", recipe_path: "/r.yaml", recipe_text: "nope: [" })).rejects.toMatchObject({ code: "recipe_invalid" });
+    expect(await api.list()).toEqual([]);
+    const added = await api.add({ cron: "0 0 1 1 *", recipe_path: "/r.yaml", recipe_text: RECIPE });
+    expect(added).toMatchObject({ name: "tick", cron: "0 0 1 1 *", enabled: true, running_run_id: null });
+    expect((await worker.get(added.id))?.id).toBe(added.id);
+    await expect(api.fire("sch_nope")).rejects.toMatchObject({ code: "not_found" });
+    const first = await api.fire(added.id);
+    expect(first).toMatchObject({ status: "running", trigger: "manual" });
+    await until("the worker runs it", () => triggers.length === 1);
     expect(triggers).toEqual(["manual:null"]);
-    const [run] = await loadRuns(sql, "sch_manual");
-    expect(run).toMatchObject({ trigger: "manual", status: "completed", session_id: "ses_manual", schedule_removed: false });
+    expect((await api.get(added.id))?.running_run_id).toBe(first.id);
+    const second = await api.fire(added.id);
+    expect(second).toMatchObject({ status: "skipped", reason: `previous run ${first.id} of schedule ${added.id} is still running` });
+    gate.resolve();
+    await until("the manual run finished", async () => (await api.run(first.id))?.status === "completed");
+    expect(await api.run(first.id)).toMatchObject({ status: "completed", session_id: "ses_manual", schedule_removed: false });
+    expect(await api.remove(added.id)).toBe(true);
+    expect(await api.remove(added.id)).toBe(false);
+    expect((await api.runs(added.id)).map((r) => [r.id, r.schedule_removed])).toEqual([
+      [second.id, true],
+      [first.id, true],
+    ]);
+    expect((await api.allRuns()).length).toBe(2);
+    await expect(api.runs("sch_never")).rejects.toMatchObject({ code: "not_found" });
+    expect(triggers).toHaveLength(1);
   }, 120_000);
 });

@@ -24,18 +24,38 @@ import { Cron } from "croner";
 import type { Job, PgBoss } from "pg-boss";
 import { AirlockError, assertNever, toAirlockError } from "../errors.ts";
 import type { Sql } from "../store/sql.ts";
-import { claimFire, finishClaimedRun, loadRun, loadSchedule, loadSchedules, setClaimedRunSession } from "./claim.ts";
-import type { RunRecipeInput, RunResultObject, SchedulerEvent } from "./scheduler.ts";
-import type { Run, RunTrigger, ScheduleWithRecipe } from "./store.ts";
+import { basename } from "node:path";
+import {
+  claimFire,
+  deleteScheduleSql,
+  finishClaimedRun,
+  hasRemovedRunsSql,
+  insertScheduleSql,
+  loadAllRuns,
+  loadRun,
+  loadRuns,
+  loadSchedule,
+  loadSchedules,
+  runningRunId,
+  setClaimedRunSession,
+} from "./claim.ts";
+import { parseRecipe, resolveParams } from "./recipe.ts";
+import { checkCron, type NewSchedule, type RunRecipeInput, type RunResultObject, type ScheduleView, type SchedulerEvent } from "./scheduler.ts";
+import { publicSchedule, type Run, type RunTrigger, type ScheduleWithRecipe } from "./store.ts";
 
 /** The pg-boss queue holding schedule fires. */
 export const FIRE_QUEUE = "airlock-schedule-fire";
 
-/** The payload of a fire job. `occurrence` is the ISO-8601 cron occurrence, null for manual fires. */
+/**
+ * The payload of a fire job. `occurrence` is the ISO-8601 cron occurrence, null for manual fires.
+ * `run_id`: a manual fire is claimed where it is asked for (so the API can answer with the run, or 409
+ * with the skipped one) and the job carries the `running` run for a worker to run.
+ */
 export interface FireJob {
   schedule_id: string;
   trigger: RunTrigger;
   occurrence: string | null;
+  run_id?: string;
 }
 
 /** Namespace of fire job ids (a fixed random UUID; RFC 9562 §5.5 name-based ids). */
@@ -235,20 +255,108 @@ export class BossScheduler {
   }
 
   /**
-   * Fires a schedule now (`trigger: manual`) through the queue; a worker on any process runs it.
-   * @returns the job id.
+   * Fires a schedule now (`trigger: manual`): claims it here (overlap policy, as `POST /schedules/:id/run`
+   * answers), and when a run was started, enqueues it for a worker on any process.
+   * @returns the stored run: `running`, or `skipped` when a run of the schedule is going on somewhere.
    * @throws AirlockError `not_found` for an unknown schedule; `storage_unavailable` before `start`.
    */
-  async fire(scheduleId: string): Promise<string> {
-    if (!(await loadSchedule(this.sql, scheduleId))) throw new AirlockError("not_found", `no schedule ${scheduleId}; list schedules with GET /schedules or 'airlock schedule list'`);
+  async fire(scheduleId: string): Promise<Run> {
     if (!this.boss) throw new AirlockError("storage_unavailable", "the schedule queue is not started");
-    const id = await this.boss.send(FIRE_QUEUE, { schedule_id: scheduleId, trigger: "manual", occurrence: null } satisfies FireJob as never);
-    return id!;
+    const claim = await claimFire(this.sql, { scheduleId, trigger: "manual", at: this.now().toISOString() });
+    if (!claim) throw notFound(scheduleId);
+    switch (claim.status) {
+      case "skipped":
+        this.emit({ type: "skipped", run: claim.run });
+        return claim.run;
+      case "started":
+        try {
+          await this.boss.send(FIRE_QUEUE, { schedule_id: scheduleId, trigger: "manual", occurrence: null, run_id: claim.run.id } satisfies FireJob as never);
+        } catch (e) {
+          const err = new AirlockError("storage_unavailable", `the run could not be queued: ${(e as Error).message}`);
+          await finishClaimedRun(this.sql, claim.run.id, { status: "failed", result: null, reason: err.message });
+          throw err;
+        }
+        return claim.run;
+      default:
+        return assertNever(claim, "fire claim");
+    }
+  }
+
+  /**
+   * Validates and stores a schedule; every process arms it within `syncMs` (this one at once).
+   * @throws AirlockError `bad_request` (cron) or `recipe_invalid` (recipe text or parameters, naming the key).
+   */
+  async add(input: NewSchedule): Promise<ScheduleView> {
+    checkCron(input.cron);
+    const recipe = parseRecipe(input.recipe_text, input.recipe_path);
+    const params = input.params ?? {};
+    resolveParams(recipe, params, input.recipe_path);
+    const s = await insertScheduleSql(this.sql, {
+      name: input.name ?? recipe.name ?? basename(input.recipe_path).replace(/\.ya?ml$/i, ""),
+      cron: input.cron,
+      recipe_path: input.recipe_path,
+      recipe_text: input.recipe_text,
+      params,
+    });
+    if (this.started) this.arm(s);
+    return await this.view(s);
+  }
+
+  /**
+   * Removes a schedule (its runs are kept as history); every process disarms it within `syncMs`. A run
+   * of it going on in this process is cancelled; one on another process finishes.
+   * @returns false when there is no such schedule.
+   */
+  async remove(id: string): Promise<boolean> {
+    const existed = await deleteScheduleSql(this.sql, id);
+    this.jobs.get(id)?.job.stop();
+    this.jobs.delete(id);
+    for (const a of this.active.values()) if (a.scheduleId === id) a.controller.abort(new AirlockError("cancelled", `schedule ${id} was removed`));
+    return existed;
+  }
+
+  async list(): Promise<ScheduleView[]> {
+    return await Promise.all((await loadSchedules(this.sql)).map((s) => this.view(s)));
+  }
+
+  async get(id: string): Promise<ScheduleView | null> {
+    const s = await loadSchedule(this.sql, id);
+    return s ? await this.view(s) : null;
+  }
+
+  private async view(s: ScheduleWithRecipe): Promise<ScheduleView> {
+    let next: Date | null = null;
+    if (s.enabled) {
+      const probe = new Cron(s.cron, { paused: true });
+      next = probe.nextRun();
+      probe.stop();
+    }
+    return { ...publicSchedule(s), next_fire_at: next ? next.toISOString() : null, running_run_id: await runningRunId(this.sql, s.id) };
+  }
+
+  /**
+   * A schedule's runs, newest first (at most `limit`, default 100), also after it was removed.
+   * @throws AirlockError `not_found` for a schedule that never existed (or was removed with no runs).
+   */
+  async runs(scheduleId: string, limit?: number): Promise<Run[]> {
+    if (!(await loadSchedule(this.sql, scheduleId)) && !(await hasRemovedRunsSql(this.sql, scheduleId))) throw notFound(scheduleId);
+    return await loadRuns(this.sql, scheduleId, limit);
+  }
+
+  /** Every run of every schedule, newest first (at most `limit`, default 100). */
+  async allRuns(limit?: number): Promise<Run[]> {
+    return await loadAllRuns(this.sql, limit);
+  }
+
+  /** One run (also of a removed schedule), or null. */
+  async run(runId: string): Promise<Run | null> {
+    return await loadRun(this.sql, runId);
   }
 
   /** Works one fire job: drops it when stale, claims it (overlap policy), runs it and stores its result. */
   private async handle(data: FireJob): Promise<void> {
     if (this.stopped) return;
+    if (data.run_id) return await this.runClaimed(data);
     const s = await loadSchedule(this.sql, data.schedule_id);
     if (!s) return;
     const now = this.now();
@@ -262,17 +370,31 @@ export class BossScheduler {
       case "skipped":
         this.emit({ type: "skipped", run: claim.run });
         return;
-      case "started": {
-        this.emit({ type: "started", run: claim.run });
-        const controller = new AbortController();
-        const done = this.execute(claim.schedule, claim.run, data, controller);
-        this.active.set(claim.run.id, { scheduleId: s.id, controller, done });
-        await done;
-        return;
-      }
+      case "started":
+        return await this.runStarted(claim.schedule, claim.run, data);
       default:
         assertNever(claim, "fire claim");
     }
+  }
+
+  /** Runs a manual fire claimed by `fire` (on this or another process), unless it was finished meanwhile. */
+  private async runClaimed(data: FireJob): Promise<void> {
+    const run = await loadRun(this.sql, data.run_id!);
+    const s = await loadSchedule(this.sql, data.schedule_id);
+    if (!run || run.status !== "running") return;
+    if (!s) {
+      await finishClaimedRun(this.sql, run.id, { status: "cancelled", result: null, reason: `schedule ${data.schedule_id} was removed before its run started` });
+      return;
+    }
+    await this.runStarted(s, run, data);
+  }
+
+  private async runStarted(s: ScheduleWithRecipe, run: Run, data: FireJob): Promise<void> {
+    this.emit({ type: "started", run });
+    const controller = new AbortController();
+    const done = this.execute(s, run, data, controller);
+    this.active.set(run.id, { scheduleId: s.id, controller, done });
+    await done;
   }
 
   private async execute(s: ScheduleWithRecipe, run: Run, data: FireJob, controller: AbortController): Promise<void> {
@@ -350,3 +472,6 @@ export class BossScheduler {
   }
 }
 
+function notFound(id: string): AirlockError {
+  return new AirlockError("not_found", `no schedule ${id}; list schedules with GET /schedules or 'airlock schedule list'`);
+}

@@ -123,3 +123,47 @@ export async function finishClaimedRun(
   );
   return await loadRun(sql, runId);
 }
+
+/** Every run of every schedule (removed ones included), newest first (at most `limit`). */
+export async function loadAllRuns(sql: Sql, limit = 100): Promise<Run[]> {
+  return (await sql.all<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs ORDER BY started_at DESC, id DESC LIMIT ?`, [limit])).map(toRun);
+}
+
+/** True when runs of a removed schedule `scheduleId` are kept. */
+export async function hasRemovedRunsSql(sql: Sql, scheduleId: string): Promise<boolean> {
+  return (await sql.get("SELECT 1 AS one FROM runs WHERE removed_schedule_id = ? LIMIT 1", [scheduleId])) !== null;
+}
+
+/** The id of the schedule's run that is `running` now (on any process), or null. */
+export async function runningRunId(sql: Sql, scheduleId: string): Promise<string | null> {
+  return (await sql.get<{ id: string }>("SELECT id FROM runs WHERE schedule_id = ? AND status = 'running' ORDER BY started_at LIMIT 1", [scheduleId]))?.id ?? null;
+}
+
+/** Stores a new schedule (validated by the caller) with a fresh `sch_` id and returns it. */
+export async function insertScheduleSql(
+  sql: Sql,
+  s: { name: string; cron: string; recipe_path: string; recipe_text: string; params: Record<string, unknown> },
+): Promise<ScheduleWithRecipe> {
+  const id = newId("sch");
+  await sql.run("INSERT INTO schedules (id, name, cron, recipe_path, recipe_text, params, enabled, created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)", [
+    id,
+    s.name,
+    s.cron,
+    s.recipe_path,
+    s.recipe_text,
+    JSON.stringify(s.params),
+    new Date().toISOString(),
+  ]);
+  return (await loadSchedule(sql, id))!;
+}
+
+/**
+ * Deletes a schedule; its runs are kept, marked removed (`removed_schedule_id`), in the same transaction.
+ * @returns false when there was no such schedule.
+ */
+export async function deleteScheduleSql(sql: Sql, id: string): Promise<boolean> {
+  return await sql.transaction(async (tx) => {
+    await tx.run("UPDATE runs SET removed_schedule_id = schedule_id, schedule_id = NULL WHERE schedule_id = ?", [id]);
+    return (await tx.run("DELETE FROM schedules WHERE id = ?", [id])).changes > 0;
+  });
+}
