@@ -8,7 +8,9 @@ import { pgAvailable, startPgCluster, type PgCluster } from "../../test/pg-clust
 import { pgSql, SCHEDULE_TABLES_DDL } from "../../test/fixtures/pg-sql.ts";
 import type { Sql } from "../store/sql.ts";
 import { BossScheduler, FIRE_QUEUE, occurrenceJobId, type BossRunRecipe } from "./boss.ts";
-import { claimFire, finishClaimedRun, loadRuns } from "./claim.ts";
+import { claimFire, deleteScheduleSql, finishClaimedRun, loadAllRuns, loadRuns } from "./claim.ts";
+import { openDatabase } from "../store/db.ts";
+import { sqliteSql } from "../store/sql-sqlite.ts";
 import type { RunResultObject } from "./scheduler.ts";
 
 const RECIPE = `name: tick\ninstructions: "say hi"\n`;
@@ -103,6 +105,29 @@ describe("loading pg-boss", () => {
       }
     }
     expect(hits).toEqual(['src/scheduler/boss.ts: return await import("pg-boss");']);
+  });
+});
+
+describe("claimFire on SQLite (the same statements)", () => {
+  test("overlap, skip naming the busy run, finish, remove keeping runs", async () => {
+    const sql = sqliteSql(openDatabase(":memory:"));
+    try {
+      await addSchedule(sql, "sch_l", "0 0 * * *");
+      const at = new Date().toISOString();
+      const a = await claimFire(sql, { scheduleId: "sch_l", trigger: "cron", at, requireEnabled: true });
+      const b = await claimFire(sql, { scheduleId: "sch_l", trigger: "manual", at });
+      expect(a?.status).toBe("started");
+      expect(b).toMatchObject({ status: "skipped", busy_run_id: a!.run.id });
+      expect(b!.run).toMatchObject({ status: "skipped", finished_at: at, schedule_removed: false });
+      expect((await finishClaimedRun(sql, a!.run.id, { status: "completed", result: ok() }))?.status).toBe("completed");
+      expect(await deleteScheduleSql(sql, "sch_l")).toBe(true);
+      expect((await loadAllRuns(sql)).map((r) => [r.schedule_id, r.schedule_removed])).toEqual([
+        ["sch_l", true],
+        ["sch_l", true],
+      ]);
+    } finally {
+      await sql.close();
+    }
   });
 });
 
