@@ -10,6 +10,7 @@ import type { Sql } from "../store/sql.ts";
 import { BossScheduler, FIRE_QUEUE, occurrenceJobId, type BossRunRecipe } from "./boss.ts";
 import { claimFire, deleteScheduleSql, finishClaimedRun, loadAllRuns, loadRuns } from "./claim.ts";
 import { openDatabase } from "../store/db.ts";
+import { bossSchedulerFor } from "./service.ts";
 import { sqliteSql } from "../store/sql-sqlite.ts";
 import type { RunResultObject } from "./scheduler.ts";
 
@@ -339,5 +340,27 @@ describe.skipIf(!!skip)("BossScheduler: two drivers on one database", () => {
     expect((await api.allRuns()).length).toBe(2);
     await expect(api.runs("sch_never")).rejects.toMatchObject({ code: "not_found" });
     expect(triggers).toHaveLength(1);
+  }, 120_000);
+
+  test("bossSchedulerFor: one started driver per runtime, stopped when the runtime closes; an unreachable database is storage_unavailable", async () => {
+    const url = await freshDb();
+    const closers: (() => Promise<void> | void)[] = [];
+    const rt = { sql: sqlOn(url), databaseUrl: url, work: true, onClose: (fn: () => Promise<void> | void) => void closers.push(fn) };
+    const ran: string[] = [];
+    const first = bossSchedulerFor(rt, async (input) => {
+      ran.push(input.runId);
+      return ok();
+    });
+    expect(bossSchedulerFor(rt)).toBe(first);
+    const s = await first;
+    const added = await s.add({ cron: "0 0 1 1 *", recipe_path: "/r.yaml", recipe_text: RECIPE });
+    const run = await s.fire(added.id);
+    await until("the run finished", async () => (await s.run(run.id))?.status === "completed");
+    expect(ran).toEqual([run.id]);
+    expect(closers).toHaveLength(1);
+    await closers[0]!();
+    await expect(s.fire(added.id)).rejects.toMatchObject({ code: "storage_unavailable" });
+    const bad = { ...rt, databaseUrl: "postgres://postgres@127.0.0.1:1/nothing", onClose: () => {} };
+    await expect(bossSchedulerFor(bad)).rejects.toMatchObject({ code: "storage_unavailable" });
   }, 120_000);
 });
