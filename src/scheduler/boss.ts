@@ -198,7 +198,15 @@ export class BossScheduler {
         FIRE_QUEUE,
         { batchSize: 1, localConcurrency: this.opts.concurrency ?? 4, pollingIntervalSeconds: poll, notifyPollingIntervalSeconds: poll } as never,
         async (jobs: Job<FireJob>[]) => {
-          for (const job of jobs) await this.handle(job.data);
+          for (const job of jobs) {
+            try {
+              await this.handle(job.data);
+            } catch (e) {
+              // the job is failed by pg-boss (never retried); say why here
+              this.log(`fire job ${job.id} of schedule ${job.data.schedule_id} failed: ${toAirlockError(e).message}`);
+              throw e;
+            }
+          }
         },
       );
     }
