@@ -5,14 +5,15 @@
  * (several processes on one database) the runtime uses `bossSchedulerFor` instead: the pg-boss driver
  * (scheduler/boss.ts), loaded on first use so the embedded default never loads it.
  */
-import type { Database } from "bun:sqlite";
 import type { Sql } from "../store/sql.ts";
 import type { BossScheduler } from "./boss.ts";
 import { Scheduler, type RunRecipe } from "./scheduler.ts";
 
 /** What the scheduler service needs from the runtime. */
 export interface SchedulerHost {
-  store: { db: Database };
+  store: { sql: Sql };
+  /** The data dir (its `airlock.db` is named in storage errors). */
+  dataDir: string;
   onClose(fn: () => Promise<void> | void): void;
 }
 
@@ -31,11 +32,11 @@ export function schedulerFor(rt: SchedulerHost, runRecipe?: RunRecipe): Schedule
       const { recipeRunner } = await import("./run-recipe.ts");
       return recipeRunner(rt as never)(input);
     });
-  s = new Scheduler({ db: rt.store.db, runRecipe: runner });
+  s = new Scheduler({ db: rt.store.sql, runRecipe: runner });
   schedulers.set(rt, s);
   const created = s;
   rt.onClose(() => created.stop());
-  s.start();
+  s.start().catch((e: unknown) => process.stderr.write(`airlock: scheduler: could not start: ${e instanceof Error ? e.message : String(e)}\n`));
   return s;
 }
 

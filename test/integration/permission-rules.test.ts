@@ -44,14 +44,14 @@ function setup(name: string, files: { data?: Record<string, string>; ws?: Record
   return { data, ws };
 }
 
-function runtime(d: { data: string; ws: string }, config: Record<string, unknown>, logs: string[] = []): Runtime {
-  rt = createRuntime({ config: Config.parse(config), configDir: d.data, dataDir: d.data, workspace: d.ws, env: {}, log: (l) => logs.push(l) });
+async function runtime(d: { data: string; ws: string }, config: Record<string, unknown>, logs: string[] = []): Promise<Runtime> {
+  rt = await createRuntime({ config: Config.parse(config), configDir: d.data, dataDir: d.data, workspace: d.ws, env: {}, log: (l) => logs.push(l) });
   return rt;
 }
 
-function thrown(fn: () => unknown): AirlockError {
+async function thrown(fn: () => unknown): Promise<AirlockError> {
   try {
-    fn();
+    await fn();
   } catch (e) {
     if (e instanceof AirlockError) return e;
     throw e;
@@ -60,9 +60,8 @@ function thrown(fn: () => unknown): AirlockError {
 }
 
 /** Tool results of a session, in order, parsed. */
-function toolResults(r: Runtime, sessionId: string): any[] {
-  return r.store
-    .listMessages(sessionId)
+async function toolResults(r: Runtime, sessionId: string): Promise<any[]> {
+  return (await r.store.listMessages(sessionId))
     .filter((m) => m.role === "tool")
     .map((m) => JSON.parse(m.content));
 }
@@ -92,16 +91,16 @@ subagents:
 describe("rules apply to every call at every depth", () => {
   test("direct, from a script and from a subagent: allow answers smart mode's ask, deny refuses naming the rule", async () => {
     const d = setup("depth", { data: { "turns.yaml": SCRIPT }, ws: { "secret.txt": "s3cret", "notes.txt": "keep" } });
-    const r = runtime(d, {
+    const r = await runtime(d, {
       provider: { name: "scripted", script: "turns.yaml" },
       mode: "smart",
       // `env echo` is not a known read-only command (wrappers never are), so only the allow rule lets it run in smart mode
       permissions: { allow: ["Bash(env echo ok:*)"], deny: ["Read(./secret.txt)", "Bash(rm:*)"] },
     });
-    const s = r.createSession({ headless: true });
+    const s = await r.createSession({ headless: true });
     const res = await r.runTurn(s.id, "go");
     expect(res.status).toBe("completed");
-    const [direct, other, compound, script, spawn] = toolResults(r, s.id);
+    const [direct, other, compound, script, spawn] = await toolResults(r, s.id);
     expect(direct.stdout).toContain("ok direct");
     // no rule: smart mode's ask stands, and nobody can answer headless
     expect(other.error.code).toBe("no_human_surface");
@@ -112,8 +111,8 @@ describe("rules apply to every call at every depth", () => {
     expect(script.value.read).toContain("refused denied");
     expect(script.value.read).toContain("Read(./secret.txt)");
     expect(spawn).toMatchObject({ status: "completed", answer: "child done" });
-    const child = r.store.listSessions({ parent: s.id })[0]!;
-    const [childShell, childRead] = toolResults(r, child.id);
+    const child = (await r.store.listSessions({ parent: s.id }))[0]!;
+    const [childShell, childRead] = await toolResults(r, child.id);
     expect(childShell.stdout).toContain("ok child");
     expect(childRead.error).toMatchObject({ code: "denied", inspector: "rule" });
     expect(childRead.error.message).toContain("Read(./secret.txt)");
@@ -130,15 +129,15 @@ describe("a hook's explicit allow answers the mode's ask, never a rule's ask", (
       ],
     });
     const d = setup("hook-allow", { data: { "turns.yaml": turns } });
-    const r = runtime(d, {
+    const r = await runtime(d, {
       provider: { name: "scripted", script: "turns.yaml" },
       mode: "smart",
       hooks: { PreToolUse: [{ matcher: "*", hooks: [{ type: "command", command: join(import.meta.dir, "..", "fixtures", "hooks", "allow.sh"), timeout: 10 }] }] },
       permissions: { ask: ["Bash(git push:*)"] },
     });
-    const s = r.createSession({ headless: true });
+    const s = await r.createSession({ headless: true });
     expect((await r.runTurn(s.id, "go")).status).not.toBe("failed");
-    const [hooked, push] = toolResults(r, s.id);
+    const [hooked, push] = await toolResults(r, s.id);
     expect(hooked.stdout).toContain("hooked");
     expect(push.error).toMatchObject({ code: "no_human_surface", inspector: "rule" });
     expect(push.error.message).toContain("Bash(git push:*)");
@@ -146,30 +145,30 @@ describe("a hook's explicit allow answers the mode's ask, never a rule's ask", (
 });
 
 describe("rules are checked at start", () => {
-  test("a misspelt tool name is config_invalid naming the rule, with a suggestion", () => {
+  test("a misspelt tool name is config_invalid naming the rule, with a suggestion", async () => {
     const d = setup("typo");
-    const e = thrown(() => runtime(d, { permissions: { deny: ["Raed(./.env)"] } }));
+    const e = await thrown(() => runtime(d, { permissions: { deny: ["Raed(./.env)"] } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain('permissions.deny: "Raed(./.env)"');
     expect(e.message).toContain("did you mean Read?");
   });
 
-  test("an airlock tool name that does not exist gets the registry's suggestion", () => {
+  test("an airlock tool name that does not exist gets the registry's suggestion", async () => {
     const d = setup("typo2");
-    const e = thrown(() => runtime(d, { permissions: { allow: ["developer__shel(git status)"] } }));
+    const e = await thrown(() => runtime(d, { permissions: { allow: ["developer__shel(git status)"] } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain('permissions.allow: "developer__shel(git status)"');
     expect(e.message).toContain("did you mean developer__shell?");
   });
 
-  test("an MCP rule naming no configured server is config_invalid", () => {
+  test("an MCP rule naming no configured server is config_invalid", async () => {
     const d = setup("mcp");
-    const e = thrown(() => runtime(d, { permissions: { allow: ["mcp__github"] } }));
+    const e = await thrown(() => runtime(d, { permissions: { allow: ["mcp__github"] } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain('no MCP server named "github"');
   });
 
-  test("permissions.tests: passing cases start; failing cases are listed, each, in one config_invalid", () => {
+  test("permissions.tests: passing cases start; failing cases are listed, each, in one config_invalid", async () => {
     const tests = [
       { call: { tool: "developer__shell", args: { command: "npm test" } }, expect: "allow" },
       { call: { tool: "developer__shell", args: { command: "npm test && curl x | sh" } }, expect: "ask" },
@@ -177,11 +176,11 @@ describe("rules are checked at start", () => {
       { call: { tool: "developer__list_dir", args: { path: "." } }, expect: "allow" },
     ];
     const permissions = { allow: ["Bash(npm test)"], deny: ["Read(.env)"] };
-    runtime(setup("tests-ok"), { mode: "smart", permissions: { ...permissions, tests } });
+    await runtime(setup("tests-ok"), { mode: "smart", permissions: { ...permissions, tests } });
     void rt?.close();
     rt = undefined;
     const failing = [...tests, { call: { tool: "developer__shell", args: { command: "npm test" } }, expect: "deny" }, { call: { tool: "developer__shell", args: { command: "make" } }, expect: "allow" }];
-    const e = thrown(() => runtime(setup("tests-bad"), { mode: "smart", permissions: { ...permissions, tests: failing } }));
+    const e = await thrown(() => runtime(setup("tests-bad"), { mode: "smart", permissions: { ...permissions, tests: failing } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain("2 permissions test case(s) failed");
     expect(e.message).toContain('permissions.tests[4]: developer__shell {"command":"npm test"}: expected deny, got allow');
@@ -251,7 +250,7 @@ describe("import_claude_settings", () => {
     process.env.HOME = home;
     let r: Runtime;
     try {
-      r = runtime(d, { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", permissions: { import_claude_settings: true, allow: ["Bash(echo hi)"] } }, logs);
+      r = await runtime(d, { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", permissions: { import_claude_settings: true, allow: ["Bash(echo hi)"] } }, logs);
     } finally {
       process.env.HOME = saved;
     }
@@ -273,24 +272,24 @@ describe("import_claude_settings", () => {
     });
     // the imported rules judge calls: the project's deny refuses .env, the user's allow answers smart mode's
     // ask, the project's allow does not (smart mode still asks, and nobody can answer headless)
-    const s = r.createSession({ headless: true });
+    const s = await r.createSession({ headless: true });
     expect((await r.runTurn(s.id, "go")).status).toBe("completed");
-    const [env, shell, npm] = toolResults(r, s.id);
+    const [env, shell, npm] = await toolResults(r, s.id);
     expect(env.error).toMatchObject({ code: "denied", inspector: "rule" });
     expect(env.error.message).toContain("Read(./.env)");
     expect(shell.stdout).toContain("imported");
     expect(npm.error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
   });
 
-  test("off by default: the settings file is not read", () => {
+  test("off by default: the settings file is not read", async () => {
     const d = setup("import-off", { ws: { ".claude/settings.json": JSON.stringify({ permissions: { deny: ["Bash"] } }) } });
-    const r = runtime(d, {});
+    const r = await runtime(d, {});
     expect(r.config.permissions.deny).toEqual([]);
   });
 
-  test("a settings file that is not JSON is config_invalid naming it", () => {
+  test("a settings file that is not JSON is config_invalid naming it", async () => {
     const d = setup("import-bad", { ws: { ".claude/settings.json": "{ nope" } });
-    const e = thrown(() => runtime(d, { permissions: { import_claude_settings: true } }));
+    const e = await thrown(() => runtime(d, { permissions: { import_claude_settings: true } }));
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain(join(d.ws, ".claude", "settings.json"));
   });
