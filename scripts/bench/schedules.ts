@@ -11,7 +11,9 @@
 import { cpus, loadavg } from "node:os";
 import { BossScheduler } from "../../src/scheduler/boss.ts";
 import { loadRuns } from "../../src/scheduler/claim.ts";
-import { pgSql, SCHEDULE_TABLES_DDL } from "../../test/fixtures/pg-sql.ts";
+import { migrateSql } from "../../src/store/migrate.ts";
+import { PG_MIGRATIONS } from "../../src/store/migrations-pg.ts";
+import { pgSql } from "../../src/store/sql-pg.ts";
 import { pgAvailable, startPgCluster } from "../../test/pg-cluster.ts";
 
 const SCHEDULES = Number(process.env.BENCH_SCHEDULES ?? 300);
@@ -21,7 +23,7 @@ const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 
 if (process.argv[2] === "--worker") {
   const url = process.argv[3]!;
-  const sql = pgSql(url, 4);
+  const sql = pgSql(url, { max: 4 });
   const d = new BossScheduler({
     sql,
     url,
@@ -55,8 +57,8 @@ const load_before = loadavg().map((x) => round(x, 2));
 /** One measurement: `workers` processes drain `schedules` manual fires. */
 async function measure(workers: number, schedules = SCHEDULES): Promise<{ workers: number; runs: number; seconds: number; runs_per_minute: number }> {
   const url = await cluster.createDatabase();
-  const sql = pgSql(url, 4);
-  for (const stmt of SCHEDULE_TABLES_DDL.split(";").filter((s) => s.trim())) await sql.run(stmt);
+  const sql = pgSql(url, { max: 4 });
+  await migrateSql(sql, PG_MIGRATIONS);
   const created = new Date().toISOString();
   for (let i = 0; i < schedules; i++)
     await sql.run("INSERT INTO schedules (id, name, cron, recipe_path, recipe_text, params, enabled, created_at) VALUES (?, ?, '0 0 1 1 *', '/r.yaml', 'name: r', '{}', 1, ?)", [`sch_${i}`, `s${i}`, created]);

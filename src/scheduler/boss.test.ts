@@ -5,7 +5,9 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { pgAvailable, startPgCluster, type PgCluster } from "../../test/pg-cluster.ts";
-import { pgSql, SCHEDULE_TABLES_DDL } from "../../test/fixtures/pg-sql.ts";
+import { pgSql as storePgSql } from "../store/sql-pg.ts";
+import { migrateSql } from "../store/migrate.ts";
+import { PG_MIGRATIONS } from "../store/migrations-pg.ts";
 import type { Sql } from "../store/sql.ts";
 import { BossScheduler, FIRE_QUEUE, occurrenceJobId, type BossRunRecipe } from "./boss.ts";
 import { claimFire, deleteScheduleSql, finishClaimedRun, loadAllRuns, loadRuns } from "./claim.ts";
@@ -34,14 +36,14 @@ afterAll(() => cluster?.stop());
 /** A fresh database with our tables; returns its URL. */
 async function freshDb(): Promise<string> {
   const url = await cluster!.createDatabase();
-  const sql = pgSql(url, 1);
-  for (const stmt of SCHEDULE_TABLES_DDL.split(";").filter((s) => s.trim())) await sql.run(stmt);
+  const sql = storePgSql(url, { max: 1 });
+  await migrateSql(sql, PG_MIGRATIONS);
   await sql.close();
   return url;
 }
 
 function sqlOn(url: string, max = 4): Sql {
-  const s = pgSql(url, max);
+  const s = storePgSql(url, { max });
   pools.push(s);
   return s;
 }
