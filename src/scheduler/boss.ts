@@ -78,7 +78,9 @@ export function occurrenceJobId(scheduleId: string, occurrence: Date): string {
  * PostgreSQL mode never load it.
  */
 export async function loadPgBoss(): Promise<typeof import("pg-boss")> {
-  return await import("pg-boss");
+  // a side bundle in the binary (side/modules.ts: embedded compressed, checked, loaded from memory)
+  const { side } = await import("../side/modules.ts");
+  return await side.pgBoss();
 }
 
 /**
