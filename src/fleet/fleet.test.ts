@@ -17,6 +17,7 @@ import { pgAvailable, startPgCluster, type PgCluster } from "../../test/pg-clust
 import { CardRows, type CardRow, type RowDecision } from "./card-rows.ts";
 import { Leases, type Lease } from "./leases.ts";
 import { pgListener } from "./notify.ts";
+import { parkAndAwait } from "./park.ts";
 import { fleetMigrations } from "./schema.ts";
 import { Sweeper } from "./sweeper.ts";
 import { CardWaker } from "./waker.ts";
@@ -275,6 +276,87 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
         expect((await within(woke, 30_000, "the expired card to wake")).status).toBe("expired");
       } finally {
         await waker.close();
+      }
+    }, T);
+
+    async function freshTurn(workerId = "A") {
+      const session = uid("ses");
+      const turn = uid("turn");
+      await seedTurn(db.a, session, turn);
+      const leases = new Leases(db.a, { workerId, ttlMs: TTL, now });
+      const lease = await leases.acquire(session, turn);
+      const rows = new CardRows(db.a, now);
+      const waker = new CardWaker(rows, { pollMs: 50 });
+      await waker.start();
+      const input = (id = uid("act")) => ({
+        id,
+        sessionId: session,
+        rootSessionId: session,
+        callId: uid("call"),
+        surfaces: [session],
+        requiresUserProof: false,
+        card: { request_id: id },
+        expiresAt: clock + 3_600_000,
+      });
+      return { session, turn, leases, lease, rows, waker, input };
+    }
+
+    test("parkAndAwait: an allow from the other process lets the call run once; a deny refuses it denied", async () => {
+      const t = await freshTurn();
+      try {
+        const first = t.input();
+        const v = parkAndAwait(t, t.lease, first);
+        await until(async () => (await new CardRows(db.b, now).get(first.id)) !== null, 30_000, "the card row");
+        await new CardRows(db.b, now).decide(first.id, allow(t.session));
+        expect(await within(v, 30_000, "the allow")).toMatchObject({ run: true });
+        const second = t.input();
+        const w = parkAndAwait(t, t.lease, second);
+        await until(async () => (await new CardRows(db.b, now).get(second.id)) !== null, 30_000, "the card row");
+        await new CardRows(db.b, now).decide(second.id, {
+          status: "denied",
+          outcome: { decision: "deny", reason: "not now" },
+          audit: { sessionId: t.session, decision: "deny", proof: false },
+        });
+        const denied = await within(w, 30_000, "the deny");
+        expect(denied.run ? "" : `${denied.error.code}: ${denied.error.message}`).toMatch(/^denied: .*not now/);
+      } finally {
+        await t.waker.close();
+      }
+    }, T);
+
+    test("parkAndAwait fails closed: an allow arriving after the worker lost its lease does not run (lease_lost)", async () => {
+      const t = await freshTurn();
+      try {
+        const card = t.input();
+        const v = parkAndAwait(t, t.lease, card);
+        await until(async () => (await new CardRows(db.b, now).get(card.id)) !== null, 30_000, "the card row");
+        // the worker is paused past its lease; someone answers before any sweeper ran
+        clock += TTL + 1;
+        const d = await new CardRows(db.b, now).decide(card.id, allow(t.session));
+        expect(d.ok).toBe(true);
+        const verdict = await within(v, 30_000, "the late allow");
+        expect(verdict.run ? "ran" : verdict.error.code).toBe("lease_lost");
+        // and nothing more can be parked under the stale lease
+        await expect(parkAndAwait(t, t.lease, t.input())).rejects.toMatchObject({ code: "lease_lost" });
+      } finally {
+        await t.waker.close();
+      }
+    }, T);
+
+    test("parkAndAwait: aborting the turn withdraws the card (cancelled), and a later answer gets already_decided", async () => {
+      const t = await freshTurn();
+      try {
+        const card = t.input();
+        const ac = new AbortController();
+        const v = parkAndAwait(t, t.lease, card, ac.signal);
+        await until(async () => (await new CardRows(db.b, now).get(card.id)) !== null, 30_000, "the card row");
+        ac.abort();
+        const verdict = await within(v, 30_000, "the withdrawal");
+        expect(verdict.run ? "ran" : verdict.error.code).toBe("cancelled");
+        const late = await new CardRows(db.b, now).decide(card.id, allow(t.session));
+        expect(late.ok ? "" : late.error.code).toBe("already_decided");
+      } finally {
+        await t.waker.close();
       }
     }, T);
 
