@@ -18,6 +18,8 @@ import { CardRows, type CardRow, type RowDecision } from "./card-rows.ts";
 import { Leases, type Lease } from "./leases.ts";
 import { pgListener } from "./notify.ts";
 import { parkAndAwait } from "./park.ts";
+import { CardFeed } from "./feed.ts";
+import { Bus, type AnyEvent } from "../bus/bus.ts";
 import { fleetMigrations } from "./schema.ts";
 import { Sweeper } from "./sweeper.ts";
 import { CardWaker } from "./waker.ts";
@@ -357,6 +359,93 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
         expect(late.ok ? "" : late.error.code).toBe("already_decided");
       } finally {
         await t.waker.close();
+      }
+    }, T);
+
+    /** A feed on a fresh bus ("node B"), recording what each of `sessions` sees. */
+    async function feedOn(sessions: string[], opts: { listen: boolean }) {
+      // earlier tests' cards carry short payloads, not full cards: end them so the feed sees only this test's
+      await db.b.run("UPDATE cards SET status = 'cancelled' WHERE status = 'pending' AND card NOT LIKE ?", ['%"user_only":true%']);
+      const bus = new Bus();
+      const seen: AnyEvent[] = [];
+      for (const s of sessions) bus.subscribe(s, (e) => seen.push(e));
+      const listener = opts.listen ? pgListener(db.url!) : undefined;
+      const feed = new CardFeed({ rows: new CardRows(db.b, now), bus, pollMs: opts.listen ? 3_600_000 : 50, skipWorker: "B", ...(listener ? { listener } : {}) });
+      await feed.start();
+      await feed.idle();
+      return {
+        seen,
+        feed,
+        async close() {
+          await feed.close();
+          await listener?.close();
+        },
+      };
+    }
+
+    /** Parks a card whose payload is a valid `action_required` card, under worker A's lease. */
+    async function parkedCard(workerId = "A") {
+      const session = uid("ses");
+      const root = uid("root");
+      const turn = uid("turn");
+      await seedTurn(db.a, session, turn);
+      const leases = new Leases(workerId === "A" ? db.a : db.b, { workerId, ttlMs: TTL, now });
+      const lease = await leases.acquire(session, turn);
+      const id = uid("act");
+      const card = {
+        request_id: id,
+        home_session_id: session,
+        tool: "developer__shell",
+        arguments: { command: "rm -rf build" },
+        inspector: "hook",
+        reason: "asks",
+        requires_user_proof: false,
+        expires_at: new Date(clock + 3_600_000).toISOString(),
+        user_only: true as const,
+      };
+      return { session, root, turn, lease, id, card };
+    }
+
+    for (const listen of name === "PostgreSQL" ? [false, true] : [false]) {
+      test(`the feed publishes a card parked by another worker to its home and root, then its end, once each (${listen ? "NOTIFY, poll off" : "poll"})`, async () => {
+        const p = await parkedCard();
+        const f = await feedOn([p.session, p.root], { listen });
+        try {
+          await new CardRows(db.a, now).park(p.lease, { id: p.id, sessionId: p.session, rootSessionId: p.root, callId: "c1", surfaces: [p.session, p.root], requiresUserProof: false, card: p.card, expiresAt: clock + 3_600_000 });
+          await until(() => f.seen.filter((e) => e.type === "action_required").length === 2, 30_000, "action_required on both surfaces");
+          const req = f.seen.filter((e) => e.type === "action_required");
+          expect(req.map((e) => [e.session_id, (e.data as { surfaced_in: string }).surfaced_in])).toEqual([
+            [p.session, p.session],
+            [p.root, p.root],
+          ]);
+          expect(req[0]!.data).toMatchObject({ request_id: p.id, tool: "developer__shell" });
+          await new CardRows(db.b, now).decide(p.id, allow(p.root));
+          await until(() => f.seen.filter((e) => e.type === "action_resolved").length === 2, 30_000, "action_resolved on both surfaces");
+          expect(f.seen.find((e) => e.type === "action_resolved")!.data).toEqual({ request_id: p.id, decision: "allow_once", decided_in: p.root });
+          await f.feed.idle();
+          expect(f.seen.length).toBe(4);
+        } finally {
+          await f.close();
+        }
+      }, T);
+    }
+
+    test("the feed shows a card already pending when it starts, and its worker_lost end as cancelled; it skips its own worker's cards", async () => {
+      const p = await parkedCard();
+      await new CardRows(db.a, now).park(p.lease, { id: p.id, sessionId: p.session, rootSessionId: p.root, callId: "c1", surfaces: [p.session, p.root], requiresUserProof: false, card: p.card, expiresAt: clock + 3_600_000 });
+      // B's own card, parked on a session of its own
+      const mine = await parkedCard("B");
+      await new CardRows(db.b, now).park(mine.lease, { id: mine.id, sessionId: mine.session, rootSessionId: mine.session, callId: "c2", surfaces: [mine.session], requiresUserProof: false, card: mine.card, expiresAt: clock + 3_600_000 });
+      const f = await feedOn([p.session, p.root, mine.session], { listen: false });
+      try {
+        await until(() => f.seen.filter((e) => e.type === "action_required").length === 2, 30_000, "the snapshot's card");
+        clock += TTL + 1;
+        await new Sweeper(db.b, { now }).sweep();
+        await until(() => f.seen.filter((e) => e.type === "action_resolved").length === 2, 30_000, "the lost card's end");
+        expect(f.seen.find((e) => e.type === "action_resolved")!.data).toEqual({ request_id: p.id, decision: "cancelled" });
+        expect(f.seen.filter((e) => e.session_id === mine.session)).toEqual([]);
+      } finally {
+        await f.close();
       }
     }, T);
 
