@@ -194,7 +194,9 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
     }, T);
 
     test("the heartbeat renews until stopped, and reports a lost lease once", async () => {
-      const real = new Leases(db.a, { workerId: "A", ttlMs: 300 });
+      // a clock that moves 1 ms per reading: the lease (300 ms) outlives any stall of a busy machine between beats
+      let t = clock;
+      const real = new Leases(db.a, { workerId: "A", ttlMs: 300, now: () => ++t });
       const session = uid("ses");
       const turn = uid("turn");
       await seedTurn(db.a, session, turn);
