@@ -5,22 +5,16 @@
  * Lease expiry uses an injected clock, so no test waits for a TTL.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
-import { openDatabase } from "../store/db.ts";
 import type { Sql } from "../store/sql.ts";
-import { sqliteSql } from "../store/sql-sqlite.ts";
-import { PG_STORE_STANDIN, pgSql } from "../../test/fixtures/pg-sql.ts";
-import { pgAvailable, startPgCluster, type PgCluster } from "../../test/pg-cluster.ts";
+import { openFleetPg, openFleetSqlite, type FleetDb as Db } from "../../test/fixtures/fleet-db.ts";
+import { pgAvailable } from "../../test/pg-cluster.ts";
 import { CardRows, type CardRow, type RowDecision } from "./card-rows.ts";
 import { Leases, type Lease } from "./leases.ts";
 import { pgListener } from "./notify.ts";
 import { parkAndAwait } from "./park.ts";
 import { CardFeed } from "./feed.ts";
 import { Bus, type AnyEvent } from "../bus/bus.ts";
-import { fleetMigrations } from "./schema.ts";
 import { Sweeper } from "./sweeper.ts";
 import { CardWaker } from "./waker.ts";
 
@@ -28,13 +22,6 @@ const TTL = 15_000;
 /** Per-test bound (two busy cores; a PostgreSQL listener reconnects with backoff). */
 const T = 120_000;
 
-/** Two executors on one database ("process A" and "process B"; on SQLite both are the one connection). */
-interface Db {
-  a: Sql;
-  b: Sql;
-  url?: string;
-  close(): Promise<void>;
-}
 
 /** Resolves when `cond()` holds, checking every 20 ms; rejects after `ms` (a generous bound, not a timing claim). */
 async function until(cond: () => boolean | Promise<boolean>, ms = 30_000, what = "condition"): Promise<void> {
@@ -497,47 +484,5 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
   });
 }
 
-suite(
-  "SQLite",
-  async () => {
-    const dir = mkdtempSync(join(tmpdir(), "airlock-fleet-"));
-    const db = openDatabase(join(dir, "airlock.db"));
-    for (const m of fleetMigrations("sqlite")) db.exec(m.sql);
-    const sql = sqliteSql(db);
-    return {
-      a: sql,
-      b: sql,
-      async close() {
-        await sql.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  },
-  null,
-);
-
-let cluster: PgCluster | null = null;
-suite(
-  "PostgreSQL",
-  async () => {
-    cluster = await startPgCluster();
-    const url = await cluster.createDatabase();
-    const a = pgSql(url);
-    const b = pgSql(url);
-    await a.transaction(async (tx) => {
-      for (const stmt of PG_STORE_STANDIN.split(";").filter((s) => s.trim())) await tx.run(stmt);
-      for (const m of fleetMigrations("postgres")) for (const stmt of m.sql.split(";").filter((s) => s.trim())) await tx.run(stmt);
-    });
-    return {
-      a,
-      b,
-      url,
-      async close() {
-        await a.close();
-        await b.close();
-        cluster?.stop();
-      },
-    };
-  },
-  pgAvailable(),
-);
+suite("SQLite", openFleetSqlite, null);
+suite("PostgreSQL", openFleetPg, pgAvailable());
