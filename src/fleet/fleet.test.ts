@@ -224,6 +224,17 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
       expect(late.ok ? "" : late.error.code).toBe("already_decided");
     }, T);
 
+    test("the sweeper also ends a pending card whose lease is gone (parked as its lease was swept): worker_lost", async () => {
+      const { turn, id, session } = await parked();
+      // the lease vanishes under the card (the race the sweep closes); the turn is still marked running
+      await db.b.run("DELETE FROM inflight WHERE session_id = ?", [session]);
+      const swept = await new Sweeper(db.b, { now }).sweep();
+      expect(swept.cards).toContain(id);
+      expect(swept.turns).toContain(turn);
+      expect((await new CardRows(db.a, now).get(id))!.status).toBe("worker_lost");
+      expect((await db.a.get<{ status: string }>("SELECT status FROM turns WHERE id = ?", [turn]))!.status).toBe("interrupted");
+    }, T);
+
     test("a waiter with no listener is woken by the poll, with the decided row", async () => {
       const { id, root, rows } = await parked();
       const waker = new CardWaker(rows, { pollMs: 50 });

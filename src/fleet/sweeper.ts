@@ -2,7 +2,9 @@
  * @module fleet/sweeper
  * Any process may sweep (SPEC §5.8): every lease past its expiry is deleted, its turn becomes
  * `interrupted` and its pending cards end `worker_lost` (a deny; fail closed), each in one transaction
- * guarded by the lease's epoch, so two sweepers (or a sweeper and a takeover) never act twice.
+ * guarded by the lease's epoch, so two sweepers (or a sweeper and a takeover) never act twice. A pending
+ * card whose lease (turn and epoch) is gone altogether — parked in the instant its lease was swept, or
+ * left by a turn that released its lease without withdrawing it — is ended `worker_lost` the same way.
  * Runs every `fleet.sweep_seconds` (default 5).
  */
 import type { Sql } from "../store/sql.ts";
@@ -61,7 +63,21 @@ export class Sweeper {
         out.cards.push(...lost.cards);
       });
     }
-    if (out.turns.length) this.opts.onSwept?.(out);
+    // a card parked in the same moment its lease was swept (PostgreSQL read committed: the park saw the lease,
+    // the sweep did not see the card) has no lease left to be swept by: end it too
+    const orphans = await this.sql.all<{ turn_id: string; epoch: number }>(
+      "SELECT DISTINCT c.turn_id, c.epoch FROM cards c WHERE c.status = 'pending' AND NOT EXISTS (SELECT 1 FROM inflight i WHERE i.turn_id = c.turn_id AND i.epoch = c.epoch) LIMIT ?",
+      [this.batch],
+    );
+    for (const o of orphans) {
+      await this.sql.transaction(async (tx) => {
+        if (await tx.get("SELECT 1 AS one FROM inflight WHERE turn_id = ? AND epoch = ?", [o.turn_id, o.epoch])) return;
+        const lost = await loseTurn(tx, o.turn_id, now);
+        if (lost.interrupted) out.turns.push(o.turn_id);
+        out.cards.push(...lost.cards);
+      });
+    }
+    if (out.turns.length || out.cards.length) this.opts.onSwept?.(out);
     return out;
   }
 
