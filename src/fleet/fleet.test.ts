@@ -167,6 +167,21 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
       clock += TTL;
     }, T);
 
+    test("concurrent acquires of one session from both processes: exactly one wins, the others get session_busy", async () => {
+      const session = uid("ses");
+      const turns = Array.from({ length: 8 }, () => uid("turn"));
+      for (const t of turns) await seedTurn(db.a, session, t);
+      const la = new Leases(db.a, { workerId: "A", ttlMs: TTL, now });
+      const lb = new Leases(db.b, { workerId: "B", ttlMs: TTL, now });
+      const results = await Promise.allSettled(turns.map((t, i) => (i % 2 ? la : lb).acquire(session, t)));
+      const won = results.filter((r) => r.status === "fulfilled");
+      expect(won.length).toBe(1);
+      expect(results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason.code)).toEqual(Array(7).fill("session_busy"));
+      const lease = (won[0] as PromiseFulfilledResult<Lease>).value;
+      expect(lease.epoch).toBe(1);
+      expect(await la.check(lease.turnId, 1)).toBe(true);
+    }, T);
+
     test("renew extends a live lease; release frees the session; a released lease cannot renew", async () => {
       const { session, lease, leases } = await parked();
       clock += TTL - 1;
