@@ -182,6 +182,22 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
       expect(await la.check(lease.turnId, 1)).toBe(true);
     }, T);
 
+    test("concurrent takeovers of one expired lease: exactly one wins with the next epoch; the old turn is lost once", async () => {
+      const { session, turn, id } = await parked();
+      clock += TTL + 1;
+      const turns = Array.from({ length: 6 }, () => uid("turn"));
+      for (const t of turns) await seedTurn(db.a, session, t);
+      const la = new Leases(db.a, { workerId: "A2", ttlMs: TTL, now });
+      const lb = new Leases(db.b, { workerId: "B2", ttlMs: TTL, now });
+      const results = await Promise.allSettled(turns.map((t, i) => (i % 2 ? la : lb).acquire(session, t)));
+      const won = results.filter((r) => r.status === "fulfilled") as PromiseFulfilledResult<Lease>[];
+      expect(won.map((r) => r.value.epoch)).toEqual([2]);
+      expect(results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason.code)).toEqual(Array(5).fill("session_busy"));
+      expect((await db.a.get<{ status: string }>("SELECT status FROM turns WHERE id = ?", [turn]))!.status).toBe("interrupted");
+      const lostAudit = await db.a.all("SELECT id FROM audit WHERE request_id = ? AND decision = 'worker_lost'", [id]);
+      expect(lostAudit.length).toBe(1);
+    }, T);
+
     test("renew extends a live lease; release frees the session; a released lease cannot renew", async () => {
       const { session, lease, leases } = await parked();
       clock += TTL - 1;
