@@ -7,7 +7,7 @@
  * (`decide_commit`). p50/p99/max in ms over `--cards` (default 1,000, after 20 warm-up), one card at a
  * time. Times are `performance.timeOrigin + performance.now()` on one machine. Starts a throwaway
  * PostgreSQL cluster (test/pg-cluster.ts); the worker A talks to it through its own connections.
- * Usage: `bun scripts/bench/fleet-cards.ts [--cards N]`.
+ * Usage: `bun scripts/bench/fleet-cards.ts [--cards N]` (not yet in all.ts's list: append `"fleet-cards"` there at merge).
  */
 import { loadavg } from "node:os";
 import { CardRows } from "../../src/fleet/card-rows.ts";
@@ -16,7 +16,7 @@ import { pgListener } from "../../src/fleet/notify.ts";
 import { parkAndAwait } from "../../src/fleet/park.ts";
 import { fleetMigrations } from "../../src/fleet/schema.ts";
 import { CardWaker } from "../../src/fleet/waker.ts";
-import { PG_STORE_STANDIN, pgSql } from "../../test/fixtures/pg-sql.ts";
+import { PG_STORE_STANDIN, pgSql } from "../../test/fixtures/fleet-pg-sql.ts";
 import { pgAvailable, startPgCluster } from "../../test/pg-cluster.ts";
 
 const WARMUP = 20;

@@ -326,6 +326,8 @@ export const Config = z.strictObject({
   sandbox_scan_max_folders: z.number().int().positive().default(200_000),
   privacy: Privacy.default("public"),
   approvals: z.strictObject({ ttl_seconds: z.number().int().positive().default(3600) }).default({ ttl_seconds: 3600 }),
+  /** Several processes on one PostgreSQL store (SPEC §5.8): lease length, sweep and poll intervals, in seconds. */
+  fleet: FleetConfig.prefault({}),
   hooks: HooksConfig.default(HooksConfig.parse({})),
   limits: Limits.default(Limits.parse({})),
   /** What the model is offered (`offer`) and per-tool permission (`allow | ask | deny`), keyed by airlock tool name. */
@@ -342,8 +344,6 @@ export const Config = z.strictObject({
     })
     .default({ host: "127.0.0.1", port: 7420 }),
   notify: NotifyConfig.default({ notifiers: [] }),
-  /** Several processes on one PostgreSQL store (SPEC §5.8): lease length, sweep and poll intervals, in seconds. */
-  fleet: FleetConfig.prefault({}),
 });
 export type Config = z.infer<typeof Config>;
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { PG_STORE_STANDIN, pgSql } from "../../test/fixtures/pg-sql.ts";
+import { PG_STORE_STANDIN, pgSql } from "../../test/fixtures/fleet-pg-sql.ts";
 import { pgAvailable, startPgCluster, type PgCluster } from "../../test/pg-cluster.ts";
 import type { Sql } from "../store/sql.ts";
 import { CardRows } from "./card-rows.ts";
