@@ -24,6 +24,7 @@ const EXPECTED: Record<string, [number, number]> = {
   recipe_invalid:                  [400, 2],
   data_dir_unusable:               [503, 2],
   data_dir_in_use:                 [409, 2],
+  storage_unavailable:             [503, 2],
   session_busy:                    [409, 1],
   session_not_found:               [404, 1],
   session_graph_invalid:           [500, 1],

@@ -23,6 +23,8 @@ export const ERROR_CODES = [
   "data_dir_unusable",
   /** Another `airlock serve` already serves this data dir (its pid and port are in the message). */
   "data_dir_in_use",
+  /** The configured PostgreSQL database (`storage:`) cannot be reached or used; the message carries the URL with its password redacted (exit 2). */
+  "storage_unavailable",
   // sessions & agent loop
   "session_busy",
   "session_not_found",
@@ -153,6 +155,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   recipe_invalid: 400,
   data_dir_unusable: 503,
   data_dir_in_use: 409,
+  storage_unavailable: 503,
   session_busy: 409,
   session_not_found: 404,
   session_graph_invalid: 500,
@@ -241,6 +244,7 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   recipe_invalid: EXIT.usage,
   data_dir_unusable: EXIT.usage,
   data_dir_in_use: EXIT.usage,
+  storage_unavailable: EXIT.usage,
   session_busy: EXIT.failed,
   session_not_found: EXIT.failed,
   session_graph_invalid: EXIT.failed,

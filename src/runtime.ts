@@ -37,9 +37,10 @@ import { checkRuleToolNames, rulesHome, runPermissionTests, withEffectivePermiss
 import { claudeSettingsFiles, importSettingsHooks, readSettingsFile, type SettingsHooks } from "./config/claude-settings.ts";
 import { SessionConfigs, type ImportedHooks } from "./session/config.ts";
 import { createSession, type CreateSessionInput } from "./session/create.ts";
-import { ancestors } from "./session/graph.ts";
+import { knownAncestors } from "./session/graph.ts";
 import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
+import { openStore } from "./store/open.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { TrustStore } from "./store/trust.ts";
@@ -126,7 +127,7 @@ export interface Runtime {
    * when the session has no message yet. Call it for every hook input (cheap when in step).
    * @throws AirlockError `session_not_found`, `bad_request` (not a session id), `data_dir_unusable` (the file cannot be written).
    */
-  transcriptPath(sessionId: string): string;
+  transcriptPath(sessionId: string): Promise<string>;
   /**
    * The session's effective config: the base, the run overrides of its root, and its own mode/sandbox.
    * @throws AirlockError `session_graph_invalid` / `session_not_found` when the root cannot be found (the gate refuses the call).
@@ -138,7 +139,7 @@ export interface Runtime {
    * trusted (with the `airlock trust DIR` that would run them), events, hook types and fields not honoured.
    * Each line is also logged once. Never throws; empty when there is nothing to say.
    */
-  hookNotes(sessionId: string): string[];
+  hookNotes(sessionId: string): Promise<string[]>;
   /**
    * Builds the config's own provider now (and keeps it), so a configuration error — an unreadable or
    * invalid `provider.script`, an unset API key variable, no model — fails at start instead of as the
@@ -151,9 +152,9 @@ export interface Runtime {
   /** The session's provider (cached per provider config). @throws AirlockError `privacy_violation`, `config_invalid`, `provider_auth`. */
   providerFor(session: Session): Provider;
   /** Creates a session, applying inheritance and privacy rules. @throws `session_not_found`, `privacy_violation`, `bad_request`. */
-  createSession(input: CreateSessionInput): Session;
-  /** Starts a turn (sync up to registration). @throws `session_not_found`, `session_busy`. */
-  startTurn(sessionId: string, message: string, opts?: { parentSignal?: AbortSignal }): StartedTurn;
+  createSession(input: CreateSessionInput): Promise<Session>;
+  /** Starts a turn (resolves once it is registered in flight). @throws `session_not_found`, `session_busy`. */
+  startTurn(sessionId: string, message: string, opts?: { parentSignal?: AbortSignal }): Promise<StartedTurn>;
   /** Runs a turn to its end. Failures are a `failed` result, not a rejection (except the errors of `startTurn`). */
   runTurn(sessionId: string, message: string, opts?: { parentSignal?: AbortSignal }): Promise<TurnResult>;
   /** Cancels the session's in-flight turn and those of its in-flight descendants; false when nothing ran. */
@@ -171,12 +172,27 @@ export interface Runtime {
 const CLOSE_DRAIN_MS = 5_000;
 
 /**
- * Builds the runtime: opens the database (marking turns a previous process left running as
+ * Builds the runtime: opens the store on the configured backend (store/open.ts: SQLite, or PostgreSQL by
+ * `storage:` / `$AIRLOCK_DATABASE_URL`; on SQLite marking turns a previous process left running as
  * `interrupted`), reads or creates the tokens, starts the script pool and registers the tools.
- * @throws AirlockError `config_invalid` for unusable limits or unknown tool names in `tools:`; database errors as thrown by bun:sqlite.
+ * @throws AirlockError `config_invalid` for unusable limits or unknown tool names in `tools:`; `storage_unavailable` (PostgreSQL cannot be used), `data_dir_unusable` (SQLite); other database errors as thrown.
  */
-export function createRuntime(opts: RuntimeOptions): Runtime {
-  return new AirlockRuntime(opts);
+export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  const store = await openStore(opts.config, opts.dataDir, { env: opts.env ?? process.env, dbPath: opts.dbPath });
+  try {
+    const log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+    // the pid sweep is SQLite-only: on PostgreSQL other processes (other hosts) share the database, and a
+    // pid means nothing there (docs/scale-out.md)
+    const interrupted = store.sql.dialect === "sqlite" ? await store.markInterruptedTurns() : 0;
+    if (interrupted > 0) log(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted`);
+    const cards = await interruptOrphanCards(store);
+    if (cards.length > 0) log(`airlock: closed ${cards.length} card(s) left pending by a previous process as interrupted`);
+  } catch (e) {
+    await store.close().catch(() => {});
+    throw e;
+  }
+  // the constructor closes the store when it throws
+  return new AirlockRuntime(opts, store);
 }
 
 class AirlockRuntime implements Runtime {
@@ -217,7 +233,7 @@ class AirlockRuntime implements Runtime {
   private readonly resources = new AsyncDisposableStack();
   private closed = false;
 
-  constructor(opts: RuntimeOptions) {
+  constructor(opts: RuntimeOptions, store: Store) {
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
     this.configDir = resolve(opts.configDir);
@@ -227,7 +243,7 @@ class AirlockRuntime implements Runtime {
     // permission rules: checked, and Claude Code's settings merged in (import_claude_settings), before anything starts
     this.config = withEffectivePermissions(opts.config, { workspace: this.workspace, home: rulesHome(), log: this.log });
     this.forceHeadless = opts.headless === true;
-    this.store = Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
+    this.store = store;
     this.trust = new TrustStore(this.store);
     this.sessionConfigs = new SessionConfigs(this.store, this.config, (root, config) => this.importHooks(root, config));
     this.providers = new ProviderSelector({
@@ -238,10 +254,6 @@ class AirlockRuntime implements Runtime {
       configFor: (s) => this.sessionConfigs.configFor(s),
     });
     try {
-      const interrupted = this.store.markInterruptedTurns();
-      if (interrupted > 0) this.log(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted`);
-      const cards = interruptOrphanCards(this.store);
-      if (cards.length > 0) this.log(`airlock: closed ${cards.length} card(s) left pending by a previous process as interrupted`);
       this.tokens = opts.tokens ?? ensureTokens(opts.dataDir);
       // the data dir's real path, resolved once: the floor, the file tools and every host process hide it
       const realDataDir = realpathSync(this.dataDir);
@@ -313,7 +325,7 @@ class AirlockRuntime implements Runtime {
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});
-      this.store.close();
+      void this.store.close().catch(() => {});
       throw e;
     }
     this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;
@@ -346,18 +358,37 @@ class AirlockRuntime implements Runtime {
     return this.sessionConfigs.configFor(session);
   }
 
-  transcriptPath(sessionId: string): string {
+  transcriptPath(sessionId: string): Promise<string> {
     return this.transcripts.path(sessionId);
   }
 
-  hookNotes(sessionId: string): string[] {
+  async hookNotes(sessionId: string): Promise<string[]> {
     let root: string;
     try {
-      root = this.sessionRules.rootOf(sessionId);
+      root = await this.learn(sessionId);
     } catch (e) {
       return [(e as Error).message];
     }
     return this.sessionConfigs.hookNotes(root);
+  }
+
+  /** What {@link importHooks} needs of each root, read from the store by {@link learn}: its workspace and whether a trusted folder holds it. */
+  private readonly rootFacts = new Map<string, { workspace: string; trusted: boolean }>();
+
+  /**
+   * Reads into memory what the synchronous paths need of a session (its parent chain, its root's workspace and
+   * trust), once per session; returns its root. Called before a session's turn starts and when a session is created.
+   * @throws AirlockError `session_not_found`, `session_graph_invalid`.
+   */
+  private async learn(sessionId: string): Promise<string> {
+    const root = await this.sessionRules.rootOf(sessionId);
+    if (!this.rootFacts.has(root)) {
+      const s = await this.store.requireSession(root);
+      const trusted = (await this.trust.trustedFolderOf(s.workspace)) !== null;
+      if (this.rootFacts.size > 10_000) this.rootFacts.clear();
+      this.rootFacts.set(root, { workspace: s.workspace, trusted });
+    }
+    return root;
   }
 
   /** `~/.claude/settings.json`'s hooks, read once; its warnings are logged then. @throws AirlockError `config_invalid`. */
@@ -379,10 +410,11 @@ class AirlockRuntime implements Runtime {
    * @throws AirlockError `config_invalid` (a user or trusted project settings file that cannot be used), `session_not_found`.
    */
   private importHooks(rootId: string, _config: Readonly<Config>): ImportedHooks {
-    const session = this.store.requireSession(rootId);
+    const session = this.rootFacts.get(rootId);
+    if (!session) throw new AirlockError("session_not_found", `the root session ${rootId} was not read in this process yet; its hooks cannot be imported`);
     const user = this.readUserHooks();
     const [, ...project] = claudeSettingsFiles(rulesHome(), session.workspace);
-    const trusted = this.trust.trustedFolderOf(session.workspace);
+    const trusted = session.trusted;
     const groups = structuredClone(user.groups);
     const notes: string[] = [];
     if (trusted) {
@@ -416,9 +448,9 @@ class AirlockRuntime implements Runtime {
     this.providers.checkConfigured({ ...opts, configFile: this.configFileHint });
   }
 
-  createSession(input: CreateSessionInput): Session {
+  async createSession(input: CreateSessionInput): Promise<Session> {
     this.assertOpen();
-    return createSession(
+    const s = await createSession(
       {
         store: this.store,
         config: this.config,
@@ -428,11 +460,15 @@ class AirlockRuntime implements Runtime {
       },
       input,
     );
+    await this.learn(s.id);
+    return s;
   }
 
-  startTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal } = {}): StartedTurn {
+  async startTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal } = {}): Promise<StartedTurn> {
     this.assertOpen();
-    const session = this.store.requireSession(sessionId);
+    const session = await this.store.requireSession(sessionId);
+    await this.learn(session.id);
+    this.assertOpen();
     const config = this.configFor(session);
     const started = loopStartTurn(
       {
@@ -460,8 +496,8 @@ class AirlockRuntime implements Runtime {
     return started;
   }
 
-  runTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal } = {}): Promise<TurnResult> {
-    return this.startTurn(sessionId, message, opts).done;
+  async runTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal } = {}): Promise<TurnResult> {
+    return (await this.startTurn(sessionId, message, opts)).done;
   }
 
   cancel(sessionId: string, reason = "cancelled by request"): boolean {
@@ -470,7 +506,7 @@ class AirlockRuntime implements Runtime {
     for (const other of this.inflight.sessions()) {
       if (other === sessionId) continue;
       try {
-        if (ancestors(this.store, other).includes(sessionId)) any = this.inflight.cancel(other, `${reason} (an ancestor's turn was cancelled)`) || any;
+        if (knownAncestors(this.store, other).includes(sessionId)) any = this.inflight.cancel(other, `${reason} (an ancestor's turn was cancelled)`) || any;
       } catch {
         // a session whose graph cannot be read is not a descendant we can prove; leave it
       }

@@ -51,7 +51,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     writeFileSync(join(workspace, name), text);
   }
   const config = Config.parse(o.config ?? {});
-  const rt = createRuntime({ config, configDir: dataDir, dataDir, env: o.env ?? {}, providerRetry: { baseDelayMs: 1, maxDelayMs: 5 } });
+  const rt = await createRuntime({ config, configDir: dataDir, dataDir, env: o.env ?? {}, providerRetry: { baseDelayMs: 1, maxDelayMs: 5 } });
   let server: ServerHandle;
   try {
     server = startServer(rt, { host: "127.0.0.1", port: 0, heartbeatMs: o.heartbeatMs });

@@ -32,11 +32,11 @@ const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 /** Park → root's SSE client: a child's card escalated to the root's `/events` stream over real HTTP. */
 async function latency(): Promise<{ p50_ms: number; p99_ms: number; max_ms: number; samples: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-approvals-"));
-  const rt = createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {} });
+  const rt = await createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {} });
   const server = startServer(rt, { host: "127.0.0.1", port: 0 });
   try {
-    const root = rt.store.createSession({ workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
-    const child = rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const root = await rt.store.createSession({ workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const child = await rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
     const turnId = newId("turn");
     rt.inflight.register(child.id, turnId);
     const cards = rt.cards as Cards;
@@ -72,7 +72,7 @@ async function latency(): Promise<{ p50_ms: number; p99_ms: number; max_ms: numb
       await arrived;
       const t1 = arrivals.get(id)!;
       if (i >= 20) lat.push(t1 - t0); // warm-up excluded
-      cards.resolve(id, "deny", { sessionId: root.id });
+      await cards.resolve(id, "deny", { sessionId: root.id });
     }
     await reader.cancel().catch(() => {});
     lat.sort((a, b) => a - b);
@@ -85,13 +85,13 @@ async function latency(): Promise<{ p50_ms: number; p99_ms: number; max_ms: numb
 }
 
 /** Memory per parked card with CARDS parked, and decisions per second resolving them all. */
-function memoryAndThroughput(): { parked: number; bytes_per_card: number; park_per_s: number; decisions_per_s: number } {
-  const store = Store.open(":memory:");
+async function memoryAndThroughput(): Promise<{ parked: number; bytes_per_card: number; park_per_s: number; decisions_per_s: number }> {
+  const store = await Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
   const cards = new Cards({ store, bus, inflight, approverToken: "t" });
-  const root = store.createSession({ workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
-  const child = store.createSession({ parent_session_id: root.id, workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+  const root = await store.createSession({ workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+  const child = await store.createSession({ parent_session_id: root.id, workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(child.id, turnId);
   const ids: string[] = [];
@@ -110,7 +110,7 @@ function memoryAndThroughput(): { parked: number; bytes_per_card: number; park_p
   const after = process.memoryUsage().heapUsed;
   off();
   const t1 = performance.now();
-  for (const id of ids) cards.resolve(id, "allow_once", { sessionId: root.id });
+  for (const id of ids) await cards.resolve(id, "allow_once", { sessionId: root.id });
   const decideS = (performance.now() - t1) / 1000;
   cards.close();
   store.close();
@@ -118,7 +118,7 @@ function memoryAndThroughput(): { parked: number; bytes_per_card: number; park_p
 }
 
 const sse = await latency();
-const mem = memoryAndThroughput();
+const mem = await memoryAndThroughput();
 console.log(
   JSON.stringify(
     {

@@ -49,13 +49,13 @@ function until(cond: () => boolean, ms: number, what: string): { done: Promise<v
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-attach-"));
-const rt = createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {} });
+const rt = await createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {} });
 const server = startServer(rt, { host: "127.0.0.1", port: 0 });
 let attach: Bun.Subprocess<"pipe", "pipe", "inherit"> | undefined;
 try {
   const base = { workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" } as const;
-  const root = rt.store.createSession(base);
-  const child = rt.store.createSession({ ...base, parent_session_id: root.id });
+  const root = await rt.store.createSession(base);
+  const child = await rt.store.createSession({ ...base, parent_session_id: root.id });
   const turnId = newId("turn");
   rt.inflight.register(child.id, turnId);
 
@@ -122,7 +122,7 @@ try {
       toFeed.push(feedArrivals.get(id)! - t0);
     }
     const mark = text.length;
-    rt.cards.resolve(id, "deny", { sessionId: root.id });
+    await rt.cards.resolve(id, "deny", { sessionId: root.id });
     // the next card only once attach has printed this one's end (so each BEL is its own card's)
     const gone = until(() => text.indexOf(id, mark) >= 0, 30_000, `attach to drop card ${i}`);
     pokeAttach = gone.poke;

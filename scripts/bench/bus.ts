@@ -25,10 +25,10 @@ function quantile(sorted: number[], q: number): number {
 async function measure(subscribers: number): Promise<Record<string, number>> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-bus-"));
   mkdirSync(join(dataDir, "ws"));
-  const rt = createRuntime({ config: Config.parse({ limits: { script_workers: 1 } }), configDir: dataDir, dataDir, env: {} });
+  const rt = await createRuntime({ config: Config.parse({ limits: { script_workers: 1 } }), configDir: dataDir, dataDir, env: {} });
   const server = startServer(rt, { host: "127.0.0.1", port: 0 });
   try {
-    const session = rt.createSession({ workspace: join(dataDir, "ws") });
+    const session = await rt.createSession({ workspace: join(dataDir, "ws") });
     const samples: number[] = [];
     /** Per client: the highest seq received, and a waiter for "seq n arrived". */
     const clients: { seen: number; wake?: () => void; abort: AbortController }[] = [];

@@ -275,7 +275,7 @@ const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToo
 /** A script's sequential tool calls through the real gate (autonomous, a read-only echo tool) against the raw bridge. */
 async function gated(): Promise<Ratio & { calls_per_script: number; gated_calls_per_s: number; raw_calls_per_s: number }> {
   const CALLS = 2000;
-  const store = Store.open(":memory:");
+  const store = await Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
   const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
@@ -283,7 +283,7 @@ async function gated(): Promise<Ratio & { calls_per_script: number; gated_calls_
   const registry = { resolve: async (n: string) => (n === echo.name ? echo : undefined), list: async () => [echo], listCached: () => [echo] };
   const config = Config.parse({ mode: "autonomous" });
   const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: () => config });
-  const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+  const s = await store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(s.id, turnId);
   const parentCallId = newId("call");
@@ -318,12 +318,12 @@ async function gated(): Promise<Ratio & { calls_per_script: number; gated_calls_
 /** Park (a child session's card) → the root's SSE client, against `bus.publish` on the root → the same client. */
 async function park(samples: number): Promise<Ratio & { park_p99_ms: number; publish_p99_ms: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-park-"));
-  const rt = createRuntime({ config: Config.parse({ limits: { script_workers: 1 } }), configDir: dataDir, dataDir, env: {} });
+  const rt = await createRuntime({ config: Config.parse({ limits: { script_workers: 1 } }), configDir: dataDir, dataDir, env: {} });
   const server = startServer(rt, { host: "127.0.0.1", port: 0 });
   const abort = new AbortController();
   try {
-    const root = rt.store.createSession({ workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
-    const child = rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const root = await rt.store.createSession({ workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const child = await rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
     const turnId = newId("turn");
     rt.inflight.register(child.id, turnId);
     const cards = rt.cards as Cards;
@@ -355,7 +355,7 @@ async function park(samples: number): Promise<Ratio & { park_p99_ms: number; pub
       void cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch f${i++}` }, inspector: "mode", reason: "bench", requiresUserProof: false, ttlSeconds: 3600 });
       const id = await arrived;
       const ms = performance.now() - t0;
-      cards.resolve(id, "deny", { sessionId: root.id });
+      await cards.resolve(id, "deny", { sessionId: root.id });
       parkLat.push(ms);
       return ms;
     };

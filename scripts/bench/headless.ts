@@ -52,7 +52,7 @@ async function askLatency(n: number, via: "mode" | "hook"): Promise<number[]> {
     limits: { max_iterations: turns.length + 2 },
     ...(via === "hook" ? { hooks: { PreToolUse: [{ matcher: "", hooks: [{ type: "command", command: hook, timeout: 10 }] }] } } : {}),
   });
-  const rt = createRuntime({ config, configDir: dir, dataDir: dir, env: {} });
+  const rt = await createRuntime({ config, configDir: dir, dataDir: dir, env: {} });
   const sent = new Map<string, number>();
   const out: number[] = [];
   try {

@@ -27,18 +27,18 @@ function pct(sorted: number[], p: number): number {
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 
 /** A runtime with `notify` config, and a root with a child whose turn is registered (cards can park). */
-function setUp(notify: unknown): { rt: Runtime; root: string; child: string; turnId: string; dataDir: string } {
+async function setUp(notify: unknown): Promise<{ rt: Runtime; root: string; child: string; turnId: string; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-notify-"));
-  const rt = createRuntime({ config: Config.parse({ notify }), configDir: dataDir, dataDir, env: {}, log: () => {} });
+  const rt = await createRuntime({ config: Config.parse({ notify }), configDir: dataDir, dataDir, env: {}, log: () => {} });
   const base = { workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" } as const;
-  const root = rt.store.createSession(base);
-  const child = rt.store.createSession({ ...base, parent_session_id: root.id });
+  const root = await rt.store.createSession(base);
+  const child = await rt.store.createSession({ ...base, parent_session_id: root.id });
   const turnId = newId("turn");
   rt.inflight.register(child.id, turnId);
   return { rt, root: root.id, child: child.id, turnId, dataDir };
 }
 
-function park(s: ReturnType<typeof setUp>, i: number): { t0: number; parkUs: number; id: string } {
+function park(s: Awaited<ReturnType<typeof setUp>>, i: number): { t0: number; parkUs: number; id: string } {
   let id = "";
   const off = s.rt.bus.subscribe(s.child, (ev) => {
     if (ev.type === "action_required") id = ev.data.request_id;
@@ -53,11 +53,11 @@ function park(s: ReturnType<typeof setUp>, i: number): { t0: number; parkUs: num
 /** Park → the receiver has the webhook's body, one card at a time. */
 async function parkToWebhook(): Promise<Record<string, number>> {
   const r: Receiver = startReceiver(() => 200);
-  const s = setUp({ notifiers: [{ name: "bench", on: ["card_parked"], webhook: { url: `${r.url}/hook` } }] });
+  const s = await setUp({ notifiers: [{ name: "bench", on: ["card_parked"], webhook: { url: `${r.url}/hook` } }] });
   try {
     const lat: number[] = [];
     for (let i = 0; i < CARDS + WARMUP; i++) {
-      const { t0, id } = park(s, i);
+      const { t0, id } = await park(s, i);
       const got = await r.waitFor(i + 1);
       const last = got[i]!;
       if (last.body.request_id !== id) throw new Error(`webhook ${i} carried ${last.body.request_id}, parked ${id}`);
@@ -81,11 +81,11 @@ async function parkCost(): Promise<Record<string, number>> {
     ["park_us_p50_without_notify", {}],
     ["park_us_p50_with_hanging_webhook", { notifiers: [{ on: ["card_parked"], webhook: { url: hang.url, retries: 0 }, timeout_s: 600 }] }],
   ] as const) {
-    const s = setUp(notify);
+    const s = await setUp(notify);
     try {
       const us: number[] = [];
       for (let i = 0; i < CARDS + WARMUP; i++) {
-        const { parkUs, id } = park(s, i);
+        const { parkUs, id } = await park(s, i);
         if (i >= WARMUP) us.push(parkUs);
         s.rt.cards.resolve(id, "deny", { sessionId: s.root });
         await new Promise((r) => setImmediate(r));

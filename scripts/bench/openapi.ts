@@ -22,7 +22,7 @@ const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-openapi-"));
-  const rt = createRuntime({ config: Config.parse({ limits: { script_workers: 1 }, provider: { name: "scripted", script: "none.yaml" } }), configDir: dataDir, dataDir, env: {} });
+  const rt = await createRuntime({ config: Config.parse({ limits: { script_workers: 1 }, provider: { name: "scripted", script: "none.yaml" } }), configDir: dataDir, dataDir, env: {} });
   const server = startServer(rt, { host: "127.0.0.1", port: 0 });
   const headers = { authorization: `Bearer ${rt.tokens.apiToken}` };
   try {

@@ -23,7 +23,7 @@ const RUNS = 2000;
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 600_000, maxToolCalls: 1000, maxLogBytes: 1 << 16, maxResultBytes: 1 << 20 };
 const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 
-const store = Store.open(":memory:");
+const store = await Store.open(":memory:");
 const bus = new Bus();
 const inflight = new Inflight();
 const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
@@ -32,8 +32,8 @@ const registry = { resolve: async (n: string) => (n === echo.name ? echo : undef
 const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: (s) => Config.parse({ mode: s.mode }) });
 
 /** A session with a live turn; `run` provides its calling context, `call` goes through the gate. */
-function session(mode: "approve" | "autonomous") {
-  const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode, sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+async function session(mode: "approve" | "autonomous") {
+  const s = await store.createSession({ parent_session_id: null, workspace: process.cwd(), mode, sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(s.id, turnId);
   const parentCallId = newId("call");
@@ -44,7 +44,7 @@ function session(mode: "approve" | "autonomous") {
   };
 }
 
-async function throughput(pool: ScriptPool, s: ReturnType<typeof session>): Promise<number> {
+async function throughput(pool: ScriptPool, s: Awaited<ReturnType<typeof session>>): Promise<number> {
   const t0 = performance.now();
   for (let i = 0; i < RUNS; i++) {
     const r = await s.run(() => pool.run(`return await tools.bench__echo({ i: ${i} })`, LIMITS, s.call));
@@ -54,13 +54,13 @@ async function throughput(pool: ScriptPool, s: ReturnType<typeof session>): Prom
 }
 
 const pool = new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 });
-const busy = session("autonomous");
+const busy = await session("autonomous");
 for (let i = 0; i < 200; i++) await busy.run(() => pool.run("return await tools.bench__echo(1)", LIMITS, busy.call)); // warm-up
 const idleRate = await throughput(pool, busy);
 
 Bun.gc(true);
 const rssBefore = process.memoryUsage().rss;
-const waiting = session("approve");
+const waiting = await session("approve");
 let parkedNow = 0;
 let allParked!: () => void;
 const reached = new Promise<void>((r) => (allParked = r));
@@ -73,7 +73,7 @@ Bun.gc(true);
 const rssParked = process.memoryUsage().rss;
 const parkedRate = await throughput(pool, busy);
 
-for (const card of cards.listForSession(waiting.id)) cards.resolve(card.request_id, "allow_once", { sessionId: waiting.id });
+for (const card of cards.listForSession(waiting.id)) await cards.resolve(card.request_id, "allow_once", { sessionId: waiting.id });
 const ends = await Promise.all(parked);
 off();
 const released = ends.filter((r) => r.ok).length;

@@ -43,8 +43,8 @@ function twoHundredRules(): { allow: string[]; ask: string[]; deny: string[] } {
   return { allow, ask, deny };
 }
 
-function gateWith(config: Config) {
-  const store = Store.open(":memory:");
+async function gateWith(config: Config) {
+  const store = await Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
   const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
@@ -56,7 +56,7 @@ function gateWith(config: Config) {
   const registry = { resolve: async (n: string) => tools.get(n), list: async () => [...tools.values()] };
   // as the runtime wires it: the rule inspector joins the tree's "Allow for this session" rules (none here)
   const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: () => config, sessionRules: new SessionRuleSets(new SessionRules(store)) });
-  const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: config.mode, sandbox: "workspace-write", privacy: "public", headless: true, provider: "scripted" });
+  const s = await store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: config.mode, sandbox: "workspace-write", privacy: "public", headless: true, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(s.id, turnId);
   return {
@@ -87,8 +87,8 @@ const MCP_ARGS = { q: "airlock" };
 
 // the same gate and mode (autonomous: every call runs), with no rules and with 200: the rules inspector
 // runs in full on every call either way (a mode's allow never short-cuts it)
-const none = gateWith(Config.parse({ mode: "autonomous" }));
-const loaded = gateWith(Config.parse({ mode: "autonomous", permissions: twoHundredRules() }));
+const none = await gateWith(Config.parse({ mode: "autonomous" }));
+const loaded = await gateWith(Config.parse({ mode: "autonomous", permissions: twoHundredRules() }));
 
 const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
 

@@ -26,8 +26,8 @@ function pct(sorted: number[], p: number): number {
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
 
 /** A real gate (autonomous mode, one read-only echo tool) with a live turn; returns a callTool running through it. */
-function gatedCaller(): { run<T>(fn: () => Promise<T>): Promise<T>; callTool(name: string, args: unknown): Promise<ToolOutcome>; close(): void } {
-  const store = Store.open(":memory:");
+async function gatedCaller(): Promise<{ run<T>(fn: () => Promise<T>): Promise<T>; callTool(name: string, args: unknown): Promise<ToolOutcome>; close(): void }> {
+  const store = await Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
   const cards = new Cards({ store, bus, inflight, approverToken: "bench-approver-token-0123456789" });
@@ -35,7 +35,7 @@ function gatedCaller(): { run<T>(fn: () => Promise<T>): Promise<T>; callTool(nam
   const registry = { resolve: async (n: string) => (n === echo.name ? echo : undefined), list: async () => [echo], listCached: () => [echo] };
   const config = Config.parse({ mode: "autonomous" });
   const gate = new Gate({ store, bus, inflight, registry, cards, permits: new Permits(64), configFor: () => config });
-  const s = store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+  const s = await store.createSession({ parent_session_id: null, workspace: process.cwd(), mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
   const turnId = newId("turn");
   inflight.register(s.id, turnId);
   const parentCallId = newId("call");
@@ -78,7 +78,7 @@ for (let i = 0; i < 2000; i++) {
 }
 times.sort((a, b) => a - b);
 
-const gated = gatedCaller();
+const gated = await gatedCaller();
 const out = {
   trivial_script_ms: { p50: round(pct(times, 50)), p99: round(pct(times, 99)), runs: times.length },
   tool_calls_per_s_gate: {

@@ -22,7 +22,7 @@ import type { HookDirective, HookTurn, LoopHooks } from "./loop.ts";
 export interface AgentHookDeps extends HookSite {
   bus: Bus;
   /** Session rows (Notification reads the card's home session). */
-  store: HookSite["store"] & { getSession(id: string): Session | null; listTurns(sessionId: string): { id: string }[] };
+  store: HookSite["store"] & { getSession(id: string): Promise<Session | null>; listTurns(sessionId: string): Promise<{ id: string }[]> };
   /** The session's effective config (its `hooks`, `mode`, `limits`, `allow_unenforced`). */
   configFor(session: Session): Readonly<Config>;
   /** A tool's definition by airlock name, for Claude Code's tool name and input in `PostToolUse`. */
@@ -76,10 +76,10 @@ export class AgentHooks implements LoopHooks {
     // `fields` is typed per event (EventFields<E>); TypeScript cannot narrow the union on a generic E
     let common: HookCommonInput;
     try {
-      common = commonHookInput(session, config, this.deps);
+      common = await commonHookInput(session, config, this.deps);
     } catch (e) {
       // the transcript could not be brought up to date (or the chain read): every matching hook fails, never runs blind
-      const query = matchQuery({ hook_event_name: event, ...commonHookInput(session, config, { ...this.deps, transcriptPath: () => "" }), ...fields } as unknown as HookInput);
+      const query = matchQuery({ hook_event_name: event, ...(await commonHookInput(session, config, { ...this.deps, transcriptPath: () => "" }).catch(() => ({ session_id: session.id }))), ...fields } as unknown as HookInput);
       const reason = `the hook input could not be built, so the hook was not run: ${(e as Error).message}`;
       const failed = matchingHooks(matchers, query).map((h): HookAnswer => ({ hook: h.command, event, suppressOutput: false, failure: { code: "hook_error", reason } }));
       return this.read(event, session, failed, o.turnId, o.onFailure);
@@ -145,7 +145,7 @@ export class AgentHooks implements LoopHooks {
     const firstHere = !this.started.has(session.id);
     this.started.add(session.id);
     if (firstHere && config.hooks.SessionStart.length > 0) {
-      const earlier = this.deps.store.listTurns(session.id).some((t) => t.id !== turnId);
+      const earlier = (await this.deps.store.listTurns(session.id)).some((t) => t.id !== turnId);
       const source: SessionStartSource = earlier ? "resume" : "startup";
       const d = await this.fire("SessionStart", session, { source }, { turnId, signal, onFailure: "report", config });
       context.push(...d.context.map((c) => hookNote("SessionStart", c)));
@@ -248,24 +248,27 @@ export class AgentHooks implements LoopHooks {
     return this.deps.bus.subscribeAll((ev: AnyEvent) => {
       if (ev.type !== "action_required" || ev.data.surfaced_in !== ev.data.home_session_id) return;
       const card = ev.data;
-      const session = this.deps.store.getSession(card.home_session_id);
-      if (!session || this.closing.signal.aborted) return;
-      let config: Readonly<Config>;
-      try {
-        config = this.deps.configFor(session);
-      } catch {
-        return; // the gate refuses this session's calls too
-      }
-      if (config.hooks.Notification.length === 0) return;
-      const who = session.parent_session_id === null ? `session ${session.id}` : `subagent session ${session.id} (of ${session.parent_session_id})`;
-      const message = `airlock needs your permission to use ${card.tool} in ${who}: ${card.reason} [${card.inspector}]`;
+      if (this.closing.signal.aborted) return;
       // started on the next turn of the event loop: the card's publishing to its other surfaces goes first
       const p: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
-        .then(() => this.fire("Notification", session, { message, notification_type: "permission_prompt", title: "airlock: permission needed" }, {
-          signal: this.closing.signal,
-          onFailure: "report",
-          config,
-        }))
+        .then(async () => {
+          const session = await this.deps.store.getSession(card.home_session_id);
+          if (!session || this.closing.signal.aborted) return;
+          let config: Readonly<Config>;
+          try {
+            config = this.deps.configFor(session);
+          } catch {
+            return; // the gate refuses this session's calls too
+          }
+          if (config.hooks.Notification.length === 0) return;
+          const who = session.parent_session_id === null ? `session ${session.id}` : `subagent session ${session.id} (of ${session.parent_session_id})`;
+          const message = `airlock needs your permission to use ${card.tool} in ${who}: ${card.reason} [${card.inspector}]`;
+          await this.fire("Notification", session, { message, notification_type: "permission_prompt", title: "airlock: permission needed" }, {
+            signal: this.closing.signal,
+            onFailure: "report",
+            config,
+          });
+        })
         .then(() => {})
         .catch((e: unknown) => console.error("airlock: a Notification hook could not run:", e))
         .finally(() => this.detached.delete(p));
@@ -287,7 +290,7 @@ export class AgentHooks implements LoopHooks {
       await Promise.allSettled([
         ...[...this.detached],
         ...[...this.started].map(async (id) => {
-          const session = this.deps.store.getSession(id);
+          const session = await this.deps.store.getSession(id);
           if (!session) return;
           await this.fire("SessionEnd", session, { reason }, { signal: timeout.signal, onFailure: "report" });
         }),

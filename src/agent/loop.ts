@@ -46,15 +46,15 @@ export interface TurnResult {
  */
 export interface UsagePort {
   /** Before a model call. @throws AirlockError `token_budget` when the run this session belongs to has spent its budget. */
-  beforeModelCall(session: Session): void;
+  beforeModelCall(session: Session): Promise<void>;
   /**
    * After a model call returned (its assistant message stored): stores its usage (`usage` undefined = not
    * reported). Returns the `token_budget` error when this call's run is now over its budget (the runtime
    * has then cancelled the run's other turns with it), else null.
    */
-  afterModelCall(call: { session: Session; turnId: string; provider: string; model: string | null; usage: TokenUsage | undefined }): AirlockError | null;
+  afterModelCall(call: { session: Session; turnId: string; provider: string; model: string | null; usage: TokenUsage | undefined }): Promise<AirlockError | null>;
   /** The summed usage of a turn's model calls; null when none reported usage. */
-  turnUsage(turnId: string): UsageSummary | null;
+  turnUsage(turnId: string): Promise<UsageSummary | null>;
 }
 
 export interface LoopDeps {
@@ -139,7 +139,7 @@ export function startTurn(deps: LoopDeps, session: Session, userMessage: string,
     throw new AirlockError("session_busy", `session ${session.id} is already running a turn; wait for turn_finished or POST /sessions/${session.id}/cancel`);
   }
   const controller = new AbortController();
-  const turn = store.startTurn(session.id);
+  const turn = { id: newId("turn") };
   inflight.register(session.id, turn.id, controller);
   const signal = controller.signal;
   const parent = opts.parentSignal;
@@ -152,7 +152,22 @@ export function startTurn(deps: LoopDeps, session: Session, userMessage: string,
       unlink = () => parent.removeEventListener("abort", onParentAbort);
     }
   }
-  const done = runTurnBody(deps, session, turn.id, userMessage, signal).finally(unlink);
+  const done = store
+    .startTurn(session.id, undefined, turn.id)
+    .then(
+      () => runTurnBody(deps, session, turn.id, userMessage, signal),
+      (e: unknown): TurnResult => {
+        // the turn could not be stored: it never started
+        inflight.unregister(session.id, turn.id);
+        const err = toAirlockError(e, "internal");
+        if (err.code === "internal") console.error(`airlock: turn ${turn.id} of ${session.id} could not be stored:`, e);
+        const error = { code: err.code, message: err.message };
+        bus.publish(session.id, "error", { session_id: session.id, turn_id: turn.id, ...error });
+        bus.publish(session.id, "turn_finished", { session_id: session.id, turn_id: turn.id, status: "failed", error });
+        return { session_id: session.id, turn_id: turn.id, status: "failed", answer: null, error, tool_calls: 0, iterations: 0, usage: null };
+      },
+    )
+    .finally(unlink);
   return { turnId: turn.id, signal, done };
 }
 
@@ -174,9 +189,9 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
       if (d.block !== undefined) throw new AirlockError("prompt_blocked", d.block);
       startContext = d.context;
     }
-    const user = store.appendMessage({ session_id: sid, turn_id: turnId, role: "user", content: userMessage });
+    const user = await store.appendMessage({ session_id: sid, turn_id: turnId, role: "user", content: userMessage });
     bus.publish(sid, "message", { ...user }, { persisted: true });
-    if (startContext.length) appendHookMessage(deps, sid, turnId, startContext.join("\n\n"));
+    if (startContext.length) await appendHookMessage(deps, sid, turnId, startContext.join("\n\n"));
     /** How often this turn continued because a Stop hook blocked its end. */
     let stopContinuations = 0;
     const provider = deps.provider();
@@ -189,9 +204,9 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
           `the turn made ${deps.maxIterations} model calls without a final answer; raise limits.max_iterations or give the model a narrower task`,
         );
       }
-      deps.usage?.beforeModelCall(session);
+      await deps.usage?.beforeModelCall(session);
       result.iterations++;
-      const history = store.listMessages(sid);
+      const history = await store.listMessages(sid);
       const messages = deps.shrink ? await untilAborted(deps.shrink.prepare(hookTurn, { messages: history, system: deps.system, tools, provider, ...(deps.model ? { model: deps.model } : {}) }), signal) : history;
       throwIfAborted(signal);
       const mt = await untilAborted(provider.complete({
@@ -206,7 +221,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
       throwIfAborted(signal);
       deps.shrink?.observe(sid, mt.usage);
       const calls = mt.tool_calls.map((c) => (c.id ? c : { ...c, id: newId("call") }));
-      const assistant = store.appendMessage({
+      const assistant = await store.appendMessage({
         session_id: sid,
         turn_id: turnId,
         role: "assistant",
@@ -217,7 +232,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
       bus.publish(sid, "message", { ...assistant }, { persisted: true });
       unanswered = [...calls];
       // the run's token budget: checked after each model call; the calls it asked for are answered with the error
-      const over = deps.usage?.afterModelCall({ session, turnId, provider: provider.name, model: deps.model ?? null, usage: mt.usage }) ?? null;
+      const over = (await deps.usage?.afterModelCall({ session, turnId, provider: provider.name, model: deps.model ?? null, usage: mt.usage })) ?? null;
       if (over) throw over;
       if (calls.length === 0) {
         if (hooks) {
@@ -225,7 +240,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
           throwIfAborted(signal);
           if (d.stop === undefined && d.block !== undefined) {
             stopContinuations++;
-            appendHookMessage(deps, sid, turnId, d.block);
+            await appendHookMessage(deps, sid, turnId, d.block);
             continue;
           }
         }
@@ -245,9 +260,9 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
     if (err.code === "internal") console.error(`airlock: turn ${turnId} of ${sid} failed:`, e);
   } finally {
     try {
-      if (unanswered.length) answerUnanswered(deps, sid, turnId, unanswered, result);
-      result.usage = deps.usage?.turnUsage(turnId) ?? null;
-      store.finishTurn(turnId, result.status, { answer: result.answer, error: result.error ? `${result.error.code}: ${result.error.message}` : null });
+      if (unanswered.length) await answerUnanswered(deps, sid, turnId, unanswered, result);
+      result.usage = (await deps.usage?.turnUsage(turnId)) ?? null;
+      await store.finishTurn(turnId, result.status, { answer: result.answer, error: result.error ? `${result.error.code}: ${result.error.message}` : null });
     } catch (e) {
       console.error(`airlock: recording the end of turn ${turnId} failed:`, e);
     }
@@ -266,8 +281,8 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
 }
 
 /** Stores and publishes a user-side message written by hooks (context or feedback), marked `name: "hook"`. */
-function appendHookMessage(deps: LoopDeps, sid: string, turnId: string, content: string): void {
-  const m = deps.store.appendMessage({ session_id: sid, turn_id: turnId, role: "user", content, name: HOOK_MESSAGE_NAME });
+async function appendHookMessage(deps: LoopDeps, sid: string, turnId: string, content: string): Promise<void> {
+  const m = await deps.store.appendMessage({ session_id: sid, turn_id: turnId, role: "user", content, name: HOOK_MESSAGE_NAME });
   deps.bus.publish(sid, "message", { ...m }, { persisted: true });
 }
 
@@ -342,7 +357,7 @@ async function runCalls(deps: LoopDeps, turn: HookTurn, calls: ToolCallRequest[]
     const outcome: ToolOutcome = r.outcome ?? { ok: false, error: toAirlockError(r.lost, "cancelled").toJSON() };
     if (!r.outcome && own) end ??= r.lost;
     const rendered = renderOutcome(outcome);
-    const msg = deps.store.appendMessage({
+    const msg = await deps.store.appendMessage({
       session_id: sid,
       turn_id: turnId,
       role: "tool",
@@ -392,10 +407,10 @@ async function runCall(deps: LoopDeps, sid: string, turnId: string, call: ToolCa
  * valid for every provider. The code is `cancelled` for a cancelled turn, else the turn's own error code
  * (`token_budget`, `hook_stopped`, …), with its message.
  */
-function answerUnanswered(deps: LoopDeps, sid: string, turnId: string, calls: ToolCallRequest[], result: TurnResult): void {
+async function answerUnanswered(deps: LoopDeps, sid: string, turnId: string, calls: ToolCallRequest[], result: TurnResult): Promise<void> {
   const why = result.status === "cancelled" ? "the turn was cancelled before this call returned" : `the turn failed before this call returned${result.error ? `: ${result.error.message}` : ""}`;
   const code = result.status === "cancelled" ? "cancelled" : (result.error?.code ?? "internal");
-  const msgs = deps.store.appendMessages(
+  const msgs = await deps.store.appendMessages(
     calls.map((c) => ({
       session_id: sid,
       turn_id: turnId,

@@ -41,15 +41,15 @@ export class UsageMeter implements UsagePort {
     this.budgets.delete(rootSessionId);
   }
 
-  beforeModelCall(session: Session): void {
-    const over = this.budgetOf(session.id)?.budget.over;
+  async beforeModelCall(session: Session): Promise<void> {
+    const over = (await this.budgetOf(session.id))?.budget.over;
     if (over) throw over;
   }
 
-  afterModelCall(call: { session: Session; turnId: string; provider: string; model: string | null; usage: TokenUsage | undefined }): AirlockError | null {
+  async afterModelCall(call: { session: Session; turnId: string; provider: string; model: string | null; usage: TokenUsage | undefined }): Promise<AirlockError | null> {
     const { session, usage } = call;
-    this.deps.ledger.record({ session_id: session.id, turn_id: call.turnId, provider: call.provider, model: call.model, ...(usage ? { usage } : {}) });
-    const found = this.budgetOf(session.id);
+    await this.deps.ledger.record({ session_id: session.id, turn_id: call.turnId, provider: call.provider, model: call.model, ...(usage ? { usage } : {}) });
+    const found = await this.budgetOf(session.id);
     if (!found) return null;
     const { root, budget } = found;
     if (usage) budget.used += usage.input_tokens + usage.output_tokens;
@@ -65,7 +65,7 @@ export class UsageMeter implements UsagePort {
       if (sid === session.id) continue;
       let r: string | null;
       try {
-        r = rootOf(this.deps.sessions, sid);
+        r = await rootOf(this.deps.sessions, sid);
       } catch {
         r = null;
       }
@@ -74,16 +74,16 @@ export class UsageMeter implements UsagePort {
     return budget.over;
   }
 
-  turnUsage(turnId: string): UsageSummary | null {
+  async turnUsage(turnId: string): Promise<UsageSummary | null> {
     return this.deps.ledger.ofTurn(turnId);
   }
 
   /** The budget of the run `sessionId` belongs to, if that run has one. */
-  private budgetOf(sessionId: string): { root: string; budget: Budget } | null {
+  private async budgetOf(sessionId: string): Promise<{ root: string; budget: Budget } | null> {
     if (this.budgets.size === 0) return null;
     let root: string;
     try {
-      root = rootOf(this.deps.sessions, sessionId);
+      root = await rootOf(this.deps.sessions, sessionId);
     } catch {
       return null;
     }

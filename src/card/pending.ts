@@ -84,6 +84,8 @@ interface PendingCard {
   signal?: AbortSignal;
   onAbort?: () => void;
   settle: (o: CardOutcome) => void;
+  /** Set while an accepted answer is being written (one answer at a time). */
+  deciding?: boolean;
 }
 
 interface DecidedCard {
@@ -115,8 +117,8 @@ export class Cards {
    * for a decision — with `allow_once`, `allow_session`, `deny`, `expired` or `cancelled`.
    * @throws AirlockError from the session graph (`session_not_found`, `session_graph_invalid`) before anything is parked.
    */
-  park(input: ParkInput): Promise<CardOutcome> {
-    const surfaces = surfacesFor(this.opts.store, input.homeSessionId);
+  async park(input: ParkInput): Promise<CardOutcome> {
+    const surfaces = await surfacesFor(this.opts.store, input.homeSessionId);
     const requestId = newId("act");
     const expiresAt = new Date(Date.now() + input.ttlSeconds * 1000);
     const base: Omit<Card, "surfaced_in"> = {
@@ -134,10 +136,8 @@ export class Cards {
       ...(input.suggestedRule && this.opts.sessionRules ? { suggested_rule: input.suggestedRule } : {}),
       ...(input.willFail ? { will_fail: input.willFail } : {}),
     };
-    if (input.signal?.aborted) {
-      return Promise.resolve({ request_id: requestId, decision: "cancelled" });
-    }
-    this.opts.store.audit({
+    if (input.signal?.aborted) return { request_id: requestId, decision: "cancelled" };
+    await this.opts.store.audit({
       kind: "card_parked",
       outcome: "recorded",
       request_id: requestId,
@@ -157,6 +157,7 @@ export class Cards {
         ...(base.will_fail ? { will_fail: base.will_fail } : {}),
       },
     });
+    // parked in the log: from here on the card is either pending or closed by a card_decision row
     return new Promise<CardOutcome>((resolve) => {
       const rec: PendingCard = {
         base,
@@ -171,6 +172,8 @@ export class Cards {
         rec.onAbort = () => this.finish(requestId, { request_id: requestId, decision: "cancelled" }, "turn cancelled");
         input.signal.addEventListener("abort", rec.onAbort, { once: true });
       }
+      // cancelled while its parked row was written: withdrawn at once (after it is indexed below)
+      const abortedMeanwhile = input.signal?.aborted === true;
       this.pending.set(requestId, rec);
       for (const s of surfaces) {
         let set = this.bySession.get(s);
@@ -178,6 +181,7 @@ export class Cards {
         set.add(requestId);
       }
       for (const s of surfaces) this.opts.bus.publish(s, "action_required", { ...base, surfaced_in: s });
+      if (abortedMeanwhile) rec.onAbort?.();
     });
   }
 
@@ -189,8 +193,8 @@ export class Cards {
    * before the call is let run; the outcome then carries `rule` and `rule_id`.
    * Every attempt, accepted or refused, is written to the audit log (`card_decision`; `detail.proof`: whether it carried the valid approver token).
    */
-  resolve(requestId: string, decision: Decision, from: DecisionFrom): ResolveResult {
-    const audit = (outcome: "accepted" | "refused", code?: string) =>
+  async resolve(requestId: string, decision: Decision, from: DecisionFrom): Promise<ResolveResult> {
+    const audit = (outcome: "accepted" | "refused", code?: string): Promise<void> =>
       this.opts.store.audit({
         kind: "card_decision",
         outcome,
@@ -209,8 +213,8 @@ export class Cards {
     };
     const rec = this.pending.get(requestId);
     const done = rec ? undefined : this.decided.get(requestId);
-    const refuse = (e: AirlockError): ResolveResult => {
-      audit("refused", e.code);
+    const refuse = async (e: AirlockError): Promise<ResolveResult> => {
+      await audit("refused", e.code);
       return { ok: false, error: e };
     };
     if (!rec && !done) return refuse(new AirlockError("not_found", `no card ${requestId}; list the cards you may answer with GET /sessions/${from.sessionId}/actions`));
@@ -242,10 +246,13 @@ export class Cards {
       expectedApproverToken: typeof token === "function" ? token() : token,
     });
     if (proof) return refuse(proof);
+    // one answer at a time: while this one is written, another is refused as already decided
+    if (rec!.deciding) return refuse(new AirlockError("already_decided", `card ${requestId} is being decided by another answer; a card is answered once`));
+    rec!.deciding = true;
     let stored: { rule: string; id: string } | undefined;
     if (decision === "allow_session") {
       try {
-        stored = this.opts.sessionRules!.add(rec!.base.home_session_id, suggested!, {
+        stored = await this.opts.sessionRules!.add(rec!.base.home_session_id, suggested!, {
           request_id: requestId,
           added_in: from.sessionId,
           ...(from.actor ? { actor: from.actor } : {}),
@@ -253,10 +260,20 @@ export class Cards {
         });
       } catch (e) {
         // the rule could not be stored (session graph, database): the card stays pending, nothing ran
+        rec!.deciding = false;
         return refuse(toAirlockError(e));
       }
     }
-    audit("accepted");
+    try {
+      await audit("accepted");
+    } catch (e) {
+      rec!.deciding = false;
+      throw e;
+    }
+    if (this.pending.get(requestId) !== rec) {
+      // expired or withdrawn while the answer was written: the call was not let run
+      return { ok: false, error: new AirlockError("expired", `card ${requestId} closed (${this.decided.get(requestId)?.outcome.decision ?? "withdrawn"}) before this answer was stored; the call was not run`) };
+    }
     const outcome: CardOutcome = { request_id: requestId, decision, decided_in: from.sessionId, ...(from.reason ? { reason: from.reason } : {}) };
     if (stored) {
       outcome.rule = stored.rule;
@@ -280,10 +297,10 @@ export class Cards {
    * Decides a card at its root surface ({@link answerSurface}): {@link resolve} from that session, with the
    * same checks, results and audit rows. An unknown card is refused `not_found` (audited with no session).
    */
-  resolveAtSurface(requestId: string, decision: Decision, from: Omit<DecisionFrom, "sessionId">): ResolveResult {
+  async resolveAtSurface(requestId: string, decision: Decision, from: Omit<DecisionFrom, "sessionId">): Promise<ResolveResult> {
     const at = this.answerSurface(requestId);
     if (at !== undefined) return this.resolve(requestId, decision, { ...from, sessionId: at });
-    this.opts.store.audit({
+    await this.opts.store.audit({
       kind: "card_decision",
       outcome: "refused",
       request_id: requestId,
@@ -357,14 +374,16 @@ export class Cards {
     this.decided.set(requestId, { surfaces: rec.surfaces, home: rec.base.home_session_id, outcome });
     if (this.decided.size > this.decidedMemory) this.decided.delete(this.decided.keys().next().value!);
     if (outcome.decision === "expired" || outcome.decision === "cancelled") {
-      this.opts.store.audit({
-        kind: "card_decision",
-        outcome: "recorded",
-        request_id: requestId,
-        home_session_id: rec.base.home_session_id,
-        decision: outcome.decision,
-        detail: why ? { why } : undefined,
-      });
+      this.opts.store
+        .audit({
+          kind: "card_decision",
+          outcome: "recorded",
+          request_id: requestId,
+          home_session_id: rec.base.home_session_id,
+          decision: outcome.decision,
+          detail: why ? { why } : undefined,
+        })
+        .catch((e: unknown) => console.error(`airlock: the close of card ${requestId} could not be logged:`, e));
     }
     const ev: EventData<"action_resolved"> = { request_id: requestId, decision: outcome.decision };
     if (outcome.decided_in) ev.decided_in = outcome.decided_in;

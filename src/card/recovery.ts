@@ -19,19 +19,15 @@ export const INTERRUPTED_CARD_WHY = "the process that parked this card stopped b
  * @returns the request ids closed, oldest first.
  * @throws the database's error when the store cannot be written (the caller fails start-up).
  */
-export function interruptOrphanCards(store: Store): string[] {
-  const db = store.db;
-  return db.transaction(() => {
-    const open = db
-      .query<{ request_id: string; home_session_id: string | null; detail: string | null }, []>(
-        `SELECT p.request_id, p.home_session_id, p.detail FROM audit p
+export async function interruptOrphanCards(store: Store): Promise<string[]> {
+  await store.flushAudit();
+  return store.sql.transaction(async (tx) => {
+    const open = await tx.all<{ request_id: string; home_session_id: string | null; detail: string | null }>(
+      `SELECT p.request_id, p.home_session_id, p.detail FROM audit p
          WHERE p.kind = 'card_parked' AND p.request_id IS NOT NULL AND NOT EXISTS (
            SELECT 1 FROM audit d WHERE d.request_id = p.request_id AND d.kind = 'card_decision' AND d.outcome IN ('accepted', 'recorded'))
          ORDER BY p.id`,
-      )
-      .all();
-    const turnRunning = db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM turns WHERE id = ? AND status = 'running'");
-    const sessionRunning = db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM turns WHERE session_id = ? AND status = 'running'");
+    );
     const closed: string[] = [];
     for (const card of open) {
       let turnId: unknown;
@@ -41,19 +37,25 @@ export function interruptOrphanCards(store: Store): string[] {
         turnId = undefined;
       }
       const live =
-        typeof turnId === "string" ? turnRunning.get(turnId)!.n > 0 : card.home_session_id !== null && sessionRunning.get(card.home_session_id)!.n > 0;
+        typeof turnId === "string"
+          ? (await tx.get<{ n: number }>("SELECT COUNT(*) AS n FROM turns WHERE id = ? AND status = 'running'", [turnId]))!.n > 0
+          : card.home_session_id !== null &&
+            (await tx.get<{ n: number }>("SELECT COUNT(*) AS n FROM turns WHERE session_id = ? AND status = 'running'", [card.home_session_id]))!.n > 0;
       if (live) continue;
-      store.audit({
-        kind: "card_decision",
-        outcome: "recorded",
-        request_id: card.request_id,
-        home_session_id: card.home_session_id,
-        decision: "interrupted",
-        code: "interrupted",
-        detail: { why: INTERRUPTED_CARD_WHY, ...(typeof turnId === "string" ? { turn_id: turnId } : {}) },
-      });
+      await store.audit(
+        {
+          kind: "card_decision",
+          outcome: "recorded",
+          request_id: card.request_id,
+          home_session_id: card.home_session_id,
+          decision: "interrupted",
+          code: "interrupted",
+          detail: { why: INTERRUPTED_CARD_WHY, ...(typeof turnId === "string" ? { turn_id: turnId } : {}) },
+        },
+        tx,
+      );
       closed.push(card.request_id);
     }
     return closed;
-  }).immediate();
+  });
 }

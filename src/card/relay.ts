@@ -12,15 +12,15 @@ import type { Session } from "../session/types.ts";
  * Never lists a session twice and never escalates to the home itself.
  * @throws AirlockError `session_not_found` / `session_graph_invalid` from the graph (callers fail closed).
  */
-export function surfacesFor(store: ParentLookup, homeId: string): string[] {
-  const chain = ancestors(store, homeId);
+export async function surfacesFor(store: ParentLookup, homeId: string): Promise<string[]> {
+  const chain = await ancestors(store, homeId);
   const root = chain.length ? chain[chain.length - 1]! : homeId;
   return root === homeId ? [homeId] : [homeId, root];
 }
 
 /** Anything that can read a stored session (the Store). */
 export interface SessionLookup extends ParentLookup {
-  getSession(id: string): Session | null;
+  getSession(id: string): Promise<Session | null>;
 }
 
 /**
@@ -28,11 +28,11 @@ export interface SessionLookup extends ParentLookup {
  * ancestor does (a descendant of a headless run is headless too, whatever its own row says).
  * @throws AirlockError from the graph when the chain is invalid (callers fail closed).
  */
-export function isHeadlessChain(store: SessionLookup, sessionId: string): boolean {
-  const self = store.getSession(sessionId);
+export async function isHeadlessChain(store: SessionLookup, sessionId: string): Promise<boolean> {
+  const self = await store.getSession(sessionId);
   if (!self || self.headless) return true;
-  for (const id of ancestors(store, sessionId)) {
-    const s = store.getSession(id);
+  for (const id of await ancestors(store, sessionId)) {
+    const s = await store.getSession(id);
     if (!s || s.headless) return true;
   }
   return false;

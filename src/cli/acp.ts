@@ -16,7 +16,7 @@ import { assertNever } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import type { Session } from "../session/types.ts";
 import type { ClientFiles } from "../tool/tool.ts";
-import { ancestors, sessionName } from "../session/graph.ts";
+import { knownAncestors, sessionName } from "../session/graph.ts";
 import type { CommonOptions } from "./context.ts";
 import { version as AIRLOCK_VERSION } from "../../package.json" with { type: "json" };
 
@@ -65,7 +65,7 @@ export async function acp(opts: AcpOptions): Promise<number> {
   // stdout is the protocol: anything written with console.log/info/debug goes to stderr instead
   for (const k of ["log", "info", "debug"] as const) console[k] = (...a: unknown[]) => console.error(...a);
   const ctx = await resolveContext(opts);
-  const rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: process.cwd() });
+  const rt = await createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: process.cwd() });
   try {
     rt.checkProvider();
   } catch (e) {
@@ -119,15 +119,20 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
     s.queue = s.queue.then(() => c.notify(methods.client.session.update, { sessionId: s.root, update: u })).catch((e: unknown) => opts.log(`airlock acp: session/update failed: ${(e as Error).message}`));
   };
 
+  /** Chain-label names of the subagent sessions seen, by id. */
+  const names = new Map<string, string>();
   const inTree = (s: AcpSession, id: string): boolean => {
     let m = s.member.get(id);
     if (m === undefined) {
       try {
-        m = id === s.root || ancestors(rt.store, id).includes(s.root);
+        // the tree's sessions were made (their chains read) in this process: known without a query
+        m = id === s.root || knownAncestors(rt.store, id).includes(s.root);
       } catch {
         m = false;
       }
       s.member.set(id, m);
+      // its name for chain labels, read now (a label asked for before it arrives shows the id)
+      if (m && id !== s.root) void rt.store.getSession(id).then((x) => names.set(id, sessionName(x, id)), () => {});
     }
     return m;
   };
@@ -137,12 +142,12 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
     if (sessionId === s.root) return "";
     let chain: string[];
     try {
-      chain = [sessionId, ...ancestors(rt.store, sessionId)].reverse();
+      chain = [sessionId, ...knownAncestors(rt.store, sessionId)].reverse();
     } catch {
       chain = [s.root, sessionId];
     }
-    const names = chain.map((id) => (id === s.root ? "root" : sessionName(rt.store.getSession(id), id)));
-    return `[${names.join("›")}] `;
+    const labels = chain.map((id) => (id === s.root ? "root" : (names.get(id) ?? id)));
+    return `[${labels.join("›")}] `;
   };
 
   const onEvent = (s: AcpSession, ev: AnyEvent): void => {
@@ -252,11 +257,11 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
         reason = `allowed in the editor, but the card needs user proof and airlock acp could not read the approver token from ${rt.tokens.approverTokenPath}: denied`;
       }
     }
-    const r = rt.cards.resolve(card.request_id, decision, { sessionId: s.root, approverToken, actor: "acp", ...(decision === "deny" ? { reason } : {}) });
+    const r = await rt.cards.resolve(card.request_id, decision, { sessionId: s.root, approverToken, actor: "acp", ...(decision === "deny" ? { reason } : {}) });
     if (!r.ok) {
       opts.log(`airlock acp: the answer to ${card.request_id} was not applied: ${r.error.code}: ${r.error.message}`);
       // an allow that was refused (proof) must not leave the call waiting for an answer that cannot come
-      if (decision !== "deny") rt.cards.resolve(card.request_id, "deny", { sessionId: s.root, actor: "acp", reason: `the allow was refused: ${r.error.message}` });
+      if (decision !== "deny") await rt.cards.resolve(card.request_id, "deny", { sessionId: s.root, actor: "acp", reason: `the allow was refused: ${r.error.message}` });
       return;
     }
   };
@@ -316,14 +321,14 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
         agentInfo: { name: "airlock", title: "airlock", version: AIRLOCK_VERSION },
       };
     })
-    .onRequest(methods.agent.session.new, ({ params }) => {
+    .onRequest(methods.agent.session.new, async ({ params }) => {
       if (!isAbsolute(params.cwd)) throw RequestError.invalidParams({ cwd: params.cwd }, "cwd must be an absolute path");
       if (params.mcpServers.length > 0) {
         opts.log(`airlock acp: the editor's ${params.mcpServers.length} MCP server(s) are not started: airlock runs only the MCP servers of its own config (mcp_servers:)`);
       }
       let session;
       try {
-        session = rt.createSession({ workspace: params.cwd, headless: !canAsk });
+        session = await rt.createSession({ workspace: params.cwd, headless: !canAsk });
       } catch (e) {
         throw RequestError.invalidParams({ code: (e as { code?: string }).code }, (e as Error).message);
       }
@@ -338,7 +343,7 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
       };
       s.off = rt.bus.subscribeAll((ev) => onEvent(s, ev));
       sessions.set(session.id, s);
-      for (const n of rt.hookNotes(session.id)) opts.log(`airlock acp: ${n}`);
+      for (const n of await rt.hookNotes(session.id)) opts.log(`airlock acp: ${n}`);
       return { sessionId: session.id };
     })
     .onRequest(methods.agent.session.prompt, async ({ params }) => {
@@ -346,7 +351,7 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
       if (!s) throw RequestError.sessionNotFound(params.sessionId);
       let turn;
       try {
-        turn = rt.startTurn(s.root, promptText(params.prompt));
+        turn = await rt.startTurn(s.root, promptText(params.prompt));
       } catch (e) {
         throw RequestError.invalidRequest({ code: (e as { code?: string }).code }, (e as Error).message);
       }

@@ -36,7 +36,7 @@ export async function auditCommand(opts: AuditOptions): Promise<number> {
   const { queryAudit, exportAudit, parseAuditFlags } = await import("../store/audit-log.ts");
   const { writeStdout, writeJson, table } = await import("./output.ts");
   const flags = parseAuditFlags({ since: opts.since, decision: opts.decision });
-  return withStore(opts, function printAudit(store) {
+  return withStore(opts, async function printAudit(store) {
     const filter = {
       ...(opts.session ? { session: opts.session } : {}),
       ...(flags.since ? { since: flags.since } : {}),
@@ -44,7 +44,7 @@ export async function auditCommand(opts: AuditOptions): Promise<number> {
     };
     if (opts.export === "jsonl") {
       let chunk: string[] = [];
-      for (const row of exportAudit(store, filter)) {
+      for await (const row of exportAudit(store, filter)) {
         chunk.push(JSON.stringify(row));
         if (chunk.length >= EXPORT_CHUNK) {
           writeStdout(`${chunk.join("\n")}\n`);
@@ -54,7 +54,7 @@ export async function auditCommand(opts: AuditOptions): Promise<number> {
       if (chunk.length) writeStdout(`${chunk.join("\n")}\n`);
       return 0;
     }
-    const rows = queryAudit(store, { ...filter, ...(opts.limit ? { limit: opts.limit } : {}) });
+    const rows = await queryAudit(store, { ...filter, ...(opts.limit ? { limit: opts.limit } : {}) });
     if (opts.json) {
       writeJson({ audit: rows });
       return 0;

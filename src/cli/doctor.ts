@@ -16,7 +16,7 @@ export type CheckStatus = "ok" | "warn" | "fail";
 
 /** One line of the report: `{name, status, message, fix?}` (the `--json` shape of each check). */
 export interface Check {
-  /** Stable name: `bubblewrap`, `user_namespaces`, `root`, `python3`, `data_dir`, `tokens`, `config`, `provider`, `server_port`, `mcp:<name>`. */
+  /** Stable name: `bubblewrap`, `user_namespaces`, `root`, `python3`, `data_dir`, `tokens`, `config`, `provider`, `server_port`, `storage`, `mcp:<name>`. */
   name: string;
   status: CheckStatus;
   /** What was found. */
@@ -375,6 +375,45 @@ async function loadForDoctor(opts: CommonOptions): Promise<{ dataDir: string; lo
   }
 }
 
+/**
+ * The `storage` check: the embedded SQLite database (ok, nothing to reach), or the PostgreSQL database of
+ * `$AIRLOCK_DATABASE_URL` / `storage:` reached with `SELECT 1` and its schema at this airlock's latest
+ * migration version. The URL is shown with its password redacted (store/sql-pg.ts `redactUrl`). Creates
+ * and migrates nothing.
+ */
+export async function storageCheck(storage: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): Promise<Check> {
+  const { chooseStorage } = await import("../store/storage.ts");
+  const { openPgSql, redactUrl } = await import("../store/sql-pg.ts");
+  const { schemaVersionSql } = await import("../store/migrate.ts");
+  const { PG_MIGRATIONS } = await import("../store/migrations-pg.ts");
+  let choice;
+  try {
+    choice = chooseStorage(storage, env);
+  } catch (e) {
+    return { name: "storage", status: "fail", message: (e as Error).message, fix: "set $AIRLOCK_DATABASE_URL to a postgres:// URL, or unset it" };
+  }
+  if (choice.kind === "sqlite") return { name: "storage", status: "ok", message: "embedded SQLite database in the data dir (no storage: set)" };
+  const shown = redactUrl(choice.url);
+  const from = choice.source === "env" ? "$AIRLOCK_DATABASE_URL" : "storage:";
+  let sql;
+  try {
+    sql = await openPgSql(choice.url, { max: 1, connectionTimeoutS: 5 });
+  } catch (e) {
+    return { name: "storage", status: "fail", message: `PostgreSQL ${shown} (${from}) is not reachable: ${(e as Error).message}`, fix: "start the server, or correct the host, port, database and credentials in the URL" };
+  }
+  try {
+    const latest = Math.max(...PG_MIGRATIONS.map((m) => m.version));
+    const at = await schemaVersionSql(sql);
+    if (at === latest) return { name: "storage", status: "ok", message: `PostgreSQL ${shown} (${from}) reachable, schema at version ${at}` };
+    if (at < latest) return { name: "storage", status: "warn", message: `PostgreSQL ${shown} (${from}) reachable, schema at version ${at} of ${latest}`, fix: "the next `airlock serve` or `airlock run` migrates it" };
+    return { name: "storage", status: "fail", message: `PostgreSQL ${shown} (${from}) is at schema version ${at}, newer than this airlock (${latest})`, fix: "run the airlock version that migrated it" };
+  } catch (e) {
+    return { name: "storage", status: "fail", message: `PostgreSQL ${shown} (${from}): ${(e as Error).message}`, fix: "check the database user's rights" };
+  } finally {
+    await sql.close();
+  }
+}
+
 /** Runs every check of `airlock doctor`, in order; MCP servers one after the other. */
 export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
   const isRoot = process.getuid?.() === 0;
@@ -385,6 +424,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
   if (loaded) {
     checks.push(await providerCheck(loaded.config.provider, process.env, loaded.path ?? join(dataDir, "airlock.yaml")));
     checks.push(await portCheck(loaded.config, dataDir));
+    checks.push(await storageCheck(loaded.config.storage, process.env));
     for (const name of Object.keys(loaded.config.mcp_servers)) {
       checks.push(await mcpCheck(loaded.config, name, { workspace: process.cwd(), dataDir, timeoutS: opts.timeout ?? DEFAULT_MCP_CHECK_S }));
     }

@@ -192,7 +192,7 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   const { createRuntime } = await import("../runtime.ts");
   const { runOnce } = await import("../run/run-once.ts");
   const { exitCodeForStatus } = await import("../run/result.ts");
-  const rt = createRuntime({ config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
+  const rt = await createRuntime({ config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
   try {
     // a missing provider.script is a config error (exit 2), not a failed first turn; a recipe's own script is relative to the recipe
     // no model configured, or an unset key variable, is a config error too (exit 2), not a placeholder answer

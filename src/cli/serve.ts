@@ -42,11 +42,13 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const ctx = await resolveContext(opts);
   const host = opts.host ?? ctx.config.server.host;
   const port = opts.port ?? ctx.config.server.port;
-  // one server per data dir (its scheduler would fire every schedule twice otherwise): data_dir_in_use names the other
-  const lock = acquireServeLock(ctx.dataDir);
+  // one server per data dir (its scheduler would fire every schedule twice otherwise): data_dir_in_use names the other.
+  // SQLite only: on PostgreSQL several servers share the database by design (docs/scale-out.md)
+  const { chooseStorage } = await import("../store/storage.ts");
+  const lock = chooseStorage(ctx.config.storage).kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, setUrl(_url: string) {} };
   let rt;
   try {
-    rt = createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true });
+    rt = await createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true });
   } catch (e) {
     lock.release();
     throw e;

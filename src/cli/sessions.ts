@@ -12,19 +12,18 @@ export interface SessionsOptions extends CommonOptions {
 }
 
 /**
- * Runs `use` on the store of the data dir (WAL: a running server may keep writing), closing it after.
+ * Runs `use` on the configured store (the data dir's SQLite, WAL: a running server may keep writing; or PostgreSQL), closing it after.
  * @returns what `use` returns (the exit code). @throws what opening the store or `use` throws.
  */
-export async function withStore(opts: CommonOptions, use: (store: Store) => number): Promise<number> {
+export async function withStore(opts: CommonOptions, use: (store: Store) => number | Promise<number>): Promise<number> {
   const { resolveContext } = await import("./context.ts");
-  const { Store } = await import("../store/store.ts");
-  const { join } = await import("node:path");
+  const { openStore } = await import("../store/open.ts");
   const ctx = await resolveContext(opts);
-  const store = Store.open(join(ctx.dataDir, "airlock.db"));
+  const store = await openStore(ctx.config, ctx.dataDir);
   try {
-    return use(store);
+    return await use(store);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -35,8 +34,8 @@ export async function withStore(opts: CommonOptions, use: (store: Store) => numb
  */
 export async function sessionsList(opts: SessionsOptions): Promise<number> {
   const { writeStdout, writeJson, table } = await import("./output.ts");
-  return withStore(opts, function listSessions(store) {
-    const sessions = store.listSessions({ limit: 1000 });
+  return withStore(opts, async function listSessions(store) {
+    const sessions = await store.listSessions({ limit: 1000 });
     if (opts.json) {
       writeJson({ sessions });
       return 0;
@@ -45,11 +44,12 @@ export async function sessionsList(opts: SessionsOptions): Promise<number> {
       writeStdout("no sessions\n");
       return 0;
     }
-    const rows = sessions.map((s) => {
-      const first = s.title ?? store.listMessages(s.id).find((m) => m.role === "user")?.content ?? "";
-      const last = store.listTurns(s.id).at(-1);
-      return [s.id, s.created_at.replace("T", " ").slice(0, 19), s.mode, s.sandbox, s.headless ? "headless" : "-", last?.status ?? "-", s.parent_session_id ?? "-", oneLine(first, 50)];
-    });
+    const rows: string[][] = [];
+    for (const s of sessions) {
+      const first = s.title ?? (await store.listMessages(s.id)).find((m) => m.role === "user")?.content ?? "";
+      const last = (await store.listTurns(s.id)).at(-1);
+      rows.push( [s.id, s.created_at.replace("T", " ").slice(0, 19), s.mode, s.sandbox, s.headless ? "headless" : "-", last?.status ?? "-", s.parent_session_id ?? "-", oneLine(first, 50)]);
+    }
     writeStdout(table(["ID", "CREATED", "MODE", "SANDBOX", "HEADLESS", "LAST TURN", "PARENT", "TITLE"], rows));
     return 0;
   });
@@ -63,10 +63,10 @@ export async function sessionsList(opts: SessionsOptions): Promise<number> {
  */
 export async function sessionsShow(id: string, opts: SessionsOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
-  return withStore(opts, function showSession(store) {
-    const session = store.requireSession(id);
-    const turns = store.listTurns(id);
-    const messages = store.listMessages(id);
+  return withStore(opts, async function showSession(store) {
+    const session = await store.requireSession(id);
+    const turns = await store.listTurns(id);
+    const messages = await store.listMessages(id);
     if (opts.json) {
       writeJson({ session, turns, messages });
       return 0;

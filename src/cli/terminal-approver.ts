@@ -52,7 +52,7 @@ export function startTerminalApprover(
       const answer = await read("  allow once? [y/N] ");
       if (stopped) return;
       const allow = /^y(es)?$/i.test(answer);
-      const r = rt.cards.resolve(card.request_id, allow ? "allow_once" : "deny", {
+      const r = await rt.cards.resolve(card.request_id, allow ? "allow_once" : "deny", {
         sessionId: rootSessionId,
         approverToken: rt.tokens.approverToken,
         actor: "terminal",

@@ -34,22 +34,22 @@ export async function trustCommand(dir: string | undefined, opts: TrustOptions):
   if (!opts.list && opts.revoke === undefined && dir === undefined) {
     throw new AirlockError("usage", "name the folder to trust (airlock trust DIR), or use --list or --revoke DIR");
   }
-  return withStore(opts, function trust(store) {
+  return withStore(opts, async function trust(store) {
     const trusted = new TrustStore(store);
     if (opts.list) {
-      const folders = trusted.list();
+      const folders = await trusted.list();
       if (opts.json) writeJson({ trusted_folders: folders });
       else if (folders.length === 0) writeStdout("no trusted folders (airlock trust DIR adds one)\n");
       else writeStdout(table(["FOLDER", "TRUSTED SINCE"], folders.map((f) => [f.path, f.added_at.replace("T", " ").slice(0, 19)])));
       return 0;
     }
     if (opts.revoke !== undefined) {
-      const gone = trusted.revoke(opts.revoke);
+      const gone = await trusted.revoke(opts.revoke);
       if (opts.json) writeJson({ revoked: gone });
       else writeStdout(`no longer trusted: ${gone.path}\nIts hooks are not run in sessions started from now on.\n`);
       return 0;
     }
-    const { folder, already } = trusted.add(dir!);
+    const { folder, already } = await trusted.add(dir!);
     const home = process.env.HOME || homedir();
     if (folder.path === "/" || folder.path === home) {
       writeStderr(`airlock: note: ${folder.path} holds every project under it: each one's .claude hooks will run; trusting one project folder is safer\n`);

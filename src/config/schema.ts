@@ -344,6 +344,14 @@ export const Config = z.strictObject({
     })
     .default({ host: "127.0.0.1", port: 7420 }),
   notify: NotifyConfig.default({ notifiers: [] }),
+  /**
+   * Where sessions, audit and schedules are stored: a `postgres://` / `postgresql://` URL (docs/scale-out.md);
+   * absent: the embedded SQLite database in the data dir. `$AIRLOCK_DATABASE_URL`, when set, wins (store/storage.ts).
+   */
+  storage: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/\S+$/i, "must be a postgres:// or postgresql:// URL (absent: the embedded SQLite database)")
+    .optional(),
 });
 export type Config = z.infer<typeof Config>;
 

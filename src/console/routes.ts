@@ -86,23 +86,26 @@ export type { ChainLink, ConsoleCard };
 export { sessionName };
 
 /** Adds the chain (root → home) to a card. @throws AirlockError from the session graph. */
-export function withChain(rt: Pick<Runtime, "store">, card: Card): ConsoleCard {
-  const ids = [...ancestors(rt.store, card.home_session_id)].reverse().concat(card.home_session_id);
-  const chain = ids.map((id) => ({ id, name: sessionName(rt.store.getSession(id), id) }));
+export async function withChain(rt: Pick<Runtime, "store">, card: Card): Promise<ConsoleCard> {
+  const ids = [...(await ancestors(rt.store, card.home_session_id))].reverse().concat(card.home_session_id);
+  const chain = await Promise.all(ids.map(async (id) => ({ id, name: sessionName(await rt.store.getSession(id), id) })));
   return { ...card, surfaced_in: chain[0]!.id, chain, answer_in: chain[0]!.id };
 }
 
 /** The feed's opening state: recent sessions (newest first), the sessions running a turn, every pending card. */
-export function feedSnapshot(rt: Runtime): ConsoleSnapshot {
+export async function feedSnapshot(rt: Runtime): Promise<ConsoleSnapshot> {
+  // what is in memory is taken in the caller's tick; the stored parts are read after
+  const pending = rt.cards.listAll();
+  const inFlight = rt.inflight.sessions();
   const cards: ConsoleCard[] = [];
-  for (const c of rt.cards.listAll()) {
+  for (const c of pending) {
     try {
-      cards.push(withChain(rt, c));
+      cards.push(await withChain(rt, c));
     } catch {
       cards.push({ ...c, chain: [{ id: c.home_session_id, name: c.home_session_id }], answer_in: c.home_session_id });
     }
   }
-  return { sessions: rt.store.listSessions({ limit: 500 }), in_flight: rt.inflight.sessions(), pending_actions: cards };
+  return { sessions: await rt.store.listSessions({ limit: 500 }), in_flight: inFlight, pending_actions: cards };
 }
 
 /** Options of the console's API routes. */
@@ -120,7 +123,7 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
     sseResponse(c, String, opts.heartbeatMs, (out) => {
       const resolved = new Set<string>();
       /** Forwards the feed's events (turns and cards) of every session; the rest stay on the session's own stream. */
-      const forward = (ev: AnyEvent): void => {
+      const forwardOne = async (ev: AnyEvent): Promise<void> => {
         switch (ev.type) {
           case "delta":
           case "message":
@@ -131,7 +134,7 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
           case "action_required": {
             let card: ConsoleCard;
             try {
-              card = withChain(rt, ev.data);
+              card = await withChain(rt, ev.data);
             } catch {
               return;
             }
@@ -156,22 +159,29 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
             return assertNever(ev, "bus event");
         }
       };
-      // One tick: the snapshot and the subscription, so no event falls between them. The snapshot is built
-      // first: one that throws must not leave the listener subscribed to every session's bus.
-      const snapshot = feedSnapshot(rt);
+      // One tick: the snapshot's in-memory parts and the subscription, so no event falls between them; the
+      // events wait in order behind the snapshot (cards' chains are read from the store, one event after another).
+      let queue: Promise<void> = feedSnapshot(rt).then((snapshot) => out.next("snapshot", snapshot));
+      const forward = (ev: AnyEvent): void => {
+        queue = queue.then(() => forwardOne(ev)).catch((e: unknown) => console.error("airlock: the console feed could not forward an event:", e));
+      };
       const off = rt.bus.subscribeAll(forward);
-      out.next("snapshot", snapshot);
+      // a snapshot that cannot be built must not leave the listener subscribed to every session's bus
+      queue = queue.catch((e: unknown) => {
+        off();
+        console.error("airlock: the console feed's snapshot could not be built:", e);
+      });
       return off;
     }),
   );
 
-  app.get("/sessions/:id/actions/:request_id/preview", (c) => {
+  app.get("/sessions/:id/actions/:request_id/preview", async (c) => {
     const id = c.req.param("id");
     const rid = c.req.param("request_id");
-    rt.store.requireSession(id);
+    await rt.store.requireSession(id);
     const card = rt.cards.listForSession(id).find((x) => x.request_id === rid);
     if (!card) throw new AirlockError("not_found", `no pending card ${rid} in session ${id}; list them with GET /sessions/${id}/actions`);
-    const home = rt.store.requireSession(card.home_session_id);
+    const home = await rt.store.requireSession(card.home_session_id);
     return c.json(previewCard(card, home.workspace, rt.dataDir) satisfies CardPreview);
   });
 

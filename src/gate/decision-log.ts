@@ -166,22 +166,28 @@ export function callJudgedRow(log: CallLog, call: LoggedCall, outcome: LoggedOut
  * already been decided; the log is a record, not a wall).
  */
 export function writeCallJudged(store: Store, log: CallLog, call: LoggedCall, outcome: LoggedOutcome): void {
+  const failed = (e: unknown) => console.error("airlock: the decision log could not record a call:", e);
   try {
     const row = callJudgedRow(log, call, outcome);
-    if (log.answer?.decided_in) {
-      const accepted = store.db
-        .query<{ detail: string | null; actor: string | null }, [string]>(
-          "SELECT detail, actor FROM audit WHERE request_id = ? AND kind = 'card_decision' AND outcome = 'accepted' ORDER BY id DESC LIMIT 1",
-        )
-        .get(log.answer.request_id);
-      if (accepted) {
-        const d = accepted.detail ? (JSON.parse(accepted.detail) as { proof?: unknown }) : {};
-        const answer = { ...log.answer, proof: d.proof === true, ...(accepted.actor ? { via: accepted.actor } : {}) };
-        (row.detail as Record<string, unknown>).answer = answer;
-      }
+    const answer = log.answer;
+    if (!answer?.decided_in) {
+      store.auditSoon(row);
+      return;
     }
-    store.auditSoon(row);
+    store.sql
+      .get<{ detail: string | null; actor: string | null }>(
+        "SELECT detail, actor FROM audit WHERE request_id = ? AND kind = 'card_decision' AND outcome = 'accepted' ORDER BY id DESC LIMIT 1",
+        [answer.request_id],
+      )
+      .then((accepted) => {
+        if (accepted) {
+          const d = accepted.detail ? (JSON.parse(accepted.detail) as { proof?: unknown }) : {};
+          (row.detail as Record<string, unknown>).answer = { ...answer, proof: d.proof === true, ...(accepted.actor ? { via: accepted.actor } : {}) };
+        }
+        store.auditSoon(row);
+      })
+      .catch(failed);
   } catch (e) {
-    console.error("airlock: the decision log could not record a call:", e);
+    failed(e);
   }
 }

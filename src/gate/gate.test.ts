@@ -48,7 +48,7 @@ interface Harness {
   gate: Gate;
   runs: { tool: string; args: unknown; ctx: ToolContext }[];
   refused: RefusedCall[];
-  session(opts?: { parent?: Session; headless?: boolean; mode?: Mode }): Session;
+  session(opts?: { parent?: Session; headless?: boolean; mode?: Mode }): Promise<Session>;
   turn(s: Session): { turnId: string; controller: AbortController; end(): void };
   call(s: Session, turnId: string, name: string, args: unknown): Promise<ToolOutcome>;
   events(sessionId: string): BusEvent[];
@@ -63,8 +63,8 @@ afterEach(() => {
   }
 });
 
-function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness {
-  const store = Store.open(":memory:");
+async function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Promise<Harness> {
+  const store = await Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
   const cards = new Cards({ store, bus, inflight, approverToken: APPROVER });
@@ -144,8 +144,8 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
       readOnly: true,
       usesPermit: false,
       async execute(args, ctx) {
-        const child = h.session({ parent: ctx.session });
-        const t = h.turn(child);
+        const child = await h.session({ parent: ctx.session });
+        const t = await h.turn(child);
         try {
           return await h.call(child, t.turnId, "developer__shell", { command: args.command });
         } finally {
@@ -166,8 +166,8 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
     refused,
     lingering,
     gates,
-    session(opts = {}) {
-      return store.createSession({
+    async session(opts = {}) {
+      return await store.createSession({
         parent_session_id: opts.parent?.id ?? null,
         workspace: WS,
         mode: opts.mode ?? opts.parent?.mode ?? "smart",
@@ -204,29 +204,29 @@ function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Harness 
   return h;
 }
 
-type H = ReturnType<typeof harness> & { lingering: (() => Promise<ToolOutcome>)[]; gates: ((ctx: ToolContext) => Promise<void>)[] };
+type H = Awaited<ReturnType<typeof harness>> & { lingering: (() => Promise<ToolOutcome>)[]; gates: ((ctx: ToolContext) => Promise<void>)[] };
 
 describe("Gate: calling context (fail closed)", () => {
   test("no calling context → gate_no_session, nothing runs", async () => {
-    const h = harness();
+    const h = await harness();
     const out = await h.gate.call({ name: "developer__list_dir", args: { path: "." }, callId: "c1", fromScript: false });
     expect(out).toMatchObject({ ok: false, error: { code: "gate_no_session" } });
     expect(h.runs).toEqual([]);
   });
 
   test("a session whose turn ended → gate_no_session", async () => {
-    const h = harness();
-    const s = h.session({ mode: "autonomous" });
-    const t = h.turn(s);
+    const h = await harness();
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
     t.end();
     expect(await h.call(s, t.turnId, "developer__list_dir", { path: "." })).toMatchObject({ ok: false, error: { code: "gate_no_session" } });
     expect(h.runs).toEqual([]);
   });
 
   test("a script call arriving after its turn ended (a promise kept alive) is refused gate_no_session", async () => {
-    const h = harness() as H;
-    const s = h.session({ mode: "autonomous" });
-    const t = h.turn(s);
+    const h = (await harness()) as H;
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
     const out = await h.call(s, t.turnId, "code_execution__execute", { calls: [], keepAlive: true });
     expect(out.ok).toBe(true);
     t.end();
@@ -238,9 +238,9 @@ describe("Gate: calling context (fail closed)", () => {
 
 describe("Gate: validation and inspectors", () => {
   test("unknown tool and invalid arguments are refused naming the problem", async () => {
-    const h = harness();
-    const s = h.session({ mode: "autonomous" });
-    const t = h.turn(s);
+    const h = await harness();
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
     expect(await h.call(s, t.turnId, "developer__nope", {})).toMatchObject({ ok: false, error: { code: "unknown_tool" } });
     const bad = await h.call(s, t.turnId, "developer__shell", { command: 5 });
     expect(bad).toMatchObject({ ok: false, error: { code: "invalid_arguments" } });
@@ -248,51 +248,51 @@ describe("Gate: validation and inspectors", () => {
   });
 
   test("autonomous runs state-changing calls; the floor still asks with user proof", async () => {
-    const h = harness();
-    const s = h.session({ mode: "autonomous" });
-    const t = h.turn(s);
+    const h = await harness();
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
     expect(await h.call(s, t.turnId, "developer__shell", { command: "echo hi > out.txt" })).toMatchObject({ ok: true });
     const card = h.nextCard(s.id);
     const p = h.call(s, t.turnId, "developer__shell", { command: "rm -rf /" });
     const c = await card;
     expect(c).toMatchObject({ inspector: "sensitive_ops", requires_user_proof: true, tool: "developer__shell", user_only: true });
-    h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
+    await h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
     expect(await p).toMatchObject({ ok: false, error: { code: "denied" } });
     expect(h.runs.length).toBe(1);
   });
 
   test("smart allows read-only calls and asks for state changes; chat refuses everything", async () => {
-    const h = harness();
-    const s = h.session({ mode: "smart" });
-    const t = h.turn(s);
+    const h = await harness();
+    const s = await h.session({ mode: "smart" });
+    const t = await h.turn(s);
     expect(await h.call(s, t.turnId, "developer__list_dir", { path: "." })).toMatchObject({ ok: true });
     const card = h.nextCard(s.id);
     const p = h.call(s, t.turnId, "developer__shell", { command: "ls" });
     expect(await card).toMatchObject({ inspector: "mode", requires_user_proof: false });
-    const chat = h.session({ mode: "chat" });
-    const ct = h.turn(chat);
+    const chat = await h.session({ mode: "chat" });
+    const ct = await h.turn(chat);
     expect(await h.call(chat, ct.turnId, "developer__list_dir", { path: "." })).toMatchObject({ ok: false, error: { code: "mode_chat" } });
     t.end();
     expect(await p).toMatchObject({ ok: false, error: { code: "cancelled" } });
   });
 
   test("approve asks for every call but code_execution__list_tools", async () => {
-    const h = harness();
-    const s = h.session({ mode: "approve" });
-    const t = h.turn(s);
+    const h = await harness();
+    const s = await h.session({ mode: "approve" });
+    const t = await h.turn(s);
     expect(await h.call(s, t.turnId, "code_execution__list_tools", {})).toMatchObject({ ok: true });
     const card = h.nextCard(s.id);
     const p = h.call(s, t.turnId, "developer__list_dir", { path: "." });
     const c = await card;
     expect(c.inspector).toBe("mode");
-    h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id });
+    await h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id });
     expect(await p).toMatchObject({ ok: true });
   });
 
   test("per-tool config: deny refuses, ask asks even in autonomous", async () => {
-    const h = harness({ tools: { developer__list_dir: { permission: "deny" }, developer__shell: { permission: "ask" } } });
-    const s = h.session({ mode: "autonomous" });
-    const t = h.turn(s);
+    const h = await harness({ tools: { developer__list_dir: { permission: "deny" }, developer__shell: { permission: "ask" } } });
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
     expect(await h.call(s, t.turnId, "developer__list_dir", { path: "." })).toMatchObject({ ok: false, error: { code: "denied", inspector: "tool_config" } });
     const card = h.nextCard(s.id);
     void h.call(s, t.turnId, "developer__shell", { command: "ls" });
@@ -301,9 +301,9 @@ describe("Gate: validation and inspectors", () => {
   });
 
   test("script calls are judged one by one with the same floor", async () => {
-    const h = harness();
-    const s = h.session({ mode: "autonomous" });
-    const t = h.turn(s);
+    const h = await harness();
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
     const card = h.nextCard(s.id);
     const p = h.call(s, t.turnId, "code_execution__execute", {
       calls: [
@@ -314,7 +314,7 @@ describe("Gate: validation and inspectors", () => {
     });
     const c = await card;
     expect(c).toMatchObject({ inspector: "sensitive_ops", arguments: { command: "cat ~/.ssh/id_rsa" } });
-    h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
+    await h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
     const out = (await p) as { ok: true; result: { out: ToolOutcome[]; tools: string[] } };
     expect(out.result.out.map((o) => (o.ok ? "ok" : o.error.code))).toEqual(["ok", "denied", "unknown_tool"]);
     expect(out.result.tools).toEqual(["developer__shell", "developer__list_dir", "subagent__spawn"]);
@@ -325,14 +325,14 @@ describe("Gate: validation and inspectors", () => {
 
 describe("Gate: cards across the session tree", () => {
   test("a grandchild's script ask reaches the root with the same id and args, and runs once after the root allows", async () => {
-    const h = harness();
-    const root = h.session({ mode: "smart" });
-    const child = h.session({ parent: root });
-    const grand = h.session({ parent: child });
-    const sibling = h.session({ parent: root });
-    const unrelated = h.session();
-    const rt = h.turn(root);
-    const gt = h.turn(grand);
+    const h = await harness();
+    const root = await h.session({ mode: "smart" });
+    const child = await h.session({ parent: root });
+    const grand = await h.session({ parent: child });
+    const sibling = await h.session({ parent: root });
+    const unrelated = await h.session();
+    const rt = await h.turn(root);
+    const gt = await h.turn(grand);
     const atRoot = h.nextCard(root.id);
     const atHome = h.nextCard(grand.id);
     const p = h.call(grand, gt.turnId, "code_execution__execute", { calls: [{ name: "developer__shell", args: { command: "touch made.txt" } }] });
@@ -344,20 +344,20 @@ describe("Gate: cards across the session tree", () => {
     expect(h.events(child.id).filter((e) => e.type === "action_required")).toEqual([]);
     expect(h.cards.listForSession(child.id)).toEqual([]);
     for (const who of [child, sibling, unrelated]) {
-      const res = h.cards.resolve(r.request_id, "allow_once", { sessionId: who.id });
+      const res = await h.cards.resolve(r.request_id, "allow_once", { sessionId: who.id });
       expect(res).toMatchObject({ ok: false, error: { code: "outside_scope" } });
     }
     expect(h.cards.get(r.request_id)).toBeDefined();
     expect(h.cards.listForSession(root.id).map((c) => c.request_id)).toEqual([r.request_id]);
     expect(h.cards.listForSession(grand.id).map((c) => c.surfaced_in)).toEqual([grand.id]);
-    expect(h.cards.resolve(r.request_id, "allow_once", { sessionId: root.id })).toMatchObject({ ok: true });
-    expect(h.cards.resolve(r.request_id, "deny", { sessionId: root.id })).toMatchObject({ ok: false, error: { code: "already_decided" } });
+    expect(await h.cards.resolve(r.request_id, "allow_once", { sessionId: root.id })).toMatchObject({ ok: true });
+    expect(await h.cards.resolve(r.request_id, "deny", { sessionId: root.id })).toMatchObject({ ok: false, error: { code: "already_decided" } });
     expect(await p).toMatchObject({ ok: true });
     expect(h.runs.filter((x) => x.tool === "developer__shell").length).toBe(1);
     expect(h.cards.listForSession(root.id)).toEqual([]);
     const resolved = h.events(root.id).filter((e) => e.type === "action_resolved");
     expect(resolved.map((e) => e.data)).toEqual([{ request_id: r.request_id, decision: "allow_once", decided_in: root.id }]);
-    const audit = h.store.listAudit({ request_id: r.request_id });
+    const audit = await h.store.listAudit({ request_id: r.request_id });
     expect(audit.filter((a) => a.outcome === "refused").map((a) => [a.session_id, a.code])).toEqual([
       [child.id, "outside_scope"],
       [sibling.id, "outside_scope"],
@@ -370,9 +370,9 @@ describe("Gate: cards across the session tree", () => {
   });
 
   test("a root's own ask is published once, to itself", async () => {
-    const h = harness();
-    const root = h.session();
-    const t = h.turn(root);
+    const h = await harness();
+    const root = await h.session();
+    const t = await h.turn(root);
     const card = h.nextCard(root.id);
     void h.call(root, t.turnId, "developer__shell", { command: "ls" });
     const c = await card;
@@ -382,16 +382,16 @@ describe("Gate: cards across the session tree", () => {
   });
 
   test("an unproven allow is refused at the surface exactly as at home; the token allows; deny needs none", async () => {
-    const h = harness();
-    const root = h.session({ mode: "autonomous" });
-    const child = h.session({ parent: root });
-    const t = h.turn(child);
+    const h = await harness();
+    const root = await h.session({ mode: "autonomous" });
+    const child = await h.session({ parent: root });
+    const t = await h.turn(child);
     const card = h.nextCard(root.id);
     const p = h.call(child, t.turnId, "developer__shell", { command: "echo x >> ~/.bashrc" });
     const c = await card;
     expect(c.requires_user_proof).toBe(true);
-    const atHome = h.cards.resolve(c.request_id, "allow_once", { sessionId: child.id });
-    const atRoot = h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id });
+    const atHome = await h.cards.resolve(c.request_id, "allow_once", { sessionId: child.id });
+    const atRoot = await h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id });
     expect(atHome).toMatchObject({ ok: false, error: { code: "user_proof_required" } });
     expect(atRoot).toMatchObject({ ok: false, error: { code: "user_proof_required" } });
     const m1 = (atHome as { error: Error }).error.message;
@@ -399,41 +399,41 @@ describe("Gate: cards across the session tree", () => {
     expect(m1).toBe(m2);
     expect(m1).toContain("X-Airlock-Approver");
     // a wrong token: its own code, alike at home and at the surface
-    const wrongAtHome = h.cards.resolve(c.request_id, "allow_once", { sessionId: child.id, approverToken: "wrong" });
-    const wrongAtRoot = h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id, approverToken: "wrong" });
+    const wrongAtHome = await h.cards.resolve(c.request_id, "allow_once", { sessionId: child.id, approverToken: "wrong" });
+    const wrongAtRoot = await h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id, approverToken: "wrong" });
     expect(wrongAtHome).toMatchObject({ ok: false, error: { code: "user_proof_invalid" } });
     expect((wrongAtRoot as { error: Error }).error.message).toBe((wrongAtHome as { error: Error }).error.message);
-    expect(h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id, approverToken: APPROVER })).toMatchObject({ ok: true });
+    expect(await h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id, approverToken: APPROVER })).toMatchObject({ ok: true });
     expect(await p).toMatchObject({ ok: true });
 
     const card2 = h.nextCard(child.id);
     const p2 = h.call(child, t.turnId, "developer__shell", { command: "rm -rf ~" });
     const c2 = await card2;
-    expect(h.cards.resolve(c2.request_id, "deny", { sessionId: child.id })).toMatchObject({ ok: true });
+    expect(await h.cards.resolve(c2.request_id, "deny", { sessionId: child.id })).toMatchObject({ ok: true });
     expect(await p2).toMatchObject({ ok: false, error: { code: "denied" } });
     t.end();
   });
 
   test("unknown ids answer not_found; expired cards answer expired", async () => {
-    const h = harness({ approvals: { ttl_seconds: 1 } });
-    const s = h.session();
-    const t = h.turn(s);
-    expect(h.cards.resolve("act_nope", "deny", { sessionId: s.id })).toMatchObject({ ok: false, error: { code: "not_found" } });
+    const h = await harness({ approvals: { ttl_seconds: 1 } });
+    const s = await h.session();
+    const t = await h.turn(s);
+    expect(await h.cards.resolve("act_nope", "deny", { sessionId: s.id })).toMatchObject({ ok: false, error: { code: "not_found" } });
     const card = h.nextCard(s.id);
     const p = h.call(s, t.turnId, "developer__shell", { command: "ls" });
     const c = await card;
     expect(await p).toMatchObject({ ok: false, error: { code: "expired" } });
-    expect(h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id })).toMatchObject({ ok: false, error: { code: "expired" } });
+    expect(await h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id })).toMatchObject({ ok: false, error: { code: "expired" } });
     expect(h.events(s.id).find((e) => e.type === "action_resolved")?.data).toEqual({ request_id: c.request_id, decision: "expired" });
     expect(h.runs).toEqual([]);
     t.end();
   });
 
   test("cancelling a turn while parked withdraws its card and leaks no permit", async () => {
-    const h = harness({}, 1);
-    const root = h.session();
-    const child = h.session({ parent: root });
-    const t = h.turn(child);
+    const h = await harness({}, 1);
+    const root = await h.session();
+    const child = await h.session({ parent: root });
+    const t = await h.turn(child);
     const card = h.nextCard(root.id);
     const p = h.call(child, t.turnId, "developer__shell", { command: "ls" });
     const c = await card;
@@ -446,17 +446,17 @@ describe("Gate: cards across the session tree", () => {
       expect(h.cards.listForSession(sid)).toEqual([]);
     }
     expect(h.permits.inUse).toBe(0);
-    expect(h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id })).toMatchObject({ ok: false, error: { code: "already_decided" } });
+    expect(await h.cards.resolve(c.request_id, "allow_once", { sessionId: root.id })).toMatchObject({ ok: false, error: { code: "already_decided" } });
   });
 });
 
 describe("Gate: headless", () => {
   test("a headless session and every descendant refuse an ask at once with no_human_surface; nothing is parked", async () => {
-    const h = harness();
-    const root = h.session({ headless: true });
-    const child = h.session({ parent: root, headless: false }); // the row says interactive; the chain says headless
+    const h = await harness();
+    const root = await h.session({ headless: true });
+    const child = await h.session({ parent: root, headless: false }); // the row says interactive; the chain says headless
     for (const s of [root, child]) {
-      const t = h.turn(s);
+      const t = await h.turn(s);
       const out = await h.call(s, t.turnId, "developer__shell", { command: "touch x" });
       expect(out).toMatchObject({ ok: false, error: { code: "no_human_surface", inspector: "mode" } });
       expect((out as { error: { message: string } }).error.message).toContain("smart mode asks");
@@ -471,26 +471,26 @@ describe("Gate: headless", () => {
 
 describe("Gate: permits", () => {
   test("with one permit, two parked calls do not stop a third session's call", async () => {
-    const h = harness({}, 1);
-    const a = h.session();
-    const b = h.session();
-    const c = h.session({ mode: "autonomous" });
-    const [ta, tb, tc] = [h.turn(a), h.turn(b), h.turn(c)];
+    const h = await harness({}, 1);
+    const a = await h.session();
+    const b = await h.session();
+    const c = await h.session({ mode: "autonomous" });
+    const [ta, tb, tc] = [await h.turn(a), await h.turn(b), await h.turn(c)];
     const cards = Promise.all([h.nextCard(a.id), h.nextCard(b.id)]);
     const pa = h.call(a, ta.turnId, "developer__shell", { command: "touch a" });
     const pb = h.call(b, tb.turnId, "developer__shell", { command: "touch b" });
     const [ca, cb] = await cards;
     expect(await h.call(c, tc.turnId, "developer__shell", { command: "touch c" })).toMatchObject({ ok: true, result: { inUse: 1 } });
-    h.cards.resolve(ca.request_id, "allow_once", { sessionId: a.id });
-    h.cards.resolve(cb.request_id, "allow_once", { sessionId: b.id });
+    await h.cards.resolve(ca.request_id, "allow_once", { sessionId: a.id });
+    await h.cards.resolve(cb.request_id, "allow_once", { sessionId: b.id });
     expect((await Promise.all([pa, pb])).map((o) => o.ok)).toEqual([true, true]);
     expect(h.permits.inUse).toBe(0);
   });
 
   test("a parent blocked on a child whose call needs the only permit completes", async () => {
-    const h = harness({}, 1);
-    const parent = h.session({ mode: "autonomous" });
-    const t = h.turn(parent);
+    const h = await harness({}, 1);
+    const parent = await h.session({ mode: "autonomous" });
+    const t = await h.turn(parent);
     const out = await h.call(parent, t.turnId, "subagent__spawn", { command: "touch from-child" });
     expect(out).toMatchObject({ ok: true, result: { ok: true, result: { ran: "touch from-child", inUse: 1 } } });
     expect(h.permits.inUse).toBe(0);
@@ -506,9 +506,9 @@ describe("Gate: hooks", () => {
     ["prints permissionDecision alow", `${FIX}/bad-decision.sh`, 10, "hook_output_invalid"],
   ];
   test.each(failing)("a hook that %s leaves the tool un-run (headless: refused with its code)", async (_n, command, timeout, code) => {
-    const h = harness(hookCfg(command, timeout));
-    const s = h.session({ mode: "autonomous", headless: true });
-    const t = h.turn(s);
+    const h = await harness(hookCfg(command, timeout));
+    const s = await h.session({ mode: "autonomous", headless: true });
+    const t = await h.turn(s);
     const out = await h.call(s, t.turnId, "developer__shell", { command: "ls" });
     expect(out).toMatchObject({ ok: false, error: { code, inspector: "hook" } });
     expect(h.runs).toEqual([]);
@@ -516,25 +516,25 @@ describe("Gate: hooks", () => {
   });
 
   test.each(failing.filter((f) => f[3] !== "denied"))("a hook that %s is an ask where a person can answer, never an allow", async (_n, command, timeout) => {
-    const h = harness(hookCfg(command, timeout));
-    const s = h.session({ mode: "autonomous" });
-    const t = h.turn(s);
+    const h = await harness(hookCfg(command, timeout));
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
     const card = h.nextCard(s.id);
     const p = h.call(s, t.turnId, "developer__shell", { command: "ls" });
     const c = await card;
     expect(c.inspector).toBe("hook");
     expect(h.runs).toEqual([]);
-    h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
+    await h.cards.resolve(c.request_id, "deny", { sessionId: s.id });
     expect(await p).toMatchObject({ ok: false, error: { code: "denied" } });
     expect(h.runs).toEqual([]);
     t.end();
   });
 
   test("hooks run for script calls of a subagent too, and a hook allow does not loosen the floor", async () => {
-    const h = harness({ hooks: { PreToolUse: [{ matcher: "developer__shell", hooks: [{ type: "command", command: `${FIX}/allow.sh`, timeout: 10 }] }] } });
-    const root = h.session({ mode: "autonomous" });
-    const child = h.session({ parent: root });
-    const t = h.turn(child);
+    const h = await harness({ hooks: { PreToolUse: [{ matcher: "developer__shell", hooks: [{ type: "command", command: `${FIX}/allow.sh`, timeout: 10 }] }] } });
+    const root = await h.session({ mode: "autonomous" });
+    const child = await h.session({ parent: root });
+    const t = await h.turn(child);
     expect(await h.call(child, t.turnId, "code_execution__execute", { calls: [{ name: "developer__shell", args: { command: "ls" } }] })).toMatchObject({ ok: true });
     const card = h.nextCard(root.id);
     void h.call(child, t.turnId, "code_execution__execute", { calls: [{ name: "developer__shell", args: { command: "rm -rf /" } }] });
@@ -545,9 +545,9 @@ describe("Gate: hooks", () => {
 
 describe("Gate: elevation", () => {
   test("an invalid request is refused with its code; a valid one asks with user proof and applies to that call only", async () => {
-    const h = harness();
-    const s = h.session({ mode: "autonomous" });
-    const t = h.turn(s);
+    const h = await harness();
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
     expect(await h.call(s, t.turnId, "developer__shell", { command: "ls", sandbox_permissions: "danger-full-access" })).toMatchObject({
       ok: false,
       error: { code: "elevation_missing_justification" },
@@ -566,11 +566,11 @@ describe("Gate: elevation", () => {
     const p = h.call(s, t.turnId, "developer__shell", { command: "ls", sandbox_permissions: "danger-full-access", justification: "needs the network" });
     const c = await card;
     expect(c).toMatchObject({ inspector: "elevation", requires_user_proof: true });
-    expect(h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id, approverToken: APPROVER })).toMatchObject({ ok: true });
+    expect(await h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id, approverToken: APPROVER })).toMatchObject({ ok: true });
     expect(await p).toMatchObject({ ok: true, result: { elevated: "danger-full-access" } });
     expect(await h.call(s, t.turnId, "developer__shell", { command: "ls" })).toMatchObject({ ok: true, result: { elevated: null } });
-    const hs = h.session({ mode: "autonomous", headless: true });
-    const ht = h.turn(hs);
+    const hs = await h.session({ mode: "autonomous", headless: true });
+    const ht = await h.turn(hs);
     expect(await h.call(hs, ht.turnId, "developer__shell", { command: "ls", sandbox_permissions: "danger-full-access", justification: "x" })).toMatchObject({
       ok: false,
       error: { code: "no_human_surface", inspector: "elevation" },

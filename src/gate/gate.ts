@@ -53,7 +53,7 @@ export interface GateDeps {
   /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `AIRLOCK_PROJECT_DIR` is always the session workspace. */
   hookEnv?: Record<string, string>;
   /** A session's JSONL transcript, for a hook input's `transcript_path` (may throw: the hook then fails, an ask). */
-  transcriptPath?: (sessionId: string) => string;
+  transcriptPath?: (sessionId: string) => string | Promise<string>;
   /** The inspectors, in the order their verdicts combine; default {@link defaultInspectors}. */
   inspectors?: Inspector[];
   /** The session rules of each tree ("Allow for this session"): the default inspectors consult them, and cards offer a rule only when set. */
@@ -226,7 +226,7 @@ export class Gate {
     // the session row, read once per turn (the fields the gate uses never change after creation)
     let session = this.turnSessions.get(turn);
     if (!session) {
-      session = this.deps.store.getSession(ctx.sessionId) ?? undefined;
+      session = (await this.deps.store.getSession(ctx.sessionId)) ?? undefined;
       if (session) this.turnSessions.set(turn, session);
     }
     if (!session) return this.refuse(ctx.sessionId, req, "gate_no_session", `tool call refused: session ${ctx.sessionId} does not exist`);
@@ -351,7 +351,7 @@ export class Gate {
       case "ask": {
         let headless: boolean;
         try {
-          headless = isHeadlessChain(this.deps.store, session.id);
+          headless = await isHeadlessChain(this.deps.store, session.id);
         } catch (e) {
           const err = toAirlockError(e);
           return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, judgement.primary.inspector);

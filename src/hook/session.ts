@@ -20,7 +20,7 @@ export interface HookSite {
   /** Extra environment (e.g. `AIRLOCK_CONFIG_DIR`); `CLAUDE_PROJECT_DIR` / `AIRLOCK_PROJECT_DIR` are always the workspace. */
   env?: Record<string, string>;
   /** The JSONL transcript of a session (`transcript_path`); `""` until one exists. */
-  transcriptPath?: (sessionId: string) => string;
+  transcriptPath?: (sessionId: string) => string | Promise<string>;
 }
 
 /**
@@ -29,14 +29,14 @@ export interface HookSite {
  * `permission_mode` the session's effective mode in Claude Code's names ({@link permissionModeFor}).
  * @throws AirlockError `session_not_found` / `session_graph_invalid` when the session's chain cannot be read.
  */
-export function commonHookInput(session: Session, config: Readonly<Config>, site: HookSite): HookCommonInput {
+export async function commonHookInput(session: Session, config: Readonly<Config>, site: HookSite): Promise<HookCommonInput> {
   return {
     session_id: session.id,
-    transcript_path: site.transcriptPath ? site.transcriptPath(session.id) : "",
+    transcript_path: site.transcriptPath ? await site.transcriptPath(session.id) : "",
     cwd: session.workspace,
     permission_mode: permissionModeFor(config.mode),
     parent_session_id: session.parent_session_id,
-    ancestors: ancestors(site.store, session.id),
+    ancestors: await ancestors(site.store, session.id),
   };
 }
 

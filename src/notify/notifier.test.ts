@@ -30,7 +30,7 @@ function notifications(notify: unknown, env: Record<string, string> = {}): { n: 
   const n = new Notifications({
     config: NotifyConfig.parse(notify),
     bus: new Bus(),
-    store: { parentOf: () => null, getSession: () => null },
+    store: { parentOf: () => null, getSession: async () => null },
     log: (l) => log.push(l),
     defaultConsoleUrl: "http://127.0.0.1:7420",
     command: { cwd: "/", dataDir: "/nonexistent", allowUnenforced: false },
@@ -49,7 +49,7 @@ function receiver(respond?: Parameters<typeof startReceiver>[0]): Receiver {
 describe("notify webhook delivery", () => {
   test("retries a 500 with backoff and counts one success when the receiver recovers", async () => {
     const r = receiver((i) => (i < 2 ? 500 : 200));
-    const { n, log } = notifications({ notifiers: [{ name: "flaky", webhook: { url: `${r.url}/hook`, retries: 3, retry_backoff_ms: 20 }, timeout_s: 30 }] });
+    const { n, log } = await notifications({ notifiers: [{ name: "flaky", webhook: { url: `${r.url}/hook`, retries: 3, retry_backoff_ms: 20 }, timeout_s: 30 }] });
     n.runEnded(BLOCKED);
     await n.idle();
     expect(r.received.length).toBe(3);
@@ -60,7 +60,7 @@ describe("notify webhook delivery", () => {
 
   test("gives up after the retry bound, logs the failure once with the notifier's name and why, and counts it", async () => {
     const r = receiver(() => 503);
-    const { n, log } = notifications({ notifiers: [{ name: "down", webhook: { url: r.url, retries: 2, retry_backoff_ms: 10 }, timeout_s: 30 }] });
+    const { n, log } = await notifications({ notifiers: [{ name: "down", webhook: { url: r.url, retries: 2, retry_backoff_ms: 10 }, timeout_s: 30 }] });
     n.runEnded(BLOCKED);
     await n.idle();
     expect(r.received.length).toBe(3); // the first attempt and 2 retries
@@ -75,7 +75,7 @@ describe("notify webhook delivery", () => {
 
   test("a 4xx other than 429 is not retried", async () => {
     const r = receiver(() => 404);
-    const { n, log } = notifications({ notifiers: [{ webhook: { url: r.url, retries: 3, retry_backoff_ms: 10 } }] });
+    const { n, log } = await notifications({ notifiers: [{ webhook: { url: r.url, retries: 3, retry_backoff_ms: 10 } }] });
     n.runEnded(BLOCKED);
     await n.idle();
     expect(r.received.length).toBe(1);
@@ -87,7 +87,7 @@ describe("notify webhook delivery", () => {
   test("a receiver that never answers is cut at the event's timeout and counted; another notifier is not held up", async () => {
     const hang = receiver(() => "hang");
     const fast = receiver(() => 200);
-    const { n, log } = notifications({
+    const { n, log } = await notifications({
       notifiers: [
         { name: "hangs", webhook: { url: hang.url, retries: 3, retry_backoff_ms: 10 }, timeout_s: 1 },
         { name: "fast", webhook: { url: fast.url }, timeout_s: 30 },
@@ -112,7 +112,7 @@ describe("notify webhook delivery", () => {
   test("a header's value comes from its environment variable and never appears in the body; an unset variable fails the event", async () => {
     const r = receiver(() => 200);
     const secret = "tk_notify_secret_4f1c9e";
-    const { n } = notifications({ notifiers: [{ name: "ntfy", webhook: { url: `${r.url}/airlock-topic`, format: "ntfy", headers_env: { Authorization: "NTFY_AUTH" } } }] }, { NTFY_AUTH: `Bearer ${secret}` });
+    const { n } = await notifications({ notifiers: [{ name: "ntfy", webhook: { url: `${r.url}/airlock-topic`, format: "ntfy", headers_env: { Authorization: "NTFY_AUTH" } } }] }, { NTFY_AUTH: `Bearer ${secret}` });
     n.runEnded(BLOCKED);
     await n.idle();
     expect(r.received.length).toBe(1);
@@ -132,7 +132,7 @@ describe("notify webhook delivery", () => {
 
   test("url_env: the URL is read from the environment, and an unset one is a counted failure", async () => {
     const r = receiver(() => 200);
-    const { n } = notifications({ notifiers: [{ webhook: { url_env: "SLACK_HOOK_URL", format: "slack" } }] }, { SLACK_HOOK_URL: `${r.url}/services/T0/B0/x` });
+    const { n } = await notifications({ notifiers: [{ webhook: { url_env: "SLACK_HOOK_URL", format: "slack" } }] }, { SLACK_HOOK_URL: `${r.url}/services/T0/B0/x` });
     n.runEnded({ ...BLOCKED, status: "completed", error: null, refused_calls: [] });
     await n.idle();
     expect(r.received.map((x) => x.path)).toEqual(["/services/T0/B0/x"]);

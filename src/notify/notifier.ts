@@ -27,7 +27,7 @@ export const QUEUE_MAX = 256;
 
 /** What the notifier reads of the store: parent links and sessions (for chain labels). */
 export interface NotifySessions extends ParentLookup {
-  getSession(id: string): Session | null;
+  getSession(id: string): Promise<Session | null>;
 }
 
 /** Counts of one notifier since start: events delivered, events that failed (dropped ones included). */
@@ -102,6 +102,9 @@ export const PRIVATE_REASON = "(a private session: the reason is shown in the co
 export class Notifications {
   private readonly slots: Slot[];
   private readonly cards = new Map<string, CardSeen>();
+  /** Cards whose chain is being read (copies per card); an `action_resolved` that comes meanwhile waits in `resolvedEarly`. */
+  private readonly reading = new Map<string, number>();
+  private readonly resolvedEarly = new Map<string, AnyEvent>();
   private readonly off: () => void;
   private readonly stop = new AbortController();
   private readonly inFlight = new Set<Promise<void>>();
@@ -141,8 +144,18 @@ export class Notifications {
    */
   runEnded(run: RunEnd, origin: RunOrigin = {}): void {
     if (!this.enabled || this.stop.signal.aborted) return;
+    const read = run.session_id !== null ? this.opts.store.getSession(run.session_id) : Promise.resolve(null);
+    void read.then(
+      (s) => this.runEndedOf(run, origin, s),
+      // the session cannot be read: treated as private (nothing of its prompt leaves)
+      () => this.runEndedOf(run, origin, { privacy: "private" }),
+    );
+  }
+
+  private runEndedOf(run: RunEnd, origin: RunOrigin, session: Pick<Session, "privacy"> | null): void {
+    if (this.stop.signal.aborted) return;
     // a private run's prompt and refusal reasons stay out of notifications (open the console)
-    const priv = run.session_id !== null && this.opts.store.getSession(run.session_id)?.privacy === "private";
+    const priv = run.session_id !== null && session?.privacy === "private";
     const n: Notification = {
       event: run.status === "blocked" ? "run_blocked" : "run_finished",
       at: new Date().toISOString(),
@@ -202,28 +215,45 @@ export class Notifications {
     switch (ev.type) {
       case "action_required": {
         const card = ev.data;
-        const seen = this.chainOf(card.home_session_id, card.tool);
-        // a subagent's card is published on its home and its root: notify once, from the root's copy
-        if (card.surfaced_in !== seen.root || this.cards.has(card.request_id)) return;
-        this.cards.set(card.request_id, seen);
-        this.dispatch({
-          event: "card_parked",
-          at: new Date().toISOString(),
-          request_id: card.request_id,
-          session_id: seen.home,
-          root_session_id: seen.root,
-          chain: seen.chain,
-          chain_label: seen.chain.join(CHAIN_SEPARATOR),
-          tool: card.tool,
-          inspector: card.inspector,
-          reason: seen.private ? PRIVATE_REASON : card.reason,
-          requires_user_proof: card.requires_user_proof,
-          expires_at: card.expires_at,
-          url: consoleLink(this.consoleUrl(), seen.root, card.request_id),
+        if (this.cards.has(card.request_id)) return;
+        // the chain is read from the store (asynchronously): a card resolved meanwhile is told parked, then resolved
+        this.reading.set(card.request_id, (this.reading.get(card.request_id) ?? 0) + 1);
+        void this.chainOf(card.home_session_id, card.tool).then((seen) => {
+          const left = (this.reading.get(card.request_id) ?? 1) - 1;
+          if (left > 0) this.reading.set(card.request_id, left);
+          else this.reading.delete(card.request_id);
+          // a subagent's card is published on its home and its root: notify once, from the root's copy
+          if (card.surfaced_in === seen.root && !this.cards.has(card.request_id) && !this.stop.signal.aborted) {
+            this.cards.set(card.request_id, seen);
+            this.dispatch({
+              event: "card_parked",
+              at: new Date().toISOString(),
+              request_id: card.request_id,
+              session_id: seen.home,
+              root_session_id: seen.root,
+              chain: seen.chain,
+              chain_label: seen.chain.join(CHAIN_SEPARATOR),
+              tool: card.tool,
+              inspector: card.inspector,
+              reason: seen.private ? PRIVATE_REASON : card.reason,
+              requires_user_proof: card.requires_user_proof,
+              expires_at: card.expires_at,
+              url: consoleLink(this.consoleUrl(), seen.root, card.request_id),
+            });
+          }
+          const resolved = this.resolvedEarly.get(card.request_id);
+          if (resolved && !this.reading.has(card.request_id)) {
+            this.resolvedEarly.delete(card.request_id);
+            this.onBusEvent(resolved);
+          }
         });
         return;
       }
       case "action_resolved": {
+        if (this.reading.has(ev.data.request_id)) {
+          this.resolvedEarly.set(ev.data.request_id, ev);
+          return;
+        }
         const seen = this.cards.get(ev.data.request_id);
         if (!seen) return; // not a card this notifier saw park, or already told
         this.cards.delete(ev.data.request_id);
@@ -261,14 +291,14 @@ export class Notifications {
    * read. For a private session (or an unknown one) the names are `root` / `subagent#N` only: a title may be
    * the run's prompt.
    */
-  private chainOf(home: string, tool: string): CardSeen {
+  private async chainOf(home: string, tool: string): Promise<CardSeen> {
     let ids: string[];
     try {
-      ids = [...ancestors(this.opts.store, home)].reverse().concat(home);
+      ids = [...(await ancestors(this.opts.store, home))].reverse().concat(home);
     } catch {
       ids = [home];
     }
-    const sessions = ids.map((id) => this.opts.store.getSession(id));
+    const sessions = await Promise.all(ids.map((id) => this.opts.store.getSession(id).catch(() => null)));
     const priv = sessions.some((x) => !x || x.privacy === "private");
     const chain = sessions.map((x, i) => sessionName(x && priv ? { ...x, title: null } : x, ids[i]!));
     return { home, root: ids[0]!, chain, tool, private: priv };

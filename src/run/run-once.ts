@@ -10,7 +10,7 @@ import { AirlockError } from "../errors.ts";
 import type { RunOrigin } from "../notify/notifier.ts";
 import type { Runtime } from "../runtime.ts";
 import { headlessStatus, type RefusedCallEntry, type ResultObject } from "./result.ts";
-import { rootOf } from "../session/graph.ts";
+import { knownRootOf } from "../session/graph.ts";
 
 export type { ResultObject };
 
@@ -58,7 +58,7 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
   const sandbox = input.sandbox ?? o.sandbox;
   const provider = input.provider ?? o.provider?.name;
   const model = input.model ?? o.provider?.model;
-  const session = rt.createSession({
+  const session = await rt.createSession({
     headless: input.headless,
     workspace: input.workspace,
     ...(mode ? { mode } : {}),
@@ -71,7 +71,7 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
   input.onSession?.(root);
   if (Object.keys(o).length > 0) rt.setRunOverrides(root, o);
   // hooks of an untrusted workspace are not run: the run says so (stderr, through the runtime's log, and the result)
-  const notes = rt.hookNotes(root);
+  const notes = await rt.hookNotes(root);
   const warnings = notes.length ? { warnings: notes } : {};
 
   const member = new Map<string, boolean>([[root, true]]);
@@ -79,7 +79,7 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
     let m = member.get(id);
     if (m === undefined) {
       try {
-        m = rootOf(rt.store, id) === root;
+        m = knownRootOf(rt.store, id) === root; // the tree's sessions were made in this process: known
       } catch {
         m = false;
       }
@@ -143,7 +143,7 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
       refused_calls: refused,
       error,
       duration_ms: Date.now() - started,
-      usage: rt.usage.ofSubtree(root),
+      usage: await rt.usage.ofSubtree(root),
       ...warnings,
     };
   } finally {

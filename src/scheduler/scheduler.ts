@@ -5,7 +5,7 @@
  * while the same schedule's previous run is still going is recorded as `skipped`. After a restart,
  * missed fires are not replayed: at most one `catch-up` run per schedule (docs/recipes.md).
  */
-import type { Database } from "bun:sqlite";
+import type { Sql } from "../store/sql.ts";
 import { basename } from "node:path";
 import { Cron } from "croner";
 import { AirlockError, toAirlockError } from "../errors.ts";
@@ -60,7 +60,7 @@ export type SchedulerEvent =
   | { type: "finished"; run: Run };
 
 export interface SchedulerOptions {
-  db: Database;
+  db: Sql;
   runRecipe: RunRecipe;
   /** The clock used for the catch-up decision (default: `new Date()`). */
   now?: () => Date;
@@ -114,7 +114,7 @@ function runStatusOf(s: unknown): "completed" | "failed" | "blocked" | "cancelle
 }
 
 export class Scheduler {
-  private readonly db: Database;
+  private readonly db: Sql;
   private readonly runRecipe: RunRecipe;
   private readonly now: () => Date;
   private readonly log: (line: string) => void;
@@ -137,17 +137,17 @@ export class Scheduler {
    * that missed at least one fire while the server was down gets exactly one `catch-up` run now.
    * @returns the catch-up runs started.
    */
-  start(): Run[] {
+  async start(): Promise<Run[]> {
     if (this.started) return [];
     this.started = true;
     const catchUps: Run[] = [];
-    for (const s of listSchedules(this.db)) {
+    for (const s of await listSchedules(this.db)) {
       if (!s.enabled) continue;
       const missed = this.missedFire(s);
       this.arm(s);
       if (missed) {
         this.log(`schedule ${s.id} (${s.name}) missed its fire at ${missed.toISOString()}; running it once now (missed fires are not replayed)`);
-        catchUps.push(this.fire(s.id, "catch-up").run);
+        catchUps.push((await this.fire(s.id, "catch-up")).run);
       }
     }
     return catchUps;
@@ -168,7 +168,7 @@ export class Scheduler {
   private arm(s: Schedule): void {
     if (this.stopped || this.jobs.has(s.id)) return;
     const job = new Cron(s.cron, { catch: (e) => this.log(`schedule ${s.id}: ${toAirlockError(e).message}`) }, () => {
-      this.fire(s.id, "cron");
+      this.fire(s.id, "cron").catch((e: unknown) => this.log(`schedule ${s.id}: ${toAirlockError(e).message}`));
     });
     this.jobs.set(s.id, job);
   }
@@ -177,12 +177,12 @@ export class Scheduler {
    * Validates and stores a schedule, and arms it when the scheduler is started.
    * @throws AirlockError `bad_request` (cron) or `recipe_invalid` (recipe text or parameters, naming the key).
    */
-  add(input: NewSchedule): ScheduleView {
+  async add(input: NewSchedule): Promise<ScheduleView> {
     checkCron(input.cron);
     const recipe = parseRecipe(input.recipe_text, input.recipe_path);
     const params = input.params ?? {};
     resolveParams(recipe, params, input.recipe_path);
-    const s = insertSchedule(this.db, {
+    const s = await insertSchedule(this.db, {
       name: input.name ?? recipe.name ?? basename(input.recipe_path).replace(/\.ya?ml$/i, ""),
       cron: input.cron,
       recipe_path: input.recipe_path,
@@ -197,20 +197,20 @@ export class Scheduler {
    * Removes a schedule: its cron job stops, a run going on is cancelled, its run history is kept.
    * @returns false when there is no such schedule.
    */
-  remove(id: string): boolean {
-    const existed = deleteSchedule(this.db, id);
+  async remove(id: string): Promise<boolean> {
+    const existed = await deleteSchedule(this.db, id);
     this.jobs.get(id)?.stop();
     this.jobs.delete(id);
     this.active.get(id)?.controller.abort(new AirlockError("cancelled", `schedule ${id} was removed`));
     return existed;
   }
 
-  list(): ScheduleView[] {
-    return listSchedules(this.db).map((s) => this.view(s));
+  async list(): Promise<ScheduleView[]> {
+    return (await listSchedules(this.db)).map((s) => this.view(s));
   }
 
-  get(id: string): ScheduleView | null {
-    const s = getScheduleWithRecipe(this.db, id);
+  async get(id: string): Promise<ScheduleView | null> {
+    const s = await getScheduleWithRecipe(this.db, id);
     return s ? this.view(s) : null;
   }
 
@@ -233,18 +233,18 @@ export class Scheduler {
    * (then each has `schedule_removed: true`).
    * @throws AirlockError `not_found` for a schedule that never existed (or was removed with no runs).
    */
-  runs(scheduleId: string, limit?: number): Run[] {
-    if (!getScheduleWithRecipe(this.db, scheduleId) && !hasRemovedRuns(this.db, scheduleId)) throw notFound(scheduleId);
+  async runs(scheduleId: string, limit?: number): Promise<Run[]> {
+    if (!(await getScheduleWithRecipe(this.db, scheduleId)) && !(await hasRemovedRuns(this.db, scheduleId))) throw notFound(scheduleId);
     return listRuns(this.db, scheduleId, limit);
   }
 
   /** Every run of every schedule (removed schedules included), newest first (at most `limit`, default 100). */
-  allRuns(limit?: number): Run[] {
+  async allRuns(limit?: number): Promise<Run[]> {
     return listAllRuns(this.db, limit);
   }
 
   /** One run (also of a removed schedule), or null. */
-  run(runId: string): Run | null {
+  async run(runId: string): Promise<Run | null> {
     return getRun(this.db, runId);
   }
 
@@ -253,18 +253,18 @@ export class Scheduler {
    * `done` resolves with it at once. Otherwise a `running` run is stored and `done` resolves when it finished.
    * @throws AirlockError `not_found` for an unknown schedule.
    */
-  fire(scheduleId: string, trigger: RunTrigger): { run: Run; done: Promise<Run> } {
-    const s = getScheduleWithRecipe(this.db, scheduleId);
+  async fire(scheduleId: string, trigger: RunTrigger): Promise<{ run: Run; done: Promise<Run> }> {
+    const s = await getScheduleWithRecipe(this.db, scheduleId);
     if (!s) throw notFound(scheduleId);
-    setLastFire(this.db, s.id, this.now().toISOString());
+    await setLastFire(this.db, s.id, this.now().toISOString());
     const busy = this.active.get(s.id);
     if (busy || this.stopped) {
       const reason = busy ? `previous run ${busy.runId} of schedule ${s.id} is still running` : "the scheduler is stopping";
-      const run = insertRun(this.db, { schedule_id: s.id, status: "skipped", trigger, reason });
+      const run = await insertRun(this.db, { schedule_id: s.id, status: "skipped", trigger, reason });
       this.emit({ type: "skipped", run });
       return { run, done: Promise.resolve(run) };
     }
-    const run = insertRun(this.db, { schedule_id: s.id, status: "running", trigger });
+    const run = await insertRun(this.db, { schedule_id: s.id, status: "running", trigger });
     const controller = new AbortController();
     const done = this.execute(s, run, trigger, controller);
     this.active.set(s.id, { runId: run.id, controller, done });
@@ -282,15 +282,15 @@ export class Scheduler {
         signal: controller.signal,
         onSession: (id) => {
           sessionId = id;
-          setRunSession(this.db, run.id, id);
+          setRunSession(this.db, run.id, id).catch((e: unknown) => this.log(`run ${run.id}: its session could not be stored: ${toAirlockError(e).message}`));
         },
       });
-      finishRun(this.db, run.id, { status: runStatusOf(result.status), result, session_id: result.session_id ?? sessionId });
+      await finishRun(this.db, run.id, { status: runStatusOf(result.status), result, session_id: result.session_id ?? sessionId });
     } catch (e) {
       const err = toAirlockError(e);
       this.log(`run ${run.id} of schedule ${s.id} failed: ${err.message}`);
       const status = err.code === "cancelled" ? "cancelled" : "failed";
-      finishRun(this.db, run.id, {
+      await finishRun(this.db, run.id, {
         status,
         session_id: sessionId,
         result: { session_id: sessionId, status, result: null, tool_calls: 0, refused_calls: [], error: err.toJSON(), duration_ms: Date.now() - Date.parse(run.started_at) },
@@ -298,7 +298,7 @@ export class Scheduler {
     } finally {
       if (this.active.get(s.id)?.runId === run.id) this.active.delete(s.id);
     }
-    const finished = getRun(this.db, run.id)!;
+    const finished = (await getRun(this.db, run.id))!;
     this.emit({ type: "finished", run: finished });
     return finished;
   }

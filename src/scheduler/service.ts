@@ -3,12 +3,14 @@
  * One `Scheduler` per runtime (the one `airlock serve` process): created and started on first use,
  * stopped (runs going on are cancelled and stored) when the runtime closes.
  */
-import type { Database } from "bun:sqlite";
+import type { Sql } from "../store/sql.ts";
 import { Scheduler, type RunRecipe } from "./scheduler.ts";
 
 /** What the scheduler service needs from the runtime. */
 export interface SchedulerHost {
-  store: { db: Database };
+  store: { sql: Sql };
+  /** The data dir (its `airlock.db` is named in storage errors). */
+  dataDir: string;
   onClose(fn: () => Promise<void> | void): void;
 }
 
@@ -27,10 +29,10 @@ export function schedulerFor(rt: SchedulerHost, runRecipe?: RunRecipe): Schedule
       const { recipeRunner } = await import("./run-recipe.ts");
       return recipeRunner(rt as never)(input);
     });
-  s = new Scheduler({ db: rt.store.db, runRecipe: runner });
+  s = new Scheduler({ db: rt.store.sql, runRecipe: runner });
   schedulers.set(rt, s);
   const created = s;
   rt.onClose(() => created.stop());
-  s.start();
+  s.start().catch((e: unknown) => process.stderr.write(`airlock: scheduler: could not start: ${e instanceof Error ? e.message : String(e)}\n`));
   return s;
 }

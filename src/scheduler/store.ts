@@ -1,9 +1,9 @@
 /**
  * @module scheduler/store
  * Repository functions over the `schedules` and `runs` tables (store/db.ts migration 2). Each takes the
- * `Database`; JSON columns (`params`, `result`) are parsed here so callers see plain values.
+ * async executor `Sql` (store/sql.ts) and returns a promise; JSON columns (`params`, `result`) are parsed here so callers see plain values.
  */
-import type { Database } from "bun:sqlite";
+import type { Sql } from "../store/sql.ts";
 import { newId } from "../ids.ts";
 import { currentOwner } from "../store/owner.ts";
 
@@ -72,12 +72,12 @@ function toRun(r: RunRow): Run {
 }
 
 /** Stores a new schedule and returns it (with a fresh `sch_` id). */
-export function insertSchedule(
-  db: Database,
+export async function insertSchedule(
+  db: Sql,
   s: { name: string; cron: string; recipe_path: string; recipe_text: string; params?: Record<string, unknown>; enabled?: boolean },
-): ScheduleWithRecipe {
+): Promise<ScheduleWithRecipe> {
   const id = newId("sch");
-  db.query("INSERT INTO schedules (id, name, cron, recipe_path, recipe_text, params, enabled, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").run(
+  await db.run("INSERT INTO schedules (id, name, cron, recipe_path, recipe_text, params, enabled, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
     id,
     s.name,
     s.cron,
@@ -86,18 +86,18 @@ export function insertSchedule(
     JSON.stringify(s.params ?? {}),
     s.enabled === false ? 0 : 1,
     nowIso(),
-  );
-  return getScheduleWithRecipe(db, id)!;
+  ]);
+  return (await getScheduleWithRecipe(db, id))!;
 }
 
-export function getScheduleWithRecipe(db: Database, id: string): ScheduleWithRecipe | null {
-  const r = db.query<ScheduleRow, [string]>("SELECT * FROM schedules WHERE id = ?").get(id);
+export async function getScheduleWithRecipe(db: Sql, id: string): Promise<ScheduleWithRecipe | null> {
+  const r = await db.get<ScheduleRow>("SELECT * FROM schedules WHERE id = ?", [id]);
   return r ? toSchedule(r) : null;
 }
 
 /** Every schedule, oldest first. */
-export function listSchedules(db: Database): ScheduleWithRecipe[] {
-  return db.query<ScheduleRow, []>("SELECT * FROM schedules ORDER BY created_at, id").all().map(toSchedule);
+export async function listSchedules(db: Sql): Promise<ScheduleWithRecipe[]> {
+  return (await db.all<ScheduleRow>("SELECT * FROM schedules ORDER BY created_at, id")).map(toSchedule);
 }
 
 /** The API view of a schedule (drops the recipe text). */
@@ -110,27 +110,27 @@ export function publicSchedule(s: ScheduleWithRecipe | Schedule): Schedule {
  * `schedule_id` becomes null), in the same transaction, so `GET /schedules/:id/runs`, `GET /runs` and
  * `GET /runs/:id` still show them. Returns false when there was no such schedule.
  */
-export function deleteSchedule(db: Database, id: string): boolean {
-  return db.transaction(() => {
-    db.query("UPDATE runs SET removed_schedule_id = schedule_id, schedule_id = NULL WHERE schedule_id = ?").run(id);
-    return db.query("DELETE FROM schedules WHERE id = ?").run(id).changes > 0;
-  })();
+export async function deleteSchedule(db: Sql, id: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    await tx.run("UPDATE runs SET removed_schedule_id = schedule_id, schedule_id = NULL WHERE schedule_id = ?", [id]);
+    return (await tx.run("DELETE FROM schedules WHERE id = ?", [id])).changes > 0;
+  });
 }
 
 /** Records the time of a fire (ISO string). */
-export function setLastFire(db: Database, id: string, at: string): void {
-  db.query("UPDATE schedules SET last_fire_at = ? WHERE id = ?").run(at, id);
+export async function setLastFire(db: Sql, id: string, at: string): Promise<void> {
+  await db.run("UPDATE schedules SET last_fire_at = ? WHERE id = ?", [at, id]);
 }
 
 /** Stores a run. A `skipped` run is stored finished (`finished_at` = `started_at`). */
-export function insertRun(
-  db: Database,
+export async function insertRun(
+  db: Sql,
   r: { schedule_id: string | null; status: "running" | "skipped" | "failed"; trigger: RunTrigger; reason?: string; result?: Record<string, unknown> },
-): Run {
+): Promise<Run> {
   const id = newId("run");
   const at = nowIso();
   const owner = currentOwner();
-  db.query("INSERT INTO runs (id, schedule_id, status, trigger, started_at, finished_at, result, reason, owner_pid, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").run(
+  await db.run("INSERT INTO runs (id, schedule_id, status, trigger, started_at, finished_at, result, reason, owner_pid, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
     id,
     r.schedule_id,
     r.status,
@@ -141,48 +141,49 @@ export function insertRun(
     r.reason ?? null,
     owner.pid,
     owner.start,
-  );
-  return getRun(db, id)!;
+  ]);
+  return (await getRun(db, id))!;
 }
 
 /** Links a running run to the session it created. */
-export function setRunSession(db: Database, id: string, sessionId: string): void {
-  db.query("UPDATE runs SET session_id = ? WHERE id = ?").run(sessionId, id);
+export async function setRunSession(db: Sql, id: string, sessionId: string): Promise<void> {
+  await db.run("UPDATE runs SET session_id = ? WHERE id = ?", [sessionId, id]);
 }
 
 /** Finishes a running run with its result object; no effect on a run already finished. */
-export function finishRun(
-  db: Database,
+export async function finishRun(
+  db: Sql,
   id: string,
   f: { status: Exclude<RunStatus, "running" | "skipped">; result: Record<string, unknown> | null; session_id?: string | null; reason?: string | null },
-): void {
-  db.query(
+): Promise<void> {
+  await db.run(
     "UPDATE runs SET status = ?, result = ?, session_id = COALESCE(?, session_id), reason = COALESCE(?, reason), finished_at = ? WHERE id = ? AND status = 'running'",
-  ).run(f.status, f.result ? JSON.stringify(f.result) : null, f.session_id ?? null, f.reason ?? null, nowIso(), id);
+    [f.status, f.result ? JSON.stringify(f.result) : null, f.session_id ?? null, f.reason ?? null, nowIso(), id],
+  );
 }
 
-export function getRun(db: Database, id: string): Run | null {
-  const r = db.query<RunRow, [string]>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`).get(id);
+export async function getRun(db: Sql, id: string): Promise<Run | null> {
+  const r = await db.get<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`, [id]);
   return r ? toRun(r) : null;
 }
 
 /** A schedule's runs (also after the schedule was removed), newest first (at most `limit`, default 100). */
-export function listRuns(db: Database, scheduleId: string, limit = 100): Run[] {
-  return db
-    .query<RunRow, [string, string, number]>(
-      `SELECT ${RUN_COLUMNS} FROM runs WHERE schedule_id = ? OR removed_schedule_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?`,
-    )
-    .all(scheduleId, scheduleId, limit)
-    .map(toRun);
+export async function listRuns(db: Sql, scheduleId: string, limit = 100): Promise<Run[]> {
+  return (
+    await db.all<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE schedule_id = ? OR removed_schedule_id = ? ORDER BY started_at DESC, id DESC LIMIT ?`, [
+      scheduleId,
+      scheduleId,
+      limit,
+    ])
+  ).map(toRun);
 }
 
 /** Every run of every schedule, removed ones included, newest first (at most `limit`, default 100). */
-export function listAllRuns(db: Database, limit = 100): Run[] {
-  return db.query<RunRow, [number]>(`SELECT ${RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?`).all(limit).map(toRun);
+export async function listAllRuns(db: Sql, limit = 100): Promise<Run[]> {
+  return (await db.all<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs ORDER BY started_at DESC, id DESC LIMIT ?`, [limit])).map(toRun);
 }
 
 /** True when runs of a removed schedule `scheduleId` are kept. */
-export function hasRemovedRuns(db: Database, scheduleId: string): boolean {
-  return db.query("SELECT 1 FROM runs WHERE removed_schedule_id = ? LIMIT 1").get(scheduleId) !== null;
+export async function hasRemovedRuns(db: Sql, scheduleId: string): Promise<boolean> {
+  return (await db.get("SELECT 1 AS one FROM runs WHERE removed_schedule_id = ? LIMIT 1", [scheduleId])) !== null;
 }
-

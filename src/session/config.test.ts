@@ -6,39 +6,39 @@ import type { Session } from "./types.ts";
 
 const session = (id: string, parent: string | null = null): Session =>
   ({ id, parent_session_id: parent, workspace: "/ws", mode: "smart", sandbox: "workspace-write" }) as unknown as Session;
-const store = { parentOf: (id: string) => (id === "child" ? "root" : id === "root" ? null : undefined) };
+const store = { parentOf: (id: string) => (id === "child" ? "root" : id === "root" ? null : undefined), knownParentOf: (id: string) => (id === "child" ? "root" : id === "root" ? null : undefined) };
 const cmd = (command: string) => ({ type: "command" as const, command, timeout: 60 });
 
-test("a tree's imported hooks run after the config's own and the run overrides', per event; the import reads the root's config with its overrides", () => {
+test("a tree's imported hooks run after the config's own and the run overrides', per event; the import reads the root's config with its overrides", async () => {
   const calls: boolean[] = [];
   const importer: HookImporter = (_root, config) => {
     calls.push(config.hooks.import_claude_settings);
     const groups = noHookGroups();
-    groups.PreToolUse.push({ matcher: "", hooks: [{ ...cmd("imported.sh"), source: "project-settings" } as ReturnType<typeof cmd>] });
+    groups.PreToolUse.push({ matcher: "", hooks: [{ ...cmd("imported.sh"), source: "project-settings" } as Awaited<ReturnType<typeof cmd>>] });
     return { groups, notes: ["a note"] };
   };
   const base = Config.parse({ hooks: { PreToolUse: [{ hooks: [cmd("config.sh")] }] } });
   const configs = new SessionConfigs(store, base, importer);
   // import off: nothing imported, no notes
   expect(configs.configFor(session("root")).hooks.PreToolUse.flatMap((g) => g.hooks.map((h) => h.command))).toEqual(["config.sh"]);
-  expect(configs.hookNotes("root")).toEqual([]);
+  expect(await configs.hookNotes("root")).toEqual([]);
   expect(calls).toEqual([]);
   // a recipe turns it on for its tree: config, recipe, then imported — for the root and its children
   configs.set("root", { hooks: { import_claude_settings: true, PreToolUse: [{ hooks: [cmd("recipe.sh")] }] } });
   expect(configs.configFor(session("child", "root")).hooks.PreToolUse.flatMap((g) => g.hooks.map((h) => h.command))).toEqual(["config.sh", "recipe.sh", "imported.sh"]);
-  expect(configs.hookNotes("root")).toEqual(["a note"]);
+  expect(await configs.hookNotes("root")).toEqual(["a note"]);
   expect(calls).toEqual([true]); // once per tree
   configs.clear("root");
   expect(configs.configFor(session("root")).hooks.PreToolUse).toHaveLength(1);
 });
 
-test("an import that fails is a note, and the tree's config keeps failing (fail closed) until it succeeds", () => {
+test("an import that fails is a note, and the tree's config keeps failing (fail closed) until it succeeds", async () => {
   let fail = true;
   const configs = new SessionConfigs(store, Config.parse({ hooks: { import_claude_settings: true } }), () => {
     if (fail) throw new Error("settings.json: not JSON");
     return { groups: noHookGroups(), notes: [] };
   });
-  expect(configs.hookNotes("root")).toEqual(["settings.json: not JSON (every tool call of this session is refused until it is fixed)"]);
+  expect(await configs.hookNotes("root")).toEqual(["settings.json: not JSON (every tool call of this session is refused until it is fixed)"]);
   expect(() => configs.configFor(session("root"))).toThrow("not JSON");
   fail = false;
   expect(configs.configFor(session("root")).hooks.import_claude_settings).toBe(true);

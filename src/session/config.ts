@@ -6,7 +6,7 @@
  */
 import { mergeConfig, type ConfigOverrides } from "../config/load.ts";
 import { HOOK_EVENTS, type Config, type HookEvent, type HookMatcher } from "../config/schema.ts";
-import { rootOf, type ParentLookup } from "./graph.ts";
+import { knownRootOf, rootOf, type KnownParentLookup, type ParentLookup } from "./graph.ts";
 import type { Session } from "./types.ts";
 
 /** The hooks a session tree imports (Claude Code's settings files) and what to tell the person about them. */
@@ -30,7 +30,7 @@ export class SessionConfigs {
 
   /** @param importHooks the tree's hooks from Claude Code's settings files (`hooks.import_claude_settings`); none when absent. */
   constructor(
-    private readonly store: ParentLookup,
+    private readonly store: ParentLookup & KnownParentLookup,
     readonly base: Readonly<Config>,
     private readonly importHooks?: HookImporter,
   ) {}
@@ -38,13 +38,22 @@ export class SessionConfigs {
   /**
    * The session's effective config (frozen). No fallback when the graph cannot be read: the root's run
    * overrides (a recipe's hooks) ADD guards, so judging without them would loosen.
-   * @throws AirlockError `session_graph_invalid` / `session_not_found` when its root cannot be found (the gate then refuses the call).
+   * @throws AirlockError `session_graph_invalid` / `session_not_found` when its root cannot be found (the gate then refuses the call),
+   *   or when the session's chain was not read in this process yet (see {@link learn}).
    */
   configFor(session: Session): Readonly<Config> {
-    const root = session.parent_session_id ? rootOf(this.store, session.id) : session.id;
+    const root = session.parent_session_id ? knownRootOf(this.store, session.id) : session.id;
     const base = this.withImported(root).config;
     if (base.mode === session.mode && base.sandbox === session.sandbox) return base;
     return Object.freeze({ ...base, mode: session.mode, sandbox: session.sandbox });
+  }
+
+  /**
+   * Reads the session's parent chain into memory (once per session), so {@link configFor} answers without a query.
+   * @throws AirlockError `session_not_found`, `session_graph_invalid`.
+   */
+  async learn(sessionId: string): Promise<void> {
+    await rootOf(this.store, sessionId);
   }
 
   /**

@@ -24,7 +24,7 @@ export interface CreateSessionInput {
 
 /** What session creation needs: the session rows, the defaults, and the provider check for a privacy tier. */
 export interface SessionCreationDeps {
-  store: ParentLookup & { requireSession(id: string): Session; createSession(input: NewSession, rootId?: string): Session };
+  store: ParentLookup & { requireSession(id: string): Promise<Session>; createSession(input: NewSession, rootId?: string): Promise<Session> };
   config: Readonly<Config>;
   /** Workspace of a root session that names none (absolute). */
   defaultWorkspace: string;
@@ -42,11 +42,11 @@ export interface SessionCreationDeps {
  * Creates a session, applying inheritance and privacy rules.
  * @throws AirlockError `session_not_found` (unknown parent), `privacy_violation`, `bad_request` (workspace missing or not a folder, unknown provider).
  */
-export function createSession(deps: SessionCreationDeps, input: CreateSessionInput): Session {
+export async function createSession(deps: SessionCreationDeps, input: CreateSessionInput): Promise<Session> {
   const { store, config } = deps;
   if (input.parent_session_id) {
-    const parent = store.requireSession(input.parent_session_id);
-    const root = rootOf(store, parent.id);
+    const parent = await store.requireSession(input.parent_session_id);
+    const root = await rootOf(store, parent.id);
     if (input.privacy && input.privacy !== parent.privacy) {
       throw new AirlockError(
         "privacy_violation",

@@ -13,7 +13,7 @@ export const MAX_DEPTH = 32;
 /** Anything that can answer "who is the stored parent of this session?" (the Store does). */
 export interface ParentLookup {
   /** The stored parent id; `null` for a root; `undefined` when the session does not exist. */
-  parentOf(id: string): string | null | undefined;
+  parentOf(id: string): string | null | undefined | Promise<string | null | undefined>;
 }
 
 /**
@@ -21,10 +21,10 @@ export interface ParentLookup {
  * Throws `session_not_found` for an unknown session or a dangling parent link, and
  * `session_graph_invalid` for a cycle or a chain deeper than {@link MAX_DEPTH}.
  */
-export function ancestors(store: ParentLookup, sessionId: string): string[] {
+export async function ancestors(store: ParentLookup, sessionId: string): Promise<string[]> {
   const seen = new Set<string>([sessionId]);
   const chain: string[] = [];
-  let parent = store.parentOf(sessionId);
+  let parent = await store.parentOf(sessionId);
   if (parent === undefined) throw new AirlockError("session_not_found", `no session ${sessionId}`);
   while (parent !== null) {
     if (seen.has(parent)) {
@@ -35,7 +35,7 @@ export function ancestors(store: ParentLookup, sessionId: string): string[] {
     }
     seen.add(parent);
     chain.push(parent);
-    const next = store.parentOf(parent);
+    const next = await store.parentOf(parent);
     if (next === undefined) throw new AirlockError("session_not_found", `session ${parent} (an ancestor of ${sessionId}) does not exist`);
     parent = next;
   }
@@ -43,8 +43,8 @@ export function ancestors(store: ParentLookup, sessionId: string): string[] {
 }
 
 /** The root of `sessionId`'s chain (itself for a root). Same errors as {@link ancestors}. */
-export function rootOf(store: ParentLookup, sessionId: string): string {
-  const chain = ancestors(store, sessionId);
+export async function rootOf(store: ParentLookup, sessionId: string): Promise<string> {
+  const chain = await ancestors(store, sessionId);
   return chain.length ? chain[chain.length - 1]! : sessionId;
 }
 
@@ -53,4 +53,39 @@ export function sessionName(s: Pick<Session, "title" | "parent_session_id" | "sp
   if (!s) return id;
   if (s.title) return s.title;
   return s.parent_session_id ? `subagent#${s.spawn_index ?? "?"}` : "root";
+}
+
+/** A parent lookup answered from memory only (the Store's cache of parent links it read or wrote). */
+export interface KnownParentLookup {
+  /** The stored parent id when known in this process (`null` for a root); `undefined` when not known (yet). */
+  knownParentOf(id: string): string | null | undefined;
+}
+
+/**
+ * The ancestors of `sessionId`, nearest first, from parent links already known in memory (no query): for the
+ * hot paths that must stay synchronous. Call {@link ancestors} once first for a session another process wrote.
+ * @throws AirlockError `session_not_found` when a link is not known in this process (fail closed),
+ *   `session_graph_invalid` for a cycle or a chain deeper than {@link MAX_DEPTH}.
+ */
+export function knownAncestors(store: KnownParentLookup, sessionId: string): string[] {
+  const seen = new Set<string>([sessionId]);
+  const chain: string[] = [];
+  let id = sessionId;
+  let parent = store.knownParentOf(id);
+  while (parent !== null) {
+    if (parent === undefined) throw new AirlockError("session_not_found", `the parent of session ${id} is not known to this process yet (the chain of ${sessionId} was not read)`);
+    if (seen.has(parent)) throw new AirlockError("session_graph_invalid", `the stored session graph has a cycle through ${parent} (reached from ${sessionId}); refusing to route`);
+    if (chain.length >= MAX_DEPTH) throw new AirlockError("session_graph_invalid", `the ancestor chain of ${sessionId} is deeper than ${MAX_DEPTH}; refusing to route`);
+    seen.add(parent);
+    chain.push(parent);
+    id = parent;
+    parent = store.knownParentOf(id);
+  }
+  return chain;
+}
+
+/** The root of `sessionId` from parent links known in memory (no query). Same errors as {@link knownAncestors}. */
+export function knownRootOf(store: KnownParentLookup, sessionId: string): string {
+  const chain = knownAncestors(store, sessionId);
+  return chain.length ? chain[chain.length - 1]! : sessionId;
 }

@@ -9,43 +9,43 @@ import { Store, type NewSession } from "./store.ts";
 const base: NewSession = { workspace: "/tmp/ws", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" };
 
 describe("deferred audit rows", () => {
-  test("a read, a direct row and close write them first, in the order they were logged, with the time they were logged", () => {
+  test("a read, a direct row and close write them first, in the order they were logged, with the time they were logged", async () => {
     const path = join(mkdtempSync(join(tmpdir(), "airlock-audit-")), "airlock.db");
-    const s = Store.open(path);
+    const s = await Store.open(path);
     s.auditSoon({ kind: "call_judged", outcome: "recorded", decision: "allow" });
     s.auditSoon({ kind: "call_judged", outcome: "recorded", decision: "deny" });
-    s.audit({ kind: "card_parked", outcome: "recorded" });
-    expect(queryAudit(s, {}).map((r) => [r.kind, r.decision])).toEqual([
+    await s.audit({ kind: "card_parked", outcome: "recorded" });
+    expect((await queryAudit(s, {})).map((r) => [r.kind, r.decision])).toEqual([
       ["card_parked", null],
       ["call_judged", "deny"],
       ["call_judged", "allow"],
     ]);
     s.auditSoon({ kind: "call_judged", outcome: "recorded", decision: "ask" });
     const loggedAt = new Date().toISOString();
-    s.close();
-    const again = Store.open(path);
-    const rows = [...exportAudit(again)];
+    await s.close();
+    const again = await Store.open(path);
+    const rows = await Array.fromAsync(exportAudit(again));
     expect(rows.map((r) => r.decision)).toEqual(["allow", "deny", null, "ask"]);
     expect(rows.at(-1)!.at <= loggedAt).toBe(true);
     again.close();
   });
 
-  test("a session filter takes the session and every session under it, matched as the acting or the home session", () => {
-    const s = Store.open(":memory:");
-    const root = s.createSession(base);
-    const child = s.createSession({ ...base, parent_session_id: root.id });
-    const grand = s.createSession({ ...base, parent_session_id: child.id }, root.id);
-    const other = s.createSession(base);
+  test("a session filter takes the session and every session under it, matched as the acting or the home session", async () => {
+    const s = await Store.open(":memory:");
+    const root = await s.createSession(base);
+    const child = await s.createSession({ ...base, parent_session_id: root.id });
+    const grand = await s.createSession({ ...base, parent_session_id: child.id }, root.id);
+    const other = await s.createSession(base);
     s.auditSoon({ kind: "call_judged", outcome: "recorded", session_id: grand.id, home_session_id: grand.id });
-    s.audit({ kind: "card_decision", outcome: "refused", session_id: other.id, home_session_id: grand.id, code: "outside_scope" });
-    s.audit({ kind: "call_judged", outcome: "recorded", session_id: other.id, home_session_id: other.id });
-    s.audit({ kind: "call_judged", outcome: "recorded", session_id: root.id, home_session_id: root.id });
-    const sessionsOf = (id: string) => queryAudit(s, { session: id }).map((r) => r.session_id);
-    expect(sessionsOf(root.id)).toEqual([root.id, other.id, grand.id]);
-    expect(sessionsOf(child.id)).toEqual([other.id, grand.id]);
-    expect(sessionsOf(other.id)).toEqual([other.id, other.id]);
-    expect(queryAudit(s, { decision: "outside_scope" }).map((r) => r.kind)).toEqual(["card_decision"]);
-    expect(() => queryAudit(s, { session: "ses_nope" })).toThrow(expect.objectContaining({ code: "session_not_found" }));
-    s.close();
+    await s.audit({ kind: "card_decision", outcome: "refused", session_id: other.id, home_session_id: grand.id, code: "outside_scope" });
+    await s.audit({ kind: "call_judged", outcome: "recorded", session_id: other.id, home_session_id: other.id });
+    await s.audit({ kind: "call_judged", outcome: "recorded", session_id: root.id, home_session_id: root.id });
+    const sessionsOf = async (id: string) => (await queryAudit(s, { session: id })).map((r) => r.session_id);
+    expect(await sessionsOf(root.id)).toEqual([root.id, other.id, grand.id]);
+    expect(await sessionsOf(child.id)).toEqual([other.id, grand.id]);
+    expect(await sessionsOf(other.id)).toEqual([other.id, other.id]);
+    expect((await queryAudit(s, { decision: "outside_scope" })).map((r) => r.kind)).toEqual(["card_decision"]);
+    await expect(queryAudit(s, { session: "ses_nope" })).rejects.toThrow(expect.objectContaining({ code: "session_not_found" }));
+    await s.close();
   });
 });

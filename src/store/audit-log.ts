@@ -67,12 +67,12 @@ const TREE_MAX_DEPTH = 64;
  * Builds the WHERE clause and its parameters for `q`.
  * @throws AirlockError `session_not_found` when `q.session` names no stored session.
  */
-function whereOf(store: Store, q: AuditQuery): { cte: string; where: string; params: (string | number)[] } {
+async function whereOf(store: Store, q: AuditQuery): Promise<{ cte: string; conds: string[]; params: (string | number)[] }> {
   const conds: string[] = [];
   const params: (string | number)[] = [];
   let cte = "";
   if (q.session !== undefined) {
-    store.requireSession(q.session);
+    await store.requireSession(q.session);
     cte = `WITH RECURSIVE tree(id, depth) AS (SELECT ?, 0 UNION SELECT s.id, tree.depth + 1 FROM sessions s JOIN tree ON s.parent_session_id = tree.id WHERE tree.depth < ${TREE_MAX_DEPTH}) `;
     params.push(q.session);
     conds.push("(session_id IN (SELECT id FROM tree) OR home_session_id IN (SELECT id FROM tree))");
@@ -90,31 +90,43 @@ function whereOf(store: Store, q: AuditQuery): { cte: string; where: string; par
     conds.push("(decision = ? OR code = ?)");
     params.push(q.decision, q.decision);
   }
-  return { cte, where: conds.length ? ` WHERE ${conds.join(" AND ")}` : "", params };
+  return { cte, conds, params };
 }
+
+const whereText = (conds: string[]): string => (conds.length ? ` WHERE ${conds.join(" AND ")}` : "");
+
+/** Rows read per query by {@link exportAudit}. */
+const EXPORT_PAGE_ROWS = 500;
 
 /**
  * The decision log's rows matching `q`, newest first (by id), at most `q.limit` (default 100).
  * Rows: `{id, at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail}` (detail parsed).
  * @throws AirlockError `session_not_found` for an unknown `q.session`.
  */
-export function queryAudit(store: Store, q: AuditQuery): AuditRow[] {
-  store.flushAudit();
-  const { cte, where, params } = whereOf(store, q);
+export async function queryAudit(store: Store, q: AuditQuery): Promise<AuditRow[]> {
+  await store.flushAudit();
+  const { cte, conds, params } = await whereOf(store, q);
   const limit = q.limit === undefined ? AUDIT_DEFAULT_LIMIT : q.limit;
-  const sql = `${cte}SELECT * FROM audit${where} ORDER BY id DESC${limit === null ? "" : " LIMIT ?"}`;
+  const sql = `${cte}SELECT * FROM audit${whereText(conds)} ORDER BY id DESC${limit === null ? "" : " LIMIT ?"}`;
   const all = limit === null ? params : [...params, limit];
-  return store.db.query<RawRow, (string | number)[]>(sql).all(...all).map(toRow);
+  return (await store.sql.all<RawRow>(sql, all)).map(toRow);
 }
 
 /**
- * Every row matching `q` (its `limit` ignored), oldest first, one at a time (for `--export jsonl`: memory stays flat).
+ * Every row matching `q` (its `limit` ignored), oldest first, one at a time (for `--export jsonl`: memory
+ * stays flat; read in pages of 500 rows by id).
  * @throws AirlockError `session_not_found` for an unknown `q.session`.
  */
-export function* exportAudit(store: Store, q: Omit<AuditQuery, "limit"> = {}): Generator<AuditRow> {
-  store.flushAudit();
-  const { cte, where, params } = whereOf(store, q);
-  for (const r of store.db.query<RawRow, (string | number)[]>(`${cte}SELECT * FROM audit${where} ORDER BY id`).iterate(...params)) yield toRow(r);
+export async function* exportAudit(store: Store, q: Omit<AuditQuery, "limit"> = {}): AsyncGenerator<AuditRow> {
+  await store.flushAudit();
+  const { cte, conds, params } = await whereOf(store, q);
+  let after = 0;
+  for (;;) {
+    const page = await store.sql.all<RawRow>(`${cte}SELECT * FROM audit${whereText([...conds, "id > ?"])} ORDER BY id LIMIT ?`, [...params, after, EXPORT_PAGE_ROWS]);
+    for (const r of page) yield toRow(r);
+    if (page.length < EXPORT_PAGE_ROWS) return;
+    after = page[page.length - 1]!.id;
+  }
 }
 
 /**

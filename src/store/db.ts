@@ -185,11 +185,12 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
 
 /**
  * Opens (creating if needed) the database at `path` (`:memory:` allowed), in WAL mode with a 5 s busy
- * timeout (several processes may share one file: `airlock run` beside `airlock serve`), and migrates it.
+ * timeout (several processes may share one file: `airlock run` beside `airlock serve`), and migrates it
+ * (unless `opts.migrate` is false: store/open.ts runs `migrateSql` on the async executor instead).
  * @throws AirlockError `data_dir_unusable` when the file or its directory is read-only, the disk is full,
  *   or the file cannot be opened (the message names the path and the fix).
  */
-export function openDatabase(path: string): Database {
+export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Database {
   let db: Database | undefined;
   try {
     if (path !== ":memory:") ownerOnly(path);
@@ -198,7 +199,7 @@ export function openDatabase(path: string): Database {
     db.exec("PRAGMA busy_timeout = 5000");
     if (path !== ":memory:") db.query("PRAGMA journal_mode = WAL").get();
     db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
-    migrate(db);
+    if (opts.migrate !== false) migrate(db);
     return db;
   } catch (e) {
     db?.close();

@@ -43,14 +43,19 @@ export class SessionRules {
    * The root of `sessionId`'s tree (itself for a root), cached.
    * @throws AirlockError `session_not_found`, `session_graph_invalid` (session/graph.ts).
    */
-  rootOf(sessionId: string): string {
+  async rootOf(sessionId: string): Promise<string> {
     let r = this.roots.get(sessionId);
     if (r === undefined) {
-      r = rootOf(this.store, sessionId);
+      r = await rootOf(this.store, sessionId);
       if (this.roots.size > 10_000) this.roots.clear();
       this.roots.set(sessionId, r);
     }
     return r;
+  }
+
+  /** The root of `sessionId` when this process already resolved it (no query), else undefined. */
+  knownRootOf(sessionId: string): string | undefined {
+    return this.roots.get(sessionId);
   }
 
   /** How many times the tree rooted at `rootId` changed in this process: a cache of its compiled rules is valid while this is unchanged. */
@@ -64,10 +69,10 @@ export class SessionRules {
    * not stored twice: the existing row is returned.
    * @throws AirlockError `session_not_found`, `session_graph_invalid` from the session graph.
    */
-  add(sessionId: string, rule: string, from: SessionRuleOrigin = {}): SessionRule {
-    const root = this.rootOf(sessionId);
-    const row = this.store.db.transaction((): SessionRule => {
-      const have = this.store.db.query<SessionRule, [string, string]>("SELECT * FROM session_rules WHERE root_session_id = ? AND rule = ?").get(root, rule);
+  async add(sessionId: string, rule: string, from: SessionRuleOrigin = {}): Promise<SessionRule> {
+    const root = await this.rootOf(sessionId);
+    const row = await this.store.sql.transaction(async (tx): Promise<SessionRule> => {
+      const have = await tx.get<SessionRule>("SELECT * FROM session_rules WHERE root_session_id = ? AND rule = ?", [root, rule]);
       if (have) return have;
       const r: SessionRule = {
         id: newId("rul"),
@@ -78,13 +83,19 @@ export class SessionRules {
         actor: from.actor ?? null,
         created_at: new Date().toISOString(),
       };
-      this.store.db
-        .query("INSERT INTO session_rules (id, root_session_id, rule, request_id, added_in, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        .run(r.id, r.root_session_id, r.rule, r.request_id, r.added_in, r.actor, r.created_at);
+      await tx.run("INSERT INTO session_rules (id, root_session_id, rule, request_id, added_in, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [
+        r.id,
+        r.root_session_id,
+        r.rule,
+        r.request_id,
+        r.added_in,
+        r.actor,
+        r.created_at,
+      ]);
       return r;
-    })();
+    });
     this.bump(root);
-    this.store.audit({
+    await this.store.audit({
       kind: "session_rule_added",
       outcome: "recorded",
       request_id: from.request_id ?? null,
@@ -101,13 +112,13 @@ export class SessionRules {
    * The rules of the tree `sessionId` belongs to, oldest first.
    * @throws AirlockError `session_not_found`, `session_graph_invalid`.
    */
-  list(sessionId: string): SessionRule[] {
-    return this.listRoot(this.rootOf(sessionId));
+  async list(sessionId: string): Promise<SessionRule[]> {
+    return this.listRoot(await this.rootOf(sessionId));
   }
 
   /** The rules stored for the tree rooted at `rootId`, oldest first (no graph lookup). */
-  listRoot(rootId: string): SessionRule[] {
-    return this.store.db.query<SessionRule, [string]>("SELECT * FROM session_rules WHERE root_session_id = ? ORDER BY created_at, rowid").all(rootId);
+  async listRoot(rootId: string): Promise<SessionRule[]> {
+    return this.store.sql.all<SessionRule>("SELECT * FROM session_rules WHERE root_session_id = ? ORDER BY created_at, id", [rootId]);
   }
 
   /**
@@ -116,13 +127,13 @@ export class SessionRules {
    * @throws AirlockError `not_found` when that tree holds no such rule (another tree's rule included);
    *   `session_not_found`, `session_graph_invalid` from the graph.
    */
-  remove(sessionId: string, ruleId: string, actor?: string): SessionRule {
-    const root = this.rootOf(sessionId);
-    const row = this.store.db.query<SessionRule, [string, string]>("SELECT * FROM session_rules WHERE id = ? AND root_session_id = ?").get(ruleId, root);
+  async remove(sessionId: string, ruleId: string, actor?: string): Promise<SessionRule> {
+    const root = await this.rootOf(sessionId);
+    const row = await this.store.sql.get<SessionRule>("SELECT * FROM session_rules WHERE id = ? AND root_session_id = ?", [ruleId, root]);
     if (!row) throw new AirlockError("not_found", `the session tree of ${sessionId} has no rule ${ruleId}; list its rules with GET /sessions/${sessionId}/rules`);
-    this.store.db.query("DELETE FROM session_rules WHERE id = ?").run(ruleId);
+    await this.store.sql.run("DELETE FROM session_rules WHERE id = ?", [ruleId]);
     this.bump(root);
-    this.store.audit({
+    await this.store.audit({
       kind: "session_rule_removed",
       outcome: "recorded",
       session_id: sessionId,

@@ -2,12 +2,15 @@
  * @module store/store
  * The repository over the database: sessions, turns, messages, audit, schedules, runs.
  * Every operation that writes more than one row runs in one transaction (no half state after a crash).
+ * Written once over the async executor `Sql` (store/sql.ts) in the SQL subset both engines accept;
+ * every method returns a promise.
  */
-import type { Database } from "bun:sqlite";
 import { AirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Message, MessageRole, NewSession, Session, ToolCallRequest } from "../session/types.ts";
 import { openDatabase } from "./db.ts";
+import type { Sql } from "./sql.ts";
+import { sqliteSql } from "./sql-sqlite.ts";
 import { currentOwner, ownerIsGone, type Owner } from "./owner.ts";
 
 export type { NewSession };
@@ -92,24 +95,35 @@ function toMessage(r: MessageRow): Message {
   return m;
 }
 
-/** The store. Create with `Store.open(path)`; close with `close()`. */
+/**
+ * The store. Open the embedded database with `await Store.open(path)`, or wrap any `Sql` executor
+ * (PostgreSQL) with `new Store(sql)` after its migrations ran; close with `await close()`.
+ */
 export class Store {
-  constructor(readonly db: Database) {}
+  /** Stored parent links (a session's parent never changes once stored): filled on every read and write of a session. */
+  private readonly parents = new Map<string, string | null>();
 
-  static open(path: string): Store {
-    return new Store(openDatabase(path));
+  constructor(readonly sql: Sql) {}
+
+  /**
+   * Opens (creating it when missing) the SQLite database at `path` (`:memory:` for a throwaway one), runs its
+   * migrations (store/db.ts) and wraps it. @throws what `openDatabase` throws (`data_dir_unusable` …).
+   */
+  static async open(path: string): Promise<Store> {
+    return new Store(sqliteSql(openDatabase(path)));
   }
 
-  close(): void {
+  /** Writes the buffered audit rows, then closes the executor. Idempotent. */
+  async close(): Promise<void> {
     try {
-      this.flushAudit();
+      await this.flushAudit();
     } finally {
-      this.db.close();
+      await this.sql.close();
     }
   }
 
-  [Symbol.dispose](): void {
-    this.close();
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   // ---- sessions -------------------------------------------------------------------------
@@ -118,28 +132,24 @@ export class Store {
    * Creates a session. A child (`parent_session_id` set) gets its `spawn_index` from its root's
    * `spawn_count`, incremented in the same transaction. Throws `session_not_found` for an unknown parent.
    */
-  createSession(input: NewSession, rootId?: string): Session {
+  async createSession(input: NewSession, rootId?: string): Promise<Session> {
     const id = newId("ses");
     const at = now();
-    return this.db.transaction(() => {
+    const s = await this.sql.transaction(async (tx) => {
       let spawnIndex: number | null = null;
       if (input.parent_session_id) {
-        if (!this.getSession(input.parent_session_id)) {
+        if (!(await tx.get("SELECT id FROM sessions WHERE id = ?", [input.parent_session_id]))) {
           throw new AirlockError("session_not_found", `parent session ${input.parent_session_id} does not exist`);
         }
         const root = rootId ?? input.parent_session_id;
-        const r = this.db
-          .query<{ spawn_count: number }, [string]>("UPDATE sessions SET spawn_count = spawn_count + 1 WHERE id = ? RETURNING spawn_count")
-          .get(root);
+        const r = await tx.get<{ spawn_count: number }>("UPDATE sessions SET spawn_count = spawn_count + 1 WHERE id = ? RETURNING spawn_count", [root]);
         if (!r) throw new AirlockError("session_not_found", `root session ${root} does not exist`);
         spawnIndex = r.spawn_count - 1;
       }
-      this.db
-        .query(
-          `INSERT INTO sessions (id, parent_session_id, workspace, mode, sandbox, privacy, headless, provider, model, spawn_index, spawn_count, title, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
-        )
-        .run(
+      await tx.run(
+        `INSERT INTO sessions (id, parent_session_id, workspace, mode, sandbox, privacy, headless, provider, model, spawn_index, spawn_count, title, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+        [
           id,
           input.parent_session_id ?? null,
           input.workspace,
@@ -153,70 +163,98 @@ export class Store {
           input.title ?? null,
           at,
           at,
-        );
-      return this.getSession(id)!;
-    }).immediate(); // IMMEDIATE: it reads then writes; a deferred one could fail at once (SQLITE_BUSY) beside another process's writer
+        ],
+      );
+      const row = await tx.get<SessionRow>("SELECT * FROM sessions WHERE id = ?", [id]);
+      return toSession(row!);
+    });
+    this.parents.set(s.id, s.parent_session_id);
+    return s;
   }
 
-  getSession(id: string): Session | null {
-    const r = this.db.query<SessionRow, [string]>("SELECT * FROM sessions WHERE id = ?").get(id);
-    return r ? toSession(r) : null;
+  async getSession(id: string): Promise<Session | null> {
+    const r = await this.sql.get<SessionRow>("SELECT * FROM sessions WHERE id = ?", [id]);
+    if (!r) return null;
+    this.parents.set(r.id, r.parent_session_id);
+    return toSession(r);
   }
 
   /** Returns the session or throws `session_not_found`. */
-  requireSession(id: string): Session {
-    const s = this.getSession(id);
+  async requireSession(id: string): Promise<Session> {
+    const s = await this.getSession(id);
     if (!s) throw new AirlockError("session_not_found", `no session ${id}; list sessions with GET /sessions or 'airlock sessions list'`);
     return s;
   }
 
-  listSessions(opts: { limit?: number; parent?: string | null } = {}): Session[] {
+  async listSessions(opts: { limit?: number; parent?: string | null } = {}): Promise<Session[]> {
     const limit = opts.limit ?? 200;
     const rows =
       opts.parent === undefined
-        ? this.db.query<SessionRow, [number]>("SELECT * FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?").all(limit)
+        ? await this.sql.all<SessionRow>("SELECT * FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?", [limit])
         : opts.parent === null
-          ? this.db.query<SessionRow, [number]>("SELECT * FROM sessions WHERE parent_session_id IS NULL ORDER BY created_at DESC LIMIT ?").all(limit)
-          : this.db.query<SessionRow, [string, number]>("SELECT * FROM sessions WHERE parent_session_id = ? ORDER BY created_at LIMIT ?").all(opts.parent, limit);
+          ? await this.sql.all<SessionRow>("SELECT * FROM sessions WHERE parent_session_id IS NULL ORDER BY created_at DESC, id DESC LIMIT ?", [limit])
+          : await this.sql.all<SessionRow>("SELECT * FROM sessions WHERE parent_session_id = ? ORDER BY created_at, id LIMIT ?", [opts.parent, limit]);
+    for (const r of rows) this.parents.set(r.id, r.parent_session_id);
     return rows.map(toSession);
   }
 
-  /** The parent id stored for `id` (undefined when the session does not exist). */
-  parentOf(id: string): string | null | undefined {
-    const r = this.db.query<{ parent_session_id: string | null }, [string]>("SELECT parent_session_id FROM sessions WHERE id = ?").get(id);
-    return r ? r.parent_session_id : undefined;
+  /**
+   * The parent id stored for `id` (undefined when the session does not exist). Served from memory once the
+   * session was read or written in this process (parent links never change); a miss is one query.
+   */
+  async parentOf(id: string): Promise<string | null | undefined> {
+    const known = this.parents.get(id);
+    if (known !== undefined) return known;
+    const r = await this.sql.get<{ parent_session_id: string | null }>("SELECT parent_session_id FROM sessions WHERE id = ?", [id]);
+    if (!r) return undefined;
+    if (this.parents.size > 100_000) this.parents.clear();
+    this.parents.set(id, r.parent_session_id);
+    return r.parent_session_id;
+  }
+
+  /** The parent id of `id` when this process already knows it (no query); undefined when it does not. */
+  knownParentOf(id: string): string | null | undefined {
+    return this.parents.get(id);
   }
 
   // ---- turns ----------------------------------------------------------------------------
 
   /**
    * Starts a `running` turn owned by `owner` (default this process: pid + start identity), so start-up
-   * recovery in another process leaves it alone while its owner lives.
+   * recovery in another process leaves it alone while its owner lives. `id`: the turn's id when the caller
+   * made it (to register the turn before it is stored), else a new `turn_` id.
    */
-  startTurn(sessionId: string, owner: Owner = currentOwner()): Turn {
-    const id = newId("turn");
+  async startTurn(sessionId: string, owner: Owner = currentOwner(), id: string = newId("turn")): Promise<Turn> {
     const at = now();
-    this.db.transaction(() => {
-      this.db
-        .query("INSERT INTO turns (id, session_id, status, started_at, owner_pid, owner_start) VALUES (?, ?, 'running', ?, ?, ?)")
-        .run(id, sessionId, at, owner.pid, owner.start);
-      this.db.query("UPDATE sessions SET updated_at = ? WHERE id = ?").run(at, sessionId);
-    })();
+    await this.sql.transaction(async (tx) => {
+      await tx.run("INSERT INTO turns (id, session_id, status, started_at, owner_pid, owner_start) VALUES (?, ?, 'running', ?, ?, ?)", [
+        id,
+        sessionId,
+        at,
+        owner.pid,
+        owner.start,
+      ]);
+      await tx.run("UPDATE sessions SET updated_at = ? WHERE id = ?", [at, sessionId]);
+    });
     return { id, session_id: sessionId, status: "running", answer: null, error: null, started_at: at, finished_at: null };
   }
 
-  finishTurn(turnId: string, status: Exclude<TurnStatus, "running">, opts: { answer?: string | null; error?: string | null } = {}): void {
-    this.db
-      .query("UPDATE turns SET status = ?, answer = ?, error = ?, finished_at = ? WHERE id = ? AND status = 'running'")
-      .run(status, opts.answer ?? null, opts.error ?? null, now(), turnId);
+  async finishTurn(turnId: string, status: Exclude<TurnStatus, "running">, opts: { answer?: string | null; error?: string | null } = {}): Promise<void> {
+    await this.sql.run("UPDATE turns SET status = ?, answer = ?, error = ?, finished_at = ? WHERE id = ? AND status = 'running'", [
+      status,
+      opts.answer ?? null,
+      opts.error ?? null,
+      now(),
+      turnId,
+    ]);
   }
 
-  getTurn(id: string): Turn | null {
-    return this.db.query<Turn, [string]>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ?`).get(id);
+  async getTurn(id: string): Promise<Turn | null> {
+    return this.sql.get<Turn>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ?`, [id]);
   }
 
-  listTurns(sessionId: string): Turn[] {
-    return this.db.query<Turn, [string]>(`SELECT ${TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY started_at, rowid`).all(sessionId);
+  async listTurns(sessionId: string): Promise<Turn[]> {
+    return this.sql.all<Turn>(`SELECT ${TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY started_at, id`, [sessionId]);
   }
 
   /**
@@ -226,44 +264,46 @@ export class Store {
    * Runs of a gone process become `interrupted` too. Turns and runs of live processes (a `serve` beside
    * this `run`) are not touched. One transaction. Returns how many turns were marked.
    */
-  markInterruptedTurns(isGone: (o: { pid: number | null; start: string | null }) => boolean = ownerIsGone): number {
+  async markInterruptedTurns(isGone: (o: { pid: number | null; start: string | null }) => boolean = ownerIsGone): Promise<number> {
     const at = now();
-    return this.db.transaction(() => {
-      const turns = this.db
-        .query<{ id: string; session_id: string; owner_pid: number | null; owner_start: string | null }, []>(
+    const appended: Message[][] = [];
+    const n = await this.sql.transaction(async (tx) => {
+      const turns = (
+        await tx.all<{ id: string; session_id: string; owner_pid: number | null; owner_start: string | null }>(
           "SELECT id, session_id, owner_pid, owner_start FROM turns WHERE status = 'running'",
         )
-        .all()
-        .filter((t) => isGone({ pid: t.owner_pid, start: t.owner_start }));
+      ).filter((t) => isGone({ pid: t.owner_pid, start: t.owner_start }));
       for (const t of turns) {
-        this.db
-          .query("UPDATE turns SET status = 'interrupted', finished_at = ?, error = 'interrupted: the process running this turn stopped' WHERE id = ? AND status = 'running'")
-          .run(at, t.id);
-        this.answerInterruptedCalls(t.session_id, t.id);
+        await tx.run(
+          "UPDATE turns SET status = 'interrupted', finished_at = ?, error = 'interrupted: the process running this turn stopped' WHERE id = ? AND status = 'running'",
+          [at, t.id],
+        );
+        const msgs = await this.answerInterruptedCalls(tx, t.session_id, t.id);
+        if (msgs.length) appended.push(msgs);
       }
-      const runs = this.db
-        .query<{ id: string; owner_pid: number | null; owner_start: string | null }, []>("SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'")
-        .all()
-        .filter((r) => isGone({ pid: r.owner_pid, start: r.owner_start }));
+      const runs = (
+        await tx.all<{ id: string; owner_pid: number | null; owner_start: string | null }>("SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'")
+      ).filter((r) => isGone({ pid: r.owner_pid, start: r.owner_start }));
       for (const r of runs) {
-        this.db
-          .query("UPDATE runs SET status = 'interrupted', finished_at = ?, reason = COALESCE(reason, 'the server stopped while this run was going') WHERE id = ? AND status = 'running'")
-          .run(at, r.id);
+        await tx.run(
+          "UPDATE runs SET status = 'interrupted', finished_at = ?, reason = COALESCE(reason, 'the server stopped while this run was going') WHERE id = ? AND status = 'running'",
+          [at, r.id],
+        );
       }
       return turns.length;
-    }).immediate();
+    });
+    for (const msgs of appended) for (const fn of this.appendListeners) fn(msgs);
+    return n;
   }
 
-  /** Appends an `interrupted` error result for every tool call of the turn's assistant messages that has none. */
-  private answerInterruptedCalls(sessionId: string, turnId: string): void {
-    const msgs = this.db
-      .query<MessageRow, [string, string]>("SELECT * FROM messages WHERE session_id = ? AND turn_id = ? ORDER BY seq")
-      .all(sessionId, turnId)
-      .map(toMessage);
+  /** Appends (on `tx`) an `interrupted` error result for every tool call of the turn's assistant messages that has none; returns them. */
+  private async answerInterruptedCalls(tx: Sql, sessionId: string, turnId: string): Promise<Message[]> {
+    const msgs = (await tx.all<MessageRow>("SELECT * FROM messages WHERE session_id = ? AND turn_id = ? ORDER BY seq", [sessionId, turnId])).map(toMessage);
     const answered = new Set(msgs.filter((m) => m.role === "tool" && m.tool_call_id).map((m) => m.tool_call_id));
     const missing = msgs.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []) : [])).filter((c) => !answered.has(c.id));
-    if (missing.length === 0) return;
-    this.appendMessages(
+    if (missing.length === 0) return [];
+    return this.insertMessages(
+      tx,
       missing.map((c) => ({
         session_id: sessionId,
         turn_id: turnId,
@@ -285,8 +325,8 @@ export class Store {
 
   /**
    * Calls `fn` with every batch of messages {@link appendMessages} stores, in order, right after its
-   * transaction (inside an enclosing one, such as crash recovery's, before that one commits). `fn` must
-   * not throw: it runs on the path of every message. Returns a function that removes it.
+   * transaction commits (crash recovery's results: after its transaction). `fn` must not throw: it runs on
+   * the path of every message. Returns a function that removes it.
    */
   onMessagesAppended(fn: (msgs: readonly Message[]) => void): () => void {
     this.appendListeners.push(fn);
@@ -296,31 +336,29 @@ export class Store {
   }
 
   /** The id of the message stored just before `messageId` in its session, system messages skipped, or null (the first, or unknown). */
-  previousMessageId(messageId: string): string | null {
-    const r = this.db
-      .query<{ id: string }, [string]>(
-        "SELECT p.id FROM messages m JOIN messages p ON p.session_id = m.session_id AND p.seq < m.seq AND p.role <> 'system' WHERE m.id = ? ORDER BY p.seq DESC LIMIT 1",
-      )
-      .get(messageId);
+  async previousMessageId(messageId: string): Promise<string | null> {
+    const r = await this.sql.get<{ id: string }>(
+      "SELECT p.id FROM messages m JOIN messages p ON p.session_id = m.session_id AND p.seq < m.seq AND p.role <> 'system' WHERE m.id = ? ORDER BY p.seq DESC LIMIT 1",
+      [messageId],
+    );
     return r?.id ?? null;
   }
 
   /** Appends messages in one transaction; returns them as stored (and hands them to the {@link onMessagesAppended} listeners). */
-  appendMessages(msgs: NewMessage[]): Message[] {
-    const stored = this.insertMessages(msgs);
+  async appendMessages(msgs: NewMessage[]): Promise<Message[]> {
+    const stored = await this.sql.transaction((tx) => this.insertMessages(tx, msgs));
     for (const fn of this.appendListeners) fn(stored);
     return stored;
   }
 
-  private insertMessages(msgs: NewMessage[]): Message[] {
+  private async insertMessages(tx: Sql, msgs: NewMessage[]): Promise<Message[]> {
     const at = now();
-    const ins = this.db.query(
-      "INSERT INTO messages (id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, is_error, provider_state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    );
-    return this.db.transaction(() =>
-      msgs.map((m) => {
-        const id = newId("msg");
-        ins.run(
+    const out: Message[] = [];
+    for (const m of msgs) {
+      const id = newId("msg");
+      await tx.run(
+        "INSERT INTO messages (id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, is_error, provider_state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
           id,
           m.session_id,
           m.turn_id,
@@ -332,31 +370,36 @@ export class Store {
           m.is_error === undefined ? null : m.is_error ? 1 : 0,
           m.provider_state ? JSON.stringify(m.provider_state) : null,
           at,
-        );
-        const out: Message = { id, session_id: m.session_id, turn_id: m.turn_id, role: m.role, content: m.content, created_at: at };
-        if (m.tool_calls) out.tool_calls = m.tool_calls;
-        if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
-        if (m.name) out.name = m.name;
-        if (m.is_error !== undefined) out.is_error = m.is_error;
-        if (m.provider_state) out.provider_state = m.provider_state;
-        return out;
-      }),
-    )();
+        ],
+      );
+      const o: Message = { id, session_id: m.session_id, turn_id: m.turn_id, role: m.role, content: m.content, created_at: at };
+      if (m.tool_calls) o.tool_calls = m.tool_calls;
+      if (m.tool_call_id) o.tool_call_id = m.tool_call_id;
+      if (m.name) o.name = m.name;
+      if (m.is_error !== undefined) o.is_error = m.is_error;
+      if (m.provider_state) o.provider_state = m.provider_state;
+      out.push(o);
+    }
+    return out;
   }
 
-  appendMessage(m: NewMessage): Message {
-    return this.appendMessages([m])[0]!;
+  async appendMessage(m: NewMessage): Promise<Message> {
+    return (await this.appendMessages([m]))[0]!;
   }
 
-  listMessages(sessionId: string): Message[] {
-    return this.db.query<MessageRow, [string]>("SELECT * FROM messages WHERE session_id = ? ORDER BY seq").all(sessionId).map(toMessage);
+  async listMessages(sessionId: string): Promise<Message[]> {
+    return (await this.sql.all<MessageRow>("SELECT * FROM messages WHERE session_id = ? ORDER BY seq", [sessionId])).map(toMessage);
   }
 
   // ---- audit ----------------------------------------------------------------------------
 
-  audit(e: AuditEntry): void {
-    this.flushAudit(); // rows keep their order: deferred ones first
-    this.insertAudit(now(), e);
+  /**
+   * Writes one audit row now (after the rows {@link auditSoon} buffered, which keep their order). `tx`: the
+   * transaction to write it in (a caller inside `sql.transaction` must pass its own, or it waits for itself).
+   */
+  async audit(e: AuditEntry, tx: Sql = this.sql): Promise<void> {
+    await this.flushAudit(tx); // rows keep their order: deferred ones first
+    await this.insertAudit(tx, now(), e);
   }
 
   /** Rows of {@link auditSoon} not yet written, with the time each was logged. */
@@ -369,24 +412,24 @@ export class Store {
    * (`at`) and are written together in one transaction within {@link AUDIT_FLUSH_MS} ms, when
    * {@link AUDIT_FLUSH_ROWS} are waiting, before any {@link audit} row, on every read of the log, and on
    * `close()`. A process killed outright loses at most the rows of its last {@link AUDIT_FLUSH_MS} ms.
+   * Never throws: a failed write is reported on stderr.
    */
   auditSoon(e: AuditEntry): void {
     this.auditBuffer.push([now(), e]);
-    if (this.auditBuffer.length >= AUDIT_FLUSH_ROWS) this.flushAudit();
+    if (this.auditBuffer.length >= AUDIT_FLUSH_ROWS) this.flushAudit().catch(reportAuditFailure);
     else if (!this.auditTimer) {
       this.auditTimer = setTimeout(() => {
-        try {
-          this.flushAudit();
-        } catch (err) {
-          console.error("airlock: the audit log could not be written:", err);
-        }
+        this.flushAudit().catch(reportAuditFailure);
       }, AUDIT_FLUSH_MS);
       this.auditTimer.unref?.();
     }
   }
 
-  /** Writes the rows {@link auditSoon} buffered, in one transaction. @throws what SQLite throws (the rows are dropped then). */
-  flushAudit(): void {
+  /**
+   * Writes the rows {@link auditSoon} buffered, in one transaction (a savepoint of `on` when that is a transaction).
+   * @throws what the engine throws (the rows are dropped then).
+   */
+  async flushAudit(on: Sql = this.sql): Promise<void> {
     if (this.auditTimer) {
       clearTimeout(this.auditTimer);
       this.auditTimer = undefined;
@@ -394,15 +437,15 @@ export class Store {
     if (this.auditBuffer.length === 0) return;
     const rows = this.auditBuffer;
     this.auditBuffer = [];
-    this.db.transaction(() => {
-      for (const [at, e] of rows) this.insertAudit(at, e);
-    })();
+    await on.transaction(async (tx) => {
+      for (const [at, e] of rows) await this.insertAudit(tx, at, e);
+    });
   }
 
-  private insertAudit(at: string, e: AuditEntry): void {
-    this.db
-      .query("INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .run(
+  private async insertAudit(tx: Sql, at: string, e: AuditEntry): Promise<void> {
+    await tx.run(
+      "INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      [
         at,
         e.kind,
         e.request_id ?? null,
@@ -413,16 +456,21 @@ export class Store {
         e.code ?? null,
         e.actor ?? null,
         e.detail === undefined ? null : JSON.stringify(e.detail),
-      );
+      ],
+    );
   }
 
-  listAudit(filter: { request_id?: string; kind?: string } = {}): AuditRow[] {
-    this.flushAudit();
+  async listAudit(filter: { request_id?: string; kind?: string } = {}): Promise<AuditRow[]> {
+    await this.flushAudit();
     const rows = filter.request_id
-      ? this.db.query<AuditRow & { detail: string | null }, [string]>("SELECT * FROM audit WHERE request_id = ? ORDER BY id").all(filter.request_id)
-      : this.db.query<AuditRow & { detail: string | null }, []>("SELECT * FROM audit ORDER BY id").all();
+      ? await this.sql.all<AuditRow & { detail: string | null }>("SELECT * FROM audit WHERE request_id = ? ORDER BY id", [filter.request_id])
+      : await this.sql.all<AuditRow & { detail: string | null }>("SELECT * FROM audit ORDER BY id");
     return rows
       .filter((r) => !filter.kind || r.kind === filter.kind)
       .map((r) => ({ ...r, detail: r.detail ? JSON.parse(r.detail as string) : null }));
   }
+}
+
+function reportAuditFailure(err: unknown): void {
+  console.error("airlock: the audit log could not be written:", err);
 }

@@ -10,15 +10,15 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup() {
+async function setup() {
   const dataDir = mkdtempSync(path.join(tmpdir(), "airlock-transcript-unit-"));
   dirs.push(dataDir);
-  const store = Store.open(path.join(dataDir, "airlock.db"));
+  const store = await Store.open(path.join(dataDir, "airlock.db"));
   const logs: string[] = [];
   const t = new Transcripts({ dataDir, store, log: (l) => logs.push(l), toolUse: (name, args) => ({ name: name === "developer__shell" ? "Bash" : name, input: args }) });
   t.ensureDir();
   store.onMessagesAppended((m) => t.appended(m));
-  const s = store.createSession({ workspace: "/w", mode: "smart", sandbox: "read-only", privacy: "public", headless: false, provider: "scripted" });
+  const s = await store.createSession({ workspace: "/w", mode: "smart", sandbox: "read-only", privacy: "public", headless: false, provider: "scripted" });
   return { dataDir, store, t, s, logs };
 }
 
@@ -38,34 +38,37 @@ describe("transcript", () => {
     expect(lines[0]!.message.content).toEqual([{ type: "tool_use", id: "c1", name: "x__y", input: {} }]);
   });
 
-  test("a symlink planted at a transcript's path is replaced, never written through", () => {
-    const { dataDir, store, t, s } = setup();
+  test("a symlink planted at a transcript's path is replaced, never written through", async () => {
+    const { dataDir, store, t, s } = await setup();
     const victim = path.join(dataDir, "victim.txt");
     writeFileSync(victim, "untouched\n");
     symlinkSync(victim, transcriptPath(dataDir, s.id));
-    store.appendMessage({ session_id: s.id, turn_id: null, role: "user", content: "hello" });
+    await store.appendMessage({ session_id: s.id, turn_id: null, role: "user", content: "hello" });
+    await t.settled();
     expect(readFileSync(victim, "utf8")).toBe("untouched\n");
-    const file = t.path(s.id);
+    const file = await t.path(s.id);
     expect(statSync(file).isFile()).toBe(true);
     expect(JSON.parse(readFileSync(file, "utf8")).message.content[0].text).toBe("hello");
   });
 
-  test("a transcripts folder swapped for another while airlock runs is never written to; the failure is logged and path() throws", () => {
-    const { dataDir, store, t, s, logs } = setup();
-    store.appendMessage({ session_id: s.id, turn_id: null, role: "user", content: "one" });
+  test("a transcripts folder swapped for another while airlock runs is never written to; the failure is logged and path() throws", async () => {
+    const { dataDir, store, t, s, logs } = await setup();
+    await store.appendMessage({ session_id: s.id, turn_id: null, role: "user", content: "one" });
+    await t.settled();
     renameSync(t.dir, path.join(dataDir, "moved"));
     mkdirSync(t.dir);
-    store.appendMessage({ session_id: s.id, turn_id: null, role: "user", content: "two" });
+    await store.appendMessage({ session_id: s.id, turn_id: null, role: "user", content: "two" });
+    await t.settled();
     expect(logs.join("\n")).toContain("was replaced");
-    expect(() => t.path(s.id)).toThrow(/was replaced/);
+    await expect(t.path(s.id)).rejects.toThrow(/was replaced/);
     expect(readFileSync(path.join(dataDir, "moved", `${s.id}.jsonl`), "utf8")).toContain("one");
   });
 
-  test("path() of a session with no message yet is an empty 0600 file", () => {
-    const { t, s } = setup();
-    const file = t.path(s.id);
+  test("path() of a session with no message yet is an empty 0600 file", async () => {
+    const { t, s } = await setup();
+    const file = await t.path(s.id);
     expect(readFileSync(file, "utf8")).toBe("");
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(() => t.path("ses_nope")).toThrow(/no session/);
+    await expect(t.path("ses_nope")).rejects.toThrow(/no session/);
   });
 });

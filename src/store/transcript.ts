@@ -173,6 +173,8 @@ export class Transcripts {
   private readonly namer: ToolUseNamer;
   private readonly log: (line: string) => void;
   private readonly files = new Map<string, FileState>();
+  /** Per session, the end of its writes in flight: writes of one session run one after another, in order. */
+  private readonly writing = new Map<string, Promise<void>>();
   /** The folder's identity when this process made or checked it: a folder swapped in later is not written to. */
   private folder: { dev: number; ino: number } | undefined;
 
@@ -207,12 +209,36 @@ export class Transcripts {
    * @returns `<dataDir>/transcripts/<sessionId>.jsonl` (absolute).
    * @throws AirlockError `bad_request` (not a session id), `session_not_found`, `data_dir_unusable` (the file cannot be written).
    */
-  path(sessionId: string): string {
+  async path(sessionId: string): Promise<string> {
     const file = transcriptPath(path.dirname(this.dir), sessionId);
-    this.store.requireSession(sessionId);
-    const known = this.files.get(sessionId);
-    if (!known || currentSize(file) !== known.size) this.sync(sessionId);
+    await this.store.requireSession(sessionId);
+    const done = Promise.withResolvers<void>();
+    this.queue(sessionId, async () => {
+      try {
+        const known = this.files.get(sessionId);
+        if (!known || currentSize(file) !== known.size) await this.sync(sessionId);
+        done.resolve();
+      } catch (e) {
+        done.reject(e);
+      }
+    });
+    await done.promise;
     return file;
+  }
+
+  /** Runs `fn` after the session's writes in flight. */
+  private queue(sessionId: string, fn: () => Promise<void>): void {
+    const prev = this.writing.get(sessionId) ?? Promise.resolve();
+    const next = prev.then(fn);
+    this.writing.set(sessionId, next);
+    void next.finally(() => {
+      if (this.writing.get(sessionId) === next) this.writing.delete(sessionId);
+    });
+  }
+
+  /** Resolves when every transcript write started so far has ended (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.writing.size) await Promise.all([...this.writing.values()]);
   }
 
   /**
@@ -227,24 +253,26 @@ export class Transcripts {
       else bySession.set(m.session_id, [m]);
     }
     for (const [sessionId, msgs] of bySession) {
-      try {
-        this.append(sessionId, msgs);
-      } catch (e) {
-        this.files.delete(sessionId);
-        this.log(`airlock: the transcript of session ${sessionId} could not be written (${(e as Error).message}); it is rebuilt from the store at its next use`);
-      }
+      this.queue(sessionId, async () => {
+        try {
+          await this.append(sessionId, msgs);
+        } catch (e) {
+          this.files.delete(sessionId);
+          this.log(`airlock: the transcript of session ${sessionId} could not be written (${(e as Error).message}); it is rebuilt from the store at its next use`);
+        }
+      });
     }
   }
 
-  private append(sessionId: string, msgs: Message[]): void {
+  private async append(sessionId: string, msgs: Message[]): Promise<void> {
     const file = transcriptPath(path.dirname(this.dir), sessionId);
     const known = this.files.get(sessionId);
     // in step when this process wrote the file last and the first new message follows the last line
-    if (!known || currentSize(file) !== known.size || this.store.previousMessageId(msgs[0]!.id) !== known.last) {
-      this.sync(sessionId);
+    if (!known || currentSize(file) !== known.size || (await this.store.previousMessageId(msgs[0]!.id)) !== known.last) {
+      await this.sync(sessionId);
       return;
     }
-    const session = this.store.getSession(sessionId);
+    const session = await this.store.getSession(sessionId);
     if (!session) return;
     const lines = transcriptLines(session, msgs, known.last, this.namer);
     if (lines.length === 0) return;
@@ -253,11 +281,11 @@ export class Transcripts {
   }
 
   /** Makes the file hold exactly the store's lines: appends what is missing, or rebuilds it. */
-  private sync(sessionId: string): void {
-    const session = this.store.getSession(sessionId);
+  private async sync(sessionId: string): Promise<void> {
+    const session = await this.store.getSession(sessionId);
     if (!session) return;
     const file = transcriptPath(path.dirname(this.dir), sessionId);
-    const lines = transcriptLines(session, this.store.listMessages(sessionId), null, this.namer);
+    const lines = transcriptLines(session, await this.store.listMessages(sessionId), null, this.namer);
     const want = jsonl(lines);
     const last = lines.length ? lines[lines.length - 1]!.uuid : null;
     const have = readExisting(file);

@@ -49,19 +49,19 @@ export class TrustStore {
    * @returns the stored row and whether it was trusted already (then nothing changes).
    * @throws AirlockError `usage` when `dir` is not an existing folder.
    */
-  add(dir: string, actor = "cli"): { folder: TrustedFolder; already: boolean } {
+  async add(dir: string, actor = "cli"): Promise<{ folder: TrustedFolder; already: boolean }> {
     const real = realFolder(dir);
-    const have = this.store.db.query<TrustedFolder, [string]>("SELECT path, added_at FROM trusted_folders WHERE path = ?").get(real);
+    const have = await this.store.sql.get<TrustedFolder>("SELECT path, added_at FROM trusted_folders WHERE path = ?", [real]);
     if (have) return { folder: have, already: true };
     const folder: TrustedFolder = { path: real, added_at: new Date().toISOString() };
-    this.store.db.query("INSERT OR IGNORE INTO trusted_folders (path, added_at) VALUES (?, ?)").run(folder.path, folder.added_at);
-    this.store.audit({ kind: "trust_added", outcome: "recorded", actor, detail: { path: real } });
+    await this.store.sql.run("INSERT INTO trusted_folders (path, added_at) VALUES (?, ?) ON CONFLICT (path) DO NOTHING", [folder.path, folder.added_at]);
+    await this.store.audit({ kind: "trust_added", outcome: "recorded", actor, detail: { path: real } });
     return { folder, already: false };
   }
 
   /** Every trusted folder, by path. */
-  list(): TrustedFolder[] {
-    return this.store.db.query<TrustedFolder, []>("SELECT path, added_at FROM trusted_folders ORDER BY path").all();
+  async list(): Promise<TrustedFolder[]> {
+    return this.store.sql.all<TrustedFolder>("SELECT path, added_at FROM trusted_folders ORDER BY path");
   }
 
   /**
@@ -70,21 +70,21 @@ export class TrustStore {
    * @returns the removed row.
    * @throws AirlockError `not_found` when that folder is not on the list (the message lists what is).
    */
-  revoke(dir: string, actor = "cli"): TrustedFolder {
+  async revoke(dir: string, actor = "cli"): Promise<TrustedFolder> {
     let key = path.resolve(dir);
     try {
       key = realpathSync(key);
     } catch {
       // gone: revoke by the path as written
     }
-    const have = this.store.db.query<TrustedFolder, [string]>("SELECT path, added_at FROM trusted_folders WHERE path = ?").get(key);
+    const have = await this.store.sql.get<TrustedFolder>("SELECT path, added_at FROM trusted_folders WHERE path = ?", [key]);
     if (!have) {
-      const under = this.trustedFolderOf(key);
+      const under = await this.trustedFolderOf(key);
       const hint = under ? `; it is trusted through ${under.path}: revoke that folder instead` : "";
       throw new AirlockError("not_found", `${key} is not a trusted folder${hint} (airlock trust --list shows them)`);
     }
-    this.store.db.query("DELETE FROM trusted_folders WHERE path = ?").run(key);
-    this.store.audit({ kind: "trust_revoked", outcome: "recorded", actor, detail: { path: key } });
+    await this.store.sql.run("DELETE FROM trusted_folders WHERE path = ?", [key]);
+    await this.store.audit({ kind: "trust_revoked", outcome: "recorded", actor, detail: { path: key } });
     return have;
   }
 
@@ -92,14 +92,14 @@ export class TrustStore {
    * The trusted folder `workspace` lies in (itself or an ancestor), or null. `workspace` is made real first
    * (a link into a trusted folder is judged where it leads; one that cannot be resolved is not trusted).
    */
-  trustedFolderOf(workspace: string): TrustedFolder | null {
+  async trustedFolderOf(workspace: string): Promise<TrustedFolder | null> {
     let real: string;
     try {
       real = realpathSync(path.resolve(workspace));
     } catch {
       return null;
     }
-    for (const f of this.list()) if (within(real, f.path)) return f;
+    for (const f of await this.list()) if (within(real, f.path)) return f;
     return null;
   }
 }

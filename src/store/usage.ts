@@ -44,14 +44,12 @@ export class UsageLedger {
   constructor(private readonly store: Store) {}
 
   /** Stores one model call's usage (one row, also when the provider reported none). */
-  record(r: ModelCallRecord): void {
+  async record(r: ModelCallRecord): Promise<void> {
     const u = r.usage;
-    this.store.db
-      .query(
-        `INSERT INTO model_calls (session_id, turn_id, at, provider, model, input_tokens, output_tokens, cached_input_tokens, cache_write_input_tokens, reasoning_tokens)
+    await this.store.sql.run(
+      `INSERT INTO model_calls (session_id, turn_id, at, provider, model, input_tokens, output_tokens, cached_input_tokens, cache_write_input_tokens, reasoning_tokens)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
+      [
         r.session_id,
         r.turn_id,
         new Date().toISOString(),
@@ -62,28 +60,28 @@ export class UsageLedger {
         u?.cached_input_tokens ?? null,
         u?.cache_write_input_tokens ?? null,
         u?.reasoning_tokens ?? null,
-      );
+      ],
+    );
   }
 
   /** The summed usage of one turn's model calls; null when none reported usage. */
-  ofTurn(turnId: string): UsageSummary | null {
-    return summarise(this.store.db.query<SumRow, [string]>(`SELECT ${SUMS} FROM model_calls WHERE turn_id = ?`).get(turnId));
+  async ofTurn(turnId: string): Promise<UsageSummary | null> {
+    return summarise(await this.store.sql.get<SumRow>(`SELECT ${SUMS} FROM model_calls WHERE turn_id = ?`, [turnId]));
   }
 
   /** The summed usage of one session's model calls (all its turns); null when none reported usage. */
-  ofSession(sessionId: string): UsageSummary | null {
-    return summarise(this.store.db.query<SumRow, [string]>(`SELECT ${SUMS} FROM model_calls WHERE session_id = ?`).get(sessionId));
+  async ofSession(sessionId: string): Promise<UsageSummary | null> {
+    return summarise(await this.store.sql.get<SumRow>(`SELECT ${SUMS} FROM model_calls WHERE session_id = ?`, [sessionId]));
   }
 
   /** The summed usage of a session and every descendant (subagents at any depth); null when none reported usage. */
-  ofSubtree(sessionId: string): UsageSummary | null {
+  async ofSubtree(sessionId: string): Promise<UsageSummary | null> {
     return summarise(
-      this.store.db
-        .query<SumRow, [string]>(
-          `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)
+      await this.store.sql.get<SumRow>(
+        `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)
            SELECT ${SUMS} FROM model_calls WHERE session_id IN (SELECT id FROM tree)`,
-        )
-        .get(sessionId),
+        [sessionId],
+      ),
     );
   }
 }

@@ -27,15 +27,15 @@ export interface ChildResult {
  */
 export interface SubagentPort {
   /** Creates a child session of `parentId` (inheritance and privacy rules apply). @throws AirlockError `privacy_violation`, `session_not_found`. */
-  createChild(parentId: string, opts: { privacy?: "public" | "private" }): Session;
+  createChild(parentId: string, opts: { privacy?: "public" | "private" }): Promise<Session>;
   /** Starts a turn of `sessionId`; aborting `parentSignal` cancels it. @throws AirlockError `session_busy`. */
-  startTurn(sessionId: string, message: string, opts: { parentSignal: AbortSignal }): { done: Promise<ChildResult> };
+  startTurn(sessionId: string, message: string, opts: { parentSignal: AbortSignal }): Promise<{ done: Promise<ChildResult> }>;
   /** The signal of the session's in-flight turn `turnId`, or undefined when that turn is not the one running. */
   turnSignal(sessionId: string, turnId: string): AbortSignal | undefined;
   /** Background child turns by child session id, started in this process. */
   readonly background: Map<string, Promise<ChildResult>>;
-  getSession(id: string): Session | null;
-  listTurns(sessionId: string): Turn[];
+  getSession(id: string): Promise<Session | null>;
+  listTurns(sessionId: string): Promise<Turn[]>;
 }
 
 /** What a finished child reports to its parent. */
@@ -71,10 +71,10 @@ export function subagentTools(rt: SubagentPort): ToolDef[] {
     readOnly: true,
     usesPermit: false,
     async execute(args, ctx) {
-      const child = rt.createChild(ctx.session.id, args.privacy ? { privacy: args.privacy } : {});
+      const child = await rt.createChild(ctx.session.id, args.privacy ? { privacy: args.privacy } : {});
       // The parent's turn signal: cancelling the parent's turn cancels the child, in the foreground and the background.
       const parentSignal = rt.turnSignal(ctx.session.id, ctx.turnId) ?? ctx.signal;
-      const started = rt.startTurn(child.id, args.instructions, { parentSignal });
+      const started = await rt.startTurn(child.id, args.instructions, { parentSignal });
       if (args.background) {
         rt.background.set(child.id, started.done);
         return { session_id: child.id };
@@ -92,7 +92,7 @@ export function subagentTools(rt: SubagentPort): ToolDef[] {
     readOnly: true,
     usesPermit: false,
     async execute(args, ctx) {
-      const child = rt.getSession(args.session_id);
+      const child = await rt.getSession(args.session_id);
       if (!child || child.parent_session_id !== ctx.session.id) {
         throw new AirlockError("not_found", `${args.session_id} is not a subagent of this session; pass a session_id returned by your own subagent__spawn`);
       }
@@ -118,7 +118,7 @@ export function subagentTools(rt: SubagentPort): ToolDef[] {
         return report(outcome.done);
       }
       // Not started in this process (or finished before a restart): report its last stored turn.
-      const turns = rt.listTurns(child.id);
+      const turns = await rt.listTurns(child.id);
       const last = turns[turns.length - 1];
       if (!last) return { session_id: child.id, status: "not_started", answer: null };
       return { session_id: child.id, status: last.status, answer: last.answer, ...(last.error ? { error: last.error } : {}) };

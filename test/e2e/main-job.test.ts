@@ -164,11 +164,11 @@ describe("the main job through the compiled binary", () => {
     expect(shown).toContain("workspace-write");
 
     // the database holds the conversation and the audit rows of the decisions
-    const store = Store.open(join(s.dataDir, "airlock.db"));
+    const store = await Store.open(join(s.dataDir, "airlock.db"));
     try {
-      expect(store.listMessages(root.id).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-      expect(store.listMessages(child.id).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-      const audit = store.listAudit({ request_id: card.request_id });
+      expect((await store.listMessages(root.id)).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+      expect((await store.listMessages(child.id)).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+      const audit = await store.listAudit({ request_id: card.request_id });
       expect(audit.filter((a) => a.outcome === "accepted")).toEqual([
         expect.objectContaining({ decision: "allow_once", session_id: root.id, home_session_id: child.id }),
       ]);
@@ -180,7 +180,7 @@ describe("the main job through the compiled binary", () => {
       );
       // cards are user-only: never stored in a conversation
       for (const id of [root.id, child.id, unrelated.id]) {
-        for (const m of store.listMessages(id)) expect(m.content).not.toContain(card.request_id);
+        for (const m of await store.listMessages(id)) expect(m.content).not.toContain(card.request_id);
       }
     } finally {
       store.close();

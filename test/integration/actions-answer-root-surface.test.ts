@@ -57,7 +57,7 @@ test("actions answer without --session allows a subagent's card at the root it w
   expect(ans.stderr).toBe("");
   expect(ans).toMatchObject({ code: 0, stdout: `${card.request_id}: allow_once (from ${root.id})\n` });
   expect((await reply.waitFor((e) => e.event === "turn_finished")).data.status).toBe("completed");
-  const accepted = h!.rt.store.listAudit({ request_id: card.request_id }).filter((a) => a.kind === "card_decision");
+  const accepted = (await h!.rt.store.listAudit({ request_id: card.request_id })).filter((a) => a.kind === "card_decision");
   expect(accepted.map((a) => [a.session_id, a.outcome, a.actor])).toEqual([[root.id, "accepted", "http"]]);
 
   // a late answer at the root surface is told the card was decided, with --session or without
@@ -73,7 +73,7 @@ test("actions answer without --session allows a subagent's card at the root it w
   expect(unknown.code).toBe(1);
   expect(unknown.stderr).toContain("airlock: not_found:");
   expect(unknown.stderr).toContain("airlock actions list");
-  const refused = h!.rt.store.listAudit({ request_id: "act_nope" });
+  const refused = await h!.rt.store.listAudit({ request_id: "act_nope" });
   expect(refused.map((a) => [a.kind, a.outcome, a.code, a.session_id])).toEqual([["card_decision", "refused", "not_found", null]]);
 });
 
@@ -125,7 +125,7 @@ test("a missing approver token and a wrong one get different codes and messages,
   expect(stale.stderr).toContain(`${other}/approver-token`);
   expect(stale.stderr).toContain("--data-dir");
 
-  const audit = h!.rt.store.listAudit({ request_id: card.request_id }).filter((a) => a.kind === "card_decision");
+  const audit = (await h!.rt.store.listAudit({ request_id: card.request_id })).filter((a) => a.kind === "card_decision");
   expect(audit.map((a) => [a.code, (a.detail as any).proof])).toEqual([
     ["user_proof_required", false],
     ["user_proof_required", false],

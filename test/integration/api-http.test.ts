@@ -122,7 +122,7 @@ describe("api turns", () => {
     const fin = await first.waitFor((e) => e.event === "turn_finished");
     expect(fin.data.status).toBe("cancelled");
     expect(h.rt.inflight.has(s.id)).toBe(false);
-    expect(h.rt.store.listTurns(s.id)[0]!.status).toBe("cancelled");
+    expect((await h.rt.store.listTurns(s.id))[0]!.status).toBe("cancelled");
     m.release();
     // a new turn may start now
     const again = await harnessSse(h, `/sessions/${s.id}/reply`, { method: "POST", json: { message: "three" } });

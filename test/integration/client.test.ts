@@ -109,7 +109,7 @@ test("events() opens with the snapshot, and after the server goes away and comes
   // the server goes away; a turn starts meanwhile and raises its card; the server comes back on the same port
   const port = h.server.port;
   await h.server.stop();
-  const started = h.rt.startTurn(s.id, "write a.txt");
+  const started = await h.rt.startTurn(s.id, "write a.txt");
   await new Promise<void>((resolve) => {
     const off = h.rt.bus.subscribe(s.id, (ev) => ev.type === "action_required" && (off(), resolve()));
   });

@@ -42,7 +42,7 @@ describe("console feed", () => {
       text = await readUntil(reader, text, (t) => t.includes("event: turn_finished"));
       text = await readUntil(reader, text, (t) => t.endsWith("\n\n"));
       const frames = text.split("\n\n").filter((f) => f && !f.startsWith(":"));
-      const turn = h.rt.store.listTurns(s.id)[0]!;
+      const turn = (await h.rt.store.listTurns(s.id))[0]!;
       expect(frames).toEqual([
         'event: snapshot\ndata: {"sessions":[],"in_flight":[],"pending_actions":[]}\nid: 1',
         `event: turn_started\ndata: {"session_id":"${s.id}","turn_id":"${turn.id}"}\nid: 2`,

@@ -74,8 +74,8 @@ describe("console routes", () => {
     const root = await h.createSession();
     const reply = await harnessSse(h, `/sessions/${root.id}/reply`, { method: "POST", json: { message: "go" } });
     const card = (await feed.waitFor((e) => e.event === "action_required")).data;
-    const [child] = h.rt.store.listSessions({ parent: root.id as string });
-    const [grandchild] = h.rt.store.listSessions({ parent: child!.id });
+    const [child] = await h.rt.store.listSessions({ parent: root.id as string });
+    const [grandchild] = await h.rt.store.listSessions({ parent: child!.id });
     expect(card).toMatchObject({
       home_session_id: grandchild!.id,
       tool: "developer__shell",

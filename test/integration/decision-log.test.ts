@@ -68,7 +68,7 @@ describe("the decision log of a headless run", () => {
 
     // the model's calls run in parallel, so their rows are written as each ends: put them in the model's
     // order (a script's call just before the script's own row)
-    const order = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool").map((m) => m.tool_call_id);
+    const order = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool").map((m) => m.tool_call_id);
     const pos = (r: AuditRow) => (detail(r).from_script ? order.indexOf(detail(r).parent_call_id) - 0.5 : order.indexOf(detail(r).call_id));
     const rows = (await judged(h, s.id)).sort((a, b) => pos(a) - pos(b));
     const view = rows.map((r) => ({
@@ -96,7 +96,7 @@ describe("the decision log of a headless run", () => {
       expect(detail(r).ms.parked).toBe(0);
     }
     // the call ids are the model's (and the script's call names its parent)
-    const toolMsgs = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool").map((m) => m.tool_call_id);
+    const toolMsgs = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool").map((m) => m.tool_call_id);
     expect(rows.filter((r) => !detail(r).from_script).map((r) => detail(r).call_id)).toEqual(toolMsgs);
     const script = rows.find((r) => r.decision === "ask" && detail(r).from_script)!;
     expect(detail(script).parent_call_id).toBe(detail(rows.at(-1)!).call_id);
@@ -269,7 +269,7 @@ describe("the decision log of an answered card", () => {
     const exp = await airlock(["audit", "--export", "jsonl"], h.dataDir);
     expect(exp).toMatchObject({ code: 0, stderr: "" });
     const exported = exp.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as AuditRow);
-    const every = h.rt.store.listAudit();
+    const every = await h.rt.store.listAudit();
     expect(exported).toEqual(every);
     const after = await airlock(["audit", "--export", "jsonl", "--since", String(every[2]!.id)], h.dataDir);
     expect(after.stdout.trimEnd().split("\n").map((l) => (JSON.parse(l) as AuditRow).id)).toEqual(every.slice(3).map((r) => r.id));

@@ -68,7 +68,7 @@ describe("airlock doctor", () => {
     expect(r.checks.filter((c) => c.status === "fail")).toEqual([]);
     expect(code).toBe(0);
     expect(r.ok).toBe(true);
-    expect(r.checks.map((c) => c.name)).toEqual(["bubblewrap", "user_namespaces", "root", "python3", "data_dir", "tokens", "config", "provider", "server_port", "mcp:fs"]);
+    expect(r.checks.map((c) => c.name)).toEqual(["bubblewrap", "user_namespaces", "root", "python3", "data_dir", "tokens", "config", "provider", "server_port", "storage", "mcp:fs"]);
     expect(check(r, "bubblewrap").status).toBe("ok");
     expect(check(r, "mcp:fs").message).toContain("read_text_file");
     for (const c of r.checks) expect(Object.keys(c).every((k) => ["name", "status", "message", "fix"].includes(k))).toBe(true);

@@ -45,8 +45,8 @@ describe("gate cards across root, child and grandchild", () => {
     const cardEv = await reply.waitFor((e) => e.event === "action_required");
     const receivedAt = performance.now();
     const card = cardEv.data;
-    const [child] = h.rt.store.listSessions({ parent: root.id });
-    const [grand] = h.rt.store.listSessions({ parent: child!.id });
+    const [child] = await h.rt.store.listSessions({ parent: root.id });
+    const [grand] = await h.rt.store.listSessions({ parent: child!.id });
     expect(card).toMatchObject({
       home_session_id: grand!.id,
       surfaced_in: root.id,
@@ -96,14 +96,14 @@ describe("gate cards across root, child and grandchild", () => {
     expect(writes.map((e) => e.data.ok)).toEqual([true]);
     // no conversation holds the card
     for (const sid of [root.id, child!.id, grand!.id]) {
-      for (const m of h.rt.store.listMessages(sid)) expect(JSON.stringify(m)).not.toContain(card.request_id);
+      for (const m of await h.rt.store.listMessages(sid)) expect(JSON.stringify(m)).not.toContain(card.request_id);
     }
     // reconnecting after the decision shows no stale card
     const again = await harnessSse(h, `/sessions/${root.id}/events`);
     expect((await again.waitFor((e) => e.event === "snapshot")).data.pending_actions).toEqual([]);
     again.close();
     // every refused attempt is in the audit log with the session it came from
-    const audit = h.rt.store.listAudit({ request_id: card.request_id }).filter((a) => a.kind === "card_decision");
+    const audit = (await h.rt.store.listAudit({ request_id: card.request_id })).filter((a) => a.kind === "card_decision");
     expect(audit.map((a) => [a.session_id, a.outcome, a.code])).toEqual([
       [sibling.id, "refused", "outside_scope"],
       [unrelated.id, "refused", "outside_scope"],
@@ -147,7 +147,7 @@ subagents:
     expect(wrongAtRoot.body).toEqual(wrongAtHome.body);
     expect(await decide(h, root.id, card.request_id, "allow_once", h.rt.tokens.approverToken)).toMatchObject({ status: 200 });
     await reply.waitFor((e) => e.event === "turn_finished");
-    const tool = h.rt.store.listMessages(card.home_session_id).find((m) => m.role === "tool")!;
+    const tool = (await h.rt.store.listMessages(card.home_session_id)).find((m) => m.role === "tool")!;
     expect(tool.content).toContain("API=1");
   });
 
@@ -181,8 +181,8 @@ turns:
     const a = await h.createSession({ mode: "smart" });
     const b = await h.createSession({ mode: "smart" });
     const c = await h.createSession({ mode: "autonomous" });
-    const ra = h.rt.runTurn(a.id, "go");
-    const rb = h.rt.runTurn(b.id, "go");
+    const ra = await h.rt.runTurn(a.id, "go");
+    const rb = await h.rt.runTurn(b.id, "go");
     await waitForBus(h.rt, () => h!.rt.cards.size === 2);
     expect(h.rt.permits.inUse).toBe(0);
     expect(await h.rt.runTurn(c.id, "go")).toMatchObject({ status: "completed", answer: "written" });

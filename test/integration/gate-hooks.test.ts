@@ -44,7 +44,7 @@ describe("hooks that fail never allow", () => {
     expect(r).toMatchObject({ status: "completed", answer: "done" });
     expect(existsSync(join(h.workspace, "hooked.txt"))).toBe(false);
     expect(refused).toMatchObject([{ code, inspector: "hook" }]);
-    const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    const tool = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
     expect(JSON.parse(tool.content)).toMatchObject({ error: { code } });
     expect(h.rt.cards.size).toBe(0);
   });

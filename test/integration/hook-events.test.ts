@@ -90,17 +90,17 @@ subagents:
     });
     const said = hookMessages(h);
     const s = await h.createSession({ mode: "autonomous" });
-    const started = h.rt.startTurn(s.id, "go");
+    const started = await h.rt.startTurn(s.id, "go");
     await waitForBus(h.rt, () => h!.rt.cards.size === 1);
     const card = ((await (await h.api(`/sessions/${s.id}/actions`)).json()) as any).actions[0];
     expect((await decide(h, s.id, card.request_id, "allow_once")).status).toBe(200);
     const r = await started.done;
     expect(r).toMatchObject({ status: "completed", answer: "all done" });
-    const child = h.rt.store.listSessions({ parent: s.id })[0]!;
-    const writeCall = h.rt.store.listMessages(s.id).find((m) => m.tool_calls?.[0]?.name === "developer__write_file")!.tool_calls![0]!;
+    const child = (await h.rt.store.listSessions({ parent: s.id }))[0]!;
+    const writeCall = (await h.rt.store.listMessages(s.id)).find((m) => m.tool_calls?.[0]?.name === "developer__write_file")!.tool_calls![0]!;
     // PreCompact fired directly, with trigger "manual" (history shrinking fires it with "auto": test/integration/long-session.test.ts)
     const compactHooks = new AgentHooks({ bus: h.rt.bus, store: h.rt.store, configFor: (x) => h!.rt.configFor(x), tool: (n) => h!.rt.registry.get(n), transcriptPath: (id) => h!.rt.transcriptPath(id) });
-    await compactHooks.preCompact({ session: h.rt.store.requireSession(s.id), turnId: r.turn_id, signal: new AbortController().signal }, "manual", "keep the test names");
+    await compactHooks.preCompact({ session: await h.rt.store.requireSession(s.id), turnId: r.turn_id, signal: new AbortController().signal }, "manual", "keep the test names");
     await waitForBus(h.rt, () => said.some((m) => m.event === "Notification"), 60_000);
     expect(said).toEqual([{ session_id: s.id, event: "Notification", hook: expect.any(String), kind: "system_message", message: "recorded" }]);
     const workspace = s.workspace as string;
@@ -154,7 +154,7 @@ describe("Stop hooks", () => {
     const s = await h.createSession({ mode: "autonomous" });
     const r = await h.rt.runTurn(s.id, "fix the tests");
     expect(r).toMatchObject({ status: "completed", answer: "third", iterations: 3 });
-    const msgs = h.rt.store.listMessages(s.id).map((m) => ({ role: m.role, content: m.content, ...(m.name ? { name: m.name } : {}) }));
+    const msgs = (await h.rt.store.listMessages(s.id)).map((m) => ({ role: m.role, content: m.content, ...(m.name ? { name: m.name } : {}) }));
     expect(msgs).toEqual([
       { role: "user", content: "fix the tests" },
       { role: "assistant", content: "first" },
@@ -217,7 +217,7 @@ turns:
     const s = await h.createSession({ mode: "autonomous" });
     expect(await h.rt.runTurn(s.id, "edit")).toMatchObject({ status: "completed", answer: "edited" });
     expect(readFileSync(join(h.workspace, "main.py"), "utf8")).toBe("x = 2\nprint(x)\n");
-    const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    const tool = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
     expect(tool.is_error).toBe(false);
     expect(JSON.parse(tool.content)).toMatchObject({ path: join(s.workspace as string, "main.py") });
   });
@@ -256,7 +256,7 @@ turns:
     expect(lines[0].response).toMatchObject({ bytes: 3 });
     expect(JSON.stringify(lines[1].response)).toContain("hello");
     // a logger says nothing: the results reach the model unchanged
-    const tools = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool");
+    const tools = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool");
     expect(tools.every((m) => !m.content.includes("hook"))).toBe(true);
   });
 
@@ -269,7 +269,7 @@ turns:
     const s = await h.createSession({ mode: "autonomous" });
     expect(await h.rt.runTurn(s.id, "go")).toMatchObject({ status: "completed", answer: "fixed" });
     expect(readFileSync(join(h.workspace, "a.txt"), "utf8")).toBe("abc");
-    const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    const tool = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
     const [result, ...notes] = tool.content.split("\n\n");
     expect(JSON.parse(result!)).toMatchObject({ bytes: 3 });
     expect(notes).toEqual(["[PostToolUse hook feedback]\nlint: missing newline at end of a.txt", "[PostToolUse hook context]\nrun the linter again"]);
@@ -286,7 +286,7 @@ turns:
     const r = await h.rt.runTurn(s.id, "go");
     expect(r).toMatchObject({ status: "failed", error: { code: "hook_stopped" }, iterations: 1 });
     expect(r.error!.message).toContain("build is red");
-    expect(h.rt.store.listMessages(s.id).map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect((await h.rt.store.listMessages(s.id)).map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
     expect(said).toMatchObject([
       { event: "PostToolUse", kind: "system_message", message: "stopping here" },
       { event: "PostToolUse", kind: "stopped", message: "build is red" },
@@ -315,10 +315,10 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "a
     const blocked = await h.rt.runTurn(s.id, "use key sk-abcdefghijklmnopqrstuvwxyz123 please");
     expect(blocked).toMatchObject({ status: "failed", iterations: 0, error: { code: "prompt_blocked" } });
     expect(blocked.error!.message).toContain("looks like an API key");
-    expect(h.rt.store.listMessages(s.id)).toEqual([]);
+    expect(await h.rt.store.listMessages(s.id)).toEqual([]);
     const ok = await h.rt.runTurn(s.id, "say hello");
     expect(ok).toMatchObject({ status: "completed", answer: "hello" });
-    expect(h.rt.store.listMessages(s.id).map((m) => [m.role, m.content, m.name ?? null])).toEqual([
+    expect((await h.rt.store.listMessages(s.id)).map((m) => [m.role, m.content, m.name ?? null])).toEqual([
       ["user", "say hello", null],
       ["user", "[UserPromptSubmit hook context]\ncurrent branch: main", "hook"],
       ["assistant", "hello", null],
@@ -345,7 +345,7 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "a
     const s = await h.createSession({ mode: "autonomous" });
     await h.rt.runTurn(s.id, "first");
     await h.rt.runTurn(s.id, "second");
-    expect(h.rt.store.listMessages(s.id).map((m) => [m.role, m.content])).toEqual([
+    expect((await h.rt.store.listMessages(s.id)).map((m) => [m.role, m.content])).toEqual([
       ["user", "first"],
       ["user", "[SessionStart hook context]\nthis project uses tabs"],
       ["assistant", "one"],
@@ -370,7 +370,7 @@ describe("Notification hooks", () => {
     });
     const said = hookMessages(h);
     const s = await h.createSession({ mode: "smart" });
-    const started = h.rt.startTurn(s.id, "go");
+    const started = await h.rt.startTurn(s.id, "go");
     await waitForBus(h.rt, () => h!.rt.cards.size === 1);
     const actions = ((await (await h.api(`/sessions/${s.id}/actions`)).json()) as any).actions;
     expect(actions.length).toBe(1);
@@ -397,7 +397,7 @@ describe("hooks and the turn's life", () => {
       files: { "turns.yaml": "turns:\n  - text: a\n" },
     });
     const s = await h.createSession({ mode: "autonomous" });
-    const started = h.rt.startTurn(s.id, "go");
+    const started = await h.rt.startTurn(s.id, "go");
     await waitFor(() => processesWith(`sleep ${marker}`).length > 0, `the ${event} hook to start`);
     expect(h.rt.cancel(s.id)).toBe(true);
     expect(await started.done).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });

@@ -55,10 +55,10 @@ describe("continue: false", () => {
     expect(finished.status).toBe("cancelled");
     expect(finished.error?.message).toContain("deploys are frozen until Monday");
 
-    const [stopped, next] = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool");
+    const [stopped, next] = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool");
     expect(JSON.parse(stopped!.content)).toMatchObject({ error: { code: "denied", inspector: "hook", message: expect.stringContaining("deploys are frozen until Monday") } });
     expect(JSON.parse(next!.content)).toMatchObject({ error: { code: "cancelled" } });
-    expect(h.rt.store.listMessages(s.id).some((m) => m.role === "assistant" && m.content === "never reached")).toBe(false);
+    expect((await h.rt.store.listMessages(s.id)).some((m) => m.role === "assistant" && m.content === "never reached")).toBe(false);
   }, 60_000);
 });
 
@@ -77,7 +77,7 @@ describe("systemMessage and additionalContext", () => {
     expect(events.filter((e) => e.type === "hook_message").map((e) => e.data)).toEqual([
       { session_id: s.id, turn_id: expect.any(String), event: "PreToolUse", hook, kind: "system_message", message: "audit: this Bash call was logged" },
     ]);
-    const messages = h.rt.store.listMessages(s.id);
+    const messages = await h.rt.store.listMessages(s.id);
     const ran = JSON.parse(messages.find((m) => m.role === "tool")!.content);
     expect(ran.stdout).toContain("hi");
     expect(ran.hook_context).toEqual([note]);
@@ -86,7 +86,7 @@ describe("systemMessage and additionalContext", () => {
     // the same call refused (approve mode asks, and nobody can answer a headless session): the note rides on the refusal
     const headless = await h.createSession({ mode: "approve", headless: true });
     expect(await h.rt.runTurn(headless.id, "go")).toMatchObject({ status: "completed" });
-    const refused = JSON.parse(h.rt.store.listMessages(headless.id).find((m) => m.role === "tool")!.content);
+    const refused = JSON.parse((await h.rt.store.listMessages(headless.id)).find((m) => m.role === "tool")!.content);
     expect(refused.error).toMatchObject({ code: "no_human_surface", hook_context: [note] });
   }, 60_000);
 });

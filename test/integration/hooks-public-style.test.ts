@@ -49,7 +49,7 @@ describe("public-style PreToolUse scripts, configured unchanged", () => {
     const r = await h.rt.runTurn(s.id, "go");
     expect(r).toMatchObject({ status: "completed", answer: "done" });
     // the tool results, in the order of the calls
-    const [ls, curl, push, echo] = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool");
+    const [ls, curl, push, echo] = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool");
 
     // long_listing.py: `ls` became `ls -la` (a dotfile shows), allowed by the hook although approve mode asks
     expect(ls!.is_error).toBe(false);

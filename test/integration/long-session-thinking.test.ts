@@ -98,7 +98,7 @@ describe("long sessions with Anthropic thinking", () => {
     // thinking was on, and stayed on wherever its blocks could go back unchanged
     expect(withThinking).toBeGreaterThan(CALLS / 2);
     // the stored messages keep their thinking state
-    const stored = h.rt.store.listMessages(s.id).filter((m) => m.role === "assistant");
+    const stored = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "assistant");
     expect(stored.every((m) => m.provider_state?.provider === "anthropic")).toBe(true);
   }, 300_000);
 });

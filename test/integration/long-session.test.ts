@@ -106,7 +106,7 @@ describe("long sessions: what is sent shrinks, the stored conversation does not"
     expect(last.messages.at(-1).content).toContain("lorem ipsum");
 
     // the stored conversation keeps everything
-    const stored = h.rt.store.listMessages(s.id);
+    const stored = await h.rt.store.listMessages(s.id);
     const tools = stored.filter((m) => m.role === "tool");
     expect(tools.length).toBe(CALLS);
     expect(tools.every((m) => m.content.includes("lorem ipsum") && !m.content.includes("elided"))).toBe(true);

@@ -51,7 +51,7 @@ describe("DeepSeek thinking mode through the agent loop", () => {
       expect(call.reasoning_content).toBe("I'll look up the forecast.");
     }
     // stored with the assistant messages
-    const stored = h.rt.store.listMessages(s.id).filter((m) => m.role === "assistant");
+    const stored = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "assistant");
     expect(stored[0]!.provider_state).toEqual({ provider: "openai", data: { reasoning_content: "I'll look up the forecast." } });
     expect(stored[1]!.provider_state).toEqual({ provider: "openai", data: { reasoning_content: "The tool answered." } });
   });

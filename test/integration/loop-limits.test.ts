@@ -40,7 +40,7 @@ turns:
     expect(result.data.ok).toBe(false);
     expect(h.rt.inflight.has(s.id)).toBe(false);
     // both calls of the cancelled assistant message have a tool result (the second ran beside the first: parallel calls)
-    const msgs = h.rt.store.listMessages(s.id);
+    const msgs = await h.rt.store.listMessages(s.id);
     const tools = msgs.filter((m) => m.role === "tool");
     expect(tools.map((m) => m.name)).toEqual(["developer__shell", "developer__list_dir"]);
     expect(tools[0]!.is_error).toBe(true);
@@ -61,6 +61,6 @@ turns:
     expect(r.error!.code).toBe("max_iterations");
     expect(r.iterations).toBe(3);
     expect(r.tool_calls).toBe(3);
-    expect(h.rt.store.listTurns(s.id)[0]!.status).toBe("failed");
+    expect((await h.rt.store.listTurns(s.id))[0]!.status).toBe("failed");
   });
 });

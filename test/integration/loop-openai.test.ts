@@ -67,7 +67,7 @@ describe("loop with the openai provider", () => {
     expect(fin.data.status).toBe("failed");
     expect(fin.data.error.code).toBe("provider_auth");
     expect(sse.events.find((e) => e.event === "error")!.data.message.length).toBeGreaterThan(10);
-    expect(h.rt.store.listTurns(s.id)[0]!.status).toBe("failed");
+    expect((await h.rt.store.listTurns(s.id))[0]!.status).toBe("failed");
     expect(h.rt.inflight.size()).toBe(0);
   });
 });

@@ -39,7 +39,7 @@ turns:
     const s = await h.createSession();
     const r = await h.rt.runTurn(s.id, "meet");
     expect(r).toMatchObject({ status: "completed", answer: "both met", tool_calls: 2 });
-    const tools = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool");
+    const tools = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool");
     expect(tools.map((m) => m.is_error)).toEqual([false, false]);
     expect(tools[0]!.content).toContain("saw-b");
     expect(tools[1]!.content).toContain("saw-a");
@@ -64,7 +64,7 @@ turns:
       if (ev.data.ok && JSON.stringify(ev.data.result).includes("second")) writeFileSync(join(h!.workspace, "second-reported"), "");
     });
     expect(await h.rt.runTurn(s.id, "go")).toMatchObject({ status: "completed", answer: "ordered" });
-    const msgs = h.rt.store.listMessages(s.id);
+    const msgs = await h.rt.store.listMessages(s.id);
     const assistant = msgs.find((m) => m.role === "assistant" && m.tool_calls?.length)!;
     const ids = assistant.tool_calls!.map((c) => c.id);
     // the second call ended first (the first waited for it) …
@@ -107,7 +107,7 @@ turns:
     expect(fin.data).toMatchObject({ status: "completed", answer: "done" });
     const order = reply.events.filter((e) => e.event === "tool_result" || e.event === "action_resolved").map((e) => (e.event === "tool_result" ? e.data.tool : e.event));
     expect(order).toEqual(["developer__list_dir", "action_resolved", "developer__write_file"]);
-    const tools = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool");
+    const tools = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool");
     expect(tools.map((m) => [m.name, m.is_error])).toEqual([
       ["developer__write_file", false],
       ["developer__list_dir", false],
@@ -133,7 +133,7 @@ turns:
     expect(h.rt.cancel(s.id)).toBe(true);
     const fin = await reply.waitFor((e) => e.event === "turn_finished");
     expect(fin.data.status).toBe("cancelled");
-    const tools = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool");
+    const tools = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool");
     expect(tools.map((m) => [m.name, m.is_error])).toEqual([
       ["developer__shell", true],
       ["developer__list_dir", false],
@@ -164,7 +164,7 @@ turns:
     expect(r.status).toBe("failed");
     expect(r.error!.code).toBe("hook_stopped");
     expect(r.error!.message).toContain("enough listing");
-    const tools = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool");
+    const tools = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool");
     expect(tools.map((m) => [m.name, m.is_error])).toEqual([
       ["developer__shell", true],
       ["developer__list_dir", false],
@@ -204,7 +204,7 @@ turns:
     expect(h.rt.cancel(s.id)).toBe(true);
     const fin = await reply.waitFor((e) => e.event === "turn_finished");
     expect(fin.data.status).toBe("cancelled");
-    const msgs = h.rt.store.listMessages(s.id);
+    const msgs = await h.rt.store.listMessages(s.id);
     const calls = msgs.find((m) => m.role === "assistant")!.tool_calls!.map((c) => c.id);
     const tools = msgs.filter((m) => m.role === "tool");
     expect(tools.map((m) => [m.tool_call_id, m.is_error])).toEqual([

@@ -43,7 +43,7 @@ turns:
   ]);
   const exec = reply.events.find((e) => e.event === "tool_result" && e.data.tool === "code_execution__execute")!;
   expect(exec.data.ok).toBe(true);
-  const toolMsg = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+  const toolMsg = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
   const value = JSON.parse(toolMsg.content);
   expect(JSON.stringify(value)).toContain("scripted hello");
   expect(JSON.stringify(value)).toContain("notes.txt");
@@ -65,7 +65,7 @@ turns:
   const s = await h.createSession();
   const r = await h.rt.runTurn(s.id, "list");
   expect(r.status).toBe("completed");
-  const listed = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!.content;
+  const listed = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!.content;
   expect(listed).toContain("developer__shell");
   expect(listed).toContain("subagent__spawn");
   expect(listed).not.toContain("code_execution__execute");

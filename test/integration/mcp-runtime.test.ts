@@ -59,7 +59,7 @@ async function start(o: {
   h.rt.bus.subscribeAll((e: any) => {
     if (e.type === "tool_request" || e.type === "tool_result") events.push({ event: e.type, data: e.data });
   });
-  const session = h.rt.createSession({ workspace: ws });
+  const session = await h.rt.createSession({ workspace: ws });
   return { ws, session, events };
 }
 

@@ -20,7 +20,7 @@ afterEach(async () => {
 });
 
 /** A runtime whose MCP server `bad` records each start in `<workspace>/bad-started` and exits at once with code 1. */
-function start(turns: unknown[]) {
+async function start(turns: unknown[]) {
   dir = mkdtempSync(path.join(tmpdir(), "airlock-mcp-bad-"));
   const dataDir = path.join(dir, "data");
   const ws = path.join(dir, "ws");
@@ -33,18 +33,18 @@ function start(turns: unknown[]) {
     mcp_servers: { bad: { command: "node", args: ["-e", "require('fs').appendFileSync('bad-started', 'x'); process.exit(1)"] } },
   });
   const logs: string[] = [];
-  rt = createRuntime({ config, configDir: dataDir, dataDir, workspace: ws, env: {}, log: (l) => logs.push(l) });
+  rt = await createRuntime({ config, configDir: dataDir, dataDir, workspace: ws, env: {}, log: (l) => logs.push(l) });
   const events: { type: string; data: any }[] = [];
   rt.bus.subscribeAll((e) => {
     if (e.type === "tool_result") events.push({ type: e.type, data: e.data });
   });
-  const session = rt.createSession({ workspace: ws });
+  const session = await rt.createSession({ workspace: ws });
   return { rt, ws, logs, events, session, marker: path.join(ws, "bad-started") };
 }
 
 describe("an MCP server that fails to start", () => {
   test("a run that never touches MCP never starts it: not for the model's roster, not for a script", async () => {
-    const t = start([{ tool_calls: [{ name: "code_execution__execute", arguments: { code: "return 6 * 7" } }] }, { text: "forty-two" }]);
+    const t = await start([{ tool_calls: [{ name: "code_execution__execute", arguments: { code: "return 6 * 7" } }] }, { text: "forty-two" }]);
     const r = await t.rt.runTurn(t.session.id, "compute");
     expect(r).toMatchObject({ status: "completed", answer: "forty-two", error: null, iterations: 2 });
     expect(t.events.map((e) => [e.data.tool, e.data.ok, e.data.result?.value])).toEqual([["code_execution__execute", true, 42]]);
@@ -53,7 +53,7 @@ describe("an MCP server that fails to start", () => {
   });
 
   test("a call to bad__x (from a script, and directly) fails with mcp_server_unavailable naming the server and the reason", async () => {
-    const t = start([
+    const t = await start([
       {
         tool_calls: [
           {
@@ -84,7 +84,7 @@ describe("an MCP server that fails to start", () => {
   });
 
   test("code_execution__list_tools does list (and so starts) the MCP servers", async () => {
-    const t = start([{ tool_calls: [{ name: "code_execution__list_tools", arguments: {} }] }, { text: "listed" }]);
+    const t = await start([{ tool_calls: [{ name: "code_execution__list_tools", arguments: {} }] }, { text: "listed" }]);
     const r = await t.rt.runTurn(t.session.id, "what tools?");
     expect(r.status).toBe("completed");
     const listed = t.events.find((e) => e.data.tool === "code_execution__list_tools")!.data;

@@ -53,7 +53,7 @@ describe("notify: cards over the real runtime", () => {
     const reply = await harnessSse(h, `/sessions/${root.id}/reply`, { method: "POST", json: { message: "go" } });
     const card = (await reply.waitFor((e) => e.event === "action_required")).data;
     await r.waitFor(3);
-    const [child] = h.rt.store.listSessions({ parent: root.id });
+    const [child] = await h.rt.store.listSessions({ parent: root.id });
     const link = `${h.url}/#/s/${root.id}/${card.request_id}`;
 
     const json = r.received.find((x) => x.path === "/json")!;
@@ -108,7 +108,7 @@ describe("notify: cards over the real runtime", () => {
   test("a private session's card carries no text of its conversation: no reason, no title in the chain", async () => {
     r = startReceiver(() => 200);
     h = await start({ notifiers: [{ on: ["card_parked"], webhook: { url: r.url } }] });
-    const root = h.rt.createSession({ workspace: h.workspace, mode: "smart", privacy: "private", title: "PRIVATE-TITLE-NOT-SENT" });
+    const root = await h.rt.createSession({ workspace: h.workspace, mode: "smart", privacy: "private", title: "PRIVATE-TITLE-NOT-SENT" });
     const reply = await harnessSse(h, `/sessions/${root.id}/reply`, { method: "POST", json: { message: "go" } });
     const card = (await reply.waitFor((e) => e.event === "action_required")).data;
     const [got] = await r.waitFor(1);

@@ -62,7 +62,7 @@ describe("notify: runs", () => {
 
   test("a scheduled run that ends blocked sends run_blocked with its run and schedule; a completed one sends run_finished", async () => {
     r = startReceiver(() => 200);
-    const rt = createRuntime({ config: Config.parse({ notify: { notifiers: [{ webhook: { url: r.url } }] } }), configDir: dir, dataDir: dir, env: {} });
+    const rt = await createRuntime({ config: Config.parse({ notify: { notifiers: [{ webhook: { url: r.url } }] } }), configDir: dir, dataDir: dir, env: {} });
     try {
       const run = recipeRunner(rt);
       const schedule = (name: string, script: string) => ({

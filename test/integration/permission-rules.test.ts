@@ -44,8 +44,8 @@ function setup(name: string, files: { data?: Record<string, string>; ws?: Record
   return { data, ws };
 }
 
-function runtime(d: { data: string; ws: string }, config: Record<string, unknown>, logs: string[] = []): Runtime {
-  rt = createRuntime({ config: Config.parse(config), configDir: d.data, dataDir: d.data, workspace: d.ws, env: {}, log: (l) => logs.push(l) });
+async function runtime(d: { data: string; ws: string }, config: Record<string, unknown>, logs: string[] = []): Promise<Runtime> {
+  rt = await createRuntime({ config: Config.parse(config), configDir: d.data, dataDir: d.data, workspace: d.ws, env: {}, log: (l) => logs.push(l) });
   return rt;
 }
 
@@ -60,9 +60,8 @@ function thrown(fn: () => unknown): AirlockError {
 }
 
 /** Tool results of a session, in order, parsed. */
-function toolResults(r: Runtime, sessionId: string): any[] {
-  return r.store
-    .listMessages(sessionId)
+async function toolResults(r: Runtime, sessionId: string): Promise<any[]> {
+  return (await r.store.listMessages(sessionId))
     .filter((m) => m.role === "tool")
     .map((m) => JSON.parse(m.content));
 }
@@ -92,16 +91,16 @@ subagents:
 describe("rules apply to every call at every depth", () => {
   test("direct, from a script and from a subagent: allow answers smart mode's ask, deny refuses naming the rule", async () => {
     const d = setup("depth", { data: { "turns.yaml": SCRIPT }, ws: { "secret.txt": "s3cret", "notes.txt": "keep" } });
-    const r = runtime(d, {
+    const r = await runtime(d, {
       provider: { name: "scripted", script: "turns.yaml" },
       mode: "smart",
       // `env echo` is not a known read-only command (wrappers never are), so only the allow rule lets it run in smart mode
       permissions: { allow: ["Bash(env echo ok:*)"], deny: ["Read(./secret.txt)", "Bash(rm:*)"] },
     });
-    const s = r.createSession({ headless: true });
+    const s = await r.createSession({ headless: true });
     const res = await r.runTurn(s.id, "go");
     expect(res.status).toBe("completed");
-    const [direct, other, compound, script, spawn] = toolResults(r, s.id);
+    const [direct, other, compound, script, spawn] = await toolResults(r, s.id);
     expect(direct.stdout).toContain("ok direct");
     // no rule: smart mode's ask stands, and nobody can answer headless
     expect(other.error.code).toBe("no_human_surface");
@@ -112,8 +111,8 @@ describe("rules apply to every call at every depth", () => {
     expect(script.value.read).toContain("refused denied");
     expect(script.value.read).toContain("Read(./secret.txt)");
     expect(spawn).toMatchObject({ status: "completed", answer: "child done" });
-    const child = r.store.listSessions({ parent: s.id })[0]!;
-    const [childShell, childRead] = toolResults(r, child.id);
+    const child = (await r.store.listSessions({ parent: s.id }))[0]!;
+    const [childShell, childRead] = await toolResults(r, child.id);
     expect(childShell.stdout).toContain("ok child");
     expect(childRead.error).toMatchObject({ code: "denied", inspector: "rule" });
     expect(childRead.error.message).toContain("Read(./secret.txt)");
@@ -130,15 +129,15 @@ describe("a hook's explicit allow answers the mode's ask, never a rule's ask", (
       ],
     });
     const d = setup("hook-allow", { data: { "turns.yaml": turns } });
-    const r = runtime(d, {
+    const r = await runtime(d, {
       provider: { name: "scripted", script: "turns.yaml" },
       mode: "smart",
       hooks: { PreToolUse: [{ matcher: "*", hooks: [{ type: "command", command: join(import.meta.dir, "..", "fixtures", "hooks", "allow.sh"), timeout: 10 }] }] },
       permissions: { ask: ["Bash(git push:*)"] },
     });
-    const s = r.createSession({ headless: true });
+    const s = await r.createSession({ headless: true });
     expect((await r.runTurn(s.id, "go")).status).not.toBe("failed");
-    const [hooked, push] = toolResults(r, s.id);
+    const [hooked, push] = await toolResults(r, s.id);
     expect(hooked.stdout).toContain("hooked");
     expect(push.error).toMatchObject({ code: "no_human_surface", inspector: "rule" });
     expect(push.error.message).toContain("Bash(git push:*)");
@@ -251,7 +250,7 @@ describe("import_claude_settings", () => {
     process.env.HOME = home;
     let r: Runtime;
     try {
-      r = runtime(d, { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", permissions: { import_claude_settings: true, allow: ["Bash(echo hi)"] } }, logs);
+      r = await runtime(d, { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", permissions: { import_claude_settings: true, allow: ["Bash(echo hi)"] } }, logs);
     } finally {
       process.env.HOME = saved;
     }
@@ -273,18 +272,18 @@ describe("import_claude_settings", () => {
     });
     // the imported rules judge calls: the project's deny refuses .env, the user's allow answers smart mode's
     // ask, the project's allow does not (smart mode still asks, and nobody can answer headless)
-    const s = r.createSession({ headless: true });
+    const s = await r.createSession({ headless: true });
     expect((await r.runTurn(s.id, "go")).status).toBe("completed");
-    const [env, shell, npm] = toolResults(r, s.id);
+    const [env, shell, npm] = await toolResults(r, s.id);
     expect(env.error).toMatchObject({ code: "denied", inspector: "rule" });
     expect(env.error.message).toContain("Read(./.env)");
     expect(shell.stdout).toContain("imported");
     expect(npm.error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
   });
 
-  test("off by default: the settings file is not read", () => {
+  test("off by default: the settings file is not read", async () => {
     const d = setup("import-off", { ws: { ".claude/settings.json": JSON.stringify({ permissions: { deny: ["Bash"] } }) } });
-    const r = runtime(d, {});
+    const r = await runtime(d, {});
     expect(r.config.permissions.deny).toEqual([]);
   });
 

@@ -95,8 +95,8 @@ describe("airlock run without a terminal", () => {
     const [code, out] = await Promise.all([p.exited, new Response(p.stdout).text()]);
     expect(code).toBe(0);
     const { Store } = await import("../../src/store/store.ts");
-    const store = Store.open(join(dir, "airlock.db"));
-    const first = store.listMessages(JSON.parse(out).session_id)[0];
+    const store = await Store.open(join(dir, "airlock.db"));
+    const first = (await store.listMessages(JSON.parse(out).session_id))[0];
     store.close();
     expect(first).toMatchObject({ role: "user", content: "from stdin" });
   });

@@ -60,7 +60,7 @@ describe("token usage", () => {
     // the run: root (2 calls) + subagent (2 calls, the second without usage)
     expect(r.usage).toEqual({ input_tokens: 350, output_tokens: 35, cached_input_tokens: 40, reasoning_tokens: 5, model_calls: 4, unreported_calls: 1 });
     const root = r.session_id!;
-    const child = h.rt.store.listSessions({ parent: root })[0]!.id;
+    const child = (await h.rt.store.listSessions({ parent: root }))[0]!.id;
     // turn_finished carries the turn's usage
     expect(fins.find((f) => f.session_id === root)!.usage).toEqual({ input_tokens: 300, output_tokens: 30, cached_input_tokens: 40, reasoning_tokens: 5, model_calls: 2 });
     expect(fins.find((f) => f.session_id === child)!.usage).toEqual({ input_tokens: 50, output_tokens: 5, model_calls: 2, unreported_calls: 1 });
@@ -113,11 +113,11 @@ turns:
     expect(r.error!.code).toBe("token_budget");
     expect(r.error!.message).toContain("max_tokens_per_run");
     expect(r.usage).toMatchObject({ input_tokens: 1300, output_tokens: 200, model_calls: 2 });
-    const msgs = h.rt.store.listMessages(r.session_id!);
+    const msgs = await h.rt.store.listMessages(r.session_id!);
     // user, assistant+call, result, assistant+call (kept), its call answered token_budget
     expect(msgs.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "tool"]);
     expect(JSON.parse(msgs[4]!.content).error.code).toBe("token_budget");
-    expect(h.rt.store.listTurns(r.session_id!)[0]!.status).toBe("failed");
+    expect((await h.rt.store.listTurns(r.session_id!))[0]!.status).toBe("failed");
   });
 
   test("a subagent crossing the run's budget stops the whole run: the parent waiting on it fails token_budget", async () => {
@@ -143,14 +143,14 @@ subagents:
     const r = await runOnce(h.rt, { prompt: "go", headless: true, workspace: h.workspace });
     expect(r.status).toBe("failed");
     expect(r.error!.code).toBe("token_budget");
-    const child = h.rt.store.listSessions({ parent: r.session_id! })[0]!.id;
+    const child = (await h.rt.store.listSessions({ parent: r.session_id! }))[0]!.id;
     expect(fins.find((f) => f.session_id === child)).toMatchObject({ status: "failed", error: { code: "token_budget" } });
     expect(fins.find((f) => f.session_id === r.session_id)).toMatchObject({ status: "failed", error: { code: "token_budget" } });
     // the root made one model call only: it did not go on after its subagent's failure
-    expect(h.rt.store.listMessages(r.session_id!).filter((m) => m.role === "assistant")).toHaveLength(1);
+    expect((await h.rt.store.listMessages(r.session_id!)).filter((m) => m.role === "assistant")).toHaveLength(1);
     // both histories are valid: every call has its result
     for (const sid of [r.session_id!, child]) {
-      const msgs = h.rt.store.listMessages(sid);
+      const msgs = await h.rt.store.listMessages(sid);
       const calls = msgs.flatMap((m) => m.tool_calls ?? []).map((c) => c.id);
       expect(msgs.filter((m) => m.role === "tool").map((m) => m.tool_call_id)).toEqual(calls);
     }

@@ -17,7 +17,7 @@ describe("Runtime.close", () => {
     try {
       let store;
       {
-        await using rt = createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {}, log: () => {} });
+        await using rt = await createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {}, log: () => {} });
         store = rt.store;
         rt.onClose(() => void order.push("first"));
         rt.onClose(() => {
@@ -28,7 +28,7 @@ describe("Runtime.close", () => {
       }
       expect(order).toEqual(["third", "second", "first"]);
       expect(errors.mock.calls.some((c) => String(c[1]).includes("boom"))).toBe(true);
-      expect(() => store.getSession("ses_x")).toThrow();
+      await expect(store.getSession("ses_x")).rejects.toThrow();
     } finally {
       errors.mockRestore();
       rmSync(dataDir, { recursive: true, force: true });

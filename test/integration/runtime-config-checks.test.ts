@@ -37,8 +37,8 @@ function dataDir(name: string, files: Record<string, string> = {}): string {
   return d;
 }
 
-function runtime(d: string, config: Record<string, unknown>, logs: string[] = []): Runtime {
-  rt = createRuntime({ config: Config.parse(config), configDir: d, dataDir: d, workspace: join(dir, "ws"), env: {}, log: (l) => logs.push(l) });
+async function runtime(d: string, config: Record<string, unknown>, logs: string[] = []): Promise<Runtime> {
+  rt = await createRuntime({ config: Config.parse(config), configDir: d, dataDir: d, workspace: join(dir, "ws"), env: {}, log: (l) => logs.push(l) });
   return rt;
 }
 
@@ -61,10 +61,10 @@ async function airlock(args: string[], data: string) {
 describe("no model configured", () => {
   test("runtime: one warning line at creation (to the log, not stdout); the answer says no model is configured", async () => {
     const logs: string[] = [];
-    const r = runtime(dataDir("nomodel"), {}, logs);
+    const r = await runtime(dataDir("nomodel"), {}, logs);
     expect(logs.filter((l) => l.startsWith("airlock: no model configured"))).toHaveLength(1);
     expect(logs[0]).toContain("docs/quickstart.md §6");
-    const s = r.createSession({});
+    const s = await r.createSession({});
     const res = await r.runTurn(s.id, "summarise README.md");
     expect(res).toMatchObject({ status: "completed", answer: NO_MODEL_CONFIGURED, error: null });
   });
@@ -72,9 +72,9 @@ describe("no model configured", () => {
   test("runtime: a configured script warns nothing and still ends with (script ended)", async () => {
     const logs: string[] = [];
     const d = dataDir("scripted", { "turns.yaml": "turns:\n  - text: hi\n" });
-    const r = runtime(d, { provider: { name: "scripted", script: "turns.yaml" } }, logs);
+    const r = await runtime(d, { provider: { name: "scripted", script: "turns.yaml" } }, logs);
     expect(logs).toEqual([]);
-    const s = r.createSession({});
+    const s = await r.createSession({});
     expect((await r.runTurn(s.id, "a")).answer).toBe("hi");
     expect((await r.runTurn(s.id, "b")).answer).toBe("(script ended)");
   });
@@ -98,7 +98,7 @@ describe("tools: keys are checked at runtime creation", () => {
     expect(e.message).toStartWith("tools.developer__shel: no such tool; did you mean developer__shell?");
   });
 
-  test("an unknown extension, a Claude Code name and a near-miss MCP prefix are refused; real tools and any server__x are accepted", () => {
+  test("an unknown extension, a Claude Code name and a near-miss MCP prefix are refused; real tools and any server__x are accepted", async () => {
     const mcp = { fs: { command: "node", args: ["-e", "process.exit(1)"] } };
     const e = thrown(() =>
       runtime(dataDir("typo2"), {
@@ -113,7 +113,7 @@ describe("tools: keys are checked at runtime creation", () => {
     expect(lines[2]).toStartWith("tools.interpreter__ruby: no such tool; the interpreter__ tools are interpreter__python, interpreter__js");
     expect(lines[3]).toContain("MCP servers under mcp_servers: fs");
     const logs: string[] = [];
-    const ok = runtime(
+    const ok = await runtime(
       dataDir("typo-ok"),
       { mcp_servers: mcp, tools: { developer__shell: { permission: "deny" }, fs__anything: { permission: "ask" }, subagent__spawn: { permission: "ask" } } },
       logs,
@@ -132,10 +132,10 @@ describe("tools: keys are checked at runtime creation", () => {
 });
 
 describe("start-up warnings of a valid config", () => {
-  test("a provider key the chosen provider ignores, and a hook script path that does not exist, are each one warning naming them", () => {
+  test("a provider key the chosen provider ignores, and a hook script path that does not exist, are each one warning naming them", async () => {
     const d = dataDir("warn");
     const logs: string[] = [];
-    rt = createRuntime({
+    rt = await createRuntime({
       config: Config.parse({
         provider: { name: "openai", base_url: "http://127.0.0.1:9/v1", model: "m", script: "turns.yaml" },
         hooks: {
@@ -158,9 +158,9 @@ describe("start-up warnings of a valid config", () => {
 });
 
 describe("a missing provider.script is a configuration error at start", () => {
-  test("rt.checkProvider() throws config_invalid naming the file and the folder it was relative to", () => {
+  test("rt.checkProvider() throws config_invalid naming the file and the folder it was relative to", async () => {
     const d = dataDir("missing-rt");
-    const r = runtime(d, { provider: { name: "scripted", script: "gone.yaml" } });
+    const r = await runtime(d, { provider: { name: "scripted", script: "gone.yaml" } });
     const e = thrown(() => r.checkProvider());
     expect(e.code).toBe("config_invalid");
     expect(e.message).toContain(`cannot read ${join(d, "gone.yaml")} (ENOENT)`);
@@ -170,10 +170,10 @@ describe("a missing provider.script is a configuration error at start", () => {
 
   test("checkProvider builds the provider once: the turn uses it even after the file is gone", async () => {
     const d = dataDir("once", { "turns.yaml": "turns:\n  - text: loaded at start\n" });
-    const r = runtime(d, { provider: { name: "scripted", script: "turns.yaml" } });
+    const r = await runtime(d, { provider: { name: "scripted", script: "turns.yaml" } });
     r.checkProvider();
     rmSync(join(d, "turns.yaml"));
-    expect((await r.runTurn(r.createSession({}).id, "go")).answer).toBe("loaded at start");
+    expect((await r.runTurn((await r.createSession({})).id, "go")).answer).toBe("loaded at start");
   });
 
   test("airlock run: config file's script missing → exit 2 (not a failed turn), stdout only the invalid result", async () => {
@@ -228,12 +228,12 @@ describe("configFor with a corrupted session graph", () => {
     subagents: [{ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: "touch marker" } }] }, { text: "child done" }] }],
   };
   /** The root's run overrides add a hook denying Bash; the child's shell call is judged with them. */
-  function setup(name: string) {
+  async function setup(name: string) {
     const d = dataDir(name, { "turns.yaml": stringify(TURNS) });
     const ws = join(d, "ws");
     mkdirSync(ws);
-    const r = runtime(d, { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox: "danger-full-access" });
-    const root = r.createSession({ workspace: ws, headless: true });
+    const r = await runtime(d, { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox: "danger-full-access" });
+    const root = await r.createSession({ workspace: ws, headless: true });
     r.setRunOverrides(root.id, { hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "echo 'recipe guard' >&2; exit 2" }] }] } });
     const results: any[] = [];
     r.bus.subscribeAll((e) => {
@@ -243,7 +243,7 @@ describe("configFor with a corrupted session graph", () => {
   }
 
   test("control: the root's run overrides (a recipe's hook) deny the child's call", async () => {
-    const { r, root, ws, results } = setup("graph-ok");
+    const { r, root, ws, results } = await setup("graph-ok");
     await r.runTurn(root.id, "go");
     expect(results).toHaveLength(1);
     expect(results[0].ok).toBe(false);
@@ -252,11 +252,11 @@ describe("configFor with a corrupted session graph", () => {
   });
 
   test("a cycle in the sessions table: the call is refused with session_graph_invalid, not run without the overrides", async () => {
-    const { r, root, ws, results } = setup("graph-cycle");
+    const { r, root, ws, results } = await setup("graph-cycle");
     // corrupt the table the moment the child's shell call reaches the gate (before it is judged)
     r.bus.subscribeAll((e) => {
       if (e.type === "tool_request" && e.data.tool === "developer__shell") {
-        r.store.db.query("UPDATE sessions SET parent_session_id = ? WHERE id = ?").run(e.session_id, root.id);
+        void r.store.sql.run("UPDATE sessions SET parent_session_id = ? WHERE id = ?", [e.session_id, root.id]);
       }
     });
     await r.runTurn(root.id, "go");

@@ -66,15 +66,15 @@ describe("allow for this session", () => {
     expect(existsSync(join(h.workspace, "one.txt"))).toBe(true);
     expect(existsSync(join(h.workspace, "two.txt"))).toBe(true);
     expect(s1.events.filter((e) => e.event === "action_required").map((e) => e.data.request_id)).toEqual([card.request_id]);
-    const [child] = h.rt.store.listSessions({ parent: root.id });
-    const childCalls = h.rt.store.listAudit({ kind: "call_judged" }).filter((r) => r.session_id === child!.id && (r.detail as any).tool === "developer__shell");
+    const [child] = await h.rt.store.listSessions({ parent: root.id });
+    const childCalls = (await h.rt.store.listAudit({ kind: "call_judged" })).filter((r) => r.session_id === child!.id && (r.detail as any).tool === "developer__shell");
     expect(childCalls.map((r) => [r.decision, (r.detail as any).inspector, (r.detail as any).rule, (r.detail as any).session_rule, (r.detail as any).ran])).toEqual([["allow", "rule", "Bash(touch:*)", true, true]]);
 
     // listed for the tree, from the root and from the child; audited with who added it
     const listed = { rules: [{ id: ruleId, root_session_id: root.id, rule: "Bash(touch:*)", request_id: card.request_id, added_in: root.id, actor: "http", created_at: expect.any(String) }] };
     expect((await json(h, `/sessions/${root.id}/rules`)).body).toEqual(listed);
     expect((await json(h, `/sessions/${child!.id}/rules`)).body).toEqual(listed);
-    const added = h.rt.store.listAudit({ kind: "session_rule_added" });
+    const added = await h.rt.store.listAudit({ kind: "session_rule_added" });
     expect(added.map((a) => [a.request_id, a.session_id, a.home_session_id, a.decision, a.actor, a.detail])).toEqual([
       [card.request_id, root.id, root.id, "allow_session", "http", { rule: "Bash(touch:*)", rule_id: ruleId, root_session_id: root.id, proof: false }],
     ]);
@@ -95,7 +95,7 @@ describe("allow for this session", () => {
     expect(await json(h, `/sessions/${child!.id}/rules/${ruleId}`, { method: "DELETE" })).toMatchObject({ status: 200, body: { removed: { id: ruleId, rule: "Bash(touch:*)" } } });
     expect((await json(h, `/sessions/${root.id}/rules`)).body).toEqual({ rules: [] });
     expect(await json(h, `/sessions/${root.id}/rules/${ruleId}`, { method: "DELETE" })).toMatchObject({ status: 404, body: { error: "not_found" } });
-    expect(h.rt.store.listAudit({ kind: "session_rule_removed" }).map((a) => [a.session_id, a.home_session_id, (a.detail as any).rule_id])).toEqual([[child!.id, root.id, ruleId]]);
+    expect((await h.rt.store.listAudit({ kind: "session_rule_removed" })).map((a) => [a.session_id, a.home_session_id, (a.detail as any).rule_id])).toEqual([[child!.id, root.id, ruleId]]);
     const s3 = await reply(h, root.id);
     const again = (await s3.waitFor((e) => e.event === "action_required")).data;
     expect(again).toMatchObject({ tool: "developer__shell", arguments: { command: "touch after-delete.txt" }, inspector: "mode" });

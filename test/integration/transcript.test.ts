@@ -47,13 +47,13 @@ describe("session transcripts", () => {
     const s = await h.createSession({ mode: "autonomous" });
     const r = await h.rt.runTurn(s.id, "run the echo");
     expect(r.status).toBe("completed");
-    const file = h.rt.transcriptPath(s.id);
+    const file = await h.rt.transcriptPath(s.id);
     const real = join(h.rt.transcripts.dir, `${s.id}.jsonl`);
     expect(file).toBe(real);
     expect(file).toBe(transcriptPath(h.rt.transcripts.dir.replace(/\/transcripts$/, ""), s.id));
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(statSync(h.rt.transcripts.dir).mode & 0o777).toBe(0o700);
-    const msgs = h.rt.store.listMessages(s.id);
+    const msgs = await h.rt.store.listMessages(s.id);
     const got = lines(file);
     expect(got.length).toBe(4);
     const ws = realpathSync(h.workspace);
@@ -92,7 +92,7 @@ describe("session transcripts", () => {
       "        results += sum(1 for b in content if b.get('type') == 'tool_result')",
       "print(json.dumps({'last': last, 'tool_uses': len(uses), 'names': uses, 'results': results}))",
     ].join("\n");
-    const p = Bun.spawn(["python3", "-c", py, h.rt.transcriptPath(s.id)], { stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(["python3", "-c", py, await h.rt.transcriptPath(s.id)], { stdout: "pipe", stderr: "pipe" });
     const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     expect({ code, err }).toEqual({ code: 0, err: "" });
     expect(JSON.parse(out)).toEqual({ last: "The shell said transcript-needle-41.", tool_uses: 1, names: ["Bash"], results: 1 });
@@ -113,9 +113,9 @@ subagents:
     });
     const s = await h.createSession({ mode: "autonomous" });
     expect((await h.rt.runTurn(s.id, "spawn one")).status).toBe("completed");
-    const child = h.rt.store.listSessions({ parent: s.id })[0]!;
-    const parent = lines(h.rt.transcriptPath(s.id));
-    const mine = lines(h.rt.transcriptPath(child.id));
+    const child = (await h.rt.store.listSessions({ parent: s.id }))[0]!;
+    const parent = lines(await h.rt.transcriptPath(s.id));
+    const mine = lines(await h.rt.transcriptPath(child.id));
     expect(parent.map((l) => l.sessionId)).toEqual([s.id, s.id, s.id, s.id]);
     expect(parent[1].message.content[0]).toMatchObject({ type: "tool_use", name: "subagent__spawn", input: { instructions: "say child" } });
     expect(mine.map((l) => [l.type, l.sessionId, l.isSidechain])).toEqual([
@@ -132,21 +132,21 @@ subagents:
     h = await startHarness(opts);
     const s = await h.createSession({ mode: "autonomous" });
     expect((await h.rt.runTurn(s.id, "run the echo")).status).toBe("completed");
-    const file = h.rt.transcriptPath(s.id);
+    const file = await h.rt.transcriptPath(s.id);
     const full = readFileSync(file, "utf8");
     await h.close();
     // killed between the store's commit and the append: the last two lines are missing
     const kept = full.split("\n").slice(0, 2).join("\n") + "\n";
     writeFileSync(file, kept);
     h = await startHarness(opts);
-    expect(h.rt.transcriptPath(s.id)).toBe(file);
+    expect(await h.rt.transcriptPath(s.id)).toBe(file);
     expect(readFileSync(file, "utf8")).toBe(full);
     await h.close();
     // a torn last line, and a file left world-readable: rebuilt whole, 0600
     writeFileSync(file, full.slice(0, full.length - 40));
     chmodSync(file, 0o644);
     h = await startHarness(opts);
-    h.rt.transcriptPath(s.id);
+    await h.rt.transcriptPath(s.id);
     expect(readFileSync(file, "utf8")).toBe(full);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     // a new turn appends after the rebuilt lines, its first line chained to the last one
@@ -208,7 +208,7 @@ turns:
     await sp.proc.exited;
     await reply.ended;
     h = await startHarness({ config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" }, dataDir });
-    const got = lines(h.rt.transcriptPath(session.id));
+    const got = lines(await h.rt.transcriptPath(session.id));
     expect(got.map((l) => l.type)).toEqual(["user", "assistant", "user"]);
     const call = got[1].message.content.find((b: any) => b.type === "tool_use");
     expect(call).toMatchObject({ name: "Write", input: { file_path: join(realpathSync(ws), "x.txt"), content: "x" } });

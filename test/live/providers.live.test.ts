@@ -68,7 +68,7 @@ describe("live smoke test: one tool loop against each real API", () => {
       expect(r.status).toBe("completed");
       expect(r.tool_calls).toBeGreaterThanOrEqual(1);
       expect(r.answer ?? "").toContain(word);
-      const stored = h.rt.store.listMessages(s.id);
+      const stored = await h.rt.store.listMessages(s.id);
       const result = stored.find((m) => m.role === "tool" && m.content.includes(word));
       expect(result).toBeDefined();
       console.warn(`airlock live test ${t.provider} (${model}): ${r.iterations} model calls, ${r.tool_calls} tool call(s), answer ${JSON.stringify(r.answer)}`);

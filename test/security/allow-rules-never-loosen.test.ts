@@ -33,14 +33,13 @@ async function run(name: string, config: Record<string, unknown>, calls: { name:
   }
   for (const [target, link] of links) symlinkSync(target, join(workspace, link));
   writeFileSync(join(data, "turns.yaml"), stringify({ turns: [...calls.map((c) => ({ tool_calls: [c] })), { text: "done" }] }));
-  await using rt = createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, ...config }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
-  const s = rt.createSession({ headless: true });
+  await using rt = await createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, ...config }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+  const s = await rt.createSession({ headless: true });
   const res = await rt.runTurn(s.id, "go");
   expect(res.status).not.toBe("failed");
   return {
     workspace,
-    results: rt.store
-      .listMessages(s.id)
+    results: (await rt.store.listMessages(s.id))
       .filter((m) => m.role === "tool")
       .map((m) => JSON.parse(m.content)),
   };

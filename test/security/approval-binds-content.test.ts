@@ -83,11 +83,11 @@ describe("an approval binds to the content of the files the call names", () => {
     expect(next.files).toEqual([{ path: "script.sh", kind: "file", size: 20, sha256: sha("echo new >> ran.txt\n") }]);
     expect(next.reason).toContain("approval_stale");
     // the refused allow is in the audit log with both hashes; the new card's parked row has the new hash
-    const stale = h!.rt.store.listAudit({ request_id: card.request_id }).filter((a) => a.kind === "card_stale");
+    const stale = (await h!.rt.store.listAudit({ request_id: card.request_id })).filter((a) => a.kind === "card_stale");
     expect(stale.map((a) => [a.code, a.outcome])).toEqual([["approval_stale", "refused"]]);
     expect((stale[0]!.detail as any).approved).toEqual(card.files);
     expect((stale[0]!.detail as any).now).toEqual(next.files);
-    const parkedRow = h!.rt.store.listAudit({ request_id: next.request_id }).find((a) => a.kind === "card_parked")!;
+    const parkedRow = (await h!.rt.store.listAudit({ request_id: next.request_id })).find((a) => a.kind === "card_parked")!;
     expect((parkedRow.detail as any).files).toEqual(next.files);
 
     expect(await decide(h!, id, next.request_id, "allow_once")).toMatchObject({ status: 200 });
@@ -198,7 +198,7 @@ describe("an approval binds to the content of the files the call names", () => {
     expect(readFileSync(join(h!.workspace, "ran.txt"), "utf8")).toBe("same\n");
     expect(cards(reply).length).toBe(1);
     expect(toolResults(id).map((r) => r.ok)).toEqual([true]);
-    expect(h!.rt.store.listAudit({}).filter((a) => a.kind === "card_stale")).toEqual([]);
+    expect((await h!.rt.store.listAudit({})).filter((a) => a.kind === "card_stale")).toEqual([]);
     reply.close();
   });
 

@@ -63,7 +63,7 @@ turns:
   const listed = await cli(["actions", "list"]);
   expect(listed.code).toBe(0);
   expect(listed.stdout).toContain(`    ! ${fileOut.will_fail}\n`);
-  const parked = h.rt.store.listAudit({ request_id: fileOut.request_id, kind: "card_parked" });
+  const parked = await h.rt.store.listAudit({ request_id: fileOut.request_id, kind: "card_parked" });
   expect((parked[0]!.detail as any).will_fail).toBe(fileOut.will_fail);
   const fileResult = await allow(fileOut);
   expect(fileResult).toMatchObject({ ok: false, error: { code: "path_outside_workspace" } });

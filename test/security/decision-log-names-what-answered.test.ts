@@ -43,14 +43,14 @@ describe("the decision log names what answered the mode's ask", () => {
       mode: "smart",
       hooks: { PreToolUse: [{ matcher: "*", hooks: [{ type: "command", command: join(HOOKS, "allow.sh"), timeout: 10 }] }] },
     });
-    await using rt = createRuntime({ config, configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
-    const s = rt.createSession({ headless: true });
+    await using rt = await createRuntime({ config, configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+    const s = await rt.createSession({ headless: true });
     await rt.runTurn(s.id, "go");
-    const tool = rt.store.listMessages(s.id).find((m) => m.role === "tool");
+    const tool = (await rt.store.listMessages(s.id)).find((m) => m.role === "tool");
     expect(JSON.parse(tool!.content).exit_code).toBe(0);
     // the row is buffered (Store.auditSoon): write it now
-    rt.store.flushAudit();
-    const rows = rt.store.listAudit({ kind: "call_judged" });
+    await rt.store.flushAudit();
+    const rows = await rt.store.listAudit({ kind: "call_judged" });
     expect(rows).toHaveLength(1);
     const detail = typeof rows[0]!.detail === "string" ? JSON.parse(rows[0]!.detail) : rows[0]!.detail;
     expect(rows[0]).toMatchObject({ decision: "allow" });

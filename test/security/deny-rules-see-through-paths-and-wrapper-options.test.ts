@@ -53,11 +53,10 @@ describe("a deny rule hits its program however the command names it", () => {
     const calls = ["/usr/bin/touch path.txt", "timeout -s KILL 5 touch valued.txt", "echo fine"];
     writeFileSync(join(data, "turns.yaml"), stringify({ turns: [...calls.map((command) => ({ tool_calls: [{ name: "developer__shell", arguments: { command } }] })), { text: "done" }] }));
     const config = Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", permissions: { allow: ["Bash"], deny: ["Bash(touch:*)"] } });
-    await using rt = createRuntime({ config, configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
-    const s = rt.createSession({ headless: true });
+    await using rt = await createRuntime({ config, configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+    const s = await rt.createSession({ headless: true });
     await rt.runTurn(s.id, "go");
-    const results = rt.store
-      .listMessages(s.id)
+    const results = (await rt.store.listMessages(s.id))
       .filter((m) => m.role === "tool")
       .map((m) => JSON.parse(m.content));
     expect(results[0].error).toMatchObject({ code: "denied", inspector: "rule" });

@@ -81,7 +81,7 @@ describe("a rewritten call is judged again from the start", () => {
       events.push(e);
       if (e.type === "action_required") onCard(e);
     });
-    const turn = h.rt.runTurn(s.id, "go");
+    const turn = await h.rt.runTurn(s.id, "go");
     const c = (await card) as Extract<AnyEvent, { type: "action_required" }>;
     expect(c.data).toMatchObject({ tool: "developer__shell", arguments: { command: "cat ~/.ssh/id_rsa" }, inspector: "sensitive_ops", requires_user_proof: true });
     expect((await decide(h, s.id, c.data.request_id, "deny")).status).toBe(200);
@@ -89,7 +89,7 @@ describe("a rewritten call is judged again from the start", () => {
 
     const requests = events.filter((e) => e.type === "tool_request").map((e) => e.data);
     expect(requests).toMatchObject([{ arguments: { command: "ls" } }, { arguments: { command: "cat ~/.ssh/id_rsa" }, rewritten_by: hook }]);
-    const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    const tool = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
     expect(JSON.parse(tool.content)).toMatchObject({ error: { code: "denied", inspector: "sensitive_ops" } });
     const res = await h.api(`/audit?session=${s.id}&decision=ask`);
     const row = ((await res.json()) as any).audit.find((a: any) => a.kind === "call_judged");
@@ -110,7 +110,7 @@ describe("a rewritten call is judged again from the start", () => {
     });
     const s = await h.createSession({ mode: "autonomous", headless: true });
     expect(await h.rt.runTurn(s.id, "go")).toMatchObject({ status: "completed", answer: "done" });
-    const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    const tool = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
     expect(JSON.parse(tool.content)).toMatchObject({ error: { code: "denied", inspector: "rule", message: expect.stringContaining("Bash(rm:*)") } });
     expect(readFileSync(path.join(h.workspace, "notes.txt"), "utf8")).toBe("keep me");
   }, 60_000);
@@ -124,7 +124,7 @@ describe("a rewritten call is judged again from the start", () => {
     });
     const s = await h.createSession({ mode: "autonomous", headless: true });
     expect(await h.rt.runTurn(s.id, "go")).toMatchObject({ status: "completed", answer: "done" });
-    const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    const tool = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
     const err = JSON.parse(tool.content).error;
     expect(err).toMatchObject({ code: "hook_output_invalid", inspector: "hook" });
     expect(err.message).toContain(hook);

@@ -36,10 +36,10 @@ describe("a failing UserPromptSubmit guard blocks the prompt", () => {
     const r = await h.rt.runTurn(s.id, `deploy with ${SECRET}`);
     expect(r).toMatchObject({ status: "failed", iterations: 0, answer: null, error: { code: "prompt_blocked" } });
     expect(r.error!.message).toContain(code);
-    expect(h.rt.store.listMessages(s.id)).toEqual([]);
+    expect(await h.rt.store.listMessages(s.id)).toEqual([]);
     // the next turn (the guard still failing) sends nothing either: the refused prompt was never stored
     const again = await h.rt.runTurn(s.id, "hello");
     expect(again).toMatchObject({ status: "failed", iterations: 0 });
-    expect(JSON.stringify(h.rt.store.listMessages(s.id))).not.toContain(SECRET);
+    expect(JSON.stringify(await h.rt.store.listMessages(s.id))).not.toContain(SECRET);
   });
 });

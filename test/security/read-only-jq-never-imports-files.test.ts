@@ -37,10 +37,10 @@ describe("a jq program that imports files is not read-only", () => {
     mkdirSync(join(workspace, "store"), { recursive: true });
     writeFileSync(join(workspace, "store", "data.json"), JSON.stringify({ token: "imported-secret" }));
     writeFileSync(join(data, "turns.yaml"), stringify({ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: IMPORT } }] }, { text: "done" }] }));
-    await using rt = createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
-    const s = rt.createSession({ headless: true });
+    await using rt = await createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+    const s = await rt.createSession({ headless: true });
     await rt.runTurn(s.id, "go");
-    const tool = rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    const tool = (await rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
     expect(JSON.parse(tool.content).error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
     expect(tool.content).not.toContain("imported-secret");
   });

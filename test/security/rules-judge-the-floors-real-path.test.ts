@@ -72,9 +72,9 @@ test("a link swapped after the floor looked is still judged by the rules at the 
 });
 
 test("the runtime's rule inspector (with the tree's session rules) reads the same real path as the floor", async () => {
-  const store = Store.open(":memory:");
+  const store = await Store.open(":memory:");
   try {
-    const session = store.createSession({ workspace: ws, mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const session = await store.createSession({ workspace: ws, mode: "autonomous", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
     const inspector = treeRulesInspector(new SessionRuleSets(new SessionRules(store)));
     const floor = floorInspector({});
     unlinkSync(join(ws, "l"));

@@ -20,14 +20,14 @@ let dataDir: string;
 let outsideWs: string;
 let rt: Runtime;
 
-beforeAll(() => {
+beforeAll(async () => {
   root = realpathSync(mkdtempSync("/var/tmp/airlock-sec-data-"));
   dataDir = path.join(root, "data");
   outsideWs = path.join(root, "ws");
   mkdirSync(dataDir);
   mkdirSync(outsideWs);
   writeFileSync(path.join(outsideWs, "README.md"), "hello");
-  rt = createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {} });
+  rt = await createRuntime({ config: Config.parse({}), configDir: dataDir, dataDir, env: {} });
 });
 afterAll(async () => {
   await rt.close();
@@ -62,7 +62,7 @@ describe("airlock's data dir is not visible to confined host processes", () => {
       expect(r.stdout).not.toContain("airlock.db");
     });
     test(`${policy}: the database (every session's messages) cannot be read`, async () => {
-      rt.store.createSession({ workspace: outsideWs, mode: "smart", sandbox: policy, privacy: "private", headless: false, provider: "scripted", title: "needle-private-title-42" });
+      await rt.store.createSession({ workspace: outsideWs, mode: "smart", sandbox: policy, privacy: "private", headless: false, provider: "scripted", title: "needle-private-title-42" });
       const r = await sh(`cat ${dataDir}/airlock.db ${dataDir}/airlock.db-wal 2>/dev/null | grep -c needle-private-title-42 || true`, outsideWs, policy);
       expect(r.stdout.trim()).toBe("0");
     });

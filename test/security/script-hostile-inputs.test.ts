@@ -321,7 +321,7 @@ describe("calls a script leaves behind (full stack)", () => {
     const s = await h.createSession({ mode: "autonomous" });
     const r = await h.rt.runTurn(s.id, "go");
     expect(r.status).toBe("completed");
-    const tool = h.rt.store.listMessages(s.id).find((m) => m.role === "tool")!;
+    const tool = (await h.rt.store.listMessages(s.id)).find((m) => m.role === "tool")!;
     expect(JSON.parse(tool.content).value).toEqual({ code_execution__execute: "unknown_tool", code_execution__list_tools: "unknown_tool" });
   });
 

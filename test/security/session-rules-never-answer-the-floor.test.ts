@@ -75,12 +75,12 @@ describe("session rules never answer the floor, a rule's ask or a rule's deny", 
     s.close();
     // a config rule's deny still refuses, with no card
     expect(cards().map((c) => c.request_id)).toEqual([first.request_id, floor.request_id, ruleAsk.request_id]);
-    const denied = h.rt.store.listAudit({ kind: "call_judged" }).find((r) => (r.detail as any).arguments?.command === "cp notes.txt denied.txt" || JSON.stringify(r.detail).includes("denied.txt"));
+    const denied = (await h.rt.store.listAudit({ kind: "call_judged" })).find((r) => (r.detail as any).arguments?.command === "cp notes.txt denied.txt" || JSON.stringify(r.detail).includes("denied.txt"));
     expect(denied).toMatchObject({ decision: "deny", code: "denied" });
     expect(existsSync(join(h.workspace, "copy.txt"))).toBe(true);
     for (const f of ["stolen.txt", "asked.txt", "denied.txt"]) expect(existsSync(join(h.workspace, f))).toBe(false);
     // every refused allow_session is in the audit log with its code
-    const refused = h.rt.store.listAudit({ kind: "card_decision" }).filter((a) => a.code === "session_rule_not_offered");
+    const refused = (await h.rt.store.listAudit({ kind: "card_decision" })).filter((a) => a.code === "session_rule_not_offered");
     expect(refused.map((a) => a.request_id)).toEqual([floor.request_id, floor.request_id, ruleAsk.request_id]);
   });
 });

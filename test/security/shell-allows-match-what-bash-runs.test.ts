@@ -35,14 +35,13 @@ async function run(name: string, config: Record<string, unknown>, calls: { name:
   mkdirSync(data, { recursive: true });
   mkdirSync(workspace, { recursive: true });
   writeFileSync(join(data, "turns.yaml"), stringify({ turns: [...calls.map((c) => ({ tool_calls: [c] })), { text: "done" }] }));
-  await using rt = createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, ...config }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
-  const s = rt.createSession({ headless: true });
+  await using rt = await createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, ...config }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+  const s = await rt.createSession({ headless: true });
   const res = await rt.runTurn(s.id, "go");
   expect(res.status).not.toBe("failed");
   return {
     workspace,
-    results: rt.store
-      .listMessages(s.id)
+    results: (await rt.store.listMessages(s.id))
       .filter((m) => m.role === "tool")
       .map((m) => JSON.parse(m.content)),
   };
@@ -109,11 +108,10 @@ describe("the program is read as bash spells it: backslash-newline joins a word,
     mkdirSync(workspace, { recursive: true });
     writeFileSync(join(workspace, "f.txt"), "keep me\n");
     writeFileSync(join(data, "turns.yaml"), stringify({ turns: [{ tool_calls: [shell("tr\\\nuncate -s 0 f.txt")] }, { text: "done" }] }));
-    await using rt = createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
-    const s = rt.createSession({ headless: true });
+    await using rt = await createRuntime({ config: Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "smart" }), configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+    const s = await rt.createSession({ headless: true });
     await rt.runTurn(s.id, "go");
-    const results = rt.store
-      .listMessages(s.id)
+    const results = (await rt.store.listMessages(s.id))
       .filter((m) => m.role === "tool")
       .map((m) => JSON.parse(m.content));
     expect(results[0].error).toMatchObject({ code: "no_human_surface", inspector: "mode" });
@@ -135,11 +133,10 @@ describe("a digit word before a redirection is an argument unless it touches the
     writeFileSync(join(workspace, "tmp.txt"), "x\n");
     writeFileSync(join(data, "turns.yaml"), stringify({ turns: [{ tool_calls: [shell("rm -f tmp.txt 1 >/dev/null")] }, { text: "done" }] }));
     const config = Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "approve", permissions: { allow: ["Bash(rm -f tmp.txt)"] } });
-    await using rt = createRuntime({ config, configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
-    const s = rt.createSession({ headless: true });
+    await using rt = await createRuntime({ config, configDir: data, dataDir: data, workspace, env: {}, log: () => {} });
+    const s = await rt.createSession({ headless: true });
     await rt.runTurn(s.id, "go");
-    const results = rt.store
-      .listMessages(s.id)
+    const results = (await rt.store.listMessages(s.id))
       .filter((m) => m.role === "tool")
       .map((m) => JSON.parse(m.content));
     expect(results[0].error).toMatchObject({ code: "no_human_surface", inspector: "mode" });

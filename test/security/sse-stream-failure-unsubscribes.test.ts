@@ -17,9 +17,10 @@ test("GET /sessions/:id/events whose snapshot fails leaves no bus listener subsc
   h = await startHarness();
   const s = await h.createSession();
   // a damaged row: listMessages (the snapshot's messages) throws while parsing it
-  h.rt.store.db
-    .query("INSERT INTO messages (id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, is_error, created_at) VALUES (?, ?, NULL, 'assistant', '', ?, NULL, NULL, NULL, ?)")
-    .run("msg_damaged", s.id, "{not json", new Date().toISOString());
+  await h.rt.store.sql.run(
+    "INSERT INTO messages (id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, is_error, created_at) VALUES (?, ?, NULL, 'assistant', '', ?, NULL, NULL, NULL, ?)",
+    ["msg_damaged", s.id, "{not json", new Date().toISOString()],
+  );
   expect(h.rt.bus.listenerCount(s.id)).toBe(0);
 
   for (let i = 0; i < 3; i++) {

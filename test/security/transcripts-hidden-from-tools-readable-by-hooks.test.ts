@@ -95,13 +95,13 @@ turns:
       h = await startHarness({ config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox }, files: { "turns.yaml": script }, dataDir });
       const s = await h.createSession({ mode: "autonomous", sandbox });
       expect((await h.rt.runTurn(s.id, "go")).status).toBe("completed");
-      const results = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool").map((m) => JSON.parse(m.content));
+      const results = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool").map((m) => JSON.parse(m.content));
       expect(results[0].stdout).toContain(NEEDLE);
       expect(results[1].stdout).toContain("end");
       expect(results[1].stdout).not.toContain(NEEDLE);
       expect(results[1].stdout).not.toContain(s.id);
       // the transcript is there all the same, holding both calls
-      expect(readFileSync(h.rt.transcriptPath(s.id), "utf8")).toContain(NEEDLE);
+      expect(readFileSync(await h.rt.transcriptPath(s.id), "utf8")).toContain(NEEDLE);
     }, 60_000);
   }
 
@@ -122,7 +122,7 @@ turns:
     h = await startHarness({ config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox: "danger-full-access" }, files: { "turns.yaml": script }, dataDir });
     const s = await h.createSession({ mode: "autonomous", sandbox: "danger-full-access" });
     expect((await h.rt.runTurn(s.id, "go")).status).toBe("completed");
-    const results = h.rt.store.listMessages(s.id).filter((m) => m.role === "tool");
+    const results = (await h.rt.store.listMessages(s.id)).filter((m) => m.role === "tool");
     expect(results.map((m) => [m.is_error, JSON.parse(m.content).error?.code])).toEqual([
       [true, "data_dir_refused"],
       [true, "data_dir_refused"],

@@ -28,7 +28,7 @@ export interface InspectorDeps {
   /** Extra environment for hook processes (e.g. `AIRLOCK_CONFIG_DIR`); `CLAUDE_PROJECT_DIR` and `AIRLOCK_PROJECT_DIR` are always the session workspace. */
   hookEnv?: Record<string, string>;
   /** The JSONL transcript of a session, for a hook input's `transcript_path`. */
-  transcriptPath?: (sessionId: string) => string;
+  transcriptPath?: (sessionId: string) => string | Promise<string>;
   /** The session rules of each tree ("Allow for this session"); none consulted when absent. */
   sessionRules?: SessionRuleSets;
 }
@@ -49,13 +49,13 @@ export function floorInspector(deps: Pick<InspectorDeps, "dataDir">): Inspector 
 export function hooksInspector(deps: InspectorDeps): Inspector {
   return {
     cost: "process",
-    inspect(c) {
+    async inspect(c) {
       const matchers = c.config.hooks.PreToolUse;
       if (matchers.length === 0) return [];
       const site = { store: deps.store, ...(deps.dataDir ? { dataDir: deps.dataDir } : {}), ...(deps.hookEnv ? { env: deps.hookEnv } : {}), ...(deps.transcriptPath ? { transcriptPath: deps.transcriptPath } : {}) };
       let common: HookCommonInput;
       try {
-        common = commonHookInput(c.session, c.config, site);
+        common = await commonHookInput(c.session, c.config, site);
       } catch (e) {
         const reason = `the hook input could not be built (the session's transcript or chain), so the hooks were not run: ${(e as Error).message}`;
         return matchingHooks(matchers, [claudeToolName(c.def), c.def.name]).map((h) => ({ kind: "ask" as const, inspector: "hook" as const, userProof: false, code: "hook_error" as const, reason, hook: h.command }));

@@ -8,7 +8,7 @@
 import { assertNever } from "../../errors.ts";
 import type { ToolDef } from "../../tool/tool.ts";
 import { ruleSetFor, type RuleSet } from "../rules/index.ts";
-import type { SessionRuleSets } from "../rules/session.ts";
+import type { SessionRuleSets, TreeRules } from "../rules/session.ts";
 import type { Verdict } from "../verdict.ts";
 import { judgementPaths, type RealPaths } from "./floor-paths.ts";
 import type { Inspector } from "./inspector.ts";
@@ -49,10 +49,14 @@ export function treeRulesInspector(sets: SessionRuleSets): Inspector {
   return {
     cost: "cheap",
     inspect(c) {
+      const judge = (tree: TreeRules): Verdict[] => {
+        const verdicts = ruleVerdicts(tree.set, c.def, c.args, c.session.workspace, judgementPaths(c));
+        if (tree.session.size === 0) return verdicts;
+        return verdicts.map((v) => (v.kind === "allow" && v.rule !== undefined && v.rule.split(" + ").some((t) => tree.session.has(t)) ? { ...v, session: true } : v));
+      };
+      // no query once the tree's rules are cached (every call after the first of a tree)
       const tree = sets.forSession(c.config.permissions, c.session.id);
-      const verdicts = ruleVerdicts(tree.set, c.def, c.args, c.session.workspace, judgementPaths(c));
-      if (tree.session.size === 0) return verdicts;
-      return verdicts.map((v) => (v.kind === "allow" && v.rule !== undefined && v.rule.split(" + ").some((t) => tree.session.has(t)) ? { ...v, session: true } : v));
+      return tree instanceof Promise ? tree.then(judge) : judge(tree);
     },
   };
 }

@@ -35,13 +35,24 @@ export class SessionRuleSets {
    * session rules (allow only). A stored rule that no longer parses is left out (it allows nothing).
    * @throws AirlockError `session_not_found`, `session_graph_invalid` from the session graph;
    *   `config_invalid` when the config's own rules are malformed (checked at start, so not in practice).
+   * Synchronous (no query) when the tree's root and rules are already cached; a promise otherwise.
    */
-  forSession(permissions: RuleLists, sessionId: string): TreeRules {
-    const root = this.rules.rootOf(sessionId);
+  forSession(permissions: RuleLists, sessionId: string): TreeRules | Promise<TreeRules> {
+    const known = this.rules.knownRootOf(sessionId);
+    if (known !== undefined) {
+      const generation = this.rules.generation(known);
+      const hit = this.cache.get(known);
+      if (hit && hit.generation === generation && hit.permissions === permissions) return hit.rules;
+    }
+    return this.compile(permissions, sessionId);
+  }
+
+  private async compile(permissions: RuleLists, sessionId: string): Promise<TreeRules> {
+    const root = await this.rules.rootOf(sessionId);
     const generation = this.rules.generation(root);
     const hit = this.cache.get(root);
     if (hit && hit.generation === generation && hit.permissions === permissions) return hit.rules;
-    const texts = this.textsOf(root, generation);
+    const texts = await this.textsOf(root, generation);
     let rules: TreeRules;
     if (texts.length === 0) rules = { set: ruleSetFor(permissions), session: NONE };
     else {
@@ -54,10 +65,10 @@ export class SessionRuleSets {
     return rules;
   }
 
-  private textsOf(root: string, generation: number): string[] {
+  private async textsOf(root: string, generation: number): Promise<string[]> {
     const hit = this.texts.get(root);
     if (hit && hit.generation === generation) return hit.texts;
-    const texts = this.rules.listRoot(root).map((r) => r.rule);
+    const texts = (await this.rules.listRoot(root)).map((r) => r.rule);
     if (this.texts.size >= MAX_TREES) this.texts.clear();
     this.texts.set(root, { generation, texts });
     return texts;

@@ -35,9 +35,9 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
 
   app.get("/actions", (c) => c.json({ actions: rt.cards.listAll() } satisfies CardList));
 
-  app.get("/sessions/:id/actions", (c) => {
+  app.get("/sessions/:id/actions", async (c) => {
     const id = c.req.param("id");
-    rt.store.requireSession(id);
+    await rt.store.requireSession(id);
     return c.json({ actions: rt.cards.listForSession(id) } satisfies CardList);
   });
 
@@ -45,8 +45,8 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
     const id = c.req.param("id");
     const requestId = c.req.param("request_id");
     const body = await parseBody(c, DecisionBody);
-    rt.store.requireSession(id);
-    const r = rt.cards.resolve(requestId, body.decision, {
+    await rt.store.requireSession(id);
+    const r = await rt.cards.resolve(requestId, body.decision, {
       sessionId: id,
       approverToken: c.req.header(APPROVER_HEADER) ?? null,
       actor: "http",
@@ -60,7 +60,7 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
   app.post("/actions/:request_id", async (c) => {
     const requestId = c.req.param("request_id");
     const body = await parseBody(c, DecisionBody);
-    const r = rt.cards.resolveAtSurface(requestId, body.decision, {
+    const r = await rt.cards.resolveAtSurface(requestId, body.decision, {
       approverToken: c.req.header(APPROVER_HEADER) ?? null,
       actor: "http",
       ...(body.reason ? { reason: body.reason } : {}),
@@ -69,16 +69,16 @@ export function actionsRoutes(rt: ActionsRuntime): Hono {
     return c.json(r.outcome satisfies CardOutcome, 200);
   });
 
-  app.get("/sessions/:id/rules", (c) => {
+  app.get("/sessions/:id/rules", async (c) => {
     const id = c.req.param("id");
-    rt.store.requireSession(id);
-    return c.json({ rules: rt.sessionRules.list(id) } satisfies SessionRuleList);
+    await rt.store.requireSession(id);
+    return c.json({ rules: await rt.sessionRules.list(id) } satisfies SessionRuleList);
   });
 
-  app.delete("/sessions/:id/rules/:rule_id", (c) => {
+  app.delete("/sessions/:id/rules/:rule_id", async (c) => {
     const id = c.req.param("id");
-    rt.store.requireSession(id);
-    const removed = rt.sessionRules.remove(id, c.req.param("rule_id"), "http");
+    await rt.store.requireSession(id);
+    const removed = await rt.sessionRules.remove(id, c.req.param("rule_id"), "http");
     return c.json({ removed } satisfies SessionRuleRemoved, 200);
   });
 

@@ -22,9 +22,9 @@ export interface AuditRuntime {
  */
 export function auditRoutes(rt: AuditRuntime): Hono {
   const app = new Hono();
-  app.get("/audit", (c) => {
+  app.get("/audit", async (c) => {
     const q = parseQuery(c, AuditQueryParams);
-    return c.json({ audit: queryAudit(rt.store, q) } satisfies AuditList);
+    return c.json({ audit: await queryAudit(rt.store, q) } satisfies AuditList);
   });
   return app;
 }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sqliteSql } from "../../store/sql-sqlite.ts";
 import { openDatabase } from "../../store/db.ts";
 import { Scheduler, type RunResultObject } from "../../scheduler/scheduler.ts";
 import { schedulesRoutes } from "./schedules.ts";
@@ -21,12 +22,12 @@ function deferred<T>() {
 }
 
 /** A real HTTP server on port 0 over the schedule routes, with an injected runner. */
-function serve(runner: () => Promise<RunResultObject>) {
-  const db = openDatabase(":memory:");
+async function serve(runner: () => Promise<RunResultObject>) {
+  const db = sqliteSql(openDatabase(":memory:"));
   const closers: (() => Promise<void> | void)[] = [];
-  const host = { store: { db }, onClose: (fn: () => Promise<void> | void) => closers.push(fn) };
+  const host = { store: { sql: db }, dataDir: "/nonexistent", onClose: (fn: () => Promise<void> | void) => closers.push(fn) };
   const scheduler = new Scheduler({ db, runRecipe: runner, log: () => {} });
-  scheduler.start();
+  await scheduler.start();
   const app = schedulesRoutes(host, scheduler);
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: app.fetch });
   cleanups.push(async () => {
@@ -46,7 +47,7 @@ const done = (answer: string): RunResultObject => ({ session_id: "ses_1", status
 
 describe("schedulesRoutes", () => {
   test("POST validates the body, the cron and the recipe parameters, naming what was wrong", async () => {
-    const { call } = serve(async () => done("x"));
+    const { call } = await serve(async () => done("x"));
     const missing = await call("POST", "/schedules", { recipe_path: "/r.yaml" });
     expect(missing.status).toBe(400);
     expect(missing.body).toMatchObject({ error: "bad_request" });
@@ -65,7 +66,7 @@ describe("schedulesRoutes", () => {
 
   test("add, list, run now, skip while running, history with result objects, GET /runs/:id, delete", async () => {
     const gate = deferred<void>();
-    const { call, scheduler } = serve(async () => {
+    const { call, scheduler } = await serve(async () => {
       await gate.promise;
       return done("all green");
     });

@@ -6,7 +6,7 @@
  * Mounted behind the auth middleware by server/app.ts. Bodies are zod-validated (400 naming the path).
  */
 import { readFileSync } from "node:fs";
-import { isAbsolute } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { formatZodIssues } from "../../config/load.ts";
@@ -82,9 +82,9 @@ async function jsonBody(c: Context): Promise<unknown> {
 export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedulerFor(rt)): Hono {
   const app = new Hono();
   // the same renderer as the app's (these routes also run on their own, in tests)
-  app.onError(apiErrorHandler({ dbPath: rt.store.db.filename }));
+  app.onError(apiErrorHandler({ dbPath: join(rt.dataDir, "airlock.db") }));
 
-  app.get("/schedules", (c) => c.json({ schedules: scheduler.list() } satisfies ScheduleList));
+  app.get("/schedules", async (c) => c.json({ schedules: await scheduler.list() } satisfies ScheduleList));
 
   app.post("/schedules", async (c) => {
     const parsed = NewScheduleBody.safeParse(await jsonBody(c), { reportInput: true });
@@ -102,24 +102,24 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedu
         throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); send recipe_text`);
       }
     }
-    const s = scheduler.add({ cron: b.cron, recipe_path: b.recipe_path, recipe_text: text, ...(b.name ? { name: b.name } : {}), ...(b.params ? { params: b.params } : {}) });
+    const s = await scheduler.add({ cron: b.cron, recipe_path: b.recipe_path, recipe_text: text, ...(b.name ? { name: b.name } : {}), ...(b.params ? { params: b.params } : {}) });
     return c.json(s satisfies Schedule, 201);
   });
 
-  app.get("/schedules/:id", (c) => {
-    const s = scheduler.get(c.req.param("id"));
+  app.get("/schedules/:id", async (c) => {
+    const s = await scheduler.get(c.req.param("id"));
     if (!s) throw new AirlockError("not_found", `no schedule ${c.req.param("id")}; list schedules with GET /schedules`);
     return c.json(s satisfies Schedule);
   });
 
-  app.delete("/schedules/:id", (c) => {
+  app.delete("/schedules/:id", async (c) => {
     const id = c.req.param("id");
-    if (!scheduler.remove(id)) throw new AirlockError("not_found", `no schedule ${id}; list schedules with GET /schedules`);
+    if (!(await scheduler.remove(id))) throw new AirlockError("not_found", `no schedule ${id}; list schedules with GET /schedules`);
     return c.json({ id, deleted: true } satisfies ScheduleDeleted);
   });
 
-  app.post("/schedules/:id/run", (c) => {
-    const { run } = scheduler.fire(c.req.param("id"), "manual");
+  app.post("/schedules/:id/run", async (c) => {
+    const { run } = await scheduler.fire(c.req.param("id"), "manual");
     if (run.status === "skipped") {
       const skipped = new AirlockError("conflict", `${run.reason}; the fire was recorded as skipped (${run.id}); try again when it finished`, { run: runView(run) });
       return errorResponse(c, skipped);
@@ -127,16 +127,16 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedu
     return c.json(runView(run), 202);
   });
 
-  app.get("/schedules/:id/runs", (c) => {
-    return c.json({ runs: scheduler.runs(c.req.param("id"), runsLimit(c)).map(runView) } satisfies RunList);
+  app.get("/schedules/:id/runs", async (c) => {
+    return c.json({ runs: (await scheduler.runs(c.req.param("id"), runsLimit(c))).map(runView) } satisfies RunList);
   });
 
-  app.get("/runs", (c) => {
-    return c.json({ runs: scheduler.allRuns(runsLimit(c)).map(runView) } satisfies RunList);
+  app.get("/runs", async (c) => {
+    return c.json({ runs: (await scheduler.allRuns(runsLimit(c))).map(runView) } satisfies RunList);
   });
 
-  app.get("/runs/:id", (c) => {
-    const run = scheduler.run(c.req.param("id"));
+  app.get("/runs/:id", async (c) => {
+    const run = await scheduler.run(c.req.param("id"));
     if (!run) throw new AirlockError("not_found", `no run ${c.req.param("id")}; a schedule's runs are listed at GET /schedules/:id/runs`);
     return c.json(runView(run));
   });

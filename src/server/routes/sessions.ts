@@ -70,13 +70,16 @@ export interface SessionRoutesOptions {
 }
 
 /** The snapshot a late observer starts from: the session, its stored messages and the cards it may see. */
-export function snapshotOf(rt: Runtime, sessionId: string): Snapshot {
-  const session = rt.store.requireSession(sessionId);
+export async function snapshotOf(rt: Runtime, sessionId: string): Promise<Snapshot> {
+  // the in-memory parts first (in the caller's tick), then the stored ones
+  const pending = rt.cards.listForSession(sessionId);
+  const inFlight = rt.inflight.has(sessionId);
+  const session = await rt.store.requireSession(sessionId);
   return {
     session,
-    messages: rt.store.listMessages(sessionId),
-    pending_actions: rt.cards.listForSession(sessionId),
-    in_flight: rt.inflight.has(sessionId),
+    messages: await rt.store.listMessages(sessionId),
+    pending_actions: pending,
+    in_flight: inFlight,
   };
 }
 
@@ -85,39 +88,39 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
 
   app.post("/sessions", async (c) => {
     const body = await parseBody(c, CreateSessionBody);
-    const session = rt.createSession(body);
+    const session = await rt.createSession(body);
     // a root's hooks from Claude Code's settings: an untrusted workspace's are not run, and the reply says so
-    const warnings = session.parent_session_id ? [] : rt.hookNotes(session.id);
+    const warnings = session.parent_session_id ? [] : await rt.hookNotes(session.id);
     return c.json((warnings.length ? { ...session, warnings } : session) satisfies SessionCreated, 201);
   });
 
-  app.get("/sessions", (c) => {
+  app.get("/sessions", async (c) => {
     const limit = parseListLimit(c.req.query("limit"));
-    return c.json({ sessions: rt.store.listSessions({ limit }) } satisfies SessionList);
+    return c.json({ sessions: await rt.store.listSessions({ limit }) } satisfies SessionList);
   });
 
-  app.get("/sessions/:id", (c) => {
+  app.get("/sessions/:id", async (c) => {
     const id = c.req.param("id");
-    const session = rt.store.requireSession(id);
+    const session = await rt.store.requireSession(id);
     return c.json({
       ...session,
       in_flight: rt.inflight.has(id),
-      messages: rt.store.listMessages(id),
-      turns: rt.store.listTurns(id),
+      messages: await rt.store.listMessages(id),
+      turns: await rt.store.listTurns(id),
       // tokens of its model calls: its own, and with every descendant's (null: none reported usage)
-      usage: { session: rt.usage.ofSession(id), subtree: rt.usage.ofSubtree(id) },
+      usage: { session: await rt.usage.ofSession(id), subtree: await rt.usage.ofSubtree(id) },
     } satisfies SessionDetail);
   });
 
-  app.get("/sessions/:id/usage", (c) => {
+  app.get("/sessions/:id/usage", async (c) => {
     const id = c.req.param("id");
-    rt.store.requireSession(id);
-    return c.json({ session: rt.usage.ofSession(id), subtree: rt.usage.ofSubtree(id) } satisfies SessionUsage);
+    await rt.store.requireSession(id);
+    return c.json({ session: await rt.usage.ofSession(id), subtree: await rt.usage.ofSubtree(id) } satisfies SessionUsage);
   });
 
   app.post("/sessions/:id/reply", async (c) => {
     const id = c.req.param("id");
-    rt.store.requireSession(id);
+    await rt.store.requireSession(id);
     const body = await parseBody(c, ReplyBody);
     // Subscribe before starting so turn_started is not missed; a refused start (409) unsubscribes.
     const early: AnyEvent[] = [];
@@ -125,7 +128,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const unsubscribe = rt.bus.subscribe(id, (ev) => (sink ? sink(ev) : early.push(ev)));
     let turnId: string;
     try {
-      turnId = rt.startTurn(id, body.message).turnId;
+      turnId = (await rt.startTurn(id, body.message)).turnId;
     } catch (e) {
       unsubscribe();
       throw e;
@@ -142,9 +145,9 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     });
   });
 
-  app.get("/sessions/:id/events", (c) => {
+  app.get("/sessions/:id/events", async (c) => {
     const id = c.req.param("id");
-    rt.store.requireSession(id);
+    await rt.store.requireSession(id);
     const lastHeader = c.req.header("last-event-id");
     // Everything in start runs in one tick: no event can fall between the replay/snapshot and the subscription.
     return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out) => {
@@ -153,20 +156,39 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
       const last = rt.bus.parseWireId(lastHeader);
       const missed = last === null ? null : rt.bus.since(id, last);
       // built before subscribing: a snapshot that throws (a damaged row) must not leave the listener behind
-      const snapshot = missed ? null : { id: rt.bus.lastId(id), data: snapshotOf(rt, id) };
-      const unsubscribe = rt.bus.subscribe(id, (ev) => out.event(ev));
       if (missed) {
+        const unsubscribe = rt.bus.subscribe(id, (ev) => out.event(ev));
         for (const ev of missed) out.event(ev);
-      } else if (snapshot) {
-        out.raw("snapshot", snapshot.id, snapshot.data);
+        return unsubscribe;
       }
+      // the snapshot's stored part is read after subscribing: live events wait until it is sent, and a message
+      // it already holds is not sent again
+      const snapshotId = rt.bus.lastId(id);
+      const data = snapshotOf(rt, id);
+      let held: AnyEvent[] | null = [];
+      const unsubscribe = rt.bus.subscribe(id, (ev) => (held ? held.push(ev) : out.event(ev)));
+      data.then(
+        (snap) => {
+          out.raw("snapshot", snapshotId, snap);
+          const stored = new Set(snap.messages.map((m) => m.id));
+          const waiting = held ?? [];
+          held = null;
+          for (const ev of waiting) if (!(ev.type === "message" && stored.has((ev.data as { id?: string }).id ?? ""))) out.event(ev);
+        },
+        (e: unknown) => {
+          // a snapshot that cannot be built (a damaged row) must not leave the listener behind
+          unsubscribe();
+          held = null;
+          console.error(`airlock: the snapshot of session ${id} could not be built:`, e);
+        },
+      );
       return unsubscribe;
     });
   });
 
-  app.post("/sessions/:id/cancel", (c) => {
+  app.post("/sessions/:id/cancel", async (c) => {
     const id = c.req.param("id");
-    rt.store.requireSession(id);
+    await rt.store.requireSession(id);
     const cancelled = rt.cancel(id, "cancelled by POST /cancel");
     return c.json({ session_id: id, cancelled } satisfies CancelAnswer);
   });

@@ -1,0 +1,82 @@
+/**
+ * @module store/migrate
+ * Applies a numbered migration list (SQLite: `MIGRATIONS` in store/db.ts; PostgreSQL: `PG_MIGRATIONS` in
+ * store/migrations-pg.ts) through the storage interface (`Sql`). Idempotent: each version runs once, in
+ * its own transaction, and is recorded in `schema_version (version, name, applied_at)` in that same
+ * transaction, so a crash leaves either the whole version or none of it.
+ *
+ * Safe when several processes start at once: each version's transaction first takes the migration lock
+ * (PostgreSQL: `pg_advisory_xact_lock(MIGRATION_LOCK_KEY)`, released at commit or rollback; SQLite:
+ * `BEGIN IMMEDIATE`, the write lock, waiting up to the busy timeout), then checks again whether the
+ * version is recorded, so the loser of the race skips it.
+ */
+import { AirlockError } from "../errors.ts";
+import type { Sql } from "./sql.ts";
+
+/** One numbered migration: `sql` is one or more statements separated by `;` (no `;` inside strings or comments). */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** The PostgreSQL advisory lock key (a bigint) that serializes migrations across processes. */
+export const MIGRATION_LOCK_KEY = 7_420_230_001;
+
+/** Splits a migration's text into statements at `;` (empty ones dropped). */
+export function statements(text: string): string[] {
+  return text
+    .split(";")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0 && !/^(--[^\n]*\n?\s*)+$/.test(s));
+}
+
+async function lock(tx: Sql): Promise<void> {
+  if (tx.dialect === "postgres") await tx.run(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
+  // SQLite: the transaction is BEGIN IMMEDIATE (store/sql-sqlite.ts), already the write lock
+}
+
+/**
+ * Applies every version of `list` not yet recorded, in ascending order.
+ * @returns the versions applied now (empty when the database was up to date).
+ * @throws AirlockError `storage_unavailable` (PostgreSQL) or `data_dir_unusable` (SQLite) when the database
+ *   records a version this airlock does not know (a newer airlock migrated it: refuse rather than guess);
+ *   a failing statement's error as thrown by the executor (its version is rolled back, earlier ones stay).
+ */
+export async function migrateSql(sql: Sql, list: readonly Migration[]): Promise<number[]> {
+  await sql.transaction(async (tx) => {
+    await lock(tx);
+    await tx.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+  });
+  const known = new Set(list.map((m) => m.version));
+  const done = new Set((await sql.all<{ version: number }>("SELECT version FROM schema_version")).map((r) => Number(r.version)));
+  const unknown = [...done].filter((v) => !known.has(v)).sort((a, b) => a - b);
+  if (unknown.length) {
+    const code = sql.dialect === "postgres" ? "storage_unavailable" : "data_dir_unusable";
+    throw new AirlockError(code, `the database records schema version ${unknown.join(", ")}, which this airlock does not know (it knows 1–${Math.max(0, ...known)}); a newer airlock migrated it: run that version`);
+  }
+  const applied: number[] = [];
+  for (const m of [...list].sort((a, b) => a.version - b.version)) {
+    if (done.has(m.version)) continue;
+    const ran = await sql.transaction(async (tx) => {
+      await lock(tx);
+      if (await tx.get("SELECT 1 AS one FROM schema_version WHERE version = ?", [m.version])) return false;
+      for (const s of statements(m.sql)) await tx.run(s);
+      await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, new Date().toISOString()]);
+      return true;
+    });
+    if (ran) applied.push(m.version);
+  }
+  return applied;
+}
+
+/** The highest applied version (0 for a fresh database, or one without `schema_version`). */
+export async function schemaVersionSql(sql: Sql): Promise<number> {
+  try {
+    const r = await sql.get<{ v: number | null }>("SELECT MAX(version) AS v FROM schema_version");
+    return Number(r?.v ?? 0);
+  } catch (e) {
+    if (/schema_version/.test(e instanceof Error ? e.message : String(e))) return 0;
+    throw e;
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * @module store/open
+ * Opens the store on the backend the config and environment choose (store/storage.ts `chooseStorage`):
+ * the embedded SQLite database `airlock.db` in the data dir (default), or the PostgreSQL database of
+ * `$AIRLOCK_DATABASE_URL` / `storage:`. Either way the dialect's migrations run first (store/migrate.ts
+ * `migrateSql`), so the store is at the current schema version when this resolves.
+ */
+import { join } from "node:path";
+import { assertNever } from "../errors.ts";
+import { MIGRATIONS, openDatabase, storageError } from "./db.ts";
+import { migrateSql } from "./migrate.ts";
+import { PG_MIGRATIONS } from "./migrations-pg.ts";
+import { openPgSql } from "./sql-pg.ts";
+import { sqliteSql } from "./sql-sqlite.ts";
+import { chooseStorage, type StorageChoice } from "./storage.ts";
+import { Store } from "./store.ts";
+
+/** Options of {@link openStore}. */
+export interface OpenStoreOptions {
+  /** The environment holding `$AIRLOCK_DATABASE_URL`; default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** The SQLite file instead of `<dataDir>/airlock.db` (`:memory:` allowed); ignored on PostgreSQL. */
+  dbPath?: string;
+}
+
+/**
+ * Opens and migrates the store.
+ * @param config the `storage` key of the config (absent: SQLite).
+ * @param dataDir the data dir (SQLite: holds `airlock.db`).
+ * @throws AirlockError `storage_unavailable` (PostgreSQL unreachable, login refused, no such database, or a
+ *   schema newer than this airlock; the URL's password redacted), `config_invalid` (a bad
+ *   `$AIRLOCK_DATABASE_URL`), `data_dir_unusable` (SQLite: read-only, full, not a database, or newer).
+ */
+export async function openStore(config: { storage?: string }, dataDir: string, opts: OpenStoreOptions = {}): Promise<Store> {
+  const choice = chooseStorage(config.storage, opts.env ?? process.env);
+  return openChosen(choice, opts.dbPath ?? join(dataDir, "airlock.db"));
+}
+
+/** Opens the store of an already made choice (see {@link openStore}). */
+export async function openChosen(choice: StorageChoice, sqlitePath: string): Promise<Store> {
+  switch (choice.kind) {
+    case "sqlite": {
+      const sql = sqliteSql(openDatabase(sqlitePath, { migrate: false }));
+      try {
+        await migrateSql(sql, MIGRATIONS);
+      } catch (e) {
+        await sql.close().catch(() => {});
+        throw storageError(e, sqlitePath) ?? e;
+      }
+      return new Store(sql);
+    }
+    case "postgres": {
+      const sql = await openPgSql(choice.url);
+      try {
+        await migrateSql(sql, PG_MIGRATIONS);
+      } catch (e) {
+        await sql.close().catch(() => {});
+        throw e;
+      }
+      return new Store(sql);
+    }
+    default:
+      return assertNever(choice);
+  }
+}
