@@ -14,9 +14,10 @@ import { CardRows } from "../../src/fleet/card-rows.ts";
 import { Leases } from "../../src/fleet/leases.ts";
 import { pgListener } from "../../src/fleet/notify.ts";
 import { parkAndAwait } from "../../src/fleet/park.ts";
-import { fleetMigrations } from "../../src/fleet/schema.ts";
 import { CardWaker } from "../../src/fleet/waker.ts";
-import { PG_STORE_STANDIN, pgSql } from "../../test/fixtures/fleet-pg-sql.ts";
+import { migrateSql } from "../../src/store/migrate.ts";
+import { PG_MIGRATIONS } from "../../src/store/migrations-pg.ts";
+import { pgSql } from "../../src/store/sql-pg.ts";
 import { pgAvailable, startPgCluster } from "../../test/pg-cluster.ts";
 
 const WARMUP = 20;
@@ -30,7 +31,7 @@ const stats = (xs: number[]) => {
 
 /** Worker A: parks `n` cards one after another, printing `parked <id>` and, when the call may run, `resumed <id> <time>`. */
 async function worker(url: string, n: number): Promise<void> {
-  const sql = pgSql(url, 4);
+  const sql = pgSql(url, { max: 4 });
   const listener = pgListener(url);
   const rows = new CardRows(sql);
   const leases = new Leases(sql, { workerId: `bench-A-${process.pid}`, ttlMs: 15_000 });
@@ -85,11 +86,10 @@ async function main(): Promise<void> {
   const cluster = await startPgCluster();
   try {
     const url = await cluster.createDatabase();
-    const sql = pgSql(url, 4);
-    await sql.transaction(async (tx) => {
-      for (const s of PG_STORE_STANDIN.split(";").filter((x) => x.trim())) await tx.run(s);
-      for (const m of fleetMigrations("postgres")) for (const s of m.sql.split(";").filter((x) => x.trim())) await tx.run(s);
-    });
+    const sql = pgSql(url, { max: 4 });
+    await migrateSql(sql, PG_MIGRATIONS);
+    const now = new Date().toISOString();
+    await sql.run("INSERT INTO sessions (id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES ('ses_bench', '/w', 'smart', 'workspace-write', 'scripted', ?, ?)", [now, now]);
     const rows = new CardRows(sql);
     const total = cards + WARMUP;
     const proc = Bun.spawn([process.execPath, import.meta.path, "--worker", url, String(total)], { stdout: "pipe", stderr: "inherit" });

@@ -34,15 +34,13 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
       const root = uid("root");
       const turn = uid("turn");
       const now = new Date().toISOString();
-      if (db.a.dialect === "sqlite") {
-        for (const s of [root, home]) {
-          await db.a.run("INSERT INTO sessions (id, parent_session_id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES (?, ?, '/w', 'smart', 'workspace-write', 'scripted', ?, ?)", [
-            s,
-            s === home ? root : null,
-            now,
-            now,
-          ]);
-        }
+      for (const s of [root, home]) {
+        await db.a.run("INSERT INTO sessions (id, parent_session_id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES (?, ?, '/w', 'smart', 'workspace-write', 'scripted', ?, ?)", [
+          s,
+          s === home ? root : null,
+          now,
+          now,
+        ]);
       }
       await db.a.run("INSERT INTO turns (id, session_id, status, started_at) VALUES (?, ?, 'running', ?)", [turn, home, now]);
       const rows = new CardRows(db.a);

@@ -6,12 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { PG_STORE_STANDIN, pgSql } from "../../test/fixtures/fleet-pg-sql.ts";
 import { pgAvailable, startPgCluster, type PgCluster } from "../../test/pg-cluster.ts";
+import { migrateSql } from "../store/migrate.ts";
+import { PG_MIGRATIONS } from "../store/migrations-pg.ts";
+import { pgSql } from "../store/sql-pg.ts";
 import type { Sql } from "../store/sql.ts";
 import { CardRows } from "./card-rows.ts";
 import { Leases } from "./leases.ts";
-import { fleetMigrations } from "./schema.ts";
 import { Sweeper } from "./sweeper.ts";
 
 const WORKER = join(import.meta.dir, "..", "..", "test", "fixtures", "fleet-worker.ts");
@@ -27,11 +28,8 @@ describe.skipIf(pgAvailable() !== null)("a killed fleet worker (PostgreSQL, real
   beforeAll(async () => {
     cluster = await startPgCluster();
     url = await cluster.createDatabase();
-    sql = pgSql(url, 4);
-    await sql.transaction(async (tx) => {
-      for (const s of PG_STORE_STANDIN.split(";").filter((x) => x.trim())) await tx.run(s);
-      for (const m of fleetMigrations("postgres")) for (const s of m.sql.split(";").filter((x) => x.trim())) await tx.run(s);
-    });
+    sql = pgSql(url, { max: 4 });
+    await migrateSql(sql, PG_MIGRATIONS);
   }, 180_000);
   afterAll(async () => {
     await sql?.close();
@@ -51,6 +49,7 @@ describe.skipIf(pgAvailable() !== null)("a killed fleet worker (PostgreSQL, real
 
   test("kill -9 of the worker: its turn becomes interrupted and its card worker_lost; another worker's lease is unaffected", async () => {
     const now = new Date().toISOString();
+    await sql.run("INSERT INTO sessions (id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES ('ses_a', '/w', 'smart', 'workspace-write', 'scripted', ?, ?), ('ses_b', '/w', 'smart', 'workspace-write', 'scripted', ?, ?)", [now, now, now, now]);
     await sql.run("INSERT INTO turns (id, session_id, status, started_at) VALUES ('turn_a', 'ses_a', 'running', ?), ('turn_b', 'ses_b', 'running', ?)", [now, now]);
     const worker = Bun.spawn([process.execPath, WORKER, url, "ses_a", "turn_a", String(TTL_MS)], { stdout: "pipe", stderr: "inherit" });
     // B: this process, holding its own lease on another session with a heartbeat

@@ -42,13 +42,11 @@ const uid = (p: string) => `${p}_${process.pid}_${++nextId}`;
 
 async function seedTurn(sql: Sql, sessionId: string, turnId: string): Promise<void> {
   const now = new Date().toISOString();
-  if (sql.dialect === "sqlite") {
-    await sql.run("INSERT INTO sessions (id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES (?, '/w', 'smart', 'workspace-write', 'scripted', ?, ?) ON CONFLICT (id) DO NOTHING", [
-      sessionId,
-      now,
-      now,
-    ]);
-  }
+  await sql.run("INSERT INTO sessions (id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES (?, '/w', 'smart', 'workspace-write', 'scripted', ?, ?) ON CONFLICT (id) DO NOTHING", [
+    sessionId,
+    now,
+    now,
+  ]);
   await sql.run("INSERT INTO turns (id, session_id, status, started_at) VALUES (?, ?, 'running', ?)", [turnId, sessionId, now]);
 }
 

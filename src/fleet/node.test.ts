@@ -40,9 +40,7 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
       const b = await FleetNode.start({ sql: db.b, bus: busB, config, workerId: "node-B", onSwept: (r) => swept.push(...r.turns), ...(db.url ? { listenUrl: db.url } : {}) });
       try {
         const now = new Date().toISOString();
-        if (db.a.dialect === "sqlite") {
-          await db.a.run("INSERT INTO sessions (id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES ('ses_n1', '/w', 'smart', 'workspace-write', 'scripted', ?, ?), ('ses_n2', '/w', 'smart', 'workspace-write', 'scripted', ?, ?)", [now, now, now, now]);
-        }
+        await db.a.run("INSERT INTO sessions (id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES ('ses_n1', '/w', 'smart', 'workspace-write', 'scripted', ?, ?), ('ses_n2', '/w', 'smart', 'workspace-write', 'scripted', ?, ?)", [now, now, now, now]);
         await db.a.run("INSERT INTO turns (id, session_id, status, started_at) VALUES ('turn_n1', 'ses_n1', 'running', ?), ('turn_n2', 'ses_n2', 'running', ?)", [now, now]);
         const lease = await a.leases.acquire("ses_n1", "turn_n1");
         expect(lease.expiresAt - Date.now()).toBeGreaterThan(500_000);
