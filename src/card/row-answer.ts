@@ -12,7 +12,7 @@ import { insertAudit } from "../fleet/audit.ts";
 import type { CardRows } from "../fleet/card-rows.ts";
 import type { Sql } from "../store/sql.ts";
 import { checkAuthority, tokensEqual, type Decision } from "./authority.ts";
-import type { CardOutcome, DecisionFrom, ResolveResult } from "./pending.ts";
+import type { CardOutcome, DecisionFrom, ResolveResult } from "./outcome.ts";
 
 export interface RowAnswerDeps {
   sql: Sql;

@@ -32,6 +32,8 @@ type Seen = "pending" | "ended";
 /** One per process. */
 export class CardFeed {
   private seen = new Map<string, Seen>();
+  /** Other workers' pending cards published here, by id (for listings: `GET /actions`, snapshots). */
+  private open = new Map<string, CardRow>();
   private sub: Subscription | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
   private closed = false;
@@ -52,6 +54,11 @@ export class CardFeed {
       );
     } else this.track(this.catchUp());
     this.timer ??= setInterval(() => this.track(this.catchUp()), this.opts.pollMs);
+  }
+
+  /** Other workers' cards pending as last read here, oldest first. */
+  pendingRows(): CardRow[] {
+    return [...this.open.values()];
   }
 
   /** Resolves when every re-read started so far has finished. */
@@ -104,10 +111,12 @@ export class CardFeed {
     if (row.status === "pending") {
       if (was) return;
       this.remember(row.id, "pending");
+      this.open.set(row.id, row);
       const base = row.card as Omit<Card, "surfaced_in">;
       for (const s of row.surfaces) this.opts.bus.publish(s, "action_required", { ...base, surfaced_in: s });
       return;
     }
+    this.open.delete(row.id);
     if (was === "ended") return;
     this.remember(row.id, "ended");
     const ev: EventData<"action_resolved"> = { request_id: row.id, decision: resolvedAs(row) };
