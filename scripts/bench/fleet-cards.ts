@@ -7,7 +7,7 @@
  * (`decide_commit`). p50/p99/max in ms over `--cards` (default 1,000, after 20 warm-up), one card at a
  * time. Times are `performance.timeOrigin + performance.now()` on one machine. Starts a throwaway
  * PostgreSQL cluster (test/pg-cluster.ts); the worker A talks to it through its own connections.
- * Usage: `bun scripts/bench/fleet-cards.ts [--cards N]` (not yet in all.ts's list: append `"fleet-cards"` there at merge).
+ * Usage: `bun scripts/bench/fleet-cards.ts [--cards N]` (listed in all.ts).
  */
 import { loadavg } from "node:os";
 import { CardRows } from "../../src/fleet/card-rows.ts";
