@@ -121,6 +121,21 @@ describe.skipIf(why !== null)("Cards in fleet mode (PostgreSQL, two processes)",
     a.inflight.unregister(other.child, other.turn);
   }, 120_000);
 
+  test("a card past its TTL: the row is marked expired first, then A's wait ends expired; B's late answer is refused", async () => {
+    const t = await childTurn();
+    await a.turnLeases.acquire(t.child, t.turn);
+    const outcome = await a.cards.park({ ...input(t.child, t.turn), ttlSeconds: 0.3 });
+    expect(outcome.decision).toBe("expired");
+    const row = await a.node.rows.get(outcome.request_id);
+    expect(row?.status).toBe("expired");
+    const late = await b.cards.resolve(outcome.request_id, "allow_once", { sessionId: t.root });
+    expect(late.ok).toBe(false);
+    if (!late.ok) expect(["expired", "already_decided"]).toContain(late.error.code);
+    expect((await a.node.rows.get(outcome.request_id))?.status).toBe("expired");
+    await a.turnLeases.release(t.turn);
+    a.inflight.unregister(t.child, t.turn);
+  }, 60_000);
+
   test("a turn holding no lease in this process parks nothing: lease_lost", async () => {
     const t = await childTurn();
     await expect(a.cards.park(input(t.child, t.turn))).rejects.toMatchObject({ code: "lease_lost" });

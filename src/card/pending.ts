@@ -188,7 +188,12 @@ export class Cards {
         surfaces,
         turnId: input.turnId,
         callId: input.callId,
-        timer: setTimeout(() => this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl"), input.ttlSeconds * 1000),
+        // fleet mode: the row is the truth — its expiry is written there (no answer can win after it) and the
+        // local card ends when the waker sees the row end; otherwise the card expires here
+        timer: setTimeout(
+          () => (this.opts.fleet ? this.expireRow(requestId) : this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl")),
+          input.ttlSeconds * 1000,
+        ),
         settle: resolve,
       };
       if (input.signal) {
@@ -402,6 +407,28 @@ export class Cards {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+
+  /**
+   * Fleet mode: marks the row of `requestId` `expired` once its `expires_at` has passed on this clock (retried
+   * every 50 ms while it is still pending, for at most 5 s); the waker then ends the local card. If the row
+   * cannot be written, the card ends `expired` here (fail closed: nothing runs) and the waker's poll or the
+   * sweeper ends the row.
+   */
+  private expireRow(requestId: string): void {
+    const rows = this.opts.fleet!.node.rows;
+    void (async () => {
+      for (let i = 0; i < 100 && this.pending.has(requestId); i++) {
+        if (await rows.expireIfDue(requestId)) return;
+        const row = await rows.get(requestId);
+        if (!row || row.status !== "pending") return;
+        await Bun.sleep(50);
+      }
+      if (this.pending.has(requestId)) throw new Error("the row is still pending");
+    })().catch((e: unknown) => {
+      console.error(`airlock: expiring the row of card ${requestId} failed; the card is refused expired here:`, e);
+      this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl");
+    });
   }
 
   /** Fleet mode: ends the local card as its row ended (audited by the row's own transaction). */
