@@ -46,6 +46,8 @@ const EXPECTED: Record<string, [number, number]> = {
   user_proof_required:             [403, 1],
   user_proof_invalid:              [403, 1],
   already_decided:                 [409, 1],
+  lease_lost:                      [409, 1],
+  worker_lost:                     [503, 1],
   hook_timeout:                    [500, 1],
   hook_error:                      [500, 1],
   hook_output_invalid:             [500, 1],

@@ -53,6 +53,10 @@ export const ERROR_CODES = [
   /** An allow on a proof card came with an approver token that is not this server's (`user_proof_required`: none came). */
   "user_proof_invalid",
   "already_decided",
+  /** A fleet write carried a lease (turn, fencing epoch) that is no longer the live one: the lease expired or was taken over; the write was refused. */
+  "lease_lost",
+  /** The process running a card's turn stopped renewing its lease: the turn is `interrupted` and its pending cards end `worker_lost` (a deny). */
+  "worker_lost",
   "hook_timeout",
   "hook_error",
   "hook_output_invalid",
@@ -176,6 +180,8 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   user_proof_required: 403,
   user_proof_invalid: 403,
   already_decided: 409,
+  lease_lost: 409,
+  worker_lost: 503,
   hook_timeout: 500,
   hook_error: 500,
   hook_output_invalid: 500,
@@ -264,6 +270,8 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   user_proof_required: EXIT.failed,
   user_proof_invalid: EXIT.failed,
   already_decided: EXIT.failed,
+  lease_lost: EXIT.failed,
+  worker_lost: EXIT.failed,
   hook_timeout: EXIT.failed,
   hook_error: EXIT.failed,
   hook_output_invalid: EXIT.failed,

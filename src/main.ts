@@ -157,7 +157,8 @@ function addServeCommand(program: Command, done: (code: number) => void): void {
       .description("Start the HTTP API and the scheduler on the SQLite store in the data dir, until SIGINT/SIGTERM.")
       .option("--host <host>", "interface to bind (default: server.host from the config, 127.0.0.1)")
       .addOption(new Option("--port <port>", "port, 0 = any free port (default: server.port from the config, 7420)").argParser(parsePort))
-      .option("--headless", "no person answers on this server: every session is headless, and every ask is refused at once", false),
+      .option("--headless", "no person answers on this server: every session is headless, and every ask is refused at once", false)
+      .addOption(new Option("--role <role>", "what this node does in a fleet: all (API and turns), api, worker; api and worker need a PostgreSQL store").choices(["all", "api", "worker"]).default("all")),
   )
     .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo", "airlock serve --headless   # an unattended server: asks are refused, never parked"]))
     .action(async (opts) => done(await (await import("./cli/serve.ts")).serve(opts)));

@@ -41,6 +41,9 @@ import { knownAncestors } from "./session/graph.ts";
 import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
 import { openStore } from "./store/open.ts";
+import { chooseStorage } from "./store/storage.ts";
+import { FleetNode } from "./fleet/node.ts";
+import { TurnLeases } from "./fleet/turn-leases.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { TrustStore } from "./store/trust.ts";
@@ -179,20 +182,35 @@ const CLOSE_DRAIN_MS = 5_000;
  */
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const store = await openStore(opts.config, opts.dataDir, { env: opts.env ?? process.env, dbPath: opts.dbPath });
+  let fleet: FleetNode | undefined;
+  const bus = new Bus();
   try {
     const log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
     // the pid sweep is SQLite-only: on PostgreSQL other processes (other hosts) share the database, and a
     // pid means nothing there (docs/scale-out.md)
     const interrupted = store.sql.dialect === "sqlite" ? await store.markInterruptedTurns() : 0;
     if (interrupted > 0) log(`airlock: marked ${interrupted} turn(s) left running by a previous process as interrupted`);
-    const cards = await interruptOrphanCards(store);
+    // likewise SQLite-only: on PostgreSQL a pending card may be another live process's (the fleet's sweeper ends a dead one's)
+    const cards = store.sql.dialect === "sqlite" ? await interruptOrphanCards(store) : [];
     if (cards.length > 0) log(`airlock: closed ${cards.length} card(s) left pending by a previous process as interrupted`);
+    // PostgreSQL: this process is one node of a fleet (SPEC §5.8): leases, card rows, the feed and the sweeper
+    const choice = chooseStorage(opts.config.storage, opts.env ?? process.env);
+    if (choice.kind === "postgres") {
+      fleet = await FleetNode.start({
+        sql: store.sql,
+        listenUrl: choice.url,
+        bus,
+        config: opts.config.fleet,
+        onSwept: (r) => log(`airlock: fleet sweep: ${r.turns.length} turn(s) of stopped processes interrupted, ${r.cards.length} card(s) ended worker_lost`),
+      });
+    }
   } catch (e) {
+    await fleet?.close().catch(() => {});
     await store.close().catch(() => {});
     throw e;
   }
-  // the constructor closes the store when it throws
-  return new AirlockRuntime(opts, store);
+  // the constructor closes the store (and the fleet node) when it throws
+  return new AirlockRuntime(opts, store, bus, fleet);
 }
 
 class AirlockRuntime implements Runtime {
@@ -203,7 +221,9 @@ class AirlockRuntime implements Runtime {
   readonly log: (line: string) => void;
   private readonly forceHeadless: boolean;
   readonly store: Store;
-  readonly bus = new Bus();
+  readonly bus: Bus;
+  /** Fleet mode (PostgreSQL storage): this process's node and its turns' leases; absent on SQLite. */
+  private readonly fleet: { node: FleetNode; turnLeases: TurnLeases } | undefined;
   readonly inflight = new Inflight();
   readonly registry = new ToolRegistry();
   readonly gate: Gate;
@@ -233,7 +253,9 @@ class AirlockRuntime implements Runtime {
   private readonly resources = new AsyncDisposableStack();
   private closed = false;
 
-  constructor(opts: RuntimeOptions, store: Store) {
+  constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: FleetNode) {
+    this.bus = bus;
+    this.fleet = fleet ? { node: fleet, turnLeases: new TurnLeases(fleet.leases, (sid, _tid, e) => this.inflight.cancel(sid, e.message)) } : undefined;
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
     this.configDir = resolve(opts.configDir);
@@ -276,8 +298,23 @@ class AirlockRuntime implements Runtime {
         ...(opts.env ? { env: opts.env } : {}),
       });
       this.resources.use(this.notify);
-      this.cards = new Cards({ store: this.store, bus: this.bus, inflight: this.inflight, approverToken: () => this.tokens.approverToken, sessionRules: this.sessionRules });
+      this.cards = new Cards({
+        store: this.store,
+        bus: this.bus,
+        inflight: this.inflight,
+        approverToken: () => this.tokens.approverToken,
+        sessionRules: this.sessionRules,
+        ...(this.fleet ? { fleet: this.fleet } : {}),
+      });
       this.resources.use(this.store);
+      // closed after the cards (which end their rows through it) and before the store
+      const fleetParts = this.fleet;
+      if (fleetParts) {
+        this.resources.defer(async () => {
+          await fleetParts.turnLeases.close();
+          await fleetParts.node.close();
+        });
+      }
       this.resources.use(this.scripts);
       this.resources.use(this.cards);
       this.resources.use(this.registry);
@@ -288,6 +325,7 @@ class AirlockRuntime implements Runtime {
         registry: this.registry,
         cards: this.cards,
         permits: this.permits,
+        ...(this.fleet ? { leaseLive: (turnId: string) => this.fleet!.turnLeases.live(turnId) } : {}),
         configFor: (s) => this.configFor(s),
         dataDir: realDataDir,
         hookEnv: { AIRLOCK_CONFIG_DIR: this.configDir },
@@ -325,7 +363,7 @@ class AirlockRuntime implements Runtime {
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});
-      void this.store.close().catch(() => {});
+      void (fleet ? fleet.close() : Promise.resolve()).finally(() => this.store.close()).catch(() => {});
       throw e;
     }
     this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;
@@ -486,6 +524,7 @@ class AirlockRuntime implements Runtime {
         hooks: this.hooks,
         shrink: this.compactor,
         usage: this.meter,
+        ...(this.fleet ? { turnLeases: this.fleet.turnLeases } : {}),
       },
       session,
       message,

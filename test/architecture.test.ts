@@ -17,7 +17,7 @@ const LAYERS: string[][] = [
   ["config"],
   ["session"],
   ["store", "bus"],
-  ["launcher", "script", "shell"],
+  ["launcher", "script", "shell", "fleet"],
   ["tool", "card"],
   ["hook"],
   ["notify"],

@@ -75,6 +75,8 @@ export interface LoopDeps {
   shrink?: HistoryShrinker;
   /** Token accounting and the run's token budget; none when absent. */
   usage?: UsagePort;
+  /** Fleet mode (PostgreSQL storage, SPEC §5.8): the turn takes its session's lease before it runs (`session_busy` when another process holds it) and releases it when it ends. */
+  turnLeases?: { acquire(sessionId: string, turnId: string): Promise<unknown>; release(turnId: string): Promise<void> };
 }
 
 /** The loop's port to history shrinking (agent/compact.ts `HistoryCompactor`): called once before, and once after, each model call. */
@@ -154,10 +156,21 @@ export function startTurn(deps: LoopDeps, session: Session, userMessage: string,
   }
   const done = store
     .startTurn(session.id, undefined, turn.id)
+    .then(async () => {
+      if (!deps.turnLeases) return;
+      try {
+        await deps.turnLeases.acquire(session.id, turn.id);
+      } catch (e) {
+        // no lease (another process runs this session, or the database failed): the stored turn ends failed
+        const err = toAirlockError(e, "internal");
+        await store.finishTurn(turn.id, "failed", { answer: null, error: `${err.code}: ${err.message}` }).catch(() => undefined);
+        throw e;
+      }
+    })
     .then(
       () => runTurnBody(deps, session, turn.id, userMessage, signal),
       (e: unknown): TurnResult => {
-        // the turn could not be stored: it never started
+        // the turn could not be stored or leased: it never started
         inflight.unregister(session.id, turn.id);
         const err = toAirlockError(e, "internal");
         if (err.code === "internal") console.error(`airlock: turn ${turn.id} of ${session.id} could not be stored:`, e);
@@ -266,6 +279,7 @@ async function runTurnBody(deps: LoopDeps, session: Session, turnId: string, use
     } catch (e) {
       console.error(`airlock: recording the end of turn ${turnId} failed:`, e);
     }
+    await deps.turnLeases?.release(turnId);
     inflight.unregister(sid, turnId);
     if (result.error) bus.publish(sid, "error", { session_id: sid, turn_id: turnId, ...result.error });
     bus.publish(sid, "turn_finished", {

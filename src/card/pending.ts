@@ -15,20 +15,17 @@ import type { SessionRules } from "../store/session-rules.ts";
 import { checkAuthority, tokensEqual, type Decision } from "./authority.ts";
 import type { FileBinding } from "./bound-files.ts";
 import { surfacesFor } from "./relay.ts";
+import type { CardRow } from "../fleet/card-rows.ts";
+import type { FleetNode } from "../fleet/node.ts";
+import { verdictOf } from "../fleet/park.ts";
+import type { TurnLeases } from "../fleet/turn-leases.ts";
+import { answerCardRow } from "./row-answer.ts";
+import type { CardOutcome, DecisionFrom, ResolveResult } from "./outcome.ts";
+
+export type { CardOutcome, DecisionFrom, ResolveResult };
 
 /** The card as published in `action_required` and listed by `GET /sessions/:id/actions` (SPEC §5): its schema is with the other events. */
 export { Card };
-
-/** How a card ended. `decided_in`: the session the decision was posted from. */
-export interface CardOutcome {
-  request_id: string;
-  decision: Decision | "expired" | "cancelled";
-  decided_in?: string;
-  reason?: string;
-  /** `allow_session`: the rule stored for the session tree, and its id (for `DELETE /sessions/:id/rules/:rule_id`). */
-  rule?: string;
-  rule_id?: string;
-}
 
 export interface ParkInput {
   homeSessionId: string;
@@ -53,16 +50,6 @@ export interface ParkInput {
   willFail?: string;
 }
 
-/** Who posts a decision: the session it is posted from, the approver token (if any), a label for the audit log. */
-export interface DecisionFrom {
-  sessionId: string;
-  approverToken?: string | null;
-  actor?: string;
-  reason?: string;
-}
-
-export type ResolveResult = { ok: true; outcome: CardOutcome } | { ok: false; error: AirlockError };
-
 export interface CardsOptions {
   store: Store;
   bus: Bus;
@@ -73,6 +60,13 @@ export interface CardsOptions {
   decidedMemory?: number;
   /** Where `allow_session` stores the card's suggested rule; without it every `allow_session` is refused `session_rule_not_offered`. */
   sessionRules?: Pick<SessionRules, "add">;
+  /**
+   * Fleet mode (PostgreSQL storage, SPEC §5.8): every card is also a row parked under its turn's lease
+   * (a turn with no lease held here parks nothing and is refused `lease_lost`); answers go through the row
+   * (card/row-answer.ts, from any process); the local card ends when its row does, and an allow runs only
+   * while the lease is still live; other processes' pending cards are listed from the node's feed.
+   */
+  fleet?: { node: FleetNode; turnLeases: TurnLeases };
 }
 
 interface PendingCard {
@@ -137,7 +131,37 @@ export class Cards {
       ...(input.willFail ? { will_fail: input.willFail } : {}),
     };
     if (input.signal?.aborted) return { request_id: requestId, decision: "cancelled" };
-    await this.opts.store.audit({
+    const fleet = this.opts.fleet;
+    if (fleet) {
+      const lease = fleet.turnLeases.lease(input.turnId);
+      if (!lease) throw new AirlockError("lease_lost", `turn ${input.turnId} holds no lease in this process: card ${requestId} was not parked and its call does not run`, { request_id: requestId });
+      // the row and its card_parked audit row, in one transaction under the lease (throws lease_lost)
+      await fleet.node.rows.park(lease, {
+        id: requestId,
+        sessionId: input.homeSessionId,
+        rootSessionId: surfaces[surfaces.length - 1]!,
+        callId: input.callId,
+        surfaces,
+        requiresUserProof: input.requiresUserProof,
+        card: base,
+        expiresAt: expiresAt.getTime(),
+        auditDetail: {
+          tool: input.tool,
+          inspector: input.inspector,
+          reason: input.reason,
+          requires_user_proof: input.requiresUserProof,
+          ...(input.files?.length ? { files: input.files } : {}),
+          ...(input.replaces ? { replaces: input.replaces } : {}),
+          ...(base.suggested_rule ? { suggested_rule: base.suggested_rule } : {}),
+          ...(base.will_fail ? { will_fail: base.will_fail } : {}),
+        },
+      });
+      // the row's end (from any process) ends the local card; an allow counts only under a live lease
+      fleet.node.waker.wait(requestId).then(
+        async (row) => this.finishFromRow(row, lease),
+        () => undefined, // the waker closed (runtime shutdown): close() withdraws the card
+      );
+    } else await this.opts.store.audit({
       kind: "card_parked",
       outcome: "recorded",
       request_id: requestId,
@@ -164,7 +188,12 @@ export class Cards {
         surfaces,
         turnId: input.turnId,
         callId: input.callId,
-        timer: setTimeout(() => this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl"), input.ttlSeconds * 1000),
+        // fleet mode: the row is the truth — its expiry is written there (no answer can win after it) and the
+        // local card ends when the waker sees the row end; otherwise the card expires here
+        timer: setTimeout(
+          () => (this.opts.fleet ? this.expireRow(requestId) : this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl")),
+          input.ttlSeconds * 1000,
+        ),
         settle: resolve,
       };
       if (input.signal) {
@@ -194,6 +223,20 @@ export class Cards {
    * Every attempt, accepted or refused, is written to the audit log (`card_decision`; `detail.proof`: whether it carried the valid approver token).
    */
   async resolve(requestId: string, decision: Decision, from: DecisionFrom): Promise<ResolveResult> {
+    if (this.opts.fleet) {
+      const token = this.opts.approverToken;
+      return await answerCardRow(
+        {
+          sql: this.opts.store.sql,
+          rows: this.opts.fleet.node.rows,
+          approverToken: typeof token === "function" ? token() : token,
+          ...(this.opts.sessionRules ? { sessionRules: this.opts.sessionRules } : {}),
+        },
+        requestId,
+        decision,
+        from,
+      );
+    }
     const audit = (outcome: "accepted" | "refused", code?: string): Promise<void> =>
       this.opts.store.audit({
         kind: "card_decision",
@@ -298,7 +341,8 @@ export class Cards {
    * same checks, results and audit rows. An unknown card is refused `not_found` (audited with no session).
    */
   async resolveAtSurface(requestId: string, decision: Decision, from: Omit<DecisionFrom, "sessionId">): Promise<ResolveResult> {
-    const at = this.answerSurface(requestId);
+    let at = this.answerSurface(requestId);
+    if (at === undefined && this.opts.fleet) at = (await this.opts.fleet.node.rows.get(requestId))?.surfaces.at(-1);
     if (at !== undefined) return this.resolve(requestId, decision, { ...from, sessionId: at });
     await this.opts.store.audit({
       kind: "card_decision",
@@ -314,9 +358,8 @@ export class Cards {
 
   /** The pending cards homed or surfaced in `sessionId`, as seen there (`surfaced_in` = that session), oldest first. */
   listForSession(sessionId: string): Card[] {
-    const ids = this.bySession.get(sessionId);
-    if (!ids) return [];
-    const out: Card[] = [];
+    const ids = this.bySession.get(sessionId) ?? new Set<string>();
+    const out: Card[] = this.remote().filter((r) => r.surfaces.includes(sessionId)).map((r) => ({ ...(r.card as Omit<Card, "surfaced_in">), surfaced_in: sessionId }));
     for (const id of ids) {
       const rec = this.pending.get(id);
       if (rec) out.push({ ...rec.base, surfaced_in: sessionId });
@@ -326,13 +369,21 @@ export class Cards {
 
   /** Every pending card, as seen at its home, oldest first. */
   listAll(): Card[] {
-    return [...this.pending.values()].map((rec) => ({ ...rec.base, surfaced_in: rec.base.home_session_id }));
+    const remote = this.remote().map((r) => ({ ...(r.card as Omit<Card, "surfaced_in">), surfaced_in: r.sessionId }));
+    return [...remote, ...[...this.pending.values()].map((rec) => ({ ...rec.base, surfaced_in: rec.base.home_session_id }))];
+  }
+
+  /** Fleet mode: the pending cards of other processes, as this process's feed last read them (none otherwise). */
+  private remote(): CardRow[] {
+    return this.opts.fleet ? this.opts.fleet.node.feed.pendingRows().filter((r) => !this.pending.has(r.id)) : [];
   }
 
   /** A pending card by id (as seen at its home), or undefined. */
   get(requestId: string): Card | undefined {
     const rec = this.pending.get(requestId);
-    return rec ? { ...rec.base, surfaced_in: rec.base.home_session_id } : undefined;
+    if (rec) return { ...rec.base, surfaced_in: rec.base.home_session_id };
+    const row = this.remote().find((r) => r.id === requestId);
+    return row ? { ...(row.card as Omit<Card, "surfaced_in">), surfaced_in: row.sessionId } : undefined;
   }
 
   /** Withdraws (`cancelled`) every card raised by this turn. Called when the turn leaves the in-flight registry. */
@@ -358,6 +409,44 @@ export class Cards {
     this.close();
   }
 
+  /**
+   * Fleet mode: marks the row of `requestId` `expired` once its `expires_at` has passed on this clock (retried
+   * every 50 ms while it is still pending, for at most 5 s); the waker then ends the local card. If the row
+   * cannot be written, the card ends `expired` here (fail closed: nothing runs) and the waker's poll or the
+   * sweeper ends the row.
+   */
+  private expireRow(requestId: string): void {
+    const rows = this.opts.fleet!.node.rows;
+    void (async () => {
+      for (let i = 0; i < 100 && this.pending.has(requestId); i++) {
+        if (await rows.expireIfDue(requestId)) return;
+        const row = await rows.get(requestId);
+        if (!row || row.status !== "pending") return;
+        await Bun.sleep(50);
+      }
+      if (this.pending.has(requestId)) throw new Error("the row is still pending");
+    })().catch((e: unknown) => {
+      console.error(`airlock: expiring the row of card ${requestId} failed; the card is refused expired here:`, e);
+      this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl");
+    });
+  }
+
+  /** Fleet mode: ends the local card as its row ended (audited by the row's own transaction). */
+  private async finishFromRow(row: CardRow, lease: { turnId: string; epoch: number; sessionId: string; workerId: string; expiresAt: number }): Promise<void> {
+    if (!this.pending.has(row.id)) return;
+    const v = await verdictOf(this.opts.fleet!.node.leases, lease, row);
+    const d = row.decision ?? {};
+    const outcome: CardOutcome = { request_id: row.id, decision: "cancelled" };
+    if (v.run) outcome.decision = d.decision === "allow_session" ? "allow_session" : "allow_once";
+    else if (row.status === "denied") outcome.decision = "deny";
+    else if (row.status === "expired") outcome.decision = "expired";
+    if (typeof d.decided_in === "string") outcome.decided_in = d.decided_in;
+    if (typeof d.reason === "string") outcome.reason = d.reason;
+    if (typeof d.rule === "string") outcome.rule = d.rule;
+    if (typeof d.rule_id === "string") outcome.rule_id = d.rule_id;
+    this.finish(row.id, outcome, "row");
+  }
+
   private finish(requestId: string, outcome: CardOutcome, why?: string): void {
     const rec = this.pending.get(requestId);
     if (!rec) return;
@@ -372,8 +461,15 @@ export class Cards {
       }
     }
     this.decided.set(requestId, { surfaces: rec.surfaces, home: rec.base.home_session_id, outcome });
+    const fleet = this.opts.fleet;
+    if (fleet && why !== "row") {
+      // ended here (TTL, turn ended, shutdown): end the row too, so no process can answer it any more
+      fleet.node.waker.forget(requestId);
+      const end = outcome.decision === "expired" ? fleet.node.rows.expireIfDue(requestId) : fleet.node.rows.cancel(requestId, why ?? "withdrawn");
+      end.catch((e: unknown) => console.error(`airlock: ending the row of card ${requestId} failed (the sweeper ends it with its lease):`, e));
+    }
     if (this.decided.size > this.decidedMemory) this.decided.delete(this.decided.keys().next().value!);
-    if (outcome.decision === "expired" || outcome.decision === "cancelled") {
+    if ((outcome.decision === "expired" || outcome.decision === "cancelled") && !fleet) {
       this.opts.store
         .audit({
           kind: "card_decision",

@@ -4,6 +4,7 @@
  * with the scheduler, until SIGINT/SIGTERM.
  */
 import { AirlockError } from "../errors.ts";
+import { roleRefusal, type ServeRole } from "../fleet/role.ts";
 import type { CommonOptions } from "./context.ts";
 
 /** Options of `airlock serve` (parsed and validated by `main.ts`). */
@@ -14,6 +15,8 @@ export interface ServeOptions extends CommonOptions {
   port?: number;
   /** `--headless`: every session on this server is headless (asks refused at once, never parked). */
   headless?: boolean;
+  /** `--role`: `all` (default), `api` or `worker` (fleet/role.ts; the last two need a PostgreSQL store). */
+  role?: ServeRole;
 }
 
 /**
@@ -24,9 +27,12 @@ export interface ServeOptions extends CommonOptions {
  * @throws AirlockError `data_dir_in_use` when another live `airlock serve` holds the data dir (its pid and URL in the
  *   message); `data_dir_unusable` for a read-only or full data dir; `usage` / `config_invalid` for a bad config; `usage` (exit 2, a setup problem)
  *   when the address cannot be bound: the port is in use, the host is not an address of this machine, or the
- *   port is privileged (see `bindError`).
+ *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts).
  */
 export async function serve(opts: ServeOptions): Promise<number> {
+  // the store is the data dir's SQLite file: one process owns it, so it serves every role
+  const refused = roleRefusal(opts.role ?? "all", "sqlite");
+  if (refused) throw refused;
   const { resolveContext } = await import("./context.ts");
   const { writeStderr } = await import("./output.ts");
   const { createRuntime } = await import("../runtime.ts");

@@ -294,6 +294,22 @@ export const NotifyConfig = z.strictObject({
 });
 export type NotifyConfig = z.infer<typeof NotifyConfig>;
 
+/**
+ * `fleet:` (SPEC §5.8). `lease_ttl_seconds`: a running turn's lease, renewed every third of it (default 15);
+ * `sweep_seconds`: how often a process sweeps expired leases (5); `poll_seconds`: how often a waited card is
+ * re-read besides notifications (2). The sweep and the poll must be shorter than the lease.
+ */
+export const FleetConfig = z
+  .strictObject({
+    lease_ttl_seconds: z.number().positive().default(15),
+    sweep_seconds: z.number().positive().default(5),
+    poll_seconds: z.number().positive().default(2),
+  })
+  .refine((f) => f.sweep_seconds < f.lease_ttl_seconds && f.poll_seconds < f.lease_ttl_seconds, {
+    message: "fleet.sweep_seconds and fleet.poll_seconds must be shorter than fleet.lease_ttl_seconds",
+  });
+export type FleetConfig = z.infer<typeof FleetConfig>;
+
 export const Config = z.strictObject({
   provider: ProviderConfig.default(ProviderConfig.parse({})),
   mode: Mode.default("smart"),
@@ -310,6 +326,8 @@ export const Config = z.strictObject({
   sandbox_scan_max_folders: z.number().int().positive().default(200_000),
   privacy: Privacy.default("public"),
   approvals: z.strictObject({ ttl_seconds: z.number().int().positive().default(3600) }).default({ ttl_seconds: 3600 }),
+  /** Several processes on one PostgreSQL store (SPEC §5.8): lease length, sweep and poll intervals, in seconds. */
+  fleet: FleetConfig.prefault({}),
   hooks: HooksConfig.default(HooksConfig.parse({})),
   limits: Limits.default(Limits.parse({})),
   /** What the model is offered (`offer`) and per-tool permission (`allow | ask | deny`), keyed by airlock tool name. */

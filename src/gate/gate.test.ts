@@ -63,7 +63,7 @@ afterEach(() => {
   }
 });
 
-async function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Promise<Harness> {
+async function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8, leaseLive?: (turnId: string) => Promise<boolean>): Promise<Harness> {
   const store = await Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
@@ -72,7 +72,7 @@ async function harness(cfg: Record<string, unknown> = {}, maxConcurrent = 8): Pr
   const registry = new LocalRegistry();
   const config = Config.parse(cfg);
   const runs: Harness["runs"] = [];
-  const gate = new Gate({ store, bus, inflight, registry, cards, permits, configFor: (s) => ({ ...config, mode: s.mode, sandbox: s.sandbox }) });
+  const gate = new Gate({ store, bus, inflight, registry, cards, permits, configFor: (s) => ({ ...config, mode: s.mode, sandbox: s.sandbox }), ...(leaseLive ? { leaseLive } : {}) });
   const refused: RefusedCall[] = [];
   gate.onRefused((r) => refused.push(r));
   const gates: ((ctx: ToolContext) => Promise<void>)[] = [];
@@ -287,6 +287,21 @@ describe("Gate: validation and inspectors", () => {
     expect(c.inspector).toBe("mode");
     await h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id });
     expect(await p).toMatchObject({ ok: true });
+  });
+
+  test("fleet: an allowed call whose turn lost its lease meanwhile is refused lease_lost and does not run", async () => {
+    let live = true;
+    const h = await harness({}, 8, async () => live);
+    const s = await h.session({ mode: "approve" });
+    const t = await h.turn(s);
+    const card = h.nextCard(s.id);
+    const p = h.call(s, t.turnId, "developer__list_dir", { path: "." });
+    const c = await card;
+    live = false; // the lease expired (or was taken over) while the card waited
+    await h.cards.resolve(c.request_id, "allow_once", { sessionId: s.id });
+    expect(await p).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+    expect(h.runs).toEqual([]);
+    t.end();
   });
 
   test("per-tool config: deny refuses, ask asks even in autonomous", async () => {

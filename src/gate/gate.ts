@@ -45,6 +45,8 @@ export interface GateDeps {
   inflight: Inflight;
   registry: GateRegistry;
   cards: Pick<Cards, "park">;
+  /** Fleet mode (SPEC §5.8): whether the turn's lease is still live in the database; an allowed call whose turn lost its lease is refused `lease_lost`. */
+  leaseLive?: (turnId: string) => Promise<boolean>;
   permits: Permits;
   /** The session's effective config (run overrides, its own mode and sandbox folded in). */
   configFor(session: Session): Readonly<Config>;
@@ -540,6 +542,9 @@ export class Gate {
     }
     if (!this.deps.inflight.isRunning(session.id, ctx.turnId)) {
       return this.refuse(session.id, req, "gate_no_session", `tool call refused: turn ${ctx.turnId} ended while the call waited for approval`);
+    }
+    if (this.deps.leaseLive && !(await this.deps.leaseLive(ctx.turnId))) {
+      return this.refuse(session.id, req, "lease_lost", `tool call refused: turn ${ctx.turnId} lost its lease while the call waited for approval (it expired or another process took the session over)`);
     }
     return { request_id: outcome.request_id };
   }

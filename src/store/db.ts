@@ -7,6 +7,7 @@ import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, openSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import { AirlockError } from "../errors.ts";
+import { FLEET_MIGRATIONS_SQLITE } from "./fleet-schema.ts";
 
 /** True when the file system holding `path` has no block left for this user (an I/O error there means "full"). */
 function noSpaceLeft(path: string): boolean {
@@ -181,6 +182,8 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX IF NOT EXISTS model_calls_turn ON model_calls(turn_id);
     `,
   },
+  // version 9: the fleet tables (SPEC §5.8), defined in store/fleet-schema.ts
+  ...FLEET_MIGRATIONS_SQLITE,
 ];
 
 /**

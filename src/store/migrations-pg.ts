@@ -10,6 +10,7 @@
  * store/sql-pg.ts), whereas `SUM(bigint)` and `AVG(…)` are `numeric`, which comes back as a string.
  */
 import type { Migration } from "./migrate.ts";
+import { FLEET_MIGRATIONS_POSTGRES } from "./fleet-schema.ts";
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   {
@@ -174,4 +175,6 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS model_calls_turn ON model_calls(turn_id);
     `,
   },
+  // version 9: the fleet tables (SPEC §5.8), defined in store/fleet-schema.ts
+  ...FLEET_MIGRATIONS_POSTGRES,
 ];

@@ -1,0 +1,75 @@
+/**
+ * @module store/fleet-schema
+ * The fleet tables (SPEC §5.8), as migration entries for both dialects: `cards` (a pending card as a
+ * row, the truth every process reads) and `inflight` (one lease per running session, with a fencing
+ * epoch). Numbered after the store's migration 8; the store's migration lists (`MIGRATIONS` in store/db.ts
+ * for SQLite, `PG_MIGRATIONS` in store/migrations-pg.ts) end with these entries. Kept in the store room
+ * (below fleet/) so the store's lists can import them; fleet/schema.ts re-exports them.
+ *
+ * Times a lease or card compares against (`expires_at`) are integers in ms since the Unix epoch;
+ * times only shown (`created_at`, `decided_at`) are ISO-8601 text like every other store table.
+ * JSON columns are text. `epoch` is the lease's fencing token (Kleppmann, "How to do distributed
+ * locking", 2016: a token that grows on every takeover, checked on every write).
+ */
+import type { SqlDialect } from "./sql.ts";
+
+/** One numbered migration (the shape of store/db.ts's `MIGRATIONS` entries). */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Card row states: `pending` until decided; `allowed`/`denied` by a person; `expired` by its TTL; `worker_lost` when its turn's lease expired (a deny). */
+export type CardStatus = "pending" | "allowed" | "denied" | "expired" | "worker_lost" | "cancelled";
+
+/** Every card status, for CHECK constraints and validation. */
+export const CARD_STATUSES: readonly CardStatus[] = ["pending", "allowed", "denied", "expired", "worker_lost", "cancelled"];
+
+const statusCheck = `CHECK (status IN (${CARD_STATUSES.map((s) => `'${s}'`).join(",")}))`;
+
+/** The fleet tables in `dialect`: integer columns are `INTEGER` on SQLite, `BIGINT` on PostgreSQL (ms and epochs pass 2^31). */
+function tables(dialect: SqlDialect): string {
+  const big = dialect === "postgres" ? "BIGINT" : "INTEGER";
+  return `
+    CREATE TABLE cards (
+      id TEXT PRIMARY KEY,
+      session_id TEXT NOT NULL,
+      root_session_id TEXT NOT NULL,
+      turn_id TEXT NOT NULL,
+      call_id TEXT NOT NULL,
+      worker_id TEXT NOT NULL,
+      epoch ${big} NOT NULL,
+      status TEXT NOT NULL ${statusCheck},
+      surfaces TEXT NOT NULL,
+      requires_user_proof ${big} NOT NULL DEFAULT 0,
+      card TEXT NOT NULL,
+      decision TEXT,
+      created_at TEXT NOT NULL,
+      expires_at ${big} NOT NULL,
+      decided_at TEXT
+    );
+    CREATE INDEX cards_root_status ON cards(root_session_id, status);
+    CREATE INDEX cards_session_status ON cards(session_id, status);
+    CREATE INDEX cards_turn_status ON cards(turn_id, status);
+    CREATE INDEX cards_worker_status ON cards(worker_id, status);
+    CREATE TABLE inflight (
+      session_id TEXT PRIMARY KEY,
+      turn_id TEXT NOT NULL UNIQUE,
+      worker_id TEXT NOT NULL,
+      epoch ${big} NOT NULL,
+      expires_at ${big} NOT NULL
+    );
+    CREATE INDEX inflight_expires ON inflight(expires_at);
+  `;
+}
+
+/** The fleet migrations for `dialect`, to append after the store's version 8. */
+export function fleetMigrations(dialect: SqlDialect): readonly Migration[] {
+  return [{ version: 9, name: "fleet: cards as rows, in-flight leases with a fencing epoch", sql: tables(dialect) }];
+}
+
+/** The SQLite entries. */
+export const FLEET_MIGRATIONS_SQLITE: readonly Migration[] = fleetMigrations("sqlite");
+/** The PostgreSQL entries. */
+export const FLEET_MIGRATIONS_POSTGRES: readonly Migration[] = fleetMigrations("postgres");

@@ -1,0 +1,179 @@
+/**
+ * @module test/e2e/fleet-two-serves
+ * Two `airlock serve` processes (from source) on one throwaway PostgreSQL database (SPEC §5.8): a
+ * subagent's card parked by process A is listed by process B (`GET /actions`, and the root session's SSE
+ * on B), answered through B's HTTP API, and the call runs once on A; a second answer gets 409. Then A is
+ * killed with SIGKILL while a card waits: within the (short) lease TTL, B's sweeper marks the turn
+ * `interrupted` and the card row `worker_lost`, and B no longer lists the card. Skipped, with the reason,
+ * only when PostgreSQL is not installed.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { openSse } from "../harness.ts";
+import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { type PgCluster, pgAvailable, startPgCluster } from "../pg-cluster.ts";
+
+const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
+const HOOKS = join(import.meta.dir, "..", "fixtures", "hooks");
+const why = pgAvailable();
+
+interface CardView {
+  request_id: string;
+  home_session_id: string;
+  tool: string;
+}
+
+async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(100);
+  }
+}
+
+describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL database${why ? ` — skipped: ${why}` : ""}`, () => {
+  let cluster: PgCluster;
+  let url: string;
+  let pg: InstanceType<typeof Bun.SQL>;
+  const dir = mkdtempSync(join(tmpdir(), "airlock-fleet-e2e-"));
+  const ws = join(dir, "ws");
+  const marker = join(ws, "ran.txt");
+  const procs: Bun.Subprocess[] = [];
+  mkdirSync(ws);
+
+  beforeAll(async () => {
+    cluster = await startPgCluster();
+    url = await cluster.createDatabase("airlock_fleet_e2e");
+    pg = new Bun.SQL(url, { max: 1 });
+  }, 120_000);
+  afterAll(async () => {
+    for (const p of procs) {
+      p.kill("SIGKILL");
+      await p.exited;
+    }
+    await pg?.close();
+    cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A data dir: the root spawns a subagent whose shell call a hook sends to a person; a short lease. */
+  function dataDir(name: string): string {
+    const d = join(dir, name);
+    mkdirSync(d, { recursive: true });
+    writeFileSync(
+      join(d, "turns.yaml"),
+      stringify({
+        turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "append to ran.txt" } }] }, { text: "root done" }],
+        subagents: [{ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: `echo ran >> ${marker}` } }] }, { text: "child done" }] }],
+      }),
+    );
+    writeFileSync(
+      join(d, "airlock.yaml"),
+      stringify({
+        provider: { name: "scripted", script: "turns.yaml" },
+        hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: join(HOOKS, "ask.sh"), timeout: 30 }] }] },
+        fleet: { lease_ttl_seconds: 3, sweep_seconds: 0.5, poll_seconds: 0.5 },
+        storage: url,
+      }),
+    );
+    return d;
+  }
+
+  async function serve(d: string): Promise<ServeProcess & { token: string; approver: string }> {
+    const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", d], { cwd: ws });
+    procs.push(sp.proc);
+    return { ...sp, token: readFileSync(join(d, "api-token"), "utf8").trim(), approver: readFileSync(join(d, "approver-token"), "utf8").trim() };
+  }
+
+  const api = (s: { url: string; token: string; approver: string }, path: string, init: RequestInit = {}) =>
+    fetch(s.url + path, {
+      ...init,
+      headers: { authorization: `Bearer ${s.token}`, "x-airlock-approver": s.approver, "content-type": "application/json", ...(init.headers ?? {}) },
+    });
+
+  async function pendingOn(s: { url: string; token: string; approver: string }, root: string): Promise<CardView | undefined> {
+    const r = (await (await api(s, "/actions")).json()) as { actions: CardView[] };
+    return r.actions.find((c) => c.tool === "developer__shell" && c.home_session_id !== root);
+  }
+
+  test("a subagent's card parked on A is answered through B; the call runs once on A; a second answer is 409; kill -9 of A: turn interrupted, card worker_lost, seen from B", async () => {
+    const dA = dataDir("a");
+    const a = await serve(dA);
+    const dB = dataDir("b");
+    // one deployment: B shares A's tokens (the approver token is the user proof on every node)
+    for (const f of ["api-token", "approver-token"]) copyFileSync(join(dA, f), join(dB, f));
+    const b = await serve(dB);
+
+    const created = await api(a, "/sessions", { method: "POST", body: JSON.stringify({ workspace: ws, title: "fleet" }) });
+    expect(created.status).toBe(201);
+    const root = ((await created.json()) as { id: string }).id;
+    // B's SSE on the root session: the card of A's subagent arrives there through B's feed
+    const sseB = await openSse(`${b.url}/sessions/${root}/events`, { headers: { authorization: `Bearer ${b.token}` } });
+    expect(sseB.status).toBe(200);
+    const sseA = await openSse(`${a.url}/sessions/${root}/reply`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${a.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ message: "go" }),
+    });
+    expect(sseA.status).toBe(200);
+
+    const card = await until("the child's card listed on B", () => pendingOn(b, root));
+    expect(card.home_session_id).not.toBe(root);
+    const onSse = await sseB.waitFor((e) => e.event === "action_required" && (e.data as { request_id?: string }).request_id === card.request_id, 60_000);
+    expect(onSse.data).toMatchObject({ surfaced_in: root, tool: "developer__shell" });
+    expect(existsSync(marker)).toBe(false);
+
+    const first = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
+    expect(first.status).toBe(200);
+    expect(await first.json()).toMatchObject({ request_id: card.request_id, decision: "allow_once", decided_in: root });
+
+    const done = await sseA.waitFor((e) => e.event === "turn_finished", 120_000);
+    expect(done.data).toMatchObject({ status: "completed" });
+    sseA.close();
+    expect(readFileSync(marker, "utf8")).toBe("ran\n");
+
+    const second = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
+    expect(second.status).toBe(409);
+    expect(await second.json()).toMatchObject({ error: "already_decided" });
+    await sseB.waitFor((e) => e.event === "action_resolved" && (e.data as { request_id?: string }).request_id === card.request_id, 60_000);
+    sseB.close();
+    expect(readFileSync(marker, "utf8")).toBe("ran\n");
+
+    // A second root session: its child's card waits, then A dies with SIGKILL
+    const created2 = await api(a, "/sessions", { method: "POST", body: JSON.stringify({ workspace: ws, title: "fleet-kill" }) });
+    const root2 = ((await created2.json()) as { id: string }).id;
+    const sse2 = await openSse(`${a.url}/sessions/${root2}/reply`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${a.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ message: "go" }),
+    });
+    expect(sse2.status).toBe(200);
+    const card2 = await until("the second child's card listed on B", () => pendingOn(b, root2));
+    const [turnRow] = await pg`SELECT turn_id FROM cards WHERE id = ${card2.request_id}`;
+    const childTurn = turnRow.turn_id as string;
+    sse2.close();
+    a.proc.kill("SIGKILL");
+    await a.proc.exited;
+
+    // B's sweeper: the lease (3 s) expires, the turn is interrupted and the card worker_lost
+    const ended = await until("the card row worker_lost", async () => {
+      const [r] = await pg`SELECT status FROM cards WHERE id = ${card2.request_id}`;
+      return r.status === "pending" ? undefined : (r.status as string);
+    });
+    expect(ended).toBe("worker_lost");
+    const [t] = await pg`SELECT status FROM turns WHERE id = ${childTurn}`;
+    expect(t.status).toBe("interrupted");
+    await until("B no longer lists the card", async () => ((await pendingOn(b, root2)) ? undefined : true));
+    const late = await api(b, `/actions/${card2.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
+    expect(late.status).toBe(409);
+    expect(readFileSync(marker, "utf8")).toBe("ran\n");
+
+    b.proc.kill("SIGTERM");
+    expect(await b.proc.exited).toBe(0);
+  }, 300_000);
+});
