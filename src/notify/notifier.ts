@@ -145,15 +145,21 @@ export class Notifications {
   runEnded(run: RunEnd, origin: RunOrigin = {}): void {
     if (!this.enabled || this.stop.signal.aborted) return;
     const read = run.session_id !== null ? this.opts.store.getSession(run.session_id) : Promise.resolve(null);
-    void read.then(
-      (s) => this.runEndedOf(run, origin, s),
-      // the session cannot be read: treated as private (nothing of its prompt leaves)
-      () => this.runEndedOf(run, origin, { privacy: "private" }),
-    );
+    // counted as under way until queued, so idle() and close() wait for it (a run's last notification is
+    // not lost to a close that comes before its session is read)
+    const p: Promise<void> = read
+      .then(
+        (s) => this.runEndedOf(run, origin, s, true),
+        // the session cannot be read: treated as private (nothing of its prompt leaves)
+        () => this.runEndedOf(run, origin, { privacy: "private" }, true),
+      )
+      .finally(() => this.inFlight.delete(p));
+    this.inFlight.add(p);
   }
 
-  private runEndedOf(run: RunEnd, origin: RunOrigin, session: Pick<Session, "privacy"> | null): void {
-    if (this.stop.signal.aborted) return;
+  private runEndedOf(run: RunEnd, origin: RunOrigin, session: Pick<Session, "privacy"> | null, accepted = false): void {
+    // an event accepted before close() began is still queued (close() waits for it, then counts what it cannot send)
+    if (this.stop.signal.aborted && !accepted) return;
     // a private run's prompt and refusal reasons stay out of notifications (open the console)
     const priv = run.session_id !== null && session?.privacy === "private";
     const n: Notification = {
@@ -308,6 +314,10 @@ export class Notifications {
     const event: NotifyEventName = n.event;
     for (const slot of this.slots) {
       if (!slot.cfg.on.includes(event)) continue;
+      if (this.stop.signal.aborted) {
+        this.failed(slot, n, "airlock shut down before it was sent");
+        continue;
+      }
       if (slot.queue.length >= QUEUE_MAX) {
         this.failed(slot, n, `${QUEUE_MAX} events already wait for it; this one was dropped`);
         continue;
