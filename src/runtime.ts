@@ -173,7 +173,7 @@ const CLOSE_DRAIN_MS = 5_000;
 /**
  * Builds the runtime: opens the database (marking turns a previous process left running as
  * `interrupted`), reads or creates the tokens, starts the script pool and registers the tools.
- * @throws AirlockError `config_invalid` for unusable limits or unknown tool names in `tools:`; database errors as thrown by bun:sqlite.
+ * @throws AirlockError `config_invalid` for unusable limits or unknown tool names in `tools:`; storage errors as the executor (store/sql.ts) throws them.
  */
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const store = await Store.open(opts.dbPath ?? join(opts.dataDir, "airlock.db"));
