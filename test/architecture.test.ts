@@ -40,6 +40,21 @@ describe("architecture", () => {
     expect(arch.cycles).toEqual([]);
   });
 
+  test("only src/store/ opens SQLite: no other source file imports bun:sqlite (everything else goes through store/sql.ts)", () => {
+    const offenders: string[] = [];
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (/\.tsx?$/.test(e.name) && !/\.test\.tsx?$/.test(e.name) && !p.startsWith(join("src", "store") + "/")) {
+          if (/\bfrom\s+["']bun:sqlite["']|import\(\s*["']bun:sqlite["']\s*\)/.test(readFileSync(p, "utf8"))) offenders.push(p);
+        }
+      }
+    };
+    walk("src");
+    expect(offenders).toEqual([]);
+  });
+
   test("no two rooms import each other", () => {
     expect(arch.roomPairs).toEqual([]);
   });

@@ -181,8 +181,8 @@ turns:
     const a = await h.createSession({ mode: "smart" });
     const b = await h.createSession({ mode: "smart" });
     const c = await h.createSession({ mode: "autonomous" });
-    const ra = await h.rt.runTurn(a.id, "go");
-    const rb = await h.rt.runTurn(b.id, "go");
+    const ra = h.rt.runTurn(a.id, "go");
+    const rb = h.rt.runTurn(b.id, "go");
     await waitForBus(h.rt, () => h!.rt.cards.size === 2);
     expect(h.rt.permits.inUse).toBe(0);
     expect(await h.rt.runTurn(c.id, "go")).toMatchObject({ status: "completed", answer: "written" });

@@ -81,7 +81,7 @@ describe("a rewritten call is judged again from the start", () => {
       events.push(e);
       if (e.type === "action_required") onCard(e);
     });
-    const turn = await h.rt.runTurn(s.id, "go");
+    const turn = h.rt.runTurn(s.id, "go");
     const c = (await card) as Extract<AnyEvent, { type: "action_required" }>;
     expect(c.data).toMatchObject({ tool: "developer__shell", arguments: { command: "cat ~/.ssh/id_rsa" }, inspector: "sensitive_ops", requires_user_proof: true });
     expect((await decide(h, s.id, c.data.request_id, "deny")).status).toBe(200);
