@@ -150,7 +150,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     await rt.store.requireSession(id);
     const lastHeader = c.req.header("last-event-id");
     // Everything in start runs in one tick: no event can fall between the replay/snapshot and the subscription.
-    return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out) => {
+    return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out, done) => {
       // an id of another server process, one that cannot be parsed, or one the buffer no longer reaches: a fresh
       // snapshot (with the pending cards), never a replay that could skip a card published under another numbering
       const last = rt.bus.parseWireId(lastHeader);
@@ -180,6 +180,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
           unsubscribe();
           held = null;
           console.error(`airlock: the snapshot of session ${id} could not be built:`, e);
+          done();
         },
       );
       return unsubscribe;
