@@ -24,7 +24,9 @@ describe("examples/", () => {
     const text = readFileSync(path, "utf8");
     // the keys of providers other than the chosen one are shown commented out (`  # script: …`): set, they would be ignored
     const shownCommented = ["script", "thinking_budget_tokens", "prompt_caching"].filter((k) => new RegExp(`^  # ${k}: `, "m").test(text)).map((k) => `provider.${k}`);
-    const present = [...valuePaths(doc, new Set(["tools", "mcp_servers"])), ...valuePaths(doc, new Set()), ...shownCommented];
+    // `storage:` is shown commented out too: set, it would switch the example to a PostgreSQL server
+    const topCommented = /^# storage: postgres:\/\//m.test(text) ? ["storage"] : [];
+    const present = [...valuePaths(doc, new Set(["tools", "mcp_servers"])), ...valuePaths(doc, new Set()), ...shownCommented, ...topCommented];
     const missing = leafPaths(Config).filter((p) => !present.some((v) => v === p || v.startsWith(`${p}.`)));
     expect(missing).toEqual([]);
   });
