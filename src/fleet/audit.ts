@@ -4,6 +4,7 @@
  * same columns `Store.audit` writes), so a decision and its audit row commit or roll back together.
  */
 import type { Sql } from "../store/sql.ts";
+import { insertAuditRow } from "../store/store.ts";
 
 /** One audit row. `detail` is stored as JSON text. */
 export interface FleetAudit {
@@ -18,21 +19,7 @@ export interface FleetAudit {
   detail?: unknown;
 }
 
-/** Inserts `e` through `tx` (time: now, ISO-8601). */
+/** Inserts `e` through `tx` (time: now, ISO-8601), with the store's one audit INSERT. */
 export async function insertAudit(tx: Sql, e: FleetAudit): Promise<void> {
-  await tx.run(
-    "INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    [
-      new Date().toISOString(),
-      e.kind,
-      e.request_id ?? null,
-      e.session_id ?? null,
-      e.home_session_id ?? null,
-      e.decision ?? null,
-      e.outcome,
-      e.code ?? null,
-      e.actor ?? null,
-      e.detail === undefined ? null : JSON.stringify(e.detail),
-    ],
-  );
+  await insertAuditRow(tx, new Date().toISOString(), e);
 }

@@ -24,7 +24,6 @@ import { Cron } from "croner";
 import type { Job, PgBoss } from "pg-boss";
 import { AirlockError, assertNever, toAirlockError } from "../errors.ts";
 import type { Sql } from "../store/sql.ts";
-import { basename } from "node:path";
 import {
   claimFire,
   deleteScheduleSql,
@@ -39,8 +38,7 @@ import {
   runningRunId,
   setClaimedRunSession,
 } from "./claim.ts";
-import { parseRecipe, resolveParams } from "./recipe.ts";
-import { checkCron, type NewSchedule, type RunRecipeInput, type RunResultObject, type ScheduleView, type SchedulerEvent } from "./scheduler.ts";
+import { checkedSchedule, type NewSchedule, type RunRecipeInput, type RunResultObject, type ScheduleView, type SchedulerEvent } from "./scheduler.ts";
 import { publicSchedule, type Run, type RunTrigger, type ScheduleWithRecipe } from "./store.ts";
 
 /** The pg-boss queue holding schedule fires. */
@@ -297,17 +295,7 @@ export class BossScheduler {
    * @throws AirlockError `bad_request` (cron) or `recipe_invalid` (recipe text or parameters, naming the key).
    */
   async add(input: NewSchedule): Promise<ScheduleView> {
-    checkCron(input.cron);
-    const recipe = parseRecipe(input.recipe_text, input.recipe_path);
-    const params = input.params ?? {};
-    resolveParams(recipe, params, input.recipe_path);
-    const s = await insertScheduleSql(this.sql, {
-      name: input.name ?? recipe.name ?? basename(input.recipe_path).replace(/\.ya?ml$/i, ""),
-      cron: input.cron,
-      recipe_path: input.recipe_path,
-      recipe_text: input.recipe_text,
-      params,
-    });
+    const s = await insertScheduleSql(this.sql, checkedSchedule(input));
     if (this.started) this.arm(s);
     return await this.view(s);
   }

@@ -178,17 +178,7 @@ export class Scheduler {
    * @throws AirlockError `bad_request` (cron) or `recipe_invalid` (recipe text or parameters, naming the key).
    */
   async add(input: NewSchedule): Promise<ScheduleView> {
-    checkCron(input.cron);
-    const recipe = parseRecipe(input.recipe_text, input.recipe_path);
-    const params = input.params ?? {};
-    resolveParams(recipe, params, input.recipe_path);
-    const s = await insertSchedule(this.db, {
-      name: input.name ?? recipe.name ?? basename(input.recipe_path).replace(/\.ya?ml$/i, ""),
-      cron: input.cron,
-      recipe_path: input.recipe_path,
-      recipe_text: input.recipe_text,
-      params,
-    });
+    const s = await insertSchedule(this.db, checkedSchedule(input));
     if (this.started) this.arm(s);
     return this.view(s);
   }
@@ -332,4 +322,23 @@ export class Scheduler {
 
 function notFound(id: string): AirlockError {
   return new AirlockError("not_found", `no schedule ${id}; list schedules with GET /schedules or 'airlock schedule list'`);
+}
+
+/**
+ * A new schedule's stored fields once its cron, recipe and parameters are checked: the name defaults to the
+ * recipe's, then to the recipe file's base name. Shared by the embedded scheduler and the pg-boss driver.
+ * @throws AirlockError `bad_request` (cron) or `recipe_invalid` (recipe text or parameters, naming the key).
+ */
+export function checkedSchedule(input: NewSchedule): { name: string; cron: string; recipe_path: string; recipe_text: string; params: Record<string, unknown> } {
+  checkCron(input.cron);
+  const recipe = parseRecipe(input.recipe_text, input.recipe_path);
+  const params = input.params ?? {};
+  resolveParams(recipe, params, input.recipe_path);
+  return {
+    name: input.name ?? recipe.name ?? basename(input.recipe_path).replace(/\.ya?ml$/i, ""),
+    cron: input.cron,
+    recipe_path: input.recipe_path,
+    recipe_text: input.recipe_text,
+    params,
+  };
 }

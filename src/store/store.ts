@@ -443,22 +443,9 @@ export class Store {
   }
 
   private async insertAudit(tx: Sql, at: string, e: AuditEntry): Promise<void> {
-    await tx.run(
-      "INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      [
-        at,
-        e.kind,
-        e.request_id ?? null,
-        e.session_id ?? null,
-        e.home_session_id ?? null,
-        e.decision ?? null,
-        e.outcome,
-        e.code ?? null,
-        e.actor ?? null,
-        e.detail === undefined ? null : JSON.stringify(e.detail),
-      ],
-    );
+    await insertAuditRow(tx, at, e);
   }
+
 
   async listAudit(filter: { request_id?: string; kind?: string } = {}): Promise<AuditRow[]> {
     await this.flushAudit();
@@ -473,4 +460,27 @@ export class Store {
 
 function reportAuditFailure(err: unknown): void {
   console.error("airlock: the audit log could not be written:", err);
+}
+
+/**
+ * Inserts one audit row through `tx` (any executor or transaction): `at` ISO-8601, `detail` stored as JSON
+ * text. The one INSERT of the `audit` table, for `Store.audit` and for writers that need the row inside their
+ * own transaction (fleet/audit.ts).
+ */
+export async function insertAuditRow(tx: Sql, at: string, e: AuditEntry): Promise<void> {
+  await tx.run(
+    "INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [
+      at,
+      e.kind,
+      e.request_id ?? null,
+      e.session_id ?? null,
+      e.home_session_id ?? null,
+      e.decision ?? null,
+      e.outcome,
+      e.code ?? null,
+      e.actor ?? null,
+      e.detail === undefined ? null : JSON.stringify(e.detail),
+    ],
+  );
 }
