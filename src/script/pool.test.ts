@@ -203,7 +203,18 @@ describe("ScriptPool prepared guests", () => {
     for (const g of gates) g();
     expect(await Promise.all(first)).toMatchObject([{ ok: true }, { ok: true }]);
     // One script holds the only run slot on guest code; another reaches the other thread, cannot start, and runs out of wall time.
-    const busy = one.run("const t = Date.now(); while (Date.now() - t < 1500) {} return 'busy';", LIMITS, fn);
+    // The busy script tells the host it runs (a tool call) and then spins: the host takes the run slot for the
+    // call's reply before it posts it (pool.ts grant), so once the call is seen here the slot is the busy
+    // script's, whatever the machine's load; the starved script's start needs a message from its thread after that.
+    let started!: () => void;
+    const seen = new Promise<void>((r) => (started = r));
+    const signal = async (name: string, args: unknown): Promise<ToolOutcome> => {
+      if (name !== "started") return fn(name, args);
+      started();
+      return { ok: true, result: null };
+    };
+    const busy = one.run("await tools.started({}); const t = Date.now(); while (Date.now() - t < 1500) {} return 'busy';", LIMITS, signal);
+    await seen;
     const starved = await one.run("globalThis.x = 1; return 2", { ...LIMITS, wallTimeoutMs: 200 }, fn);
     expect(starved).toMatchObject({ ok: false, error: { code: "script_timeout" } });
     expect(await busy).toMatchObject({ ok: true, value: "busy" });
