@@ -25,6 +25,7 @@ const SKIPPED: Record<string, string> = {
   "docs/quickstart.md#*": "run whole, in order, by test/e2e/quickstart.test.ts",
   "docs/performance.md#0": "benchmarks: minutes of load on the machine (npm run bench)",
   "docs/providers.md#0": "needs real API keys and the network (the opt-in live test)",
+  "docs/scale-out.md#0": "needs the PostgreSQL server it names; the same setting ($AIRLOCK_DATABASE_URL) is run against a throwaway cluster by test/e2e/postgres-storage.test.ts",
   "docs/acp.md#0": "an ACP handshake by hand; the protocol is driven by the SDK's own client in test/e2e/acp.test.ts",
   "docs/hooks.md#0": "the body of a hook script (run by test/integration/hooks-public-style.test.ts in this style), not a command",
   "README.md#0": "the installer line: run as written against a loopback server serving a real release folder in test/security/installer-installs-only-a-verified-binary.test.ts",
