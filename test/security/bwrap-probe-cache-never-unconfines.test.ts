@@ -143,7 +143,7 @@ describe("the runtime's warm-up", () => {
       `import { createRuntime } from ${JSON.stringify(join(REPO, "src/runtime.ts"))};\n` +
         `import { launch } from ${JSON.stringify(join(REPO, "src/launcher/spawn.ts"))};\n` +
         `import { Config } from ${JSON.stringify(join(REPO, "src/config/schema.ts"))};\n` +
-        `const rt = createRuntime({ config: Config.parse({}), configDir: ${JSON.stringify(dir)}, dataDir: ${JSON.stringify(join(dir, "data"))}, workspace: ${JSON.stringify(join(dir, "ws"))}, env: {} });\n` +
+        `const rt = await createRuntime({ config: Config.parse({}), configDir: ${JSON.stringify(dir)}, dataDir: ${JSON.stringify(join(dir, "data"))}, workspace: ${JSON.stringify(join(dir, "ws"))}, env: {} });\n` +
         `await Bun.sleep(500);\n` +
         `console.log(await Bun.file(${JSON.stringify(log)}).exists() ? (await Bun.file(${JSON.stringify(log)}).text()).split("\\n").filter(Boolean).length : 0);\n` +
         `const r = await launch({ policy: "workspace-write", argv: ["true"], cwd: ${JSON.stringify(join(dir, "ws"))}, workspace: ${JSON.stringify(join(dir, "ws"))}, timeoutMs: 30000, maxOutputBytes: 65536, config: Config.parse({}), hiddenPaths: [rt.dataDir] });\n` +
