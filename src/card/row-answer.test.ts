@@ -29,7 +29,7 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
     }, 60_000);
 
     /** Process A: a turn under a lease, parking one card and waiting for it. */
-    async function parkOnA(opts: { proof?: boolean; suggested?: string } = {}) {
+    async function parkOnA(opts: { proof?: boolean; suggested?: string; ttlMs?: number } = {}) {
       const home = uid("ses");
       const root = uid("root");
       const turn = uid("turn");
@@ -59,7 +59,7 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
         surfaces: [home, root],
         requiresUserProof: opts.proof ?? false,
         card: { request_id: id, ...(opts.suggested ? { suggested_rule: opts.suggested } : {}) },
-        expiresAt: Date.now() + 600_000,
+        expiresAt: Date.now() + (opts.ttlMs ?? 600_000),
       }).then((v) => {
         if (v.run) ran++;
         return v;
@@ -84,6 +84,7 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
     }
 
     const onB = (extra: Partial<RowAnswerDeps> = {}): RowAnswerDeps => ({ sql: db.b, rows: new CardRows(db.b), approverToken: TOKEN, ...extra });
+    const onA = (extra: Partial<RowAnswerDeps> = {}): RowAnswerDeps => ({ sql: db.a, rows: new CardRows(db.a), approverToken: TOKEN, ...extra });
 
     test("B answers from the root: A's call runs exactly once; a second answer is already_decided; every attempt is audited", async () => {
       const a = await parkOnA();
@@ -134,7 +135,7 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
       }
     }, T);
 
-    test("allow_session: refused without a suggested rule; with one, the rule is stored before the call runs", async () => {
+    test("allow_session: refused without a suggested rule; with one, the rule is stored once the answer has won", async () => {
       const plain = await parkOnA();
       const offered = await parkOnA({ suggested: "Bash(ls:*)" });
       try {
@@ -149,6 +150,41 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
       } finally {
         await plain.close();
         await offered.close();
+      }
+    }, T);
+
+    test("an allow_session that loses to a deny stores no rule (the answers race from A and B)", async () => {
+      for (let i = 0; i < 10; i++) {
+        const a = await parkOnA({ suggested: "Bash(rm:*)" });
+        try {
+          const added: string[] = [];
+          // the rule store takes a round trip, as the real one does, so the two answers overlap
+          const rules = { add: async (_s: string, rule: string) => (await db.b.get("SELECT 1 AS one"), added.push(rule), { rule, id: "rul_r" }) };
+          const [deny, allow] = await Promise.all([
+            answerCardRow(onA(), a.id, "deny", { sessionId: a.home }),
+            answerCardRow(onB({ sessionRules: rules }), a.id, "allow_session", { sessionId: a.root }),
+          ]);
+          // exactly one answer wins; a rule exists only when the allow_session is the one that won
+          expect(deny.ok !== allow.ok).toBe(true);
+          expect(added).toEqual(allow.ok ? ["Bash(rm:*)"] : []);
+          expect((await a.verdict).run).toBe(allow.ok);
+        } finally {
+          await a.close();
+        }
+      }
+    }, T);
+
+    test("an allow_session on a card past its expiry is refused expired and stores no rule", async () => {
+      const a = await parkOnA({ suggested: "Bash(rm:*)", ttlMs: 300 });
+      try {
+        await Bun.sleep(400); // past expires_at whether or not a waker has marked the row yet
+        const added: string[] = [];
+        const rules = { add: async (_s: string, rule: string) => (added.push(rule), { rule, id: "rul_e" }) };
+        const r = await answerCardRow(onB({ sessionRules: rules }), a.id, "allow_session", { sessionId: a.root });
+        expect(r.ok ? "" : r.error.code).toBe("expired");
+        expect(added).toEqual([]);
+      } finally {
+        await a.close();
       }
     }, T);
 

@@ -20,6 +20,8 @@ export interface RowAnswerDeps {
   /** The approver token (user proof) of this deployment, or null: then no allow on a proof card is possible. */
   approverToken: string | null;
   /** Where `allow_session` stores the card's suggested rule (sync or async); without it every `allow_session` is refused. */
+  /** Where a line about a rule that could not be stored goes (default: stderr). */
+  log?: (line: string) => void;
   sessionRules?: { add(sessionId: string, rule: string, from: { request_id?: string; added_in?: string; actor?: string; proof?: boolean }): { rule: string; id: string } | Promise<{ rule: string; id: string }> };
 }
 
@@ -71,24 +73,29 @@ export async function answerCardRow(deps: RowAnswerDeps, requestId: string, deci
     });
     if (auth) return await refuse(auth);
   }
-  let stored: { rule: string; id: string } | undefined;
-  if (row.status === "pending" && decision === "allow_session") {
-    try {
-      stored = await deps.sessionRules!.add(row.sessionId, suggested as string, { request_id: requestId, added_in: from.sessionId, ...(from.actor ? { actor: from.actor } : {}), proof });
-    } catch (e) {
-      return await refuse(toAirlockError(e));
-    }
-  }
   const outcome: CardOutcome = { request_id: requestId, decision, decided_in: from.sessionId, ...(from.reason ? { reason: from.reason } : {}) };
-  if (stored) {
-    outcome.rule = stored.rule;
-    outcome.rule_id = stored.id;
-  }
-  // an ended card falls through to the row's own refusal (already_decided / expired), which audits it
+  const offersRule = row.status === "pending" && decision === "allow_session";
+  if (offersRule) outcome.rule = suggested as string;
+  // The decision is taken first; the session rule is stored only once this answer has won it. Storing it
+  // before would leave a rule behind for an answer that lost (a deny first, the card expired, its worker
+  // lost): a fail-open that outlives the card (found by an attack on two serves, 2026-12-02).
+  // An ended card falls through to the row's own refusal (already_decided / expired), which audits it.
   const r = await deps.rows.decide(requestId, {
     status: decision === "deny" ? "denied" : "allowed",
     outcome: { ...outcome },
     audit: { sessionId: from.sessionId, decision, actor: from.actor ?? null, proof, ...(from.reason ? { reason: from.reason } : {}) },
   });
-  return r.ok ? { ok: true, outcome } : { ok: false, error: r.error };
+  if (!r.ok) return { ok: false, error: r.error };
+  if (offersRule) {
+    try {
+      const stored = await deps.sessionRules!.add(row.sessionId, suggested as string, { request_id: requestId, added_in: from.sessionId, ...(from.actor ? { actor: from.actor } : {}), proof });
+      outcome.rule = stored.rule;
+      outcome.rule_id = stored.id;
+    } catch (e) {
+      // the call is allowed (this answer won); only the rule for later calls could not be stored: they ask again
+      delete outcome.rule;
+      (deps.log ?? ((l: string) => void process.stderr.write(`${l}\n`)))(`airlock: card ${requestId} was allowed, but its session rule could not be stored (later matching calls will ask): ${toAirlockError(e).message}`);
+    }
+  }
+  return { ok: true, outcome };
 }
