@@ -59,6 +59,21 @@ describe("redactUrl", () => {
     expect(redactUrl("postgres://db/airlock")).toBe("postgres://db/airlock");
     expect(redactUrl("postgres://app:pw@[bad")).not.toContain("pw@");
   });
+
+  test("what does not parse as a URL loses all it may hold of a password (found by an attack: a '/' in the password, a keyword DSN)", () => {
+    for (const [raw, secret] of [
+      ["postgres://airlock:hunter2/xyz@127.0.0.1:1/db", "hunter2"],
+      ["postgres://airlock:a@b/c@127.0.0.1/db", "a@b"],
+      ["host=127.0.0.1 user=airlock password = hunter2", "hunter2"],
+      ["host=x password='a b c' user=y", "a b c"],
+      ["host=x PASSWORD=\"q r\" user=y", "q r"],
+    ] as const) {
+      const shown = redactUrl(raw);
+      expect(shown).not.toContain(secret);
+      expect(shown).toContain("***");
+    }
+    expect(redactUrl("postgres://u:p@h/db?sslpassword=zz&x=1")).toBe("postgres://u:***@h/db?sslpassword=***&x=1");
+  });
 });
 
 describe("chooseStorage", () => {

@@ -68,10 +68,14 @@ export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = "***";
-    for (const k of [...u.searchParams.keys()]) if (/^pass(word)?$/i.test(k)) u.searchParams.set(k, "***");
+    for (const k of [...u.searchParams.keys()]) if (/pass(word)?$/i.test(k)) u.searchParams.set(k, "***");
     return u.toString();
   } catch {
-    return url.replace(/(\/\/[^/:@]*:)[^@/]*@/, "$1***@").replace(/(password=)[^&\s]*/gi, "$1***");
+    // Not a URL (e.g. a password holding an unescaped '/', or a keyword DSN): everything between '//' and
+    // the last '@' goes (user and password alike), and any `…password = value` (quoted or not).
+    return url
+      .replace(/\/\/[^]*@/, "//***@")
+      .replace(/(\w*pass(?:word)?\s*=\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^&\s]*)/gi, "$1***");
   }
 }
 
