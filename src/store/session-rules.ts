@@ -58,10 +58,19 @@ export class SessionRules {
     return this.roots.get(sessionId);
   }
 
-  /** How many times the tree rooted at `rootId` changed in this process: a cache of its compiled rules is valid while this is unchanged. */
+  /**
+   * How many times the tree rooted at `rootId` changed in this process: a cache of its compiled rules is valid
+   * while this is unchanged. On PostgreSQL other processes add and remove rules this process never hears of,
+   * so no cache may be trusted there: every call gets a new value and the rules are read again (a rule
+   * removed through another node must stop allowing at once — fail closed; found by an attack on two serves).
+   */
   generation(rootId: string): number {
+    if (this.store.sql.dialect === "postgres") return --this.unshared;
     return this.generations.get(rootId) ?? 0;
   }
+
+  /** Decreasing values handed out on PostgreSQL, never equal to a cached generation (those are ≥ 0). */
+  private unshared = 0;
 
   /**
    * Adds `rule` (already validated by the caller) as an allow rule for the tree of `sessionId`, and

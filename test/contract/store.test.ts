@@ -15,6 +15,7 @@ import { queryAudit } from "../../src/store/audit-log.ts";
 import { MIGRATIONS } from "../../src/store/db.ts";
 import { migrateSql } from "../../src/store/migrate.ts";
 import { PG_MIGRATIONS } from "../../src/store/migrations-pg.ts";
+import { SessionRuleSets } from "../../src/gate/rules/session.ts";
 import { SessionRules } from "../../src/store/session-rules.ts";
 import { Store } from "../../src/store/store.ts";
 import { TrustStore } from "../../src/store/trust.ts";
@@ -84,6 +85,24 @@ contract("store", (backend) => {
     expect(tree.map((r) => r.request_id)).toEqual(["r2", "r1"]);
     expect((await queryAudit(s, { decision: "denied" })).map((r) => r.request_id)).toEqual(["r2"]);
     expect(typeof tree[0]!.id).toBe("number");
+  });
+
+  test.skipIf(backend.dialect !== "postgres")("session rules changed through another process judge this one's next call at once (PostgreSQL: no per-process cache of a tree's rules)", async () => {
+    const db = await backend.fresh();
+    const sqlA = db.open();
+    await migrateSql(sqlA, PG_MIGRATIONS);
+    const a = new Store(sqlA);
+    const b = new Store(db.open());
+    const root = await a.createSession({ ...base });
+    const sets = new SessionRuleSets(new SessionRules(a));
+    const none = { allow: [], ask: [], deny: [] };
+    expect([...(await sets.forSession(none, root.id)).session]).toEqual([]);
+    // added through B: A's next judgement has it
+    const added = await new SessionRules(b).add(root.id, "Bash(ls:*)");
+    expect([...(await sets.forSession(none, root.id)).session]).toEqual(["Bash(ls:*)"]);
+    // removed through B: A's next judgement no longer allows by it (it allowed, cached, before the fix)
+    await new SessionRules(b).remove(root.id, added.id);
+    expect([...(await sets.forSession(none, root.id)).session]).toEqual([]);
   });
 
   test("session rules, trusted folders and token usage", async () => {
