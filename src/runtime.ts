@@ -92,6 +92,8 @@ export interface Runtime {
   readonly config: Readonly<Config>;
   readonly configDir: string;
   readonly dataDir: string;
+  /** The PostgreSQL database's `postgres://` URL when the store is on PostgreSQL (store/storage.ts `chooseStorage`), else null (SQLite). */
+  readonly databaseUrl: string | null;
   /** Default workspace (RuntimeOptions.workspace). */
   readonly workspace: string;
   /** Warnings and logs, one line per call (RuntimeOptions.log; default stderr). */
@@ -217,6 +219,7 @@ class AirlockRuntime implements Runtime {
   readonly config: Readonly<Config>;
   readonly configDir: string;
   readonly dataDir: string;
+  readonly databaseUrl: string | null;
   readonly workspace: string;
   readonly log: (line: string) => void;
   private readonly forceHeadless: boolean;
@@ -266,6 +269,8 @@ class AirlockRuntime implements Runtime {
     this.config = withEffectivePermissions(opts.config, { workspace: this.workspace, home: rulesHome(), log: this.log });
     this.forceHeadless = opts.headless === true;
     this.store = store;
+    const storage = chooseStorage(opts.config.storage, opts.env ?? process.env);
+    this.databaseUrl = storage.kind === "postgres" ? storage.url : null;
     this.trust = new TrustStore(this.store);
     this.sessionConfigs = new SessionConfigs(this.store, this.config, (root, config) => this.importHooks(root, config));
     this.providers = new ProviderSelector({

@@ -290,6 +290,11 @@ export class BossScheduler {
     }
   }
 
+  /** `fire` under the name of the schedule port (scheduler/service.ts `SchedulePort`). */
+  fireNow(scheduleId: string): Promise<Run> {
+    return this.fire(scheduleId);
+  }
+
   /**
    * Validates and stores a schedule; every process arms it within `syncMs` (this one at once).
    * @throws AirlockError `bad_request` (cron) or `recipe_invalid` (recipe text or parameters, naming the key).

@@ -293,6 +293,14 @@ export class Scheduler {
     return finished;
   }
 
+  /**
+   * Fires a schedule now (`trigger: manual`) without waiting for the run (scheduler/service.ts `SchedulePort`).
+   * @returns the stored run: `running`, or `skipped` when one is going on. @throws AirlockError `not_found`.
+   */
+  async fireNow(scheduleId: string): Promise<Run> {
+    return (await this.fire(scheduleId, "manual")).run;
+  }
+
   /** Subscribes to run events (started, skipped, finished). Returns the unsubscribe function. */
   onEvent(l: (e: SchedulerEvent) => void): () => void {
     this.listeners.add(l);

@@ -7,7 +7,8 @@
  */
 import type { Sql } from "../store/sql.ts";
 import type { BossScheduler } from "./boss.ts";
-import { Scheduler, type RunRecipe } from "./scheduler.ts";
+import { Scheduler, type NewSchedule, type RunRecipe, type ScheduleView } from "./scheduler.ts";
+import type { Run } from "./store.ts";
 
 /** What the scheduler service needs from the runtime. */
 export interface SchedulerHost {
@@ -15,6 +16,60 @@ export interface SchedulerHost {
   /** The data dir (its `airlock.db` is named in storage errors). */
   dataDir: string;
   onClose(fn: () => Promise<void> | void): void;
+  /** The PostgreSQL database's URL when the store is on PostgreSQL (then the pg-boss driver is used), else null or absent. */
+  databaseUrl?: string | null;
+  /** Where the service says a driver failed to start (default stderr). */
+  log?: (line: string) => void;
+}
+
+/**
+ * What the schedule routes need from a scheduler: the embedded `Scheduler` (SQLite) and the pg-boss
+ * `BossScheduler` (PostgreSQL) both implement it.
+ */
+export interface SchedulePort {
+  /** @throws AirlockError `bad_request` (cron) or `recipe_invalid`. */
+  add(input: NewSchedule): Promise<ScheduleView>;
+  /** @returns false when there is no such schedule. */
+  remove(id: string): Promise<boolean>;
+  list(): Promise<ScheduleView[]>;
+  get(id: string): Promise<ScheduleView | null>;
+  /** A schedule's runs, newest first (`limit` default 100). */
+  runs(scheduleId: string, limit?: number): Promise<Run[]>;
+  /** Every run, newest first. */
+  allRuns(limit?: number): Promise<Run[]>;
+  run(runId: string): Promise<Run | null>;
+  /**
+   * Fires a schedule now (`trigger: manual`) under its overlap policy, without waiting for the run.
+   * @returns the stored run: `running`, or `skipped` when a run of the schedule is going on.
+   * @throws AirlockError `not_found` for an unknown schedule.
+   */
+  fireNow(scheduleId: string): Promise<Run>;
+}
+
+/**
+ * The runtime's schedule port, its driver started at once: on PostgreSQL storage (`databaseUrl` set and
+ * the store's dialect `postgres`) the pg-boss driver (`bossSchedulerFor`, so several processes on one
+ * database fire each occurrence once), else the embedded `Scheduler` (`schedulerFor`). A pg-boss driver
+ * that cannot start is logged; each call then tries again and throws its `storage_unavailable`.
+ */
+export function schedulePortFor(rt: SchedulerHost): SchedulePort {
+  const url = rt.databaseUrl;
+  if (rt.store.sql.dialect !== "postgres" || !url) return schedulerFor(rt);
+  const host: BossSchedulerHost = { sql: rt.store.sql, databaseUrl: url, work: true, onClose: (fn) => rt.onClose(fn) };
+  // the runtime object itself keys the driver (one per runtime), whichever host view asks
+  const driver = (): Promise<BossScheduler> => bossSchedulerFor(host, undefined, rt);
+  const log = rt.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  driver().catch((e: unknown) => log(`airlock: scheduler: could not start the pg-boss driver: ${e instanceof Error ? e.message : String(e)}`));
+  return {
+    add: async (input) => (await driver()).add(input),
+    remove: async (id) => (await driver()).remove(id),
+    list: async () => (await driver()).list(),
+    get: async (id) => (await driver()).get(id),
+    runs: async (id, limit) => (await driver()).runs(id, limit),
+    allRuns: async (limit) => (await driver()).allRuns(limit),
+    run: async (id) => (await driver()).run(id),
+    fireNow: async (id) => (await driver()).fireNow(id),
+  };
 }
 
 const schedulers = new WeakMap<object, Scheduler>();
@@ -55,12 +110,13 @@ const bossSchedulers = new WeakMap<object, Promise<BossScheduler>>();
 
 /**
  * The runtime's pg-boss schedule driver, created and started on first call (later calls get the same
- * one); stopped when the runtime closes. `runRecipe` defaults to a headless run through the runtime.
+ * one); stopped when the runtime closes. `runRecipe` defaults to a headless run through the runtime
+ * (`key`, default `rt`: the runtime object, which also keys the one driver).
  * @throws AirlockError `storage_unavailable` when pg-boss cannot start on the database (a later call
  *   tries again).
  */
-export function bossSchedulerFor(rt: BossSchedulerHost, runRecipe?: RunRecipe): Promise<BossScheduler> {
-  const have = bossSchedulers.get(rt);
+export function bossSchedulerFor(rt: BossSchedulerHost, runRecipe?: RunRecipe, key: object = rt): Promise<BossScheduler> {
+  const have = bossSchedulers.get(key);
   if (have) return have;
   const made = (async () => {
     const { BossScheduler } = await import("./boss.ts");
@@ -68,14 +124,14 @@ export function bossSchedulerFor(rt: BossSchedulerHost, runRecipe?: RunRecipe): 
       runRecipe ??
       (async (input) => {
         const { recipeRunner } = await import("./run-recipe.ts");
-        return recipeRunner(rt as never)(input);
+        return recipeRunner(key as never)(input);
       });
     const s = new BossScheduler({ sql: rt.sql, url: rt.databaseUrl, runRecipe: runner });
     rt.onClose(() => s.stop());
     await s.start({ work: rt.work });
     return s;
   })();
-  bossSchedulers.set(rt, made);
-  made.catch(() => bossSchedulers.delete(rt));
+  bossSchedulers.set(key, made);
+  made.catch(() => bossSchedulers.delete(key));
   return made;
 }

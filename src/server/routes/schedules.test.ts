@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +6,11 @@ import { sqliteSql } from "../../store/sql-sqlite.ts";
 import { openDatabase } from "../../store/db.ts";
 import { Scheduler, type RunResultObject } from "../../scheduler/scheduler.ts";
 import { schedulesRoutes } from "./schedules.ts";
+import { bossSchedulerFor, schedulePortFor } from "../../scheduler/service.ts";
+import { pgSql } from "../../store/sql-pg.ts";
+import { migrateSql } from "../../store/migrate.ts";
+import { PG_MIGRATIONS } from "../../store/migrations-pg.ts";
+import { pgAvailable, startPgCluster, type PgCluster } from "../../../test/pg-cluster.ts";
 
 const RECIPE = `name: nightly\ninstructions: "check {{ project }}"\nparameters: { project: { type: string }, count: { type: integer, default: 1 } }\n`;
 
@@ -105,4 +110,80 @@ describe("schedulesRoutes", () => {
     expect((await call("GET", "/runs/run_nope")).status).toBe(404);
     expect((await call("POST", "/schedules/sch_nope/run")).status).toBe(404);
   });
+});
+
+// The same answers on PostgreSQL, through the pg-boss driver that `schedulePortFor` picks there.
+const pgSkip = pgAvailable();
+describe.skipIf(pgSkip !== null)(`schedulesRoutes on PostgreSQL (pg-boss driver)${pgSkip ? ` — skipped: ${pgSkip}` : ""}`, () => {
+  let cluster: PgCluster;
+  beforeAll(async () => {
+    cluster = await startPgCluster();
+  }, 120_000);
+  afterAll(() => cluster?.stop());
+
+  test("schedulePortFor picks the pg-boss driver on PostgreSQL (the embedded scheduler on SQLite): 201, 202 running, 409 conflict with the skipped run, runs, 404s", async () => {
+    const url = await cluster.createDatabase();
+    const sql = pgSql(url, { max: 4 });
+    await migrateSql(sql, PG_MIGRATIONS);
+    const closers: (() => Promise<void> | void)[] = [];
+    const rt = { store: { sql }, dataDir: "/nonexistent", databaseUrl: url, log: () => {}, onClose: (fn: () => Promise<void> | void) => void closers.push(fn) };
+    cleanups.push(async () => {
+      for (const c of closers.reverse()) await c();
+      await sql.close();
+    });
+    // the runtime's driver, made first with a runner we hold (schedulePortFor then gets this one)
+    const gate = deferred<void>();
+    const ran: string[] = [];
+    const driver = await bossSchedulerFor({ sql, databaseUrl: url, work: true, onClose: rt.onClose }, async (input) => {
+      ran.push(input.runId);
+      await gate.promise;
+      return done("all green");
+    }, rt);
+    const port = schedulePortFor(rt);
+    expect(port).not.toBeInstanceOf(Scheduler);
+    const sqliteHost = { store: { sql: sqliteSql(openDatabase(":memory:")) }, dataDir: "/nonexistent", databaseUrl: null, onClose: () => {} };
+    const embedded = schedulePortFor(sqliteHost);
+    expect(embedded).toBeInstanceOf(Scheduler);
+    await (embedded as Scheduler).stop();
+
+    const app = schedulesRoutes(rt, port);
+    const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: app.fetch });
+    cleanups.push(() => server.stop(true));
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${server.port}${path}`, { method, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+
+    const added = await call("POST", "/schedules", { cron: "0 3 * * *", recipe_path: "/r.yaml", recipe_text: RECIPE, params: { project: "a" } });
+    expect(added.status).toBe(201);
+    const id = added.body.id as string;
+    expect((await driver.list()).map((s) => s.id)).toEqual([id]);
+
+    const started = await call("POST", `/schedules/${id}/run`);
+    expect(started.status).toBe(202);
+    expect(started.body).toMatchObject({ status: "running", schedule_id: id, trigger: "manual", result: null });
+    const runId = started.body.run_id as string;
+    const again = await call("POST", `/schedules/${id}/run`);
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ error: "conflict", run: { status: "skipped", reason: `previous run ${runId} of schedule ${id} is still running` } });
+
+    // a worker (this driver) takes the queued run; let it finish
+    const end = Date.now() + 60_000;
+    while (ran.length === 0 && Date.now() < end) await Bun.sleep(50);
+    expect(ran).toEqual([runId]);
+    gate.resolve();
+    let run = (await call("GET", `/runs/${runId}`)).body;
+    while (run.status === "running" && Date.now() < end) {
+      await Bun.sleep(50);
+      run = (await call("GET", `/runs/${runId}`)).body;
+    }
+    expect(run).toMatchObject({ ...done("all green"), run_id: runId, schedule_id: id, trigger: "manual" });
+    const history = await call("GET", `/schedules/${id}/runs`);
+    expect(history.body.runs.map((r: { status: string }) => r.status)).toEqual(["skipped", "completed"]);
+
+    expect((await call("DELETE", `/schedules/${id}`)).body).toEqual({ id, deleted: true });
+    expect((await call("DELETE", `/schedules/${id}`)).status).toBe(404);
+    expect((await call("POST", "/schedules/sch_nope/run")).status).toBe(404);
+    expect((await call("GET", "/runs/run_nope")).status).toBe(404);
+  }, 120_000);
 });

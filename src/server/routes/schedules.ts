@@ -11,8 +11,7 @@ import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { formatZodIssues } from "../../config/load.ts";
 import { AirlockError } from "../../errors.ts";
-import type { Scheduler } from "../../scheduler/scheduler.ts";
-import { schedulerFor, type SchedulerHost } from "../../scheduler/service.ts";
+import { schedulePortFor, type SchedulePort, type SchedulerHost } from "../../scheduler/service.ts";
 import type { Run } from "../../scheduler/store.ts";
 import type { RunList, RunView, Schedule, ScheduleDeleted, ScheduleList } from "../api-schemas.ts";
 import { apiErrorHandler, errorResponse } from "../error-response.ts";
@@ -76,10 +75,10 @@ async function jsonBody(c: Context): Promise<unknown> {
 }
 
 /**
- * The schedule routes over the runtime's scheduler (created and started on first use, stopped when the
- * runtime closes; see scheduler/service.ts).
+ * The schedule routes over the runtime's schedule port (scheduler/service.ts `schedulePortFor`: the
+ * pg-boss driver on PostgreSQL, the embedded scheduler on SQLite; started here, stopped when the runtime closes).
  */
-export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedulerFor(rt)): Hono {
+export function schedulesRoutes(rt: SchedulerHost, scheduler: SchedulePort = schedulePortFor(rt)): Hono {
   const app = new Hono();
   // the same renderer as the app's (these routes also run on their own, in tests)
   app.onError(apiErrorHandler({ dbPath: join(rt.dataDir, "airlock.db") }));
@@ -119,7 +118,7 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: Scheduler = schedu
   });
 
   app.post("/schedules/:id/run", async (c) => {
-    const { run } = await scheduler.fire(c.req.param("id"), "manual");
+    const run = await scheduler.fireNow(c.req.param("id"));
     if (run.status === "skipped") {
       const skipped = new AirlockError("conflict", `${run.reason}; the fire was recorded as skipped (${run.id}); try again when it finished`, { run: runView(run) });
       return errorResponse(c, skipped);
