@@ -20,6 +20,8 @@ export interface SchedulerHost {
   databaseUrl?: string | null;
   /** Where the service says a driver failed to start (default stderr). */
   log?: (line: string) => void;
+  /** `serve --role`: an `api` node's pg-boss driver enqueues fires only (`work: false`); default `all`. */
+  role?: "all" | "api" | "worker";
 }
 
 /**
@@ -55,7 +57,7 @@ export interface SchedulePort {
 export function schedulePortFor(rt: SchedulerHost): SchedulePort {
   const url = rt.databaseUrl;
   if (rt.store.sql.dialect !== "postgres" || !url) return schedulerFor(rt);
-  const host: BossSchedulerHost = { sql: rt.store.sql, databaseUrl: url, work: true, onClose: (fn) => rt.onClose(fn) };
+  const host: BossSchedulerHost = { sql: rt.store.sql, databaseUrl: url, work: rt.role !== "api", onClose: (fn) => rt.onClose(fn) };
   // the runtime object itself keys the driver (one per runtime), whichever host view asks
   const driver = (): Promise<BossScheduler> => bossSchedulerFor(host, undefined, rt);
   const log = rt.log ?? ((line: string) => void process.stderr.write(`${line}\n`));

@@ -128,7 +128,8 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const unsubscribe = rt.bus.subscribe(id, (ev) => (sink ? sink(ev) : early.push(ev)));
     let turnId: string;
     try {
-      turnId = (await rt.startTurn(id, body.message)).turnId;
+      // on an `--role api` node the turn is queued for a worker; its events come back through the relay
+      turnId = (await rt.requestTurn(id, body.message)).turnId;
     } catch (e) {
       unsubscribe();
       throw e;
@@ -190,7 +191,8 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
   app.post("/sessions/:id/cancel", async (c) => {
     const id = c.req.param("id");
     await rt.store.requireSession(id);
-    const cancelled = rt.cancel(id, "cancelled by POST /cancel");
+    // here, a queued turn of it, and (PostgreSQL) the node running it
+    const cancelled = await rt.cancelEverywhere(id, "cancelled by POST /cancel");
     return c.json({ session_id: id, cancelled } satisfies CancelAnswer);
   });
 
