@@ -192,6 +192,12 @@ export interface Runtime {
    * @throws storage errors (PostgreSQL) after the local cancel was done.
    */
   cancelEverywhere(sessionId: string, reason?: string): Promise<boolean>;
+  /**
+   * The sessions whose turn runs on another node of the fleet (a live lease held by another worker), or only
+   * `sessionId` when given and it does; always empty on SQLite. For `in_flight` beside `inflight` (this process's own).
+   * @throws storage errors.
+   */
+  remoteInFlight(sessionId?: string): Promise<string[]>;
   /** Starts a turn (see `startTurn`) and runs it to its end. */
   /** Failures are a `failed` result, not a rejection (except the errors of `startTurn`). */
   runTurn(sessionId: string, message: string, opts?: { parentSignal?: AbortSignal }): Promise<TurnResult>;
@@ -643,6 +649,15 @@ class AirlockRuntime implements Runtime {
       [sessionId, Date.now()],
     );
     return here || withdrawn.length > 0 || live !== null;
+  }
+
+  async remoteInFlight(sessionId?: string): Promise<string[]> {
+    if (!this.fleet) return [];
+    const me = this.fleet.node.workerId;
+    const rows = sessionId
+      ? await this.store.sql.all<{ session_id: string }>("SELECT session_id FROM inflight WHERE session_id = ? AND worker_id <> ? AND expires_at >= ?", [sessionId, me, Date.now()])
+      : await this.store.sql.all<{ session_id: string }>("SELECT session_id FROM inflight WHERE worker_id <> ? AND expires_at >= ?", [me, Date.now()]);
+    return rows.map((r) => r.session_id);
   }
 
   /** Runs a turn request this node claimed (fleet/dispatch.ts) through `startTurn`; one that cannot start ends `failed` with its error. Never rejects. */

@@ -121,6 +121,10 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
       const fresh = await qa.enqueue(s, uid("turn"), "fresh", 60_000);
       expect((await qa.get(old.id))!.state).toBe("expired");
       expect((await qa.claim(fresh.id))?.message).toBe("fresh");
+      // pruning deletes ended rows only: the expired one goes, the running one stays
+      await qa.prune(clock + 1);
+      expect(await qa.get(old.id)).toBeNull();
+      expect((await qa.get(fresh.id))?.state).toBe("running");
     }, T);
 
     test("two dispatchers (one per pool) run each of 20 queued requests exactly once", async () => {
@@ -200,6 +204,32 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
         await ra.close();
         await rb.close();
         for (const l of listeners) await l.close();
+      }
+    }, T);
+
+    test("the relay reads a row that committed after a higher id (another node's), once", async () => {
+      const bus = new Bus();
+      const listener = db.url ? pgListener(db.url) : undefined;
+      const relay = new EventRelay({ sql: db.b, bus, workerId: "w-reader", pollMs: 200, onCancel: () => {}, ...(listener ? { listener } : {}) });
+      await relay.start();
+      try {
+        const s = uid("sess");
+        const got: string[] = [];
+        bus.subscribe(s, (ev) => got.push((ev.data as { text: string }).text));
+        const row = (text: string) => JSON.stringify([{ kind: "event", session_id: s, type: "delta", data: { session_id: s, turn_id: "t", text }, persisted: false }]);
+        const top = Number((await db.a.get<{ m: number | null }>("SELECT MAX(id) AS m FROM fleet_relay"))?.m ?? 0);
+        // node X's row with the higher id commits first and is read ...
+        await db.a.run("INSERT INTO fleet_relay (id, worker_id, items, created_at) VALUES (?, 'w-x', ?, ?)", [top + 2_000_000, row("high"), Date.now()]);
+        await until(() => got.includes("high"), 60_000, "the higher row");
+        // ... then node Y's row with a lower id (taken before, committed later): still read, within the lookback
+        await db.a.run("INSERT INTO fleet_relay (id, worker_id, items, created_at) VALUES (?, 'w-y', ?, ?)", [top + 1_000_000, row("late"), Date.now()]);
+        await until(() => got.includes("late"), 60_000, "the late lower row");
+        await Bun.sleep(600); // a few more polls: neither is published twice
+        await relay.idle();
+        expect(got).toEqual(["high", "late"]);
+      } finally {
+        await relay.close();
+        await listener?.close();
       }
     }, T);
   });

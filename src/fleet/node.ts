@@ -19,6 +19,9 @@ import { CardWaker } from "./waker.ts";
 import { TurnDispatcher, TurnQueue, type TurnRequest } from "./dispatch.ts";
 import { EventRelay } from "./relay.ts";
 
+/** How long ended turn requests are kept before they are pruned, ms (one hour). */
+const REQUEST_KEEP_MS = 3_600_000;
+
 export interface FleetNodeOptions {
   sql: Sql;
   /** The `postgres://` URL of `sql`'s database, for the `LISTEN` connection; absent on SQLite. */
@@ -49,6 +52,7 @@ export class FleetNode {
   /** Claims queued turns; started by {@link startDispatch} on `worker` and `all` nodes only. */
   private dispatcher: TurnDispatcher | null = null;
   private readonly pollMs: number;
+  private pruneTimer: ReturnType<typeof setInterval> | null = null;
   private readonly listener: Listener | undefined;
   private closed = false;
 
@@ -100,6 +104,11 @@ export class FleetNode {
       throw e;
     }
     node.sweeper.start(opts.config.sweep_seconds * 1000);
+    // ended turn requests are kept an hour (to look at), then deleted; the relay prunes its own rows
+    node.pruneTimer = setInterval(() => {
+      node.queue.prune(Date.now() - REQUEST_KEEP_MS).catch((e: unknown) => console.error("airlock: pruning ended turn requests failed; the next tick retries:", e));
+    }, 60_000);
+    node.pruneTimer.unref?.();
     return node;
   }
 
@@ -107,6 +116,7 @@ export class FleetNode {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
     await this.sweeper.stop();
     await this.dispatcher?.close();
     await this.relay.close();

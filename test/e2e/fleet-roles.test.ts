@@ -70,7 +70,8 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
       stringify({
         provider: { name: "scripted", script: "turns.yaml" },
         hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: join(HOOKS, "ask.sh"), timeout: 30 }] }] },
-        fleet: { lease_ttl_seconds: 3, sweep_seconds: 0.5, poll_seconds: 0.5, queue_timeout_seconds: 20 },
+        // a lease long enough that a busy machine's stall never loses a live worker's turn; the sweep finds a dead one within it
+        fleet: { lease_ttl_seconds: 8, sweep_seconds: 0.5, poll_seconds: 0.5, queue_timeout_seconds: 20 },
         storage: url,
       }),
     );
@@ -157,6 +158,8 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     expect(busy.status).toBe(409);
     expect(await busy.json()).toMatchObject({ error: "session_busy" });
     expect(existsSync(marker)).toBe(false);
+    // the api node says the session is in flight (its turn runs on the worker)
+    expect(await (await call(api, `/sessions/${s1}`)).json()).toMatchObject({ in_flight: true });
     const answer = await call(api, `/actions/${card}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
     expect(answer.status).toBe(200);
     const done = await sse.waitFor((e) => e.event === "turn_finished", 120_000);
@@ -177,6 +180,7 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     expect(String(req.worker_id)).toContain(`:${workerPid}:`);
     const [turn] = await pg`SELECT status FROM turns WHERE id = ${turnId}`;
     expect(turn.status).toBe("completed");
+    expect(await (await call(api, `/sessions/${s1}`)).json()).toMatchObject({ in_flight: false });
 
     // 2. cancel through the api node stops the turn on the worker
     const s2 = await newSession(api, "roles-cancel");
@@ -202,8 +206,10 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     worker.proc.kill("SIGKILL");
     await worker.proc.exited;
     const lost = await sse3.waitFor((e) => e.event === "turn_finished", 90_000);
-    expect(lost.data).toMatchObject({ session_id: s3, status: "failed", error: { code: "interrupted" } });
-    expect(sse3.events.some((e) => e.event === "error" && (e.data as { code: string }).code === "interrupted")).toBe(true);
+    // the whole stream on failure: what ended the turn, and in what order
+    const seen3 = sse3.events.map((e) => ({ event: e.event, data: e.event === "message" ? undefined : e.data }));
+    expect({ lost: lost.data, seen3 }).toMatchObject({ lost: { session_id: s3, status: "failed", error: { code: "interrupted" } } });
+    expect(seen3.filter((e) => e.event === "error")).toMatchObject([{ data: { code: "interrupted" } }]);
     await sse3.waitFor((e) => e.event === "action_resolved" && (e.data as { request_id: string }).request_id === card3, 60_000);
     sse3.close();
     const [c3] = await pg`SELECT status FROM cards WHERE id = ${card3}`;

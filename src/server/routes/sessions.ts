@@ -79,7 +79,8 @@ export async function snapshotOf(rt: Runtime, sessionId: string): Promise<Snapsh
     session,
     messages: await rt.store.listMessages(sessionId),
     pending_actions: pending,
-    in_flight: inFlight,
+    // here, or (PostgreSQL) on another node of the fleet
+    in_flight: inFlight || (await rt.remoteInFlight(sessionId)).length > 0,
   };
 }
 
@@ -104,7 +105,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const session = await rt.store.requireSession(id);
     return c.json({
       ...session,
-      in_flight: rt.inflight.has(id),
+      in_flight: rt.inflight.has(id) || (await rt.remoteInFlight(id)).length > 0,
       messages: await rt.store.listMessages(id),
       turns: await rt.store.listTurns(id),
       // tokens of its model calls: its own, and with every descendant's (null: none reported usage)
