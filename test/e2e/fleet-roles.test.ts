@@ -3,7 +3,8 @@
  * `airlock serve --role api` and `airlock serve --role worker` (from source) on one throwaway PostgreSQL
  * database (SPEC §5.8): a message posted to the api node is queued and run on the worker (the scripted
  * provider), and the api node's SSE shows the turn's whole event sequence, ending in `turn_finished`; the
- * card the worker raises is answered through the api node and the call runs once; a second message while
+ * card the worker raises is answered through the api node and the call runs once (in the worker process); a
+ * schedule fired through the api node (which only enqueues) runs on the worker; a second message while
  * it runs is 409; cancel through the api node stops a turn running on the worker; kill -9 of the worker
  * mid-turn: the api node's SSE shows the turn interrupted and the card ended, its row `worker_lost`; with no
  * worker left, a message fails `no_worker` after `fleet.queue_timeout_seconds`. Skipped, with the reason,
@@ -181,6 +182,32 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     const [turn] = await pg`SELECT status FROM turns WHERE id = ${turnId}`;
     expect(turn.status).toBe("completed");
     expect(await (await call(api, `/sessions/${s1}`)).json()).toMatchObject({ in_flight: false });
+
+    // the turn ran in the worker process, not in the api node's
+    const [owner] = await pg`SELECT owner_pid FROM turns WHERE id = ${turnId}`;
+    expect(Number(owner.owner_pid)).toBe(workerPid);
+
+    // 1b. a schedule fired through the api node (which only enqueues) runs on the worker
+    const recipeDir = join(dir, "recipes");
+    mkdirSync(recipeDir);
+    writeFileSync(join(recipeDir, "turns.yaml"), stringify({ turns: [{ text: "tick done" }] }));
+    const recipe = join(recipeDir, "tick.yaml");
+    writeFileSync(recipe, stringify({ name: "tick", instructions: "tick", provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous" }));
+    const add = await call(api, "/schedules", { method: "POST", body: JSON.stringify({ cron: "0 0 1 1 *", recipe_path: recipe, name: "yearly" }) });
+    expect(add.status).toBe(201);
+    const schedule = (await add.json()) as { id: string };
+    const fire = await call(api, `/schedules/${schedule.id}/run`, { method: "POST" });
+    expect(fire.status).toBe(202);
+    const fired = (await fire.json()) as { run_id?: string; run?: { run_id: string } };
+    const runId = fired.run_id ?? fired.run?.run_id;
+    const run = await until("the manual run to finish on the worker", async () => {
+      const r = (await (await call(api, `/runs/${runId}`)).json()) as { status: string; session_id: string | null };
+      return r.status !== "running" ? r : undefined;
+    });
+    expect(run.status).toBe("completed");
+    const runTurns = await pg`SELECT owner_pid FROM turns WHERE session_id = ${run.session_id}`;
+    expect(runTurns.length).toBeGreaterThan(0);
+    for (const t of runTurns) expect(Number(t.owner_pid)).toBe(workerPid);
 
     // 2. cancel through the api node stops the turn on the worker
     const s2 = await newSession(api, "roles-cancel");
