@@ -46,7 +46,7 @@ import { FleetNode } from "./fleet/node.ts";
 import type { TurnRequest } from "./fleet/dispatch.ts";
 import { WORKER_LOST_ERROR } from "./fleet/lost.ts";
 import type { SweepResult } from "./fleet/sweeper.ts";
-import type { ServeRole } from "./fleet/role.ts";
+import { roleRefusal, runsTurns, type ServeRole } from "./fleet/role.ts";
 import { newId } from "./ids.ts";
 import { TurnLeases } from "./fleet/turn-leases.ts";
 import { Store } from "./store/store.ts";
@@ -91,9 +91,10 @@ export interface RuntimeOptions {
   /** Where warnings and MCP server logs go, one line per call (no newline); default airlock's stderr, never stdout. */
   log?: (line: string) => void;
   /**
-   * `airlock serve --role` (fleet/role.ts; default `all`). `api`: turns asked for over HTTP are queued for a
-   * worker and never run here (`startTurn` refuses). `worker` and `all` claim queued turns. A role other than
-   * `all` needs the PostgreSQL store.
+   * `airlock serve --role` (fleet/role.ts). `api`: turns asked for over HTTP are queued for a worker and never
+   * run here (`startTurn` refuses). `worker` and `all` claim the turns `api` nodes queue (PostgreSQL). Absent:
+   * not a serve node (`airlock run`, `acp`, tests): it behaves as `all` but claims no queued turn. A role
+   * other than `all` needs the PostgreSQL store.
    * @throws (from createRuntime) AirlockError `usage` for `api`/`worker` on SQLite.
    */
   role?: ServeRole;
@@ -225,7 +226,6 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const role = opts.role ?? "all";
   const choice = chooseStorage(opts.config.storage, opts.env ?? process.env);
   if (role !== "all" && choice.kind !== "postgres") {
-    const { roleRefusal } = await import("./fleet/role.ts");
     throw roleRefusal(role, "sqlite") ?? new AirlockError("usage", `--role ${role} needs the PostgreSQL store`);
   }
   /** Bound once the runtime exists: the fleet node's callbacks reach it through this. */
@@ -265,7 +265,8 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   // the constructor closes the store (and the fleet node) when it throws
   const rt = new AirlockRuntime(opts, store, bus, fleet);
   late = rt;
-  if (fleet && role !== "api") {
+  // only serve nodes claim: a one-shot `airlock run` on the same database must not take a turn it would abandon at exit
+  if (fleet && opts.role !== undefined && runsTurns(opts.role)) {
     try {
       await fleet.startDispatch((req) => rt.runRequest(req));
     } catch (e) {

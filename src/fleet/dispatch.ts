@@ -114,6 +114,11 @@ export class TurnQueue {
     return r ? toRequest(r) : null;
   }
 
+  /** True when an unexpired queued request is left (a claimer that lost a race for the oldest tries again). */
+  async hasQueued(): Promise<boolean> {
+    return (await this.sql.get("SELECT 1 AS one FROM turn_requests WHERE state = 'queued' AND expires_at >= ? LIMIT 1", [this.now()])) !== null;
+  }
+
   /** Claims request `id` if it is still queued and unexpired; null otherwise (another worker won, or it ended). */
   async claim(id: string): Promise<TurnRequest | null> {
     const now = this.now();
@@ -206,7 +211,11 @@ export class TurnDispatcher {
             console.error("airlock: claiming a queued turn failed; the next poll retries:", e);
             return;
           }
-          if (!req) break;
+          // null: nothing queued, or another worker won the same row; in the second case try the next one
+          if (!req) {
+            if (await this.opts.queue.hasQueued().catch(() => false)) continue;
+            break;
+          }
           this.claimed++;
           const p = this.opts.run(req).catch((e: unknown) => console.error(`airlock: the queued turn ${req.id} failed to run:`, e));
           this.runs.add(p);
