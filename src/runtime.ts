@@ -254,7 +254,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
           log(`airlock: fleet sweep: ${r.turns.length} turn(s) of stopped processes interrupted, ${r.cards.length} card(s) ended worker_lost`);
           void late?.announceSwept(r);
         },
-        onCancel: (sessionId, reason) => void late?.cancel(sessionId, reason),
+        onCancel: (sessionId, reason) => void late?.cancelRelayed(sessionId, reason),
       });
     }
   } catch (e) {
@@ -661,10 +661,31 @@ class AirlockRuntime implements Runtime {
     return rows.map((r) => r.session_id);
   }
 
+  /**
+   * Sessions whose claimed request is between its claim and its registration in flight here, with the reason of
+   * a cancel that arrived meanwhile (null: none); `runRequest` cancels the turn as soon as it is registered.
+   */
+  private readonly starting = new Map<string, string | null>();
+
+  /** A cancel relayed from another node: the session's turn (and descendants') here, including one still starting. */
+  cancelRelayed(sessionId: string, reason: string): void {
+    if (this.starting.has(sessionId)) this.starting.set(sessionId, reason);
+    this.cancel(sessionId, reason);
+  }
+
   /** Runs a turn request this node claimed (fleet/dispatch.ts) through `startTurn`; one that cannot start ends `failed` with its error. Never rejects. */
   async runRequest(req: TurnRequest): Promise<void> {
     try {
-      const started = await this.startTurn(req.sessionId, req.message, { turnId: req.id });
+      this.starting.set(req.sessionId, null);
+      let started: StartedTurn;
+      try {
+        started = await this.startTurn(req.sessionId, req.message, { turnId: req.id });
+      } finally {
+        const reason = this.starting.get(req.sessionId);
+        this.starting.delete(req.sessionId);
+        // a cancel that came while the turn was being registered: it applies now
+        if (reason) this.cancel(req.sessionId, reason);
+      }
       await started.done;
     } catch (e) {
       const err = e instanceof AirlockError ? e : new AirlockError("internal", e instanceof Error ? e.message : String(e));
