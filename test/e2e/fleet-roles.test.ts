@@ -219,8 +219,12 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     const cancelled = await sse2.waitFor((e) => e.event === "turn_finished", 60_000);
     expect(cancelled.data).toMatchObject({ status: "cancelled", error: { code: "cancelled" } });
     sse2.close();
-    const [c2] = await pg`SELECT status FROM cards WHERE id = ${card2}`;
-    expect(c2.status).not.toBe("pending");
+    // the card is withdrawn as the turn ends (its row written right after turn_finished may be sent)
+    const c2 = await until("the cancelled turn's card row to end", async () => {
+      const [r] = await pg`SELECT status FROM cards WHERE id = ${card2}`;
+      return r.status === "pending" ? undefined : (r.status as string);
+    });
+    expect(c2).toBe("cancelled");
     const [t2] = await pg`SELECT status FROM turns WHERE id = ${(cancelled.data as { turn_id: string }).turn_id}`;
     expect(t2.status).toBe("cancelled");
     expect(readFileSync(marker, "utf8")).toBe("ran\n");
