@@ -68,7 +68,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       throw e;
     }
     writeStderr(
-      `airlock: worker: running turns queued by api nodes and schedule fires from the PostgreSQL store (data dir ${ctx.dataDir}); serving no HTTP API (no port bound)\n`,
+      `airlock: worker: running turns queued by api nodes and schedule fires from the PostgreSQL store (data dir ${ctx.dataDir}); serving no HTTP API (no port bound${opts.host !== undefined || opts.port !== undefined ? "; --host/--port ignored" : ""})\n`,
     );
     await untilStopped(writeStderr);
     await rt.close();
