@@ -4,8 +4,9 @@
  * subagent's card parked by process A is listed by process B (`GET /actions`, and the root session's SSE
  * on B), answered through B's HTTP API, and the call runs once on A; a second answer gets 409. Then A is
  * killed with SIGKILL while a card waits: within the (short) lease TTL, B's sweeper marks the turn
- * `interrupted` and the card row `worker_lost`, and B no longer lists the card. Skipped, with the reason,
- * only when PostgreSQL is not installed.
+ * `interrupted` and the card row `worker_lost`, and B no longer lists the card. The same for a grandchild
+ * (a subagent of a subagent): its card, parked on A under A's lease, is listed and answered on B, and its
+ * call runs once, on A. Skipped, with the reason, only when PostgreSQL is not installed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -61,17 +62,25 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** A data dir: the root spawns a subagent whose shell call a hook sends to a person; a short lease. */
-  function dataDir(name: string): string {
+  /** The root spawns a subagent whose shell call appends to `file`. */
+  const childScript = (file: string) => ({
+    turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "append to the file" } }] }, { text: "root done" }],
+    subagents: [{ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: `echo ran >> ${file}` } }] }, { text: "child done" }] }],
+  });
+  /** The root spawns a child, the child a grandchild, whose shell call appends to `file` (subagents are taken in spawn order). */
+  const grandchildScript = (file: string) => ({
+    turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "spawn a grandchild" } }] }, { text: "root done" }],
+    subagents: [
+      { turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "append to the file" } }] }, { text: "child done" }] },
+      { turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: `echo ran >> ${file}` } }] }, { text: "grandchild done" }] },
+    ],
+  });
+
+  /** A data dir: the root runs `script` (default: a subagent whose shell call a hook sends to a person); a short lease. */
+  function dataDir(name: string, script: unknown = childScript(marker)): string {
     const d = join(dir, name);
     mkdirSync(d, { recursive: true });
-    writeFileSync(
-      join(d, "turns.yaml"),
-      stringify({
-        turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "append to ran.txt" } }] }, { text: "root done" }],
-        subagents: [{ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: `echo ran >> ${marker}` } }] }, { text: "child done" }] }],
-      }),
-    );
+    writeFileSync(join(d, "turns.yaml"), stringify(script));
     writeFileSync(
       join(d, "airlock.yaml"),
       stringify({
@@ -99,6 +108,16 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
   async function pendingOn(s: { url: string; token: string; approver: string }, root: string): Promise<CardView | undefined> {
     const r = (await (await api(s, "/actions")).json()) as { actions: CardView[] };
     return r.actions.find((c) => c.tool === "developer__shell" && c.home_session_id !== root);
+  }
+
+  /** The session ids from `id` up to its root (parent_session_id chain). */
+  async function ancestry(id: string): Promise<string[]> {
+    const chain = [id];
+    for (;;) {
+      const [r] = await pg`SELECT parent_session_id FROM sessions WHERE id = ${chain[chain.length - 1]!}`;
+      if (!r?.parent_session_id) return chain;
+      chain.push(r.parent_session_id as string);
+    }
   }
 
   test("a subagent's card parked on A is answered through B; the call runs once on A; a second answer is 409; kill -9 of A: turn interrupted, card worker_lost, seen from B", async () => {
@@ -175,5 +194,70 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
 
     b.proc.kill("SIGTERM");
     expect(await b.proc.exited).toBe(0);
+  }, 300_000);
+
+  test("a grandchild's card parked on A is listed on B (GET /actions and the root's SSE), answered through B, and its call runs once, on A; a second answer is 409", async () => {
+    const file = join(ws, "grandchild-ran.txt");
+    const dA = dataDir("ga", grandchildScript(file));
+    const a = await serve(dA);
+    const dB = dataDir("gb", grandchildScript(file));
+    for (const f of ["api-token", "approver-token"]) copyFileSync(join(dA, f), join(dB, f));
+    const b = await serve(dB);
+
+    const created = await api(a, "/sessions", { method: "POST", body: JSON.stringify({ workspace: ws, title: "fleet-grandchild" }) });
+    expect(created.status).toBe(201);
+    const root = ((await created.json()) as { id: string }).id;
+    const sseB = await openSse(`${b.url}/sessions/${root}/events`, { headers: { authorization: `Bearer ${b.token}` } });
+    expect(sseB.status).toBe(200);
+    const sseA = await openSse(`${a.url}/sessions/${root}/reply`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${a.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ message: "go" }),
+    });
+    expect(sseA.status).toBe(200);
+
+    const card = await until("the grandchild's card listed on B", () => pendingOn(b, root));
+    // the card's home is two levels below the root: grandchild → child → root
+    const chain = await ancestry(card.home_session_id);
+    expect(chain).toHaveLength(3);
+    expect(chain[2]).toBe(root);
+    // parked by A's process (its worker id names its pid), under A's live lease on the grandchild's turn
+    const [row] = await pg`SELECT worker_id, turn_id, epoch FROM cards WHERE id = ${card.request_id}`;
+    expect(String(row.worker_id)).toContain(`:${a.proc.pid}:`);
+    const [lease] = await pg`SELECT worker_id, epoch FROM inflight WHERE turn_id = ${row.turn_id}`;
+    expect(lease).toMatchObject({ worker_id: row.worker_id });
+    expect(Number(lease.epoch)).toBe(Number(row.epoch));
+    const onSse = await sseB.waitFor((e) => e.event === "action_required" && (e.data as { request_id?: string }).request_id === card.request_id, 60_000);
+    expect(onSse.data).toMatchObject({ surfaced_in: root, tool: "developer__shell", home_session_id: card.home_session_id });
+    expect(existsSync(file)).toBe(false);
+
+    const first = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
+    expect(first.status).toBe(200);
+    expect(await first.json()).toMatchObject({ request_id: card.request_id, decision: "allow_once", decided_in: root });
+
+    const done = await sseA.waitFor((e) => e.event === "turn_finished", 120_000);
+    expect(done.data).toMatchObject({ status: "completed" });
+    sseA.close();
+    // the side effect happened exactly once
+    expect(readFileSync(file, "utf8")).toBe("ran\n");
+    // on A: the grandchild's tool result is in the database, and its turn (run by A) completed
+    const [t] = await pg`SELECT status FROM turns WHERE id = ${row.turn_id}`;
+    expect(t.status).toBe("completed");
+    const results = await pg`SELECT is_error FROM messages WHERE session_id = ${card.home_session_id} AND role = 'tool'`;
+    expect(results).toHaveLength(1);
+
+    const second = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
+    expect(second.status).toBe(409);
+    expect(await second.json()).toMatchObject({ error: "already_decided" });
+    const viaA = await api(a, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "deny" }) });
+    expect(viaA.status).toBe(409);
+    await sseB.waitFor((e) => e.event === "action_resolved" && (e.data as { request_id?: string }).request_id === card.request_id, 60_000);
+    sseB.close();
+    expect(readFileSync(file, "utf8")).toBe("ran\n");
+
+    for (const s of [a, b]) {
+      s.proc.kill("SIGTERM");
+      expect(await s.proc.exited).toBe(0);
+    }
   }, 300_000);
 });
