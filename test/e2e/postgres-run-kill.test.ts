@@ -2,9 +2,9 @@
  * @module test/e2e/postgres-run-kill
  * A scheduled run on PostgreSQL whose process is killed with SIGKILL is not left `running` forever
  * (SPEC §5.8, docs/scale-out.md): two `airlock serve` processes (from source) share one throwaway
- * database and one every-2-seconds schedule whose run sleeps for a minute. While the run goes on, later
- * occurrences are `skipped` (overlap policy) and a run-now is 409. The process running it (named by the
- * run's `worker_id`) is killed with `kill -9`; within the (short) lease TTL the other process's sweeper
+ * database and one every-2-seconds schedule whose run sleeps for a minute. While A's run goes on, later
+ * occurrences are `skipped` (overlap policy) and a run-now through B is 409. A (named by the run's
+ * `worker_id`) is killed with `kill -9`; within the (short) lease TTL the other process's sweeper
  * ends the run `interrupted`, and the next occurrence runs, on the survivor. Skipped, with the reason,
  * only when PostgreSQL is not installed.
  */
@@ -63,13 +63,13 @@ describe.skipIf(why !== null)(`a scheduled run whose process is killed, on Postg
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function dataDir(name: string): string {
+  function dataDir(name: string, leaseTtlSeconds: number): string {
     const d = join(dir, name);
     mkdirSync(d, { recursive: true });
     writeFileSync(join(d, "turns.yaml"), stringify({ turns: [] }));
     writeFileSync(
       join(d, "airlock.yaml"),
-      stringify({ provider: { name: "scripted", script: "turns.yaml" }, storage: url, fleet: { lease_ttl_seconds: 3, sweep_seconds: 0.5, poll_seconds: 0.5 } }),
+      stringify({ provider: { name: "scripted", script: "turns.yaml" }, storage: url, fleet: { lease_ttl_seconds: leaseTtlSeconds, sweep_seconds: 0.5, poll_seconds: 0.5 } }),
     );
     return d;
   }
@@ -93,28 +93,28 @@ describe.skipIf(why !== null)(`a scheduled run whose process is killed, on Postg
     const recipe = join(recipeDir, "slow.yaml");
     writeFileSync(recipe, stringify({ name: "slow", instructions: "sleep", provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox: "workspace-write" }));
 
-    const dA = dataDir("a");
+    // A alone first, with short leases: the first run is A's (A is the one killed)
+    const dA = dataDir("a", 5);
     const a = await serve(dA);
-    const dB = dataDir("b");
-    copyFileSync(join(dA, "api-token"), join(dB, "api-token"));
-    const b = await serve(dB);
     const add = await api(a, "/schedules", { method: "POST", body: JSON.stringify({ cron: "*/2 * * * * *", recipe_path: recipe, name: "slow" }) });
     expect(add.status).toBe(201);
     const schedule = (await add.json()) as { id: string };
-
-    // a run going on, held by one of the two processes
-    const held = await until("a running run held by a process", async () => (await runs(schedule.id)).find((r) => r.status === "running" && r.worker_id !== null));
-    const holder = [a, b].find((s) => held.worker_id!.includes(`:${s.proc.pid}:`));
-    expect(holder).toBeDefined();
-    const survivor = holder === a ? b : a;
+    const held = await until("a running run held by A", async () => (await runs(schedule.id)).find((r) => r.status === "running" && r.worker_id !== null));
+    expect(held.worker_id).toContain(`:${a.proc.pid}:`);
+    // B, with long leases (a busy machine delaying B's heartbeat never loses B's run)
+    const dB = dataDir("b", 120);
+    copyFileSync(join(dA, "api-token"), join(dB, "api-token"));
+    const b = await serve(dB);
+    const holder = a;
+    const survivor = b;
     // overlap policy while it runs: a later occurrence is skipped, and run-now through the other process is 409
     await until("a later occurrence skipped", async () => ((await runs(schedule.id)).some((r) => r.status === "skipped" && r.started_at > held.started_at) ? true : undefined));
     expect((await api(survivor, `/schedules/${schedule.id}/run`, { method: "POST" })).status).toBe(409);
 
-    holder!.proc.kill("SIGKILL");
-    await holder!.proc.exited;
+    holder.proc.kill("SIGKILL");
+    await holder.proc.exited;
 
-    // the survivor's sweeper ends the run once its lease lapsed (3 s), never earlier than the kill
+    // the survivor's sweeper ends the run once its lease lapsed (5 s), never earlier than the kill
     const ended = await until("the killed process's run ended", async () => {
       const r = (await runs(schedule.id)).find((x) => x.id === held.id)!;
       return r.status === "running" ? undefined : r;
