@@ -75,14 +75,29 @@ function runLeases(dialect: SqlDialect): string {
     ALTER TABLE runs ADD COLUMN worker_id TEXT;
     ALTER TABLE runs ADD COLUMN lease_expires_at ${big};
     CREATE INDEX runs_status_lease ON runs(status, lease_expires_at);
-  `;
+  ${dialect === "postgres" ? CARD_NOTIFY_TRIGGER : ""}`;
 }
+
+/**
+ * PostgreSQL only (version 10): every inserted or updated card row sends its id on the `airlock_cards`
+ * channel (fleet/notify.ts) from a trigger, inside the statement that changed it, so the wake-up is
+ * delivered on commit (dropped on rollback) without a statement of its own. SQLite has no channel.
+ */
+const CARD_NOTIFY_TRIGGER = `
+    CREATE OR REPLACE FUNCTION airlock_card_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      PERFORM pg_notify('airlock_cards', NEW.id);
+      RETURN NULL;
+    END
+    $fn$;
+    CREATE TRIGGER cards_notify AFTER INSERT OR UPDATE ON cards FOR EACH ROW EXECUTE FUNCTION airlock_card_changed();
+`;
 
 /** The fleet migrations for `dialect`, to append after the store's version 8. */
 export function fleetMigrations(dialect: SqlDialect): readonly Migration[] {
   return [
     { version: 9, name: "fleet: cards as rows, in-flight leases with a fencing epoch", sql: tables(dialect) },
-    { version: 10, name: "fleet: runs held under a lease (worker, expiry)", sql: runLeases(dialect) },
+    { version: 10, name: "fleet: runs held under a lease (worker, expiry); card changes notified by a trigger", sql: runLeases(dialect) },
   ];
 }
 
