@@ -56,6 +56,12 @@ export interface CardRow {
   createdAt: string;
   expiresAt: number;
   decidedAt: string | null;
+  /**
+   * Whether the lease the card was parked under (its turn and epoch) was live (held, not past its
+   * expiry) at the moment of this read. Only `getMany` reads it (the waker's re-read: one statement
+   * for the row and the lease); absent elsewhere.
+   */
+  leaseLive?: boolean;
 }
 
 /** A person's decision: `allowed` or `denied`, the outcome JSON kept on the row, and who sent it (for the audit row). */
@@ -197,14 +203,19 @@ export class CardRows {
     return r ? fromRaw(r) : null;
   }
 
-  /** The rows with these ids (any order; unknown ids are left out). */
+  /** The rows with these ids (any order; unknown ids are left out), each with `leaseLive` read in the same statement. */
   async getMany(ids: readonly string[]): Promise<CardRow[]> {
     if (ids.length === 0) return [];
     const out: CardRow[] = [];
+    const now = this.now();
     for (let i = 0; i < ids.length; i += 500) {
       const part = ids.slice(i, i + 500);
-      const rows = await this.sql.all<RawRow>(`SELECT ${COLUMNS} FROM cards WHERE id IN (${part.map(() => "?").join(", ")})`, part);
-      out.push(...rows.map(fromRaw));
+      const rows = await this.sql.all<RawRow & { lease_live: number | boolean }>(
+        `SELECT ${COLUMNS}, CASE WHEN EXISTS (SELECT 1 FROM inflight i WHERE i.turn_id = cards.turn_id AND i.epoch = cards.epoch AND i.expires_at >= ?) THEN 1 ELSE 0 END AS lease_live
+         FROM cards WHERE id IN (${part.map(() => "?").join(", ")})`,
+        [now, ...part],
+      );
+      out.push(...rows.map((r) => ({ ...fromRaw(r), leaseLive: Number(r.lease_live) === 1 })));
     }
     return out;
   }
