@@ -2,10 +2,11 @@
  * @module scripts/bench/fleet-cards
  * Cards across processes on PostgreSQL (SPEC §5.8), prints JSON: a worker process A parks a card row
  * under its lease and waits (LISTEN wake-up, poll every 2 s as the safety net); this process B decides
- * it (one transaction: conditional UPDATE + audit row + pg_notify). Measured per card: from B starting
- * the decision to A's call resuming (`decide_to_resume`), and B's decision transaction alone
- * (`decide_commit`). p50/p99/max in ms over `--cards` (default 1,000, after 20 warm-up), one card at a
- * time. Times are `performance.timeOrigin + performance.now()` on one machine. Starts a throwaway
+ * it (one transaction: conditional UPDATE + audit row; the wake-up comes from the `cards` trigger).
+ * Measured per card: from B starting the decision to A's call resuming (`decide_to_resume`), B's
+ * decision transaction alone (`decide_commit`), and `stages` for cards woken by their notification: B's
+ * commit → the notification arriving on A → A's re-read done → the call resuming. p50/p99/max in ms
+ * over `--cards` (default 1,000, after 20 warm-up), one card at a time. Times are `performance.timeOrigin + performance.now()` on one machine. Starts a throwaway
  * PostgreSQL cluster (test/pg-cluster.ts); the worker A talks to it through its own connections.
  * Usage: `bun scripts/bench/fleet-cards.ts [--cards N]` (listed in all.ts).
  */
