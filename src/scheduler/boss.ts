@@ -450,7 +450,7 @@ export class BossScheduler {
           sessionId = id;
           void setClaimedRunSession(this.sql, run.id, id).catch((e) => this.log(`run ${run.id}: storing its session failed: ${toAirlockError(e).message}`));
         },
-      });
+      }).finally(() => beat.stop()); // before the result is stored: a renewal after it would read as a lost lease
       finished = await finishClaimedRun(this.sql, run.id, { status: runStatusOf(result.status), result, session_id: result.session_id ?? sessionId });
     } catch (e) {
       const err = toAirlockError(e);
