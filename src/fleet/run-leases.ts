@@ -8,10 +8,12 @@
  * replayed), so there is no takeover and no epoch: `status = 'running'` and the holder's id fence every
  * write (a swept run's late result changes nothing, scheduler/claim.ts `finishClaimedRun`).
  *
- * A run claimed by one process and queued for another (a manual fire) is held by its claimer until it
- * is queued, then handed over (`handOff`: its lease is cleared, nobody holds it while the job waits in
- * the durable queue) and taken by the worker that picks the job up (`take`). A claimer killed before the
- * hand-off leaves a lease that lapses: the run is swept, never left `running`.
+ * A run claimed by one process and queued for any (a manual fire) is held under the claimer's own id
+ * (`claimerId`, distinct from its worker id) until it is queued, then handed over (`handOff`: its lease
+ * is cleared, nobody holds it while the job waits in the durable queue) and taken by the worker that
+ * picks the job up (`take`), which may be the claiming process itself: its claim and its work are told
+ * apart by the two ids, so a hand-off arriving after its own worker took the run clears nothing. A
+ * claimer killed before the hand-off leaves a lease that lapses: the run is swept, never left `running`.
  */
 import { AirlockError } from "../errors.ts";
 import type { Sql } from "../store/sql.ts";
@@ -44,6 +46,11 @@ export class RunLeases {
     this.now = opts.now ?? Date.now;
   }
 
+  /** The holder id of runs this process claimed for the queue (not yet taken by a worker): `<workerId>#claim`. */
+  get claimerId(): string {
+    return `${this.workerId}#claim`;
+  }
+
   /** The lease expiry (ms since the Unix epoch) a run claimed now gets: now + TTL. */
   expiry(): number {
     return this.now() + this.ttlMs;
@@ -51,7 +58,7 @@ export class RunLeases {
 
   /**
    * Takes the lease of `runId` when it is `running` and held by nobody (queued) or by `from` (its
-   * claimer, which may not have handed it off yet). False when it is finished, swept, or held by another
+   * claimer's `claimerId`, which may not have handed it off yet). False when it is finished, swept, or held by another
    * process: then this process must not run it.
    */
   async take(runId: string, from: string | null): Promise<boolean> {
@@ -62,9 +69,9 @@ export class RunLeases {
     return upd.changes === 1;
   }
 
-  /** Clears this process's lease of `runId` (its job is queued for any worker). False when it no longer held it (taken already, or swept). */
+  /** Clears this process's claim on `runId` (held as `claimerId`; its job is queued for any worker). False when the claim is gone (a worker took the run, or it was swept). */
   async handOff(runId: string): Promise<boolean> {
-    const upd = await this.sql.run("UPDATE runs SET worker_id = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND worker_id = ?", [runId, this.workerId]);
+    const upd = await this.sql.run("UPDATE runs SET worker_id = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND worker_id = ?", [runId, this.claimerId]);
     return upd.changes === 1;
   }
 

@@ -56,7 +56,7 @@ export interface FireJob {
   trigger: RunTrigger;
   occurrence: string | null;
   run_id?: string;
-  /** The worker id of the process that claimed `run_id` (it holds the run's lease until it hands it off). */
+  /** The claimer id (`RunLeases.claimerId`) of the process that claimed `run_id`: it holds the run until it hands it off. */
   claimed_by?: string;
 }
 
@@ -285,7 +285,7 @@ export class BossScheduler {
   async fire(scheduleId: string): Promise<Run> {
     if (!this.boss) throw new AirlockError("storage_unavailable", "the schedule queue is not started");
     // held by this process until queued (a claimer killed before that leaves a lease that lapses)
-    const lease = { workerId: this.runLeases.workerId, expiresAt: this.runLeases.expiry() };
+    const lease = { workerId: this.runLeases.claimerId, expiresAt: this.runLeases.expiry() };
     const claim = await claimFire(this.sql, { scheduleId, trigger: "manual", at: this.now().toISOString(), lease });
     if (!claim) throw notFound(scheduleId);
     switch (claim.status) {
@@ -299,7 +299,7 @@ export class BossScheduler {
             trigger: "manual",
             occurrence: null,
             run_id: claim.run.id,
-            claimed_by: this.runLeases.workerId,
+            claimed_by: this.runLeases.claimerId,
           } satisfies FireJob as never);
         } catch (e) {
           const err = new AirlockError("storage_unavailable", `the run could not be queued: ${(e as Error).message}`);

@@ -61,31 +61,39 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
       expect((await claimFire(db.b, { scheduleId: s.id, trigger: "manual", at: new Date(clock).toISOString() }))?.status).toBe("started");
     });
 
-    test("a queued run (no lease) is never swept; one worker takes it; its claimer may be overtaken, a stranger may not", async () => {
+    test("a queued run (no lease) is never swept; one worker takes it (also the claimer's own); its claimer may be overtaken, a stranger may not", async () => {
       const s = await schedule();
       const a = new RunLeases(db.a, { workerId: "A", ttlMs: TTL, now });
       const b = new RunLeases(db.b, { workerId: "B", ttlMs: TTL, now });
       const c = new RunLeases(db.b, { workerId: "C", ttlMs: TTL, now });
       // claimed by A (held), picked up by B before A handed it off: B takes it from A; A's hand-off is then a no-op
-      const claim = await claimFire(db.a, { scheduleId: s.id, trigger: "manual", at: new Date(clock).toISOString(), lease: { workerId: "A", expiresAt: a.expiry() } });
+      const claim = await claimFire(db.a, { scheduleId: s.id, trigger: "manual", at: new Date(clock).toISOString(), lease: { workerId: a.claimerId, expiresAt: a.expiry() } });
       const runId = claim!.run.id;
       expect(await c.take(runId, null)).toBe(false);
-      expect(await b.take(runId, "A")).toBe(true);
+      expect(await b.take(runId, a.claimerId)).toBe(true);
       expect(await a.handOff(runId)).toBe(false);
-      expect(await c.take(runId, "A")).toBe(false);
+      expect(await c.take(runId, a.claimerId)).toBe(false);
       await finishClaimedRun(db.b, runId, { status: "completed", result: null });
-      expect(await b.take(runId, "A")).toBe(false);
+      expect(await b.take(runId, a.claimerId)).toBe(false);
+
+      // the claimer's own worker takes the job before the claimer hands it off: the late hand-off clears nothing
+      const s0 = await schedule();
+      const own = await claimFire(db.a, { scheduleId: s0.id, trigger: "manual", at: new Date(clock).toISOString(), lease: { workerId: a.claimerId, expiresAt: a.expiry() } });
+      expect(await a.take(own!.run.id, a.claimerId)).toBe(true);
+      expect(await a.handOff(own!.run.id)).toBe(false);
+      await a.renew(own!.run.id);
+      expect(await db.b.get("SELECT worker_id FROM runs WHERE id = ?", [own!.run.id])).toEqual({ worker_id: "A" });
 
       // claimed by A and handed off: unheld, never swept however late; taken once
       const s2 = await schedule();
-      const claim2 = await claimFire(db.a, { scheduleId: s2.id, trigger: "manual", at: new Date(clock).toISOString(), lease: { workerId: "A", expiresAt: a.expiry() } });
+      const claim2 = await claimFire(db.a, { scheduleId: s2.id, trigger: "manual", at: new Date(clock).toISOString(), lease: { workerId: a.claimerId, expiresAt: a.expiry() } });
       const run2 = claim2!.run.id;
       expect(await a.handOff(run2)).toBe(true);
       clock += 10 * TTL;
       expect((await new Sweeper(db.b, { now }).sweep()).runs).not.toContain(run2);
       expect((await loadRun(db.b, run2))!.status).toBe("running");
-      expect(await b.take(run2, "A")).toBe(true);
-      expect(await c.take(run2, "A")).toBe(false);
+      expect(await b.take(run2, a.claimerId)).toBe(true);
+      expect(await c.take(run2, a.claimerId)).toBe(false);
       // B dies: its lease lapses and the run is swept
       clock += TTL + 1;
       expect((await new Sweeper(db.a, { now }).sweep()).runs).toContain(run2);
@@ -93,10 +101,10 @@ function suite(name: string, open: () => Promise<FleetDb>, skip: string | null) 
 
       // a claimer killed before its hand-off: the lease lapses, the run is swept, a worker picking the job up later does not run it
       const s3 = await schedule();
-      const claim3 = await claimFire(db.a, { scheduleId: s3.id, trigger: "manual", at: new Date(clock).toISOString(), lease: { workerId: "A", expiresAt: a.expiry() } });
+      const claim3 = await claimFire(db.a, { scheduleId: s3.id, trigger: "manual", at: new Date(clock).toISOString(), lease: { workerId: a.claimerId, expiresAt: a.expiry() } });
       clock += TTL + 1;
       expect((await new Sweeper(db.b, { now }).sweep()).runs).toContain(claim3!.run.id);
-      expect(await b.take(claim3!.run.id, "A")).toBe(false);
+      expect(await b.take(claim3!.run.id, a.claimerId)).toBe(false);
     });
 
     test("the heartbeat renews until stopped; a lost lease calls onLost once", async () => {
