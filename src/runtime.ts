@@ -203,7 +203,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
         listenUrl: choice.url,
         bus,
         config: opts.config.fleet,
-        onSwept: (r) => log(`airlock: fleet sweep: ${r.turns.length} turn(s) of stopped processes interrupted, ${r.cards.length} card(s) ended worker_lost`),
+        onSwept: (r) => log(`airlock: fleet sweep: ${r.turns.length} turn(s) of stopped processes interrupted, ${r.cards.length} card(s) ended worker_lost, ${r.runs.length} run(s) interrupted`),
       });
     }
   } catch (e) {
