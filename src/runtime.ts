@@ -251,7 +251,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
         bus,
         config: opts.config.fleet,
         onSwept: (r) => {
-          log(`airlock: fleet sweep: ${r.turns.length} turn(s) of stopped processes interrupted, ${r.cards.length} card(s) ended worker_lost`);
+          log(`airlock: fleet sweep: ${r.turns.length} turn(s) of stopped processes interrupted, ${r.cards.length} card(s) ended worker_lost, ${r.runs.length} run(s) interrupted`);
           void late?.announceSwept(r);
         },
         onCancel: (sessionId, reason) => void late?.cancelRelayed(sessionId, reason),

@@ -2,17 +2,18 @@
  * @module scripts/bench/fleet-cards
  * Cards across processes on PostgreSQL (SPEC §5.8), prints JSON: a worker process A parks a card row
  * under its lease and waits (LISTEN wake-up, poll every 2 s as the safety net); this process B decides
- * it (one transaction: conditional UPDATE + audit row + pg_notify). Measured per card: from B starting
- * the decision to A's call resuming (`decide_to_resume`), and B's decision transaction alone
- * (`decide_commit`). p50/p99/max in ms over `--cards` (default 1,000, after 20 warm-up), one card at a
- * time. Times are `performance.timeOrigin + performance.now()` on one machine. Starts a throwaway
+ * it (one transaction: conditional UPDATE + audit row; the wake-up comes from the `cards` trigger).
+ * Measured per card: from B starting the decision to A's call resuming (`decide_to_resume`), B's
+ * decision transaction alone (`decide_commit`), and `stages` for cards woken by their notification: B's
+ * commit → the notification arriving on A → A's re-read done → the call resuming. p50/p99/max in ms
+ * over `--cards` (default 1,000, after 20 warm-up), one card at a time. Times are `performance.timeOrigin + performance.now()` on one machine. Starts a throwaway
  * PostgreSQL cluster (test/pg-cluster.ts); the worker A talks to it through its own connections.
  * Usage: `bun scripts/bench/fleet-cards.ts [--cards N]` (listed in all.ts).
  */
 import { loadavg } from "node:os";
 import { CardRows } from "../../src/fleet/card-rows.ts";
 import { Leases } from "../../src/fleet/leases.ts";
-import { pgListener } from "../../src/fleet/notify.ts";
+import { pgListener, type Listener } from "../../src/fleet/notify.ts";
 import { parkAndAwait } from "../../src/fleet/park.ts";
 import { CardWaker } from "../../src/fleet/waker.ts";
 import { migrateSql } from "../../src/store/migrate.ts";
@@ -32,8 +33,31 @@ const stats = (xs: number[]) => {
 /** Worker A: parks `n` cards one after another, printing `parked <id>` and, when the call may run, `resumed <id> <time>`. */
 async function worker(url: string, n: number): Promise<void> {
   const sql = pgSql(url, { max: 4 });
-  const listener = pgListener(url);
+  const raw = pgListener(url);
+  // stage times per card: the notification's arrival and the end of the waker's re-read
+  const notified = new Map<string, number>();
+  const reread = new Map<string, number>();
+  const listener: Listener = {
+    listen: (channel, onPayload, onListen) =>
+      raw.listen(
+        channel,
+        (id) => {
+          // the last one: the park sends one too, before the decision's
+          if (id.startsWith("act_bench_")) notified.set(id, at());
+          onPayload(id);
+        },
+        onListen,
+      ),
+    close: () => raw.close(),
+  };
   const rows = new CardRows(sql);
+  const getMany = rows.getMany.bind(rows);
+  rows.getMany = async (ids) => {
+    const out = await getMany(ids);
+    const t = at();
+    for (const r of out) if (r.status !== "pending" && !reread.has(r.id)) reread.set(r.id, t);
+    return out;
+  };
   const leases = new Leases(sql, { workerId: `bench-A-${process.pid}`, ttlMs: 15_000 });
   const waker = new CardWaker(rows, { listener, pollMs: 2000 });
   await waker.start();
@@ -63,7 +87,7 @@ async function worker(url: string, n: number): Promise<void> {
     const verdict = await v;
     const t = at();
     if (!verdict.run) throw new Error(`card ${id} refused: ${verdict.error.code}`);
-    process.stdout.write(`resumed ${id} ${t}\n`);
+    process.stdout.write(`resumed ${id} ${t} ${notified.get(id) ?? NaN} ${reread.get(id) ?? NaN}\n`);
   }
   hb.stop();
   await leases.release(hb.current());
@@ -94,8 +118,10 @@ async function main(): Promise<void> {
     const total = cards + WARMUP;
     const proc = Bun.spawn([process.execPath, import.meta.path, "--worker", url, String(total)], { stdout: "pipe", stderr: "inherit" });
     const started = new Map<string, number>();
+    const committed = new Map<string, number>();
     const resume: number[] = [];
     const commit: number[] = [];
+    const stage = { delivery: [] as number[], reread: [] as number[], verdict: [] as number[] };
     let seen = 0;
     let buf = "";
     const dec = new TextDecoder();
@@ -105,15 +131,25 @@ async function main(): Promise<void> {
       while ((nl = buf.indexOf("\n")) >= 0) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
-        const [what, id, t] = line.split(" ");
+        const [what, id, t, tn, tr] = line.split(" ");
         if (what === "parked") {
           const t0 = at();
           started.set(id!, t0);
           const r = await rows.decide(id!, { status: "allowed", outcome: { decision: "allow_once", decided_in: "ses_bench" }, audit: { sessionId: "ses_bench", decision: "allow_once", proof: false } });
           if (!r.ok) throw new Error(`decision refused: ${r.error.code}`);
-          if (seen >= WARMUP) commit.push(at() - t0);
+          const t1 = at();
+          committed.set(id!, t1);
+          if (seen >= WARMUP) commit.push(t1 - t0);
         } else if (what === "resumed") {
-          if (seen >= WARMUP) resume.push(Number(t) - started.get(id!)!);
+          if (seen >= WARMUP) {
+            resume.push(Number(t) - started.get(id!)!);
+            // a card woken by the poll or catch-up has no notification time: left out of the stages
+            if (Number.isFinite(Number(tn)) && Number.isFinite(Number(tr))) {
+              stage.delivery.push(Number(tn) - committed.get(id!)!);
+              stage.reread.push(Number(tr) - Number(tn));
+              stage.verdict.push(Number(t) - Number(tr));
+            }
+          }
           seen++;
         }
       }
@@ -126,6 +162,11 @@ async function main(): Promise<void> {
         {
           decide_to_resume: stats(resume),
           decide_commit: stats(commit),
+          stages: {
+            commit_to_notification: stats(stage.delivery),
+            notification_to_reread: stats(stage.reread),
+            reread_to_resume: stats(stage.verdict),
+          },
           note: "two processes, one PostgreSQL 15 on loopback; A wakes by LISTEN/NOTIFY (poll 2 s as safety net); one card at a time",
           load_average: loadavg().map((x) => round(x)),
         },

@@ -2,8 +2,8 @@
  * @module fleet/card-rows
  * Cards as rows (SPEC §5.8): the `cards` table is the truth every process reads. A worker parks a card
  * under its turn's lease (fenced: a stale epoch parks nothing); any process decides it in one
- * transaction — the conditional `UPDATE … WHERE status = 'pending'`, the audit row and the wake-up
- * (fleet/notify.ts) — so the first decision wins and every later one is refused `already_decided`.
+ * transaction — the conditional `UPDATE … WHERE status = 'pending'` and the audit row; on PostgreSQL the
+ * row change itself sends the wake-up (a trigger, fleet/notify.ts) — so the first decision wins and every later one is refused `already_decided`.
  *
  * Who may decide (surfaces, user proof: card/authority.ts) is checked by the caller before `decide`;
  * this module owns only the row's state machine:
@@ -13,7 +13,6 @@
 import { AirlockError, assertNever } from "../errors.ts";
 import type { Sql, SqlValue } from "../store/sql.ts";
 import { insertAudit } from "./audit.ts";
-import { notifyCard } from "./notify.ts";
 import type { CardStatus } from "./schema.ts";
 
 /** The lease a card is parked under (fleet/leases.ts). */
@@ -57,6 +56,12 @@ export interface CardRow {
   createdAt: string;
   expiresAt: number;
   decidedAt: string | null;
+  /**
+   * Whether the lease the card was parked under (its turn and epoch) was live (held, not past its
+   * expiry) at the moment of this read. Only `getMany` reads it (the waker's re-read: one statement
+   * for the row and the lease); absent elsewhere.
+   */
+  leaseLive?: boolean;
 }
 
 /** A person's decision: `allowed` or `denied`, the outcome JSON kept on the row, and who sent it (for the audit row). */
@@ -168,13 +173,14 @@ export class CardRows {
         lease.epoch,
         now,
       ];
-      const ins = await tx.run(
+      const ins = await tx.get<RawRow>(
         `INSERT INTO cards (id, session_id, root_session_id, turn_id, call_id, worker_id, epoch, status, surfaces, requires_user_proof, card, created_at, expires_at)
          SELECT ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?
-         WHERE EXISTS (SELECT 1 FROM inflight WHERE turn_id = ? AND worker_id = ? AND epoch = ? AND expires_at >= ?)`,
+         WHERE EXISTS (SELECT 1 FROM inflight WHERE turn_id = ? AND worker_id = ? AND epoch = ? AND expires_at >= ?)
+         RETURNING ${COLUMNS}`,
         params,
       );
-      if (ins.changes !== 1) {
+      if (!ins) {
         throw new AirlockError("lease_lost", `turn ${lease.turnId} no longer holds its lease (epoch ${lease.epoch}): card ${input.id} was not parked and its call does not run`, {
           request_id: input.id,
         });
@@ -187,8 +193,7 @@ export class CardRows {
         home_session_id: input.sessionId,
         detail: { ...input.auditDetail, turn_id: lease.turnId, call_id: input.callId, surfaces: input.surfaces, worker_id: lease.workerId, epoch: lease.epoch },
       });
-      await notifyCard(tx, input.id);
-      return fromRaw((await tx.get<RawRow>(`SELECT ${COLUMNS} FROM cards WHERE id = ?`, [input.id]))!);
+      return fromRaw(ins);
     });
   }
 
@@ -198,14 +203,19 @@ export class CardRows {
     return r ? fromRaw(r) : null;
   }
 
-  /** The rows with these ids (any order; unknown ids are left out). */
+  /** The rows with these ids (any order; unknown ids are left out), each with `leaseLive` read in the same statement. */
   async getMany(ids: readonly string[]): Promise<CardRow[]> {
     if (ids.length === 0) return [];
     const out: CardRow[] = [];
+    const now = this.now();
     for (let i = 0; i < ids.length; i += 500) {
       const part = ids.slice(i, i + 500);
-      const rows = await this.sql.all<RawRow>(`SELECT ${COLUMNS} FROM cards WHERE id IN (${part.map(() => "?").join(", ")})`, part);
-      out.push(...rows.map(fromRaw));
+      const rows = await this.sql.all<RawRow & { lease_live: number | boolean }>(
+        `SELECT ${COLUMNS}, CASE WHEN EXISTS (SELECT 1 FROM inflight i WHERE i.turn_id = cards.turn_id AND i.epoch = cards.epoch AND i.expires_at >= ?) THEN 1 ELSE 0 END AS lease_live
+         FROM cards WHERE id IN (${part.map(() => "?").join(", ")})`,
+        [now, ...part],
+      );
+      out.push(...rows.map((r) => ({ ...fromRaw(r), leaseLive: Number(r.lease_live) === 1 })));
     }
     return out;
   }
@@ -239,15 +249,15 @@ export class CardRows {
   async decide(id: string, d: RowDecision): Promise<DecideResult> {
     const now = this.now();
     const won = await this.sql.transaction(async (tx) => {
-      const upd = await tx.run("UPDATE cards SET status = ?, decision = ?, decided_at = ? WHERE id = ? AND status = 'pending' AND expires_at >= ?", [
+      const upd = await tx.get<RawRow>(`UPDATE cards SET status = ?, decision = ?, decided_at = ? WHERE id = ? AND status = 'pending' AND expires_at >= ? RETURNING ${COLUMNS}`, [
         d.status,
         JSON.stringify(d.outcome),
         new Date(now).toISOString(),
         id,
         now,
       ]);
-      if (upd.changes !== 1) return false;
-      const row = fromRaw((await tx.get<RawRow>(`SELECT ${COLUMNS} FROM cards WHERE id = ?`, [id]))!);
+      if (!upd) return false;
+      const row = fromRaw(upd);
       await insertAudit(tx, {
         kind: "card_decision",
         outcome: "accepted",
@@ -258,7 +268,6 @@ export class CardRows {
         actor: d.audit.actor ?? null,
         detail: { proof: d.audit.proof, ...(d.audit.reason ? { reason: d.audit.reason } : {}) },
       });
-      await notifyCard(tx, id);
       return row;
     });
     if (won) return { ok: true, row: won };
@@ -302,7 +311,6 @@ export class CardRows {
       if (upd.changes !== 1) return false;
       const home = await tx.get<{ session_id: string }>("SELECT session_id FROM cards WHERE id = ?", [id]);
       await insertAudit(tx, { kind: "card_decision", outcome: "recorded", request_id: id, home_session_id: home?.session_id ?? null, decision: status, detail: { why } });
-      await notifyCard(tx, id);
       return true;
     });
   }
@@ -332,7 +340,6 @@ export async function loseTurnCards(tx: Sql, turnId: string, now: number): Promi
       code: "worker_lost",
       detail: { why: "lease expired", turn_id: turnId },
     });
-    await notifyCard(tx, r.id);
     lost.push(r.id);
   }
   return lost;

@@ -1,21 +1,16 @@
 /**
  * @module fleet/notify
  * Wake-ups between processes. A change to a card row (parked, decided, expired, lost) sends the card's
- * id on one PostgreSQL channel, inside the transaction that made the change, so it is delivered on
- * commit and dropped on rollback (PostgreSQL docs, `NOTIFY`). The payload carries the id only: the row is
+ * id on one PostgreSQL channel, from a trigger on the `cards` table (store/fleet-schema.ts, version 10),
+ * inside the statement that made the change, so it is delivered on commit and dropped on rollback
+ * (PostgreSQL docs, `NOTIFY`) and costs no statement of its own. The payload carries the id only: the row is
  * the truth and a receiver re-reads it. A notification sent while nobody listens is lost, so listeners
  * catch up on (re)connect and poll slowly (fleet/waker.ts). SQLite has no channel: one process owns the
  * file and the poll alone serves.
  */
-import type { Sql } from "../store/sql.ts";
 
-/** The channel carrying the ids of changed card rows. */
+/** The channel carrying the ids of changed card rows (named in the trigger of store/fleet-schema.ts too). */
 export const CARD_CHANNEL = "airlock_cards";
-
-/** Sends `id` on {@link CARD_CHANNEL} through `tx` (PostgreSQL; a no-op on SQLite). Delivered when `tx` commits. */
-export async function notifyCard(tx: Sql, id: string): Promise<void> {
-  if (tx.dialect === "postgres") await tx.get("SELECT pg_notify(?, ?) AS sent", [CARD_CHANNEL, id]);
-}
 
 /** One subscription made by {@link Listener.listen}. */
 export interface Subscription {

@@ -38,12 +38,18 @@ export async function parkAndAwait(
   return await verdictOf(deps.leases, lease, row);
 }
 
-/** Whether the call of a card that left `pending` may run under `lease` (see the module). */
+/**
+ * Whether the call of a card that left `pending` may run under `lease` (see the module). The lease's
+ * liveness is the one read with the row (`row.leaseLive`, the waker's re-read) when that row was parked
+ * under this very lease (turn and epoch), else read now.
+ */
 export async function verdictOf(leases: Leases, lease: Lease, row: CardRow): Promise<CardVerdict> {
   const s = row.status;
   switch (s) {
     case "allowed":
-      if (await leases.check(lease.turnId, lease.epoch)) return { run: true, row };
+      if (row.leaseLive !== undefined && row.turnId === lease.turnId && row.epoch === lease.epoch ? row.leaseLive : await leases.check(lease.turnId, lease.epoch)) {
+        return { run: true, row };
+      }
       return {
         run: false,
         row,

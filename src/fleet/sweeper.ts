@@ -5,10 +5,12 @@
  * guarded by the lease's epoch, so two sweepers (or a sweeper and a takeover) never act twice. A pending
  * card whose lease (turn and epoch) is gone altogether — parked in the instant its lease was swept, or
  * left by a turn that released its lease without withdrawing it — is ended `worker_lost` the same way.
+ * Runs whose lease lapsed (fleet/run-leases.ts) end `interrupted` the same way.
  * Runs every `fleet.sweep_seconds` (default 5).
  */
 import type { Sql } from "../store/sql.ts";
 import { loseTurn } from "./lost.ts";
+import { sweepRuns } from "./run-leases.ts";
 
 /** What one sweep did. */
 export interface SweepResult {
@@ -16,6 +18,8 @@ export interface SweepResult {
   turns: string[];
   /** Cards ended `worker_lost` now. */
   cards: string[];
+  /** Runs (of schedules) whose lease lapsed, ended `interrupted` now. */
+  runs: string[];
 }
 
 export interface SweeperOptions {
@@ -49,7 +53,7 @@ export class Sweeper {
 
   private async sweepOnce(): Promise<SweepResult> {
     const now = this.now();
-    const out: SweepResult = { turns: [], cards: [] };
+    const out: SweepResult = { turns: [], cards: [], runs: [] };
     const due = await this.sql.all<{ session_id: string; turn_id: string; epoch: number }>(
       "SELECT session_id, turn_id, epoch FROM inflight WHERE expires_at < ? ORDER BY expires_at LIMIT ?",
       [now, this.batch],
@@ -77,7 +81,8 @@ export class Sweeper {
         out.cards.push(...lost.cards);
       });
     }
-    if (out.turns.length || out.cards.length) this.opts.onSwept?.(out);
+    out.runs.push(...(await sweepRuns(this.sql, now, this.batch)));
+    if (out.turns.length || out.cards.length || out.runs.length) this.opts.onSwept?.(out);
     return out;
   }
 

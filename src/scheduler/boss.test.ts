@@ -331,6 +331,10 @@ describe.skipIf(!!skip)("BossScheduler: two drivers on one database", () => {
     await until("the worker runs it", () => triggers.length === 1);
     expect(triggers).toEqual(["manual:null"]);
     expect((await api.get(added.id))?.running_run_id).toBe(first.id);
+    // the claimer (API node) handed the run to the queue; the worker that took the job holds its lease
+    const held = await sql.get<{ worker_id: string | null; lease_expires_at: number | null }>("SELECT worker_id, lease_expires_at FROM runs WHERE id = ?", [first.id]);
+    expect(held?.worker_id).toBe(worker.runLeases.workerId);
+    expect(Number(held?.lease_expires_at)).toBeGreaterThan(Date.now() - 60_000);
     const second = await api.fire(added.id);
     expect(second).toMatchObject({ status: "skipped", reason: `previous run ${first.id} of schedule ${added.id} is still running` });
     gate.resolve();

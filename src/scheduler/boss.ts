@@ -19,10 +19,12 @@
  * pg-boss is loaded only by `loadPgBoss()` (one dynamic import): the embedded default never loads it.
  * Jobs are never retried (`retryLimit: 0`): a run that was started is not started again.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import { Cron } from "croner";
 import type { Job, PgBoss } from "pg-boss";
 import { AirlockError, assertNever, toAirlockError } from "../errors.ts";
+import { RunLeases } from "../fleet/run-leases.ts";
 import type { Sql } from "../store/sql.ts";
 import {
   claimFire,
@@ -54,6 +56,8 @@ export interface FireJob {
   trigger: RunTrigger;
   occurrence: string | null;
   run_id?: string;
+  /** The claimer id (`RunLeases.claimerId`) of the process that claimed `run_id`: it holds the run until it hands it off. */
+  claimed_by?: string;
 }
 
 /** Namespace of fire job ids (a fixed random UUID; RFC 9562 §5.5 name-based ids). */
@@ -107,6 +111,10 @@ export interface BossSchedulerOptions {
   runTimeoutSeconds?: number;
   /** pg-boss's connection pool size (default 4). */
   poolMax?: number;
+  /** The runs' lease length, ms (config `fleet.lease_ttl_seconds` × 1000; default 15,000): a run of a killed process is ended `interrupted` this long after its last renewal (plus a sweep). */
+  leaseTtlMs?: number;
+  /** This process's worker id on the runs it holds (default `<hostname>:<pid>:<8 hex>`). */
+  workerId?: string;
 }
 
 /** True when a later occurrence than `occurrence` is already due at `now` (the job is stale). */
@@ -147,10 +155,16 @@ export class BossScheduler {
   private syncTimer: ReturnType<typeof setInterval> | null = null;
   private started = false;
   private stopped = false;
+  /** The leases of the runs this process runs (fleet/run-leases.ts). */
+  readonly runLeases: RunLeases;
 
   constructor(opts: BossSchedulerOptions) {
     this.opts = opts;
     this.sql = opts.sql;
+    this.runLeases = new RunLeases(opts.sql, {
+      workerId: opts.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`,
+      ttlMs: opts.leaseTtlMs ?? 15_000,
+    });
     this.now = opts.now ?? (() => new Date());
     this.log = opts.log ?? ((line) => process.stderr.write(`airlock: scheduler: ${line}\n`));
   }
@@ -270,7 +284,9 @@ export class BossScheduler {
    */
   async fire(scheduleId: string): Promise<Run> {
     if (!this.boss) throw new AirlockError("storage_unavailable", "the schedule queue is not started");
-    const claim = await claimFire(this.sql, { scheduleId, trigger: "manual", at: this.now().toISOString() });
+    // held by this process until queued (a claimer killed before that leaves a lease that lapses)
+    const lease = { workerId: this.runLeases.claimerId, expiresAt: this.runLeases.expiry() };
+    const claim = await claimFire(this.sql, { scheduleId, trigger: "manual", at: this.now().toISOString(), lease });
     if (!claim) throw notFound(scheduleId);
     switch (claim.status) {
       case "skipped":
@@ -278,12 +294,20 @@ export class BossScheduler {
         return claim.run;
       case "started":
         try {
-          await this.boss.send(FIRE_QUEUE, { schedule_id: scheduleId, trigger: "manual", occurrence: null, run_id: claim.run.id } satisfies FireJob as never);
+          await this.boss.send(FIRE_QUEUE, {
+            schedule_id: scheduleId,
+            trigger: "manual",
+            occurrence: null,
+            run_id: claim.run.id,
+            claimed_by: this.runLeases.claimerId,
+          } satisfies FireJob as never);
         } catch (e) {
           const err = new AirlockError("storage_unavailable", `the run could not be queued: ${(e as Error).message}`);
           await finishClaimedRun(this.sql, claim.run.id, { status: "failed", result: null, reason: err.message });
           throw err;
         }
+        // queued: nobody holds it until a worker takes the job (false: a worker took it already)
+        await this.runLeases.handOff(claim.run.id).catch((e: unknown) => this.log(`run ${claim.run.id}: handing its lease to the queue failed (it lapses): ${toAirlockError(e).message}`));
         return claim.run;
       default:
         return assertNever(claim, "fire claim");
@@ -367,7 +391,13 @@ export class BossScheduler {
       this.log(`schedule ${s.id}: the fire of ${data.occurrence} is dropped, a later occurrence is already due (missed fires are not replayed)`);
       return;
     }
-    const claim = await claimFire(this.sql, { scheduleId: s.id, trigger: data.trigger, at: now.toISOString(), requireEnabled: data.trigger !== "manual" });
+    const claim = await claimFire(this.sql, {
+      scheduleId: s.id,
+      trigger: data.trigger,
+      at: now.toISOString(),
+      requireEnabled: data.trigger !== "manual",
+      lease: { workerId: this.runLeases.workerId, expiresAt: this.runLeases.expiry() },
+    });
     if (!claim) return;
     switch (claim.status) {
       case "skipped":
@@ -380,8 +410,9 @@ export class BossScheduler {
     }
   }
 
-  /** Runs a manual fire claimed by `fire` (on this or another process), unless it was finished meanwhile. */
+  /** Runs a manual fire claimed by `fire` (on this or another process), unless it was finished, swept or taken meanwhile. */
   private async runClaimed(data: FireJob): Promise<void> {
+    if (!(await this.runLeases.take(data.run_id!, data.claimed_by ?? null))) return;
     const run = await loadRun(this.sql, data.run_id!);
     const s = await loadSchedule(this.sql, data.schedule_id);
     if (!run || run.status !== "running") return;
@@ -403,6 +434,11 @@ export class BossScheduler {
   private async execute(s: ScheduleWithRecipe, run: Run, data: FireJob, controller: AbortController): Promise<void> {
     let sessionId: string | null = null;
     let finished: Run | null;
+    // renewed while the run goes on; lost (swept after this process stalled past its TTL): stop the run
+    const beat = this.runLeases.heartbeat(run.id, (e) => {
+      this.log(`run ${run.id}: ${e.message}`);
+      controller.abort(e);
+    });
     try {
       const result: RunResultObject = await this.opts.runRecipe({
         schedule: s,
@@ -414,7 +450,7 @@ export class BossScheduler {
           sessionId = id;
           void setClaimedRunSession(this.sql, run.id, id).catch((e) => this.log(`run ${run.id}: storing its session failed: ${toAirlockError(e).message}`));
         },
-      });
+      }).finally(() => beat.stop()); // before the result is stored: a renewal after it would read as a lost lease
       finished = await finishClaimedRun(this.sql, run.id, { status: runStatusOf(result.status), result, session_id: result.session_id ?? sessionId });
     } catch (e) {
       const err = toAirlockError(e);
@@ -429,6 +465,7 @@ export class BossScheduler {
         return null;
       });
     } finally {
+      beat.stop();
       this.active.delete(run.id);
     }
     this.emit({ type: "finished", run: finished ?? (await loadRun(this.sql, run.id).catch(() => null)) ?? run });

@@ -76,13 +76,16 @@ export async function loadRuns(sql: Sql, scheduleId: string, limit = 100): Promi
  * finished `skipped` run naming the busy run) and stores the new run.
  * @param f.at ISO-8601 time of the fire (stored as `last_fire_at` and the run's `started_at`).
  * @param f.requireEnabled when true (cron and catch-up fires), a disabled schedule is not fired.
+ * @param f.lease the run's lease (fleet/run-leases.ts: holder and expiry in ms since the Unix epoch),
+ *   stored with a started run in the same transaction, so a claimer killed at once leaves a run the
+ *   sweeper ends; without it the run is stored unheld (queued).
  * @returns the claim, or null when the schedule does not exist (removed meanwhile) or is disabled and
  *   `requireEnabled` was set; then nothing was written.
  * @throws the storage error as-is (the transaction is rolled back: nothing was written).
  */
 export async function claimFire(
   sql: Sql,
-  f: { scheduleId: string; trigger: RunTrigger; at: string; requireEnabled?: boolean },
+  f: { scheduleId: string; trigger: RunTrigger; at: string; requireEnabled?: boolean; lease?: { workerId: string; expiresAt: number } },
 ): Promise<FireClaim | null> {
   return await sql.transaction(async (tx) => {
     const touched = await tx.run(`UPDATE schedules SET last_fire_at = ? WHERE id = ?${f.requireEnabled ? " AND enabled = 1" : ""}`, [f.at, f.scheduleId]);
@@ -93,9 +96,10 @@ export async function claimFire(
     const owner = currentOwner();
     const status: RunStatus = busy ? "skipped" : "running";
     const reason = busy ? `previous run ${busy.id} of schedule ${f.scheduleId} is still running` : null;
+    const lease = busy ? undefined : f.lease;
     await tx.run(
-      "INSERT INTO runs (id, schedule_id, status, trigger, started_at, finished_at, result, reason, owner_pid, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      [id, f.scheduleId, status, f.trigger, f.at, busy ? f.at : null, null, reason, owner.pid, owner.start],
+      "INSERT INTO runs (id, schedule_id, status, trigger, started_at, finished_at, result, reason, owner_pid, owner_start, worker_id, lease_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      [id, f.scheduleId, status, f.trigger, f.at, busy ? f.at : null, null, reason, owner.pid, owner.start, lease?.workerId ?? null, lease?.expiresAt ?? null],
     );
     const run = (await loadRun(tx, id))!;
     return busy ? { status: "skipped", run, schedule, busy_run_id: busy.id } : { status: "started", run, schedule };

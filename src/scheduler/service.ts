@@ -22,6 +22,8 @@ export interface SchedulerHost {
   log?: (line: string) => void;
   /** `serve --role`: an `api` node's pg-boss driver enqueues fires only (`work: false`); default `all`. */
   role?: "all" | "api" | "worker";
+  /** The runtime's config: `fleet.lease_ttl_seconds` is the lease of the runs the pg-boss driver runs. */
+  config?: { fleet?: { lease_ttl_seconds: number } };
 }
 
 /**
@@ -57,7 +59,8 @@ export interface SchedulePort {
 export function schedulePortFor(rt: SchedulerHost): SchedulePort {
   const url = rt.databaseUrl;
   if (rt.store.sql.dialect !== "postgres" || !url) return schedulerFor(rt);
-  const host: BossSchedulerHost = { sql: rt.store.sql, databaseUrl: url, work: rt.role !== "api", onClose: (fn) => rt.onClose(fn) };
+  const ttl = rt.config?.fleet?.lease_ttl_seconds;
+  const host: BossSchedulerHost = { sql: rt.store.sql, databaseUrl: url, work: rt.role !== "api", onClose: (fn) => rt.onClose(fn), ...(ttl ? { leaseTtlMs: ttl * 1000 } : {}) };
   // the runtime object itself keys the driver (one per runtime), whichever host view asks
   const driver = (): Promise<BossScheduler> => bossSchedulerFor(host, undefined, rt);
   const log = rt.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
@@ -105,6 +108,8 @@ export interface BossSchedulerHost {
   databaseUrl: string;
   /** False on an API-only process (it enqueues fires and answers the API, but runs nothing). */
   work: boolean;
+  /** The runs' lease length, ms (`fleet.lease_ttl_seconds` × 1000; default 15,000). */
+  leaseTtlMs?: number;
   onClose(fn: () => Promise<void> | void): void;
 }
 
@@ -128,7 +133,7 @@ export function bossSchedulerFor(rt: BossSchedulerHost, runRecipe?: RunRecipe, k
         const { recipeRunner } = await import("./run-recipe.ts");
         return recipeRunner(key as never)(input);
       });
-    const s = new BossScheduler({ sql: rt.sql, url: rt.databaseUrl, runRecipe: runner });
+    const s = new BossScheduler({ sql: rt.sql, url: rt.databaseUrl, runRecipe: runner, ...(rt.leaseTtlMs ? { leaseTtlMs: rt.leaseTtlMs } : {}) });
     rt.onClose(() => s.stop());
     await s.start({ work: rt.work });
     return s;

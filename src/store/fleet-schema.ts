@@ -1,9 +1,9 @@
 /**
  * @module store/fleet-schema
  * The fleet tables (SPEC §5.8), as migration entries for both dialects: `cards` (a pending card as a
- * row, the truth every process reads) and `inflight` (one lease per running session, with a fencing
- * epoch), version 9; `turn_requests` and `fleet_relay` (turns queued by `api` nodes, events relayed between
- * nodes), version 10. Numbered after the store's migration 8; the store's migration lists (`MIGRATIONS` in store/db.ts
+ * row, the truth every process reads), `inflight` (one lease per running session, with a fencing
+ * epoch) and the lease columns of `runs` (version 10); `turn_requests` and `fleet_relay` (turns queued by `api`
+ * nodes, events relayed between nodes; version 11). Numbered after the store's migration 8; the store's migration lists (`MIGRATIONS` in store/db.ts
  * for SQLite, `PG_MIGRATIONS` in store/migrations-pg.ts) end with these entries. Kept in the store room
  * (below fleet/) so the store's lists can import them; fleet/schema.ts re-exports them.
  *
@@ -65,6 +65,36 @@ function tables(dialect: SqlDialect): string {
   `;
 }
 
+/**
+ * Version 10: a run's lease (fleet/run-leases.ts). `worker_id` is the process holding the run,
+ * `lease_expires_at` (ms since the Unix epoch) when its lease lapses unless renewed; both null while a
+ * run waits in the queue (nobody holds it yet) and on SQLite (where the pid sweep serves).
+ */
+function runLeases(dialect: SqlDialect): string {
+  const big = dialect === "postgres" ? "BIGINT" : "INTEGER";
+  return `
+    ALTER TABLE runs ADD COLUMN worker_id TEXT;
+    ALTER TABLE runs ADD COLUMN lease_expires_at ${big};
+    CREATE INDEX runs_status_lease ON runs(status, lease_expires_at);
+  ${dialect === "postgres" ? CARD_NOTIFY_TRIGGER : ""}`;
+}
+
+/**
+ * PostgreSQL only (version 10): every inserted or updated card row sends its id on the `airlock_cards`
+ * channel (fleet/notify.ts) from a trigger, inside the statement that changed it, so the wake-up is
+ * delivered on commit (dropped on rollback) without a statement of its own. SQLite has no channel.
+ */
+const CARD_NOTIFY_TRIGGER = `
+    CREATE OR REPLACE FUNCTION airlock_card_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      PERFORM pg_notify('airlock_cards', NEW.id);
+      RETURN NULL;
+    END
+    $fn$;
+    CREATE TRIGGER cards_notify AFTER INSERT OR UPDATE ON cards FOR EACH ROW EXECUTE FUNCTION airlock_card_changed();
+`;
+
+
 /** Turn request states: `queued` by an `api` node; `running` once a worker claimed it; `done` when its turn ended (or could not start); `cancelled` (withdrawn before a claim); `expired` (unclaimed past `expires_at`: `no_worker`). */
 export type TurnRequestState = "queued" | "running" | "done" | "cancelled" | "expired";
 
@@ -72,7 +102,7 @@ export type TurnRequestState = "queued" | "running" | "done" | "cancelled" | "ex
 export const TURN_REQUEST_STATES: readonly TurnRequestState[] = ["queued", "running", "done", "cancelled", "expired"];
 
 /**
- * Version 10: turn dispatch and the event relay (SPEC §5.8, `serve --role`). `turn_requests`: a turn an
+ * Version 11: turn dispatch and the event relay (SPEC §5.8, `serve --role`). `turn_requests`: a turn an
  * `api` node asked for, keyed by its pre-assigned turn id; at most one `queued` per session (a partial unique
  * index). `fleet_relay`: append-only batches of bus events (and cancel requests) one node sends to the others,
  * `items` a JSON array; pruned by age. Both dialects accept partial indexes.
@@ -107,7 +137,8 @@ function dispatchTables(dialect: SqlDialect): string {
 export function fleetMigrations(dialect: SqlDialect): readonly Migration[] {
   return [
     { version: 9, name: "fleet: cards as rows, in-flight leases with a fencing epoch", sql: tables(dialect) },
-    { version: 10, name: "fleet: queued turn requests, relayed events", sql: dispatchTables(dialect) },
+    { version: 10, name: "fleet: runs held under a lease (worker, expiry); card changes notified by a trigger", sql: runLeases(dialect) },
+    { version: 11, name: "fleet: queued turn requests, relayed events", sql: dispatchTables(dialect) },
   ];
 }
 

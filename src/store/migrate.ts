@@ -13,7 +13,10 @@
 import { AirlockError } from "../errors.ts";
 import type { Sql } from "./sql.ts";
 
-/** One numbered migration: `sql` is one or more statements separated by `;` (no `;` inside strings or comments). */
+/**
+ * One numbered migration: `sql` is one or more statements separated by `;` (no `;` inside strings or
+ * comments, except inside a PostgreSQL dollar-quoted body `$tag$ … $tag$`, e.g. a function's).
+ */
 export interface Migration {
   version: number;
   name: string;
@@ -23,12 +26,29 @@ export interface Migration {
 /** The PostgreSQL advisory lock key (a bigint) that serializes migrations across processes. */
 export const MIGRATION_LOCK_KEY = 7_420_230_001;
 
-/** Splits a migration's text into statements at `;` (empty ones dropped). */
+/** Splits a migration's text into statements at `;` outside dollar-quoted bodies (`$$ … $$`, `$fn$ … $fn$`); empty ones dropped. */
 export function statements(text: string): string[] {
-  return text
-    .split(";")
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0 && !/^(--[^\n]*\n?\s*)+$/.test(s));
+  const out: string[] = [];
+  let start = 0;
+  let i = 0;
+  while (i < text.length) {
+    const ch = text[i];
+    if (ch === "$") {
+      const tag = /^\$[A-Za-z_]*\$/.exec(text.slice(i))?.[0];
+      if (tag) {
+        const end = text.indexOf(tag, i + tag.length);
+        i = end < 0 ? text.length : end + tag.length;
+        continue;
+      }
+    }
+    if (ch === ";") {
+      out.push(text.slice(start, i));
+      start = i + 1;
+    }
+    i++;
+  }
+  out.push(text.slice(start));
+  return out.map((s) => s.trim()).filter((s) => s.length > 0 && !/^(--[^\n]*\n?\s*)+$/.test(s));
 }
 
 async function lock(tx: Sql): Promise<void> {

@@ -175,6 +175,6 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS model_calls_turn ON model_calls(turn_id);
     `,
   },
-  // version 9: the fleet tables (SPEC §5.8), defined in store/fleet-schema.ts
+  // versions 9-10: the fleet tables and run leases (SPEC §5.8), defined in store/fleet-schema.ts
   ...FLEET_MIGRATIONS_POSTGRES,
 ];

@@ -27,6 +27,11 @@ describe("migration lists", () => {
 
   test("statements() splits at ; and drops empty pieces", () => {
     expect(statements(" CREATE TABLE a (x INT);\n  CREATE INDEX i ON a(x);\n ")).toEqual(["CREATE TABLE a (x INT)", "CREATE INDEX i ON a(x)"]);
+    // a dollar-quoted body keeps its semicolons
+    expect(statements("CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN PERFORM 1; RETURN NULL; END $fn$; SELECT 1;")).toEqual([
+      "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN PERFORM 1; RETURN NULL; END $fn$",
+      "SELECT 1",
+    ]);
   });
 });
 

@@ -4,8 +4,12 @@
  * subagent's card parked by process A is listed by process B (`GET /actions`, and the root session's SSE
  * on B), answered through B's HTTP API, and the call runs once on A; a second answer gets 409. Then A is
  * killed with SIGKILL while a card waits: within the (short) lease TTL, B's sweeper marks the turn
- * `interrupted` and the card row `worker_lost`, and B no longer lists the card. Skipped, with the reason,
- * only when PostgreSQL is not installed.
+ * `interrupted` and the card row `worker_lost`, and B no longer lists the card; B refused to run a turn in
+ * A's session while A held it (`session_busy`), runs it once swept, and its own turn (a card parked on B
+ * across A's death) is unaffected. The same for a grandchild (a subagent of a subagent): its card, parked
+ * on A under A's lease, is listed and answered on B — right after `pg_terminate_backend` killed both
+ * processes' LISTEN connections — and its call runs once, on A; the listeners come back. Skipped, with the
+ * reason, only when PostgreSQL is not installed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -61,23 +65,31 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** A data dir: the root spawns a subagent whose shell call a hook sends to a person; a short lease. */
-  function dataDir(name: string): string {
+  /** The root spawns a subagent whose shell call appends to `file`. */
+  const childScript = (file: string) => ({
+    turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "append to the file" } }] }, { text: "root done" }],
+    subagents: [{ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: `echo ran >> ${file}` } }] }, { text: "child done" }] }],
+  });
+  /** The root spawns a child, the child a grandchild, whose shell call appends to `file` (subagents are taken in spawn order). */
+  const grandchildScript = (file: string) => ({
+    turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "spawn a grandchild" } }] }, { text: "root done" }],
+    subagents: [
+      { turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "append to the file" } }] }, { text: "child done" }] },
+      { turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: `echo ran >> ${file}` } }] }, { text: "grandchild done" }] },
+    ],
+  });
+
+  /** A data dir: the root runs `script` (default: a subagent whose shell call a hook sends to a person); a short lease. */
+  function dataDir(name: string, script: unknown = childScript(marker), leaseTtlSeconds = 3): string {
     const d = join(dir, name);
     mkdirSync(d, { recursive: true });
-    writeFileSync(
-      join(d, "turns.yaml"),
-      stringify({
-        turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "append to ran.txt" } }] }, { text: "root done" }],
-        subagents: [{ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: `echo ran >> ${marker}` } }] }, { text: "child done" }] }],
-      }),
-    );
+    writeFileSync(join(d, "turns.yaml"), stringify(script));
     writeFileSync(
       join(d, "airlock.yaml"),
       stringify({
         provider: { name: "scripted", script: "turns.yaml" },
         hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: join(HOOKS, "ask.sh"), timeout: 30 }] }] },
-        fleet: { lease_ttl_seconds: 3, sweep_seconds: 0.5, poll_seconds: 0.5 },
+        fleet: { lease_ttl_seconds: leaseTtlSeconds, sweep_seconds: 0.5, poll_seconds: 0.5 },
         storage: url,
       }),
     );
@@ -96,15 +108,31 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
       headers: { authorization: `Bearer ${s.token}`, "x-airlock-approver": s.approver, "content-type": "application/json", ...(init.headers ?? {}) },
     });
 
+  /** A pending shell card listed by `s` whose home is a subagent (at any depth) of `root`. */
   async function pendingOn(s: { url: string; token: string; approver: string }, root: string): Promise<CardView | undefined> {
     const r = (await (await api(s, "/actions")).json()) as { actions: CardView[] };
-    return r.actions.find((c) => c.tool === "developer__shell" && c.home_session_id !== root);
+    for (const c of r.actions) {
+      if (c.tool !== "developer__shell" || c.home_session_id === root) continue;
+      if ((await ancestry(c.home_session_id)).at(-1) === root) return c;
+    }
+    return undefined;
   }
 
-  test("a subagent's card parked on A is answered through B; the call runs once on A; a second answer is 409; kill -9 of A: turn interrupted, card worker_lost, seen from B", async () => {
+  /** The session ids from `id` up to its root (parent_session_id chain). */
+  async function ancestry(id: string): Promise<string[]> {
+    const chain = [id];
+    for (;;) {
+      const [r] = await pg`SELECT parent_session_id FROM sessions WHERE id = ${chain[chain.length - 1]!}`;
+      if (!r?.parent_session_id) return chain;
+      chain.push(r.parent_session_id as string);
+    }
+  }
+
+  test("a subagent's card parked on A is answered through B; the call runs once on A; a second answer is 409; kill -9 of A: turn interrupted, card worker_lost, seen from B; B's own turn unaffected; B refuses the dead process's session until swept, then runs it", async () => {
     const dA = dataDir("a");
     const a = await serve(dA);
-    const dB = dataDir("b");
+    // B's leases are long: a busy machine delaying B's heartbeat never loses B's own turn (A's are short: A is killed)
+    const dB = dataDir("b", childScript(marker), 120);
     // one deployment: B shares A's tokens (the approver token is the user proof on every node)
     for (const f of ["api-token", "approver-token"]) copyFileSync(join(dA, f), join(dB, f));
     const b = await serve(dB);
@@ -156,6 +184,30 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     const card2 = await until("the second child's card listed on B", () => pendingOn(b, root2));
     const [turnRow] = await pg`SELECT turn_id FROM cards WHERE id = ${card2.request_id}`;
     const childTurn = turnRow.turn_id as string;
+    const [rootTurnRow] = await pg`SELECT id FROM turns WHERE session_id = ${root2} AND status = 'running'`;
+    const rootTurn = rootTurnRow.id as string;
+    // fail closed on B while A holds the session: B does not run a turn there beside A's
+    const busy = await openSse(`${b.url}/sessions/${root2}/reply`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${b.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ message: "also here" }),
+    });
+    expect(busy.status).toBe(200);
+    const refused = await busy.waitFor((e) => e.event === "turn_finished", 60_000);
+    expect(refused.data).toMatchObject({ status: "failed", error: { code: "session_busy" } });
+    busy.close();
+    // B's own work: a third root session run by B, its child's card parked on B, waiting across A's death
+    const created3 = await api(b, "/sessions", { method: "POST", body: JSON.stringify({ workspace: ws, title: "fleet-b" }) });
+    const root3 = ((await created3.json()) as { id: string }).id;
+    const sse3 = await openSse(`${b.url}/sessions/${root3}/reply`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${b.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ message: "go" }),
+    });
+    expect(sse3.status).toBe(200);
+    const card3 = await until("B's own child's card", () => pendingOn(b, root3));
+    const [row3] = await pg`SELECT worker_id, turn_id FROM cards WHERE id = ${card3.request_id}`;
+    expect(String(row3.worker_id)).toContain(`:${b.proc.pid}:`);
     sse2.close();
     a.proc.kill("SIGKILL");
     await a.proc.exited;
@@ -172,8 +224,113 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     const late = await api(b, `/actions/${card2.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
     expect(late.status).toBe(409);
     expect(readFileSync(marker, "utf8")).toBe("ran\n");
+    const [rt] = await pg`SELECT status FROM turns WHERE id = ${rootTurn}`;
+    expect(rt.status).toBe("interrupted");
+
+    // B unaffected: its card was not swept, its lease is live; answered, its call runs (on B) and its turn completes
+    const [still3] = await pg`SELECT status FROM cards WHERE id = ${card3.request_id}`;
+    expect(still3.status).toBe("pending");
+    const [lease3] = await pg`SELECT worker_id FROM inflight WHERE turn_id = ${row3.turn_id}`;
+    expect(lease3).toMatchObject({ worker_id: row3.worker_id });
+    const ok3 = await api(b, `/actions/${card3.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
+    expect(ok3.status).toBe(200);
+    const done3 = await sse3.waitFor((e) => e.event === "turn_finished", 120_000);
+    expect(done3.data).toMatchObject({ status: "completed" });
+    sse3.close();
+    expect(readFileSync(marker, "utf8")).toBe("ran\nran\n");
+
+    // the dead process's session, once swept, is B's to run: a reply through B completes there
+    const again = await openSse(`${b.url}/sessions/${root2}/reply`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${b.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ message: "go on" }),
+    });
+    expect(again.status).toBe(200);
+    const doneAgain = await again.waitFor((e) => e.event === "turn_finished", 120_000);
+    expect(doneAgain.data).toMatchObject({ status: "completed" });
+    again.close();
+    expect(readFileSync(marker, "utf8")).toBe("ran\nran\n");
 
     b.proc.kill("SIGTERM");
     expect(await b.proc.exited).toBe(0);
+  }, 300_000);
+
+  test("a grandchild's card parked on A is listed on B (GET /actions and the root's SSE), answered through B after pg_terminate_backend killed the LISTEN connections, and its call runs once, on A; a second answer is 409", async () => {
+    const file = join(ws, "grandchild-ran.txt");
+    const dA = dataDir("ga", grandchildScript(file));
+    const a = await serve(dA);
+    const dB = dataDir("gb", grandchildScript(file));
+    for (const f of ["api-token", "approver-token"]) copyFileSync(join(dA, f), join(dB, f));
+    const b = await serve(dB);
+
+    const created = await api(a, "/sessions", { method: "POST", body: JSON.stringify({ workspace: ws, title: "fleet-grandchild" }) });
+    expect(created.status).toBe(201);
+    const root = ((await created.json()) as { id: string }).id;
+    const sseB = await openSse(`${b.url}/sessions/${root}/events`, { headers: { authorization: `Bearer ${b.token}` } });
+    expect(sseB.status).toBe(200);
+    const sseA = await openSse(`${a.url}/sessions/${root}/reply`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${a.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ message: "go" }),
+    });
+    expect(sseA.status).toBe(200);
+
+    const card = await until("the grandchild's card listed on B", () => pendingOn(b, root));
+    // the card's home is two levels below the root: grandchild → child → root
+    const chain = await ancestry(card.home_session_id);
+    expect(chain).toHaveLength(3);
+    expect(chain[2]).toBe(root);
+    // parked by A's process (its worker id names its pid), under A's live lease on the grandchild's turn
+    const [row] = await pg`SELECT worker_id, turn_id, epoch FROM cards WHERE id = ${card.request_id}`;
+    expect(String(row.worker_id)).toContain(`:${a.proc.pid}:`);
+    const [lease] = await pg`SELECT worker_id, epoch FROM inflight WHERE turn_id = ${row.turn_id}`;
+    expect(lease).toMatchObject({ worker_id: row.worker_id });
+    expect(Number(lease.epoch)).toBe(Number(row.epoch));
+    const onSse = await sseB.waitFor((e) => e.event === "action_required" && (e.data as { request_id?: string }).request_id === card.request_id, 60_000);
+    expect(onSse.data).toMatchObject({ surfaced_in: root, tool: "developer__shell", home_session_id: card.home_session_id });
+    expect(existsSync(file)).toBe(false);
+
+    // the LISTEN connections of both processes' card channel are killed by the server: the decision still wakes A
+    const listening = () => pg`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock_cards%' AND pid <> pg_backend_pid()`;
+    const before = await listening();
+    expect(before.length).toBeGreaterThanOrEqual(2);
+    const killed = await pg`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock_cards%' AND pid <> pg_backend_pid()`;
+    expect(killed.length).toBe(before.length);
+
+    const first = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
+    expect(first.status).toBe(200);
+    expect(await first.json()).toMatchObject({ request_id: card.request_id, decision: "allow_once", decided_in: root });
+
+    const done = await sseA.waitFor((e) => e.event === "turn_finished", 120_000);
+    expect(done.data).toMatchObject({ status: "completed" });
+    sseA.close();
+    // the side effect happened exactly once
+    expect(readFileSync(file, "utf8")).toBe("ran\n");
+    // on A: the grandchild's tool result is in the database, and its turn (run by A) completed
+    const [t] = await pg`SELECT status FROM turns WHERE id = ${row.turn_id}`;
+    expect(t.status).toBe("completed");
+    const results = await pg`SELECT is_error FROM messages WHERE session_id = ${card.home_session_id} AND role = 'tool'`;
+    expect(results).toHaveLength(1);
+
+    const second = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
+    expect(second.status).toBe(409);
+    expect(await second.json()).toMatchObject({ error: "already_decided" });
+    const viaA = await api(a, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "deny" }) });
+    expect(viaA.status).toBe(409);
+    await sseB.waitFor((e) => e.event === "action_resolved" && (e.data as { request_id?: string }).request_id === card.request_id, 60_000);
+    sseB.close();
+    expect(readFileSync(file, "utf8")).toBe("ran\n");
+    // both listeners came back (new backends)
+    const after = await until("the LISTEN connections to come back", async () => {
+      const now = await listening();
+      return now.length >= before.length ? now : undefined;
+    });
+    const old = new Set(before.map((r: { pid: number }) => r.pid));
+    expect(after.every((r: { pid: number }) => !old.has(r.pid))).toBe(true);
+
+    for (const s of [a, b]) {
+      s.proc.kill("SIGTERM");
+      expect(await s.proc.exited).toBe(0);
+    }
   }, 300_000);
 });
