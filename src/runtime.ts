@@ -642,13 +642,14 @@ class AirlockRuntime implements Runtime {
     const node = this.fleet.node;
     const withdrawn = await node.queue.withdraw(sessionId);
     for (const id of withdrawn) this.announceEnd(sessionId, id, "cancelled", { code: "cancelled", message: reason });
-    // the node running it (or a descendant) cancels when it reads this; sent even with no lease seen yet (a turn just claimed)
-    await node.relay.sendCancel(sessionId, reason);
+    // read before the cancel is sent: the node running it may end the turn (and release its lease) at once
     const live = await this.store.sql.get(
       `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)
        SELECT 1 AS one FROM inflight i JOIN tree t ON i.session_id = t.id WHERE i.expires_at >= ? LIMIT 1`,
       [sessionId, Date.now()],
     );
+    // the node running it (or a descendant) cancels when it reads this; sent even with no lease seen (a turn just claimed)
+    await node.relay.sendCancel(sessionId, reason);
     return here || withdrawn.length > 0 || live !== null;
   }
 

@@ -231,6 +231,8 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
 
     // 3. kill -9 of the worker while a card waits: the api node's SSE shows the turn interrupted, the card ended
     const s3 = await newSession(api, "roles-kill");
+    // the reply stream ends at turn_finished; the card's end (from its row, through the feed) may come after it
+    const observer3 = await openSse(`${api.url}/sessions/${s3}/events`, { headers: { authorization: `Bearer ${api.token}` } });
     const sse3 = await reply(api, s3, "go");
     const card3 = await until("the third card on the api node", () => cardOf(api, s3));
     await sse3.waitFor((e) => e.event === "action_required", 60_000);
@@ -241,7 +243,9 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     const seen3 = sse3.events.map((e) => ({ event: e.event, data: e.event === "message" ? undefined : e.data }));
     expect({ lost: lost.data, seen3 }).toMatchObject({ lost: { session_id: s3, status: "failed", error: { code: "interrupted" } } });
     expect(seen3.filter((e) => e.event === "error")).toMatchObject([{ data: { code: "interrupted" } }]);
-    await sse3.waitFor((e) => e.event === "action_resolved" && (e.data as { request_id: string }).request_id === card3, 60_000);
+    await observer3.waitFor((e) => e.event === "action_resolved" && (e.data as { request_id: string }).request_id === card3, 60_000);
+    await observer3.waitFor((e) => e.event === "turn_finished", 60_000);
+    observer3.close();
     sse3.close();
     const [c3] = await pg`SELECT status FROM cards WHERE id = ${card3}`;
     expect(c3.status).toBe("worker_lost");
