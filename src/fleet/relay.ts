@@ -61,6 +61,8 @@ export class EventRelay {
   private high = 0;
   /** Row ids read, with their `created_at`, forgotten once older than the lookback. */
   private seen = new Map<number, number>();
+  /** Ids of the rows this node wrote lately (their notifications are skipped), oldest first. */
+  private mine = new Set<number>();
   private unsubscribe: (() => void) | null = null;
   private sub: Subscription | null = null;
   private pollTimer: ReturnType<typeof setInterval> | null = null;
@@ -92,7 +94,10 @@ export class EventRelay {
     if (this.opts.listener && !this.sub) {
       this.sub = await this.opts.listener.listen(
         RELAY_CHANNEL,
-        () => this.read(),
+        // a notification of a row this node wrote brings nothing to read
+        (payload) => {
+          if (!this.mine.has(Number(payload))) this.read();
+        },
         () => this.read(),
       );
     }
@@ -147,7 +152,10 @@ export class EventRelay {
         JSON.stringify(items),
         this.now(),
       ]);
-      if (tx.dialect === "postgres") await tx.get("SELECT pg_notify(?, ?) AS sent", [RELAY_CHANNEL, String(row?.id ?? "")]);
+      const id = Number(row?.id ?? 0);
+      this.mine.add(id);
+      if (this.mine.size > 1000) this.mine.delete(this.mine.values().next().value!);
+      if (tx.dialect === "postgres") await tx.get("SELECT pg_notify(?, ?) AS sent", [RELAY_CHANNEL, String(id)]);
     });
     this.counts.written++;
   }
@@ -175,9 +183,12 @@ export class EventRelay {
   private async readOnce(): Promise<void> {
     const now = this.now();
     const since = now - this.lookbackMs;
+    // two index-friendly halves (past the highest id seen; within the lookback), not one OR; a row in both is applied once (seen)
     const rows = await this.opts.sql.all<{ id: number; worker_id: string; items: string; created_at: number }>(
-      "SELECT id, worker_id, items, created_at FROM fleet_relay WHERE (id > ? OR created_at >= ?) AND worker_id <> ? ORDER BY id",
-      [this.high, since, this.opts.workerId],
+      `SELECT id, worker_id, items, created_at FROM fleet_relay WHERE id > ? AND worker_id <> ?
+       UNION ALL SELECT id, worker_id, items, created_at FROM fleet_relay WHERE created_at >= ? AND worker_id <> ?
+       ORDER BY id`,
+      [this.high, this.opts.workerId, since, this.opts.workerId],
     );
     for (const r of rows) {
       const id = Number(r.id);
