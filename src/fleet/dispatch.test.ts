@@ -156,6 +156,51 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
       }
     }, T);
 
+    test("a dispatcher runs at most maxRunning claimed requests at once, leaves the rest queued, and claims them as runs end", async () => {
+      const [qa] = queues();
+      const gates: (() => void)[] = [];
+      let running = 0;
+      let most = 0;
+      const done: string[] = [];
+      const d = new TurnDispatcher({
+        queue: qa,
+        pollMs: 100,
+        maxRunning: 2,
+        run: async (r) => {
+          running++;
+          most = Math.max(most, running);
+          await new Promise<void>((release) => gates.push(release));
+          running--;
+          done.push(r.id);
+        },
+      });
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const s = uid("sess");
+        await seedSession(db.a, s);
+        ids.push((await qa.enqueue(s, uid("turn"), "m", 60_000)).id);
+      }
+      await d.start();
+      try {
+        await until(() => gates.length === 2, 60_000, "two runs");
+        await Bun.sleep(500); // several polls: still two
+        expect(d.running).toBe(2);
+        const states = await Promise.all(ids.map(async (id) => (await qa.get(id))!.state));
+        expect(states.filter((x) => x === "queued").length).toBe(3);
+        // release runs one by one: the next is claimed each time, never more than two at once
+        for (let released = 0; released < 5; released++) {
+          await until(() => gates.length > 0, 60_000, "a run to release");
+          gates.shift()!();
+          await until(() => done.length === released + 1, 60_000, "the run to end");
+        }
+        expect(done.sort()).toEqual([...ids].sort());
+        expect(most).toBe(2);
+      } finally {
+        for (const g of gates) g();
+        await d.close();
+      }
+    }, T);
+
     test("the relay: events (one over 8000 bytes) reach the other node's bus in order with the same shape; cards are left to the feed; its own rows are not read back; a cancel arrives", async () => {
       const busA = new Bus();
       const busB = new Bus();

@@ -165,6 +165,8 @@ export interface DispatcherOptions {
   pollMs: number;
   /** Runs a claimed request to its end (the runtime's turn path); must not reject. */
   run: (req: TurnRequest) => Promise<void>;
+  /** The most claimed requests running here at once (`fleet.worker_turns`); more are claimed as these end. Default unlimited. */
+  maxRunning?: number;
 }
 
 /** Claims and runs queued turn requests on a `worker` or `all` node. One per process. */
@@ -177,6 +179,11 @@ export class TurnDispatcher {
   private readonly runs = new Set<Promise<void>>();
   /** Requests claimed here (for tests and the bench). */
   claimed = 0;
+
+  /** Claimed requests running here now. */
+  get running(): number {
+    return this.runs.size;
+  }
 
   constructor(private readonly opts: DispatcherOptions) {}
 
@@ -204,6 +211,8 @@ export class TurnDispatcher {
         this.again = false;
         for (;;) {
           if (this.closed) return;
+          // full: the rest stay queued for other workers, or for this one when a run ends
+          if (this.runs.size >= (this.opts.maxRunning ?? Infinity)) break;
           let req: TurnRequest | null;
           try {
             req = await this.opts.queue.claimNext();
@@ -219,7 +228,10 @@ export class TurnDispatcher {
           this.claimed++;
           const p = this.opts.run(req).catch((e: unknown) => console.error(`airlock: the queued turn ${req.id} failed to run:`, e));
           this.runs.add(p);
-          void p.finally(() => this.runs.delete(p));
+          void p.finally(() => {
+            this.runs.delete(p);
+            this.drain();
+          });
         }
       } while (this.again && !this.closed);
     })().finally(() => (this.draining = null));

@@ -52,6 +52,7 @@ export class FleetNode {
   /** Claims queued turns; started by {@link startDispatch} on `worker` and `all` nodes only. */
   private dispatcher: TurnDispatcher | null = null;
   private readonly pollMs: number;
+  private readonly workerTurns: number;
   private pruneTimer: ReturnType<typeof setInterval> | null = null;
   private readonly listener: Listener | undefined;
   private closed = false;
@@ -66,6 +67,7 @@ export class FleetNode {
     this.feed = new CardFeed({ rows: this.rows, bus: opts.bus, pollMs, skipWorker: this.workerId, ...(this.listener ? { listener: this.listener } : {}) });
     this.sweeper = new Sweeper(opts.sql, opts.onSwept ? { onSwept: opts.onSwept } : {});
     this.pollMs = pollMs;
+    this.workerTurns = opts.config.worker_turns;
     this.queue = new TurnQueue(opts.sql, { workerId: this.workerId, leaseTtlMs: opts.config.lease_ttl_seconds * 1000 });
     this.relay = new EventRelay({
       sql: opts.sql,
@@ -84,7 +86,7 @@ export class FleetNode {
    */
   async startDispatch(run: (req: TurnRequest) => Promise<void>): Promise<void> {
     if (this.closed || this.dispatcher) return;
-    this.dispatcher = new TurnDispatcher({ queue: this.queue, pollMs: this.pollMs, run, ...(this.listener ? { listener: this.listener } : {}) });
+    this.dispatcher = new TurnDispatcher({ queue: this.queue, pollMs: this.pollMs, run, maxRunning: this.workerTurns, ...(this.listener ? { listener: this.listener } : {}) });
     await this.dispatcher.start();
   }
 
