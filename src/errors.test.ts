@@ -48,6 +48,7 @@ const EXPECTED: Record<string, [number, number]> = {
   already_decided:                 [409, 1],
   lease_lost:                      [409, 1],
   worker_lost:                     [503, 1],
+  no_worker:                       [503, 1],
   hook_timeout:                    [500, 1],
   hook_error:                      [500, 1],
   hook_output_invalid:             [500, 1],

@@ -57,6 +57,8 @@ export const ERROR_CODES = [
   "lease_lost",
   /** The process running a card's turn stopped renewing its lease: the turn is `interrupted` and its pending cards end `worker_lost` (a deny). */
   "worker_lost",
+  /** Fleet: a turn an `api` node queued was claimed by no worker within `fleet.queue_timeout_seconds` (no `worker`/`all` node alive); it never started. */
+  "no_worker",
   "hook_timeout",
   "hook_error",
   "hook_output_invalid",
@@ -182,6 +184,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   already_decided: 409,
   lease_lost: 409,
   worker_lost: 503,
+  no_worker: 503,
   hook_timeout: 500,
   hook_error: 500,
   hook_output_invalid: 500,
@@ -272,6 +275,7 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   already_decided: EXIT.failed,
   lease_lost: EXIT.failed,
   worker_lost: EXIT.failed,
+  no_worker: EXIT.failed,
   hook_timeout: EXIT.failed,
   hook_error: EXIT.failed,
   hook_output_invalid: EXIT.failed,

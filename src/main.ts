@@ -154,13 +154,19 @@ function addServeCommand(program: Command, done: (code: number) => void): void {
     program
       .command("serve")
       .summary("start the HTTP API (default 127.0.0.1:7420)")
-      .description("Start the HTTP API and the scheduler on the SQLite store in the data dir, until SIGINT/SIGTERM.")
+      .description(
+        "Start the HTTP API and the scheduler on the store (the data dir's SQLite file, or PostgreSQL with storage: postgres://…), until SIGINT/SIGTERM. " +
+          "On PostgreSQL, --role splits a fleet: api nodes serve the API, SSE and console and queue the turns they are asked for; " +
+          "worker nodes bind no port and run queued turns and schedule fires; all (the default) does both.",
+      )
       .option("--host <host>", "interface to bind (default: server.host from the config, 127.0.0.1)")
       .addOption(new Option("--port <port>", "port, 0 = any free port (default: server.port from the config, 7420)").argParser(parsePort))
       .option("--headless", "no person answers on this server: every session is headless, and every ask is refused at once", false)
-      .addOption(new Option("--role <role>", "what this node does in a fleet: all (API and turns), api, worker; api and worker need a PostgreSQL store").choices(["all", "api", "worker"]).default("all")),
+      .addOption(new Option("--role <role>", "what this node does in a fleet: all (API, SSE and turns), api (API and SSE; turns queued for workers; schedules enqueued only), worker (runs queued turns and schedules; no port); api and worker need a PostgreSQL store").choices(["all", "api", "worker"]).default("all")),
   )
-    .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo", "airlock serve --headless   # an unattended server: asks are refused, never parked"]))
+    .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo", "airlock serve --headless   # an unattended server: asks are refused, never parked",
+        "AIRLOCK_DATABASE_URL=postgres://… airlock serve --role api      # + airlock serve --role worker on other hosts",
+      ]))
     .action(async (opts) => done(await (await import("./cli/serve.ts")).serve(opts)));
 }
 

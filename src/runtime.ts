@@ -26,7 +26,7 @@ import type { ConfigOverrides } from "./config/load.ts";
 import { ensureTokens, type Tokens } from "./config/paths.ts";
 import type { Config } from "./config/schema.ts";
 import { configWarnings, locator } from "./config/warnings.ts";
-import { AirlockError } from "./errors.ts";
+import { AirlockError, type ErrorCode } from "./errors.ts";
 import { Gate } from "./gate/gate.ts";
 import { Permits } from "./gate/permits.ts";
 import { claudeToolInput, claudeToolName } from "./gate/inspectors/hooks.ts";
@@ -43,6 +43,11 @@ import type { Session } from "./session/types.ts";
 import { openStore } from "./store/open.ts";
 import { chooseStorage } from "./store/storage.ts";
 import { FleetNode } from "./fleet/node.ts";
+import type { TurnRequest } from "./fleet/dispatch.ts";
+import { WORKER_LOST_ERROR } from "./fleet/lost.ts";
+import type { SweepResult } from "./fleet/sweeper.ts";
+import { roleRefusal, runsTurns, type ServeRole } from "./fleet/role.ts";
+import { newId } from "./ids.ts";
 import { TurnLeases } from "./fleet/turn-leases.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
@@ -85,6 +90,14 @@ export interface RuntimeOptions {
   headless?: boolean;
   /** Where warnings and MCP server logs go, one line per call (no newline); default airlock's stderr, never stdout. */
   log?: (line: string) => void;
+  /**
+   * `airlock serve --role` (fleet/role.ts). `api`: turns asked for over HTTP are queued for a worker and never
+   * run here (`startTurn` refuses). `worker` and `all` claim the turns `api` nodes queue (PostgreSQL). Absent:
+   * not a serve node (`airlock run`, `acp`, tests): it behaves as `all` but claims no queued turn. A role
+   * other than `all` needs the PostgreSQL store.
+   * @throws (from createRuntime) AirlockError `usage` for `api`/`worker` on SQLite.
+   */
+  role?: ServeRole;
 }
 
 /** The runtime services the surfaces (server, console, CLI, scheduler, run) use. */
@@ -158,9 +171,36 @@ export interface Runtime {
   providerFor(session: Session): Provider;
   /** Creates a session, applying inheritance and privacy rules. @throws `session_not_found`, `privacy_violation`, `bad_request`. */
   createSession(input: CreateSessionInput): Promise<Session>;
-  /** Starts a turn (resolves once it is registered in flight). @throws `session_not_found`, `session_busy`. */
-  startTurn(sessionId: string, message: string, opts?: { parentSignal?: AbortSignal }): Promise<StartedTurn>;
-  /** Runs a turn to its end. Failures are a `failed` result, not a rejection (except the errors of `startTurn`). */
+  /** This process's `serve --role` (RuntimeOptions.role). */
+  readonly role: ServeRole;
+  /**
+   * Starts a turn here (resolves once it is registered in flight). `turnId`: a pre-assigned id (a claimed turn request).
+   * @throws `session_not_found`, `session_busy`; `internal` on an `api` node (it never runs turns).
+   */
+  startTurn(sessionId: string, message: string, opts?: { parentSignal?: AbortSignal; turnId?: string }): Promise<StartedTurn>;
+  /**
+   * Asks for a turn the way the HTTP API does: on an `api` node it is queued for a worker (fleet/dispatch.ts;
+   * its events reach this bus through the relay, ending in `turn_finished`; unclaimed within
+   * `fleet.queue_timeout_seconds` it ends `failed` with `no_worker`), elsewhere it starts here (`startTurn`).
+   * @returns the turn's id.
+   * @throws `session_not_found`, `session_busy` (a turn running or queued anywhere in the fleet), storage errors (nothing queued).
+   */
+  requestTurn(sessionId: string, message: string): Promise<{ turnId: string }>;
+  /**
+   * Cancels the session's turn and its descendants' wherever they run: here (`cancel`), a turn of it still
+   * queued (withdrawn; it ends `cancelled`), and, on PostgreSQL, on every other node (through the relay).
+   * @returns true when something was cancelled here, withdrawn, or a live lease of the session or a descendant exists in the fleet.
+   * @throws storage errors (PostgreSQL) after the local cancel was done.
+   */
+  cancelEverywhere(sessionId: string, reason?: string): Promise<boolean>;
+  /**
+   * The sessions whose turn runs on another node of the fleet (a live lease held by another worker), or only
+   * `sessionId` when given and it does; always empty on SQLite. For `in_flight` beside `inflight` (this process's own).
+   * @throws storage errors.
+   */
+  remoteInFlight(sessionId?: string): Promise<string[]>;
+  /** Starts a turn (see `startTurn`) and runs it to its end. */
+  /** Failures are a `failed` result, not a rejection (except the errors of `startTurn`). */
   runTurn(sessionId: string, message: string, opts?: { parentSignal?: AbortSignal }): Promise<TurnResult>;
   /** Cancels the session's in-flight turn and those of its in-flight descendants; false when nothing ran. */
   cancel(sessionId: string, reason?: string): boolean;
@@ -183,6 +223,13 @@ const CLOSE_DRAIN_MS = 5_000;
  * @throws AirlockError `config_invalid` for unusable limits or unknown tool names in `tools:`; `storage_unavailable` (PostgreSQL cannot be used), `data_dir_unusable` (SQLite); other database errors as thrown.
  */
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  const role = opts.role ?? "all";
+  const choice = chooseStorage(opts.config.storage, opts.env ?? process.env);
+  if (role !== "all" && choice.kind !== "postgres") {
+    throw roleRefusal(role, "sqlite") ?? new AirlockError("usage", `--role ${role} needs the PostgreSQL store`);
+  }
+  /** Bound once the runtime exists: the fleet node's callbacks reach it through this. */
+  let late: AirlockRuntime | undefined;
   const store = await openStore(opts.config, opts.dataDir, { env: opts.env ?? process.env, dbPath: opts.dbPath });
   let fleet: FleetNode | undefined;
   const bus = new Bus();
@@ -195,15 +242,19 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     // likewise SQLite-only: on PostgreSQL a pending card may be another live process's (the fleet's sweeper ends a dead one's)
     const cards = store.sql.dialect === "sqlite" ? await interruptOrphanCards(store) : [];
     if (cards.length > 0) log(`airlock: closed ${cards.length} card(s) left pending by a previous process as interrupted`);
-    // PostgreSQL: this process is one node of a fleet (SPEC §5.8): leases, card rows, the feed and the sweeper
-    const choice = chooseStorage(opts.config.storage, opts.env ?? process.env);
+    // PostgreSQL: this process is one node of a fleet (SPEC §5.8): leases, card rows, the feed, the sweeper,
+    // the turn queue and the event relay
     if (choice.kind === "postgres") {
       fleet = await FleetNode.start({
         sql: store.sql,
         listenUrl: choice.url,
         bus,
         config: opts.config.fleet,
-        onSwept: (r) => log(`airlock: fleet sweep: ${r.turns.length} turn(s) of stopped processes interrupted, ${r.cards.length} card(s) ended worker_lost, ${r.runs.length} run(s) interrupted`),
+        onSwept: (r) => {
+          log(`airlock: fleet sweep: ${r.turns.length} turn(s) of stopped processes interrupted, ${r.cards.length} card(s) ended worker_lost, ${r.runs.length} run(s) interrupted`);
+          void late?.announceSwept(r);
+        },
+        onCancel: (sessionId, reason) => void late?.cancelRelayed(sessionId, reason),
       });
     }
   } catch (e) {
@@ -212,7 +263,18 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     throw e;
   }
   // the constructor closes the store (and the fleet node) when it throws
-  return new AirlockRuntime(opts, store, bus, fleet);
+  const rt = new AirlockRuntime(opts, store, bus, fleet);
+  late = rt;
+  // only serve nodes claim: a one-shot `airlock run` on the same database must not take a turn it would abandon at exit
+  if (fleet && opts.role !== undefined && runsTurns(opts.role)) {
+    try {
+      await fleet.startDispatch((req) => rt.runRequest(req));
+    } catch (e) {
+      await rt.close();
+      throw e;
+    }
+  }
+  return rt;
 }
 
 class AirlockRuntime implements Runtime {
@@ -222,6 +284,7 @@ class AirlockRuntime implements Runtime {
   readonly databaseUrl: string | null;
   readonly workspace: string;
   readonly log: (line: string) => void;
+  readonly role: ServeRole;
   private readonly forceHeadless: boolean;
   readonly store: Store;
   readonly bus: Bus;
@@ -252,12 +315,15 @@ class AirlockRuntime implements Runtime {
   /** Shrinks what is sent as a session's history nears its model's context (agent/compact.ts). */
   private readonly compactor: HistoryCompactor;
   private readonly running = new Set<Promise<TurnResult>>();
+  /** The `no_worker` timers of the turns this `api` node queued (cleared by `close()`). */
+  private readonly queueTimers = new Set<ReturnType<typeof setTimeout>>();
   /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
   private readonly resources = new AsyncDisposableStack();
   private closed = false;
 
   constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: FleetNode) {
     this.bus = bus;
+    this.role = opts.role ?? "all";
     this.fleet = fleet ? { node: fleet, turnLeases: new TurnLeases(fleet.leases, (sid, _tid, e) => this.inflight.cancel(sid, e.message)) } : undefined;
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
@@ -507,8 +573,9 @@ class AirlockRuntime implements Runtime {
     return s;
   }
 
-  async startTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal } = {}): Promise<StartedTurn> {
+  async startTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal; turnId?: string } = {}): Promise<StartedTurn> {
     this.assertOpen();
+    if (this.role === "api") throw new AirlockError("internal", `this process runs airlock serve --role api: it never runs turns (session ${sessionId}); turns are queued for a worker`);
     const session = await this.store.requireSession(sessionId);
     await this.learn(session.id);
     this.assertOpen();
@@ -542,6 +609,114 @@ class AirlockRuntime implements Runtime {
 
   async runTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal } = {}): Promise<TurnResult> {
     return (await this.startTurn(sessionId, message, opts)).done;
+  }
+
+  async requestTurn(sessionId: string, message: string): Promise<{ turnId: string }> {
+    this.assertOpen();
+    if (this.role !== "api" || !this.fleet) return { turnId: (await this.startTurn(sessionId, message)).turnId };
+    await this.store.requireSession(sessionId);
+    const timeoutMs = this.config.fleet.queue_timeout_seconds * 1000;
+    const queue = this.fleet.node.queue;
+    const req = await queue.enqueue(sessionId, newId("turn"), message, timeoutMs);
+    // fail closed, not a silent hang: unclaimed in time, it is withdrawn and ends no_worker (the turn never started)
+    const timer = setTimeout(() => {
+      this.queueTimers.delete(timer);
+      queue
+        .expire(req.id)
+        .then((withdrawn) => {
+          if (!withdrawn) return;
+          this.announceEnd(sessionId, req.id, "failed", {
+            code: "no_worker",
+            message: `no worker claimed this turn within fleet.queue_timeout_seconds (${this.config.fleet.queue_timeout_seconds} s): start an airlock serve --role worker (or --role all) on this database`,
+          });
+        })
+        .catch((e: unknown) => this.log(`airlock: withdrawing the unclaimed turn ${req.id} failed: ${e instanceof Error ? e.message : String(e)}`));
+    }, timeoutMs);
+    this.queueTimers.add(timer);
+    return { turnId: req.id };
+  }
+
+  async cancelEverywhere(sessionId: string, reason = "cancelled by request"): Promise<boolean> {
+    const here = this.cancel(sessionId, reason);
+    if (!this.fleet) return here;
+    const node = this.fleet.node;
+    const withdrawn = await node.queue.withdraw(sessionId);
+    for (const id of withdrawn) this.announceEnd(sessionId, id, "cancelled", { code: "cancelled", message: reason });
+    // read before the cancel is sent: the node running it may end the turn (and release its lease) at once
+    const live = await this.store.sql.get(
+      `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)
+       SELECT 1 AS one FROM inflight i JOIN tree t ON i.session_id = t.id WHERE i.expires_at >= ? LIMIT 1`,
+      [sessionId, Date.now()],
+    );
+    // the node running it (or a descendant) cancels when it reads this; sent even with no lease seen (a turn just claimed)
+    await node.relay.sendCancel(sessionId, reason);
+    return here || withdrawn.length > 0 || live !== null;
+  }
+
+  async remoteInFlight(sessionId?: string): Promise<string[]> {
+    if (!this.fleet) return [];
+    const me = this.fleet.node.workerId;
+    const rows = sessionId
+      ? await this.store.sql.all<{ session_id: string }>("SELECT session_id FROM inflight WHERE session_id = ? AND worker_id <> ? AND expires_at >= ?", [sessionId, me, Date.now()])
+      : await this.store.sql.all<{ session_id: string }>("SELECT session_id FROM inflight WHERE worker_id <> ? AND expires_at >= ?", [me, Date.now()]);
+    return rows.map((r) => r.session_id);
+  }
+
+  /**
+   * Sessions whose claimed request is between its claim and its registration in flight here, with the reason of
+   * a cancel that arrived meanwhile (null: none); `runRequest` cancels the turn as soon as it is registered.
+   */
+  private readonly starting = new Map<string, string | null>();
+
+  /** A cancel relayed from another node: the session's turn (and descendants') here, including one still starting. */
+  cancelRelayed(sessionId: string, reason: string): void {
+    if (this.starting.has(sessionId)) this.starting.set(sessionId, reason);
+    this.cancel(sessionId, reason);
+  }
+
+  /** Runs a turn request this node claimed (fleet/dispatch.ts) through `startTurn`; one that cannot start ends `failed` with its error. Never rejects. */
+  async runRequest(req: TurnRequest): Promise<void> {
+    try {
+      this.starting.set(req.sessionId, null);
+      let started: StartedTurn;
+      try {
+        started = await this.startTurn(req.sessionId, req.message, { turnId: req.id });
+      } finally {
+        const reason = this.starting.get(req.sessionId);
+        this.starting.delete(req.sessionId);
+        // a cancel that came while the turn was being registered: it applies now
+        if (reason) this.cancel(req.sessionId, reason);
+      }
+      await started.done;
+    } catch (e) {
+      const err = e instanceof AirlockError ? e : new AirlockError("internal", e instanceof Error ? e.message : String(e));
+      this.announceEnd(req.sessionId, req.id, "failed", { code: err.code, message: err.message });
+    } finally {
+      await this.fleet?.node.queue.finish(req.id).catch((e: unknown) => this.log(`airlock: marking turn request ${req.id} done failed: ${e instanceof Error ? e.message : String(e)}`));
+    }
+  }
+
+  /** The `error` and `turn_finished` of a turn that never started (withdrawn, unclaimed, refused), on this bus (and so, relayed, every node's). */
+  private announceEnd(sessionId: string, turnId: string, status: "failed" | "cancelled", error: { code: ErrorCode; message: string }): void {
+    this.bus.publish(sessionId, "error", { session_id: sessionId, turn_id: turnId, ...error });
+    this.bus.publish(sessionId, "turn_finished", { session_id: sessionId, turn_id: turnId, status, error });
+  }
+
+  /**
+   * Publishes the end of each turn a sweep here took from a stopped worker (SPEC §5.8): `error` and
+   * `turn_finished` (`failed`, code `interrupted`) on this bus, relayed to every node; its turn request ends `done`.
+   * Never rejects.
+   */
+  async announceSwept(r: SweepResult): Promise<void> {
+    for (const turnId of r.turns) {
+      try {
+        const row = await this.store.sql.get<{ session_id: string }>("SELECT session_id FROM turns WHERE id = ?", [turnId]);
+        await this.fleet?.node.queue.finish(turnId);
+        if (row) this.announceEnd(row.session_id, turnId, "failed", { code: "interrupted", message: WORKER_LOST_ERROR });
+      } catch (e) {
+        this.log(`airlock: announcing the swept turn ${turnId} failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
   }
 
   cancel(sessionId: string, reason = "cancelled by request"): boolean {
@@ -581,6 +756,8 @@ class AirlockRuntime implements Runtime {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const t of this.queueTimers) clearTimeout(t);
+    this.queueTimers.clear();
     for (const s of this.inflight.sessions()) this.inflight.cancel(s, "the runtime is shutting down");
     if (this.running.size) {
       let timer: ReturnType<typeof setTimeout> | undefined;

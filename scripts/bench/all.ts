@@ -8,7 +8,7 @@ import { cpus, loadavg, release, totalmem } from "node:os";
 import { join } from "node:path";
 
 /** Benchmarks in the order they run (cheap and quiet first, the ones that spawn many processes last). */
-const BENCHES = ["floors", "binary", "sandbox", "rules", "parked", "script-pool", "launcher", "approvals", "cards", "attach", "bus", "storage", "fleet-cards", "notify", "headless", "mcp", "console", "anthropic", "openai-stream", "openapi", "acp", "schedules", "release", "embedded"] as const;
+const BENCHES = ["floors", "binary", "sandbox", "rules", "parked", "script-pool", "launcher", "approvals", "cards", "attach", "bus", "storage", "fleet-cards", "fleet-dispatch", "notify", "headless", "mcp", "console", "anthropic", "openai-stream", "openapi", "acp", "schedules", "release", "embedded"] as const;
 
 /** Outcome of one benchmark: its JSON figures, or why there are none. */
 type BenchResult = unknown | { error: string; exit_code?: number | null; stderr_tail?: string };

@@ -132,16 +132,17 @@ export interface StartedTurn {
  * Starts a turn of `session` with `userMessage`. Synchronous up to the registration in the in-flight
  * registry, so a concurrent second turn is refused at once.
  * @param opts.parentSignal aborting it cancels this turn (a subagent follows its parent's cancellation).
+ * @param opts.turnId the turn's id when it was assigned before (a turn request queued by an `api` node, fleet/dispatch.ts); default a new one.
  * @throws AirlockError `session_busy` when the session already runs a turn.
  * The returned `done` never rejects: failures are a `failed` TurnResult.
  */
-export function startTurn(deps: LoopDeps, session: Session, userMessage: string, opts: { parentSignal?: AbortSignal } = {}): StartedTurn {
+export function startTurn(deps: LoopDeps, session: Session, userMessage: string, opts: { parentSignal?: AbortSignal; turnId?: string } = {}): StartedTurn {
   const { store, bus, inflight } = deps;
   if (inflight.has(session.id)) {
     throw new AirlockError("session_busy", `session ${session.id} is already running a turn; wait for turn_finished or POST /sessions/${session.id}/cancel`);
   }
   const controller = new AbortController();
-  const turn = { id: newId("turn") };
+  const turn = { id: opts.turnId ?? newId("turn") };
   inflight.register(session.id, turn.id, controller);
   const signal = controller.signal;
   const parent = opts.parentSignal;

@@ -1,10 +1,10 @@
 /**
  * @module cli/serve
- * `airlock serve`: starts the HTTP API (SPEC §6) on the embedded SQLite store in the data dir,
- * with the scheduler, until SIGINT/SIGTERM.
+ * `airlock serve`: starts the HTTP API (SPEC §6) on the store (the data dir's SQLite file, or PostgreSQL),
+ * with the scheduler, until SIGINT/SIGTERM. `--role` (PostgreSQL only) splits the API from the workers.
  */
 import { AirlockError } from "../errors.ts";
-import { roleRefusal, type ServeRole } from "../fleet/role.ts";
+import { roleRefusal, servesApi, type ServeRole } from "../fleet/role.ts";
 import type { CommonOptions } from "./context.ts";
 
 /** Options of `airlock serve` (parsed and validated by `main.ts`). */
@@ -15,7 +15,7 @@ export interface ServeOptions extends CommonOptions {
   port?: number;
   /** `--headless`: every session on this server is headless (asks refused at once, never parked). */
   headless?: boolean;
-  /** `--role`: `all` (default), `api` or `worker` (fleet/role.ts; the last two need a PostgreSQL store). */
+  /** `--role`: `all` (default), `api` (API and SSE; turns queued for workers) or `worker` (runs queued turns, no port bound); the last two need a PostgreSQL store (fleet/role.ts). */
   role?: ServeRole;
 }
 
@@ -28,11 +28,10 @@ export interface ServeOptions extends CommonOptions {
  *   message); `data_dir_unusable` for a read-only or full data dir; `usage` / `config_invalid` for a bad config; `usage` (exit 2, a setup problem)
  *   when the address cannot be bound: the port is in use, the host is not an address of this machine, or the
  *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts).
+ *   A `--role worker` binds no port and prints `airlock: worker: …` on stderr instead of the listening line.
  */
 export async function serve(opts: ServeOptions): Promise<number> {
-  // the store is the data dir's SQLite file: one process owns it, so it serves every role
-  const refused = roleRefusal(opts.role ?? "all", "sqlite");
-  if (refused) throw refused;
+  const role = opts.role ?? "all";
   const { resolveContext } = await import("./context.ts");
   const { writeStderr } = await import("./output.ts");
   const { createRuntime } = await import("../runtime.ts");
@@ -42,18 +41,39 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const ctx = await resolveContext(opts);
   const host = opts.host ?? ctx.config.server.host;
   const port = opts.port ?? ctx.config.server.port;
+  const { chooseStorage } = await import("../store/storage.ts");
+  const storage = chooseStorage(ctx.config.storage);
+  // --role api|worker needs the store several processes share (PostgreSQL); on SQLite one process serves every role
+  const refused = roleRefusal(role, storage.kind === "postgres" ? "postgres" : "sqlite");
+  if (refused) throw refused;
   // one server per data dir (its scheduler would fire every schedule twice otherwise): data_dir_in_use names the other.
   // SQLite only: on PostgreSQL several servers share the database by design (docs/scale-out.md)
-  const { chooseStorage } = await import("../store/storage.ts");
-  const lock = chooseStorage(ctx.config.storage).kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, setUrl(_url: string) {} };
+  const lock = storage.kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, setUrl(_url: string) {} };
   let rt;
   try {
-    rt = await createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true });
+    rt = await createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true, role });
   } catch (e) {
     lock.release();
     throw e;
   }
   rt.onClose(() => lock.release());
+  if (!servesApi(role)) {
+    // a worker serves no HTTP API (it binds no port): it claims queued turns and works schedule fires
+    try {
+      rt.checkProvider();
+      const { schedulePortFor } = await import("../scheduler/service.ts");
+      schedulePortFor(rt);
+    } catch (e) {
+      await rt.close();
+      throw e;
+    }
+    writeStderr(
+      `airlock: worker: running turns queued by api nodes and schedule fires from the PostgreSQL store (data dir ${ctx.dataDir}); serving no HTTP API (no port bound${opts.host !== undefined || opts.port !== undefined ? "; --host/--port ignored" : ""})\n`,
+    );
+    await untilStopped(writeStderr);
+    await rt.close();
+    return 0;
+  }
   let server;
   try {
     rt.checkProvider(); // a missing provider.script fails at startup (config_invalid, exit 2), not at the first turn
@@ -65,12 +85,20 @@ export async function serve(opts: ServeOptions): Promise<number> {
   }
   writeStderr(
     `airlock: listening on ${server.url} (data dir ${ctx.dataDir})${opts.headless ? "; headless: every ask is refused at once" : ""}\n` +
+      (role === "api" ? "airlock: role api: turns asked for here are queued for a worker (airlock serve --role worker|all on this database); schedule fires are only enqueued here\n" : "") +
       `airlock: API token in ${rt.tokens.apiTokenPath}; approver token in ${rt.tokens.approverTokenPath}\n` +
       `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.url}/sessions\n` +
       `airlock: console: ${consoleLink(consoleBase(server.url, server.hostname, server.port), rt.tokens.apiToken)}\n` +
       `airlock: walkthrough: docs/quickstart.md\n`,
   );
-  await new Promise<void>((resolve) => {
+  await untilStopped(writeStderr);
+  await rt.close();
+  return 0;
+}
+
+/** Resolves on the first SIGINT or SIGTERM (said on stderr). */
+function untilStopped(writeStderr: (s: string) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
     const stop = (sig: string) => {
       writeStderr(`airlock: ${sig}: stopping\n`);
       process.off("SIGINT", onInt);
@@ -82,8 +110,6 @@ export async function serve(opts: ServeOptions): Promise<number> {
     process.on("SIGINT", onInt);
     process.on("SIGTERM", onTerm);
   });
-  await rt.close();
-  return 0;
 }
 
 /**

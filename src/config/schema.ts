@@ -297,13 +297,19 @@ export type NotifyConfig = z.infer<typeof NotifyConfig>;
 /**
  * `fleet:` (SPEC §5.8). `lease_ttl_seconds`: a running turn's lease, renewed every third of it (default 15);
  * `sweep_seconds`: how often a process sweeps expired leases (5); `poll_seconds`: how often a waited card is
- * re-read besides notifications (2). The sweep and the poll must be shorter than the lease.
+ * re-read besides notifications (2); `queue_timeout_seconds`: how long a turn an `api` node queued waits for a
+ * worker to claim it before it fails `no_worker` (60); `worker_turns`: the most queued turns one node runs at
+ * once (16). The sweep and the poll must be shorter than the lease.
  */
 export const FleetConfig = z
   .strictObject({
     lease_ttl_seconds: z.number().positive().default(15),
     sweep_seconds: z.number().positive().default(5),
     poll_seconds: z.number().positive().default(2),
+    /** How long a turn queued by an `api` node waits for a worker to claim it before it fails `no_worker`, s. */
+    queue_timeout_seconds: z.number().positive().default(60),
+    /** The most queued turns one `worker`/`all` node runs at once; it claims more as they end (others claim the rest). */
+    worker_turns: z.number().int().positive().default(16),
   })
   .refine((f) => f.sweep_seconds < f.lease_ttl_seconds && f.poll_seconds < f.lease_ttl_seconds, {
     message: "fleet.sweep_seconds and fleet.poll_seconds must be shorter than fleet.lease_ttl_seconds",

@@ -105,7 +105,9 @@ export async function feedSnapshot(rt: Runtime): Promise<ConsoleSnapshot> {
       cards.push({ ...c, chain: [{ id: c.home_session_id, name: c.home_session_id }], answer_in: c.home_session_id });
     }
   }
-  return { sessions: await rt.store.listSessions({ limit: 500 }), in_flight: inFlight, pending_actions: cards };
+  // and (PostgreSQL) the sessions whose turn runs on another node of the fleet
+  const elsewhere = (await rt.remoteInFlight()).filter((id) => !inFlight.includes(id));
+  return { sessions: await rt.store.listSessions({ limit: 500 }), in_flight: [...inFlight, ...elsewhere], pending_actions: cards };
 }
 
 /** Options of the console's API routes. */

@@ -20,6 +20,8 @@ export interface SchedulerHost {
   databaseUrl?: string | null;
   /** Where the service says a driver failed to start (default stderr). */
   log?: (line: string) => void;
+  /** `serve --role`: an `api` node's pg-boss driver enqueues fires only (`work: false`); default `all`. */
+  role?: "all" | "api" | "worker";
   /** The runtime's config: `fleet.lease_ttl_seconds` is the lease of the runs the pg-boss driver runs. */
   config?: { fleet?: { lease_ttl_seconds: number } };
 }
@@ -58,7 +60,7 @@ export function schedulePortFor(rt: SchedulerHost): SchedulePort {
   const url = rt.databaseUrl;
   if (rt.store.sql.dialect !== "postgres" || !url) return schedulerFor(rt);
   const ttl = rt.config?.fleet?.lease_ttl_seconds;
-  const host: BossSchedulerHost = { sql: rt.store.sql, databaseUrl: url, work: true, onClose: (fn) => rt.onClose(fn), ...(ttl ? { leaseTtlMs: ttl * 1000 } : {}) };
+  const host: BossSchedulerHost = { sql: rt.store.sql, databaseUrl: url, work: rt.role !== "api", onClose: (fn) => rt.onClose(fn), ...(ttl ? { leaseTtlMs: ttl * 1000 } : {}) };
   // the runtime object itself keys the driver (one per runtime), whichever host view asks
   const driver = (): Promise<BossScheduler> => bossSchedulerFor(host, undefined, rt);
   const log = rt.log ?? ((line: string) => void process.stderr.write(`${line}\n`));

@@ -2,7 +2,8 @@
  * @module store/fleet-schema
  * The fleet tables (SPEC §5.8), as migration entries for both dialects: `cards` (a pending card as a
  * row, the truth every process reads), `inflight` (one lease per running session, with a fencing
- * epoch) and the lease columns of `runs` (version 10). Numbered after the store's migration 8; the store's migration lists (`MIGRATIONS` in store/db.ts
+ * epoch) and the lease columns of `runs` (version 10); `turn_requests` and `fleet_relay` (turns queued by `api`
+ * nodes, events relayed between nodes; version 11). Numbered after the store's migration 8; the store's migration lists (`MIGRATIONS` in store/db.ts
  * for SQLite, `PG_MIGRATIONS` in store/migrations-pg.ts) end with these entries. Kept in the store room
  * (below fleet/) so the store's lists can import them; fleet/schema.ts re-exports them.
  *
@@ -93,11 +94,51 @@ const CARD_NOTIFY_TRIGGER = `
     CREATE TRIGGER cards_notify AFTER INSERT OR UPDATE ON cards FOR EACH ROW EXECUTE FUNCTION airlock_card_changed();
 `;
 
+
+/** Turn request states: `queued` by an `api` node; `running` once a worker claimed it; `done` when its turn ended (or could not start); `cancelled` (withdrawn before a claim); `expired` (unclaimed past `expires_at`: `no_worker`). */
+export type TurnRequestState = "queued" | "running" | "done" | "cancelled" | "expired";
+
+/** Every turn request state, for the CHECK constraint. */
+export const TURN_REQUEST_STATES: readonly TurnRequestState[] = ["queued", "running", "done", "cancelled", "expired"];
+
+/**
+ * Version 11: turn dispatch and the event relay (SPEC §5.8, `serve --role`). `turn_requests`: a turn an
+ * `api` node asked for, keyed by its pre-assigned turn id; at most one `queued` per session (a partial unique
+ * index). `fleet_relay`: append-only batches of bus events (and cancel requests) one node sends to the others,
+ * `items` a JSON array; pruned by age. Both dialects accept partial indexes.
+ */
+function dispatchTables(dialect: SqlDialect): string {
+  const big = dialect === "postgres" ? "BIGINT" : "INTEGER";
+  const serial = dialect === "postgres" ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT";
+  return `
+    CREATE TABLE turn_requests (
+      id TEXT PRIMARY KEY,
+      session_id TEXT NOT NULL,
+      message TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN (${TURN_REQUEST_STATES.map((s) => `'${s}'`).join(",")})),
+      worker_id TEXT,
+      created_at ${big} NOT NULL,
+      expires_at ${big} NOT NULL,
+      claimed_at ${big}
+    );
+    CREATE UNIQUE INDEX turn_requests_one_queued ON turn_requests(session_id) WHERE state = 'queued';
+    CREATE INDEX turn_requests_state ON turn_requests(state, created_at);
+    CREATE TABLE fleet_relay (
+      id ${serial},
+      worker_id TEXT NOT NULL,
+      items TEXT NOT NULL,
+      created_at ${big} NOT NULL
+    );
+    CREATE INDEX fleet_relay_created ON fleet_relay(created_at);
+  `;
+}
+
 /** The fleet migrations for `dialect`, to append after the store's version 8. */
 export function fleetMigrations(dialect: SqlDialect): readonly Migration[] {
   return [
     { version: 9, name: "fleet: cards as rows, in-flight leases with a fencing epoch", sql: tables(dialect) },
     { version: 10, name: "fleet: runs held under a lease (worker, expiry); card changes notified by a trigger", sql: runLeases(dialect) },
+    { version: 11, name: "fleet: queued turn requests, relayed events", sql: dispatchTables(dialect) },
   ];
 }
 

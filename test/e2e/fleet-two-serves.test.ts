@@ -290,11 +290,12 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     expect(onSse.data).toMatchObject({ surfaced_in: root, tool: "developer__shell", home_session_id: card.home_session_id });
     expect(existsSync(file)).toBe(false);
 
-    // the LISTEN connections of both processes' card channel are killed by the server: the decision still wakes A
-    const listening = () => pg`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock_cards%' AND pid <> pg_backend_pid()`;
+    // the LISTEN connections of both processes (one each, carrying the card channel with the turn and relay
+    // channels: pg_stat_activity shows its last LISTEN) are killed by the server: the decision still wakes A
+    const listening = () => pg`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock%' AND pid <> pg_backend_pid()`;
     const before = await listening();
     expect(before.length).toBeGreaterThanOrEqual(2);
-    const killed = await pg`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock_cards%' AND pid <> pg_backend_pid()`;
+    const killed = await pg`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock%' AND pid <> pg_backend_pid()`;
     expect(killed.length).toBe(before.length);
 
     const first = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });

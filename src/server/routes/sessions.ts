@@ -79,7 +79,8 @@ export async function snapshotOf(rt: Runtime, sessionId: string): Promise<Snapsh
     session,
     messages: await rt.store.listMessages(sessionId),
     pending_actions: pending,
-    in_flight: inFlight,
+    // here, or (PostgreSQL) on another node of the fleet
+    in_flight: inFlight || (await rt.remoteInFlight(sessionId)).length > 0,
   };
 }
 
@@ -104,7 +105,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const session = await rt.store.requireSession(id);
     return c.json({
       ...session,
-      in_flight: rt.inflight.has(id),
+      in_flight: rt.inflight.has(id) || (await rt.remoteInFlight(id)).length > 0,
       messages: await rt.store.listMessages(id),
       turns: await rt.store.listTurns(id),
       // tokens of its model calls: its own, and with every descendant's (null: none reported usage)
@@ -128,7 +129,8 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     const unsubscribe = rt.bus.subscribe(id, (ev) => (sink ? sink(ev) : early.push(ev)));
     let turnId: string;
     try {
-      turnId = (await rt.startTurn(id, body.message)).turnId;
+      // on an `--role api` node the turn is queued for a worker; its events come back through the relay
+      turnId = (await rt.requestTurn(id, body.message)).turnId;
     } catch (e) {
       unsubscribe();
       throw e;
@@ -190,7 +192,8 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
   app.post("/sessions/:id/cancel", async (c) => {
     const id = c.req.param("id");
     await rt.store.requireSession(id);
-    const cancelled = rt.cancel(id, "cancelled by POST /cancel");
+    // here, a queued turn of it, and (PostgreSQL) the node running it
+    const cancelled = await rt.cancelEverywhere(id, "cancelled by POST /cancel");
     return c.json({ session_id: id, cancelled } satisfies CancelAnswer);
   });
 

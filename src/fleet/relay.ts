@@ -1,0 +1,242 @@
+/**
+ * @module fleet/relay
+ * The bus events of turns running on one node, on every other node's bus (SPEC §5.8), so an SSE client on
+ * any node sees messages, deltas, tool calls, hook messages and turn start and end wherever the turn runs.
+ * Each node collects what its own bus publishes (cards excepted: fleet/feed.ts carries them from their
+ * rows) and, every `flushMs`, appends one row to `fleet_relay` (a JSON array of items, any size) and sends
+ * its id on {@link RELAY_CHANNEL} in the same transaction; rows are written one after another, so one
+ * node's rows commit in id order. Every node re-reads rows of other nodes on a notification, on every
+ * (re)connect of its listener and on the slow poll, and republishes their events on its own bus with the
+ * same type, payload and `persisted` flag (the local event ids are its own). The same rows carry cancel
+ * requests (`POST /sessions/:id/cancel` on one node reaching the node running the turn). Rows older than
+ * `keepMs` are pruned; a read looks back `lookbackMs` as well as past the highest id seen, so a row that
+ * committed after a higher id (another node's) is still read, once.
+ */
+import type { Bus, EventName } from "../bus/bus.ts";
+import type { AnyEvent } from "../bus/events.ts";
+import { assertNever } from "../errors.ts";
+import type { Sql } from "../store/sql.ts";
+import type { Listener, Subscription } from "./notify.ts";
+
+/** The channel carrying the ids of new `fleet_relay` rows. */
+export const RELAY_CHANNEL = "airlock_relay";
+
+/** One relayed item: a bus event as published, or a request to cancel a session's turn (and its descendants'). */
+export type RelayItem =
+  | { kind: "event"; session_id: string; type: EventName; data: Record<string, unknown>; persisted: boolean }
+  | { kind: "cancel"; session_id: string; reason: string };
+
+/** Events the relay leaves to the card feed (fleet/feed.ts publishes them from the card rows). */
+const CARD_EVENTS: ReadonlySet<EventName> = new Set<EventName>(["action_required", "action_resolved"]);
+
+export interface RelayOptions {
+  sql: Sql;
+  bus: Bus;
+  /** This process's worker id: rows it wrote are not read back. */
+  workerId: string;
+  /** The PostgreSQL listener; none on SQLite (the poll alone serves). */
+  listener?: Listener;
+  /** Poll interval in ms (`fleet.poll_seconds` × 1000). */
+  pollMs: number;
+  /** How long published events gather before one row is written, ms. Default 25. */
+  flushMs?: number;
+  /** Rows older than this are pruned, ms. Default 10 minutes. */
+  keepMs?: number;
+  /** How far back each read looks besides past the highest id seen, ms. Default 30 s. */
+  lookbackMs?: number;
+  /** Runs a cancel request another node sent. */
+  onCancel: (sessionId: string, reason: string) => void;
+  /** The clock (ms since the Unix epoch). */
+  now?: () => number;
+}
+
+/** One per process. */
+export class EventRelay {
+  private pending: RelayItem[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | null = null;
+  private writing: Promise<void> = Promise.resolve();
+  private reading: Promise<void> | null = null;
+  private readAgain = false;
+  private republishing = false;
+  private high = 0;
+  /** Row ids read, with their `created_at`, forgotten once older than the lookback. */
+  private seen = new Map<number, number>();
+  /** Ids of the rows this node wrote lately (their notifications are skipped), oldest first. */
+  private mine = new Set<number>();
+  private unsubscribe: (() => void) | null = null;
+  private sub: Subscription | null = null;
+  private pollTimer: ReturnType<typeof setInterval> | null = null;
+  private lastPrune = 0;
+  private closed = false;
+  private readonly now: () => number;
+  private readonly flushMs: number;
+  private readonly keepMs: number;
+  private readonly lookbackMs: number;
+  /** Rows written and read here (for tests and the bench). */
+  readonly counts = { written: 0, read: 0, events: 0 };
+
+  constructor(private readonly opts: RelayOptions) {
+    this.now = opts.now ?? Date.now;
+    this.flushMs = opts.flushMs ?? 25;
+    this.keepMs = opts.keepMs ?? 10 * 60_000;
+    this.lookbackMs = opts.lookbackMs ?? 30_000;
+  }
+
+  /** Starts collecting this bus's events, subscribes (resolves once live) and starts the poll. Rows already there are not replayed. */
+  async start(): Promise<void> {
+    const top = await this.opts.sql.get<{ m: number | null }>("SELECT MAX(id) AS m FROM fleet_relay");
+    this.high = Number(top?.m ?? 0);
+    this.lastPrune = this.now();
+    // rows written before this process started are history, not news
+    const before = await this.opts.sql.all<{ id: number; created_at: number }>("SELECT id, created_at FROM fleet_relay WHERE created_at >= ?", [this.now() - this.lookbackMs]);
+    for (const r of before) this.seen.set(Number(r.id), Number(r.created_at));
+    this.unsubscribe = this.opts.bus.subscribeAll((ev) => this.collect(ev));
+    if (this.opts.listener && !this.sub) {
+      this.sub = await this.opts.listener.listen(
+        RELAY_CHANNEL,
+        // a notification of a row this node wrote brings nothing to read
+        (payload) => {
+          if (!this.mine.has(Number(payload))) this.read();
+        },
+        () => this.read(),
+      );
+    }
+    this.pollTimer ??= setInterval(() => this.read(), this.opts.pollMs);
+  }
+
+  /** Sends a cancel request for `sessionId`'s turn to every other node; resolves once its row is committed. */
+  async sendCancel(sessionId: string, reason: string): Promise<void> {
+    this.pending.push({ kind: "cancel", session_id: sessionId, reason });
+    await this.flush();
+  }
+
+  /** Writes what was collected so far; resolves once every row queued before the call is committed. */
+  flush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    const items = this.pending;
+    this.pending = [];
+    if (items.length) {
+      this.writing = this.writing.then(() => this.write(items)).catch((e: unknown) => console.error(`airlock: relaying ${items.length} event(s) to the other nodes failed:`, e));
+    }
+    return this.writing;
+  }
+
+  /** Resolves when the reads and writes started so far have finished. */
+  async idle(): Promise<void> {
+    await this.flush();
+    while (this.reading) await this.reading;
+  }
+
+  /** Stops collecting, writes what was collected, unsubscribes and stops the poll. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.unsubscribe?.();
+    await this.flush();
+    this.closed = true;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    await this.sub?.unlisten().catch(() => undefined);
+    await this.reading?.catch(() => undefined);
+  }
+
+  private collect(ev: AnyEvent): void {
+    if (this.republishing || this.closed || CARD_EVENTS.has(ev.type)) return;
+    this.pending.push({ kind: "event", session_id: ev.session_id, type: ev.type, data: ev.data as Record<string, unknown>, persisted: ev.persisted });
+    this.flushTimer ??= setTimeout(() => void this.flush(), this.flushMs);
+  }
+
+  private async write(items: RelayItem[]): Promise<void> {
+    await this.opts.sql.transaction(async (tx) => {
+      const row = await tx.get<{ id: number }>("INSERT INTO fleet_relay (worker_id, items, created_at) VALUES (?, ?, ?) RETURNING id", [
+        this.opts.workerId,
+        JSON.stringify(items),
+        this.now(),
+      ]);
+      const id = Number(row?.id ?? 0);
+      this.mine.add(id);
+      if (this.mine.size > 1000) this.mine.delete(this.mine.values().next().value!);
+      if (tx.dialect === "postgres") await tx.get("SELECT pg_notify(?, ?) AS sent", [RELAY_CHANNEL, String(id)]);
+    });
+    this.counts.written++;
+  }
+
+  /** Re-reads other nodes' rows past the highest id seen or within the lookback (one read at a time; a call during a read runs another after it). */
+  read(): void {
+    if (this.closed) return;
+    if (this.reading) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = (async () => {
+      do {
+        this.readAgain = false;
+        try {
+          await this.readOnce();
+        } catch (e) {
+          console.error("airlock: reading relayed events failed; the next poll retries:", e);
+          return;
+        }
+      } while (this.readAgain && !this.closed);
+    })().finally(() => (this.reading = null));
+  }
+
+  private async readOnce(): Promise<void> {
+    const now = this.now();
+    const since = now - this.lookbackMs;
+    // two index-friendly halves (past the highest id seen; within the lookback), not one OR; a row in both is applied once (seen)
+    const rows = await this.opts.sql.all<{ id: number; worker_id: string; items: string; created_at: number }>(
+      `SELECT id, worker_id, items, created_at FROM fleet_relay WHERE id > ? AND worker_id <> ?
+       UNION ALL SELECT id, worker_id, items, created_at FROM fleet_relay WHERE created_at >= ? AND worker_id <> ?
+       ORDER BY id`,
+      [this.high, this.opts.workerId, since, this.opts.workerId],
+    );
+    for (const r of rows) {
+      const id = Number(r.id);
+      if (this.seen.has(id)) continue;
+      this.seen.set(id, Number(r.created_at));
+      if (id > this.high) this.high = id;
+      if (this.closed) return;
+      this.counts.read++;
+      this.apply(id, r.items);
+    }
+    for (const [id, at] of this.seen) if (at < since - this.lookbackMs) this.seen.delete(id);
+    if (now - this.lastPrune > 60_000) {
+      this.lastPrune = now;
+      await this.opts.sql.run("DELETE FROM fleet_relay WHERE created_at < ?", [now - this.keepMs]);
+    }
+  }
+
+  /** Republishes one row's items; an item that cannot be published is logged and skipped, never stopping the others. */
+  private apply(id: number, text: string): void {
+    let items: RelayItem[];
+    try {
+      items = JSON.parse(text) as RelayItem[];
+    } catch (e) {
+      console.error(`airlock: relayed row ${id} is not JSON; skipped:`, e);
+      return;
+    }
+    for (const it of items) {
+      try {
+        const kind = it.kind;
+        switch (kind) {
+          case "cancel":
+            this.opts.onCancel(it.session_id, it.reason);
+            break;
+          case "event":
+            this.republishing = true;
+            try {
+              this.opts.bus.publish(it.session_id, it.type, it.data as never, { persisted: it.persisted });
+              this.counts.events++;
+            } finally {
+              this.republishing = false;
+            }
+            break;
+          default:
+            assertNever(kind);
+        }
+      } catch (e) {
+        console.error(`airlock: a relayed item of row ${id} could not be published:`, e);
+      }
+    }
+  }
+}
