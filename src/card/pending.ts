@@ -78,7 +78,6 @@ interface PendingCard {
   /** Shared by every card of the same home (frozen; see `Cards.surfacesOf`). */
   surfaces: readonly string[];
   turnId: string;
-  callId: string;
   signal?: AbortSignal;
   onAbort?: () => void;
   settle: (o: CardOutcome) => void;
@@ -147,7 +146,16 @@ export class Cards {
    * for a decision — with `allow_once`, `allow_session`, `deny`, `expired` or `cancelled`.
    * @throws AirlockError from the session graph (`session_not_found`, `session_graph_invalid`) before anything is parked.
    */
-  async park(input: ParkInput): Promise<CardOutcome> {
+  park(input: ParkInput): Promise<CardOutcome> {
+    // one promise per card, resolved by the card's end; the async part below is done (and collectable) once
+    // the card is parked, so a pending card holds no suspended frame or chained promise
+    const { promise, resolve, reject } = Promise.withResolvers<CardOutcome>();
+    this.record(input, resolve).catch(reject);
+    return promise;
+  }
+
+  /** `park`'s work up to the card being pending: surfaces, the `card_parked` row (or fleet row), then {@link enlist}. */
+  private async record(input: ParkInput, settle: (o: CardOutcome) => void): Promise<void> {
     const surfaces = this.surfacesByHome.get(input.homeSessionId) ?? (await this.surfacesOf(input.homeSessionId));
     const requestId = newId("act");
     const expiresAt = new Date(Date.now() + input.ttlSeconds * 1000);
@@ -166,7 +174,7 @@ export class Cards {
       ...(input.suggestedRule && this.opts.sessionRules ? { suggested_rule: input.suggestedRule } : {}),
       ...(input.willFail ? { will_fail: input.willFail } : {}),
     };
-    if (input.signal?.aborted) return { request_id: requestId, decision: "cancelled" };
+    if (input.signal?.aborted) return settle({ request_id: requestId, decision: "cancelled" });
     const fleet = this.opts.fleet;
     if (fleet) {
       const lease = fleet.turnLeases.lease(input.turnId);
@@ -218,17 +226,16 @@ export class Cards {
       },
     });
     // parked in the log: from here on the card is either pending or closed by a card_decision row
-    return this.enlist(requestId, base, surfaces, input.turnId, input.callId, input.ttlSeconds, input.signal);
+    this.enlist(requestId, base, surfaces, input.turnId, input.ttlSeconds, input.signal, settle);
   }
 
   /**
-   * Indexes and publishes a card whose `card_parked` row is written; resolves with its outcome. Kept apart from
-   * `park` so a pending card holds only its record (no suspended `park` frame with its input, no closure per card
+   * Indexes and publishes a card whose `card_parked` row is written; `settle` gets its outcome. Kept apart from
+   * `park` so a pending card holds only its record (no suspended frame with its input, no closure per card
    * unless it has a signal to listen to).
    */
-  private enlist(requestId: string, base: Omit<Card, "surfaced_in">, surfaces: readonly string[], turnId: string, callId: string, ttlSeconds: number, signal: AbortSignal | undefined): Promise<CardOutcome> {
-    const { promise, resolve } = Promise.withResolvers<CardOutcome>();
-    const rec: PendingCard = { base, surfaces, turnId, callId, settle: resolve };
+  private enlist(requestId: string, base: Omit<Card, "surfaced_in">, surfaces: readonly string[], turnId: string, ttlSeconds: number, signal: AbortSignal | undefined, settle: (o: CardOutcome) => void): void {
+    const rec: PendingCard = { base, surfaces, turnId, settle };
     if (signal) {
       rec.signal = signal;
       rec.onAbort = () => this.finish(requestId, { request_id: requestId, decision: "cancelled" }, "turn cancelled");
@@ -247,7 +254,6 @@ export class Cards {
     }
     for (const s of surfaces) this.opts.bus.publish(s, "action_required", { ...base, surfaced_in: s });
     if (abortedMeanwhile) rec.onAbort?.();
-    return promise;
   }
 
   /**
