@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { Expiry } from "./expiry.ts";
 
 /** Resolves once `done()` holds (checked every 5 ms), failing after `ms`. */
@@ -98,4 +100,42 @@ describe("card expiry (one timer for every card)", () => {
     expect(fired).toEqual([]);
     expect(e.size).toBe(0);
   });
+});
+
+describe("cards and the expiry timer", () => {
+  test("a process whose cards were all decided exits on its own (no timer left until a TTL of an hour)", async () => {
+    const dir = mkdtempSync(`${tmpdir()}/airlock-expiry-`);
+    const file = `${dir}/child.ts`;
+    const src = (m: string) => JSON.stringify(new URL(m, import.meta.url).pathname);
+    await Bun.write(
+      file,
+      `import { Cards } from ${src("./pending.ts")};
+import { Bus } from ${src("../bus/bus.ts")};
+import { Inflight } from ${src("../session/inflight.ts")};
+import { Store } from ${src("../store/store.ts")};
+const store = await Store.open(":memory:");
+const bus = new Bus();
+const inflight = new Inflight();
+const cards = new Cards({ store, bus, inflight, approverToken: "t" });
+const s = await store.createSession({ workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+inflight.register(s.id, "turn_x");
+const ids: string[] = [];
+bus.subscribe(s.id, (ev) => { if (ev.type === "action_required") ids.push(String(ev.data.request_id)); });
+const parked = [1, 2, 3].map((i) => cards.park({ homeSessionId: s.id, turnId: "turn_x", callId: "call_" + i, tool: "developer__shell", arguments: { command: "true" }, inspector: "mode", reason: "r", requiresUserProof: false, ttlSeconds: 3600 }));
+while (ids.length < 3) await Bun.sleep(1);
+for (const id of ids) { const r = await cards.resolve(id, "deny", { sessionId: s.id }); if (!r.ok) throw new Error(r.error.code); }
+console.log(JSON.stringify((await Promise.all(parked)).map((o) => o.decision)));
+`,
+    );
+    const child = Bun.spawn([process.execPath, file], { stdout: "pipe", stderr: "pipe" });
+    // generous bound for a loaded machine: the old per-card timers let it exit at once; a leaked timer holds it an hour
+    const killer = setTimeout(() => child.kill(), 60_000);
+    const [code, out, err] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]).finally(() => {
+      clearTimeout(killer);
+      rmSync(dir, { recursive: true, force: true });
+    });
+    expect(err).toBe("");
+    expect(out.trim()).toBe(JSON.stringify(["deny", "deny", "deny"]));
+    expect(code).toBe(0);
+  }, 90_000);
 });

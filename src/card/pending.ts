@@ -494,7 +494,10 @@ export class Cards {
     const rec = this.pending.get(requestId);
     if (!rec) return;
     this.pending.delete(requestId);
-    this.expiry.forget();
+    // no card left: drop every entry and the timer, which would otherwise keep the process alive until the
+    // earliest ended card's TTL (a per-card timer was cleared with its card)
+    if (this.pending.size === 0) this.expiry.close();
+    else this.expiry.forget();
     if (rec.signal && rec.onAbort) rec.signal.removeEventListener("abort", rec.onAbort);
     for (const s of rec.surfaces) {
       const set = this.bySession.get(s);
