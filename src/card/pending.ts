@@ -20,6 +20,7 @@ import type { FleetNode } from "../fleet/node.ts";
 import { verdictOf } from "../fleet/park.ts";
 import type { TurnLeases } from "../fleet/turn-leases.ts";
 import { answerCardRow } from "./row-answer.ts";
+import { Expiry } from "./expiry.ts";
 import type { CardOutcome, DecisionFrom, ResolveResult } from "./outcome.ts";
 
 export type { CardOutcome, DecisionFrom, ResolveResult };
@@ -69,12 +70,14 @@ export interface CardsOptions {
   fleet?: { node: FleetNode; turnLeases: TurnLeases };
 }
 
+/** Home sessions whose surfaces `Cards` keeps in memory before it forgets them all (they are read again on use). */
+const SURFACES_MEMORY = 10_000;
+
 interface PendingCard {
   base: Omit<Card, "surfaced_in">;
-  surfaces: string[];
+  /** Shared by every card of the same home (frozen; see `Cards.surfacesOf`). */
+  surfaces: readonly string[];
   turnId: string;
-  callId: string;
-  timer: ReturnType<typeof setTimeout>;
   signal?: AbortSignal;
   onAbort?: () => void;
   settle: (o: CardOutcome) => void;
@@ -83,7 +86,7 @@ interface PendingCard {
 }
 
 interface DecidedCard {
-  surfaces: string[];
+  surfaces: readonly string[];
   home: string;
   outcome: CardOutcome;
 }
@@ -94,10 +97,42 @@ export class Cards {
   private decided = new Map<string, DecidedCard>();
   private readonly decidedMemory: number;
   private readonly offRemoved: () => void;
+  /**
+   * The surfaces of each home session seen, frozen and shared by its cards. Parent links never change once
+   * stored (store.ts `parentOf`) and sessions are never deleted, so a home's surfaces never go stale; the map
+   * is emptied when it holds {@link SURFACES_MEMORY} homes.
+   */
+  private readonly surfacesByHome = new Map<string, readonly string[]>();
+  /** One timer for every card's TTL (card/expiry.ts), not one per card. */
+  private readonly expiry: Expiry;
 
   constructor(private readonly opts: CardsOptions) {
     this.decidedMemory = opts.decidedMemory ?? 10_000;
     this.offRemoved = opts.inflight.onRemoved((t) => this.withdrawTurn(t));
+    this.expiry = new Expiry((id) => this.expire(id), (id) => this.pending.has(id));
+  }
+
+  /** A card's TTL ran out: fleet mode writes its row's expiry (the waker then ends it); otherwise it ends `expired` here. */
+  private expire(requestId: string): void {
+    if (this.opts.fleet) this.expireRow(requestId);
+    else this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl");
+  }
+
+  /**
+   * The surfaces of a card homed in `homeId` (card/relay.ts `surfacesFor`), read from the session graph once
+   * per home and then served from memory.
+   * @throws AirlockError `session_not_found` / `session_graph_invalid` from the graph (nothing is cached then).
+   */
+  private async surfacesOf(homeId: string): Promise<readonly string[]> {
+    const known = this.surfacesByHome.get(homeId);
+    if (known) return known;
+    const read = await surfacesFor(this.opts.store, homeId);
+    const meanwhile = this.surfacesByHome.get(homeId); // another park of the same home read them first
+    if (meanwhile) return meanwhile;
+    const surfaces = Object.freeze(read);
+    if (this.surfacesByHome.size >= SURFACES_MEMORY) this.surfacesByHome.clear();
+    this.surfacesByHome.set(homeId, surfaces);
+    return surfaces;
   }
 
   /** Cards pending right now. */
@@ -111,8 +146,17 @@ export class Cards {
    * for a decision — with `allow_once`, `allow_session`, `deny`, `expired` or `cancelled`.
    * @throws AirlockError from the session graph (`session_not_found`, `session_graph_invalid`) before anything is parked.
    */
-  async park(input: ParkInput): Promise<CardOutcome> {
-    const surfaces = await surfacesFor(this.opts.store, input.homeSessionId);
+  park(input: ParkInput): Promise<CardOutcome> {
+    // one promise per card, resolved by the card's end; the async part below is done (and collectable) once
+    // the card is parked, so a pending card holds no suspended frame or chained promise
+    const { promise, resolve, reject } = Promise.withResolvers<CardOutcome>();
+    this.record(input, resolve).catch(reject);
+    return promise;
+  }
+
+  /** `park`'s work up to the card being pending: surfaces, the `card_parked` row (or fleet row), then {@link enlist}. */
+  private async record(input: ParkInput, settle: (o: CardOutcome) => void): Promise<void> {
+    const surfaces = this.surfacesByHome.get(input.homeSessionId) ?? (await this.surfacesOf(input.homeSessionId));
     const requestId = newId("act");
     const expiresAt = new Date(Date.now() + input.ttlSeconds * 1000);
     const base: Omit<Card, "surfaced_in"> = {
@@ -130,7 +174,7 @@ export class Cards {
       ...(input.suggestedRule && this.opts.sessionRules ? { suggested_rule: input.suggestedRule } : {}),
       ...(input.willFail ? { will_fail: input.willFail } : {}),
     };
-    if (input.signal?.aborted) return { request_id: requestId, decision: "cancelled" };
+    if (input.signal?.aborted) return settle({ request_id: requestId, decision: "cancelled" });
     const fleet = this.opts.fleet;
     if (fleet) {
       const lease = fleet.turnLeases.lease(input.turnId);
@@ -182,36 +226,34 @@ export class Cards {
       },
     });
     // parked in the log: from here on the card is either pending or closed by a card_decision row
-    return new Promise<CardOutcome>((resolve) => {
-      const rec: PendingCard = {
-        base,
-        surfaces,
-        turnId: input.turnId,
-        callId: input.callId,
-        // fleet mode: the row is the truth — its expiry is written there (no answer can win after it) and the
-        // local card ends when the waker sees the row end; otherwise the card expires here
-        timer: setTimeout(
-          () => (this.opts.fleet ? this.expireRow(requestId) : this.finish(requestId, { request_id: requestId, decision: "expired" }, "ttl")),
-          input.ttlSeconds * 1000,
-        ),
-        settle: resolve,
-      };
-      if (input.signal) {
-        rec.signal = input.signal;
-        rec.onAbort = () => this.finish(requestId, { request_id: requestId, decision: "cancelled" }, "turn cancelled");
-        input.signal.addEventListener("abort", rec.onAbort, { once: true });
-      }
-      // cancelled while its parked row was written: withdrawn at once (after it is indexed below)
-      const abortedMeanwhile = input.signal?.aborted === true;
-      this.pending.set(requestId, rec);
-      for (const s of surfaces) {
-        let set = this.bySession.get(s);
-        if (!set) this.bySession.set(s, (set = new Set()));
-        set.add(requestId);
-      }
-      for (const s of surfaces) this.opts.bus.publish(s, "action_required", { ...base, surfaced_in: s });
-      if (abortedMeanwhile) rec.onAbort?.();
-    });
+    this.enlist(requestId, base, surfaces, input.turnId, input.ttlSeconds, input.signal, settle);
+  }
+
+  /**
+   * Indexes and publishes a card whose `card_parked` row is written; `settle` gets its outcome. Kept apart from
+   * `park` so a pending card holds only its record (no suspended frame with its input, no closure per card
+   * unless it has a signal to listen to).
+   */
+  private enlist(requestId: string, base: Omit<Card, "surfaced_in">, surfaces: readonly string[], turnId: string, ttlSeconds: number, signal: AbortSignal | undefined, settle: (o: CardOutcome) => void): void {
+    const rec: PendingCard = { base, surfaces, turnId, settle };
+    if (signal) {
+      rec.signal = signal;
+      rec.onAbort = () => this.finish(requestId, { request_id: requestId, decision: "cancelled" }, "turn cancelled");
+      signal.addEventListener("abort", rec.onAbort, { once: true });
+    }
+    // cancelled while its parked row was written: withdrawn at once (after it is indexed below)
+    const abortedMeanwhile = signal?.aborted === true;
+    this.pending.set(requestId, rec);
+    // fleet mode: the row is the truth — its expiry is written there (no answer can win after it) and the
+    // local card ends when the waker sees the row end; otherwise the card expires here
+    this.expiry.add(requestId, ttlSeconds * 1000);
+    for (const s of surfaces) {
+      let set = this.bySession.get(s);
+      if (!set) this.bySession.set(s, (set = new Set()));
+      set.add(requestId);
+    }
+    for (const s of surfaces) this.opts.bus.publish(s, "action_required", { ...base, surfaced_in: s });
+    if (abortedMeanwhile) rec.onAbort?.();
   }
 
   /**
@@ -402,6 +444,7 @@ export class Cards {
   /** Withdraws every pending card and stops listening to the in-flight registry. */
   close(): void {
     this.offRemoved();
+    this.expiry.close();
     for (const id of [...this.pending.keys()]) this.finish(id, { request_id: id, decision: "cancelled" }, "runtime closed");
   }
 
@@ -451,7 +494,10 @@ export class Cards {
     const rec = this.pending.get(requestId);
     if (!rec) return;
     this.pending.delete(requestId);
-    clearTimeout(rec.timer);
+    // no card left: drop every entry and the timer, which would otherwise keep the process alive until the
+    // earliest ended card's TTL (a per-card timer was cleared with its card)
+    if (this.pending.size === 0) this.expiry.close();
+    else this.expiry.forget();
     if (rec.signal && rec.onAbort) rec.signal.removeEventListener("abort", rec.onAbort);
     for (const s of rec.surfaces) {
       const set = this.bySession.get(s);

@@ -203,17 +203,17 @@ describe("ScriptPool prepared guests", () => {
     for (const g of gates) g();
     expect(await Promise.all(first)).toMatchObject([{ ok: true }, { ok: true }]);
     // One script holds the only run slot on guest code; another reaches the other thread, cannot start, and runs out of wall time.
-    // The busy script tells the host it runs (a tool call) and then spins: the host takes the run slot for the
-    // call's reply before it posts it (pool.ts grant), so once the call is seen here the slot is the busy
-    // script's, whatever the machine's load; the starved script's start needs a message from its thread after that.
-    let started!: () => void;
-    const seen = new Promise<void>((r) => (started = r));
+    // The busy script gets the slot back with its first call's reply, then makes 32 calls without awaiting them
+    // (worker.ts sends a slice's calls once 32 wait, without ending the slice) and spins: guest code runs only in a
+    // held run slot, so once those calls are seen here the slot is the busy script's, whatever the machine's load.
+    let spinning!: () => void;
+    const seen = new Promise<void>((r) => (spinning = r));
     const signal = async (name: string, args: unknown): Promise<ToolOutcome> => {
-      if (name !== "started") return fn(name, args);
-      started();
+      if (name === "spinning") spinning();
+      else if (name !== "started") return fn(name, args);
       return { ok: true, result: null };
     };
-    const busy = one.run("await tools.started({}); const t = Date.now(); while (Date.now() - t < 1500) {} return 'busy';", LIMITS, signal);
+    const busy = one.run("await tools.started({}); for (let i = 0; i < 32; i++) tools.spinning({}); const t = Date.now(); while (Date.now() - t < 1500) {} return 'busy';", LIMITS, signal);
     await seen;
     const starved = await one.run("globalThis.x = 1; return 2", { ...LIMITS, wallTimeoutMs: 200 }, fn);
     expect(starved).toMatchObject({ ok: false, error: { code: "script_timeout" } });

@@ -78,6 +78,8 @@ export class ScriptPool {
   /** The QuickJS WASM module, compiled once here and sent with every task (a new thread only instantiates it). */
   #wasm: Promise<WebAssembly.Module> | undefined;
   #closed = false;
+  /** Scripts sent to tinypool and not yet ended (each occupies a thread: one script per thread). */
+  #inFlight = 0;
   /** Worker failures tinypool reports outside any task (a replaced idle worker); kept for diagnostics. */
   readonly workerErrors: string[] = [];
 
@@ -103,6 +105,7 @@ export class ScriptPool {
         maxThreads: opts.maxScripts,
         // One script per thread: the watchdog can then replace a stalled script's thread without ending any other script.
         concurrentTasksPerWorker: 1,
+        useAtomics: false,
         idleTimeout: opts.idleThreadMs,
         workerData: this.#settings,
       });
@@ -211,7 +214,7 @@ export class ScriptPool {
           void serve(msg);
           return;
         case "ready":
-          void grant({ t: "go" });
+          if (!go) void grant({ t: "go" }); // a task sent with its slot never waits for one
           return;
         case "yield":
           sliceEnded();
@@ -225,14 +228,27 @@ export class ScriptPool {
       for (const m of raw) receive(m);
     });
 
-    pool.run({ code, limits, port: port2, meter: meterBuf, wasm }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
-      (raw: unknown) => {
-        const out = WorkerOutcome.safeParse(raw);
-        if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
-        finish(toResult(out.data));
-      },
-      (e: unknown) => finish(workerLost(e, served)),
-    );
+    // The first run slot goes with the task when a thread is idle and a slot is free (nobody queued before this
+    // script): the worker then starts at once, two thread crossings fewer than `ready` → `go`. With no idle thread
+    // the slot would be held while a thread starts, so the script asks for it with `ready` as before.
+    const go = this.#inFlight < pool.threads.length && this.#slots.tryAcquire();
+    if (go) {
+      holding = true;
+      owed = 1;
+    }
+    this.#inFlight++;
+    try {
+      pool.run({ code, limits, port: port2, meter: meterBuf, wasm, go }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
+        (raw: unknown) => {
+          const out = WorkerOutcome.safeParse(raw);
+          if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
+          finish(toResult(out.data));
+        },
+        (e: unknown) => finish(workerLost(e, served)),
+      );
+    } catch (e) {
+      finish(workerLost(e, 0)); // tinypool refused the task outright: the `finally` below gives back the slot
+    }
 
     // Watchdog: the worker enforces the deadlines itself; this catches a worker that cannot
     // (stuck in a long native call), reading the shared meter instead of waiting for a message.
@@ -270,6 +286,7 @@ export class ScriptPool {
       return await finished;
     } finally {
       done = true;
+      this.#inFlight--;
       if (holding) {
         holding = false;
         this.#slots.release();

@@ -50,6 +50,12 @@ export const ScriptTask = z.strictObject({
   meter: z.instanceof(SharedArrayBuffer),
   /** The QuickJS WASM module, compiled once by the pool (a new worker instantiates it instead of compiling it). */
   wasm: z.instanceof(WebAssembly.Module),
+  /**
+   * The host gave the script its first run slot with the task (an idle thread and a free slot were there when it
+   * was sent): the worker starts it at once, with no `ready` / `go` round trip. Otherwise the worker sends `ready`
+   * and waits for `go`.
+   */
+  go: z.boolean(),
 });
 export type ScriptTask = z.infer<typeof ScriptTask>;
 
@@ -64,7 +70,7 @@ export type CallRequest = z.infer<typeof CallRequest>;
 
 /**
  * Worker → host on the script's port: the task reached its thread and waits for `go` (its first run
- * slot) before it runs any guest code.
+ * slot) before it runs any guest code. Not sent for a task that came with its slot (`ScriptTask.go`).
  */
 export const ScriptReady = z.strictObject({ t: z.literal("ready") });
 

@@ -35,7 +35,7 @@ let preparing = false;
 function prepareSoon(pool: Instances): void {
   if (ready || preparing) return;
   preparing = true;
-  setTimeout(() => {
+  setImmediate(() => {
     void (async () => {
       try {
         if (ready) return;
@@ -51,7 +51,7 @@ function prepareSoon(pool: Instances): void {
         preparing = false;
       }
     })();
-  }, 0);
+  });
 }
 
 /**
@@ -93,9 +93,14 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
       if (outbox.push(msg) >= BATCH_MAX) flush();
     },
   });
-  // Guest code runs only in a run slot the host gave: `go` (the start) or a `reply`. Each ends with
+  // Guest code runs only in a run slot the host gave: `go` or the task itself (the start), or a `reply`. Each ends with
   // `yield` (the script waits on tools again) unless the script ended in it.
   let started = false;
+  /** Ends a slice this thread was given a run slot for: `yield` unless the script ended in it, then everything queued goes out. */
+  const sliceDone = (): void => {
+    if (!run.finished) outbox.push({ t: "yield" });
+    flush();
+  };
   port.on("message", (raw: unknown) => {
     const m = parseHostMessage(raw);
     if (!m) return;
@@ -115,10 +120,14 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
       default:
         assertNever(m, "host message");
     }
-    if (!run.finished) outbox.push({ t: "yield" });
-    flush();
+    sliceDone();
   });
-  port.postMessage({ t: "ready" } satisfies WorkerMessage);
+  if (task.go) {
+    // the task came with its first run slot: start now (no `ready` / `go` round trip between the threads)
+    started = true;
+    run.start(prepared);
+    sliceDone();
+  } else port.postMessage({ t: "ready" } satisfies WorkerMessage);
   const { fatal, ...outcome } = await run.done;
   flush();
   port.close();
@@ -148,13 +157,13 @@ function parseSettings(v: unknown): WorkerSettings {
 }
 
 /** One task from the pool (shaped like protocol.ts's `ScriptTask`). @throws Error when malformed (the script fails `script_worker_lost`). */
-function parseTask(v: unknown): { code: string; limits: ScriptLimits; port: MessagePort; meter: SharedArrayBuffer; wasm: WebAssembly.Module } {
-  if (!isObject(v) || typeof v.code !== "string" || !(v.meter instanceof SharedArrayBuffer) || !(v.wasm instanceof WebAssembly.Module)) throw new Error("the script task is malformed");
+function parseTask(v: unknown): { code: string; limits: ScriptLimits; port: MessagePort; meter: SharedArrayBuffer; wasm: WebAssembly.Module; go: boolean } {
+  if (!isObject(v) || typeof v.code !== "string" || !(v.meter instanceof SharedArrayBuffer) || !(v.wasm instanceof WebAssembly.Module) || typeof v.go !== "boolean") throw new Error("the script task is malformed");
   const l = v.limits;
   if (!isObject(l) || !isInt(l.cpuTimeoutMs, 1) || !isInt(l.wallTimeoutMs, 1) || !isInt(l.maxToolCalls, 0) || !isInt(l.maxLogBytes, 0) || !isInt(l.maxResultBytes, 0)) throw new Error("the script task's limits are malformed");
   if (!isObject(v.port) || typeof v.port.postMessage !== "function") throw new Error("the script task has no port");
   const limits: ScriptLimits = { cpuTimeoutMs: l.cpuTimeoutMs, wallTimeoutMs: l.wallTimeoutMs, maxToolCalls: l.maxToolCalls, maxLogBytes: l.maxLogBytes, maxResultBytes: l.maxResultBytes };
-  return { code: v.code, limits, port: v.port as unknown as MessagePort, meter: v.meter, wasm: v.wasm };
+  return { code: v.code, limits, port: v.port as unknown as MessagePort, meter: v.meter, wasm: v.wasm, go: v.go };
 }
 
 /** A host message on the script's port (protocol.ts's `HostMessage`), or null for anything else. */
