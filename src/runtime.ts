@@ -42,8 +42,8 @@ import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
 import { openStore } from "./store/open.ts";
 import { chooseStorage } from "./store/storage.ts";
-import { FleetNode } from "./fleet/node.ts";
-import { TurnLeases } from "./fleet/turn-leases.ts";
+import type { FleetNode } from "./fleet/node.ts";
+import type { TurnLeases } from "./fleet/turn-leases.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { TrustStore } from "./store/trust.ts";
@@ -185,6 +185,7 @@ const CLOSE_DRAIN_MS = 5_000;
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const store = await openStore(opts.config, opts.dataDir, { env: opts.env ?? process.env, dbPath: opts.dbPath });
   let fleet: FleetNode | undefined;
+  let turnLeases: typeof TurnLeases | undefined;
   const bus = new Bus();
   try {
     const log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
@@ -198,6 +199,10 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     // PostgreSQL: this process is one node of a fleet (SPEC §5.8): leases, card rows, the feed and the sweeper
     const choice = chooseStorage(opts.config.storage, opts.env ?? process.env);
     if (choice.kind === "postgres") {
+      // loaded here: a SQLite run never loads the fleet's code
+      const { FleetNode } = await import("./fleet/node.ts");
+      const loaded = await import("./fleet/turn-leases.ts");
+      turnLeases = loaded.TurnLeases;
       fleet = await FleetNode.start({
         sql: store.sql,
         listenUrl: choice.url,
@@ -212,7 +217,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     throw e;
   }
   // the constructor closes the store (and the fleet node) when it throws
-  return new AirlockRuntime(opts, store, bus, fleet);
+  return new AirlockRuntime(opts, store, bus, fleet && turnLeases ? { node: fleet, TurnLeases: turnLeases } : undefined);
 }
 
 class AirlockRuntime implements Runtime {
@@ -256,9 +261,10 @@ class AirlockRuntime implements Runtime {
   private readonly resources = new AsyncDisposableStack();
   private closed = false;
 
-  constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: FleetNode) {
+  /** `fleet`: this process's node and the turn-lease class (both loaded only in fleet mode, PostgreSQL). */
+  constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: { node: FleetNode; TurnLeases: typeof TurnLeases }) {
     this.bus = bus;
-    this.fleet = fleet ? { node: fleet, turnLeases: new TurnLeases(fleet.leases, (sid, _tid, e) => this.inflight.cancel(sid, e.message)) } : undefined;
+    this.fleet = fleet ? { node: fleet.node, turnLeases: new fleet.TurnLeases(fleet.node.leases, (sid, _tid, e) => this.inflight.cancel(sid, e.message)) } : undefined;
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
     this.configDir = resolve(opts.configDir);
@@ -368,7 +374,7 @@ class AirlockRuntime implements Runtime {
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});
-      void (fleet ? fleet.close() : Promise.resolve()).finally(() => this.store.close()).catch(() => {});
+      void (fleet ? fleet.node.close() : Promise.resolve()).finally(() => this.store.close()).catch(() => {});
       throw e;
     }
     this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;
