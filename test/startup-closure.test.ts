@@ -4,7 +4,8 @@
  * modules the binary's code-split bundle loads *statically* from the run path's chunks (src/cli/run.ts,
  * src/runtime.ts, src/run/run-once.ts, src/config/load.ts), i.e. without a dynamic `import()`, must not
  * include a provider SDK, the MCP or ACP SDK, hono, tinypool or pg-boss: each of those is loaded on first
- * use. The bundle is built the way build/build.ts builds the binary (`--splitting --format=esm`, target
+ * use; nor may it import `node:crypto` (loading it costs about as much CPU as a whole bare Bun start: Bun's
+ * hasher and the global Web Crypto serve instead). The bundle is built the way build/build.ts builds the binary (`--splitting --format=esm`, target
  * bun), unminified so each chunk names the modules it holds.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -81,5 +82,22 @@ describe("airlock run before its first model request", () => {
     expect([...loaded].filter((m) => /^src\/agent\/providers\/(openai|openai-responses|anthropic)\.ts$/.test(m))).toEqual([]);
     expect(loaded.has("src/agent/providers/openai-defaults.ts")).toBe(true);
     expect(loaded.has("src/agent/providers/anthropic-defaults.ts")).toBe(true);
+  });
+
+  test("imports no node:crypto (Bun.CryptoHasher and the global crypto instead)", () => {
+    const importers: string[] = [];
+    for (const path of RUN_PATH) {
+      for (const c of staticClosure(chunkOf(path))) {
+        const text = chunks.get(c)!;
+        for (const m of text.matchAll(/\bfrom\s*"(?:node:)?crypto"/g)) {
+          // the module the import belongs to: the nearest `// path` comment above it
+          const above = [...text.slice(0, m.index).matchAll(/^\/\/ (\S+)$/gm)].pop();
+          importers.push(above?.[1] ?? c);
+        }
+      }
+    }
+    expect([...new Set(importers)]).toEqual([]);
+    // the check can see an import: the PostgreSQL fleet's node (loaded only in fleet mode) still has one
+    expect(/\bfrom\s*"(?:node:)?crypto"/.test(chunks.get(chunkOf("src/fleet/node.ts"))!)).toBe(true);
   });
 });
