@@ -100,4 +100,19 @@ describe("airlock run before its first model request", () => {
     // the check can see an import: the PostgreSQL fleet's node (loaded only in fleet mode) still has one
     expect(/\bfrom\s*"(?:node:)?crypto"/.test(chunks.get(chunkOf("src/fleet/node.ts"))!)).toBe(true);
   });
+
+  test("the global MessageChannel is node:worker_threads' own, so script/pool.ts need not import that module", async () => {
+    const w = await import("node:worker_threads");
+    expect(w.MessageChannel).toBe(globalThis.MessageChannel as unknown as typeof w.MessageChannel);
+    const { port1, port2 } = new MessageChannel() as unknown as { port1: import("node:worker_threads").MessagePort; port2: import("node:worker_threads").MessagePort };
+    const got = new Promise((r) => port1.on("message", r));
+    port2.postMessage({ ok: 1 });
+    expect(await got).toEqual({ ok: 1 });
+    port1.close();
+  });
+
+  test("imports no node:worker_threads", () => {
+    const found = RUN_PATH.flatMap((path) => [...staticClosure(chunkOf(path))]).filter((c) => /\bfrom\s*"(?:node:)?worker_threads"/.test(chunks.get(c)!));
+    expect(found.flatMap((c) => modulesOf(chunks.get(c)!).filter((m) => m.startsWith("src/")))).toEqual([]);
+  });
 });
