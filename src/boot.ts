@@ -16,11 +16,23 @@ import { version } from "../package.json" with { type: "json" };
  */
 export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () => Promise<boolean>): Promise<string | undefined> {
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) return `${version}\n`;
-  // Loaded only past --version: the binary has no bytecode, and --version need not parse ~60 KB of texts.
+  // Loaded only for what may be a help invocation: the binary has no bytecode, and neither --version nor a
+  // command (`airlock run …`) need parse ~60 KB of texts.
+  if (!mayBeHelp(argv)) return undefined;
   const { CANNED_HELP } = await import("./cli/canned-help.ts");
   const text = CANNED_HELP?.[argv.join("\0")];
   if (text === undefined || (await stdoutIsTerminal())) return undefined;
   return text;
+}
+
+/**
+ * Whether `argv` may be one of the recorded help invocations (build/help-texts.ts `helpInvocations`: `help`,
+ * `help NAME`, and `… --help` / `… -h` of every command): false means surely not, so the texts need not be
+ * loaded. test/e2e/binary-startup.test.ts checks every recorded invocation passes.
+ */
+export function mayBeHelp(argv: readonly string[]): boolean {
+  const last = argv[argv.length - 1];
+  return argv[0] === "help" || last === "--help" || last === "-h";
 }
 
 /** Whether fd 1 may be a terminal: anything but a pipe, a regular file or a socket counts (a failed stat too). */

@@ -42,13 +42,13 @@ import { Inflight } from "./session/inflight.ts";
 import type { Session } from "./session/types.ts";
 import { openStore } from "./store/open.ts";
 import { chooseStorage } from "./store/storage.ts";
-import { FleetNode } from "./fleet/node.ts";
+import type { FleetNode } from "./fleet/node.ts";
 import type { TurnRequest } from "./fleet/dispatch.ts";
 import { WORKER_LOST_ERROR } from "./fleet/lost.ts";
 import type { SweepResult } from "./fleet/sweeper.ts";
 import { roleRefusal, runsTurns, type ServeRole } from "./fleet/role.ts";
 import { newId } from "./ids.ts";
-import { TurnLeases } from "./fleet/turn-leases.ts";
+import type { TurnLeases } from "./fleet/turn-leases.ts";
 import { Store } from "./store/store.ts";
 import { Transcripts, type ToolUseView } from "./store/transcript.ts";
 import { TrustStore } from "./store/trust.ts";
@@ -232,6 +232,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   let late: AirlockRuntime | undefined;
   const store = await openStore(opts.config, opts.dataDir, { env: opts.env ?? process.env, dbPath: opts.dbPath });
   let fleet: FleetNode | undefined;
+  let turnLeases: typeof TurnLeases | undefined;
   const bus = new Bus();
   try {
     const log = opts.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
@@ -245,6 +246,10 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     // PostgreSQL: this process is one node of a fleet (SPEC §5.8): leases, card rows, the feed, the sweeper,
     // the turn queue and the event relay
     if (choice.kind === "postgres") {
+      // loaded here: a SQLite run never loads the fleet's code
+      const { FleetNode } = await import("./fleet/node.ts");
+      const loaded = await import("./fleet/turn-leases.ts");
+      turnLeases = loaded.TurnLeases;
       fleet = await FleetNode.start({
         sql: store.sql,
         listenUrl: choice.url,
@@ -263,7 +268,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     throw e;
   }
   // the constructor closes the store (and the fleet node) when it throws
-  const rt = new AirlockRuntime(opts, store, bus, fleet);
+  const rt = new AirlockRuntime(opts, store, bus, fleet && turnLeases ? { node: fleet, TurnLeases: turnLeases } : undefined);
   late = rt;
   // only serve nodes claim: a one-shot `airlock run` on the same database must not take a turn it would abandon at exit
   if (fleet && opts.role !== undefined && runsTurns(opts.role)) {
@@ -321,10 +326,11 @@ class AirlockRuntime implements Runtime {
   private readonly resources = new AsyncDisposableStack();
   private closed = false;
 
-  constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: FleetNode) {
+  /** `fleet`: this process's node and the turn-lease class (both loaded only in fleet mode, PostgreSQL). */
+  constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: { node: FleetNode; TurnLeases: typeof TurnLeases }) {
     this.bus = bus;
     this.role = opts.role ?? "all";
-    this.fleet = fleet ? { node: fleet, turnLeases: new TurnLeases(fleet.leases, (sid, _tid, e) => this.inflight.cancel(sid, e.message)) } : undefined;
+    this.fleet = fleet ? { node: fleet.node, turnLeases: new fleet.TurnLeases(fleet.node.leases, (sid, _tid, e) => this.inflight.cancel(sid, e.message)) } : undefined;
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
     this.configDir = resolve(opts.configDir);
@@ -434,7 +440,7 @@ class AirlockRuntime implements Runtime {
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});
-      void (fleet ? fleet.close() : Promise.resolve()).finally(() => this.store.close()).catch(() => {});
+      void (fleet ? fleet.node.close() : Promise.resolve()).finally(() => this.store.close()).catch(() => {});
       throw e;
     }
     this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;

@@ -12,8 +12,9 @@ import type { Message } from "../session/types.ts";
 import type { ToolSpec } from "../tool/tool.ts";
 import type { HookDirective, HookTurn, HistoryShrinker } from "./loop.ts";
 import type { Provider, TokenUsage } from "./providers/provider.ts";
-import { ANTHROPIC_DEFAULT_MODEL } from "./providers/anthropic.ts";
-import { OPENAI_DEFAULT_MODEL } from "./providers/openai.ts";
+// the defaults modules, not the adapters: importing an adapter would load its SDK at start
+import { ANTHROPIC_DEFAULT_MODEL } from "./providers/anthropic-defaults.ts";
+import { OPENAI_DEFAULT_MODEL } from "./providers/openai-defaults.ts";
 import summaryPrompt from "./compact-summary.txt" with { type: "text" };
 
 /**

@@ -9,7 +9,6 @@
  * its schema in bus/events.ts: `publish` is typed by it, and checks against it under `bun test`.
  */
 
-import { randomBytes } from "node:crypto";
 import { AirlockError } from "../errors.ts";
 import { EVENT_NAMES, eventMismatch, type AnyEvent, type EventData, type EventName, type TypedEvent } from "./events.ts";
 
@@ -45,7 +44,7 @@ export class Bus {
   private channels = new Map<string, Channel>();
   private global = new Set<Listener>();
   /** This bus's epoch: lowercase letters and digits, unique per process (start time + 48 random bits). */
-  readonly epoch: string = `${Date.now().toString(36)}${randomBytes(6).toString("hex")}`;
+  readonly epoch: string = `${Date.now().toString(36)}${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
 
   /**
    * @param bufferSize events kept per session for replay (at least this many; at most twice as many).

@@ -4,7 +4,6 @@
  * `allow_once` or `allow_session` on a card that needs user proof only with the approver token (`user_proof_required`
  * when none came, `user_proof_invalid` when a wrong one came); `deny` never needs proof. Tokens are compared in constant time.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import { AirlockError } from "../errors.ts";
 
 /** A person's answer to a card: run it once, run it and add the card's `suggested_rule` for the session tree, or refuse it. */
@@ -16,9 +15,10 @@ export const APPROVER_HEADER = "X-Airlock-Approver";
 /** Constant-time equality of two secrets of any length (both are hashed first, so lengths leak nothing). */
 export function tokensEqual(given: string | null | undefined, expected: string | null | undefined): boolean {
   if (!given || !expected) return false;
-  const a = createHash("sha256").update(given).digest();
-  const b = createHash("sha256").update(expected).digest();
-  return timingSafeEqual(a, b);
+  // Bun's hasher and the global crypto's timingSafeEqual: node:crypto is not loaded at start (docs/performance.md)
+  const a = new Bun.CryptoHasher("sha256").update(given).digest();
+  const b = new Bun.CryptoHasher("sha256").update(expected).digest();
+  return crypto.timingSafeEqual(a, b);
 }
 
 /**

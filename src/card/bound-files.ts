@@ -4,7 +4,6 @@
  * a call names (which ones: gate/named-files.ts). A card shows them; just before the allowed call runs,
  * the gate hashes them again and a change refuses the call as `approval_stale`.
  */
-import { createHash } from "node:crypto";
 import { constants as FS, type Stats } from "node:fs";
 import { lstat, open, readlink } from "node:fs/promises";
 import path from "node:path";
@@ -90,7 +89,7 @@ async function hashOpen(at: string, noFollow: boolean, expect: Stats | undefined
     const st = await fh.stat();
     if (!st.isFile() || (expect && (st.ino !== expect.ino || st.dev !== expect.dev))) return { kind: "other" };
     if (st.size > BIND_MAX_BYTES) return { kind: "too_large", size: st.size };
-    const hash = createHash("sha256");
+    const hash = new Bun.CryptoHasher("sha256"); // not node:crypto: not loaded at start (docs/performance.md)
     const buf = Buffer.allocUnsafe(BIND_CHUNK_BYTES);
     let size = 0;
     for (;;) {

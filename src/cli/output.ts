@@ -4,7 +4,7 @@
  * (SPEC §2). Writes are synchronous so nothing is lost when `main.ts` calls `process.exit`, and each
  * JSON line reaches a reader as soon as it is written.
  */
-import { writeSync } from "node:fs";
+import { fstatSync, writeSync } from "node:fs";
 import { exitCodeFor, toAirlockError, type AirlockError, type ErrorCode, type ExitCode } from "../errors.ts";
 
 const STDOUT = 1;
@@ -29,6 +29,20 @@ export function writeAll(fd: number, text: string): void {
       if (code === "EPIPE") return;
       throw e;
     }
+  }
+}
+
+/**
+ * Whether file descriptor `fd` may be a terminal: false when it surely is not (it can be stat'ed and is
+ * not a character device: a pipe, a file, a socket), true otherwise (a terminal, /dev/null, a failed stat).
+ * One `fstat`: asking `process.stdin/stdout/stderr.isTTY` builds a Node stream, several ms at start
+ * (docs/performance.md), so callers ask this first and the stream only when it says true.
+ */
+export function mayBeTerminal(fd: number): boolean {
+  try {
+    return fstatSync(fd).isCharacterDevice();
+  } catch {
+    return true;
   }
 }
 

@@ -5,6 +5,7 @@
  * and the last tool. Log lines written through `log` clear it first so they never mix with it.
  */
 import type { AnyEvent } from "../bus/bus.ts";
+import { mayBeTerminal } from "./output.ts";
 
 /** How often the line is redrawn, ms. */
 const TICK_MS = 250;
@@ -25,11 +26,11 @@ export interface Progress {
 
 /**
  * Creates the progress line.
- * @param opts.tty whether stderr is a terminal (default `process.stderr.isTTY`); when false nothing is drawn.
+ * @param opts.tty whether stderr is a terminal (default `process.stderr.isTTY`, asked only when fd 2 may be one: output.ts `mayBeTerminal`); when false nothing is drawn.
  * @param opts.write how to write to stderr (synchronous).
  */
 export function createProgress(opts: { tty?: boolean; write: (s: string) => void; now?: () => number }): Progress {
-  const tty = opts.tty ?? process.stderr.isTTY === true;
+  const tty = opts.tty ?? (mayBeTerminal(2) && process.stderr.isTTY === true);
   const now = opts.now ?? (() => Date.now());
   const started = now();
   let calls = 0;

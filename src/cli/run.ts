@@ -201,7 +201,7 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     await rt.close();
     throw e;
   }
-  const reader = interactive ? ttyLineReader() : undefined;
+  const reader = interactive ? await ttyLineReader() : undefined;
   let stopApprover: (() => void) | undefined;
   const ac = new AbortController();
   const { createProgress } = await import("./progress.ts");

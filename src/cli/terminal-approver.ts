@@ -5,20 +5,25 @@
  * terminal is present, so their "yes" carries user proof (the approver token of this data dir).
  * Used only when stdin and stderr are both TTYs; otherwise `airlock run` is headless (nobody can answer).
  */
-import { createInterface } from "node:readline";
 import type { TypedEvent } from "../bus/bus.ts";
 import type { Runtime } from "../runtime.ts";
+import { mayBeTerminal } from "./output.ts";
 
 /** Whether a person can answer on this terminal: stdin and stderr are both TTYs. */
 export function terminalCanAsk(): boolean {
-  return Boolean(process.stdin.isTTY && process.stderr.isTTY);
+  // fstat first: the Node streams behind process.stdin/stderr are built only when both may be terminals
+  return mayBeTerminal(0) && mayBeTerminal(2) && Boolean(process.stdin.isTTY && process.stderr.isTTY);
 }
 
 /** Asks one question on the terminal and resolves with the answer line. */
 export type LineReader = (question: string) => Promise<string>;
 
-/** A line reader on the TTY stdin (non-blocking: the turn keeps running while it waits). `close()` releases stdin. */
-export function ttyLineReader(): LineReader & { close(): void } {
+/**
+ * A line reader on the TTY stdin (non-blocking: the turn keeps running while it waits). `close()` releases stdin.
+ * `node:readline` is loaded here, on first use: a headless run never needs it.
+ */
+export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
+  const { createInterface } = await import("node:readline");
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
   const ask = ((question: string) => new Promise<string>((resolve) => rl.question(question, (a) => resolve(a.trim())))) as LineReader & { close(): void };
   ask.close = () => rl.close();

@@ -3,7 +3,6 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { randomBytes } from "node:crypto";
 import { chmodSync, closeSync, constants, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
@@ -125,10 +124,10 @@ function readExisting(path: string, warn: (msg: string) => void): string | undef
 
 /** Creates the token file atomically (0600 from the first byte); does nothing if another process created it first. */
 function createToken(path: string): void {
-  const tmp = `${path}.tmp-${process.pid}-${randomBytes(6).toString("hex")}`;
+  const tmp = `${path}.tmp-${process.pid}-${randomHex(6)}`;
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
   try {
-    writeSync(fd, `${randomBytes(32).toString("hex")}\n`);
+    writeSync(fd, `${randomHex(32)}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -142,4 +141,9 @@ function createToken(path: string): void {
     }
   }
   unlinkSync(tmp);
+}
+
+/** `n` random bytes as lowercase hex (Web Crypto: node:crypto is not loaded at start, docs/performance.md). */
+function randomHex(n: number): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("hex");
 }

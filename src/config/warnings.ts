@@ -72,14 +72,17 @@ export function configWarnings(config: Readonly<Config>, configDir: string, conf
  */
 export function locator(configPath?: string | null): (path: readonly PropertyKey[]) => string {
   if (!configPath) return () => "";
-  let locate: ((path: readonly PropertyKey[], at?: "key" | "value") => SourcePos | undefined) | undefined;
-  try {
-    locate = parseYaml(readFileSync(configPath, "utf8"), configPath).locate;
-  } catch {
-    return () => "";
-  }
+  // the file is read and parsed on the first position asked for: a valid config asks none (start-up cost)
+  let locate: ((path: readonly PropertyKey[], at?: "key" | "value") => SourcePos | undefined) | null | undefined;
   return (path) => {
-    const pos = locate!(path, "key");
+    if (locate === undefined) {
+      try {
+        locate = parseYaml(readFileSync(configPath, "utf8"), configPath).locate;
+      } catch {
+        locate = null;
+      }
+    }
+    const pos = locate?.(path, "key");
     return pos ? ` (line ${pos.line}, column ${pos.col})` : "";
   };
 }

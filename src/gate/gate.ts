@@ -26,7 +26,6 @@ import { nameRefusal } from "./inspectors/mode.ts";
 import type { Permits } from "./permits.ts";
 import { combine, headlessRefusal, isAnswerable, type DenyVerdict, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
 import { withHookContext, type HookContextNote } from "../hook/index.ts";
-import { createHash } from "node:crypto";
 import type { SessionRuleSets } from "./rules/session.ts";
 import { suggestRule } from "./rules/suggest.ts";
 import { sandboxWillRefuse } from "./will-fail.ts";
@@ -121,7 +120,7 @@ interface Judged {
 
 /** The sha256 of a call's arguments as JSON (the decision log records a rewrite without logging the arguments). */
 function argsDigest(args: unknown): string {
-  return createHash("sha256").update(JSON.stringify(args ?? null)).digest("hex");
+  return new Bun.CryptoHasher("sha256").update(JSON.stringify(args ?? null)).digest("hex");
 }
 
 /** What running an approved, file-bound call did: ran the tool (its outcome), or found a named file changed since the approval (`now`: the new hashes). */

@@ -4,7 +4,6 @@
  * the executable the launcher will really run. The gate keys one-shot approvals on this so an
  * approval is never reused for another argv, cwd or executable (SPEC §9).
  */
-import { createHash } from "node:crypto";
 import { sanitizedEnv } from "./env.ts";
 import { resolveExecutable, resolveRealPath, resolveWorkspacePath } from "./resolve.ts";
 
@@ -37,7 +36,7 @@ export function callBinding(o: { tool: string; args: unknown; workspace: string 
   const exe = toolExecutable(o.tool);
   const executable = exe ? resolveExecutable(exe, sanitizedEnv().PATH) : null;
   const payload = JSON.stringify(canonical({ tool: o.tool, args: o.args, cwd: resolveRealPath("/", o.workspace), executable }));
-  return createHash("sha256").update(payload).digest("hex");
+  return new Bun.CryptoHasher("sha256").update(payload).digest("hex"); // not node:crypto: not loaded at start
 }
 
 /** What a host tool call will really touch, for the security floor: never the model's spelling. */

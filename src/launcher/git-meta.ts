@@ -8,7 +8,6 @@
  * holds the event loop for long (it yields every {@link YIELD_MS} ms), reads at most a bounded number of
  * folders per scan, and runs one at a time per root.
  */
-import { createHash } from "node:crypto";
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync, type Stats } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -497,7 +496,7 @@ function startTime(pid: number): string | null {
   }
 }
 
-const rootKey = (root: string) => createHash("sha256").update(root).digest("hex").slice(0, 16);
+const rootKey = (root: string) => new Bun.CryptoHasher("sha256").update(root).digest("hex").slice(0, 16);
 let journalSeq = 0;
 
 /**

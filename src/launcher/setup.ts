@@ -38,7 +38,8 @@ export async function confinementFor(
  * reads the probe cache (probe.ts {@link cachedBwrapWorks}; a miss leaves the probe to the first call),
  * compiles the seccomp filter, lists the credential stores of `homes` (default: airlock's HOME) and, on a
  * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after,
- * and builds (and drops) an unconnected socket, the kind the launch's extra fds use.
+ * builds (and drops) an unconnected socket, the kind the launch's extra fds use, and loads `node:stream`
+ * (the launch's output pipes are Node streams).
  * Never rejects. The runtime calls it once, off the path to the first model request.
  */
 export async function warmLauncher(homes: readonly (string | undefined)[] = [process.env.HOME]): Promise<void> {
@@ -57,6 +58,9 @@ export async function warmLauncher(homes: readonly (string | undefined)[] = [pro
     await releaseRoot(setup.prepared);
     // a confined launch's extra fds (info pipe, lifeline) are sockets: load that code too (no fd is opened)
     new (await import("node:net")).Socket().destroy();
+    // and its stdout and stderr are Node streams: load node:stream too (nothing else at start loads it
+    // since node:crypto left the start path; a first call paid for it: docs/performance.md, third round)
+    await import("node:stream");
   } catch {
     // only a warm-up: the first call does (and reports) whatever failed here
   } finally {

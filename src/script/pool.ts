@@ -8,7 +8,7 @@
  * script per thread, that ends the stalled script only).
  */
 import { AsyncResource } from "node:async_hooks";
-import { MessageChannel } from "node:worker_threads";
+import type { MessagePort as NodeMessagePort } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
 import { compileQuickJS } from "./instances.ts";
@@ -159,7 +159,9 @@ export class ScriptPool {
     const pool = this.#pool ?? (await this.#ensurePool());
     if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
-    const { port1, port2 } = new MessageChannel();
+    // the global MessageChannel, which in Bun is node:worker_threads' own (test/startup-closure.test.ts):
+    // importing that module costs a few ms at every start (docs/performance.md, issue 20 third round)
+    const { port1, port2 } = new MessageChannel() as unknown as { port1: NodeMessagePort; port2: NodeMessagePort };
     const meterBuf = new SharedArrayBuffer(METER.size * 8);
     const meter = new Float64Array(meterBuf);
     let done = false;

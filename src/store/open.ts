@@ -9,8 +9,6 @@ import { join } from "node:path";
 import { assertNever } from "../errors.ts";
 import { MIGRATIONS, openDatabase, storageError } from "./db.ts";
 import { migrateSql } from "./migrate.ts";
-import { PG_MIGRATIONS } from "./migrations-pg.ts";
-import { openPgSql } from "./sql-pg.ts";
 import { sqliteSql } from "./sql-sqlite.ts";
 import { chooseStorage, type StorageChoice } from "./storage.ts";
 import { Store } from "./store.ts";
@@ -50,6 +48,9 @@ export async function openChosen(choice: StorageChoice, sqlitePath: string): Pro
       return new Store(sql);
     }
     case "postgres": {
+      // loaded here: a SQLite run never loads the PostgreSQL driver (bun:sql) or its migrations
+      const { openPgSql } = await import("./sql-pg.ts");
+      const { PG_MIGRATIONS } = await import("./migrations-pg.ts");
       const sql = await openPgSql(choice.url);
       try {
         await migrateSql(sql, PG_MIGRATIONS);

@@ -18,7 +18,10 @@
  */
 import { SQL } from "bun";
 import { AirlockError } from "../errors.ts";
+import { isPostgresUrl, redactUrl } from "./pg-url.ts";
 import type { Sql, SqlRunResult, SqlValue } from "./sql.ts";
+
+export { isPostgresUrl, redactUrl };
 
 /** Pool settings of {@link pgSql}. */
 export interface PgSqlOptions {
@@ -53,30 +56,6 @@ export function pgSql(url: string, opts: PgSqlOptions = {}): PgSql {
     throw new AirlockError("config_invalid", `storage: ${redactUrl(url)} is not a PostgreSQL URL (postgres://user:password@host:port/database)`);
   }
   return new PgSql(url, opts);
-}
-
-/** True for a `postgres://` or `postgresql://` URL. */
-export function isPostgresUrl(url: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(url);
-}
-
-/**
- * `url` with its password (userinfo password and a `password=` query parameter) replaced by `***`.
- * A string that does not parse as a URL is redacted by pattern (`//user:secret@` → `//user:***@`).
- */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    for (const k of [...u.searchParams.keys()]) if (/pass(word)?$/i.test(k)) u.searchParams.set(k, "***");
-    return u.toString();
-  } catch {
-    // Not a URL (e.g. a password holding an unescaped '/', or a keyword DSN): everything between '//' and
-    // the last '@' goes (user and password alike), and any `…password = value` (quoted or not).
-    return url
-      .replace(/\/\/[^]*@/, "//***@")
-      .replace(/(\w*pass(?:word)?\s*=\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^&\s]*)/gi, "$1***");
-  }
 }
 
 /** The secrets of `url` (its password raw and percent-decoded), to scrub from foreign messages. */

@@ -7,7 +7,7 @@
  * deployments pass backing-service URLs.
  */
 import { AirlockError } from "../errors.ts";
-import { isPostgresUrl, redactUrl } from "./sql-pg.ts";
+import { isPostgresUrl, redactUrl } from "./pg-url.ts";
 
 /** The environment variable naming the PostgreSQL database; wins over `storage:`. */
 export const DATABASE_URL_ENV = "AIRLOCK_DATABASE_URL";

@@ -24,7 +24,6 @@
  * step: the missing lines are appended when the file is an exact prefix of what the store holds, else
  * the whole file is rebuilt from the store and renamed into place. Files are 0600, the folder 0700.
  */
-import { randomBytes } from "node:crypto";
 import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { TRANSCRIPTS_DIR } from "../config/paths.ts";
@@ -302,7 +301,7 @@ export class Transcripts {
    */
   private write(file: string, text: string, how: "append" | "replace"): number {
     this.checkFolder();
-    const target = how === "append" ? file : `${file}.tmp-${process.pid}-${randomBytes(6).toString("hex")}`;
+    const target = how === "append" ? file : `${file}.tmp-${process.pid}-${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (how === "append" ? constants.O_APPEND : constants.O_EXCL);
     let fd: number;
     try {

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { helpInvocations, recordHelpTexts } from "../../build/help-texts.ts";
-import { quickAnswer } from "../../src/boot.ts";
+import { mayBeHelp, quickAnswer } from "../../src/boot.ts";
 import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
 import pkg from "../../package.json" with { type: "json" };
 
@@ -49,6 +49,10 @@ describe("quick answers", () => {
     }
     expect(texts["sessions\0list\0-h"]).toBe((await source(["sessions", "list", "-h"])).stdout);
     expect(texts["--help"]).toContain("Usage: airlock [options] [command]");
+    // boot.ts loads the texts only when mayBeHelp says an argv may be one of them
+    expect(invocations.filter((a) => !mayBeHelp(a))).toEqual([]);
+    expect(Object.keys(texts).map((k) => k.split("\0")).filter((a) => !mayBeHelp(a))).toEqual([]);
+    expect(mayBeHelp(["run", "hi"])).toBe(false);
   }, 120_000);
 });
 

@@ -15,8 +15,9 @@ import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelT
 import { connectionError, httpStatusError, idleTimeout, malformedStream, otherError } from "./errors.ts";
 import { attemptController, cancelledError, retryingComplete } from "./retry.ts";
 
-export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
-export const ANTHROPIC_DEFAULT_MODEL = "claude-sonnet-4-5";
+import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL } from "./anthropic-defaults.ts";
+
+export { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL };
 
 /**
  * Builds the Anthropic provider. The key is read at call time from `env[cfg.api_key_env ?? "ANTHROPIC_API_KEY"]`
