@@ -640,8 +640,9 @@ class AirlockRuntime implements Runtime {
     const here = this.cancel(sessionId, reason);
     if (!this.fleet) return here;
     const node = this.fleet.node;
-    const withdrawn = await node.queue.withdraw(sessionId);
-    for (const id of withdrawn) this.announceEnd(sessionId, id, "cancelled", { code: "cancelled", message: reason });
+    // the session's queued turn and its descendants' (a child replied to through an api node): none may run later
+    const withdrawn = await node.queue.withdrawTree(sessionId);
+    for (const w of withdrawn) this.announceEnd(w.sessionId, w.id, "cancelled", { code: "cancelled", message: w.sessionId === sessionId ? reason : `${reason} (an ancestor's turn was cancelled)` });
     // read before the cancel is sent: the node running it may end the turn (and release its lease) at once
     const live = await this.store.sql.get(
       `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)

@@ -76,5 +76,39 @@ describe.skipIf(why !== null)(`fleet attacks at the runtime level on PostgreSQL$
     expect(results.length).toBe(1);
     expect(existsSync(marker)).toBe(false);
     expect(results[0]).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+    // the tests below need no claimer alive
+    await rt.close();
   }, 120_000);
+
+  test("cancel of a session withdraws its descendants' queued turns too (none survives to run later)", async () => {
+    const api = await runtime("api-cancel", [{ text: "hi" }], { lease_ttl_seconds: 8, sweep_seconds: 0.5, poll_seconds: 0.3, queue_timeout_seconds: 60 }, "api");
+    const ws = join(dir, "api-cancel", "ws");
+    const root = await api.createSession({ workspace: ws });
+    const child = await api.createSession({ workspace: ws, parent_session_id: root.id });
+    const seen: AnyEvent[] = [];
+    api.bus.subscribe(child.id, (ev) => seen.push(ev));
+    // no worker alive: the child's turn stays queued
+    const { turnId } = await api.requestTurn(child.id, "work");
+    expect(await api.cancelEverywhere(root.id, "stop the tree")).toBe(true);
+    const [req] = await pg`SELECT state FROM turn_requests WHERE id = ${turnId}`;
+    expect(req.state).toBe("cancelled");
+    expect(seen.find((e) => e.type === "turn_finished")?.data).toMatchObject({ turn_id: turnId, status: "cancelled" });
+  }, 120_000);
+
+  test.todo(
+    "a request claimed by a worker that died before taking the turn's lease (no turn row, no lease) ends: the api node's reply gets turn_finished failed instead of waiting forever. " +
+      "Today nothing ends it: the queue timeout only withdraws `queued` rows, the sweeper only sweeps leases, so the api node's SSE (POST /sessions/:id/reply) never closes. " +
+      "A fix must not race a live but slow claimer (a SessionStart hook can keep startTurn from taking the lease for longer than the TTL): e.g. the claimer re-checks its request is still `running` when it writes the turn row, and the sweeper ends `running` requests claimed more than a TTL ago with no lease and no turn row",
+    async () => {
+      const api = await runtime("api-orphan", [{ text: "hi" }], { lease_ttl_seconds: 2, sweep_seconds: 0.5, poll_seconds: 0.3, queue_timeout_seconds: 5 }, "api");
+      const session = await api.createSession({ workspace: join(dir, "api-orphan", "ws") });
+      const seen: AnyEvent[] = [];
+      api.bus.subscribe(session.id, (ev) => seen.push(ev));
+      const { turnId } = await api.requestTurn(session.id, "hi");
+      // a worker claims it, then is killed -9 before startTurn took the lease
+      await pg`UPDATE turn_requests SET state = 'running', worker_id = 'dead-worker', claimed_at = ${Date.now()} WHERE id = ${turnId}`;
+      await until("turn_finished of the orphaned request", () => seen.some((e) => e.type === "turn_finished"), 30_000);
+      expect(seen.find((e) => e.type === "turn_finished")?.data).toMatchObject({ turn_id: turnId, status: "failed" });
+    },
+  );
 });
