@@ -111,4 +111,28 @@ describe.skipIf(why !== null)(`fleet attacks at the runtime level on PostgreSQL$
       expect(seen.find((e) => e.type === "turn_finished")?.data).toMatchObject({ turn_id: turnId, status: "failed" });
     },
   );
+
+  test("fencing: a worker paused past its lease, swept by another node, writes nothing more into the session when it resumes", async () => {
+    const a = await runtime(
+      "paused",
+      [{ text: "thinking", delay_ms: 2500, tool_calls: [{ name: "developer__shell", arguments: { command: "true" } }] }, { text: "done" }],
+      { lease_ttl_seconds: 60, sweep_seconds: 50, poll_seconds: 0.3 },
+      "all",
+      { mode: "smart", tools: { developer__shell: { permission: "allow" } } },
+    );
+    // the sweeping node (claims nothing: no role)
+    const b = await runtime("sweeper", [{ text: "x" }], { lease_ttl_seconds: 60, sweep_seconds: 0.3, poll_seconds: 0.3 });
+    const session = await a.createSession({ workspace: join(dir, "paused", "ws") });
+    const started = await a.startTurn(session.id, "go");
+    await until("the turn's lease", async () => (await pg`SELECT 1 FROM inflight WHERE turn_id = ${started.turnId}`).length === 1);
+    await pg`UPDATE inflight SET expires_at = 0 WHERE turn_id = ${started.turnId}`;
+    await until("the sweep", async () => (await pg`SELECT status FROM turns WHERE id = ${started.turnId}`)[0].status === "interrupted");
+    const atSweep = (await pg`SELECT id FROM messages WHERE session_id = ${session.id}`).length;
+    await started.done.catch(() => undefined);
+    const after = await pg`SELECT role, content FROM messages WHERE session_id = ${session.id} ORDER BY created_at`;
+    expect((await pg`SELECT status FROM turns WHERE id = ${started.turnId}`)[0].status).toBe("interrupted");
+    expect(after.length).toBe(atSweep);
+    await a.close();
+    await b.close();
+  }, 120_000);
 });
