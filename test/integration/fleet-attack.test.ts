@@ -136,3 +136,34 @@ describe.skipIf(why !== null)(`fleet attacks at the runtime level on PostgreSQL$
     await b.close();
   }, 120_000);
 });
+
+describe("the SQLite default is untouched by the fleet", () => {
+  test("a turn with a tool call and a cancel on the SQLite store: single process, nothing queued, relayed, leased or parked as a row", async () => {
+    const d = mkdtempSync(join(tmpdir(), "airlock-fleet-attack-sqlite-"));
+    try {
+      mkdirSync(join(d, "ws"));
+      writeFileSync(join(d, "turns.yaml"), stringify({ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command: "echo hi" } }] }, { text: "done" }] }));
+      const config = Config.parse({ provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", tools: { developer__shell: { permission: "allow" } } });
+      const rt = await createRuntime({ config, configDir: d, dataDir: d, workspace: join(d, "ws"), env: {}, role: "all" });
+      try {
+        expect(rt.store.sql.dialect).toBe("sqlite");
+        const session = await rt.createSession({ workspace: join(d, "ws") });
+        const seen: AnyEvent[] = [];
+        rt.bus.subscribe(session.id, (ev) => seen.push(ev));
+        const { turnId } = await rt.requestTurn(session.id, "go");
+        await until("turn_finished", () => seen.some((e) => e.type === "turn_finished" && (e.data as { turn_id: string }).turn_id === turnId));
+        expect(seen.find((e) => e.type === "turn_finished")!.data).toMatchObject({ status: "completed", answer: "done" });
+        expect(seen.find((e) => e.type === "tool_result")!.data).toMatchObject({ ok: true });
+        expect(await rt.cancelEverywhere(session.id)).toBe(false);
+        expect(await rt.remoteInFlight()).toEqual([]);
+        for (const table of ["fleet_relay", "turn_requests", "inflight", "cards"]) {
+          expect({ table, n: Number((await rt.store.sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))!.n) }).toEqual({ table, n: 0 });
+        }
+      } finally {
+        await rt.close();
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
