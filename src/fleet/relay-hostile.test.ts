@@ -92,6 +92,59 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
 suite("SQLite", openFleetSqlite, null);
 suite("PostgreSQL", openFleetPg, pgAvailable());
 
+describe.skipIf(pgAvailable() !== null)("the relay's reads with a huge row in the lookback (PostgreSQL)", () => {
+  let db: Db;
+  beforeAll(async () => {
+    db = await openFleetPg();
+  }, 180_000);
+  afterAll(async () => {
+    await db?.close();
+  }, 60_000);
+
+  test("a row already read is not fetched again by every later read of the lookback window (a 5 MB event is transferred once, not once per notification)", async () => {
+    // the reader's executor, counting the bytes of `items` its queries bring back
+    let fetched = 0;
+    const count = <T>(rows: T): T => {
+      for (const r of (Array.isArray(rows) ? rows : [rows]) as ({ items?: unknown } | null)[]) if (r && typeof r.items === "string") fetched += r.items.length;
+      return rows;
+    };
+    const sql = db.b;
+    const counting = {
+      dialect: sql.dialect,
+      all: async (q: string, p?: readonly unknown[]) => count(await sql.all(q, p as never)),
+      get: async (q: string, p?: readonly unknown[]) => count(await sql.get(q, p as never)),
+      run: (q: string, p?: readonly unknown[]) => sql.run(q, p as never),
+      transaction: (fn: never) => sql.transaction(fn),
+      close: () => Promise.resolve(),
+    } as unknown as typeof sql;
+    const bus = new Bus();
+    const relay = new EventRelay({ sql: counting, bus, workerId: "w-reader", pollMs: 3_600_000, onCancel: () => {} });
+    await relay.start();
+    try {
+      const s = uid("sess");
+      const got: string[] = [];
+      bus.subscribe(s, (ev) => got.push((ev.data as { text: string }).text.slice(0, 5)));
+      const big = "y".repeat(5_000_000);
+      const row = (text: string) => JSON.stringify([{ kind: "event", session_id: s, type: "delta", data: { session_id: s, turn_id: "t", text }, persisted: false }]);
+      await db.a.run("INSERT INTO fleet_relay (worker_id, items, created_at) VALUES ('w-writer', ?, ?)", [row(big), Date.now()]);
+      relay.read();
+      await relay.idle();
+      expect(got).toEqual(["yyyyy"]);
+      // twenty more small rows, each read as its notification would trigger it
+      for (let i = 0; i < 20; i++) {
+        await db.a.run("INSERT INTO fleet_relay (worker_id, items, created_at) VALUES ('w-writer', ?, ?)", [row(`s${i}`), Date.now()]);
+        relay.read();
+        await relay.idle();
+      }
+      expect(got.length).toBe(21);
+      // the big row once, plus the small ones: far below twice the big row
+      expect(fetched).toBeLessThan(2 * big.length);
+    } finally {
+      await relay.close();
+    }
+  }, T);
+});
+
 describe.skipIf(pgAvailable() !== null)("the relay when its writes fail for a while (PostgreSQL)", () => {
   let db: Db;
   beforeAll(async () => {

@@ -222,13 +222,20 @@ export class EventRelay {
   private async readOnce(): Promise<void> {
     const now = this.now();
     const since = now - this.lookbackMs;
-    // two index-friendly halves (past the highest id seen; within the lookback), not one OR; a row in both is applied once (seen)
-    const rows = await this.opts.sql.all<{ id: number; worker_id: string; items: string; created_at: number }>(
-      `SELECT id, worker_id, items, created_at FROM fleet_relay WHERE id > ? AND worker_id <> ?
-       UNION ALL SELECT id, worker_id, items, created_at FROM fleet_relay WHERE created_at >= ? AND worker_id <> ?
-       ORDER BY id`,
-      [this.high, this.opts.workerId, since, this.opts.workerId],
-    );
+    // past the highest id seen: new rows, read whole. Within the lookback (a row that committed after a higher
+    // id): ids first, and only the rows not seen yet are read whole, so a big row is transferred once, not by
+    // every read while it stays in the window
+    const high = this.high;
+    type Row = { id: number; worker_id: string; items: string; created_at: number };
+    const fresh = await this.opts.sql.all<Row>("SELECT id, worker_id, items, created_at FROM fleet_relay WHERE id > ? AND worker_id <> ? ORDER BY id", [high, this.opts.workerId]);
+    const recent = await this.opts.sql.all<{ id: number }>("SELECT id FROM fleet_relay WHERE created_at >= ? AND id <= ? AND worker_id <> ?", [since, high, this.opts.workerId]);
+    const missing = recent.map((r) => Number(r.id)).filter((id) => !this.seen.has(id));
+    const late: Row[] = [];
+    for (let i = 0; i < missing.length; i += 500) {
+      const ids = missing.slice(i, i + 500);
+      late.push(...(await this.opts.sql.all<Row>(`SELECT id, worker_id, items, created_at FROM fleet_relay WHERE id IN (${ids.map(() => "?").join(", ")})`, ids)));
+    }
+    const rows = late.length ? [...late, ...fresh].sort((x, y) => Number(x.id) - Number(y.id)) : fresh;
     for (const r of rows) {
       const id = Number(r.id);
       if (this.seen.has(id)) continue;
