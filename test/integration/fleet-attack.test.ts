@@ -98,7 +98,9 @@ describe.skipIf(why !== null)(`fleet attacks at the runtime level on PostgreSQL$
   test.todo(
     "a request claimed by a worker that died before taking the turn's lease (no turn row, no lease) ends: the api node's reply gets turn_finished failed instead of waiting forever. " +
       "Today nothing ends it: the queue timeout only withdraws `queued` rows, the sweeper only sweeps leases, so the api node's SSE (POST /sessions/:id/reply) never closes. " +
-      "A fix must not race a live but slow claimer (a SessionStart hook can keep startTurn from taking the lease for longer than the TTL): e.g. the claimer re-checks its request is still `running` when it writes the turn row, and the sweeper ends `running` requests claimed more than a TTL ago with no lease and no turn row",
+      "A fix must not race a live but slow claimer (a SessionStart hook can keep startTurn from taking the lease for longer than the TTL), and a NOT EXISTS (turn row) in the sweeper's UPDATE is not enough under READ COMMITTED: " +
+      "e.g. a `started_at` column on turn_requests (a migration), set by the claimer with `UPDATE … WHERE id = ? AND state = 'running'` in the transaction that inserts the turn row (0 rows: abort the turn), " +
+      "and the sweeper ends `running` rows with `started_at IS NULL AND claimed_at < now - TTL` (own-row columns, so the row lock orders the two), publishing error + turn_finished `failed` (`worker_lost`)",
     async () => {
       const api = await runtime("api-orphan", [{ text: "hi" }], { lease_ttl_seconds: 2, sweep_seconds: 0.5, poll_seconds: 0.3, queue_timeout_seconds: 5 }, "api");
       const session = await api.createSession({ workspace: join(dir, "api-orphan", "ws") });
