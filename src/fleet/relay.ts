@@ -67,6 +67,8 @@ export class EventRelay {
   private outbox: RelayItem[][] = [];
   private writing: Promise<void> = Promise.resolve();
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  /** A row write failed and none has succeeded since (one log line per outage). */
+  private failing = false;
   private reading: Promise<void> | null = null;
   private readAgain = false;
   private republishing = false;
@@ -149,11 +151,15 @@ export class EventRelay {
         try {
           await this.write(items);
         } catch (e) {
-          console.error(`airlock: relaying ${items.length} event(s) to the other nodes failed; retried in ${RETRY_MS} ms:`, e);
+          // logged once per outage, not at every retry
+          if (!this.failing) console.error(`airlock: relaying ${items.length} event(s) to the other nodes failed; retried every ${RETRY_MS} ms until the database takes them:`, e);
+          this.failing = true;
           if (!this.closed) this.retryTimer ??= setTimeout(() => ((this.retryTimer = null), void this.flush()), RETRY_MS);
           return;
         }
         this.outbox.shift();
+        if (this.failing) console.error("airlock: relaying to the other nodes works again; the events held meanwhile are written in order");
+        this.failing = false;
       }
     });
     return this.writing;
