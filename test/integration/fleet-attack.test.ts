@@ -137,6 +137,31 @@ describe.skipIf(why !== null)(`fleet attacks at the runtime level on PostgreSQL$
     await a.close();
     await b.close();
   }, 120_000);
+
+  test("queued rows another version (or a broken writer) left are failed one by one with their own events; the worker goes on and runs the good request", async () => {
+    const api = await runtime("api-hostile", [{ text: "hi" }], { lease_ttl_seconds: 8, sweep_seconds: 0.5, poll_seconds: 0.3, queue_timeout_seconds: 60 }, "api");
+    const ws = join(dir, "api-hostile", "ws");
+    const done = await api.createSession({ workspace: ws });
+    const good = await api.createSession({ workspace: ws });
+    const seen: AnyEvent[] = [];
+    api.bus.subscribeAll((ev) => seen.push(ev));
+    const now = Date.now();
+    // a request of a session that does not exist; one whose id is an existing, completed turn's; then a good one
+    await pg`INSERT INTO turn_requests (id, session_id, message, state, created_at, expires_at) VALUES ('turn_ghost', 'ses_missing', 'x', 'queued', ${now - 3}, ${now + 60_000})`;
+    await pg`INSERT INTO turns (id, session_id, status, answer, started_at, finished_at) VALUES ('turn_dupe', ${done.id}, 'completed', 'kept', ${new Date().toISOString()}, ${new Date().toISOString()})`;
+    await pg`INSERT INTO turn_requests (id, session_id, message, state, created_at, expires_at) VALUES ('turn_dupe', ${done.id}, 'x', 'queued', ${now - 2}, ${now + 60_000})`;
+    const { turnId } = await api.requestTurn(good.id, "hello");
+    const worker = await runtime("worker-hostile", [{ text: "hello back" }], { lease_ttl_seconds: 8, sweep_seconds: 0.5, poll_seconds: 0.3 }, "worker");
+    await until("the good turn's end on the api bus", () => seen.some((e) => e.type === "turn_finished" && (e.data as { turn_id: string }).turn_id === turnId));
+    expect(seen.find((e) => e.type === "turn_finished" && (e.data as { turn_id: string }).turn_id === turnId)!.data).toMatchObject({ status: "completed", answer: "hello back" });
+    await until("the ghost request ended", async () => (await pg`SELECT state FROM turn_requests WHERE id = 'turn_ghost'`)[0].state === "done");
+    expect(seen.find((e) => e.type === "turn_finished" && (e.data as { turn_id: string }).turn_id === "turn_ghost")?.data).toMatchObject({ status: "failed", error: { code: "session_not_found" } });
+    await until("the colliding request ended", async () => (await pg`SELECT state FROM turn_requests WHERE id = 'turn_dupe'`)[0].state === "done");
+    // the completed turn it collided with is untouched, and its session got no message from it
+    expect((await pg`SELECT status, answer FROM turns WHERE id = 'turn_dupe'`)[0]).toMatchObject({ status: "completed", answer: "kept" });
+    expect((await pg`SELECT id FROM messages WHERE session_id = ${done.id}`).length).toBe(0);
+    await worker.close();
+  }, 120_000);
 });
 
 describe("the SQLite default is untouched by the fleet", () => {
