@@ -324,7 +324,17 @@ class AirlockRuntime implements Runtime {
   constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: FleetNode) {
     this.bus = bus;
     this.role = opts.role ?? "all";
-    this.fleet = fleet ? { node: fleet, turnLeases: new TurnLeases(fleet.leases, (sid, _tid, e) => this.inflight.cancel(sid, e.message)) } : undefined;
+    this.fleet = fleet
+      ? {
+          node: fleet,
+          turnLeases: new TurnLeases(
+            fleet.leases,
+            (sid, _tid, e) => this.inflight.cancel(sid, e.message),
+            // the turn a takeover interrupted gets its end announced, as a swept one does (no SSE waits forever for it)
+            (sid, lostTurnId) => void this.announceSwept({ turns: [lostTurnId], cards: [], runs: [] }),
+          ),
+        }
+      : undefined;
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
     this.configDir = resolve(opts.configDir);

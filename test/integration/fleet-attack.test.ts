@@ -162,6 +162,30 @@ describe.skipIf(why !== null)(`fleet attacks at the runtime level on PostgreSQL$
     expect((await pg`SELECT id FROM messages WHERE session_id = ${done.id}`).length).toBe(0);
     await worker.close();
   }, 120_000);
+
+  test("a takeover of an expired lease (a new turn before any sweep) announces the lost turn's end on every node, as a sweep does", async () => {
+    const fleet = { lease_ttl_seconds: 60, sweep_seconds: 50, poll_seconds: 0.3 };
+    // A's turn waits long in the model; its lease is expired under it (A paused), no sweep comes in time
+    const a = await runtime("takeover-a", [{ text: "slow", delay_ms: 20_000 }], fleet, "all");
+    const b = await runtime("takeover-b", [{ text: "new turn" }], fleet);
+    const watcher = await runtime("takeover-api", [{ text: "x" }], fleet, "api");
+    const session = await a.createSession({ workspace: join(dir, "takeover-a", "ws") });
+    const seen: AnyEvent[] = [];
+    watcher.bus.subscribe(session.id, (ev) => seen.push(ev));
+    const old = await a.startTurn(session.id, "go");
+    await until("A's lease", async () => (await pg`SELECT 1 FROM inflight WHERE turn_id = ${old.turnId}`).length === 1);
+    await pg`UPDATE inflight SET expires_at = 0 WHERE turn_id = ${old.turnId}`;
+    const next = await b.startTurn(session.id, "again");
+    await next.done;
+    expect((await pg`SELECT status FROM turns WHERE id = ${old.turnId}`)[0].status).toBe("interrupted");
+    // the old turn's end, as the sweep would have told it (A's own end, later, would carry lease_lost or cancelled)
+    await until("the old turn's interrupted end on the watching node", () =>
+      seen.some((e) => e.type === "turn_finished" && (e.data as { turn_id: string; error?: { code: string } }).turn_id === old.turnId && (e.data as { error?: { code: string } }).error?.code === "interrupted"),
+    );
+    await a.close();
+    await b.close();
+    await watcher.close();
+  }, 120_000);
 });
 
 describe("the SQLite default is untouched by the fleet", () => {
