@@ -330,7 +330,17 @@ class AirlockRuntime implements Runtime {
   constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: { node: FleetNode; TurnLeases: typeof TurnLeases }) {
     this.bus = bus;
     this.role = opts.role ?? "all";
-    this.fleet = fleet ? { node: fleet.node, turnLeases: new fleet.TurnLeases(fleet.node.leases, (sid, _tid, e) => this.inflight.cancel(sid, e.message)) } : undefined;
+    this.fleet = fleet
+      ? {
+          node: fleet.node,
+          turnLeases: new fleet.TurnLeases(
+            fleet.node.leases,
+            (sid, _tid, e) => this.inflight.cancel(sid, e.message),
+            // the turn a takeover interrupted gets its end announced, as a swept one does (no SSE waits forever for it)
+            (sid, lostTurnId) => void this.announceSwept({ turns: [lostTurnId], cards: [], runs: [] }),
+          ),
+        }
+      : undefined;
     // Paths from the caller are made absolute once, here and at the CLI's edge (SPEC §9): a relative
     // workspace would otherwise be read against "/" where a path is resolved without a base.
     this.configDir = resolve(opts.configDir);
@@ -646,8 +656,9 @@ class AirlockRuntime implements Runtime {
     const here = this.cancel(sessionId, reason);
     if (!this.fleet) return here;
     const node = this.fleet.node;
-    const withdrawn = await node.queue.withdraw(sessionId);
-    for (const id of withdrawn) this.announceEnd(sessionId, id, "cancelled", { code: "cancelled", message: reason });
+    // the session's queued turn and its descendants' (a child replied to through an api node): none may run later
+    const withdrawn = await node.queue.withdrawTree(sessionId);
+    for (const w of withdrawn) this.announceEnd(w.sessionId, w.id, "cancelled", { code: "cancelled", message: w.sessionId === sessionId ? reason : `${reason} (an ancestor's turn was cancelled)` });
     // read before the cancel is sent: the node running it may end the turn (and release its lease) at once
     const live = await this.store.sql.get(
       `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)

@@ -95,6 +95,29 @@ interface RawRow {
 
 const COLUMNS = "id, session_id, root_session_id, turn_id, call_id, worker_id, epoch, status, surfaces, requires_user_proof, card, decision, created_at, expires_at, decided_at";
 
+/** The `surfaces` column: a JSON array of session ids. @throws Error when it is not one (a damaged row). */
+function surfacesOf(text: string): string[] {
+  const v = JSON.parse(text) as unknown;
+  if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) throw new Error("surfaces is not a JSON array of session ids");
+  return v as string[];
+}
+
+/**
+ * Rows read for a listing: a row this version cannot read (its JSON columns damaged, or another version's) is
+ * logged and left out, never failing the listing of the others (the feed's catch-up, `GET /actions`, the waker).
+ */
+function readable<R extends RawRow>(rows: R[], map: (r: R) => CardRow = fromRaw): CardRow[] {
+  const out: CardRow[] = [];
+  for (const r of rows) {
+    try {
+      out.push(map(r));
+    } catch (e) {
+      console.error(`airlock: card row ${r.id} cannot be read; left out:`, e instanceof Error ? e.message : e);
+    }
+  }
+  return out;
+}
+
 function fromRaw(r: RawRow): CardRow {
   return {
     id: r.id,
@@ -105,7 +128,7 @@ function fromRaw(r: RawRow): CardRow {
     workerId: r.worker_id,
     epoch: Number(r.epoch),
     status: r.status,
-    surfaces: JSON.parse(r.surfaces) as string[],
+    surfaces: surfacesOf(r.surfaces),
     requiresUserProof: Boolean(Number(r.requires_user_proof)),
     card: JSON.parse(r.card) as unknown,
     decision: r.decision === null ? null : (JSON.parse(r.decision) as Record<string, unknown>),
@@ -215,7 +238,7 @@ export class CardRows {
          FROM cards WHERE id IN (${part.map(() => "?").join(", ")})`,
         [now, ...part],
       );
-      out.push(...rows.map((r) => ({ ...fromRaw(r), leaseLive: Number(r.lease_live) === 1 })));
+      out.push(...readable(rows, (r) => ({ ...fromRaw(r), leaseLive: Number(r.lease_live) === 1 })));
     }
     return out;
   }
@@ -226,17 +249,17 @@ export class CardRows {
       `SELECT ${COLUMNS} FROM cards WHERE status = 'pending' AND (session_id = ? OR root_session_id = ?) ORDER BY created_at, id`,
       [sessionId, sessionId],
     );
-    return rows.map(fromRaw);
+    return readable(rows);
   }
 
   /** Every pending card, oldest first. */
   async listAllPending(): Promise<CardRow[]> {
-    return (await this.sql.all<RawRow>(`SELECT ${COLUMNS} FROM cards WHERE status = 'pending' ORDER BY created_at, id`)).map(fromRaw);
+    return readable(await this.sql.all<RawRow>(`SELECT ${COLUMNS} FROM cards WHERE status = 'pending' ORDER BY created_at, id`));
   }
 
   /** The pending cards parked by `workerId` (a worker's catch-up after its listener reconnects). */
   async pendingOf(workerId: string): Promise<CardRow[]> {
-    return (await this.sql.all<RawRow>(`SELECT ${COLUMNS} FROM cards WHERE status = 'pending' AND worker_id = ?`, [workerId])).map(fromRaw);
+    return readable(await this.sql.all<RawRow>(`SELECT ${COLUMNS} FROM cards WHERE status = 'pending' AND worker_id = ?`, [workerId]));
   }
 
   /**

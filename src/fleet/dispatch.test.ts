@@ -110,6 +110,27 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
       expect((await qa.get(next.id))!.state).toBe("cancelled");
     }, T);
 
+    test("withdrawTree withdraws the queued requests of a session and of its descendants, no other session's", async () => {
+      const [qa, qb] = queues();
+      const root = uid("sess");
+      const child = uid("sess");
+      const grandchild = uid("sess");
+      const other = uid("sess");
+      for (const s of [root, other]) await seedSession(db.a, s);
+      const now = new Date().toISOString();
+      await db.a.run("INSERT INTO sessions (id, workspace, mode, sandbox, provider, parent_session_id, created_at, updated_at) VALUES (?, '/w', 'smart', 'workspace-write', 'scripted', ?, ?, ?)", [child, root, now, now]);
+      await db.a.run("INSERT INTO sessions (id, workspace, mode, sandbox, provider, parent_session_id, created_at, updated_at) VALUES (?, '/w', 'smart', 'workspace-write', 'scripted', ?, ?, ?)", [grandchild, child, now, now]);
+      const c = await qa.enqueue(child, uid("turn"), "c", 60_000);
+      const g = await qa.enqueue(grandchild, uid("turn"), "g", 60_000);
+      const o = await qa.enqueue(other, uid("turn"), "o", 60_000);
+      const got = await qb.withdrawTree(root);
+      expect(got.sort((x, y) => x.id.localeCompare(y.id))).toEqual([{ id: c.id, sessionId: child }, { id: g.id, sessionId: grandchild }].sort((x, y) => x.id.localeCompare(y.id)));
+      expect((await qa.get(c.id))!.state).toBe("cancelled");
+      expect((await qa.get(g.id))!.state).toBe("cancelled");
+      expect((await qa.get(o.id))!.state).toBe("queued");
+      expect(await qb.withdraw(other)).toEqual([o.id]);
+    }, T);
+
     test("a queued request past its expiry is never claimed, and no longer blocks its session", async () => {
       let clock = Date.now();
       const qa = new TurnQueue(db.a, { workerId: "w-a", leaseTtlMs: TTL, now: () => clock });

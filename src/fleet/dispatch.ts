@@ -145,6 +145,19 @@ export class TurnQueue {
     return rows.map((r) => r.id);
   }
 
+  /**
+   * Withdraws as `cancelled` the queued requests of `sessionId` and of every session below it (children,
+   * grandchildren …), in one statement; returns each withdrawn request's id and session (turns that will never start).
+   */
+  async withdrawTree(sessionId: string): Promise<{ id: string; sessionId: string }[]> {
+    const rows = await this.sql.all<{ id: string; session_id: string }>(
+      `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)
+       UPDATE turn_requests SET state = 'cancelled' WHERE state = 'queued' AND session_id IN (SELECT id FROM tree) RETURNING id, session_id`,
+      [sessionId],
+    );
+    return rows.map((r) => ({ id: r.id, sessionId: r.session_id }));
+  }
+
   /** Request `id`, or null. */
   async get(id: string): Promise<TurnRequest | null> {
     const r = await this.sql.get<RawRequest>(`SELECT ${COLUMNS} FROM turn_requests WHERE id = ?`, [id]);

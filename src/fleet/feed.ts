@@ -9,7 +9,7 @@
  * because its turn ended; the row keeps `worker_lost`).
  */
 import type { Bus, EventData } from "../bus/bus.ts";
-import type { Card } from "../bus/events.ts";
+import { eventMismatch, type Card } from "../bus/events.ts";
 import { assertNever } from "../errors.ts";
 import type { CardRow, CardRows } from "./card-rows.ts";
 import { CARD_CHANNEL, type Listener, type Subscription } from "./notify.ts";
@@ -110,9 +110,12 @@ export class CardFeed {
     const was = this.seen.get(row.id);
     if (row.status === "pending") {
       if (was) return;
+      const base = row.card as Omit<Card, "surfaced_in">;
+      // another version's (or a damaged) card is not this version's Card: never listed nor published
+      const why = eventMismatch("action_required", { ...base, surfaced_in: row.surfaces[0] ?? row.sessionId });
+      if (why !== null) throw new Error(`its card does not match the action_required schema: ${why}`);
       this.remember(row.id, "pending");
       this.open.set(row.id, row);
-      const base = row.card as Omit<Card, "surfaced_in">;
       for (const s of row.surfaces) this.opts.bus.publish(s, "action_required", { ...base, surfaced_in: s });
       return;
     }

@@ -19,6 +19,8 @@ export interface Lease {
   workerId: string;
   epoch: number;
   expiresAt: number;
+  /** Set by {@link Leases.acquire} when it took the session over from an expired lease whose turn it interrupted (that turn's id). */
+  tookOverTurnId?: string;
 }
 
 export interface LeasesOptions {
@@ -86,8 +88,8 @@ export class Leases {
         now,
       ]);
       if (upd.changes !== 1) throw busy(sessionId, null);
-      await loseTurn(tx, held.turn_id, now);
-      return { sessionId, turnId, workerId: this.workerId, epoch: Number(held.epoch) + 1, expiresAt };
+      const lost = await loseTurn(tx, held.turn_id, now);
+      return { sessionId, turnId, workerId: this.workerId, epoch: Number(held.epoch) + 1, expiresAt, ...(lost.interrupted ? { tookOverTurnId: held.turn_id } : {}) };
     });
   }
 

@@ -12,8 +12,8 @@
  * `keepMs` are pruned; a read looks back `lookbackMs` as well as past the highest id seen, so a row that
  * committed after a higher id (another node's) is still read, once.
  */
-import type { Bus, EventName } from "../bus/bus.ts";
-import type { AnyEvent } from "../bus/events.ts";
+import { EVENT_NAMES, type Bus, type EventName } from "../bus/bus.ts";
+import { eventMismatch, type AnyEvent } from "../bus/events.ts";
 import { assertNever } from "../errors.ts";
 import type { Sql } from "../store/sql.ts";
 import type { Listener, Subscription } from "./notify.ts";
@@ -28,6 +28,15 @@ export type RelayItem =
 
 /** Events the relay leaves to the card feed (fleet/feed.ts publishes them from the card rows). */
 const CARD_EVENTS: ReadonlySet<EventName> = new Set<EventName>(["action_required", "action_resolved"]);
+
+/** The event names this version knows: a relayed item of any other type (another version's) is skipped. */
+const KNOWN_EVENTS: ReadonlySet<string> = new Set<string>(EVENT_NAMES);
+
+/** After a failed row write, the collected batches are written again this long later, ms. */
+const RETRY_MS = 500;
+
+/** At most this many unwritten batches are kept while writes fail; older ones are dropped with a log line. */
+const MAX_OUTBOX = 10_000;
 
 export interface RelayOptions {
   sql: Sql;
@@ -54,7 +63,12 @@ export interface RelayOptions {
 export class EventRelay {
   private pending: RelayItem[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Batches collected but not yet committed, oldest first: written one at a time, in order; a failed one stays first and is retried. */
+  private outbox: RelayItem[][] = [];
   private writing: Promise<void> = Promise.resolve();
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  /** A row write failed and none has succeeded since (one log line per outage). */
+  private failing = false;
   private reading: Promise<void> | null = null;
   private readAgain = false;
   private republishing = false;
@@ -110,15 +124,44 @@ export class EventRelay {
     await this.flush();
   }
 
-  /** Writes what was collected so far; resolves once every row queued before the call is committed. */
+  /**
+   * Writes what was collected so far; resolves once every row queued before the call is committed, or once a
+   * write failed (logged; the failed batch and those after it stay queued, in order, and are written again
+   * {@link RETRY_MS} later and at the next flush, so a database refusing writes for a while loses no event).
+   */
   flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    const items = this.pending;
-    this.pending = [];
-    if (items.length) {
-      this.writing = this.writing.then(() => this.write(items)).catch((e: unknown) => console.error(`airlock: relaying ${items.length} event(s) to the other nodes failed:`, e));
+    if (this.pending.length) {
+      this.outbox.push(this.pending);
+      this.pending = [];
+      if (this.outbox.length > MAX_OUTBOX) {
+        const dropped = this.outbox.splice(0, this.outbox.length - MAX_OUTBOX);
+        console.error(`airlock: relaying to the other nodes keeps failing; ${dropped.reduce((n, b) => n + b.length, 0)} older event(s) dropped`);
+      }
     }
+    return this.pump();
+  }
+
+  /** Writes the outbox's batches in order until it is empty or a write fails (then retried later); chained, so one writes at a time. Never rejects. */
+  private pump(): Promise<void> {
+    this.writing = this.writing.then(async () => {
+      while (this.outbox.length) {
+        const items = this.outbox[0]!;
+        try {
+          await this.write(items);
+        } catch (e) {
+          // logged once per outage, not at every retry
+          if (!this.failing) console.error(`airlock: relaying ${items.length} event(s) to the other nodes failed; retried every ${RETRY_MS} ms until the database takes them:`, e);
+          this.failing = true;
+          if (!this.closed) this.retryTimer ??= setTimeout(() => ((this.retryTimer = null), void this.flush()), RETRY_MS);
+          return;
+        }
+        this.outbox.shift();
+        if (this.failing) console.error("airlock: relaying to the other nodes works again; the events held meanwhile are written in order");
+        this.failing = false;
+      }
+    });
     return this.writing;
   }
 
@@ -134,6 +177,8 @@ export class EventRelay {
     this.unsubscribe?.();
     await this.flush();
     this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.outbox.length) console.error(`airlock: closing with ${this.outbox.length} batch(es) of events not relayed (the database refused them)`);
     if (this.pollTimer) clearInterval(this.pollTimer);
     await this.sub?.unlisten().catch(() => undefined);
     await this.reading?.catch(() => undefined);
@@ -183,13 +228,20 @@ export class EventRelay {
   private async readOnce(): Promise<void> {
     const now = this.now();
     const since = now - this.lookbackMs;
-    // two index-friendly halves (past the highest id seen; within the lookback), not one OR; a row in both is applied once (seen)
-    const rows = await this.opts.sql.all<{ id: number; worker_id: string; items: string; created_at: number }>(
-      `SELECT id, worker_id, items, created_at FROM fleet_relay WHERE id > ? AND worker_id <> ?
-       UNION ALL SELECT id, worker_id, items, created_at FROM fleet_relay WHERE created_at >= ? AND worker_id <> ?
-       ORDER BY id`,
-      [this.high, this.opts.workerId, since, this.opts.workerId],
-    );
+    // past the highest id seen: new rows, read whole. Within the lookback (a row that committed after a higher
+    // id): ids first, and only the rows not seen yet are read whole, so a big row is transferred once, not by
+    // every read while it stays in the window
+    const high = this.high;
+    type Row = { id: number; worker_id: string; items: string; created_at: number };
+    const fresh = await this.opts.sql.all<Row>("SELECT id, worker_id, items, created_at FROM fleet_relay WHERE id > ? AND worker_id <> ? ORDER BY id", [high, this.opts.workerId]);
+    const recent = await this.opts.sql.all<{ id: number }>("SELECT id FROM fleet_relay WHERE created_at >= ? AND id <= ? AND worker_id <> ?", [since, high, this.opts.workerId]);
+    const missing = recent.map((r) => Number(r.id)).filter((id) => !this.seen.has(id));
+    const late: Row[] = [];
+    for (let i = 0; i < missing.length; i += 500) {
+      const ids = missing.slice(i, i + 500);
+      late.push(...(await this.opts.sql.all<Row>(`SELECT id, worker_id, items, created_at FROM fleet_relay WHERE id IN (${ids.map(() => "?").join(", ")})`, ids)));
+    }
+    const rows = late.length ? [...late, ...fresh].sort((x, y) => Number(x.id) - Number(y.id)) : fresh;
     for (const r of rows) {
       const id = Number(r.id);
       if (this.seen.has(id)) continue;
@@ -206,17 +258,31 @@ export class EventRelay {
     }
   }
 
-  /** Republishes one row's items; an item that cannot be published is logged and skipped, never stopping the others. */
+  /**
+   * Republishes one row's items. The row may come from another version or a broken writer: a row that is not a
+   * JSON array, an item that is not an object of a known kind, a cancel without a session id, an event of a
+   * type this version does not know or whose payload does not fit its schema (bus/events.ts) is logged and
+   * skipped, never stopping the others.
+   */
   private apply(id: number, text: string): void {
-    let items: RelayItem[];
+    let items: unknown;
     try {
-      items = JSON.parse(text) as RelayItem[];
+      items = JSON.parse(text);
     } catch (e) {
       console.error(`airlock: relayed row ${id} is not JSON; skipped:`, e);
       return;
     }
-    for (const it of items) {
+    if (!Array.isArray(items)) {
+      console.error(`airlock: relayed row ${id} is not a JSON array; skipped`);
+      return;
+    }
+    for (const raw of items as unknown[]) {
       try {
+        const it = checkItem(raw);
+        if (typeof it === "string") {
+          console.error(`airlock: a relayed item of row ${id} was skipped: ${it}`);
+          continue;
+        }
         const kind = it.kind;
         switch (kind) {
           case "cancel":
@@ -239,4 +305,18 @@ export class EventRelay {
       }
     }
   }
+}
+
+/** `raw` as a relay item this version can act on, or why not. */
+function checkItem(raw: unknown): RelayItem | string {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return "not an object";
+  const it = raw as Record<string, unknown>;
+  if (typeof it.session_id !== "string" || it.session_id === "") return "no session_id";
+  if (it.kind === "cancel") return { kind: "cancel", session_id: it.session_id, reason: typeof it.reason === "string" ? it.reason : "cancelled by request" };
+  if (it.kind !== "event") return `unknown kind ${JSON.stringify(it.kind)}`;
+  if (typeof it.type !== "string" || !KNOWN_EVENTS.has(it.type)) return `unknown event type ${JSON.stringify(it.type)}`;
+  const type = it.type as EventName;
+  const why = eventMismatch(type, it.data);
+  if (why !== null) return `the ${type} event does not match its schema: ${why}`;
+  return { kind: "event", session_id: it.session_id, type, data: it.data as Record<string, unknown>, persisted: it.persisted === true };
 }

@@ -19,6 +19,8 @@ export class TurnLeases {
   constructor(
     readonly leases: Leases,
     private readonly onLost: (sessionId: string, turnId: string, e: AirlockError) => void,
+    /** Called once the lease is taken over from an expired one whose turn (`lostTurnId`, of another process or paused) was interrupted in the same transaction. */
+    private readonly onTakeover: (sessionId: string, lostTurnId: string) => void = () => {},
   ) {}
 
   /**
@@ -27,6 +29,7 @@ export class TurnLeases {
    */
   async acquire(sessionId: string, turnId: string): Promise<Lease> {
     const lease = await this.leases.acquire(sessionId, turnId);
+    if (lease.tookOverTurnId) this.onTakeover(sessionId, lease.tookOverTurnId);
     const beat = this.leases.heartbeat(lease, (e) => {
       this.held.delete(turnId);
       this.onLost(sessionId, turnId, e);

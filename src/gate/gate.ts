@@ -44,7 +44,7 @@ export interface GateDeps {
   inflight: Inflight;
   registry: GateRegistry;
   cards: Pick<Cards, "park">;
-  /** Fleet mode (SPEC §5.8): whether the turn's lease is still live in the database; an allowed call whose turn lost its lease is refused `lease_lost`. */
+  /** Fleet mode (SPEC §5.8): whether the turn's lease is still live in the database; checked just before every call runs (however it was allowed): a call whose turn lost its lease, or whose lease cannot be checked, is refused `lease_lost`. */
   leaseLive?: (turnId: string) => Promise<boolean>;
   permits: Permits;
   /** The session's effective config (run overrides, its own mode and sandbox folded in). */
@@ -699,6 +699,17 @@ export class Gate {
 
   /** Runs the tool in a context built for this call: its policy (the session's or the approved elevation), nested calls through the gate. */
   private async runTool(call: AdmittedCall, req: GateCall, ctx: CallContext, session: Session, signal: AbortSignal, elevatedPolicy: Config["sandbox"] | undefined): Promise<ToolOutcome> {
+    // fencing (SPEC §5.8): whatever allowed it (policy, rule, card), a call runs only while its turn's lease is
+    // live; a worker paused past its lease (swept or taken over, its heartbeat not yet back) never acts
+    if (this.deps.leaseLive) {
+      let live: boolean;
+      try {
+        live = await this.deps.leaseLive(ctx.turnId);
+      } catch (e) {
+        return this.refuse(session.id, req, "lease_lost", `tool call refused: the lease of turn ${ctx.turnId} could not be checked (${toAirlockError(e).message}); the call was not run`);
+      }
+      if (!live) return this.refuse(session.id, req, "lease_lost", `tool call refused: turn ${ctx.turnId} no longer holds its session's lease (it expired or another process took the session over); the call was not run`);
+    }
     const { def, args, config } = call;
     const callCtx: CallContext = { ...ctx, callId: req.callId };
     const tctx: ToolContext = {

@@ -344,9 +344,25 @@ export class Store {
     return r?.id ?? null;
   }
 
-  /** Appends messages in one transaction; returns them as stored (and hands them to the {@link onMessagesAppended} listeners). */
+  /**
+   * Appends messages in one transaction; returns them as stored (and hands them to the {@link onMessagesAppended} listeners).
+   * On PostgreSQL fenced by the turn (SPEC §5.8): a message of a turn whose row is no longer `running` (ended, or
+   * swept `interrupted` while its worker was paused) is refused, the turn row locked for the transaction so a
+   * sweep cannot slip in between. SQLite (one process) is unchanged.
+   * @throws AirlockError `lease_lost` (nothing stored) when a message's turn exists and is not `running`; storage errors as thrown.
+   */
   async appendMessages(msgs: NewMessage[]): Promise<Message[]> {
-    const stored = await this.sql.transaction((tx) => this.insertMessages(tx, msgs));
+    const stored = await this.sql.transaction(async (tx) => {
+      // PostgreSQL only (fleet): on SQLite one process owns the database and never ends a turn it still runs
+      const fenced = tx.dialect === "postgres" ? msgs.map((m) => m.turn_id).filter((t): t is string => t !== null && t !== undefined) : [];
+      for (const turnId of new Set(fenced)) {
+        // a no-op write: it takes the turn row's lock (a concurrent sweep waits for this commit, or wins first and this matches nothing)
+        if ((await tx.run("UPDATE turns SET status = status WHERE id = ? AND status = 'running'", [turnId])).changes === 1) continue;
+        const row = await tx.get<{ status: string }>("SELECT status FROM turns WHERE id = ?", [turnId]);
+        if (row) throw new AirlockError("lease_lost", `turn ${turnId} is no longer running (${row.status}): it lost its lease or ended, so its messages are not stored`);
+      }
+      return await this.insertMessages(tx, msgs);
+    });
     for (const fn of this.appendListeners) fn(stored);
     return stored;
   }

@@ -57,8 +57,8 @@ describe("airlock attach --plain", () => {
     await a.send(`y ${requestId}`);
     await a.waitOut(new RegExp(`developer__write_file: allowed once ${requestId}`));
     // the write tool creates the file, then writes it: wait for the text, not for the file alone
-    const out = join(root.workspace, "out.txt");
-    await waitFor(() => existsSync(out) && readFileSync(out, "utf8") === "w", "the allowed write to run");
+    const written = join(root.workspace, "out.txt");
+    await waitFor(() => existsSync(written) && readFileSync(written, "utf8") === "w", "the allowed write to run");
     await a.waitOut(/^\[root\] ■ turn completed: root done$/m);
     a.proc.kill("SIGTERM");
     expect(await a.proc.exited).toBe(0);
