@@ -27,7 +27,9 @@ export interface ServeOptions extends CommonOptions {
  * @throws AirlockError `data_dir_in_use` when another live `airlock serve` holds the data dir (its pid and URL in the
  *   message); `data_dir_unusable` for a read-only or full data dir; `usage` / `config_invalid` for a bad config; `usage` (exit 2, a setup problem)
  *   when the address cannot be bound: the port is in use, the host is not an address of this machine, or the
- *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts).
+ *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts);
+ *   `storage_unavailable` on PostgreSQL when the user cannot create or use the schedule queue's schema
+ *   `pgboss` (the message names the GRANT; store/pg-grants.ts).
  *   A `--role worker` binds no port and prints `airlock: worker: …` on stderr instead of the listening line.
  */
 export async function serve(opts: ServeOptions): Promise<number> {
@@ -57,6 +59,18 @@ export async function serve(opts: ServeOptions): Promise<number> {
     throw e;
   }
   rt.onClose(() => lock.release());
+  if (storage.kind === "postgres") {
+    // schedules run on pg-boss, which needs its own schema: refuse to start with schedules silently dead
+    try {
+      const { readPgGrants, queueGrantError } = await import("../store/pg-grants.ts");
+      const { redactUrl } = await import("../store/pg-url.ts");
+      const refusedQueue = queueGrantError(await readPgGrants(rt.store.sql), redactUrl(storage.url));
+      if (refusedQueue) throw refusedQueue;
+    } catch (e) {
+      await rt.close();
+      throw e;
+    }
+  }
   if (!servesApi(role)) {
     // a worker serves no HTTP API (it binds no port): it claims queued turns and works schedule fires
     try {
