@@ -13,7 +13,7 @@ export interface ServeOptions extends CommonOptions {
   host?: string;
   /** `--port`: integer 0–65535 (0 = any free port); default the config's `server.port` (7420). */
   port?: number;
-  /** `--headless`: every session on this server is headless (asks refused at once, never parked). */
+  /** `--headless`: every session created by this server is headless (asks refused at once, never parked); refused (`usage`) with `--role worker`, which creates no session. */
   headless?: boolean;
   /** `--role`: `all` (default), `api` (API and SSE; turns queued for workers) or `worker` (runs queued turns, no port bound); the last two need a PostgreSQL store (fleet/role.ts). */
   role?: ServeRole;
@@ -27,13 +27,18 @@ export interface ServeOptions extends CommonOptions {
  * @throws AirlockError `data_dir_in_use` when another live `airlock serve` holds the data dir (its pid and URL in the
  *   message); `data_dir_unusable` for a read-only or full data dir; `usage` / `config_invalid` for a bad config; `usage` (exit 2, a setup problem)
  *   when the address cannot be bound: the port is in use, the host is not an address of this machine, or the
- *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts);
+ *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts),
+ *   and for `--role worker --headless` (headless is fixed where sessions are created: the api nodes);
  *   `storage_unavailable` on PostgreSQL when the user cannot create or use the schedule queue's schema
  *   `pgboss` (the message names the GRANT; store/pg-grants.ts).
  *   A `--role worker` binds no port and prints `airlock: worker: …` on stderr instead of the listening line.
  */
 export async function serve(opts: ServeOptions): Promise<number> {
   const role = opts.role ?? "all";
+  // headless is a property of a session, fixed where it is created (an api or all node); a worker creates none
+  if (role === "worker" && opts.headless === true) {
+    throw new AirlockError("usage", "--headless has no effect on --role worker: headless is fixed when a session is created, on the node that creates it; pass --headless to the api nodes (airlock serve --role api --headless), and every worker honours it");
+  }
   const { resolveContext } = await import("./context.ts");
   const { writeStderr } = await import("./output.ts");
   const { createRuntime } = await import("../runtime.ts");
