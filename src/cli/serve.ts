@@ -3,6 +3,7 @@
  * `airlock serve`: starts the HTTP API (SPEC §6) on the store (the data dir's SQLite file, or PostgreSQL),
  * with the scheduler, until SIGINT/SIGTERM. `--role` (PostgreSQL only) splits the API from the workers.
  */
+import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { roleRefusal, servesApi, type ServeRole } from "../fleet/role.ts";
 import type { CommonOptions } from "./context.ts";
@@ -22,7 +23,9 @@ export interface ServeOptions extends CommonOptions {
 /**
  * Runs the server until SIGINT/SIGTERM: one runtime on the data dir (turns a previous process left
  * running are marked `interrupted`), the HTTP API on `host:port`, the scheduler. Prints
- * `airlock: listening on http://HOST:PORT` (the actual port when 0) on stderr.
+ * `airlock: listening on http://HOST:PORT` (the actual port when 0) on stderr, then
+ * `airlock: store: SQLite PATH | PostgreSQL URL (from storage: | $AIRLOCK_DATABASE_URL); role: ROLE` (the URL's
+ * password redacted; a worker prints it too).
  * @returns 0 after a clean stop.
  * @throws AirlockError `data_dir_in_use` when another live `airlock serve` holds the data dir (its pid and URL in the
  *   message); `data_dir_unusable` for a read-only or full data dir; `usage` / `config_invalid` for a bad config; `usage` (exit 2, a setup problem)
@@ -64,11 +67,14 @@ export async function serve(opts: ServeOptions): Promise<number> {
     throw e;
   }
   rt.onClose(() => lock.release());
+  const { redactUrl } = await import("../store/pg-url.ts");
+  const storeLine = `airlock: store: ${
+    storage.kind === "sqlite" ? `SQLite ${join(ctx.dataDir, "airlock.db")}` : `PostgreSQL ${redactUrl(storage.url)} (from ${storage.source === "env" ? "$AIRLOCK_DATABASE_URL" : "storage:"})`
+  }; role: ${role}\n`;
   if (storage.kind === "postgres") {
     // schedules run on pg-boss, which needs its own schema: refuse to start with schedules silently dead
     try {
       const { readPgGrants, queueGrantError } = await import("../store/pg-grants.ts");
-      const { redactUrl } = await import("../store/pg-url.ts");
       const refusedQueue = queueGrantError(await readPgGrants(rt.store.sql), redactUrl(storage.url));
       if (refusedQueue) throw refusedQueue;
     } catch (e) {
@@ -87,7 +93,8 @@ export async function serve(opts: ServeOptions): Promise<number> {
       throw e;
     }
     writeStderr(
-      `airlock: worker: running turns queued by api nodes and schedule fires from the PostgreSQL store (data dir ${ctx.dataDir}); serving no HTTP API (no port bound${opts.host !== undefined || opts.port !== undefined ? "; --host/--port ignored" : ""})\n`,
+      `airlock: worker: running turns queued by api nodes and schedule fires from the PostgreSQL store (data dir ${ctx.dataDir}); serving no HTTP API (no port bound${opts.host !== undefined || opts.port !== undefined ? "; --host/--port ignored" : ""})\n` +
+        storeLine,
     );
     await untilStopped(writeStderr);
     await rt.close();
@@ -104,6 +111,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   }
   writeStderr(
     `airlock: listening on ${server.url} (data dir ${ctx.dataDir})${opts.headless ? "; headless: every ask is refused at once" : ""}\n` +
+      storeLine +
       (role === "api" ? "airlock: role api: turns asked for here are queued for a worker (airlock serve --role worker|all on this database); schedule fires are only enqueued here\n" : "") +
       `airlock: API token in ${rt.tokens.apiTokenPath}; approver token in ${rt.tokens.approverTokenPath}\n` +
       `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.url}/sessions\n` +

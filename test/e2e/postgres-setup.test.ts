@@ -114,6 +114,14 @@ describe.skipIf(why !== null)(`PostgreSQL setup errors${why ? ` — skipped: ${w
     expect((await doctorStorage(d)).status).toBe("ok");
     const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", d], { cwd: ws, env: { ...process.env, AIRLOCK_DATABASE_URL: "" } });
     procs.push(sp.proc);
+    // the start-up lines say the store (password redacted) and the role
+    for (let i = 0; i < 600 && !sp.stderr().includes("; role: "); i++) await Bun.sleep(50);
+    expect(sp.stderr()).toContain(`airlock: store: PostgreSQL postgres://limited:***@127.0.0.1:${cluster.port}/grants (from storage:); role: all`);
+    expect(sp.stderr()).not.toContain(SECRET);
+    // a wrong bearer token on a shared store says every node needs the same token files
+    const res = await fetch(`${sp.url}/sessions`, { headers: { authorization: "Bearer not-the-token" } });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { message: string }).message).toContain("same api-token and approver-token files");
     sp.proc.kill("SIGTERM");
     expect(await sp.proc.exited).toBe(0);
   }, 180_000);

@@ -64,7 +64,7 @@ describe.skipIf(why !== null)(`nodes of one deployment on PostgreSQL${why ? ` â€
     rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 
-  async function runtime(name: string, o: { role?: ServeRole; headless?: boolean; provider?: Record<string, unknown> }): Promise<Runtime> {
+  async function runtime(name: string, o: { role?: ServeRole; headless?: boolean; provider?: Record<string, unknown>; log?: (l: string) => void }): Promise<Runtime> {
     const d = join(dir, name);
     mkdirSync(join(d, "ws"), { recursive: true });
     writeFileSync(join(d, "turns.yaml"), stringify({ turns: [{ tool_calls: [{ name: "developer__write_file", arguments: { path: "out.txt", content: "x" } }] }, { text: "worker done" }] }));
@@ -74,7 +74,7 @@ describe.skipIf(why !== null)(`nodes of one deployment on PostgreSQL${why ? ` â€
       storage: url,
       fleet: { lease_ttl_seconds: 8, sweep_seconds: 0.5, poll_seconds: 0.3, queue_timeout_seconds: 60 },
     });
-    const rt = await createRuntime({ config, configDir: d, dataDir: d, workspace: join(d, "ws"), env: {}, ...(o.role ? { role: o.role } : {}), ...(o.headless ? { headless: true } : {}) });
+    const rt = await createRuntime({ config, configDir: d, dataDir: d, workspace: join(d, "ws"), env: {}, ...(o.role ? { role: o.role } : {}), ...(o.headless ? { headless: true } : {}), ...(o.log ? { log: o.log } : {}) });
     runtimes.push(rt);
     return rt;
   }
@@ -140,4 +140,15 @@ describe.skipIf(why !== null)(`nodes of one deployment on PostgreSQL${why ? ` â€
     expect((await after.createSession({ workspace: join(dir, "single-after", "ws"), provider: "scripted" })).provider).toBe("scripted");
     await after.close();
   }, 180_000);
+
+  test("the no-model warning is not printed on an api node (it never calls a model), still on a worker", async () => {
+    const apiLog: string[] = [];
+    const workerLog: string[] = [];
+    const api = await runtime("api-nomodel", { role: "api", provider: { name: "scripted" }, log: (l) => apiLog.push(l) });
+    const worker = await runtime("worker-nomodel", { role: "worker", provider: { name: "scripted" }, log: (l) => workerLog.push(l) });
+    expect(workerLog.some((l) => l.includes("no model configured"))).toBe(true);
+    expect(apiLog.some((l) => l.includes("no model configured"))).toBe(false);
+    await worker.close();
+    await api.close();
+  }, 120_000);
 });
