@@ -8,6 +8,9 @@
  *   is `scripted`, fails `provider_unavailable` naming both; nothing is sent anywhere (the worker never builds
  *   an openai provider, so never reaches api.openai.com). On one node whose config changed between sessions,
  *   the same, and for a session created asking for another provider (`POST /sessions {provider}`).
+ * - The "no model configured" warning is not printed on an api node; a worker stopped mid-turn (what
+ *   SIGTERM does: `rt.close()`) ends the turn `cancelled` on the api node's bus, its card not left
+ *   pending, and the turn is not re-queued.
  * Skipped only without PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -151,4 +154,28 @@ describe.skipIf(why !== null)(`nodes of one deployment on PostgreSQL${why ? ` â€
     await worker.close();
     await api.close();
   }, 120_000);
+
+  test("a worker stopped mid-turn (SIGTERM's path: close) cancels the turn, every node sees it end, it is not re-queued", async () => {
+    const api = await runtime("api-stop", { role: "api" });
+    const worker = await runtime("worker-stop", { role: "worker" });
+    const session = await api.createSession({ workspace: join(dir, "api-stop", "ws") });
+    const seen: AnyEvent[] = [];
+    api.bus.subscribe(session.id, (ev) => seen.push(ev));
+    const { turnId } = await api.requestTurn(session.id, "write it");
+    // the turn waits on a card (write_file asks in smart mode): it is running on the worker
+    await until("a pending card", async () => (await pg`SELECT COUNT(*)::int AS n FROM cards WHERE session_id = ${session.id}`)[0].n === 1);
+    await worker.close();
+    await until("turn_finished on the api bus", () => seen.some((e) => e.type === "turn_finished"));
+    expect(seen.find((e) => e.type === "turn_finished")!.data).toMatchObject({ turn_id: turnId, status: "cancelled" });
+    const [req] = await pg`SELECT state FROM turn_requests WHERE id = ${turnId}`;
+    expect(req.state).not.toBe("queued");
+    const [card] = await pg`SELECT status FROM cards WHERE session_id = ${session.id}`;
+    expect(card.status).not.toBe("pending");
+    // a worker starting now runs nothing of it
+    const late = await runtime("worker-late", { role: "worker" });
+    await Bun.sleep(1000);
+    expect((await pg`SELECT COUNT(*)::int AS n FROM turns WHERE session_id = ${session.id}`)[0].n).toBe(1);
+    await late.close();
+    await api.close();
+  }, 180_000);
 });
