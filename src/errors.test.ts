@@ -33,6 +33,7 @@ const EXPECTED: Record<string, [number, number]> = {
   token_budget:                    [500, 1],
   provider_error:                  [500, 1],
   provider_auth:                   [500, 1],
+  provider_unavailable:            [503, 2],
   provider_rate_limit:             [500, 1],
   cancelled:                       [500, 130],
   interrupted:                     [500, 1],

@@ -36,6 +36,8 @@ export const ERROR_CODES = [
   "provider_error",
   "provider_auth",
   "provider_rate_limit",
+  /** The session names a provider this process's config does not configure (nodes of one deployment with different `provider:` settings, or a config changed since the session was created). */
+  "provider_unavailable",
   "cancelled",
   /** The process running a turn died (kill -9, crash, power loss); the turn's unanswered calls get this result. */
   "interrupted",
@@ -170,6 +172,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   provider_error: 500,
   provider_auth: 500,
   provider_rate_limit: 500,
+  provider_unavailable: 503,
   cancelled: 500,
   interrupted: 500,
   prompt_blocked: 500,
@@ -261,6 +264,7 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   provider_error: EXIT.failed,
   provider_auth: EXIT.failed,
   provider_rate_limit: EXIT.failed,
+  provider_unavailable: EXIT.usage,
   cancelled: EXIT.cancelled,
   interrupted: EXIT.failed,
   prompt_blocked: EXIT.failed,

@@ -119,7 +119,7 @@ export function buildProgram(done: (code: number) => void, only?: string): Comma
         "airlock attach",
         "airlock token",
         "airlock trust ~/src/my-project",
-      ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).\n",
+      ]) + "\nDocs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, providers, scale-out, security-model, performance; spec.md is the contract).\n",
     );
 
   for (const [name, add] of COMMANDS) if (only === undefined || only === name) add(program, done);
@@ -421,11 +421,12 @@ function addDoctorCommand(program: Command, done: (code: number) => void): void 
     withCommon(
       program
         .command("doctor")
-        .summary("check what airlock needs here (bubblewrap, namespaces, python3, data dir, config, provider, port, MCP servers)")
+        .summary("check what airlock needs here (bubblewrap, namespaces, python3, data dir, config, provider, port, storage, MCP servers)")
         .description(
           "One line per check, ok / warn / fail, with the fix for each miss: bubblewrap present and able to create a sandbox, unprivileged user namespaces " +
             "(and AppArmor's restriction on Ubuntu 24.04+), root, python3, the data dir (yours, 0700, writable) and its tokens (0600), the config " +
-            "(every invalid key, and its warnings), the provider reached without spending tokens, server.port free or held by airlock, and each MCP " +
+            "(every invalid key, and its warnings), the provider reached without spending tokens, server.port free or held by airlock, the storage (SQLite, or PostgreSQL reached, " +
+            "its grants and schema version), and each MCP " +
             "server started once with its tools listed. Exit 0 when no check failed (warnings allowed), 1 otherwise. Nothing is created or changed.",
         )
         .addOption(new Option("--timeout <s>", "the most one MCP server may take to start and list its tools, seconds (default 30, or its own startup_timeout_s when smaller)").argParser(parseCheckTimeout)),

@@ -454,14 +454,15 @@ class AirlockRuntime implements Runtime {
       throw e;
     }
     this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;
-    if (this.config.provider.name === "scripted" && !this.config.provider.script) {
+    // an api node never calls a model (its turns run on workers): no warning about the model there
+    if (this.config.provider.name === "scripted" && !this.config.provider.script && this.role !== "api") {
       this.log(
         "airlock: no model configured — provider is the built-in scripted provider with no script (serve answers with a placeholder; airlock run refuses); " +
           `set provider.name, provider.model and provider.base_url in ${this.configFileHint} ` +
           "(docs/configuration.md, docs/quickstart.md §6)",
       );
     }
-    for (const w of configWarnings(this.config, this.configDir, opts.configPath)) this.log(`airlock: WARNING: ${w}`);
+    for (const w of configWarnings(this.config, this.configDir, opts.configPath, opts.env ?? process.env)) this.log(`airlock: WARNING: ${w}`);
   }
 
   /** The subagent tools' port: session creation, turns and the in-flight registry, nothing more. */

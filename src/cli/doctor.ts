@@ -378,19 +378,22 @@ async function loadForDoctor(opts: CommonOptions): Promise<{ dataDir: string; lo
 /**
  * The `storage` check: the embedded SQLite database (ok, nothing to reach), or the PostgreSQL database of
  * `$AIRLOCK_DATABASE_URL` / `storage:` reached with `SELECT 1` and its schema at this airlock's latest
- * migration version. The URL is shown with its password redacted (store/sql-pg.ts `redactUrl`). Creates
- * and migrates nothing.
+ * migration version, and the user's grants: CREATE on the schema when migrations are due, and the schedule
+ * queue's (pg-boss) schema creatable or usable (store/pg-grants.ts). A failure to connect says why (refused,
+ * unknown host, timeout, login, no database) with the matching fix. The URL is shown with its password
+ * redacted (store/sql-pg.ts `redactUrl`). Creates and migrates nothing.
  */
 export async function storageCheck(storage: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): Promise<Check> {
   const { chooseStorage } = await import("../store/storage.ts");
   const { openPgSql, redactUrl } = await import("../store/sql-pg.ts");
   const { schemaVersionSql } = await import("../store/migrate.ts");
   const { PG_MIGRATIONS } = await import("../store/migrations-pg.ts");
+  const { readPgGrants, migrationGrantError, queueGrantError } = await import("../store/pg-grants.ts");
   let choice;
   try {
     choice = chooseStorage(storage, env);
   } catch (e) {
-    return { name: "storage", status: "fail", message: (e as Error).message, fix: "set $AIRLOCK_DATABASE_URL to a postgres:// URL, or unset it" };
+    return { name: "storage", status: "fail", message: (e as Error).message, fix: "correct the URL in storage: or $AIRLOCK_DATABASE_URL (a postgres:// URL), or unset both for the embedded SQLite database" };
   }
   if (choice.kind === "sqlite") return { name: "storage", status: "ok", message: "embedded SQLite database in the data dir (no storage: set)" };
   const shown = redactUrl(choice.url);
@@ -399,18 +402,48 @@ export async function storageCheck(storage: string | undefined, env: Readonly<Re
   try {
     sql = await openPgSql(choice.url, { max: 1, connectionTimeoutS: 5 });
   } catch (e) {
-    return { name: "storage", status: "fail", message: `PostgreSQL ${shown} (${from}) is not reachable: ${(e as Error).message}`, fix: "start the server, or correct the host, port, database and credentials in the URL" };
+    return { name: "storage", status: "fail", message: `PostgreSQL ${shown} (${from}) is not usable: ${(e as Error).message}`, fix: storageFix(e, from) };
   }
   try {
     const latest = Math.max(...PG_MIGRATIONS.map((m) => m.version));
     const at = await schemaVersionSql(sql);
+    const grants = await readPgGrants(sql);
+    const noMigrate = at < latest ? migrationGrantError(grants, shown) : null;
+    if (noMigrate) return { name: "storage", status: "fail", message: `PostgreSQL ${shown} (${from}) reachable, schema at version ${at} of ${latest}, but migrations cannot run: ${noMigrate.message}`, fix: "run the GRANT named (as the database's owner or a superuser), then airlock serve migrates it" };
+    const noQueue = queueGrantError(grants, shown);
+    if (noQueue) return { name: "storage", status: "fail", message: noQueue.message, fix: "run the GRANT named (airlock serve refuses to start without it)" };
     if (at === latest) return { name: "storage", status: "ok", message: `PostgreSQL ${shown} (${from}) reachable, schema at version ${at}` };
-    if (at < latest) return { name: "storage", status: "warn", message: `PostgreSQL ${shown} (${from}) reachable, schema at version ${at} of ${latest}`, fix: "the next `airlock serve` or `airlock run` migrates it" };
+    if (at < latest) return { name: "storage", status: "warn", message: `PostgreSQL ${shown} (${from}) reachable, schema at version ${at} of ${latest}`, fix: "the next `airlock serve` or `airlock run` migrates it (user ${grants.user} may)" };
     return { name: "storage", status: "fail", message: `PostgreSQL ${shown} (${from}) is at schema version ${at}, newer than this airlock (${latest})`, fix: "run the airlock version that migrated it" };
   } catch (e) {
     return { name: "storage", status: "fail", message: `PostgreSQL ${shown} (${from}): ${(e as Error).message}`, fix: "check the database user's rights" };
   } finally {
     await sql.close();
+  }
+}
+
+/** The fix of a storage check whose database could not be opened, matching why (`details.reason`, store/sql-pg.ts `connectionProblem`). */
+function storageFix(e: unknown, from: string): string {
+  const err = e as { code?: unknown; details?: { reason?: unknown } } | null;
+  const reason = err?.details?.reason;
+  if (err?.code === "config_invalid") return `correct the URL in ${from}`;
+  switch (reason) {
+    case "login":
+      return `correct the user and password in ${from} (or the server's pg_hba.conf)`;
+    case "no_database":
+      return `create the database (createdb), or correct its name in ${from}`;
+    case "unknown_host":
+      return `correct the host in ${from} (it does not resolve)`;
+    case "timeout":
+      return `check that the host in ${from} is reachable from here (firewall, network) and the server runs`;
+    case "refused":
+      return `start the server, or correct the host and port in ${from}`;
+    case "tls":
+      return `check sslmode in ${from} and the server's ssl setting`;
+    case "server_busy":
+      return "wait for the server, or raise its max_connections";
+    default:
+      return `check that the server runs, and the host, port, database and credentials in ${from}`;
   }
 }
 

@@ -3,6 +3,7 @@
  * `airlock serve`: starts the HTTP API (SPEC §6) on the store (the data dir's SQLite file, or PostgreSQL),
  * with the scheduler, until SIGINT/SIGTERM. `--role` (PostgreSQL only) splits the API from the workers.
  */
+import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { roleRefusal, servesApi, type ServeRole } from "../fleet/role.ts";
 import type { CommonOptions } from "./context.ts";
@@ -13,7 +14,7 @@ export interface ServeOptions extends CommonOptions {
   host?: string;
   /** `--port`: integer 0–65535 (0 = any free port); default the config's `server.port` (7420). */
   port?: number;
-  /** `--headless`: every session on this server is headless (asks refused at once, never parked). */
+  /** `--headless`: every session created by this server is headless (asks refused at once, never parked); refused (`usage`) with `--role worker`, which creates no session. */
   headless?: boolean;
   /** `--role`: `all` (default), `api` (API and SSE; turns queued for workers) or `worker` (runs queued turns, no port bound); the last two need a PostgreSQL store (fleet/role.ts). */
   role?: ServeRole;
@@ -22,16 +23,25 @@ export interface ServeOptions extends CommonOptions {
 /**
  * Runs the server until SIGINT/SIGTERM: one runtime on the data dir (turns a previous process left
  * running are marked `interrupted`), the HTTP API on `host:port`, the scheduler. Prints
- * `airlock: listening on http://HOST:PORT` (the actual port when 0) on stderr.
+ * `airlock: listening on http://HOST:PORT` (the actual port when 0) on stderr, then
+ * `airlock: store: SQLite PATH | PostgreSQL URL (from storage: | $AIRLOCK_DATABASE_URL); role: ROLE` (the URL's
+ * password redacted; a worker prints it too).
  * @returns 0 after a clean stop.
  * @throws AirlockError `data_dir_in_use` when another live `airlock serve` holds the data dir (its pid and URL in the
  *   message); `data_dir_unusable` for a read-only or full data dir; `usage` / `config_invalid` for a bad config; `usage` (exit 2, a setup problem)
  *   when the address cannot be bound: the port is in use, the host is not an address of this machine, or the
- *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts).
+ *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts),
+ *   and for `--role worker --headless` (headless is fixed where sessions are created: the api nodes);
+ *   `storage_unavailable` on PostgreSQL when the user cannot create or use the schedule queue's schema
+ *   `pgboss` (the message names the GRANT; store/pg-grants.ts).
  *   A `--role worker` binds no port and prints `airlock: worker: …` on stderr instead of the listening line.
  */
 export async function serve(opts: ServeOptions): Promise<number> {
   const role = opts.role ?? "all";
+  // headless is a property of a session, fixed where it is created (an api or all node); a worker creates none
+  if (role === "worker" && opts.headless === true) {
+    throw new AirlockError("usage", "--headless has no effect on --role worker: headless is fixed when a session is created, on the node that creates it; pass --headless to the api nodes (airlock serve --role api --headless), and every worker honours it");
+  }
   const { resolveContext } = await import("./context.ts");
   const { writeStderr } = await import("./output.ts");
   const { createRuntime } = await import("../runtime.ts");
@@ -57,6 +67,21 @@ export async function serve(opts: ServeOptions): Promise<number> {
     throw e;
   }
   rt.onClose(() => lock.release());
+  const { redactUrl } = await import("../store/pg-url.ts");
+  const storeLine = `airlock: store: ${
+    storage.kind === "sqlite" ? `SQLite ${join(ctx.dataDir, "airlock.db")}` : `PostgreSQL ${redactUrl(storage.url)} (from ${storage.source === "env" ? "$AIRLOCK_DATABASE_URL" : "storage:"})`
+  }; role: ${role}\n`;
+  if (storage.kind === "postgres") {
+    // schedules run on pg-boss, which needs its own schema: refuse to start with schedules silently dead
+    try {
+      const { readPgGrants, queueGrantError } = await import("../store/pg-grants.ts");
+      const refusedQueue = queueGrantError(await readPgGrants(rt.store.sql), redactUrl(storage.url));
+      if (refusedQueue) throw refusedQueue;
+    } catch (e) {
+      await rt.close();
+      throw e;
+    }
+  }
   if (!servesApi(role)) {
     // a worker serves no HTTP API (it binds no port): it claims queued turns and works schedule fires
     try {
@@ -68,7 +93,8 @@ export async function serve(opts: ServeOptions): Promise<number> {
       throw e;
     }
     writeStderr(
-      `airlock: worker: running turns queued by api nodes and schedule fires from the PostgreSQL store (data dir ${ctx.dataDir}); serving no HTTP API (no port bound${opts.host !== undefined || opts.port !== undefined ? "; --host/--port ignored" : ""})\n`,
+      `airlock: worker: running turns queued by api nodes and schedule fires from the PostgreSQL store (data dir ${ctx.dataDir}); serving no HTTP API (no port bound${opts.host !== undefined || opts.port !== undefined ? "; --host/--port ignored" : ""})\n` +
+        storeLine,
     );
     await untilStopped(writeStderr);
     await rt.close();
@@ -85,6 +111,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   }
   writeStderr(
     `airlock: listening on ${server.url} (data dir ${ctx.dataDir})${opts.headless ? "; headless: every ask is refused at once" : ""}\n` +
+      storeLine +
       (role === "api" ? "airlock: role api: turns asked for here are queued for a worker (airlock serve --role worker|all on this database); schedule fires are only enqueued here\n" : "") +
       `airlock: API token in ${rt.tokens.apiTokenPath}; approver token in ${rt.tokens.approverTokenPath}\n` +
       `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.url}/sessions\n` +

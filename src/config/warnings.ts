@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
-import { HOOK_EVENTS, type Config, type ProviderName } from "./schema.ts";
+import { HOOK_EVENTS, defaultConfig, type Config, type ProviderName } from "./schema.ts";
 import { parseYaml, type SourcePos } from "./load.ts";
 
 /** Provider keys read by only some providers (src/agent/providers/): the providers that read each. */
@@ -38,11 +38,18 @@ export function hookScriptPath(command: string, configDir: string): string | und
  * - a hook (of any event) whose command starts with a script path that does not exist: an absolute path,
  *   or one under `$AIRLOCK_CONFIG_DIR` (the config file's folder, `configDir`).
  * @param configDir the folder of the config file (absolute), what `$AIRLOCK_CONFIG_DIR` is set to for hooks.
+ * - `fleet:` set (not the defaults) while the store is the embedded SQLite database (no `storage:` and no
+ *   `$AIRLOCK_DATABASE_URL` in `env`): only several processes on PostgreSQL read it.
  * @param configPath the config file, when there is one: lines then carry `(line L, column C)` of the key.
+ * @param env where `$AIRLOCK_DATABASE_URL` is read (default `process.env`).
  */
-export function configWarnings(config: Readonly<Config>, configDir: string, configPath?: string | null): string[] {
+export function configWarnings(config: Readonly<Config>, configDir: string, configPath?: string | null, env: Readonly<Record<string, string | undefined>> = process.env): string[] {
   const at = locator(configPath);
   const out: string[] = [];
+  const onSqlite = config.storage === undefined && (env.AIRLOCK_DATABASE_URL ?? "").trim() === "";
+  if (onSqlite && JSON.stringify(config.fleet) !== JSON.stringify(defaultConfig().fleet)) {
+    out.push(`fleet${at(["fleet"])} is ignored: the store is the embedded SQLite database (one process owns it); fleet: is read only with storage: postgres://… (docs/scale-out.md); remove it or set storage:`);
+  }
   const provider = config.provider as Record<string, unknown>;
   for (const [key, readers] of Object.entries(PROVIDER_ONLY)) {
     if (provider[key] === undefined || readers.includes(config.provider.name)) continue;

@@ -35,7 +35,7 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   const host = opts.host ?? rt.config.server.host;
 
   // every failure, of every route group but the schedules' own handler (the same renderer), is rendered here
-  app.onError(apiErrorHandler({ dbPath: join(rt.dataDir, "airlock.db") }));
+  app.onError(apiErrorHandler({ dbPath: join(rt.dataDir, "airlock.db"), sharedStore: rt.store.sql.dialect === "postgres" }));
   app.notFound(notFoundResponse);
 
   app.use("*", hostGuard(host));

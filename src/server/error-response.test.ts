@@ -9,9 +9,9 @@ import { AirlockError, ERROR_CODES, HTTP_STATUS } from "../errors.ts";
 import { apiErrorHandler, notFoundResponse } from "./error-response.ts";
 
 /** An app whose `GET /throw` throws what `make` returns, rendered by the shared handler. */
-function appThrowing(make: () => unknown, dbPath?: string): Hono {
+function appThrowing(make: () => unknown, dbPath?: string, sharedStore?: boolean): Hono {
   const app = new Hono();
-  app.onError(apiErrorHandler(dbPath ? { dbPath } : {}));
+  app.onError(apiErrorHandler({ ...(dbPath ? { dbPath } : {}), ...(sharedStore ? { sharedStore } : {}) }));
   app.notFound(notFoundResponse);
   app.get("/throw", () => {
     throw make();
@@ -61,5 +61,19 @@ describe("server/error-response.errorResponse", () => {
   test("an unknown route is not_found 404 naming the method and path", async () => {
     const res = await appThrowing(() => null).request("/nope", { method: "POST" });
     expect([res.status, await res.json()]).toEqual([404, { error: "not_found", message: "no route POST /nope; see docs/api.md" }]);
+  });
+});
+
+describe("token refusals on a shared (PostgreSQL) store", () => {
+  test("a wrong bearer token and a wrong approver token say every node needs the same token files; not on SQLite, not for a missing header", async () => {
+    const wrong = () => new AirlockError("unauthorized", "the bearer token is wrong; use the api-token from the data dir");
+    const proof = () => new AirlockError("user_proof_invalid", "the approver token is not this server's");
+    const missing = () => new AirlockError("unauthorized", "missing Authorization header");
+    const msg = async (app: Hono) => ((await (await app.request("/throw")).json()) as { message: string }).message;
+    expect(await msg(appThrowing(wrong, undefined, true))).toContain("same api-token and approver-token files");
+    expect(await msg(appThrowing(proof, undefined, true))).toContain("same api-token and approver-token files");
+    expect(await msg(appThrowing(missing, undefined, true))).not.toContain("approver-token");
+    expect(await msg(appThrowing(wrong))).not.toContain("approver-token");
+    expect(await msg(appThrowing(proof))).not.toContain("same api-token");
   });
 });

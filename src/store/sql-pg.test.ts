@@ -9,7 +9,7 @@ import { describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
 import { storageCheck } from "../cli/doctor.ts";
 import { AirlockError, exitCodeFor, httpStatus } from "../errors.ts";
-import { numberPlaceholders, openPgSql, pgSql, redactUrl } from "./sql-pg.ts";
+import { connectionProblem, numberPlaceholders, openPgSql, pgSql, redactUrl } from "./sql-pg.ts";
 import { chooseStorage } from "./storage.ts";
 
 const SECRET = "s3cr%40t-Pa55";
@@ -120,5 +120,39 @@ describe("an unreachable server", () => {
     expect(JSON.stringify(c)).not.toContain(SECRET);
     expect(JSON.stringify(c)).not.toContain(decodeURIComponent(SECRET));
     expect(await storageCheck(undefined, {})).toMatchObject({ name: "storage", status: "ok" });
+  });
+});
+
+describe("connectionProblem", () => {
+  test("says which from the driver's code or the SQLSTATE, with a fix that matches (a refused login is not told to start the server)", () => {
+    const of = (code?: string, errno?: string) => connectionProblem(Object.assign(new Error("x"), { code, errno }));
+    expect(of("ERR_POSTGRES_CONNECTION_REFUSED").reason).toBe("refused");
+    expect(of("ERR_POSTGRES_CONNECTION_REFUSED").fix).toContain("start the server");
+    expect(of("ERR_POSTGRES_CONNECTION_TIMEOUT").reason).toBe("timeout");
+    expect(of("ERR_POSTGRES_CONNECTION_FAILED").reason).toBe("timeout");
+    for (const [code, errno] of [["ERR_POSTGRES_AUTHENTICATION_FAILED_PBKDF2", undefined], ["ERR_POSTGRES_SERVER_ERROR", "28P01"], ["ERR_POSTGRES_SERVER_ERROR", "28000"]] as const) {
+      const p = of(code, errno);
+      expect(p.reason).toBe("login");
+      expect(p.fix).toContain("user and password");
+      expect(p.fix).not.toContain("start the server");
+    }
+    expect(of("ERR_POSTGRES_SERVER_ERROR", "3D000").reason).toBe("no_database");
+    expect(of("ERR_POSTGRES_TLS_NOT_AVAILABLE").reason).toBe("tls");
+    expect(of("ERR_POSTGRES_SERVER_ERROR", "53300").reason).toBe("server_busy");
+  });
+
+  test("a URL the driver refuses (port 99999, port 0) is config_invalid naming the setting, password redacted", () => {
+    for (const url of ["postgres://u:pw-9z@127.0.0.1:99999/d", "postgres://u:pw-9z@127.0.0.1:0/d", "postgres://u:pw-9z@127.0.0.1:abc/d"]) {
+      let err: unknown;
+      try {
+        chooseStorage(url, {});
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(AirlockError);
+      expect((err as AirlockError).code).toBe("config_invalid");
+      expect((err as AirlockError).message).toContain("storage:");
+      expect((err as AirlockError).message).not.toContain("pw-9z");
+    }
   });
 });

@@ -35,9 +35,10 @@ export interface PgSqlOptions {
 
 /**
  * Opens a pool on `url` (`postgres://` or `postgresql://`) and checks it with `SELECT 1`.
- * @throws AirlockError `storage_unavailable` (message names the redacted URL) when the server cannot be
- *   reached, refuses the login, or the database does not exist; `config_invalid` when `url` is not a
- *   PostgreSQL URL.
+ * @throws AirlockError `storage_unavailable` (message names the redacted URL and says which: refused,
+ *   unknown host, timeout, login refused, no such database, TLS, server busy — also as `details.reason`,
+ *   see {@link connectionProblem}) when the server cannot be used; `config_invalid` when `url` is not a
+ *   PostgreSQL URL or the driver cannot parse it.
  */
 export async function openPgSql(url: string, opts: PgSqlOptions = {}): Promise<PgSql> {
   const sql = pgSql(url, opts);
@@ -45,7 +46,7 @@ export async function openPgSql(url: string, opts: PgSqlOptions = {}): Promise<P
     await sql.get("SELECT 1 AS ok");
   } catch (e) {
     await sql.close().catch(() => {});
-    throw e;
+    throw await withHostLookup(e, url);
   }
   return sql;
 }
@@ -55,7 +56,18 @@ export function pgSql(url: string, opts: PgSqlOptions = {}): PgSql {
   if (!isPostgresUrl(url)) {
     throw new AirlockError("config_invalid", `storage: ${redactUrl(url)} is not a PostgreSQL URL (postgres://user:password@host:port/database)`);
   }
-  return new PgSql(url, opts);
+  try {
+    return new PgSql(url, opts);
+  } catch (e) {
+    if (!refusedUrl(e)) throw e;
+    throw new AirlockError("config_invalid", `the PostgreSQL URL ${redactUrl(url)} (storage: / $AIRLOCK_DATABASE_URL) cannot be used: ${scrub((e as Error).message, url)}`);
+  }
+}
+
+/** True for the driver refusing the URL itself (Bun.SQL: `ERR_INVALID_URL`, `ERR_INVALID_ARG_VALUE` for port 0). */
+function refusedUrl(e: unknown): boolean {
+  const code = String((e as { code?: unknown } | null)?.code ?? "");
+  return code === "ERR_INVALID_URL" || code === "ERR_INVALID_ARG_VALUE";
 }
 
 /** The secrets of `url` (its password raw and percent-decoded), to scrub from foreign messages. */
@@ -199,6 +211,64 @@ function unreachable(e: unknown): boolean {
   return /^(08|28)/.test(state) || state === "3D000" || /^57P0[1-3]$/.test(state) || state === "53300";
 }
 
+/** Why a PostgreSQL database cannot be used, as `storage_unavailable`'s `details.reason`. */
+export type PgProblem = "refused" | "unknown_host" | "timeout" | "login" | "no_database" | "tls" | "server_busy" | "unreachable";
+
+/**
+ * What an unreachable-class failure (see `unreachable`) means, from the driver's `code` and the SQLSTATE
+ * `errno`: the sentence saying which, and the fix that matches it (a refused login is not "start the server").
+ */
+export function connectionProblem(e: unknown): { reason: PgProblem; what: string; fix: string } {
+  const code = String((e as { code?: unknown } | null)?.code ?? "");
+  const state = String((e as { errno?: unknown } | null)?.errno ?? "");
+  const setting = "the URL (storage: / $AIRLOCK_DATABASE_URL)";
+  if (/AUTHENTICATION|SASL/.test(code) || /^28/.test(state)) {
+    return {
+      reason: "login",
+      what: state === "28000" ? "the server refused the login (no such user, or no pg_hba.conf entry for it)" : "the server refused the login (wrong password or user)",
+      fix: `correct the user and password in ${setting}, or the server's pg_hba.conf`,
+    };
+  }
+  if (state === "3D000") return { reason: "no_database", what: "the server has no such database", fix: `create it (createdb) or correct the database name in ${setting}` };
+  if (/TLS/.test(code)) return { reason: "tls", what: "the TLS handshake failed", fix: `check sslmode in ${setting} and the server's ssl setting` };
+  if (/^57P0|^53300$/.test(state)) return { reason: "server_busy", what: "the server is shutting down, starting up or has no free connection", fix: "wait for the server, or raise its max_connections" };
+  if (/TIMEOUT/.test(code) || code === "ERR_POSTGRES_CONNECTION_FAILED" || code === "ERR_POSTGRES_IDLE_TIMEOUT") {
+    return { reason: "timeout", what: "no answer in time (the connection timed out or was closed before it was established)", fix: `check that the host in ${setting} is reachable from here (firewall, network) and the server runs` };
+  }
+  if (code === "ERR_POSTGRES_CONNECTION_REFUSED" || /^08/.test(state)) {
+    return { reason: "refused", what: "the connection was refused (nothing listens on that host and port)", fix: `start the server, or correct the host and port in ${setting}` };
+  }
+  return { reason: "unreachable", what: "the server cannot be reached", fix: `check that the server runs, ${setting} and its credentials` };
+}
+
+/**
+ * A refused connection to a host name that does not resolve says so (Bun.SQL reports both as refused).
+ * @returns `e` itself, or a `storage_unavailable` with reason `unknown_host`.
+ */
+async function withHostLookup(e: unknown, url: string): Promise<unknown> {
+  if (!(e instanceof AirlockError) || e.details.reason !== "refused") return e;
+  let host: string;
+  try {
+    host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    return e;
+  }
+  if (host === "" || /^[\d.]+$/.test(host) || host.includes(":")) return e;
+  const { lookup } = await import("node:dns/promises");
+  try {
+    await lookup(host);
+    return e;
+  } catch (le) {
+    const c = (le as { code?: string }).code;
+    if (c !== "ENOTFOUND" && c !== "EAI_NONAME" && c !== "EAI_AGAIN") return e;
+    return new AirlockError(
+      "storage_unavailable",
+      `the PostgreSQL database ${redactUrl(url)} cannot be used: the host ${host} is unknown (it does not resolve: ${c}); correct the host in the URL (storage: / $AIRLOCK_DATABASE_URL) or the DNS`,
+      { reason: "unknown_host" },
+    );
+  }
+}
+
 type Conn = InstanceType<typeof SQL>;
 type Reserved = Awaited<ReturnType<Conn["reserve"]>>;
 type Runner = (text: string, params: (string | number | null)[]) => Promise<unknown[] & { count?: number | null }>;
@@ -213,8 +283,10 @@ abstract class PgBase implements Sql {
   protected fail(e: unknown): never {
     if (e instanceof AirlockError) throw e;
     const msg = scrub(e instanceof Error ? e.message : String(e), this.url);
+    if (refusedUrl(e)) throw new AirlockError("config_invalid", `the PostgreSQL URL ${redactUrl(this.url)} (storage: / $AIRLOCK_DATABASE_URL) cannot be used: ${msg}`);
     if (unreachable(e)) {
-      throw new AirlockError("storage_unavailable", `the PostgreSQL database ${redactUrl(this.url)} cannot be used: ${msg}; check that the server runs, the URL (storage: / AIRLOCK_DATABASE_URL) and its credentials`);
+      const why = connectionProblem(e);
+      throw new AirlockError("storage_unavailable", `the PostgreSQL database ${redactUrl(this.url)} cannot be used: ${why.what} (${msg}); ${why.fix}`, { reason: why.reason });
     }
     if (e instanceof Error && e.message !== msg) e.message = msg;
     throw e;

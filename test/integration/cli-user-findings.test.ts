@@ -143,7 +143,7 @@ describe("help", () => {
       expect(r.stdout.replace(/\s+/g, " ")).toContain("--url <url> the running airlock serve (default: $AIRLOCK_URL, else");
     }
     const top = await airlock(["--help"]);
-    expect(top.stdout).toContain("Docs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, security-model, performance; spec.md is the contract).");
+    expect(top.stdout).toContain("Docs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, providers, scale-out, security-model, performance; spec.md is the contract).");
     expect(top.stdout).toContain("$ airlock console");
   });
 });

@@ -29,7 +29,11 @@ export class ProviderSelector {
 
   constructor(private readonly deps: ProviderSelectorDeps) {}
 
-  /** The session's provider (cached per provider config). @throws AirlockError `privacy_violation`, `config_invalid`, `provider_auth`, `bad_request`. */
+  /**
+   * The session's provider (cached per provider config): the config's own provider, with the session's model.
+   * @throws AirlockError `provider_unavailable` when the session names a provider other than the config's
+   *   (except `scripted`, which sends nothing anywhere), `privacy_violation`, `config_invalid`, `provider_auth`, `bad_request`.
+   */
   providerFor(session: Session): Provider {
     const cfg = this.providerConfigFor(session, this.deps.configFor(session).provider);
     checkPrivateProvider(session.privacy, cfg);
@@ -66,18 +70,31 @@ export class ProviderSelector {
   /**
    * Refuses a new session whose provider its privacy tier does not allow. A child (`parent` given) is
    * judged under its parent's effective config (its tree's run overrides), a root under the base config.
+   * A provider other than the config's is judged as its defaults here (a run's overrides are set after its
+   * root is created); its turns fail `provider_unavailable` unless the session's effective config names it.
    * @throws AirlockError `privacy_violation`, `bad_request` (unknown provider name).
    */
   checkNewSession(session: NewSession, parent?: Session): void {
     const base = parent ? this.deps.configFor(parent).provider : this.deps.config.provider;
-    checkPrivateProvider(session.privacy, this.providerConfigFor(session, base));
+    // a root may name another provider here: a run's overrides (a recipe's provider:) are set after it is
+    // created; its turns are judged by `providerFor` under them (provider_unavailable when still unconfigured)
+    checkPrivateProvider(session.privacy, this.providerConfigFor(session, base, { allowOther: true }));
   }
 
-  private providerConfigFor(session: { provider: string; model?: string | null }, base: ProviderConfig): ProviderConfig {
+  private providerConfigFor(session: { provider: string; model?: string | null }, base: ProviderConfig, o: { allowOther?: boolean } = {}): ProviderConfig {
     let cfg = base;
     if (session.provider !== cfg.name) {
       const parsed = ProviderConfig.safeParse({ name: session.provider });
       if (!parsed.success) throw new AirlockError("bad_request", `unknown provider ${JSON.stringify(session.provider)}; use openai, openai-responses, anthropic or scripted`);
+      // Only the scripted provider (no network) may differ from the config's: any other would be built from
+      // its defaults and send the session's messages to an endpoint (api.openai.com, …) this config never names.
+      if (parsed.data.name !== "scripted" && o.allowOther !== true) {
+        throw new AirlockError(
+          "provider_unavailable",
+          `the session names provider ${session.provider}, but this process's config configures provider ${cfg.name}${cfg.base_url ? ` at ${cfg.base_url}` : ""}: nothing was sent. Every node of a deployment needs the same provider: settings (docs/scale-out.md); on one node, set provider.name back to ${session.provider} (with its base_url) or start a new session`,
+          { session_provider: session.provider, configured_provider: cfg.name },
+        );
+      }
       cfg = parsed.data;
     }
     if (session.model) cfg = { ...cfg, model: session.model };
