@@ -91,6 +91,8 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
       const again = await qb.enqueue(s, uid("turn"), "two", 60_000).catch((e: unknown) => e);
       expect(again).toBeInstanceOf(AirlockError);
       expect((again as AirlockError).code).toBe("session_busy");
+      // it says the turn is queued, not running (nothing has claimed it)
+      expect((again as AirlockError).message).toContain("already has a turn queued");
       expect((await qa.get(first.id))!.message).toBe("one");
       // claimed: still busy until its lease shows and ends
       expect((await qb.claim(first.id))?.id).toBe(first.id);

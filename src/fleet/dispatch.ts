@@ -82,8 +82,8 @@ export class TurnQueue {
    */
   async enqueue(sessionId: string, turnId: string, message: string, timeoutMs: number): Promise<TurnRequest> {
     const now = this.now();
-    const busy = (why: string) =>
-      new AirlockError("session_busy", `session ${sessionId} is already running a turn (${why}); wait for turn_finished or POST /sessions/${sessionId}/cancel`);
+    const busy = (why: string, state = "is already running a turn") =>
+      new AirlockError("session_busy", `session ${sessionId} ${state} (${why}); wait for turn_finished or POST /sessions/${sessionId}/cancel`);
     return await this.sql.transaction(async (tx) => {
       if (await tx.get("SELECT 1 AS one FROM inflight WHERE session_id = ? AND expires_at >= ?", [sessionId, now])) throw busy("a worker holds its lease");
       const claimed = await tx.get("SELECT 1 AS one FROM turn_requests WHERE session_id = ? AND state = 'running' AND claimed_at >= ?", [sessionId, now - this.opts.leaseTtlMs]);
@@ -96,7 +96,7 @@ export class TurnQueue {
         now,
         now + timeoutMs,
       ]);
-      if (ins.changes !== 1) throw busy("a turn of it is queued");
+      if (ins.changes !== 1) throw busy("no worker has claimed it yet", "already has a turn queued");
       if (tx.dialect === "postgres") await tx.get("SELECT pg_notify(?, ?) AS sent", [TURN_CHANNEL, turnId]);
       return { id: turnId, sessionId, message, state: "queued", workerId: null, createdAt: now, expiresAt: now + timeoutMs };
     });
