@@ -179,6 +179,9 @@ export class Cards {
     if (fleet) {
       const lease = fleet.turnLeases.lease(input.turnId);
       if (!lease) throw new AirlockError("lease_lost", `turn ${input.turnId} holds no lease in this process: card ${requestId} was not parked and its call does not run`, { request_id: requestId });
+      // the events that led to this card (turn_started, the tool_request…) are relayed first: a node that
+      // publishes the card reads the relay up to it before (fleet/feed.ts), so no client sees a card before them
+      await fleet.node.relay.flush();
       // the row and its card_parked audit row, in one transaction under the lease (throws lease_lost)
       await fleet.node.rows.park(lease, {
         id: requestId,

@@ -23,6 +23,12 @@ export interface FeedOptions {
   pollMs: number;
   /** This process's worker id: its own cards are published by its in-process cards already, so they are skipped. */
   skipWorker?: string;
+  /**
+   * Awaited before a pending card not published yet is published: the relay's read up to now (fleet/relay.ts
+   * `pull`), so the events that led to a card (its turn's start, the tool call) reach this bus before it — the
+   * parking node relays them before it parks the row (card/pending.ts). Never rejects.
+   */
+  beforeNewCard?: () => Promise<void>;
   /** Cards remembered as published (oldest forgotten first). Default 10,000. */
   memory?: number;
 }
@@ -87,13 +93,23 @@ export class CardFeed {
     const pending = await this.opts.rows.listAllPending();
     const open = [...this.seen].filter(([, s]) => s === "pending").map(([id]) => id);
     const pendingIds = new Set(pending.map((r) => r.id));
+    await this.beforeNew(pending);
     for (const r of pending) this.apply(r);
     await this.refresh(open.filter((id) => !pendingIds.has(id)));
   }
 
   private async refresh(ids: string[]): Promise<void> {
     if (this.closed || ids.length === 0) return;
-    for (const r of await this.opts.rows.getMany(ids)) this.apply(r);
+    const rows = await this.opts.rows.getMany(ids);
+    await this.beforeNew(rows);
+    for (const r of rows) this.apply(r);
+  }
+
+  /** Runs `beforeNewCard` once when `rows` hold another worker's pending card this feed has not published. */
+  private async beforeNew(rows: CardRow[]): Promise<void> {
+    if (!this.opts.beforeNewCard) return;
+    const fresh = rows.some((r) => r.status === "pending" && !this.seen.has(r.id) && r.workerId !== this.opts.skipWorker);
+    if (fresh) await this.opts.beforeNewCard();
   }
 
   /** Publishes one row's news; a row that cannot be published (a malformed payload) is logged and skipped, never stopping the others. */

@@ -64,7 +64,15 @@ export class FleetNode {
     this.leases = new Leases(opts.sql, { workerId: this.workerId, ttlMs: opts.config.lease_ttl_seconds * 1000 });
     this.rows = new CardRows(opts.sql);
     this.waker = new CardWaker(this.rows, { pollMs, ...(this.listener ? { listener: this.listener } : {}) });
-    this.feed = new CardFeed({ rows: this.rows, bus: opts.bus, pollMs, skipWorker: this.workerId, ...(this.listener ? { listener: this.listener } : {}) });
+    this.feed = new CardFeed({
+      rows: this.rows,
+      bus: opts.bus,
+      pollMs,
+      skipWorker: this.workerId,
+      // the relayed events that led to a card are published before it (the relay is built below; called later)
+      beforeNewCard: () => this.relay.pull(),
+      ...(this.listener ? { listener: this.listener } : {}),
+    });
     this.sweeper = new Sweeper(opts.sql, opts.onSwept ? { onSwept: opts.onSwept } : {});
     this.pollMs = pollMs;
     this.workerTurns = opts.config.worker_turns;

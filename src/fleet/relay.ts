@@ -165,6 +165,18 @@ export class EventRelay {
     return this.writing;
   }
 
+  /**
+   * Reads the other nodes' rows committed before this call and republishes them; resolves once that read (and
+   * any it was queued behind) has finished. Does nothing before {@link start}. Never rejects (a failed read is
+   * logged; the poll retries).
+   */
+  async pull(): Promise<void> {
+    // before start() nothing is read: rows already there are history, not news
+    if (!this.unsubscribe) return;
+    this.read();
+    while (this.reading) await this.reading;
+  }
+
   /** Resolves when the reads and writes started so far have finished. */
   async idle(): Promise<void> {
     await this.flush();
