@@ -337,7 +337,7 @@ class AirlockRuntime implements Runtime {
             fleet.node.leases,
             (sid, _tid, e) => this.inflight.cancel(sid, e.message),
             // the turn a takeover interrupted gets its end announced, as a swept one does (no SSE waits forever for it)
-            (sid, lostTurnId) => void this.announceSwept({ turns: [lostTurnId], cards: [], runs: [] }),
+            (sid, lostTurnId) => void this.announceSwept({ turns: [lostTurnId], cards: [], runs: [], requests: [] }),
           ),
         }
       : undefined;
@@ -590,7 +590,7 @@ class AirlockRuntime implements Runtime {
     return s;
   }
 
-  async startTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal; turnId?: string } = {}): Promise<StartedTurn> {
+  async startTurn(sessionId: string, message: string, opts: { parentSignal?: AbortSignal; turnId?: string; onLeased?: () => Promise<void> } = {}): Promise<StartedTurn> {
     this.assertOpen();
     if (this.role === "api") throw new AirlockError("internal", `this process runs airlock serve --role api: it never runs turns (session ${sessionId}); turns are queued for a worker`);
     const session = await this.store.requireSession(sessionId);
@@ -694,12 +694,33 @@ class AirlockRuntime implements Runtime {
 
   /** Runs a turn request this node claimed (fleet/dispatch.ts) through `startTurn`; one that cannot start ends `failed` with its error. Never rejects. */
   async runRequest(req: TurnRequest): Promise<void> {
+    const queue = this.fleet?.node.queue;
+    // the claim is renewed until the turn holds its lease (a SessionStart hook may take longer than a lease TTL);
+    // a claim left unrenewed is ended by any node's sweeper, and then this turn must not run
+    let renewing: ReturnType<typeof setInterval> | undefined;
+    if (queue) {
+      const every = Math.max(200, Math.floor((this.config.fleet.lease_ttl_seconds * 1000) / 3));
+      renewing = setInterval(() => {
+        queue.renewClaim(req.id).catch((e: unknown) => this.log(`airlock: renewing the claim of turn request ${req.id} failed: ${e instanceof Error ? e.message : String(e)}`));
+      }, every);
+    }
+    const stopRenewing = () => {
+      if (renewing) clearInterval(renewing);
+      renewing = undefined;
+    };
+    const onLeased = async () => {
+      stopRenewing();
+      if (queue && !(await queue.markStarted(req.id))) {
+        throw new AirlockError("worker_lost", `turn request ${req.id} was claimed here but ended before its turn started (this process did not renew its claim for a lease TTL): it did not run`);
+      }
+    };
     try {
       this.starting.set(req.sessionId, null);
       let started: StartedTurn;
       try {
-        started = await this.startTurn(req.sessionId, req.message, { turnId: req.id });
+        started = await this.startTurn(req.sessionId, req.message, { turnId: req.id, onLeased });
       } finally {
+        stopRenewing();
         const reason = this.starting.get(req.sessionId);
         this.starting.delete(req.sessionId);
         // a cancel that came while the turn was being registered: it applies now
@@ -726,6 +747,12 @@ class AirlockRuntime implements Runtime {
    * Never rejects.
    */
   async announceSwept(r: SweepResult): Promise<void> {
+    for (const req of r.requests) {
+      this.announceEnd(req.sessionId, req.id, "failed", {
+        code: "worker_lost",
+        message: `the worker that claimed turn request ${req.id} stopped before its turn started (its claim was not renewed for a lease TTL); the turn did not run`,
+      });
+    }
     for (const turnId of r.turns) {
       try {
         const row = await this.store.sql.get<{ session_id: string }>("SELECT session_id FROM turns WHERE id = ?", [turnId]);

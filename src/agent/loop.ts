@@ -133,10 +133,17 @@ export interface StartedTurn {
  * registry, so a concurrent second turn is refused at once.
  * @param opts.parentSignal aborting it cancels this turn (a subagent follows its parent's cancellation).
  * @param opts.turnId the turn's id when it was assigned before (a turn request queued by an `api` node, fleet/dispatch.ts); default a new one.
+ * @param opts.onLeased awaited once the turn holds its session's lease, before anything runs; when it throws, the
+ *   lease is released and the turn ends `failed` with that error (a claimed request swept meanwhile).
  * @throws AirlockError `session_busy` when the session already runs a turn.
  * The returned `done` never rejects: failures are a `failed` TurnResult.
  */
-export function startTurn(deps: LoopDeps, session: Session, userMessage: string, opts: { parentSignal?: AbortSignal; turnId?: string } = {}): StartedTurn {
+export function startTurn(
+  deps: LoopDeps,
+  session: Session,
+  userMessage: string,
+  opts: { parentSignal?: AbortSignal; turnId?: string; onLeased?: () => Promise<void> } = {},
+): StartedTurn {
   const { store, bus, inflight } = deps;
   if (inflight.has(session.id)) {
     throw new AirlockError("session_busy", `session ${session.id} is already running a turn; wait for turn_finished or POST /sessions/${session.id}/cancel`);
@@ -163,6 +170,16 @@ export function startTurn(deps: LoopDeps, session: Session, userMessage: string,
         await deps.turnLeases.acquire(session.id, turn.id);
       } catch (e) {
         // no lease (another process runs this session, or the database failed): the stored turn ends failed
+        const err = toAirlockError(e, "internal");
+        await store.finishTurn(turn.id, "failed", { answer: null, error: `${err.code}: ${err.message}` }).catch(() => undefined);
+        throw e;
+      }
+      if (!opts.onLeased) return;
+      try {
+        await opts.onLeased();
+      } catch (e) {
+        // refused once leased (a claimed request swept meanwhile): it never runs; the lease goes back
+        await deps.turnLeases.release(turn.id);
         const err = toAirlockError(e, "internal");
         await store.finishTurn(turn.id, "failed", { answer: null, error: `${err.code}: ${err.message}` }).catch(() => undefined);
         throw e;

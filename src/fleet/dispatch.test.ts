@@ -45,6 +45,42 @@ function suite(name: string, open: () => Promise<Db>, skip: string | null) {
 
     const queues = () => [new TurnQueue(db.a, { workerId: "w-a", leaseTtlMs: TTL }), new TurnQueue(db.b, { workerId: "w-b", leaseTtlMs: TTL })] as const;
 
+    test("a claim whose turn never started is swept after a lease TTL unless renewed; a swept claim cannot start; a started one is never swept", async () => {
+      let clock = Date.now();
+      const qa = new TurnQueue(db.a, { workerId: "w-a", leaseTtlMs: TTL, now: () => clock });
+      const qb = new TurnQueue(db.b, { workerId: "w-b", leaseTtlMs: TTL, now: () => clock });
+      const enqueueAndClaim = async () => {
+        const s = uid("sess");
+        await seedSession(db.a, s);
+        const r = await qb.enqueue(s, uid("turn"), "m", 600_000);
+        expect(await qa.claim(r.id)).not.toBeNull();
+        return r;
+      };
+      const renewed = await enqueueAndClaim();
+      const dead = await enqueueAndClaim();
+      const started = await enqueueAndClaim();
+      expect(await qa.markStarted(started.id)).toBe(true);
+      // another worker cannot renew or start a claim that is not its own
+      expect(await qb.renewClaim(renewed.id)).toBe(false);
+      expect(await qb.markStarted(renewed.id)).toBe(false);
+      clock += TTL - 1_000;
+      expect(await qa.renewClaim(renewed.id)).toBe(true);
+      expect(await qb.sweepUnstarted()).toEqual([]);
+      clock += 2_000; // dead's claim is now older than a TTL; renewed's is not
+      const swept = await qb.sweepUnstarted();
+      expect(swept.map((r) => r.id)).toEqual([dead.id]);
+      expect(swept[0]!.sessionId).toBe(dead.sessionId);
+      expect((await qa.get(dead.id))!.state).toBe("done");
+      // the claimer comes back: its turn must not start, and it cannot renew
+      expect(await qa.markStarted(dead.id)).toBe(false);
+      expect(await qa.renewClaim(dead.id)).toBe(false);
+      // the started request stays running however old its claim
+      clock += 10 * TTL;
+      expect((await qb.sweepUnstarted()).map((r) => r.id)).toEqual([renewed.id]);
+      expect((await qa.get(started.id))!.state).toBe("running");
+      expect(await qa.finish(started.id)).toBe(true);
+    }, T);
+
     test("two claimers racing over 40 queued requests: every request is claimed exactly once", async () => {
       const [qa, qb] = queues();
       const ids: string[] = [];

@@ -134,6 +134,39 @@ export class TurnQueue {
     return (await this.sql.run("UPDATE turn_requests SET state = 'done' WHERE id = ? AND state = 'running'", [id])).changes === 1;
   }
 
+  /**
+   * Keeps this worker's claim of `id` fresh while its turn starts (before it holds the session's lease): a
+   * claim not renewed for a lease TTL is ended by {@link sweepUnstarted}. False when the request is no longer
+   * this worker's unstarted claim (started, ended or swept).
+   */
+  async renewClaim(id: string): Promise<boolean> {
+    const sql = "UPDATE turn_requests SET claimed_at = ? WHERE id = ? AND state = 'running' AND started_at IS NULL AND worker_id = ?";
+    return (await this.sql.run(sql, [this.now(), id, this.opts.workerId])).changes === 1;
+  }
+
+  /**
+   * Records that the turn of this worker's claim `id` holds its lease. False when the claim was swept meanwhile
+   * (this worker was paused or too slow): the turn must not run (its end was announced by the sweeper).
+   */
+  async markStarted(id: string): Promise<boolean> {
+    const sql = "UPDATE turn_requests SET started_at = ? WHERE id = ? AND state = 'running' AND started_at IS NULL AND worker_id = ?";
+    return (await this.sql.run(sql, [this.now(), id, this.opts.workerId])).changes === 1;
+  }
+
+  /**
+   * Ends as `done` every `running` request whose turn never started (no `started_at`) and whose claim was not
+   * renewed for a lease TTL: its claimer stopped between the claim and the lease. Returns them (their turns'
+   * end is announced by the caller). One statement per request row, so a claimer's {@link markStarted} and this
+   * never both succeed (the row lock orders them; READ COMMITTED re-checks the conditions).
+   */
+  async sweepUnstarted(): Promise<{ id: string; sessionId: string }[]> {
+    const rows = await this.sql.all<{ id: string; session_id: string }>(
+      "UPDATE turn_requests SET state = 'done' WHERE state = 'running' AND started_at IS NULL AND claimed_at < ? RETURNING id, session_id",
+      [this.now() - this.opts.leaseTtlMs],
+    );
+    return rows.map((r) => ({ id: r.id, sessionId: r.session_id }));
+  }
+
   /** Withdraws request `id` as `expired` if still queued (nobody claimed it in time). True when this call withdrew it. */
   async expire(id: string): Promise<boolean> {
     return (await this.sql.run("UPDATE turn_requests SET state = 'expired' WHERE id = ? AND state = 'queued'", [id])).changes === 1;

@@ -73,10 +73,10 @@ export class FleetNode {
       beforeNewCard: () => this.relay.pull(),
       ...(this.listener ? { listener: this.listener } : {}),
     });
-    this.sweeper = new Sweeper(opts.sql, opts.onSwept ? { onSwept: opts.onSwept } : {});
     this.pollMs = pollMs;
     this.workerTurns = opts.config.worker_turns;
     this.queue = new TurnQueue(opts.sql, { workerId: this.workerId, leaseTtlMs: opts.config.lease_ttl_seconds * 1000 });
+    this.sweeper = new Sweeper(opts.sql, { requests: this.queue, ...(opts.onSwept ? { onSwept: opts.onSwept } : {}) });
     this.relay = new EventRelay({
       sql: opts.sql,
       bus: opts.bus,

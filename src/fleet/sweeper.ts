@@ -20,6 +20,8 @@ export interface SweepResult {
   cards: string[];
   /** Runs (of schedules) whose lease lapsed, ended `interrupted` now. */
   runs: string[];
+  /** Turn requests whose claimer stopped before their turn took its lease (fleet/dispatch.ts `sweepUnstarted`), ended now: the turn id and its session. */
+  requests: { id: string; sessionId: string }[];
 }
 
 export interface SweeperOptions {
@@ -29,6 +31,8 @@ export interface SweeperOptions {
   batch?: number;
   /** Called after a sweep that found something (e.g. to log or publish). */
   onSwept?: (r: SweepResult) => void;
+  /** The turn queue, whose claims that never started are ended at each sweep. */
+  requests?: { sweepUnstarted(): Promise<{ id: string; sessionId: string }[]> };
 }
 
 export class Sweeper {
@@ -53,7 +57,7 @@ export class Sweeper {
 
   private async sweepOnce(): Promise<SweepResult> {
     const now = this.now();
-    const out: SweepResult = { turns: [], cards: [], runs: [] };
+    const out: SweepResult = { turns: [], cards: [], runs: [], requests: [] };
     const due = await this.sql.all<{ session_id: string; turn_id: string; epoch: number }>(
       "SELECT session_id, turn_id, epoch FROM inflight WHERE expires_at < ? ORDER BY expires_at LIMIT ?",
       [now, this.batch],
@@ -82,7 +86,8 @@ export class Sweeper {
       });
     }
     out.runs.push(...(await sweepRuns(this.sql, now, this.batch)));
-    if (out.turns.length || out.cards.length || out.runs.length) this.opts.onSwept?.(out);
+    if (this.opts.requests) out.requests.push(...(await this.opts.requests.sweepUnstarted()));
+    if (out.turns.length || out.cards.length || out.runs.length || out.requests.length) this.opts.onSwept?.(out);
     return out;
   }
 

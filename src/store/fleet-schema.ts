@@ -133,12 +133,22 @@ function dispatchTables(dialect: SqlDialect): string {
   `;
 }
 
+/**
+ * Version 12: `turn_requests.started_at` (ms), set by the claimer once its turn holds the session's lease. A
+ * `running` request without it whose `claimed_at` (renewed by a live claimer while the turn starts) is older
+ * than a lease TTL lost its claimer before the turn started: the sweeper ends it (SPEC §5.8).
+ */
+function requestStarted(dialect: SqlDialect): string {
+  return `ALTER TABLE turn_requests ADD COLUMN started_at ${dialect === "postgres" ? "BIGINT" : "INTEGER"};`;
+}
+
 /** The fleet migrations for `dialect`, to append after the store's version 8. */
 export function fleetMigrations(dialect: SqlDialect): readonly Migration[] {
   return [
     { version: 9, name: "fleet: cards as rows, in-flight leases with a fencing epoch", sql: tables(dialect) },
     { version: 10, name: "fleet: runs held under a lease (worker, expiry); card changes notified by a trigger", sql: runLeases(dialect) },
     { version: 11, name: "fleet: queued turn requests, relayed events", sql: dispatchTables(dialect) },
+    { version: 12, name: "fleet: a claimed turn request records when its turn started", sql: requestStarted(dialect) },
   ];
 }
 
