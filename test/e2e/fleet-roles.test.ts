@@ -10,14 +10,14 @@
  * worker left, a message fails `no_worker` after `fleet.queue_timeout_seconds`. Skipped, with the reason,
  * only when PostgreSQL is not installed.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { openSse, type SseStream } from "../harness.ts";
 import { spawnServe, type ServeProcess } from "../harness-serve.ts";
-import { type PgCluster, pgAvailable, startPgCluster } from "../pg-cluster.ts";
+import { useFleetE2e } from "../fixtures/fleet-e2e.ts";
+import { pgAvailable } from "../pg-cluster.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const HOOKS = join(import.meta.dir, "..", "fixtures", "hooks");
@@ -34,29 +34,9 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 90_0
 }
 
 describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one PostgreSQL database${why ? ` — skipped: ${why}` : ""}`, () => {
-  let cluster: PgCluster;
-  let url: string;
-  let pg: InstanceType<typeof Bun.SQL>;
-  const dir = mkdtempSync(join(tmpdir(), "airlock-roles-e2e-"));
-  const ws = join(dir, "ws");
+  const fx = useFleetE2e("airlock_roles_e2e", "airlock-roles-e2e-");
+  const { dir, ws, procs } = fx;
   const marker = join(ws, "ran.txt");
-  const procs: Bun.Subprocess[] = [];
-  mkdirSync(ws);
-
-  beforeAll(async () => {
-    cluster = await startPgCluster();
-    url = await cluster.createDatabase("airlock_roles_e2e");
-    pg = new Bun.SQL(url, { max: 1 });
-  }, 120_000);
-  afterAll(async () => {
-    for (const p of procs) {
-      p.kill("SIGKILL");
-      await p.exited;
-    }
-    await pg?.close();
-    cluster?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   /** A data dir: each root session's turn asks for a shell call a hook sends to a person, then answers; a short lease. */
   function dataDir(name: string): string {
@@ -73,7 +53,7 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
         hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: join(HOOKS, "ask.sh"), timeout: 30 }] }] },
         // a lease long enough that a busy machine's stall never loses a live worker's turn; the sweep finds a dead one within it
         fleet: { lease_ttl_seconds: 8, sweep_seconds: 0.5, poll_seconds: 0.5, queue_timeout_seconds: 20 },
-        storage: url,
+        storage: fx.url,
       }),
     );
     return d;
@@ -176,15 +156,15 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     observer.close();
     expect(readFileSync(marker, "utf8")).toBe("ran\n");
     // the worker claimed it (once), and no turn ran in the api process
-    const [req] = await pg`SELECT state, worker_id FROM turn_requests WHERE id = ${turnId}`;
+    const [req] = await fx.pg`SELECT state, worker_id FROM turn_requests WHERE id = ${turnId}`;
     expect(req.state).toBe("done");
     expect(String(req.worker_id)).toContain(`:${workerPid}:`);
-    const [turn] = await pg`SELECT status FROM turns WHERE id = ${turnId}`;
+    const [turn] = await fx.pg`SELECT status FROM turns WHERE id = ${turnId}`;
     expect(turn.status).toBe("completed");
     expect(await (await call(api, `/sessions/${s1}`)).json()).toMatchObject({ in_flight: false });
 
     // the turn ran in the worker process, not in the api node's
-    const [owner] = await pg`SELECT owner_pid FROM turns WHERE id = ${turnId}`;
+    const [owner] = await fx.pg`SELECT owner_pid FROM turns WHERE id = ${turnId}`;
     expect(Number(owner.owner_pid)).toBe(workerPid);
 
     // 1b. a schedule fired through the api node (which only enqueues) runs on the worker
@@ -205,7 +185,7 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
       return r.status !== "running" ? r : undefined;
     });
     expect(run.status).toBe("completed");
-    const runTurns = await pg`SELECT owner_pid FROM turns WHERE session_id = ${run.session_id}`;
+    const runTurns = await fx.pg`SELECT owner_pid FROM turns WHERE session_id = ${run.session_id}`;
     expect(runTurns.length).toBeGreaterThan(0);
     for (const t of runTurns) expect(Number(t.owner_pid)).toBe(workerPid);
 
@@ -221,11 +201,11 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     sse2.close();
     // the card is withdrawn as the turn ends (its row written right after turn_finished may be sent)
     const c2 = await until("the cancelled turn's card row to end", async () => {
-      const [r] = await pg`SELECT status FROM cards WHERE id = ${card2}`;
+      const [r] = await fx.pg`SELECT status FROM cards WHERE id = ${card2}`;
       return r.status === "pending" ? undefined : (r.status as string);
     });
     expect(c2).toBe("cancelled");
-    const [t2] = await pg`SELECT status FROM turns WHERE id = ${(cancelled.data as { turn_id: string }).turn_id}`;
+    const [t2] = await fx.pg`SELECT status FROM turns WHERE id = ${(cancelled.data as { turn_id: string }).turn_id}`;
     expect(t2.status).toBe("cancelled");
     expect(readFileSync(marker, "utf8")).toBe("ran\n");
 
@@ -247,9 +227,9 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     await observer3.waitFor((e) => e.event === "turn_finished", 60_000);
     observer3.close();
     sse3.close();
-    const [c3] = await pg`SELECT status FROM cards WHERE id = ${card3}`;
+    const [c3] = await fx.pg`SELECT status FROM cards WHERE id = ${card3}`;
     expect(c3.status).toBe("worker_lost");
-    const [t3] = await pg`SELECT status FROM turns WHERE id = ${(lost.data as { turn_id: string }).turn_id}`;
+    const [t3] = await fx.pg`SELECT status FROM turns WHERE id = ${(lost.data as { turn_id: string }).turn_id}`;
     expect(t3.status).toBe("interrupted");
 
     // 4. no worker alive: the message stays queued, then fails no_worker (the turn never started)
@@ -259,9 +239,9 @@ describe.skipIf(why !== null)(`airlock serve --role api + --role worker on one P
     const none = await sse4.waitFor((e) => e.event === "turn_finished", 120_000);
     expect(none.data).toMatchObject({ session_id: s4, status: "failed", error: { code: "no_worker" } });
     sse4.close();
-    const [r4] = await pg`SELECT state FROM turn_requests WHERE id = ${(none.data as { turn_id: string }).turn_id}`;
+    const [r4] = await fx.pg`SELECT state FROM turn_requests WHERE id = ${(none.data as { turn_id: string }).turn_id}`;
     expect(r4.state).toBe("expired");
-    expect((await pg`SELECT id FROM turns WHERE session_id = ${s4}`).length).toBe(0);
+    expect((await fx.pg`SELECT id FROM turns WHERE session_id = ${s4}`).length).toBe(0);
     expect(readFileSync(marker, "utf8")).toBe("ran\n");
 
     api.proc.kill("SIGTERM");

@@ -5,14 +5,14 @@
  * The stale A must not run the call nor write anything more into the session; B's SSE shows the sweep's
  * `turn_finished` first. Skipped, with the reason, only when PostgreSQL is not installed.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { openSse } from "../harness.ts";
 import { spawnServe, type ServeProcess } from "../harness-serve.ts";
-import { type PgCluster, pgAvailable, startPgCluster } from "../pg-cluster.ts";
+import { useFleetE2e } from "../fixtures/fleet-e2e.ts";
+import { pgAvailable } from "../pg-cluster.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const why = pgAvailable();
@@ -28,30 +28,9 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 90_0
 }
 
 describe.skipIf(why !== null)(`a serve paused past its lease (SIGSTOP/SIGCONT)${why ? ` — skipped: ${why}` : ""}`, () => {
-  let cluster: PgCluster;
-  let url: string;
-  let pg: InstanceType<typeof Bun.SQL>;
-  const dir = mkdtempSync(join(tmpdir(), "airlock-sigstop-e2e-"));
-  const ws = join(dir, "ws");
+  const fx = useFleetE2e("airlock_sigstop_e2e", "airlock-sigstop-e2e-");
+  const { dir, ws, procs } = fx;
   const marker = join(ws, "stale-ran.txt");
-  const procs: Bun.Subprocess[] = [];
-  mkdirSync(ws);
-
-  beforeAll(async () => {
-    cluster = await startPgCluster();
-    url = await cluster.createDatabase("airlock_sigstop_e2e");
-    pg = new Bun.SQL(url, { max: 1 });
-  }, 120_000);
-  afterAll(async () => {
-    for (const p of procs) {
-      p.kill("SIGCONT");
-      p.kill("SIGKILL");
-      await p.exited;
-    }
-    await pg?.close();
-    cluster?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   function dataDir(name: string): string {
     const d = join(dir, name);
@@ -67,7 +46,7 @@ describe.skipIf(why !== null)(`a serve paused past its lease (SIGSTOP/SIGCONT)${
         mode: "smart",
         tools: { developer__shell: { permission: "allow" } },
         fleet: { lease_ttl_seconds: 2, sweep_seconds: 0.5, poll_seconds: 0.5 },
-        storage: url,
+        storage: fx.url,
       }),
     );
     return d;
@@ -89,16 +68,16 @@ describe.skipIf(why !== null)(`a serve paused past its lease (SIGSTOP/SIGCONT)${
     const watch = await openSse(`${b.url}/sessions/${sid}/events`, { headers: auth(b) });
     const replyA = await openSse(`${a.url}/sessions/${sid}/reply`, { method: "POST", headers: auth(a), body: JSON.stringify({ message: "go" }) });
     const turnId = await until("A's lease", async () => {
-      const r = await pg`SELECT turn_id FROM inflight WHERE session_id = ${sid}`;
+      const r = await fx.pg`SELECT turn_id FROM inflight WHERE session_id = ${sid}`;
       return r.length ? String(r[0].turn_id) : undefined;
     });
     let atSweep = -1;
     a.proc.kill("SIGSTOP");
     try {
-      await until("B's sweep", async () => ((await pg`SELECT status FROM turns WHERE id = ${turnId}`)[0].status === "interrupted" ? true : undefined));
+      await until("B's sweep", async () => ((await fx.pg`SELECT status FROM turns WHERE id = ${turnId}`)[0].status === "interrupted" ? true : undefined));
       // past the model's delay too: on resume, its answer and the heartbeat are both due
       await Bun.sleep(4500);
-      atSweep = (await pg`SELECT id FROM messages WHERE session_id = ${sid}`).length;
+      atSweep = (await fx.pg`SELECT id FROM messages WHERE session_id = ${sid}`).length;
     } finally {
       a.proc.kill("SIGCONT");
     }
@@ -109,8 +88,8 @@ describe.skipIf(why !== null)(`a serve paused past its lease (SIGSTOP/SIGCONT)${
     expect(ends[1]!.turn_id).toBe(turnId);
     expect(ends[1]!.status).not.toBe("completed");
     expect(existsSync(marker)).toBe(false);
-    expect((await pg`SELECT id FROM messages WHERE session_id = ${sid}`).length).toBe(atSweep);
-    expect((await pg`SELECT status FROM turns WHERE id = ${turnId}`)[0].status).toBe("interrupted");
+    expect((await fx.pg`SELECT id FROM messages WHERE session_id = ${sid}`).length).toBe(atSweep);
+    expect((await fx.pg`SELECT status FROM turns WHERE id = ${turnId}`)[0].status).toBe("interrupted");
     watch.close();
     replyA.close();
   }, 180_000);

@@ -11,14 +11,14 @@
  * processes' LISTEN connections — and its call runs once, on A; the listeners come back. Skipped, with the
  * reason, only when PostgreSQL is not installed.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { openSse } from "../harness.ts";
 import { spawnServe, type ServeProcess } from "../harness-serve.ts";
-import { type PgCluster, pgAvailable, startPgCluster } from "../pg-cluster.ts";
+import { useFleetE2e } from "../fixtures/fleet-e2e.ts";
+import { pgAvailable } from "../pg-cluster.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const HOOKS = join(import.meta.dir, "..", "fixtures", "hooks");
@@ -41,29 +41,9 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 90_0
 }
 
 describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL database${why ? ` — skipped: ${why}` : ""}`, () => {
-  let cluster: PgCluster;
-  let url: string;
-  let pg: InstanceType<typeof Bun.SQL>;
-  const dir = mkdtempSync(join(tmpdir(), "airlock-fleet-e2e-"));
-  const ws = join(dir, "ws");
+  const fx = useFleetE2e("airlock_fleet_e2e", "airlock-fleet-e2e-");
+  const { dir, ws, procs } = fx;
   const marker = join(ws, "ran.txt");
-  const procs: Bun.Subprocess[] = [];
-  mkdirSync(ws);
-
-  beforeAll(async () => {
-    cluster = await startPgCluster();
-    url = await cluster.createDatabase("airlock_fleet_e2e");
-    pg = new Bun.SQL(url, { max: 1 });
-  }, 120_000);
-  afterAll(async () => {
-    for (const p of procs) {
-      p.kill("SIGKILL");
-      await p.exited;
-    }
-    await pg?.close();
-    cluster?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   /** The root spawns a subagent whose shell call appends to `file`. */
   const childScript = (file: string) => ({
@@ -90,7 +70,7 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
         provider: { name: "scripted", script: "turns.yaml" },
         hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: join(HOOKS, "ask.sh"), timeout: 30 }] }] },
         fleet: { lease_ttl_seconds: leaseTtlSeconds, sweep_seconds: 0.5, poll_seconds: 0.5 },
-        storage: url,
+        storage: fx.url,
       }),
     );
     return d;
@@ -122,7 +102,7 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
   async function ancestry(id: string): Promise<string[]> {
     const chain = [id];
     for (;;) {
-      const [r] = await pg`SELECT parent_session_id FROM sessions WHERE id = ${chain[chain.length - 1]!}`;
+      const [r] = await fx.pg`SELECT parent_session_id FROM sessions WHERE id = ${chain[chain.length - 1]!}`;
       if (!r?.parent_session_id) return chain;
       chain.push(r.parent_session_id as string);
     }
@@ -182,9 +162,9 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     });
     expect(sse2.status).toBe(200);
     const card2 = await until("the second child's card listed on B", () => pendingOn(b, root2));
-    const [turnRow] = await pg`SELECT turn_id FROM cards WHERE id = ${card2.request_id}`;
+    const [turnRow] = await fx.pg`SELECT turn_id FROM cards WHERE id = ${card2.request_id}`;
     const childTurn = turnRow.turn_id as string;
-    const [rootTurnRow] = await pg`SELECT id FROM turns WHERE session_id = ${root2} AND status = 'running'`;
+    const [rootTurnRow] = await fx.pg`SELECT id FROM turns WHERE session_id = ${root2} AND status = 'running'`;
     const rootTurn = rootTurnRow.id as string;
     // fail closed on B while A holds the session: B does not run a turn there beside A's
     const busy = await openSse(`${b.url}/sessions/${root2}/reply`, {
@@ -206,7 +186,7 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     });
     expect(sse3.status).toBe(200);
     const card3 = await until("B's own child's card", () => pendingOn(b, root3));
-    const [row3] = await pg`SELECT worker_id, turn_id FROM cards WHERE id = ${card3.request_id}`;
+    const [row3] = await fx.pg`SELECT worker_id, turn_id FROM cards WHERE id = ${card3.request_id}`;
     expect(String(row3.worker_id)).toContain(`:${b.proc.pid}:`);
     sse2.close();
     a.proc.kill("SIGKILL");
@@ -214,23 +194,23 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
 
     // B's sweeper: the lease (3 s) expires, the turn is interrupted and the card worker_lost
     const ended = await until("the card row worker_lost", async () => {
-      const [r] = await pg`SELECT status FROM cards WHERE id = ${card2.request_id}`;
+      const [r] = await fx.pg`SELECT status FROM cards WHERE id = ${card2.request_id}`;
       return r.status === "pending" ? undefined : (r.status as string);
     });
     expect(ended).toBe("worker_lost");
-    const [t] = await pg`SELECT status FROM turns WHERE id = ${childTurn}`;
+    const [t] = await fx.pg`SELECT status FROM turns WHERE id = ${childTurn}`;
     expect(t.status).toBe("interrupted");
     await until("B no longer lists the card", async () => ((await pendingOn(b, root2)) ? undefined : true));
     const late = await api(b, `/actions/${card2.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
     expect(late.status).toBe(409);
     expect(readFileSync(marker, "utf8")).toBe("ran\n");
-    const [rt] = await pg`SELECT status FROM turns WHERE id = ${rootTurn}`;
+    const [rt] = await fx.pg`SELECT status FROM turns WHERE id = ${rootTurn}`;
     expect(rt.status).toBe("interrupted");
 
     // B unaffected: its card was not swept, its lease is live; answered, its call runs (on B) and its turn completes
-    const [still3] = await pg`SELECT status FROM cards WHERE id = ${card3.request_id}`;
+    const [still3] = await fx.pg`SELECT status FROM cards WHERE id = ${card3.request_id}`;
     expect(still3.status).toBe("pending");
-    const [lease3] = await pg`SELECT worker_id FROM inflight WHERE turn_id = ${row3.turn_id}`;
+    const [lease3] = await fx.pg`SELECT worker_id FROM inflight WHERE turn_id = ${row3.turn_id}`;
     expect(lease3).toMatchObject({ worker_id: row3.worker_id });
     const ok3 = await api(b, `/actions/${card3.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
     expect(ok3.status).toBe(200);
@@ -281,9 +261,9 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     expect(chain).toHaveLength(3);
     expect(chain[2]).toBe(root);
     // parked by A's process (its worker id names its pid), under A's live lease on the grandchild's turn
-    const [row] = await pg`SELECT worker_id, turn_id, epoch FROM cards WHERE id = ${card.request_id}`;
+    const [row] = await fx.pg`SELECT worker_id, turn_id, epoch FROM cards WHERE id = ${card.request_id}`;
     expect(String(row.worker_id)).toContain(`:${a.proc.pid}:`);
-    const [lease] = await pg`SELECT worker_id, epoch FROM inflight WHERE turn_id = ${row.turn_id}`;
+    const [lease] = await fx.pg`SELECT worker_id, epoch FROM inflight WHERE turn_id = ${row.turn_id}`;
     expect(lease).toMatchObject({ worker_id: row.worker_id });
     expect(Number(lease.epoch)).toBe(Number(row.epoch));
     const onSse = await sseB.waitFor((e) => e.event === "action_required" && (e.data as { request_id?: string }).request_id === card.request_id, 60_000);
@@ -292,10 +272,10 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
 
     // the LISTEN connections of both processes (one each, carrying the card channel with the turn and relay
     // channels: pg_stat_activity shows its last LISTEN) are killed by the server: the decision still wakes A
-    const listening = () => pg`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock%' AND pid <> pg_backend_pid()`;
+    const listening = () => fx.pg`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock%' AND pid <> pg_backend_pid()`;
     const before = await listening();
     expect(before.length).toBeGreaterThanOrEqual(2);
-    const killed = await pg`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock%' AND pid <> pg_backend_pid()`;
+    const killed = await fx.pg`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%airlock%' AND pid <> pg_backend_pid()`;
     expect(killed.length).toBe(before.length);
 
     const first = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });
@@ -308,9 +288,9 @@ describe.skipIf(why !== null)(`two airlock serve processes on one PostgreSQL dat
     // the side effect happened exactly once
     expect(readFileSync(file, "utf8")).toBe("ran\n");
     // on A: the grandchild's tool result is in the database, and its turn (run by A) completed
-    const [t] = await pg`SELECT status FROM turns WHERE id = ${row.turn_id}`;
+    const [t] = await fx.pg`SELECT status FROM turns WHERE id = ${row.turn_id}`;
     expect(t.status).toBe("completed");
-    const results = await pg`SELECT is_error FROM messages WHERE session_id = ${card.home_session_id} AND role = 'tool'`;
+    const results = await fx.pg`SELECT is_error FROM messages WHERE session_id = ${card.home_session_id} AND role = 'tool'`;
     expect(results).toHaveLength(1);
 
     const second = await api(b, `/actions/${card.request_id}`, { method: "POST", body: JSON.stringify({ decision: "allow_once" }) });

@@ -8,14 +8,14 @@
  * ends the run `interrupted`, and the next occurrence runs, on the survivor. Skipped, with the reason,
  * only when PostgreSQL is not installed.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { RUN_LOST_REASON } from "../../src/fleet/run-leases.ts";
 import { spawnServe, type ServeProcess } from "../harness-serve.ts";
-import { type PgCluster, pgAvailable, startPgCluster } from "../pg-cluster.ts";
+import { useFleetE2e } from "../fixtures/fleet-e2e.ts";
+import { pgAvailable } from "../pg-cluster.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const why = pgAvailable();
@@ -40,28 +40,8 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 120_
 }
 
 describe.skipIf(why !== null)(`a scheduled run whose process is killed, on PostgreSQL${why ? ` — skipped: ${why}` : ""}`, () => {
-  let cluster: PgCluster;
-  let url: string;
-  let pg: InstanceType<typeof Bun.SQL>;
-  const dir = mkdtempSync(join(tmpdir(), "airlock-pg-run-kill-"));
-  const ws = join(dir, "ws");
-  const procs: Bun.Subprocess[] = [];
-  mkdirSync(ws);
-
-  beforeAll(async () => {
-    cluster = await startPgCluster();
-    url = await cluster.createDatabase("airlock_run_kill_e2e");
-    pg = new Bun.SQL(url, { max: 1 });
-  }, 120_000);
-  afterAll(async () => {
-    for (const p of procs) {
-      p.kill("SIGKILL");
-      await p.exited;
-    }
-    await pg?.close();
-    cluster?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const fx = useFleetE2e("airlock_run_kill_e2e", "airlock-pg-run-kill-");
+  const { dir, ws, procs } = fx;
 
   function dataDir(name: string, leaseTtlSeconds: number): string {
     const d = join(dir, name);
@@ -69,7 +49,7 @@ describe.skipIf(why !== null)(`a scheduled run whose process is killed, on Postg
     writeFileSync(join(d, "turns.yaml"), stringify({ turns: [] }));
     writeFileSync(
       join(d, "airlock.yaml"),
-      stringify({ provider: { name: "scripted", script: "turns.yaml" }, storage: url, fleet: { lease_ttl_seconds: leaseTtlSeconds, sweep_seconds: 0.5, poll_seconds: 0.5 } }),
+      stringify({ provider: { name: "scripted", script: "turns.yaml" }, storage: fx.url, fleet: { lease_ttl_seconds: leaseTtlSeconds, sweep_seconds: 0.5, poll_seconds: 0.5 } }),
     );
     return d;
   }
@@ -84,7 +64,7 @@ describe.skipIf(why !== null)(`a scheduled run whose process is killed, on Postg
     fetch(s.url + path, { ...init, headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json", ...(init.headers ?? {}) } });
 
   const runs = async (scheduleId: string): Promise<RunRow[]> =>
-    (await pg`SELECT id, status, worker_id, started_at, finished_at, reason FROM runs WHERE schedule_id = ${scheduleId} ORDER BY started_at, id`) as RunRow[];
+    (await fx.pg`SELECT id, status, worker_id, started_at, finished_at, reason FROM runs WHERE schedule_id = ${scheduleId} ORDER BY started_at, id`) as RunRow[];
 
   test("kill -9 of the process running a scheduled run: the run ends interrupted, and the next occurrence runs on the other process", async () => {
     const recipeDir = join(dir, "recipes");
