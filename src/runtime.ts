@@ -268,7 +268,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
     throw e;
   }
   // the constructor closes the store (and the fleet node) when it throws
-  const rt = new AirlockRuntime(opts, store, bus, fleet && turnLeases ? { node: fleet, TurnLeases: turnLeases } : undefined);
+  const rt = new AirlockRuntime(opts, store, bus, choice.kind === "postgres" ? choice.url : null, fleet && turnLeases ? { node: fleet, TurnLeases: turnLeases } : undefined);
   late = rt;
   // only serve nodes claim: a one-shot `airlock run` on the same database must not take a turn it would abandon at exit
   if (fleet && opts.role !== undefined && runsTurns(opts.role)) {
@@ -327,7 +327,8 @@ class AirlockRuntime implements Runtime {
   private closed = false;
 
   /** `fleet`: this process's node and the turn-lease class (both loaded only in fleet mode, PostgreSQL). */
-  constructor(opts: RuntimeOptions, store: Store, bus: Bus = new Bus(), fleet?: { node: FleetNode; TurnLeases: typeof TurnLeases }) {
+  /** `databaseUrl`: the PostgreSQL URL createRuntime chose (store/storage.ts), null on SQLite. */
+  constructor(opts: RuntimeOptions, store: Store, bus: Bus, databaseUrl: string | null, fleet?: { node: FleetNode; TurnLeases: typeof TurnLeases }) {
     this.bus = bus;
     this.role = opts.role ?? "all";
     this.fleet = fleet
@@ -351,8 +352,7 @@ class AirlockRuntime implements Runtime {
     this.config = withEffectivePermissions(opts.config, { workspace: this.workspace, home: rulesHome(), log: this.log });
     this.forceHeadless = opts.headless === true;
     this.store = store;
-    const storage = chooseStorage(opts.config.storage, opts.env ?? process.env);
-    this.databaseUrl = storage.kind === "postgres" ? storage.url : null;
+    this.databaseUrl = databaseUrl;
     this.trust = new TrustStore(this.store);
     this.sessionConfigs = new SessionConfigs(this.store, this.config, (root, config) => this.importHooks(root, config));
     this.providers = new ProviderSelector({
@@ -661,23 +661,15 @@ class AirlockRuntime implements Runtime {
     const withdrawn = await node.queue.withdrawTree(sessionId);
     for (const w of withdrawn) this.announceEnd(w.sessionId, w.id, "cancelled", { code: "cancelled", message: w.sessionId === sessionId ? reason : `${reason} (an ancestor's turn was cancelled)` });
     // read before the cancel is sent: the node running it may end the turn (and release its lease) at once
-    const live = await this.store.sql.get(
-      `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)
-       SELECT 1 AS one FROM inflight i JOIN tree t ON i.session_id = t.id WHERE i.expires_at >= ? LIMIT 1`,
-      [sessionId, Date.now()],
-    );
+    const live = await node.leases.liveInTree(sessionId);
     // the node running it (or a descendant) cancels when it reads this; sent even with no lease seen (a turn just claimed)
     await node.relay.sendCancel(sessionId, reason);
-    return here || withdrawn.length > 0 || live !== null;
+    return here || withdrawn.length > 0 || live;
   }
 
   async remoteInFlight(sessionId?: string): Promise<string[]> {
     if (!this.fleet) return [];
-    const me = this.fleet.node.workerId;
-    const rows = sessionId
-      ? await this.store.sql.all<{ session_id: string }>("SELECT session_id FROM inflight WHERE session_id = ? AND worker_id <> ? AND expires_at >= ?", [sessionId, me, Date.now()])
-      : await this.store.sql.all<{ session_id: string }>("SELECT session_id FROM inflight WHERE worker_id <> ? AND expires_at >= ?", [me, Date.now()]);
-    return rows.map((r) => r.session_id);
+    return await this.fleet.node.leases.heldElsewhere(sessionId);
   }
 
   /**

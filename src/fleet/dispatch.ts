@@ -10,6 +10,7 @@
  * once, so no request runs twice. A request nobody claims before its `expires_at` is withdrawn (`expired`)
  * by the node that queued it, which then fails it `no_worker`.
  */
+import { SESSION_TREE_CTE } from "../store/session-tree.ts";
 import { AirlockError } from "../errors.ts";
 import type { Sql } from "../store/sql.ts";
 import type { TurnRequestState } from "../store/fleet-schema.ts";
@@ -184,7 +185,7 @@ export class TurnQueue {
    */
   async withdrawTree(sessionId: string): Promise<{ id: string; sessionId: string }[]> {
     const rows = await this.sql.all<{ id: string; session_id: string }>(
-      `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)
+      `${SESSION_TREE_CTE}
        UPDATE turn_requests SET state = 'cancelled' WHERE state = 'queued' AND session_id IN (SELECT id FROM tree) RETURNING id, session_id`,
       [sessionId],
     );

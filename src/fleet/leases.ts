@@ -8,6 +8,7 @@
  * A lease past its expiry is taken over only together with its turn's loss (fleet/lost.ts), in one
  * transaction.
  */
+import { SESSION_TREE_CTE } from "../store/session-tree.ts";
 import { AirlockError } from "../errors.ts";
 import type { Sql } from "../store/sql.ts";
 import { loseTurn } from "./lost.ts";
@@ -134,6 +135,21 @@ export class Leases {
   async live(sessionId: string): Promise<Lease | null> {
     const r = await this.sql.get<RawLease>("SELECT session_id, turn_id, worker_id, epoch, expires_at FROM inflight WHERE session_id = ? AND expires_at >= ?", [sessionId, this.now()]);
     return r ? toLease(r) : null;
+  }
+
+  /** True when `sessionId` or a session below it (subagents at any depth) holds a live lease, in any process. */
+  async liveInTree(sessionId: string): Promise<boolean> {
+    const sql = `${SESSION_TREE_CTE}
+       SELECT 1 AS one FROM inflight i JOIN tree t ON i.session_id = t.id WHERE i.expires_at >= ? LIMIT 1`;
+    return (await this.sql.get(sql, [sessionId, this.now()])) !== null;
+  }
+
+  /** The sessions with a live lease held by another process than this one; only `sessionId` when given. */
+  async heldElsewhere(sessionId?: string): Promise<string[]> {
+    const rows = sessionId
+      ? await this.sql.all<{ session_id: string }>("SELECT session_id FROM inflight WHERE session_id = ? AND worker_id <> ? AND expires_at >= ?", [sessionId, this.workerId, this.now()])
+      : await this.sql.all<{ session_id: string }>("SELECT session_id FROM inflight WHERE worker_id <> ? AND expires_at >= ?", [this.workerId, this.now()]);
+    return rows.map((r) => r.session_id);
   }
 
   /**

@@ -5,6 +5,7 @@
  * sums per turn, per session and per session subtree. A call whose provider reported no usage is counted
  * as `unreported_calls`, never as zero tokens.
  */
+import { SESSION_TREE_CTE } from "./session-tree.ts";
 import type { UsageSummary } from "../session/types.ts";
 import type { Store } from "./store.ts";
 
@@ -78,7 +79,7 @@ export class UsageLedger {
   async ofSubtree(sessionId: string): Promise<UsageSummary | null> {
     return summarise(
       await this.store.sql.get<SumRow>(
-        `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session_id = t.id)
+        `${SESSION_TREE_CTE}
            SELECT ${SUMS} FROM model_calls WHERE session_id IN (SELECT id FROM tree)`,
         [sessionId],
       ),
