@@ -11,12 +11,17 @@
 import type { Database } from "bun:sqlite";
 import { statSync } from "node:fs";
 
-/** The bound on the `-wal` file, bytes: past it the serving connection checkpoints inside its commit (SQLite's automatic checkpoint), whatever the thread does. */
+/**
+ * The bound on the WAL, bytes: once it holds this much the serving connection checkpoints inside its
+ * commit (SQLite's automatic checkpoint), whatever the thread does; a commit made while the thread's own
+ * checkpoint holds SQLite's checkpoint lock adds to it until the next commit after that checkpoint. Also
+ * the size the `-wal` file is cut back to when it starts over (`journal_size_limit`).
+ */
 export const WAL_BOUND_BYTES = 16 * 1024 * 1024;
 /** The `-wal` file size from which the checkpoint thread is started, bytes. */
 export const START_BYTES = 1024 * 1024;
-/** How often the serving thread looks at the `-wal` file's size (one `stat`), ms. */
-export const TICK_MS = 250;
+/** How often the serving thread looks at the `-wal` file's size (one `stat`) and asks the thread for a checkpoint, ms. */
+export const TICK_MS = 100;
 /** SQLite's default automatic checkpoint, pages: put back on the serving connection when the thread fails. */
 const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
 /** Longest `close()` waits for the thread to close its connection, ms. */
@@ -49,12 +54,13 @@ export function checkpointWorkerUrl(): string {
 
 /**
  * Sets the WAL pragmas of a serving connection on a file (not `:memory:`): its automatic checkpoint at
- * {@link WAL_BOUND_BYTES}. Returns the automatic checkpoint set, pages.
+ * {@link WAL_BOUND_BYTES}, and the `-wal` file cut back to that size when the WAL starts over. Returns the
+ * automatic checkpoint set, pages.
  */
 export function raiseAutoCheckpoint(db: Database): number {
   const pageSize = db.query<{ page_size: number }, []>("PRAGMA page_size").get()!.page_size;
   const pages = Math.floor(WAL_BOUND_BYTES / (pageSize + 24)); // a WAL frame is a page plus a 24-byte header
-  db.exec(`PRAGMA wal_autocheckpoint = ${pages}`);
+  db.exec(`PRAGMA wal_autocheckpoint = ${pages}; PRAGMA journal_size_limit = ${WAL_BOUND_BYTES}`);
   return pages;
 }
 
