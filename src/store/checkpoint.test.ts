@@ -3,7 +3,7 @@ import { Database } from "bun:sqlite";
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { START_BYTES, WAL_BOUND_BYTES } from "./checkpoint.ts";
+import { raiseAutoCheckpoint, START_BYTES, WAL_BOUND_BYTES, WalCheckpointer } from "./checkpoint.ts";
 import { openDatabase } from "./db.ts";
 import type { SqliteSql } from "./sql-sqlite.ts";
 import { Store } from "./store.ts";
@@ -110,6 +110,22 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
     }
   });
 
+  test("a checkpoint thread that cannot start gives the connection SQLite's default automatic checkpoint back", async () => {
+    const path = freshPath();
+    const db = openDatabase(path);
+    try {
+      expect(raiseAutoCheckpoint(db)).toBeGreaterThan(1000);
+      const cp = new WalCheckpointer(db, { workerUrl: new URL("./no-such-checkpoint-worker.ts", import.meta.url).href });
+      expect(await cp.checkpoint()).toBeNull();
+      expect(cp.failure).not.toBeNull();
+      expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+      expect(await cp.checkpoint()).toBeNull(); // not started again
+      await cp.close();
+    } finally {
+      db.close();
+    }
+  });
+
   test("close empties the WAL into the database file, with another connection still open on it", async () => {
     const path = freshPath();
     const { store, sql } = await openServing(path);
@@ -119,6 +135,7 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
       await until(() => sql.checkpointer!.checkpoints >= 1); // the thread is up: close must close it too
       await insert(sql, 600, 100);
       expect(size(`${path}-wal`)).toBeGreaterThan(0);
+      other.query("SELECT COUNT(*) FROM pad_rows").get(); // the other connection has the WAL open: the close is not the last one
       await store.close();
       expect(size(`${path}-wal`)).toBe(0); // TRUNCATE: the last close (SQLite's own checkpoint) is the other's
       expect(other.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM pad_rows").get()!.n).toBe(700);
