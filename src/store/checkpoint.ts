@@ -74,9 +74,9 @@ export interface WalCheckpointerOptions {
 /**
  * The checkpointer of one serving connection on a database file. Disposable: `await close()` stops the
  * timer and closes the thread's connection (before the serving connection closes, so SQLite's own
- * checkpoint at the last close can empty the WAL). If the thread fails, the serving connection gets
- * SQLite's default automatic checkpoint back (fail closed: the WAL stays bounded) and the thread is not
- * started again.
+ * checkpoint at the last close can empty the WAL). If the thread fails (one line on stderr), the serving
+ * connection gets SQLite's default automatic checkpoint back (fail closed: the WAL stays bounded) and the
+ * thread is not started again.
  */
 export class WalCheckpointer {
   readonly walPath: string;
@@ -161,6 +161,7 @@ export class WalCheckpointer {
   private fail(message: string): void {
     if (this.failure) return;
     this.failure = message;
+    console.error(`airlock: ${message}; the WAL of ${this.db.filename} is checkpointed inside its commits again (SQLite's default)`);
     clearInterval(this.timer);
     for (const w of this.waiting.splice(0)) w({ kind: "failed", message });
     this.worker?.terminate();
