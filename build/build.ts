@@ -71,7 +71,7 @@ export interface BuildOptions {
 /**
  * Builds the binary unless it is fresh (or `force`). Throws an Error naming the bundler's messages on failure.
  * The tinypool shim must sit at `<bundle root>/entry/worker.ts`; the bundle root is the repo root (the
- * `root` given to the bundler; src/main.ts and src/script/worker.ts keep their paths under it), so the shim is given to the bundler as an
+ * `root` given to the bundler; src/main.ts, src/script/worker.ts and src/store/checkpoint-worker.ts keep their paths under it), so the shim is given to the bundler as an
  * in-memory file at that path (`Bun.build({files})`), its text taken from build/tinypool-entry.ts.
  * The console page (src/console/) is bundled first and replaces src/console/embedded.ts the same way, so the
  * binary serves it without bundling at run time.
@@ -108,7 +108,7 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
-    entrypoints: [join(ROOT, "src", "boot.ts"), join(ROOT, "src", "script", "worker.ts"), shimPath],
+    entrypoints: [join(ROOT, "src", "boot.ts"), join(ROOT, "src", "script", "worker.ts"), join(ROOT, "src", "store", "checkpoint-worker.ts"), shimPath],
     files: {
       [shimPath]: shim,
       [join(ROOT, "src", "console", "embedded.ts")]: consoleModule,

@@ -4,13 +4,18 @@
  * connection. Statements run synchronously and their promise is already settled, so the default
  * backend costs one microtask per statement. A transaction holds the connection: statements from
  * outside it wait until it commits or rolls back, so they never run inside someone else's transaction.
+ * On a database file the WAL checkpoint runs beside the commits, not inside them (store/checkpoint.ts).
  */
 import type { Database, SQLQueryBindings } from "bun:sqlite";
+import { raiseAutoCheckpoint, WalCheckpointer } from "./checkpoint.ts";
 import type { Sql, SqlRunResult, SqlValue } from "./sql.ts";
 
 type Bindings = SQLQueryBindings[];
 
-/** Wraps an open bun:sqlite `Database` (see store/db.ts `openDatabase`) as an `Sql` executor. */
+/**
+ * Wraps an open bun:sqlite `Database` (see store/db.ts `openDatabase`) as an `Sql` executor. On a file in
+ * WAL mode it takes the connection's checkpoints off its commits (store/checkpoint.ts `WalCheckpointer`).
+ */
 export function sqliteSql(db: Database): SqliteSql {
   return new SqliteSql(db);
 }
@@ -21,8 +26,14 @@ export class SqliteSql implements Sql {
   /** Resolves when the open transaction (if any) ends. */
   private held: Promise<void> | null = null;
   private closed = false;
+  /** The WAL checkpointer of a database file in WAL mode; null in memory. */
+  readonly checkpointer: WalCheckpointer | null;
 
-  constructor(readonly db: Database) {}
+  constructor(readonly db: Database) {
+    const wal = db.filename !== "" && db.filename !== ":memory:" && db.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode === "wal";
+    if (wal) raiseAutoCheckpoint(db);
+    this.checkpointer = wal ? new WalCheckpointer(db) : null;
+  }
 
   async all<T extends object>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
     while (this.held) await this.held;
@@ -59,10 +70,24 @@ export class SqliteSql implements Sql {
     }
   }
 
+  /**
+   * Waits for the open transaction, closes the checkpoint thread's connection, empties the WAL into the
+   * database file when no other connection is busy on it (a TRUNCATE checkpoint that waits for no one),
+   * and closes the connection. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     while (this.held) await this.held;
+    if (this.checkpointer) {
+      await this.checkpointer.close();
+      try {
+        this.db.exec("PRAGMA busy_timeout = 0");
+        this.db.query("PRAGMA wal_checkpoint(TRUNCATE)").get();
+      } catch {
+        // another process holds the database: its checkpoints (or SQLite's at the last close) empty the WAL
+      }
+    }
     this.db.close();
   }
 }

@@ -1,0 +1,189 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { raiseAutoCheckpoint, START_BYTES, WAL_BOUND_BYTES, WalCheckpointer } from "./checkpoint.ts";
+import { openDatabase } from "./db.ts";
+import type { SqliteSql } from "./sql-sqlite.ts";
+import { Store } from "./store.ts";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function freshPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-wal-"));
+  dirs.push(dir);
+  return join(dir, "airlock.db");
+}
+const size = (p: string) => (existsSync(p) ? statSync(p).size : 0);
+const PAD = "w".repeat(4000); // about one page per row
+
+async function openServing(path: string): Promise<{ store: Store; sql: SqliteSql }> {
+  const store = await Store.open(path);
+  const sql = store.sql as SqliteSql;
+  await sql.run("CREATE TABLE IF NOT EXISTS pad_rows (n INTEGER PRIMARY KEY, pad TEXT NOT NULL)");
+  return { store, sql };
+}
+
+/** One transaction of `rows` rows; no timer runs in between (only microtasks), so the checkpoint thread cannot. */
+async function insert(sql: SqliteSql, from: number, rows: number): Promise<void> {
+  await sql.transaction(async (tx) => {
+    for (let i = 0; i < rows; i++) await tx.run("INSERT INTO pad_rows (n, pad) VALUES (?, ?)", [from + i, PAD]);
+  });
+}
+
+async function until(cond: () => boolean): Promise<void> {
+  while (!cond()) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe("WAL checkpoints off the serving connection's commits (store/checkpoint.ts)", () => {
+  test("a commit of 1,500 pages does not checkpoint on the serving connection; the thread's checkpoint copies them", async () => {
+    // control: SQLite's default (1,000 pages) checkpoints inside that same commit, growing the database file
+    const controlPath = freshPath();
+    const control = openDatabase(controlPath);
+    control.exec("PRAGMA wal_autocheckpoint = 1000; CREATE TABLE pad_rows (n INTEGER PRIMARY KEY, pad TEXT NOT NULL)");
+    const controlBefore = size(controlPath);
+    control.transaction(() => {
+      for (let i = 0; i < 1500; i++) control.query("INSERT INTO pad_rows (n, pad) VALUES (?, ?)").run(i, PAD);
+    })();
+    expect(size(controlPath) - controlBefore).toBeGreaterThan(1000 * 4096);
+    control.close();
+
+    const path = freshPath();
+    const { store, sql } = await openServing(path);
+    try {
+      expect(sql.db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBeGreaterThan(1000);
+      const before = size(path);
+      await insert(sql, 0, 1500);
+      expect(size(path)).toBe(before); // nothing copied into the database file by the commit
+      expect(size(`${path}-wal`)).toBeGreaterThan(1500 * 4096);
+      const r = await sql.checkpointer!.checkpoint();
+      expect(r).not.toBeNull();
+      expect(r!.busy).toBe(0);
+      expect(r!.checkpointed).toBe(r!.log);
+      expect(r!.log).toBeGreaterThanOrEqual(1500);
+      expect(size(path) - before).toBeGreaterThan(1500 * 4096);
+      expect(sql.checkpointer!.failure).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("the timer starts the thread once the WAL passes its start size, and its checkpoints let the WAL start over", async () => {
+    const path = freshPath();
+    const { store, sql } = await openServing(path);
+    try {
+      await insert(sql, 0, Math.ceil(START_BYTES / 4096) + 64);
+      const before = size(path);
+      await until(() => sql.checkpointer!.checkpoints >= 1);
+      expect(size(path)).toBeGreaterThan(before + START_BYTES);
+      // the WAL is copied: the next commits write it from its start, so it stays at the size it reached
+      const high = size(`${path}-wal`);
+      for (let k = 0; k < 5; k++) {
+        const done = sql.checkpointer!.checkpoints;
+        await insert(sql, 10_000 * (k + 1), 200);
+        await until(() => sql.checkpointer!.checkpoints > done);
+      }
+      expect(size(`${path}-wal`)).toBeLessThanOrEqual(high);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("however fast the commits, the WAL stays within its bound (plus the last transaction)", async () => {
+    const path = freshPath();
+    const { store, sql } = await openServing(path);
+    try {
+      const txPages = 256;
+      let max = 0;
+      // 3× the bound, with no timer turn in between: only SQLite's backstop inside the commit can checkpoint
+      for (let n = 0; n * 4096 < 3 * WAL_BOUND_BYTES; n += txPages) {
+        await insert(sql, n, txPages);
+        max = Math.max(max, size(`${path}-wal`));
+      }
+      expect(max).toBeGreaterThan(WAL_BOUND_BYTES / 2);
+      expect(max).toBeLessThanOrEqual(WAL_BOUND_BYTES + (txPages + 8) * (4096 + 24));
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("a checkpoint thread that cannot start gives the connection SQLite's default automatic checkpoint back", async () => {
+    const path = freshPath();
+    const db = openDatabase(path);
+    try {
+      expect(raiseAutoCheckpoint(db)).toBeGreaterThan(1000);
+      const cp = new WalCheckpointer(db, { workerUrl: new URL("./no-such-checkpoint-worker.ts", import.meta.url).href });
+      expect(await cp.checkpoint()).toBeNull();
+      expect(cp.failure).not.toBeNull();
+      expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+      expect(await cp.checkpoint()).toBeNull(); // not started again
+      await cp.close();
+    } finally {
+      db.close();
+    }
+  });
+
+  test("close empties the WAL into the database file, with another connection still open on it", async () => {
+    const path = freshPath();
+    const { store, sql } = await openServing(path);
+    const other = new Database(path, { readwrite: true });
+    try {
+      await insert(sql, 0, 600);
+      await until(() => sql.checkpointer!.checkpoints >= 1); // the thread is up: close must close it too
+      await insert(sql, 600, 100);
+      expect(size(`${path}-wal`)).toBeGreaterThan(0);
+      other.query("SELECT COUNT(*) FROM pad_rows").get(); // the other connection has the WAL open: the close is not the last one
+      await store.close();
+      expect(size(`${path}-wal`)).toBe(0); // TRUNCATE: the last close (SQLite's own checkpoint) is the other's
+      expect(other.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM pad_rows").get()!.n).toBe(700);
+    } finally {
+      other.close();
+    }
+    const again = await Store.open(path);
+    expect((await again.sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM pad_rows"))!.n).toBe(700);
+    await again.close();
+  });
+
+  test("a writer killed (SIGKILL) between checkpoints leaves a database that opens with every commit it reported", async () => {
+    const path = freshPath();
+    const child = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "test", "fixtures", "wal-writer.ts"), path], { stdout: "pipe", stderr: "inherit" });
+    let committed = 0;
+    let checkpoints = 0;
+    const reader = child.stdout.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    // past two checkpoints of the thread and 600 rows more, so the kill lands with commits in the WAL not yet copied
+    let afterSecond = -1;
+    while (afterSecond < 0 || committed < afterSecond + 600) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the writer ended (exit ${await child.exited}) after ${committed} rows`);
+      buf += decoder.decode(value);
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const [what, n] = buf.slice(0, nl).split(" ");
+        buf = buf.slice(nl + 1);
+        if (what === "committed") committed = Number(n);
+        if (what === "checkpoint") checkpoints = Number(n);
+        if (checkpoints >= 2 && afterSecond < 0) afterSecond = committed;
+      }
+    }
+    child.kill("SIGKILL");
+    expect(await child.exited).not.toBe(0);
+    expect(child.signalCode).toBe("SIGKILL");
+    expect(size(`${path}-wal`)).toBeGreaterThan(0); // left behind: the reopen replays it
+    const store = await Store.open(path);
+    try {
+      expect((await store.sql.get<{ integrity_check: string }>("PRAGMA integrity_check"))!.integrity_check).toBe("ok");
+      const r = (await store.sql.get<{ n: number; top: number }>("SELECT COUNT(*) AS n, MAX(n) AS top FROM wal_rows"))!;
+      expect(r.n).toBeGreaterThanOrEqual(committed); // every reported commit is there
+      expect(r.n % 50).toBe(0); // and no part of a transaction
+      expect(r.top).toBe(r.n - 1);
+      expect((await store.sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM schema_version"))!.n).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
+  });
+});
