@@ -101,9 +101,14 @@ class FrameWriter {
   }
 }
 
-/** Encodes worker messages as an up frame. */
+/** One writer per thread and direction, reused (a frame is copied out of it before the next is written). */
+const upWriter = new FrameWriter();
+const downWriter = new FrameWriter();
+
+/** Encodes worker messages as an up frame (a view of a reused buffer: valid until the next `encodeUp`). */
 export function encodeUp(msgs: readonly WorkerMessage[]): Uint8Array {
-  const w = new FrameWriter();
+  const w = upWriter;
+  w.len = 0;
   for (const m of msgs) {
     switch (m.t) {
       case "call":
@@ -125,9 +130,13 @@ export function encodeUp(msgs: readonly WorkerMessage[]): Uint8Array {
   return w.bytes();
 }
 
-/** Encodes host messages (`go`, `reply`) as a down frame; `cancel` has its own word and is never in a frame. */
+/**
+ * Encodes host messages (`go`, `reply`) as a down frame (a view of a reused buffer: valid until the next
+ * `encodeDown`); `cancel` has its own word and is never in a frame.
+ */
 export function encodeDown(msgs: readonly Exclude<HostMessage, { t: "cancel" }>[]): Uint8Array {
-  const w = new FrameWriter();
+  const w = downWriter;
+  w.len = 0;
   for (const m of msgs) {
     switch (m.t) {
       case "reply":
@@ -372,7 +381,28 @@ export class HostChannel {
   send(msg: Exclude<HostMessage, { t: "cancel" }>): void {
     if (this.#closed) return;
     this.#queue.push(msg);
-    if (!this.#pumping) void this.#pump();
+    if (this.#pumping) return;
+    if (Atomics.load(this.#i32, DOWN_STATE) === 0) {
+      // the common case: the mailbox is empty; a frame that fits is written now, without the pump's promise
+      const frame = encodeDown(this.#queue);
+      if (frame.length <= CAPACITY) {
+        this.#queue = [];
+        this.#write(frame, frame.length);
+        return;
+      }
+    }
+    void this.#pump();
+  }
+
+  /** Writes `chunk` (at most CAPACITY bytes) of a frame of `total` bytes into the empty down mailbox and wakes the worker. */
+  #write(chunk: Uint8Array, total: number): void {
+    const i32 = this.#i32;
+    this.#u8.set(chunk, DOWN_DATA);
+    Atomics.store(i32, DOWN_LEN, chunk.length);
+    Atomics.store(i32, DOWN_TOTAL, total);
+    Atomics.store(i32, DOWN_STATE, 1);
+    Atomics.add(i32, SIGNAL, 1);
+    Atomics.notify(i32, SIGNAL);
   }
 
   async #pump(): Promise<void> {
@@ -380,7 +410,7 @@ export class HostChannel {
     const i32 = this.#i32;
     try {
       while (this.#queue.length > 0 && !this.#closed) {
-        const frame = encodeDown(this.#queue);
+        const frame = encodeDown(this.#queue).slice(); // owned: the writer is reused while this frame waits
         this.#queue = [];
         let at = 0;
         do {
@@ -391,12 +421,7 @@ export class HostChannel {
           }
           if (this.#closed) return;
           const n = Math.min(CAPACITY, frame.length - at);
-          this.#u8.set(frame.subarray(at, at + n), DOWN_DATA);
-          Atomics.store(i32, DOWN_LEN, n);
-          Atomics.store(i32, DOWN_TOTAL, frame.length);
-          Atomics.store(i32, DOWN_STATE, 1);
-          Atomics.add(i32, SIGNAL, 1);
-          Atomics.notify(i32, SIGNAL);
+          this.#write(frame.subarray(at, at + n), frame.length);
           at += n;
         } while (at < frame.length);
       }
