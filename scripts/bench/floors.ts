@@ -8,11 +8,12 @@
  *   (`launch()` of `true` under `workspace-write`), with the probe cache warm and without it;
  * - a confined call (`launch()`) against bare `bwrap` run with the very argv and fds the launcher planned;
  * - a gated tool call from a script against the raw bridge (the same script, answered at once);
+ * - the raw bridge against bare round trips between two Bun threads over shared memory and over a MessagePort;
  * - park → the root's SSE client against a bare `bus.publish` → the same SSE client.
  * Pairs are interleaved (which side goes first alternates), the ratio is taken per pair, and the
  * headline is the median of the ratios; absolute medians are given beside them, with the machine
  * (CPU model, cores, load average before and after).
- * Usage: `bun scripts/bench/floors.ts [--pairs 21] [--binary PATH] [--only startup,first,confined,gate,park]`
+ * Usage: `bun scripts/bench/floors.ts [--pairs 21] [--binary PATH] [--only startup,first,confined,gate,bridge,park]`
  */
 import { spawn } from "node:child_process";
 import { closeSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -315,6 +316,82 @@ async function gated(): Promise<Ratio & { calls_per_script: number; gated_calls_
   }
 }
 
+/** Guest → host → guest round trips per floor sample. */
+const TRIPS = 2000;
+const FLOOR_SAB_WORKER = `
+self.onmessage = (e) => {
+  const a = new Int32Array(e.data);
+  self.postMessage("ready");
+  for (;;) { // word 0: the request count the main thread bumped; word 1: the answer count; word 2: stop
+    const seen = Atomics.load(a, 1);
+    Atomics.wait(a, 0, seen);
+    if (Atomics.load(a, 2) === 1) return;
+    Atomics.store(a, 1, Atomics.load(a, 0));
+    Atomics.notify(a, 1);
+  }
+};`;
+const FLOOR_PORT_WORKER = "self.onmessage = (e) => self.postMessage(e.data);";
+
+/**
+ * The raw sandbox bridge (a script's sequential tool calls answered at once, 2,000) against its floors: the same
+ * number of bare round trips between the main thread and a Bun worker over a SharedArrayBuffer (the worker blocked in
+ * `Atomics.wait`, the main thread woken by `Atomics.waitAsync`: what the channel does with nothing else), and over
+ * a MessagePort (what the bridge used before the channel).
+ */
+async function bridge(): Promise<{ vs_shared_memory: Ratio; vs_message_port: Ratio; raw_calls_per_s: number; shared_memory_round_trips_per_s: number; message_port_round_trips_per_s: number }> {
+  const blobUrl = (src: string) => URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+  const sabWorker = new Worker(blobUrl(FLOOR_SAB_WORKER));
+  const portWorker = new Worker(blobUrl(FLOOR_PORT_WORKER));
+  const words = new Int32Array(new SharedArrayBuffer(12));
+  await new Promise<void>((r) => {
+    sabWorker.onmessage = () => r();
+    sabWorker.postMessage(words.buffer);
+  });
+  const pool = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+  const rawEcho = async (_n: string, args: unknown): Promise<ToolOutcome> => ({ ok: true, result: args });
+  const raw = async () => {
+    const t0 = performance.now();
+    const r = await pool.run(`for (let i = 0; i < ${TRIPS}; i++) await tools.echo({ i }); return 1;`, LIMITS, rawEcho);
+    if (!r.ok) throw new Error(`raw script failed: ${JSON.stringify(r.error)}`);
+    return performance.now() - t0;
+  };
+  const sab = async () => {
+    const t0 = performance.now();
+    for (let i = 0; i < TRIPS; i++) {
+      const n = Atomics.add(words, 0, 1) + 1;
+      Atomics.notify(words, 0);
+      for (let got = Atomics.load(words, 1); got !== n; got = Atomics.load(words, 1)) {
+        const w = Atomics.waitAsync(words, 1, got);
+        if (w.async) await w.value;
+      }
+    }
+    return performance.now() - t0;
+  };
+  const port = async () => {
+    const t0 = performance.now();
+    for (let i = 0; i < TRIPS; i++) {
+      await new Promise<void>((r) => {
+        portWorker.onmessage = () => r();
+        portWorker.postMessage(i);
+      });
+    }
+    return performance.now() - t0;
+  };
+  try {
+    const vsSab = await pairs(PAIRS, raw, sab, 3);
+    const vsPort = await pairs(PAIRS, raw, port, 1);
+    const perS = (ms: number) => Math.round((TRIPS / ms) * 1000);
+    return { vs_shared_memory: vsSab, vs_message_port: vsPort, raw_calls_per_s: perS(vsSab.value_ms), shared_memory_round_trips_per_s: perS(vsSab.floor_ms), message_port_round_trips_per_s: perS(vsPort.floor_ms) };
+  } finally {
+    Atomics.store(words, 2, 1);
+    Atomics.add(words, 0, 1);
+    Atomics.notify(words, 0);
+    sabWorker.terminate();
+    portWorker.terminate();
+    await pool.close();
+  }
+}
+
 /** Park (a child session's card) → the root's SSE client, against `bus.publish` on the root → the same client. */
 async function park(samples: number): Promise<Ratio & { park_p99_ms: number; publish_p99_ms: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-park-"));
@@ -394,6 +471,7 @@ await step("startup", startup);
 await step("first", () => firstCall(Math.max(5, Math.round(PAIRS / 2))));
 await step("confined", confined);
 await step("gate", gated);
+await step("bridge", bridge);
 await step("park", () => park(Math.max(PAIRS, 500)));
 console.log(JSON.stringify({ machine: { ...machine, load_after: loadavg().map((x) => Math.round(x * 100) / 100) }, date: new Date().toISOString(), results }, null, 2));
 process.exit(0);
