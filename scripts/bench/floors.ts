@@ -8,7 +8,7 @@
  *   (`launch()` of `true` under `workspace-write`), with the probe cache warm and without it;
  * - a confined call (`launch()`) against bare `bwrap` run with the very argv and fds the launcher planned;
  * - a gated tool call from a script against the raw bridge (the same script, answered at once);
- * - the raw bridge against bare round trips between two Bun threads over shared memory and over a MessagePort;
+ * - the raw bridge against bare round trips between two Bun threads with its crossings (Atomics down, postMessage up) and with postMessage both ways;
  * - park → the root's SSE client against a bare `bus.publish` → the same SSE client.
  * Pairs are interleaved (which side goes first alternates), the ratio is taken per pair, and the
  * headline is the median of the ratios; absolute medians are given beside them, with the machine
@@ -321,28 +321,27 @@ const TRIPS = 2000;
 const FLOOR_SAB_WORKER = `
 self.onmessage = (e) => {
   const a = new Int32Array(e.data);
-  self.postMessage("ready");
-  for (;;) { // word 0: the request count the main thread bumped; word 1: the answer count; word 2: stop
-    const seen = Atomics.load(a, 1);
+  self.postMessage(0);
+  for (let seen = 0; ; ) { // word 0: the request count the main thread bumped; word 1: stop
     Atomics.wait(a, 0, seen);
-    if (Atomics.load(a, 2) === 1) return;
-    Atomics.store(a, 1, Atomics.load(a, 0));
-    Atomics.notify(a, 1);
+    if (Atomics.load(a, 1) === 1) return;
+    seen = Atomics.load(a, 0);
+    self.postMessage(seen);
   }
 };`;
 const FLOOR_PORT_WORKER = "self.onmessage = (e) => self.postMessage(e.data);";
 
 /**
  * The raw sandbox bridge (a script's sequential tool calls answered at once, 2,000) against its floors: the same
- * number of bare round trips between the main thread and a Bun worker over a SharedArrayBuffer (the worker blocked in
- * `Atomics.wait`, the main thread woken by `Atomics.waitAsync`: what the channel does with nothing else), and over
- * a MessagePort (what the bridge used before the channel).
+ * number of bare round trips between the main thread and a Bun worker with the bridge's crossings and nothing else
+ * (the worker blocked in `Atomics.wait` on a SharedArrayBuffer and woken by `Atomics.notify`, answering with
+ * `postMessage`), and over `postMessage` both ways (the bridge before its channel).
  */
-async function bridge(): Promise<{ vs_shared_memory: Ratio; vs_message_port: Ratio; raw_calls_per_s: number; shared_memory_round_trips_per_s: number; message_port_round_trips_per_s: number }> {
+async function bridge(): Promise<{ vs_crossings: Ratio; vs_message_port: Ratio; raw_calls_per_s: number; crossings_round_trips_per_s: number; message_port_round_trips_per_s: number }> {
   const blobUrl = (src: string) => URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
   const sabWorker = new Worker(blobUrl(FLOOR_SAB_WORKER));
   const portWorker = new Worker(blobUrl(FLOOR_PORT_WORKER));
-  const words = new Int32Array(new SharedArrayBuffer(12));
+  const words = new Int32Array(new SharedArrayBuffer(8));
   await new Promise<void>((r) => {
     sabWorker.onmessage = () => r();
     sabWorker.postMessage(words.buffer);
@@ -358,12 +357,11 @@ async function bridge(): Promise<{ vs_shared_memory: Ratio; vs_message_port: Rat
   const sab = async () => {
     const t0 = performance.now();
     for (let i = 0; i < TRIPS; i++) {
-      const n = Atomics.add(words, 0, 1) + 1;
-      Atomics.notify(words, 0);
-      for (let got = Atomics.load(words, 1); got !== n; got = Atomics.load(words, 1)) {
-        const w = Atomics.waitAsync(words, 1, got);
-        if (w.async) await w.value;
-      }
+      await new Promise<void>((r) => {
+        sabWorker.onmessage = () => r();
+        Atomics.add(words, 0, 1);
+        Atomics.notify(words, 0);
+      });
     }
     return performance.now() - t0;
   };
@@ -381,9 +379,9 @@ async function bridge(): Promise<{ vs_shared_memory: Ratio; vs_message_port: Rat
     const vsSab = await pairs(PAIRS, raw, sab, 3);
     const vsPort = await pairs(PAIRS, raw, port, 1);
     const perS = (ms: number) => Math.round((TRIPS / ms) * 1000);
-    return { vs_shared_memory: vsSab, vs_message_port: vsPort, raw_calls_per_s: perS(vsSab.value_ms), shared_memory_round_trips_per_s: perS(vsSab.floor_ms), message_port_round_trips_per_s: perS(vsPort.floor_ms) };
+    return { vs_crossings: vsSab, vs_message_port: vsPort, raw_calls_per_s: perS(vsSab.value_ms), crossings_round_trips_per_s: perS(vsSab.floor_ms), message_port_round_trips_per_s: perS(vsPort.floor_ms) };
   } finally {
-    Atomics.store(words, 2, 1);
+    Atomics.store(words, 1, 1);
     Atomics.add(words, 0, 1);
     Atomics.notify(words, 0);
     sabWorker.terminate();

@@ -1,54 +1,41 @@
 /**
  * @module script/channel
- * The shared-memory channel between the script pool (main thread) and a sandbox worker: one
- * SharedArrayBuffer per script, two one-frame mailboxes (worker → host "up", host → worker "down") and a
- * cancel word. Between guest slices the worker blocks in `Atomics.wait` on the down mailbox; the host
- * wakes on the up mailbox with `Atomics.waitAsync`. A tool call then costs two wake-ups instead of two
- * MessagePort crossings (docs/performance.md, "Issue 20, the shared-memory bridge").
+ * The shared-memory channel from the script pool (main thread) to a sandbox worker: one SharedArrayBuffer per
+ * script holding a one-frame mailbox (host → worker) and a cancel word. Between guest slices the worker blocks in
+ * `Atomics.wait` on it, so a reply wakes the worker with one `Atomics.notify` instead of a MessagePort crossing
+ * and a turn of its event loop. The worker's own messages (calls, `ready`, `yield`) still go on the script's
+ * MessagePort: waking the main thread that way measured cheaper than `Atomics.waitAsync` (docs/performance.md,
+ * "Issue 20, the shared-memory bridge").
  *
- * Layout (bytes): an Int32 header of `HEADER_WORDS` words, then `CAPACITY` bytes of up data, then
- * `CAPACITY` bytes of down data. A frame is a run of records; a string is a u32 UTF-8 byte length and
- * its bytes; integers are little-endian u32.
- *   up records:   1 call {id, name, args} · 2 ready · 3 yield
- *   down records: 1 reply {id, payload} · 2 go
- * An up frame larger than `CAPACITY` (or one sent while the previous is unread) goes on the script's
- * MessagePort instead; a down frame larger than `CAPACITY` goes in chunks (`DOWN_TOTAL` says the whole
- * frame's length; the worker empties the mailbox after each chunk and the host writes the next).
+ * Layout (bytes): an Int32 header of `HEADER_WORDS` words, then `CAPACITY` bytes of mailbox. A frame is a run of
+ * records, integers little-endian u32, a string a u32 UTF-8 byte length and its bytes: 1 reply {id, payload} ·
+ * 2 go. A frame larger than `CAPACITY` goes in chunks (`DOWN_TOTAL` says the whole frame's length; the worker
+ * empties the mailbox after each chunk and the host writes the next).
  *
- * The host treats everything in the buffer as hostile (a worker is the sandbox's side of the wall): it
- * reads the length once, copies the frame out before parsing it, and checks every length, id and the
- * UTF-8 (`parseUpFrame`). Loaded by the worker: no zod, no node modules.
+ * The worker can write anything into the buffer. The host reads one word of it, `DOWN_STATE`, and only compares
+ * it with 0 (a worker that never empties the mailbox stalls its own script's replies until its deadline); it
+ * never reads a length or a byte the worker wrote. Loaded by the worker: no zod, no node modules.
  */
-import type { HostMessage, WorkerMessage } from "./protocol.ts";
+import type { HostMessage } from "./protocol.ts";
 
 /** Data bytes of each mailbox. */
 export const CAPACITY = 16 * 1024;
 /** Int32 header words (indexes below). */
 export const HEADER_WORDS = 8;
-/** Header word: 1 while the up mailbox holds a frame the host has not read, else 0. */
-export const UP_STATE = 0;
-/** Header word: byte length of the up frame. */
-export const UP_LEN = 1;
-/** Header word: 1 while the down mailbox holds a chunk the worker has not read, else 0. */
-export const DOWN_STATE = 2;
-/** Header word: byte length of the down chunk. */
-export const DOWN_LEN = 3;
-/** Header word: byte length of the whole down frame the chunk belongs to. */
-export const DOWN_TOTAL = 4;
+/** Header word: 1 while the mailbox holds a chunk the worker has not read, else 0. */
+export const DOWN_STATE = 0;
+/** Header word: byte length of the chunk in the mailbox. */
+export const DOWN_LEN = 1;
+/** Header word: byte length of the whole frame the chunk belongs to. */
+export const DOWN_TOTAL = 2;
 /** Header word: 1 once the host cancelled the script. */
-export const CANCEL = 5;
+export const CANCEL = 3;
 /** Header word: bumped by the host after each down chunk and on cancel; the worker waits on it (no wake-up lost between its check and its wait). */
-export const SIGNAL = 6;
+export const SIGNAL = 4;
 /** Bytes of the whole buffer. */
-export const CHANNEL_BYTES = HEADER_WORDS * 4 + 2 * CAPACITY;
-const UP_DATA = HEADER_WORDS * 4;
-const DOWN_DATA = UP_DATA + CAPACITY;
+export const CHANNEL_BYTES = HEADER_WORDS * 4 + CAPACITY;
+const DOWN_DATA = HEADER_WORDS * 4;
 
-const enum Up {
-  Call = 1,
-  Ready = 2,
-  Yield = 3,
-}
 const enum Down {
   Reply = 1,
   Go = 2,
@@ -101,34 +88,8 @@ class FrameWriter {
   }
 }
 
-/** One writer per thread and direction, reused (a frame is copied out of it before the next is written). */
-const upWriter = new FrameWriter();
+/** The host's writer, reused (a frame is copied out of it before the next is written). */
 const downWriter = new FrameWriter();
-
-/** Encodes worker messages as an up frame (a view of a reused buffer: valid until the next `encodeUp`). */
-export function encodeUp(msgs: readonly WorkerMessage[]): Uint8Array {
-  const w = upWriter;
-  w.len = 0;
-  for (const m of msgs) {
-    switch (m.t) {
-      case "call":
-        w.u8(Up.Call);
-        w.u32(m.id);
-        w.str(m.name);
-        w.str(m.args);
-        break;
-      case "ready":
-        w.u8(Up.Ready);
-        break;
-      case "yield":
-        w.u8(Up.Yield);
-        break;
-      default:
-        assertNever(m);
-    }
-  }
-  return w.bytes();
-}
 
 /**
  * Encodes host messages (`go`, `reply`) as a down frame (a view of a reused buffer: valid until the next
@@ -184,41 +145,6 @@ class FrameReader {
   }
 }
 
-/**
- * Parses an up frame (a copy the worker can no longer change) into worker messages, or null when anything
- * in it is malformed: an unknown record kind, an id < 1, a length past the end, invalid UTF-8.
- */
-export function parseUpFrame(bytes: Uint8Array): WorkerMessage[] | null {
-  const r = new FrameReader(bytes);
-  const out: WorkerMessage[] = [];
-  try {
-    while (!r.done) {
-      const kind = r.u8();
-      switch (kind) {
-        case Up.Call: {
-          const id = r.u32();
-          if (id < 1) return null;
-          const name = r.str();
-          const args = r.str();
-          out.push({ t: "call", id, name, args });
-          break;
-        }
-        case Up.Ready:
-          out.push({ t: "ready" });
-          break;
-        case Up.Yield:
-          out.push({ t: "yield" });
-          break;
-        default:
-          return null;
-      }
-    }
-  } catch {
-    return null;
-  }
-  return out.length > 0 ? out : null;
-}
-
 /** Parses a down frame (from the host) into `go` / `reply` messages, or null when malformed. */
 export function parseDownFrame(bytes: Uint8Array): HostMessage[] | null {
   const r = new FrameReader(bytes);
@@ -267,18 +193,6 @@ export class WorkerChannel {
   /** True once the host cancelled the script (read by the guest's interrupt handler too). */
   get cancelled(): boolean {
     return Atomics.load(this.#i32, CANCEL) === 1;
-  }
-
-  /** Puts `msgs` in the up mailbox and wakes the host; false when they do not fit or the mailbox is still full (send them on the port). */
-  send(msgs: readonly WorkerMessage[]): boolean {
-    if (Atomics.load(this.#i32, UP_STATE) !== 0) return false;
-    const frame = encodeUp(msgs);
-    if (frame.length > CAPACITY) return false;
-    this.#u8.set(frame, UP_DATA);
-    Atomics.store(this.#i32, UP_LEN, frame.length);
-    Atomics.store(this.#i32, UP_STATE, 1);
-    Atomics.notify(this.#i32, UP_STATE);
-    return true;
   }
 
   /**
@@ -330,9 +244,8 @@ export class WorkerChannel {
 }
 
 /**
- * The host's end (main thread). `listen` delivers each up frame's messages; `send` queues down messages
- * (several queued while the worker runs go as one frame); `cancel` sets the cancel word and wakes the worker;
- * `close` stops listening and sending.
+ * The host's end (main thread). `send` queues messages for the worker (several queued while the worker runs go as
+ * one frame); `cancel` sets the cancel word and wakes the worker; `close` stops sending.
  */
 export class HostChannel {
   readonly #i32: Int32Array;
@@ -341,40 +254,9 @@ export class HostChannel {
   #pumping = false;
   #closed = false;
 
-  /**
-   * @param onMessages called with each up frame's messages, in order.
-   * @param onMalformed called once when the worker wrote a malformed frame (the channel is closed then).
-   */
-  constructor(
-    buf: SharedArrayBuffer,
-    private readonly onMessages: (msgs: WorkerMessage[]) => void,
-    private readonly onMalformed: (why: string) => void,
-  ) {
+  constructor(buf: SharedArrayBuffer) {
     this.#i32 = new Int32Array(buf, 0, HEADER_WORDS);
     this.#u8 = new Uint8Array(buf);
-    void this.#listen();
-  }
-
-  async #listen(): Promise<void> {
-    const i32 = this.#i32;
-    while (!this.#closed) {
-      if (Atomics.load(i32, UP_STATE) !== 1) {
-        const w = Atomics.waitAsync(i32, UP_STATE, 0);
-        if (w.async) await w.value;
-        continue;
-      }
-      const len = Atomics.load(i32, UP_LEN);
-      // copied before parsing: the worker cannot change what is checked after the check
-      const frame = len >= 0 && len <= CAPACITY ? this.#u8.slice(UP_DATA, UP_DATA + len) : null;
-      Atomics.store(i32, UP_STATE, 0);
-      const msgs = frame && parseUpFrame(frame);
-      if (!msgs) {
-        this.close();
-        this.onMalformed(frame ? "a malformed frame" : `a frame length of ${len} bytes (the mailbox holds ${CAPACITY})`);
-        return;
-      }
-      this.onMessages(msgs);
-    }
   }
 
   /** Queues `msg` for the worker; it is written as soon as the down mailbox is empty. */
@@ -437,12 +319,11 @@ export class HostChannel {
     Atomics.notify(this.#i32, SIGNAL);
   }
 
-  /** Stops listening and sending; wakes this end's own pending waits so nothing stays parked. Idempotent. */
+  /** Stops sending; wakes this end's own pending wait for the mailbox so nothing stays parked. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#queue = [];
-    Atomics.notify(this.#i32, UP_STATE);
     Atomics.notify(this.#i32, DOWN_STATE);
   }
 }

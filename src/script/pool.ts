@@ -210,7 +210,9 @@ export class ScriptPool {
       const payload = await serveCall(req, callTool, callsEnd.signal);
       if (!done) await grant({ t: "reply", id: req.id, payload });
     });
-    const handle = (msg: WorkerMessage): void => {
+    const receive = (raw: unknown): void => {
+      const msg = parseWorkerMessage(raw);
+      if (!msg) return;
       switch (msg.t) {
         case "call":
           void serve(msg);
@@ -225,26 +227,12 @@ export class ScriptPool {
           assertNever(msg, "worker message");
       }
     };
-    const receive = (raw: unknown): void => {
-      const msg = parseWorkerMessage(raw);
-      if (msg) handle(msg);
-    };
-    // The worker's messages: on the shared channel, or on the port when a frame does not fit its mailbox.
+    // The worker's messages come on the port; the host's go on the shared channel (the worker blocks on it between slices).
     port1.on("message", (raw: unknown) => {
       if (!Array.isArray(raw)) return receive(raw);
       for (const m of raw) receive(m);
     });
-    const channel = new HostChannel(
-      channelBuf,
-      (msgs) => {
-        for (const m of msgs) handle(m);
-      },
-      (why) => {
-        if (done) return;
-        this.#replaceWorker(meter[METER.threadId]!, `it wrote ${why} on a script's channel`);
-        finish(fail("internal", `the sandbox worker wrote ${why} on the script's channel; its worker was replaced`, [], served));
-      },
-    );
+    const channel = new HostChannel(channelBuf);
 
     // The first run slot goes with the task when a thread is idle and a slot is free (nobody queued before this
     // script): the worker then starts at once, two thread crossings fewer than `ready` → `go`. With no idle thread

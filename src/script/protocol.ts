@@ -1,9 +1,9 @@
 /**
  * @module script/protocol
  * The messages between the script pool (main thread) and a sandbox worker, as zod schemas.
- * A task goes in through tinypool; tool calls and their replies travel on a per-script shared-memory
- * channel (script/channel.ts encodes these messages there), a worker message too large for it on the
- * script's MessagePort; the script's outcome comes back as the task's return value. Everything is plain data.
+ * A task goes in through tinypool; tool calls (worker → host) travel on a per-script MessagePort, the host's
+ * messages (`go`, `reply`, cancel) on a per-script shared-memory channel (script/channel.ts encodes them there);
+ * the script's outcome comes back as the task's return value. Everything is plain data.
  */
 import { z } from "zod";
 import type { ErrorCode } from "../errors.ts";
@@ -49,10 +49,7 @@ export const ScriptTask = z.strictObject({
   limits: ScriptLimits,
   port: z.custom<MessagePort>((v) => typeof v === "object" && v !== null && "postMessage" in v),
   meter: z.instanceof(SharedArrayBuffer),
-  /**
-   * The script's shared-memory channel (script/channel.ts): every host → worker message (`go`, `reply`, the cancel
-   * word) and the worker's messages that fit its mailbox; `port` carries the worker's larger ones.
-   */
+  /** The script's shared-memory channel (script/channel.ts): every host → worker message (`go`, `reply`, the cancel word). */
   channel: z.instanceof(SharedArrayBuffer),
   /** The QuickJS WASM module, compiled once by the pool (a new worker instantiates it instead of compiling it). */
   wasm: z.instanceof(WebAssembly.Module),
