@@ -14,6 +14,7 @@
  * headline is the median of the ratios; absolute medians are given beside them, with the machine
  * (CPU model, cores, load average before and after).
  * Usage: `bun scripts/bench/floors.ts [--pairs 21] [--binary PATH] [--only startup,first,confined,gate,bridge,park]`
+ * (`AIRLOCK_BENCH_ROOT=/other/checkout` measures that checkout's script pool in the `bridge` step)
  */
 import { spawn } from "node:child_process";
 import { closeSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -346,7 +347,9 @@ async function bridge(): Promise<{ vs_crossings: Ratio; vs_message_port: Ratio; 
     sabWorker.onmessage = () => r();
     sabWorker.postMessage(words.buffer);
   });
-  const pool = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+  // AIRLOCK_BENCH_ROOT=/path/to/other/checkout: that checkout's script pool against the same floors (a before/after)
+  const Pool = process.env.AIRLOCK_BENCH_ROOT ? ((await import(join(process.env.AIRLOCK_BENCH_ROOT, "src/script/pool.ts"))) as { ScriptPool: typeof ScriptPool }).ScriptPool : ScriptPool;
+  const pool = new Pool({ workers: 1, memoryMb: 64, stackKb: 512 });
   const rawEcho = async (_n: string, args: unknown): Promise<ToolOutcome> => ({ ok: true, result: args });
   const raw = async () => {
     const t0 = performance.now();

@@ -229,8 +229,16 @@ export class ScriptPool {
     };
     // The worker's messages come on the port; the host's go on the shared channel (the worker blocks on it between slices).
     port1.on("message", (raw: unknown) => {
-      if (!Array.isArray(raw)) return receive(raw);
-      for (const m of raw) receive(m);
+      // a batch is the JSON text of an array of messages (protocol.ts `WorkerBatch`); anything else is dropped
+      if (typeof raw !== "string") return;
+      let batch: unknown;
+      try {
+        batch = JSON.parse(raw);
+      } catch {
+        return;
+      }
+      if (!Array.isArray(batch)) return;
+      for (const m of batch) receive(m);
     });
     const channel = new HostChannel(channelBuf);
 

@@ -88,8 +88,8 @@ export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady
 export type WorkerMessage = z.infer<typeof WorkerMessage>;
 
 /**
- * What the worker posts on a script's port: a batch of messages, in order. A guest slice's calls and
- * its `yield` travel as one batch (sent when the slice ends), so a sequential tool call costs two thread
+ * What the worker posts on a script's port, as JSON text: a batch of messages, in order. A guest slice's calls
+ * and its `yield` travel as one batch (sent when the slice ends), so a sequential tool call costs two thread
  * crossings instead of three. The pool checks each element by hand on this hot path (`parseWorkerMessage`
  * in script/pool.ts, the same rules as `WorkerMessage`).
  */
