@@ -18,7 +18,7 @@
  */
 import type { HostMessage } from "./protocol.ts";
 
-/** Data bytes of each mailbox. */
+/** Data bytes of the mailbox. */
 export const CAPACITY = 16 * 1024;
 /** Int32 header words (indexes below). */
 export const HEADER_WORDS = 8;
@@ -65,6 +65,15 @@ class FrameWriter {
     this.view = new DataView(next.buffer);
   }
 
+  /** Starts a new frame; a buffer grown past 4 × CAPACITY by a large one is let go (not kept for the pool's life). */
+  reset(): void {
+    this.len = 0;
+    if (this.buf.length > 4 * CAPACITY) {
+      this.buf = new Uint8Array(256);
+      this.view = new DataView(this.buf.buffer);
+    }
+  }
+
   u8(v: number): void {
     this.#room(1);
     this.buf[this.len++] = v;
@@ -97,7 +106,7 @@ const downWriter = new FrameWriter();
  */
 export function encodeDown(msgs: readonly Exclude<HostMessage, { t: "cancel" }>[]): Uint8Array {
   const w = downWriter;
-  w.len = 0;
+  w.reset();
   for (const m of msgs) {
     switch (m.t) {
       case "reply":

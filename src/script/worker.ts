@@ -6,7 +6,8 @@
  * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
  * a native call blocks only its own thread; the code here still copes with several. After each script
  * the thread prepares the next one's fresh runtime and context while idle (vm.ts `PreparedGuest`), so
- * a script only evaluates its own code.
+ * a script only evaluates its own code. While a script waits on tools the thread blocks on the script's
+ * shared-memory channel (script/channel.ts), which brings the host's replies and cancel; its calls go on the port.
  */
 import { threadId, type MessagePort } from "node:worker_threads";
 import Tinypool from "tinypool";
