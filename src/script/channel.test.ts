@@ -103,17 +103,27 @@ describe("payloads larger than the mailbox", () => {
 describe("a misbehaving worker", () => {
   const hostilePool = () => new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, workerUrl: new URL("../../test/fixtures/hostile-script-worker.ts", import.meta.url).href });
 
-  test("a scribbled channel with its mailbox left full: the call is served once, the script ends at its deadline, the worker is replaced", async () => {
-    await using hostile = hostilePool();
-    const seen: unknown[] = [];
-    const r = await hostile.run("stuck-mailbox", { ...LIMITS, wallTimeoutMs: 300 }, async (name, args) => {
-      seen.push([name, args]);
-      return { ok: true, result: "x".repeat(3 * CAPACITY) };
+  for (const kind of ["stuck-mailbox", "odd-mailbox"]) {
+    test(`${kind}: a scribbled channel whose mailbox the worker never empties: the call is served once, the host's event loop stays free, the script ends at its deadline, the worker is replaced`, async () => {
+      await using hostile = hostilePool();
+      const seen: unknown[] = [];
+      // counts turns of the host's event loop while the reply waits for the mailbox: a busy loop would starve it
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 10);
+      try {
+        const r = await hostile.run(kind, { ...LIMITS, wallTimeoutMs: 300 }, async (name, args) => {
+          seen.push([name, args]);
+          return { ok: true, result: "x".repeat(3 * CAPACITY) };
+        });
+        expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
+        expect(r.ok ? "" : r.error.message).toContain("its worker was replaced");
+        expect(seen).toEqual([["probe", {}]]);
+        expect(ticks).toBeGreaterThan(0);
+      } finally {
+        clearInterval(ticker);
+      }
     });
-    expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
-    expect(r.ok ? "" : r.error.message).toContain("its worker was replaced");
-    expect(seen).toEqual([["probe", {}]]);
-  });
+  }
 
   test("malformed messages on the port are dropped: no tool runs, the script ends at its deadline", async () => {
     await using hostile = hostilePool();

@@ -305,9 +305,11 @@ export class HostChannel {
         this.#queue = [];
         let at = 0;
         do {
-          while (Atomics.load(i32, DOWN_STATE) !== 0) {
+          // the worker empties the mailbox; waiting on whatever value is there (not on 1) keeps a worker that writes
+          // another value from turning this into a busy loop on the main thread: only a notify wakes it
+          for (let state = Atomics.load(i32, DOWN_STATE); state !== 0; state = Atomics.load(i32, DOWN_STATE)) {
             if (this.#closed) return;
-            const w = Atomics.waitAsync(i32, DOWN_STATE, 1);
+            const w = Atomics.waitAsync(i32, DOWN_STATE, state);
             if (w.async) await w.value;
           }
           if (this.#closed) return;
