@@ -5,7 +5,8 @@
  * guest code at once (a script waiting on a tool holds no slot). `run()` sends one script, serves its
  * `tools.*` calls on the main thread inside the caller's AsyncLocalStorage context, and enforces the
  * backstops the worker cannot (a watchdog that replaces a worker stuck in a native call: with one
- * script per thread, that ends the stalled script only).
+ * script per thread, that ends the stalled script only). The worker's calls arrive on the script's
+ * MessagePort; the host's `go`, replies and cancel go on the script's shared-memory channel (script/channel.ts).
  */
 import { AsyncResource } from "node:async_hooks";
 import type { MessagePort as NodeMessagePort } from "node:worker_threads";
