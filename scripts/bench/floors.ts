@@ -8,11 +8,13 @@
  *   (`launch()` of `true` under `workspace-write`), with the probe cache warm and without it;
  * - a confined call (`launch()`) against bare `bwrap` run with the very argv and fds the launcher planned;
  * - a gated tool call from a script against the raw bridge (the same script, answered at once);
+ * - the raw bridge against bare round trips between two Bun threads with its crossings (Atomics down, postMessage up) and with postMessage both ways;
  * - park → the root's SSE client against a bare `bus.publish` → the same SSE client.
  * Pairs are interleaved (which side goes first alternates), the ratio is taken per pair, and the
  * headline is the median of the ratios; absolute medians are given beside them, with the machine
  * (CPU model, cores, load average before and after).
- * Usage: `bun scripts/bench/floors.ts [--pairs 21] [--binary PATH] [--only startup,first,confined,gate,park]`
+ * Usage: `bun scripts/bench/floors.ts [--pairs 21] [--binary PATH] [--only startup,first,confined,gate,bridge,park]`
+ * (`AIRLOCK_BENCH_ROOT=/other/checkout` measures that checkout's script pool in the `bridge` step)
  */
 import { spawn } from "node:child_process";
 import { closeSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -315,6 +317,82 @@ async function gated(): Promise<Ratio & { calls_per_script: number; gated_calls_
   }
 }
 
+/** Guest → host → guest round trips per floor sample. */
+const TRIPS = 2000;
+const FLOOR_SAB_WORKER = `
+self.onmessage = (e) => {
+  const a = new Int32Array(e.data);
+  self.postMessage(0);
+  for (let seen = 0; ; ) { // word 0: the request count the main thread bumped; word 1: stop
+    Atomics.wait(a, 0, seen);
+    if (Atomics.load(a, 1) === 1) return;
+    seen = Atomics.load(a, 0);
+    self.postMessage(seen);
+  }
+};`;
+const FLOOR_PORT_WORKER = "self.onmessage = (e) => self.postMessage(e.data);";
+
+/**
+ * The raw sandbox bridge (a script's sequential tool calls answered at once, 2,000) against its floors: the same
+ * number of bare round trips between the main thread and a Bun worker with the bridge's crossings and nothing else
+ * (the worker blocked in `Atomics.wait` on a SharedArrayBuffer and woken by `Atomics.notify`, answering with
+ * `postMessage`), and over `postMessage` both ways (the bridge before its channel).
+ */
+async function bridge(): Promise<{ vs_crossings: Ratio; vs_message_port: Ratio; raw_calls_per_s: number; crossings_round_trips_per_s: number; message_port_round_trips_per_s: number }> {
+  const blobUrl = (src: string) => URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+  const sabWorker = new Worker(blobUrl(FLOOR_SAB_WORKER));
+  const portWorker = new Worker(blobUrl(FLOOR_PORT_WORKER));
+  const words = new Int32Array(new SharedArrayBuffer(8));
+  await new Promise<void>((r) => {
+    sabWorker.onmessage = () => r();
+    sabWorker.postMessage(words.buffer);
+  });
+  // AIRLOCK_BENCH_ROOT=/path/to/other/checkout: that checkout's script pool against the same floors (a before/after)
+  const Pool = process.env.AIRLOCK_BENCH_ROOT ? ((await import(join(process.env.AIRLOCK_BENCH_ROOT, "src/script/pool.ts"))) as { ScriptPool: typeof ScriptPool }).ScriptPool : ScriptPool;
+  const pool = new Pool({ workers: 1, memoryMb: 64, stackKb: 512 });
+  const rawEcho = async (_n: string, args: unknown): Promise<ToolOutcome> => ({ ok: true, result: args });
+  const raw = async () => {
+    const t0 = performance.now();
+    const r = await pool.run(`for (let i = 0; i < ${TRIPS}; i++) await tools.echo({ i }); return 1;`, LIMITS, rawEcho);
+    if (!r.ok) throw new Error(`raw script failed: ${JSON.stringify(r.error)}`);
+    return performance.now() - t0;
+  };
+  const sab = async () => {
+    const t0 = performance.now();
+    for (let i = 0; i < TRIPS; i++) {
+      await new Promise<void>((r) => {
+        sabWorker.onmessage = () => r();
+        Atomics.add(words, 0, 1);
+        Atomics.notify(words, 0);
+      });
+    }
+    return performance.now() - t0;
+  };
+  const port = async () => {
+    const t0 = performance.now();
+    for (let i = 0; i < TRIPS; i++) {
+      await new Promise<void>((r) => {
+        portWorker.onmessage = () => r();
+        portWorker.postMessage(i);
+      });
+    }
+    return performance.now() - t0;
+  };
+  try {
+    const vsSab = await pairs(PAIRS, raw, sab, 3);
+    const vsPort = await pairs(PAIRS, raw, port, 1);
+    const perS = (ms: number) => Math.round((TRIPS / ms) * 1000);
+    return { vs_crossings: vsSab, vs_message_port: vsPort, raw_calls_per_s: perS(vsSab.value_ms), crossings_round_trips_per_s: perS(vsSab.floor_ms), message_port_round_trips_per_s: perS(vsPort.floor_ms) };
+  } finally {
+    Atomics.store(words, 1, 1);
+    Atomics.add(words, 0, 1);
+    Atomics.notify(words, 0);
+    sabWorker.terminate();
+    portWorker.terminate();
+    await pool.close();
+  }
+}
+
 /** Park (a child session's card) → the root's SSE client, against `bus.publish` on the root → the same client. */
 async function park(samples: number): Promise<Ratio & { park_p99_ms: number; publish_p99_ms: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-park-"));
@@ -394,6 +472,7 @@ await step("startup", startup);
 await step("first", () => firstCall(Math.max(5, Math.round(PAIRS / 2))));
 await step("confined", confined);
 await step("gate", gated);
+await step("bridge", bridge);
 await step("park", () => park(Math.max(PAIRS, 500)));
 console.log(JSON.stringify({ machine: { ...machine, load_after: loadavg().map((x) => Math.round(x * 100) / 100) }, date: new Date().toISOString(), results }, null, 2));
 process.exit(0);

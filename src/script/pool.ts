@@ -5,12 +5,14 @@
  * guest code at once (a script waiting on a tool holds no slot). `run()` sends one script, serves its
  * `tools.*` calls on the main thread inside the caller's AsyncLocalStorage context, and enforces the
  * backstops the worker cannot (a watchdog that replaces a worker stuck in a native call: with one
- * script per thread, that ends the stalled script only).
+ * script per thread, that ends the stalled script only). The worker's calls arrive on the script's
+ * MessagePort; the host's `go`, replies and cancel go on the script's shared-memory channel (script/channel.ts).
  */
 import { AsyncResource } from "node:async_hooks";
 import type { MessagePort as NodeMessagePort } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
+import { HostChannel, newChannelBuffer } from "./channel.ts";
 import { compileQuickJS } from "./instances.ts";
 import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome, type WorkerMessage } from "./protocol.ts";
 
@@ -163,6 +165,7 @@ export class ScriptPool {
     // importing that module costs a few ms at every start (docs/performance.md, issue 20 third round)
     const { port1, port2 } = new MessageChannel() as unknown as { port1: NodeMessagePort; port2: NodeMessagePort };
     const meterBuf = new SharedArrayBuffer(METER.size * 8);
+    const channelBuf = newChannelBuffer();
     const meter = new Float64Array(meterBuf);
     let done = false;
     let finish!: (r: ScriptResult) => void;
@@ -177,7 +180,7 @@ export class ScriptPool {
     let holding = false;
     let owed = 0;
     let acquiring: Promise<void> | undefined;
-    const grant = async (msg: HostMessage): Promise<void> => {
+    const grant = async (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> => {
       if (!holding && !acquiring && !done && this.#slots.tryAcquire()) holding = true; // the common case: a free slot, no wait
       if (!holding) {
         acquiring ??= this.#slots.acquire().then(() => {
@@ -189,7 +192,7 @@ export class ScriptPool {
       }
       if (done || !holding) return;
       owed++;
-      port1.postMessage(msg);
+      channel.send(msg);
     };
     const sliceEnded = (): void => {
       owed--;
@@ -225,10 +228,20 @@ export class ScriptPool {
           assertNever(msg, "worker message");
       }
     };
+    // The worker's messages come on the port; the host's go on the shared channel (the worker blocks on it between slices).
     port1.on("message", (raw: unknown) => {
-      if (!Array.isArray(raw)) return receive(raw);
-      for (const m of raw) receive(m);
+      // a batch is the JSON text of an array of messages (protocol.ts `WorkerBatch`); anything else is dropped
+      if (typeof raw !== "string") return;
+      let batch: unknown;
+      try {
+        batch = JSON.parse(raw);
+      } catch {
+        return;
+      }
+      if (!Array.isArray(batch)) return;
+      for (const m of batch) receive(m);
     });
+    const channel = new HostChannel(channelBuf);
 
     // The first run slot goes with the task when a thread is idle and a slot is free (nobody queued before this
     // script): the worker then starts at once, two thread crossings fewer than `ready` → `go`. With no idle thread
@@ -240,7 +253,7 @@ export class ScriptPool {
     }
     this.#inFlight++;
     try {
-      pool.run({ code, limits, port: port2, meter: meterBuf, wasm, go }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
+      pool.run({ code, limits, port: port2, meter: meterBuf, channel: channelBuf, wasm, go }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
         (raw: unknown) => {
           const out = WorkerOutcome.safeParse(raw);
           if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
@@ -275,7 +288,7 @@ export class ScriptPool {
     let cancelTimer: ReturnType<typeof setTimeout> | undefined;
     const onAbort = (): void => {
       if (done) return;
-      port1.postMessage({ t: "cancel" } satisfies HostMessage);
+      channel.cancel();
       cancelTimer = setTimeout(() => {
         if (done) return;
         this.#replaceWorker(meter[METER.threadId]!, "a cancelled script on it did not stop");
@@ -297,6 +310,7 @@ export class ScriptPool {
       clearTimeout(cancelTimer);
       signal?.removeEventListener("abort", onAbort);
       port1.close();
+      channel.close();
       callsEnd.abort(new AirlockError("cancelled", "the script that made this call ended before the call finished, so it was stopped; await every tools.* call"));
     }
   }

@@ -1,8 +1,9 @@
 /**
  * @module script/protocol
  * The messages between the script pool (main thread) and a sandbox worker, as zod schemas.
- * A task goes in through tinypool; tool calls travel on a per-script MessagePort; the
- * script's outcome comes back as the task's return value. Everything is plain data.
+ * A task goes in through tinypool; tool calls (worker → host) travel on a per-script MessagePort, the host's
+ * messages (`go`, `reply`, cancel) on a per-script shared-memory channel (script/channel.ts encodes them there);
+ * the script's outcome comes back as the task's return value. Everything is plain data.
  */
 import { z } from "zod";
 import type { ErrorCode } from "../errors.ts";
@@ -48,6 +49,8 @@ export const ScriptTask = z.strictObject({
   limits: ScriptLimits,
   port: z.custom<MessagePort>((v) => typeof v === "object" && v !== null && "postMessage" in v),
   meter: z.instanceof(SharedArrayBuffer),
+  /** The script's shared-memory channel (script/channel.ts): every host → worker message (`go`, `reply`, the cancel word). */
+  channel: z.instanceof(SharedArrayBuffer),
   /** The QuickJS WASM module, compiled once by the pool (a new worker instantiates it instead of compiling it). */
   wasm: z.instanceof(WebAssembly.Module),
   /**
@@ -85,8 +88,8 @@ export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady
 export type WorkerMessage = z.infer<typeof WorkerMessage>;
 
 /**
- * What the worker posts on a script's port: a batch of messages, in order. A guest slice's calls and
- * its `yield` travel as one batch (sent when the slice ends), so a sequential tool call costs two thread
+ * What the worker posts on a script's port, as JSON text: a batch of messages, in order. A guest slice's calls
+ * and its `yield` travel as one batch (sent when the slice ends), so a sequential tool call costs two thread
  * crossings instead of three. The pool checks each element by hand on this hot path (`parseWorkerMessage`
  * in script/pool.ts, the same rules as `WorkerMessage`).
  */
@@ -100,7 +103,7 @@ export type WorkerBatch = z.infer<typeof WorkerBatch>;
 export const CallReply = z.strictObject({ t: z.literal("reply"), id: z.number().int().positive(), payload: z.string() });
 export type CallReply = z.infer<typeof CallReply>;
 
-/** Host → worker: stop the script now (the caller's AbortSignal fired). */
+/** Host → worker: stop the script now (the caller's AbortSignal fired). On the channel it is the cancel word, not a frame. */
 export const CancelScript = z.strictObject({ t: z.literal("cancel") });
 
 /** Host → worker: start the script (the host gave it a run slot). A `reply` is a run slot too. */

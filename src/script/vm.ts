@@ -26,6 +26,8 @@ export interface VmOptions {
   memoryExhausted(): boolean;
   /** Sends a tool call to the host. */
   post(msg: CallRequest): void;
+  /** True once the host cancelled the script (its shared cancel word): read by the interrupt handler, so a busy guest stops too. */
+  cancelRequested?(): boolean;
 }
 
 type Settled = { ok: true; json?: string } | { ok: false; error: ScriptFailure };
@@ -226,8 +228,27 @@ export class ScriptRun {
     this.#check();
   }
 
+  /** Ms until the wall-clock deadline (≤ 0 once past it). */
+  get wallLeftMs(): number {
+    return this.#wallDeadline - Date.now();
+  }
+
+  /**
+   * Ends the script with `script_timeout` if its wall-clock deadline has passed. The worker calls it when its
+   * wait on the host times out: a thread blocked on the channel runs no timers, so the deadline's own timer cannot.
+   */
+  checkDeadline(): void {
+    if (Date.now() < this.#wallDeadline) return;
+    this.#stop ??= timeoutFailure(`the script ran past its wall-clock deadline of ${this.#opts.limits.wallTimeoutMs} ms (limits.script_wall_timeout_ms), tool waits included`);
+    this.#check();
+  }
+
   #interrupt = (): boolean => {
     if (this.#stop) return true;
+    if (this.#opts.cancelRequested?.()) {
+      this.#stop = { code: "cancelled", message: "the script was cancelled by its caller" };
+      return true;
+    }
     const { cpuTimeoutMs } = this.#opts.limits;
     if (this.#cpuUsed + (performance.now() - this.#sliceStart) > cpuTimeoutMs) {
       this.#stop = timeoutFailure(`the script used more than its CPU deadline of ${cpuTimeoutMs} ms (limits.script_timeout_ms); do less work per script or split it`);

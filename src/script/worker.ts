@@ -6,7 +6,8 @@
  * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
  * a native call blocks only its own thread; the code here still copes with several. After each script
  * the thread prepares the next one's fresh runtime and context while idle (vm.ts `PreparedGuest`), so
- * a script only evaluates its own code.
+ * a script only evaluates its own code. While a script waits on tools the thread blocks on the script's
+ * shared-memory channel (script/channel.ts), which brings the host's replies and cancel; its calls go on the port.
  */
 import { threadId, type MessagePort } from "node:worker_threads";
 import Tinypool from "tinypool";
@@ -15,8 +16,9 @@ import { assertNever } from "../errors.ts";
 import { METER } from "./meter.ts";
 // Types only: protocol.ts's zod schemas would cost each thread ~3 MB and ~100 ms to load. The pool (main
 // thread) validates what it sends with them; the checks below only keep a malformed message out.
-import type { HostMessage, ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings } from "./protocol.ts";
+import type { ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings } from "./protocol.ts";
 import { prepareGuest, ScriptRun, type PreparedGuest } from "./vm.ts";
+import { WorkerChannel } from "./channel.ts";
 
 /** Calls sent in one message at most: a slice's calls go out when it ends or when this many wait. */
 const BATCH_MAX = 32;
@@ -64,13 +66,14 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   const meter = new Float64Array(task.meter);
   meter[METER.threadId] = threadId;
   const port = task.port;
-  // Calls a guest slice makes go out together with the slice's end, in one message (an array): a
-  // sequential call then costs two thread crossings (the batch, the reply), not three. Declared before
-  // the run: `flush` is called from the run's `post`.
+  const channel = new WorkerChannel(task.channel);
+  // Calls a guest slice makes go out on the port together with the slice's end, in one message (a JSON array: a
+  // string crosses cheaper than the objects' structured clone): a sequential call then costs one port crossing and
+  // one channel wake-up. Declared before the run: `flush` is called from the run's `post`.
   let outbox: WorkerMessage[] = [];
   const flush = (): void => {
     if (outbox.length === 0) return;
-    port.postMessage(outbox);
+    port.postMessage(JSON.stringify(outbox));
     outbox = [];
   };
   instances ??= Instances.create(settings.memoryMb, task.wasm);
@@ -88,6 +91,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     stackBytes: settings.stackKb * 1024,
     meter,
     memoryExhausted: () => inst.exhausted(),
+    cancelRequested: () => channel.cancelled,
     post: (msg) => {
       // A slice making many calls (a `Promise.all`) sends them on in batches, so the host serves them while the guest goes on.
       if (outbox.push(msg) >= BATCH_MAX) flush();
@@ -101,33 +105,57 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     if (!run.finished) outbox.push({ t: "yield" });
     flush();
   };
-  port.on("message", (raw: unknown) => {
-    const m = parseHostMessage(raw);
-    if (!m) return;
-    switch (m.t) {
-      case "cancel":
-        run.cancel();
-        return;
-      case "go":
-        if (!started) {
-          started = true;
-          run.start(prepared);
-        }
-        break;
-      case "reply":
-        run.reply(m.id, m.payload);
-        break;
-      default:
-        assertNever(m, "host message");
-    }
-    sliceDone();
-  });
-  if (task.go) {
+  if (channel.cancelled) run.cancel();
+  else if (task.go) {
     // the task came with its first run slot: start now (no `ready` / `go` round trip between the threads)
     started = true;
     run.start(prepared);
     sliceDone();
-  } else port.postMessage({ t: "ready" } satisfies WorkerMessage);
+  } else {
+    outbox.push({ t: "ready" });
+    flush();
+  }
+  // Between slices the thread blocks on the channel until the host answers, cancels, or the wall-clock deadline
+  // passes (its timer cannot fire in a blocked thread, hence `checkDeadline`). One script per thread: nothing
+  // else waits for this thread's event loop meanwhile, and `terminate()` still ends a blocked thread.
+  while (!run.finished) {
+    const left = run.wallLeftMs;
+    if (left <= 0) {
+      run.checkDeadline();
+      continue;
+    }
+    const got = channel.wait(left + 1);
+    switch (got.t) {
+      case "cancel":
+        run.cancel();
+        break;
+      case "timeout":
+        break;
+      case "messages":
+        for (const m of got.msgs) {
+          switch (m.t) {
+            case "cancel":
+              run.cancel();
+              break;
+            case "go":
+              if (!started) {
+                started = true;
+                run.start(prepared);
+              }
+              break;
+            case "reply":
+              run.reply(m.id, m.payload);
+              break;
+            default:
+              assertNever(m, "host message");
+          }
+          sliceDone();
+        }
+        break;
+      default:
+        assertNever(got, "channel wait");
+    }
+  }
   const { fatal, ...outcome } = await run.done;
   flush();
   port.close();
@@ -157,19 +185,11 @@ function parseSettings(v: unknown): WorkerSettings {
 }
 
 /** One task from the pool (shaped like protocol.ts's `ScriptTask`). @throws Error when malformed (the script fails `script_worker_lost`). */
-function parseTask(v: unknown): { code: string; limits: ScriptLimits; port: MessagePort; meter: SharedArrayBuffer; wasm: WebAssembly.Module; go: boolean } {
-  if (!isObject(v) || typeof v.code !== "string" || !(v.meter instanceof SharedArrayBuffer) || !(v.wasm instanceof WebAssembly.Module) || typeof v.go !== "boolean") throw new Error("the script task is malformed");
+function parseTask(v: unknown): { code: string; limits: ScriptLimits; port: MessagePort; meter: SharedArrayBuffer; channel: SharedArrayBuffer; wasm: WebAssembly.Module; go: boolean } {
+  if (!isObject(v) || typeof v.code !== "string" || !(v.meter instanceof SharedArrayBuffer) || !(v.channel instanceof SharedArrayBuffer) || !(v.wasm instanceof WebAssembly.Module) || typeof v.go !== "boolean") throw new Error("the script task is malformed");
   const l = v.limits;
   if (!isObject(l) || !isInt(l.cpuTimeoutMs, 1) || !isInt(l.wallTimeoutMs, 1) || !isInt(l.maxToolCalls, 0) || !isInt(l.maxLogBytes, 0) || !isInt(l.maxResultBytes, 0)) throw new Error("the script task's limits are malformed");
   if (!isObject(v.port) || typeof v.port.postMessage !== "function") throw new Error("the script task has no port");
   const limits: ScriptLimits = { cpuTimeoutMs: l.cpuTimeoutMs, wallTimeoutMs: l.wallTimeoutMs, maxToolCalls: l.maxToolCalls, maxLogBytes: l.maxLogBytes, maxResultBytes: l.maxResultBytes };
-  return { code: v.code, limits, port: v.port as unknown as MessagePort, meter: v.meter, wasm: v.wasm, go: v.go };
-}
-
-/** A host message on the script's port (protocol.ts's `HostMessage`), or null for anything else. */
-function parseHostMessage(v: unknown): HostMessage | null {
-  if (!isObject(v)) return null;
-  if (v.t === "go" || v.t === "cancel") return { t: v.t };
-  if (v.t === "reply" && isInt(v.id, 1) && typeof v.payload === "string") return { t: "reply", id: v.id, payload: v.payload };
-  return null;
+  return { code: v.code, limits, port: v.port as unknown as MessagePort, meter: v.meter, channel: v.channel, wasm: v.wasm, go: v.go };
 }

@@ -1,0 +1,148 @@
+/**
+ * @module script/channel.test
+ * The shared-memory channel between the script pool and its workers (script/channel.ts), with real worker
+ * threads and real QuickJS: cancel and the wall-clock deadline while the worker is blocked in `Atomics.wait`,
+ * cancel of a busy guest through the shared cancel word, payloads larger than the mailbox both ways, a misbehaving
+ * test worker (a scribbled channel, malformed messages), and many scripts at once.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { CAPACITY, encodeDown, parseDownFrame } from "./channel.ts";
+import type { ToolOutcome } from "./protocol.ts";
+import { ScriptPool, type RunOptions } from "./pool.ts";
+
+const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 10_000, maxLogBytes: 64 * 1024, maxResultBytes: 4 * 1024 * 1024 };
+const echo = async (_n: string, args: unknown): Promise<ToolOutcome> => ({ ok: true, result: args });
+
+let pool: ScriptPool;
+beforeAll(() => {
+  pool = new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 });
+});
+afterAll(async () => {
+  await pool.close();
+});
+
+describe("frames", () => {
+  test("down frames round-trip, multi-byte UTF-8 included; a malformed one is refused", () => {
+    const down = [{ t: "reply", id: 7, payload: '{"ok":true,"result":"ß😀"}' }, { t: "go" }] as const;
+    const frame = encodeDown(down).slice();
+    expect(parseDownFrame(frame)).toEqual([...down]);
+    const longPayload = frame.slice();
+    new DataView(longPayload.buffer).setUint32(5, 0xffff_fff0, true);
+    const badUtf8 = frame.slice();
+    badUtf8[9] = 0xff;
+    for (const bad of [frame.slice(0, 12), longPayload, badUtf8, new Uint8Array([9])]) expect(parseDownFrame(bad)).toBeNull();
+  });
+});
+
+describe("a worker blocked on the channel", () => {
+  test("cancel reaches a script waiting on a tool: cancelled, and its worker is not replaced", async () => {
+    await pool.run("return 1", LIMITS, echo);
+    const before = pool.threadIds.slice().sort();
+    const ac = new AbortController();
+    let reached!: () => void;
+    const parked = new Promise<void>((r) => (reached = r));
+    const run = pool.run("await tools.park({}); return 'no';", { ...LIMITS, signal: ac.signal }, async (_n, _a, signal) => {
+      reached();
+      await new Promise((r) => signal.addEventListener("abort", r, { once: true }));
+      return { ok: true, result: null };
+    });
+    await parked;
+    ac.abort();
+    const r = await run;
+    expect(r.ok ? "ok" : r.error).toEqual({ code: "cancelled", message: "the script was cancelled by its caller" });
+    expect(pool.threadIds.slice().sort()).toEqual(before);
+    expect(await pool.run("return await tools.echo(2)", LIMITS, echo)).toMatchObject({ ok: true, value: 2 });
+  });
+
+  test("cancel stops a busy guest through the shared cancel word, without replacing its worker", async () => {
+    await pool.run("return 1", LIMITS, echo);
+    const before = pool.threadIds.slice().sort();
+    const ac = new AbortController();
+    let reached!: () => void;
+    const spinning = new Promise<void>((r) => (reached = r));
+    const run = pool.run("await tools.mark({}); for (;;) {}", { ...LIMITS, signal: ac.signal }, async () => {
+      reached();
+      return { ok: true, result: null };
+    });
+    await spinning;
+    ac.abort();
+    const r = await run;
+    expect(r.ok ? "ok" : r.error).toEqual({ code: "cancelled", message: "the script was cancelled by its caller" });
+    expect(pool.threadIds.slice().sort()).toEqual(before);
+  });
+
+  test("the wall-clock deadline ends a script blocked on a tool that never answers, from the worker itself", async () => {
+    await pool.run("return 1", LIMITS, echo);
+    const before = pool.threadIds.slice().sort();
+    const r = await pool.run("await tools.never({});", { ...LIMITS, wallTimeoutMs: 300 }, () => new Promise<ToolOutcome>(() => {}));
+    expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
+    // the worker's own deadline, not the host's watchdog (which replaces the worker and says so)
+    expect(r.ok ? "" : r.error.message).toContain("tool waits included");
+    expect(pool.threadIds.slice().sort()).toEqual(before);
+  });
+});
+
+describe("payloads larger than the mailbox", () => {
+  test(`a ${(5 * CAPACITY) >> 10} KiB result (in chunks) and argument arrive whole, UTF-8 intact`, async () => {
+    const big = "ab€😀".repeat(Math.ceil((5 * CAPACITY) / 9));
+    const seen: string[] = [];
+    const r = await pool.run(
+      "const a = await tools.big({}); const b = await tools.echo({ s: a }); const c = await Promise.all([tools.big({}), tools.big({}), tools.echo({ s: 'small' })]); return [a.length, b.s === a, c[0] === a, c[1] === a, c[2].s];",
+      LIMITS,
+      async (name, args) => {
+        if (name === "big") return { ok: true, result: big };
+        seen.push((args as { s: string }).s);
+        return { ok: true, result: args };
+      },
+    );
+    expect(r).toMatchObject({ ok: true, value: [big.length, true, true, true, "small"], calls: 5 });
+    expect(seen).toEqual([big, "small"]);
+  });
+});
+
+describe("a misbehaving worker", () => {
+  const hostilePool = () => new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, workerUrl: new URL("../../test/fixtures/hostile-script-worker.ts", import.meta.url).href });
+
+  for (const kind of ["stuck-mailbox", "odd-mailbox"]) {
+    test(`${kind}: a scribbled channel whose mailbox the worker never empties: the call is served once, the host's event loop stays free, the script ends at its deadline, the worker is replaced`, async () => {
+      await using hostile = hostilePool();
+      const seen: unknown[] = [];
+      // counts turns of the host's event loop while the reply waits for the mailbox: a busy loop would starve it
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 10);
+      try {
+        const r = await hostile.run(kind, { ...LIMITS, wallTimeoutMs: 300 }, async (name, args) => {
+          seen.push([name, args]);
+          return { ok: true, result: "x".repeat(3 * CAPACITY) };
+        });
+        expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
+        expect(r.ok ? "" : r.error.message).toContain("its worker was replaced");
+        expect(seen).toEqual([["probe", {}]]);
+        expect(ticks).toBeGreaterThan(0);
+      } finally {
+        clearInterval(ticker);
+      }
+    });
+  }
+
+  test("malformed messages on the port are dropped: no tool runs, the script ends at its deadline", async () => {
+    await using hostile = hostilePool();
+    let called = 0;
+    const r = await hostile.run("malformed", { ...LIMITS, wallTimeoutMs: 300 }, async () => {
+      called++;
+      return { ok: true, result: null };
+    });
+    expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
+    expect(called).toBe(0);
+  });
+});
+
+describe("many scripts at once", () => {
+  test("60 scripts of 20 sequential calls each on 2 run slots: every call answered to its own script", async () => {
+    const runs = Array.from({ length: 60 }, (_, k) =>
+      pool.run(`let sum = 0; for (let i = 0; i < 20; i++) { const r = await tools.echo({ k: ${k}, i }); if (r.k !== ${k} || r.i !== i) throw new Error('crossed'); sum += r.i; } return [${k}, sum];`, LIMITS, echo),
+    );
+    const results = await Promise.all(runs);
+    results.forEach((r, k) => expect(r).toEqual({ ok: true, value: [k, 190], logs: [], calls: 20 }));
+  });
+});

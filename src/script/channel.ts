@@ -1,0 +1,344 @@
+/**
+ * @module script/channel
+ * The shared-memory channel from the script pool (main thread) to a sandbox worker: one SharedArrayBuffer per
+ * script holding a one-frame mailbox (host → worker) and a cancel word. Between guest slices the worker blocks in
+ * `Atomics.wait` on it, so a reply wakes the worker with one `Atomics.notify` instead of a MessagePort crossing
+ * and a turn of its event loop. The worker's own messages (calls, `ready`, `yield`) still go on the script's
+ * MessagePort: waking the main thread that way measured cheaper than `Atomics.waitAsync` (docs/performance.md,
+ * "Issue 20, the shared-memory bridge").
+ *
+ * Layout (bytes): an Int32 header of `HEADER_WORDS` words, then `CAPACITY` bytes of mailbox. A frame is a run of
+ * records, integers little-endian u32, a string a u32 UTF-8 byte length and its bytes: 1 reply {id, payload} ·
+ * 2 go. A frame larger than `CAPACITY` goes in chunks (`DOWN_TOTAL` says the whole frame's length; the worker
+ * empties the mailbox after each chunk and the host writes the next).
+ *
+ * The worker can write anything into the buffer. The host reads one word of it, `DOWN_STATE`, and only compares
+ * it with 0 (a worker that never empties the mailbox stalls its own script's replies until its deadline); it
+ * never reads a length or a byte the worker wrote. Loaded by the worker: no zod, no node modules.
+ */
+import type { HostMessage } from "./protocol.ts";
+
+/** Data bytes of the mailbox. */
+export const CAPACITY = 16 * 1024;
+/** Int32 header words (indexes below). */
+export const HEADER_WORDS = 8;
+/** Header word: 1 while the mailbox holds a chunk the worker has not read, else 0. */
+export const DOWN_STATE = 0;
+/** Header word: byte length of the chunk in the mailbox. */
+export const DOWN_LEN = 1;
+/** Header word: byte length of the whole frame the chunk belongs to. */
+export const DOWN_TOTAL = 2;
+/** Header word: 1 once the host cancelled the script. */
+export const CANCEL = 3;
+/** Header word: bumped by the host after each down chunk and on cancel; the worker waits on it (no wake-up lost between its check and its wait). */
+export const SIGNAL = 4;
+/** Bytes of the whole buffer. */
+export const CHANNEL_BYTES = HEADER_WORDS * 4 + CAPACITY;
+const DOWN_DATA = HEADER_WORDS * 4;
+
+const enum Down {
+  Reply = 1,
+  Go = 2,
+}
+
+const encoder = new TextEncoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** A fresh buffer laid out for one script. */
+export function newChannelBuffer(): SharedArrayBuffer {
+  return new SharedArrayBuffer(CHANNEL_BYTES);
+}
+
+/** Grows into a frame: u8 kinds, u32 integers, strings as u32 length + UTF-8. */
+class FrameWriter {
+  buf = new Uint8Array(256);
+  view = new DataView(this.buf.buffer);
+  len = 0;
+
+  #room(n: number): void {
+    if (this.len + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.len + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.len));
+    this.buf = next;
+    this.view = new DataView(next.buffer);
+  }
+
+  /** Starts a new frame; a buffer grown past 4 × CAPACITY by a large one is let go (not kept for the pool's life). */
+  reset(): void {
+    this.len = 0;
+    if (this.buf.length > 4 * CAPACITY) {
+      this.buf = new Uint8Array(256);
+      this.view = new DataView(this.buf.buffer);
+    }
+  }
+
+  u8(v: number): void {
+    this.#room(1);
+    this.buf[this.len++] = v;
+  }
+
+  u32(v: number): void {
+    this.#room(4);
+    this.view.setUint32(this.len, v, true);
+    this.len += 4;
+  }
+
+  str(s: string): void {
+    this.#room(4 + s.length * 3);
+    const { written } = encoder.encodeInto(s, this.buf.subarray(this.len + 4));
+    this.view.setUint32(this.len, written, true);
+    this.len += 4 + written;
+  }
+
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.len);
+  }
+}
+
+/** The host's writer, reused (a frame is copied out of it before the next is written). */
+const downWriter = new FrameWriter();
+
+/**
+ * Encodes host messages (`go`, `reply`) as a down frame (a view of a reused buffer: valid until the next
+ * `encodeDown`); `cancel` has its own word and is never in a frame.
+ */
+export function encodeDown(msgs: readonly Exclude<HostMessage, { t: "cancel" }>[]): Uint8Array {
+  const w = downWriter;
+  w.reset();
+  for (const m of msgs) {
+    switch (m.t) {
+      case "reply":
+        w.u8(Down.Reply);
+        w.u32(m.id);
+        w.str(m.payload);
+        break;
+      case "go":
+        w.u8(Down.Go);
+        break;
+      default:
+        assertNever(m);
+    }
+  }
+  return w.bytes();
+}
+
+/** Reads records out of a frame copy; every read is bounds-checked. */
+class FrameReader {
+  pos = 0;
+  readonly view: DataView;
+  constructor(readonly bytes: Uint8Array) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+  get done(): boolean {
+    return this.pos >= this.bytes.length;
+  }
+  u8(): number {
+    if (this.pos + 1 > this.bytes.length) throw new RangeError("frame cut short");
+    return this.bytes[this.pos++]!;
+  }
+  u32(): number {
+    if (this.pos + 4 > this.bytes.length) throw new RangeError("frame cut short");
+    const v = this.view.getUint32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  /** @throws RangeError for a length past the frame's end; TypeError for invalid UTF-8. */
+  str(): string {
+    const n = this.u32();
+    if (n > this.bytes.length - this.pos) throw new RangeError("string length past the frame's end");
+    const s = strictUtf8.decode(this.bytes.subarray(this.pos, this.pos + n));
+    this.pos += n;
+    return s;
+  }
+}
+
+/** Parses a down frame (from the host) into `go` / `reply` messages, or null when malformed. */
+export function parseDownFrame(bytes: Uint8Array): HostMessage[] | null {
+  const r = new FrameReader(bytes);
+  const out: HostMessage[] = [];
+  try {
+    while (!r.done) {
+      const kind = r.u8();
+      switch (kind) {
+        case Down.Reply: {
+          const id = r.u32();
+          if (id < 1) return null;
+          out.push({ t: "reply", id, payload: r.str() });
+          break;
+        }
+        case Down.Go:
+          out.push({ t: "go" });
+          break;
+        default:
+          return null;
+      }
+    }
+  } catch {
+    return null;
+  }
+  return out;
+}
+
+/** What `WorkerChannel.wait` returned: host messages, the cancel word, or the timeout. */
+export type WaitResult = { t: "messages"; msgs: HostMessage[] } | { t: "cancel" } | { t: "timeout" };
+
+/** The worker's end: sends without blocking, waits (blocking the thread) for the host. */
+export class WorkerChannel {
+  readonly #i32: Int32Array;
+  readonly #u8: Uint8Array;
+  /** Chunks of a down frame received so far. */
+  #parts: Uint8Array[] = [];
+  #partBytes = 0;
+
+  /** @throws Error when `buf` is not a channel buffer (wrong size). */
+  constructor(buf: SharedArrayBuffer) {
+    if (buf.byteLength !== CHANNEL_BYTES) throw new Error("the script's channel buffer has the wrong size");
+    this.#i32 = new Int32Array(buf, 0, HEADER_WORDS);
+    this.#u8 = new Uint8Array(buf);
+  }
+
+  /** True once the host cancelled the script (read by the guest's interrupt handler too). */
+  get cancelled(): boolean {
+    return Atomics.load(this.#i32, CANCEL) === 1;
+  }
+
+  /**
+   * Blocks the thread until the host writes a whole down frame, cancels, or `timeoutMs` passes. The cancel
+   * word wins over a frame. @throws Error when the host wrote a malformed frame (a bug on the host side).
+   */
+  wait(timeoutMs: number): WaitResult {
+    const until = performance.now() + timeoutMs;
+    for (;;) {
+      const signal = Atomics.load(this.#i32, SIGNAL);
+      if (this.cancelled) return { t: "cancel" };
+      if (Atomics.load(this.#i32, DOWN_STATE) === 1) {
+        const msgs = this.#takeChunk();
+        if (msgs) return { t: "messages", msgs };
+        continue; // a chunk of a larger frame: the host writes the next one
+      }
+      const left = until - performance.now();
+      if (left <= 0) return { t: "timeout" };
+      Atomics.wait(this.#i32, SIGNAL, signal, left);
+    }
+  }
+
+  /** Takes the chunk in the down mailbox and empties it; the messages once the frame is whole, else null. */
+  #takeChunk(): HostMessage[] | null {
+    const len = Atomics.load(this.#i32, DOWN_LEN);
+    const total = Atomics.load(this.#i32, DOWN_TOTAL);
+    if (len < 0 || len > CAPACITY || total < len || this.#partBytes + len > total) throw new Error("the host wrote a malformed chunk on the script's channel");
+    const chunk = this.#u8.slice(DOWN_DATA, DOWN_DATA + len);
+    Atomics.store(this.#i32, DOWN_STATE, 0);
+    Atomics.notify(this.#i32, DOWN_STATE);
+    let frame = chunk;
+    if (this.#partBytes > 0 || len < total) {
+      this.#parts.push(chunk);
+      this.#partBytes += len;
+      if (this.#partBytes < total) return null;
+      frame = new Uint8Array(total);
+      let at = 0;
+      for (const p of this.#parts) {
+        frame.set(p, at);
+        at += p.length;
+      }
+      this.#parts = [];
+      this.#partBytes = 0;
+    }
+    const msgs = parseDownFrame(frame);
+    if (!msgs) throw new Error("the host wrote a malformed frame on the script's channel");
+    return msgs;
+  }
+}
+
+/**
+ * The host's end (main thread). `send` queues messages for the worker (several queued while the worker runs go as
+ * one frame); `cancel` sets the cancel word and wakes the worker; `close` stops sending.
+ */
+export class HostChannel {
+  readonly #i32: Int32Array;
+  readonly #u8: Uint8Array;
+  #queue: Exclude<HostMessage, { t: "cancel" }>[] = [];
+  #pumping = false;
+  #closed = false;
+
+  constructor(buf: SharedArrayBuffer) {
+    this.#i32 = new Int32Array(buf, 0, HEADER_WORDS);
+    this.#u8 = new Uint8Array(buf);
+  }
+
+  /** Queues `msg` for the worker; it is written as soon as the down mailbox is empty. */
+  send(msg: Exclude<HostMessage, { t: "cancel" }>): void {
+    if (this.#closed) return;
+    this.#queue.push(msg);
+    if (this.#pumping) return;
+    if (Atomics.load(this.#i32, DOWN_STATE) === 0) {
+      // the common case: the mailbox is empty; a frame that fits is written now, without the pump's promise
+      const frame = encodeDown(this.#queue);
+      if (frame.length <= CAPACITY) {
+        this.#queue = [];
+        this.#write(frame, frame.length);
+        return;
+      }
+    }
+    void this.#pump();
+  }
+
+  /** Writes `chunk` (at most CAPACITY bytes) of a frame of `total` bytes into the empty down mailbox and wakes the worker. */
+  #write(chunk: Uint8Array, total: number): void {
+    const i32 = this.#i32;
+    this.#u8.set(chunk, DOWN_DATA);
+    Atomics.store(i32, DOWN_LEN, chunk.length);
+    Atomics.store(i32, DOWN_TOTAL, total);
+    Atomics.store(i32, DOWN_STATE, 1);
+    Atomics.add(i32, SIGNAL, 1);
+    Atomics.notify(i32, SIGNAL);
+  }
+
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    const i32 = this.#i32;
+    try {
+      while (this.#queue.length > 0 && !this.#closed) {
+        const frame = encodeDown(this.#queue).slice(); // owned: the writer is reused while this frame waits
+        this.#queue = [];
+        let at = 0;
+        do {
+          // the worker empties the mailbox; waiting on whatever value is there (not on 1) keeps a worker that writes
+          // another value from turning this into a busy loop on the main thread: only a notify wakes it
+          for (let state = Atomics.load(i32, DOWN_STATE); state !== 0; state = Atomics.load(i32, DOWN_STATE)) {
+            if (this.#closed) return;
+            const w = Atomics.waitAsync(i32, DOWN_STATE, state);
+            if (w.async) await w.value;
+          }
+          if (this.#closed) return;
+          const n = Math.min(CAPACITY, frame.length - at);
+          this.#write(frame.subarray(at, at + n), frame.length);
+          at += n;
+        } while (at < frame.length);
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  /** Sets the cancel word and wakes the worker (blocked or not: its interrupt handler reads the word too). */
+  cancel(): void {
+    Atomics.store(this.#i32, CANCEL, 1);
+    Atomics.add(this.#i32, SIGNAL, 1);
+    Atomics.notify(this.#i32, SIGNAL);
+  }
+
+  /** Stops sending; wakes this end's own pending wait for the mailbox so nothing stays parked. Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#queue = [];
+    Atomics.notify(this.#i32, DOWN_STATE);
+  }
+}
+
+function assertNever(v: never): never {
+  throw new Error(`unexpected message ${JSON.stringify(v)}`);
+}
