@@ -3,7 +3,7 @@
  * The start path's YAML reader: `Bun.YAML` (native, no module to load) for a document written in a plain
  * block subset that this module checks line by line, including that no mapping repeats a key. Anything
  * outside the subset — flow collections spread over several lines, anchors, aliases, tags, `<<` merge keys, block scalars, multi-line
- * plain scalars, tabs, several documents, scalars whose meaning differs between YAML 1.1 and 1.2 — gets
+ * plain scalars, tabs, control characters, several documents, scalars whose meaning differs between YAML 1.1 and 1.2 — gets
  * `undefined`, and the caller parses with the `yaml` package as before, so its results and its messages
  * (a duplicate key's included) are unchanged. `src/config/simple-yaml.test.ts` holds both parsers equal on
  * the subset.
@@ -103,7 +103,8 @@ interface Block {
  * Never throws.
  */
 export function parseSimpleYaml(text: string): { value: unknown } | undefined {
-  if (/[\r\t\uFEFF]/.test(text)) return undefined;
+  // tabs, CR, a BOM, control characters and the Unicode line breaks YAML versions read differently
+  if (/[\r\t\uFEFF\u0085\u2028\u2029\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/.test(text)) return undefined;
   const stack: Block[] = [];
   /** The column of a `key:` with nothing after it on its line: its block may start on the next line. */
   let pending: number | null = null;
