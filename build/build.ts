@@ -105,6 +105,10 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
   // src/side/modules.ts is replaced by the generated loader table. A fixed folder: the files' paths
   // feed the chunk hashes, so a temp folder would make two builds differ.
   const sideBuild = await buildSide(ROOT, join(ROOT, "dist", ".side"));
+  // The built-in tools' argument JSON Schemas are recorded too: src/tool/canned-specs.ts is replaced (src/tool/tool.ts).
+  const { cannedSpecsModule } = await import("../src/tool/canned-specs.ts");
+  const { recordToolParameters } = await import("./tool-specs.ts");
+  const specsModule = cannedSpecsModule(recordToolParameters());
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
@@ -115,6 +119,7 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
       [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule,
       [join(ROOT, "src", "cli", "canned-usage.ts")]: usageModule,
       [join(ROOT, "src", "side", "modules.ts")]: sideBuild.module,
+      [join(ROOT, "src", "tool", "canned-specs.ts")]: specsModule,
     },
     plugins: [sideBuild.plugin],
     root: ROOT,

@@ -3,7 +3,8 @@
  * The compiled binary's entry (build/build.ts): answers `--version`, the recorded help texts
  * (cli/canned-help.ts) and the argument errors its usage table decides (cli/usage-error.ts, table in
  * cli/canned-usage.ts: the same stderr and exit code as commander) without loading commander or any Node built-in, so they start about as fast as a
- * bare Bun binary (docs/performance.md, cold start); everything else goes to `main.ts`, loaded on demand.
+ * bare Bun binary (docs/performance.md, cold start); `airlock run` in its plain forms (cli/run-argv.ts, read
+ * from the same table) goes straight to cli/run.ts; everything else goes to `main.ts`, loaded on demand.
  * Its output is the same bytes `main.ts` would print: the version line, or the help text commander
  * printed for the same argv at build time (recorded with stdout not a terminal, so it is only used when
  * stdout is a pipe, a file or a socket; on a terminal commander wraps help to its width).
@@ -88,6 +89,19 @@ if (import.meta.main) {
       // stderr closed: the exit code still says it
     }
     process.exit(bad.exitCode);
+  }
+  // `airlock run` in its plain forms: read from the same table, and run without commander and main.ts
+  const direct = CANNED_USAGE === null ? undefined : (await import("./cli/run-argv.ts")).readRunArgv(argv, CANNED_USAGE);
+  if (direct !== undefined) {
+    const [{ run }, { reportError }] = await Promise.all([import("./cli/run.ts"), import("./cli/output.ts")]);
+    let code: number;
+    try {
+      code = await run(direct.prompt, direct.opts);
+    } catch (e) {
+      // as main.ts: an error thrown by the command is the CLI's one error line and its exit code
+      code = reportError(e);
+    }
+    process.exit(code);
   }
   const { main } = await import("./main.ts");
   process.exit(await main(argv));

@@ -3,7 +3,7 @@
  * What `airlock run` evaluates before its first model request (docs/performance.md, issue 20): the
  * modules the binary's code-split bundle loads *statically* from the run path's chunks (src/cli/run.ts,
  * src/runtime.ts, src/run/run-once.ts, src/config/load.ts), i.e. without a dynamic `import()`, must not
- * include a provider SDK, the MCP or ACP SDK, hono, tinypool or pg-boss: each of those is loaded on first
+ * include a provider SDK, the MCP or ACP SDK, hono, tinypool, pg-boss or QuickJS's host code: each of those is loaded on first
  * use; nor may it import `node:crypto` (loading it costs about as much CPU as a whole bare Bun start: Bun's
  * hasher and the global Web Crypto serve instead). The bundle is built the way build/build.ts builds the binary (`--splitting --format=esm`, target
  * bun), unminified so each chunk names the modules it holds.
@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { REPO } from "./harness-binary.ts";
 
 /** Packages the run path must not load before its first model request (loaded on first use). */
-const LAZY_PACKAGES = ["openai", "@anthropic-ai/sdk", "@modelcontextprotocol/sdk", "@agentclientprotocol/sdk", "hono", "tinypool", "pg-boss", "pg"];
+const LAZY_PACKAGES = ["openai", "@anthropic-ai/sdk", "@modelcontextprotocol/sdk", "@agentclientprotocol/sdk", "hono", "tinypool", "pg-boss", "pg", "quickjs-emscripten-core"];
 /** The run path's own modules: what `airlock run` imports before its first request. */
 const RUN_PATH = ["src/cli/run.ts", "src/runtime.ts", "src/run/run-once.ts", "src/config/load.ts"];
 
@@ -66,7 +66,7 @@ function packageOf(path: string): string | null {
 }
 
 describe("airlock run before its first model request", () => {
-  test("loads no provider SDK, MCP or ACP SDK, hono, tinypool or pg-boss (each is loaded on first use)", () => {
+  test("loads no provider SDK, MCP or ACP SDK, hono, tinypool, pg-boss or quickjs-emscripten-core (each is loaded on first use)", () => {
     const loaded = new Set<string>();
     for (const path of RUN_PATH) for (const c of staticClosure(chunkOf(path))) for (const m of modulesOf(chunks.get(c)!)) loaded.add(m);
     const packages = new Set([...loaded].map(packageOf).filter((p): p is string => p !== null));

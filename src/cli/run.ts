@@ -164,7 +164,9 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
     prompt ??= prepared.prompt;
     workspace ??= prepared.workspace;
   }
-  config = mergeConfig(config, flagOverrides(opts), "command line");
+  // no flag overrides (the usual run): the config stays as loaded, not validated a second time
+  const flags = flagOverrides(opts);
+  if (Object.keys(flags).length > 0) config = mergeConfig(config, flags, "command line");
   // stdin is read only when asked for with PROMPT "-", so a non-TTY stdin never blocks a run (SPEC §2).
   if (prompt === "-") {
     prompt = (await Bun.stdin.text()).trim();

@@ -1,16 +1,27 @@
 /**
  * @module config/load
- * Reads `airlock.yaml` (SPEC §3): YAML → zod-validated `Config` → deeply frozen. Every failing key
+ * Reads `airlock.yaml` (SPEC §3): YAML → zod-validated `Config` → deeply frozen. A file in the plain block
+ * subset is read by `Bun.YAML` (`simple-yaml.ts`), any other, and every message's positions, by the `yaml`
+ * package, loaded on first use. Every failing key
  * is reported at once, with its path, what was expected and what was found; YAML syntax errors
  * carry line and column. Also merges recipe/CLI overrides (`mergeConfig`) and formats zod issues
  * for the other boundaries (`formatZodIssues`: recipes, HTTP 400s).
  */
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { LineCounter, parseDocument, isMap, isSeq, isPair, isScalar, type Node as YamlNode } from "yaml";
+import type { Node as YamlNode } from "yaml";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
 import { Config, HOOK_EVENTS, HooksConfig, Mode, ProviderConfig, SandboxPolicyName } from "./schema.ts";
+import { parseSimpleYaml } from "./simple-yaml.ts";
+
+/**
+ * The `yaml` package, loaded on first use: a config in the plain block subset never needs it
+ * (`simple-yaml.ts`). `require` keeps `parseYaml` synchronous; the bundler evaluates the package only then.
+ */
+function yamlPackage(): typeof import("yaml") {
+  return require("yaml") as typeof import("yaml");
+}
 
 /** The file name looked up in the data dir when `--config` is not given. */
 export const CONFIG_FILE_NAME = "airlock.yaml";
@@ -80,12 +91,15 @@ export function loadConfig(opts: { configPath?: string; dataDir: string }): Load
  * @throws AirlockError `config_invalid` (see `loadConfig`).
  */
 export function parseConfigText(text: string, sourceName: string): Readonly<Config> {
-  const { value, locate } = parseYaml(text, sourceName, "config_invalid");
+  // the plain block subset is read natively; anything else (and every message's positions) by the `yaml` package
+  const fast = parseSimpleYaml(text);
+  const value = fast ? fast.value : parseYaml(text, sourceName, "config_invalid").value;
   if (value !== null && value !== undefined && !isPlainObject(value)) {
     throw new AirlockError("config_invalid", `${sourceName}: expected a mapping of keys at the top level, got ${describeValue(value)}; see docs/configuration.md`);
   }
   const result = Config.safeParse(value ?? {}, { reportInput: true });
   if (!result.success) {
+    const { locate } = parseYaml(text, sourceName, "config_invalid");
     const lines = formatZodIssues(result.error.issues, sourceName, { locate, schema: Config });
     throw new AirlockError("config_invalid", invalidMessage(sourceName, lines), { issues: lines });
   }
@@ -102,6 +116,7 @@ export function parseYaml(
   sourceName: string,
   code: "config_invalid" | "recipe_invalid" | "bad_request" = "config_invalid",
 ): { value: unknown; locate: Locate } {
+  const { LineCounter, parseDocument, isMap, isSeq, isPair, isScalar } = yamlPackage();
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {

@@ -13,7 +13,6 @@ import type { MessagePort as NodeMessagePort } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
 import { HostChannel, newChannelBuffer } from "./channel.ts";
-import { compileQuickJS } from "./instances.ts";
 import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome, type WorkerMessage } from "./protocol.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
@@ -150,7 +149,8 @@ export class ScriptPool {
     const signal = opts.signal;
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
 
-    this.#wasm ??= compileQuickJS();
+    // QuickJS's host code (quickjs-emscripten-core) is loaded with the first script, not at start
+    this.#wasm ??= import("./instances.ts").then((m) => m.compileQuickJS());
     let wasm: WebAssembly.Module;
     try {
       wasm = await this.#wasm;

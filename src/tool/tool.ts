@@ -8,6 +8,7 @@ import { z } from "zod";
 import type { Config, SandboxPolicyName } from "../config/schema.ts";
 import type { Session } from "../session/types.ts";
 import type { ToolOutcome } from "../script/protocol.ts";
+import { CANNED_PARAMETERS } from "./canned-specs.ts";
 
 /** The outcome of one tool call as the model and scripts see it (defined in script/protocol.ts). */
 export type { ToolOutcome };
@@ -138,9 +139,21 @@ export function defineTool<S extends z.ZodType>(def: Omit<ToolDef<z.infer<S>>, "
 
 /** The JSON Schema of a tool's arguments, as sent to the model and shown by `code_execution__list_tools`. */
 export function toolSpec(def: ToolDef): ToolSpec {
+  return toolSpecWith(def, CANNED_PARAMETERS);
+}
+
+/**
+ * `toolSpec` with the recorded table `canned` (tool/canned-specs.ts; `null`: convert from zod): a tool given
+ * by its JSON Schema (`jsonSchema`, e.g. an MCP tool's) keeps it; a zod-defined tool the table names gets
+ * the recorded schema; any other is converted from zod.
+ */
+export function toolSpecWith(def: ToolDef, canned: Readonly<Record<string, Readonly<Record<string, unknown>>>> | null): ToolSpec {
+  const recorded = def.jsonSchema === undefined && canned !== null && Object.hasOwn(canned, def.name) ? canned[def.name] : undefined;
   const parameters = def.jsonSchema
     ? structuredClone(def.jsonSchema)
-    : (z.toJSONSchema(def.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>);
+    : recorded
+      ? (structuredClone(recorded) as Record<string, unknown>)
+      : (z.toJSONSchema(def.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>);
   delete parameters.$schema;
   return { name: def.name, description: def.description, parameters };
 }

@@ -6,7 +6,6 @@
  */
 import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { AirlockError } from "../../errors.ts";
 import { newId } from "../../ids.ts";
@@ -67,7 +66,8 @@ export const NO_MODEL_CONFIGURED =
 export function parseScript(text: string, sourceName: string): Script {
   let data: unknown;
   try {
-    data = parseYaml(text);
+    // loaded here, on a script's first parse: a run with another provider never evaluates the `yaml` package
+    data = (require("yaml") as typeof import("yaml")).parse(text);
   } catch (e) {
     throw new AirlockError("config_invalid", `script ${sourceName}: not valid YAML: ${(e as Error).message.split("\n")[0]!.replace(/:\s*$/, "")}`);
   }
