@@ -65,13 +65,19 @@ export function reaperMark(): number {
     }
   }
   // stdin: a pipe airlock never writes (its end is close-on-exec, so no other child holds it)
-  const child = spawn("/bin/sh", ["-c", SCRIPT, "airlock-reaper"], { stdio: ["pipe", "ignore", "ignore", markFd], env: { PATH: "/usr/bin:/bin" } });
+  // stdout and stderr are pipes too (it writes nothing): the same stdio a launch has, so this spawn
+  // also runs the child-process path a first launch would otherwise run cold (docs/performance.md)
+  const child = spawn("/bin/sh", ["-c", SCRIPT, "airlock-reaper"], { stdio: ["pipe", "pipe", "pipe", markFd, "pipe"], env: { PATH: "/usr/bin:/bin" } });
   if (child.pid === undefined) throw new Error("the reaper (/bin/sh) could not be started");
   child.on("error", () => {});
-  child.stdin!.on("error", () => {});
-  // it must not keep airlock alive, nor its pipe end airlock's event loop
+  // it must not keep airlock alive, nor its pipe ends airlock's event loop
   child.unref();
-  (child.stdin as unknown as { unref?: () => void }).unref?.();
+  for (const s of child.stdio) {
+    if (!s) continue;
+    s.on("error", () => {});
+    if ("read" in s) s.on("data", () => {});
+    (s as unknown as { unref?: () => void }).unref?.();
+  }
   child.on("exit", () => {
     if (reaper === child) reaper = undefined;
   });

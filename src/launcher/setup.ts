@@ -38,8 +38,9 @@ export async function confinementFor(
  * Does ahead of time what a process's first confined call would otherwise do cold, and runs nothing:
  * reads the probe cache (probe.ts {@link cachedBwrapWorks}; a miss leaves the probe to the first call),
  * compiles the seccomp filter, lists the credential stores of `homes` (default: airlock's HOME) and, on a
- * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after,
- * builds (and drops) an unconnected socket, the kind the launch's extra fds use, and loads `node:stream`
+ * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after —
+ * which starts the reaper (reaper.ts), whose spawn has a launch's stdio and so runs the child-process
+ * path a first launch would run cold —, builds (and drops) an unconnected socket, the kind the launch's extra fds use, and loads `node:stream`
  * (the launch's output pipes are Node streams).
  * Never rejects. The runtime calls it once, off the path to the first model request.
  */
