@@ -14,7 +14,7 @@
  * by a process of the same user, who may kill airlock's processes anyway). The reaper, `/bin/sh`,
  * holds the mark too and blocks reading a pipe only airlock can write (it never does). When airlock
  * ends in any way (`kill -9` included) the read returns at end of file, and the reaper SIGKILLs every
- * process that holds the mark, round after round until none is left, then exits.
+ * process that holds the mark, round after round until five rounds in a row find none, then exits.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
@@ -26,20 +26,28 @@ const MARK_FD = 3;
 
 /**
  * The reaper's script: wait for end of file on stdin (airlock gone), then kill every process (but
- * itself) with an fd on the same file as its own fd {@link MARK_FD}; at most 100 rounds, until a
- * round finds none. Only shell builtins run (no fork per process): `[ A -ef B ]` compares device and
- * inode, through `/proc/<pid>/fd/<n>`.
+ * itself) with an fd on the same file as its own fd {@link MARK_FD}, in rounds over `/proc`, until
+ * five rounds in a row find none (at most 1000 rounds). Each process's fds are listed just before
+ * they are compared: a process being spawned when airlock died still moves the mark to its fd slot
+ * and closes airlock's number at exec, so a list taken for all processes at once went stale (seen: a
+ * round missed a bubblewrap that went on to leave its init blocked). One empty round is not the end:
+ * a process being spawned or exec'd can be missed by one round and seen by the next (seen 18 times in
+ * 240 kills at load 14, never two rounds in a row; docs/performance.md, branch `wip/orphan2`). Only
+ * shell builtins run (no fork per process): `[ A -ef B ]` compares device and inode, through
+ * `/proc/<pid>/fd/<n>`.
  */
 const SCRIPT = [
   "trap '' HUP INT QUIT TERM PIPE",
   "while read -r _; do :; done",
-  "i=0",
-  "while [ $i -lt 100 ]; do",
-  "  i=$((i + 1)); hit=",
-  "  for f in /proc/[0-9]*/fd/*; do",
-  `    if [ "$f" -ef /proc/$$/fd/${MARK_FD} ]; then p=\${f#/proc/}; p=\${p%%/*}; if [ "$p" != "$$" ]; then kill -9 "$p" 2>/dev/null; hit=1; fi; fi`,
+  "i=0; empty=0",
+  "while [ $i -lt 1000 ] && [ $empty -lt 5 ]; do",
+  "  i=$((i + 1)); empty=$((empty + 1))",
+  "  for d in /proc/[0-9]*; do",
+  '    [ "$d" = "/proc/$$" ] && continue',
+  '    for f in "$d"/fd/*; do',
+  `      if [ "$f" -ef /proc/$$/fd/${MARK_FD} ]; then kill -9 "\${d#/proc/}" 2>/dev/null; empty=0; break; fi`,
+  "    done",
   "  done",
-  '  [ -z "$hit" ] && exit 0',
   "done",
 ].join("\n");
 
