@@ -15,6 +15,9 @@
  * holds the mark too and blocks reading a pipe only airlock can write (it never does). When airlock
  * ends in any way (`kill -9` included) the read returns at end of file, and the reaper SIGKILLs every
  * process that holds the mark, round after round until five rounds in a row find none, then exits.
+ * Left open: a holder that exits between the comparison and the signal (microseconds) while its pid
+ * is handed to a new process would see that process signalled; pids are reused only after wrapping
+ * around `pid_max`.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
