@@ -61,6 +61,8 @@ export interface BwrapOptions {
    * The launcher holds the other end of that socket and never writes to it.
    */
   lifelineFd?: number;
+  /** An fd (3–9) holding the reaper's mark (reaper.ts): closed for the command, like the lifeline; bubblewrap and its init keep it. */
+  reaperFd?: number;
   /**
    * Host unix sockets a confined process may connect to (`sandbox_unix_sockets`, absolute real paths).
    * When non-empty, no seccomp filter is applied; instead every `socketDirs` folder is hidden behind an
@@ -88,12 +90,15 @@ export const DATA_DIR_SECRETS = ["api-token", "approver-token", "airlock.db", "a
  * `kill -9 -1` kills every process of the namespace, so bubblewrap's init ends it. This closes the
  * start-up gap of `--die-with-parent` (bubblewrap arms its parent-death signal, then changes
  * credentials, which clears it: a `serve` killed in that instant left the tree running). Only valid
- * inside a PID namespace (`--unshare-pid`): `kill -1` there reaches the namespace alone.
- * @param fd a single digit 3–9 (POSIX sh redirections); throws RangeError otherwise.
+ * inside a PID namespace (`--unshare-pid`): `kill -1` there reaches the namespace alone. With
+ * `reaperFd`, that fd (the reaper's mark, reaper.ts) is closed for the command too:
+ * `… & exec FD<&- R<&-; exec "$@"`.
+ * @param fd a single digit 3–9 (POSIX sh redirections), and so `reaperFd`; throws RangeError otherwise.
  */
-export function withLifeline(argv: string[], fd: number): string[] {
-  if (!Number.isInteger(fd) || fd < 3 || fd > 9) throw new RangeError(`lifeline fd must be 3-9, got ${fd}`);
-  const script = `(IFS= read -r _ <&${fd}; kill -9 -1) </dev/null >/dev/null 2>&1 & exec ${fd}<&-; exec "$@"`;
+export function withLifeline(argv: string[], fd: number, reaperFd?: number): string[] {
+  for (const f of [fd, ...(reaperFd !== undefined ? [reaperFd] : [])]) if (!Number.isInteger(f) || f < 3 || f > 9) throw new RangeError(`lifeline and reaper fds must be 3-9, got ${f}`);
+  const close = reaperFd !== undefined ? `${fd}<&- ${reaperFd}<&-` : `${fd}<&-`;
+  const script = `(IFS= read -r _ <&${fd}; kill -9 -1) </dev/null >/dev/null 2>&1 & exec ${close}; exec "$@"`;
   return ["/bin/sh", "-c", script, "airlock-lifeline", ...argv];
 }
 
@@ -200,7 +205,7 @@ function foldersBetween(root: string, p: string): string[] {
  */
 export function bwrapArgs(opts: BwrapOptions): string[] {
   const { policy, cwd, writableRoots } = opts;
-  const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd) : opts.argv;
+  const argv = opts.lifelineFd !== undefined ? withLifeline(opts.argv, opts.lifelineFd, opts.reaperFd) : opts.argv;
   const head = [opts.bwrapPath ?? "bwrap", ...(opts.infoFd !== undefined ? ["--info-fd", String(opts.infoFd)] : []), "--die-with-parent", "--new-session"];
   if (policy === "danger-full-access") {
     // like a hook: everything, but its own /proc (airlock's environ with the provider keys, and its fds,

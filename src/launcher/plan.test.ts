@@ -51,11 +51,11 @@ describe("plan.decideConfinement", () => {
 });
 
 describe("plan.fdLayout", () => {
-  test("fds from 3 in the order info, seccomp, lifeline: tools 3/4/5, MCP servers 3/4, hooks 3", () => {
-    expect(fdLayout(true, true)).toEqual({ info: 3, seccomp: 4, lifeline: 5 });
-    expect(fdLayout(true, false)).toEqual({ info: 3, lifeline: 4 });
-    expect(fdLayout(false, true)).toEqual({ seccomp: 3, lifeline: 4 });
-    expect(fdLayout(false, false)).toEqual({ lifeline: 3 });
+  test("fds from 3 in the order info, seccomp, lifeline, reaper: tools 3/4/5/6, MCP servers 3/4/5, hooks 3/4", () => {
+    expect(fdLayout(true, true)).toEqual({ info: 3, seccomp: 4, lifeline: 5, reaper: 6 });
+    expect(fdLayout(true, false)).toEqual({ info: 3, lifeline: 4, reaper: 5 });
+    expect(fdLayout(false, true)).toEqual({ seccomp: 3, lifeline: 4, reaper: 5 });
+    expect(fdLayout(false, false)).toEqual({ lifeline: 3, reaper: 4 });
   });
 });
 
@@ -81,9 +81,9 @@ function request(policy: SandboxPolicy, options: HostProcessOptions, over: Parti
 }
 
 describe("plan.planSandbox", () => {
-  test("a tool under workspace-write: info fd 3, seccomp fd 4, lifeline 5, the prepared metadata mounted", () => {
+  test("a tool under workspace-write: info fd 3, seccomp fd 4, lifeline 5, reaper 6, the prepared metadata mounted", () => {
     const plan = planSandbox(request("workspace-write", TOOL_PROCESS));
-    expect(plan.fds).toEqual({ info: 3, seccomp: 4, lifeline: 5 });
+    expect(plan.fds).toEqual({ info: 3, seccomp: 4, lifeline: 5, reaper: 6 });
     expect(plan.seccomp).toBe(true);
     expect(plan.argv).toEqual(
       bwrapArgs({
@@ -101,6 +101,7 @@ describe("plan.planSandbox", () => {
         infoFd: 3,
         seccompFd: 4,
         lifelineFd: 5,
+        reaperFd: 6,
         unixSockets: [],
         socketDirs: [],
       }),
@@ -110,7 +111,7 @@ describe("plan.planSandbox", () => {
   test("an MCP server and a tool get the same mounts for the same inputs; only the fds differ (no info fd)", () => {
     const tool = planSandbox(request("read-only", TOOL_PROCESS));
     const mcp = planSandbox(request("read-only", MCP_SERVER_PROCESS));
-    expect(mcp.fds).toEqual({ seccomp: 3, lifeline: 4 });
+    expect(mcp.fds).toEqual({ seccomp: 3, lifeline: 4, reaper: 5 });
     const strip = (a: string[]) => a.filter((x, i) => !(a[i - 1] === "--info-fd" || x === "--info-fd") && !/^\(IFS= read -r _ <&\d/.test(x)).map((x, i, all) => (all[i - 1] === "--seccomp" ? "FD" : x));
     expect(strip(mcp.argv)).toEqual(strip(tool.argv));
   });
@@ -124,13 +125,13 @@ describe("plan.planSandbox", () => {
   test("unix sockets kept: no seccomp filter, no seccomp fd; the lifeline follows the info fd", () => {
     const plan = planSandbox(request("read-only", TOOL_PROCESS, { sockets: { sockets: ["/run/a.sock"], socketDirs: ["/run"] } }));
     expect(plan.seccomp).toBe(false);
-    expect(plan.fds).toEqual({ info: 3, lifeline: 4 });
+    expect(plan.fds).toEqual({ info: 3, lifeline: 4, reaper: 5 });
     expect(plan.argv).not.toContain("--seccomp");
   });
 
   test("a hook: danger-full-access hardened — no capabilities, own /dev and /proc, the data dir's secrets masked, lifeline on fd 3", () => {
     const plan = planSandbox(request("danger-full-access", HOOK_PROCESS, { argv: ["/bin/sh", "-c", "check"], cwd: "/p", fullAccessMasks: ["/d/api-token", "/d/airlock.db"] }));
-    expect(plan.fds).toEqual({ lifeline: 3 });
+    expect(plan.fds).toEqual({ lifeline: 3, reaper: 4 });
     expect(plan.seccomp).toBe(false);
     const sep = plan.argv.indexOf("--");
     expect(plan.argv.slice(0, sep)).toEqual([
@@ -146,7 +147,7 @@ describe("plan.planSandbox", () => {
 
   test("a tool under danger-full-access: the host as it is (capabilities kept), its own /proc, the data dir's secrets masked", () => {
     const plan = planSandbox(request("danger-full-access", TOOL_PROCESS));
-    expect(plan.fds).toEqual({ info: 3, lifeline: 4 });
+    expect(plan.fds).toEqual({ info: 3, lifeline: 4, reaper: 5 });
     expect(plan.argv.slice(0, plan.argv.indexOf("--"))).toEqual([
       "/usr/bin/bwrap", "--info-fd", "3", "--die-with-parent", "--new-session", "--unshare-pid",
       "--dev-bind", "/", "/", "--proc", "/proc", "--ro-bind", "/dev/null", "/data/api-token", "--chdir", "/w",
@@ -208,15 +209,15 @@ describe("setup.confinementPaths", () => {
 });
 
 describe("setup.extraStdio", () => {
-  test("the child's fds 3… follow the plan's layout: pipes for info and lifeline, the filter fd in the seccomp slot", () => {
+  test("the child's fds 3… follow the plan's layout: pipes for info and lifeline, the filter fd in the seccomp slot, the mark in the reaper slot", () => {
     expect(extraStdio(undefined)).toEqual([]);
-    expect(extraStdio({ fds: fdLayout(true, true), seccompFd: 42 })).toEqual(["pipe", 42, "pipe"]);
-    expect(extraStdio({ fds: fdLayout(false, true), seccompFd: 42 })).toEqual([42, "pipe"]);
-    expect(extraStdio({ fds: fdLayout(true, false) })).toEqual(["pipe", "pipe"]);
-    expect(extraStdio({ fds: fdLayout(false, false) })).toEqual(["pipe"]);
+    expect(extraStdio({ fds: fdLayout(true, true), seccompFd: 42, reaperFd: 7 })).toEqual(["pipe", 42, "pipe", 7]);
+    expect(extraStdio({ fds: fdLayout(false, true), seccompFd: 42, reaperFd: 7 })).toEqual([42, "pipe", 7]);
+    expect(extraStdio({ fds: fdLayout(true, false), reaperFd: 7 })).toEqual(["pipe", "pipe", 7]);
+    expect(extraStdio({ fds: fdLayout(false, false), reaperFd: 7 })).toEqual(["pipe", 7]);
   });
 
   test("a seccomp slot with no filter fd opened is an internal error, never a child without its filter", () => {
-    expect(() => extraStdio({ fds: fdLayout(true, true) })).toThrow(/no filter fd/);
+    expect(() => extraStdio({ fds: fdLayout(true, true), reaperFd: 7 })).toThrow(/no filter fd/);
   });
 });

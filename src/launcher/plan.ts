@@ -74,7 +74,7 @@ export function decideConfinement(policy: SandboxPolicy, bwrap: BwrapProbe, allo
   return { kind: "direct", unconfined: confined, why };
 }
 
-/** The child's fds past stdio, in order from 3: the info pipe, the seccomp filter, the lifeline socket. */
+/** The child's fds past stdio, in order from 3: the info pipe, the seccomp filter, the lifeline socket, the reaper's mark. */
 export interface FdLayout {
   /** bubblewrap's `--info-fd` (a pipe airlock reads). */
   info?: number;
@@ -82,15 +82,17 @@ export interface FdLayout {
   seccomp?: number;
   /** The lifeline socket (bwrap.ts `withLifeline`): airlock keeps its end, unwritten, until the tree is gone. */
   lifeline: number;
+  /** The reaper's mark (reaper.ts `reaperMark`): its holders are killed once airlock is gone. Always `lifeline + 1`. */
+  reaper: number;
 }
 
-/** The fd numbers the child gets: 3, 4, … in the order info, seccomp, lifeline, skipping those not used. Pure. */
+/** The fd numbers the child gets: 3, 4, … in the order info, seccomp, lifeline, reaper, skipping those not used. Pure. */
 export function fdLayout(info: boolean, seccomp: boolean): FdLayout {
   let next = 3;
   const out: Partial<FdLayout> = {};
   if (info) out.info = next++;
   if (seccomp) out.seccomp = next++;
-  return { ...out, lifeline: next };
+  return { ...out, lifeline: next, reaper: next + 1 };
 }
 
 /** The repository-metadata mounts of the prepared writable roots (roots.ts `PreparedRoot`), merged. */
@@ -149,7 +151,7 @@ export function planSandbox(req: SandboxRequest): SandboxPlan {
   const { policy, confinement, options } = req;
   const seccomp = confinement.confined && req.sockets.sockets.length === 0;
   const fds = fdLayout(options.infoFd, seccomp);
-  const common = { policy, argv: req.argv, cwd: req.cwd, bwrapPath: confinement.bwrapPath, lifelineFd: fds.lifeline, ...(fds.info !== undefined ? { infoFd: fds.info } : {}) };
+  const common = { policy, argv: req.argv, cwd: req.cwd, bwrapPath: confinement.bwrapPath, lifelineFd: fds.lifeline, reaperFd: fds.reaper, ...(fds.info !== undefined ? { infoFd: fds.info } : {}) };
   if (!confinement.confined) {
     const hidden = options.readsTranscripts ? [] : (req.transcriptDirs ?? []);
     return {

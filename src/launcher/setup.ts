@@ -15,6 +15,7 @@ import { decideConfinement, planSandbox, TOOL_PROCESS, type BwrapProbe, type Con
 import type { SandboxPolicy } from "./policy.ts";
 import { bwrapAvailable, cachedBwrapWorks, openSeccompFilter, unixSocketPlan } from "./probe.ts";
 import { findInPath, isInside, resolveRealPath } from "./resolve.ts";
+import { reaperMark } from "./reaper.ts";
 import { prepareRoot, releaseRoot, type PreparedRoot } from "./roots.ts";
 
 /**
@@ -37,8 +38,9 @@ export async function confinementFor(
  * Does ahead of time what a process's first confined call would otherwise do cold, and runs nothing:
  * reads the probe cache (probe.ts {@link cachedBwrapWorks}; a miss leaves the probe to the first call),
  * compiles the seccomp filter, lists the credential stores of `homes` (default: airlock's HOME) and, on a
- * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after,
- * builds (and drops) an unconnected socket, the kind the launch's extra fds use, and loads `node:stream`
+ * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after —
+ * which starts the reaper (reaper.ts), whose spawn has a launch's stdio and so runs the child-process
+ * path a first launch would run cold —, builds (and drops) an unconnected socket, the kind the launch's extra fds use, and loads `node:stream`
  * (the launch's output pipes are Node streams).
  * Never rejects. The runtime calls it once, off the path to the first model request.
  */
@@ -115,6 +117,8 @@ export function confinementPaths(homes: readonly (string | undefined)[], dataDir
 export interface SandboxSetup extends SandboxPlan {
   /** The open seccomp filter to pass at `fds.seccomp` (when `seccomp`); the caller closes it once spawned. */
   seccompFd?: number;
+  /** The reaper's mark (reaper.ts `reaperMark`) to pass at `fds.reaper`; airlock's own fd, never closed by the caller. */
+  reaperFd: number;
   /** The prepared roots (workspace-write): recheck (roots.ts `recheckRoot`) between calls, release once the process is gone. */
   prepared: PreparedRoot[];
 }
@@ -149,12 +153,21 @@ export interface SetupRequest {
 /**
  * Prepares what a bubblewrap launch needs and plans its argv (plan.ts {@link planSandbox}): under
  * `workspace-write` each root's repository metadata (roots.ts `prepareRoot`), and the seccomp filter
- * when no unix socket is kept. On failure, whatever was prepared is released.
+ * when no unix socket is kept, and the reaper's mark (starting the reaper on first use). On failure,
+ * whatever was prepared is released.
  * @throws AirlockError `tool_failed` (a writable root does not exist), `metadata_scan_limit`
- *   (roots.ts), or `req.refuse(…)` (the seccomp filter could not be opened).
+ *   (roots.ts), `req.refuse(…)` (the seccomp filter could not be opened, or the reaper could not be
+ *   started) or, for a `danger-full-access` request, `sandbox_unavailable` (the reaper could not be started).
  */
 export async function setUpSandbox(confinement: Extract<Confinement, { kind: "bwrap" }>, req: SetupRequest | FullAccessRequest): Promise<SandboxSetup> {
   const { policy, options, argv } = req;
+  let reaperFd: number;
+  try {
+    reaperFd = reaperMark();
+  } catch (e) {
+    const why = `the reaper, which kills a launch's processes once airlock is gone, could not be started (${(e as Error).message})`;
+    throw "refuse" in req ? req.refuse(why) : new AirlockError("sandbox_unavailable", `sandbox policy "${policy}" cannot be enforced: ${why}. Nothing was run.`, { policy });
+  }
   if (!confinement.confined || !("writableRoots" in req)) {
     if (confinement.confined) throw new AirlockError("internal", `a confined ${policy} process needs its writable roots, homes and socket list`);
     const plan = planSandbox({
@@ -168,7 +181,7 @@ export async function setUpSandbox(confinement: Extract<Confinement, { kind: "bw
       fullAccessMasks: dataDirSecretFiles(req.dataDirs),
       transcriptDirs: transcriptFolders(req.dataDirs),
     });
-    return { ...plan, prepared: [] };
+    return { ...plan, reaperFd, prepared: [] };
   }
   const roots = req.writableRoots.map((r) => resolveRealPath("/", r));
   for (const r of roots) if (!existsSync(r)) throw new AirlockError("tool_failed", `workspace root ${r} does not exist`);
@@ -198,9 +211,9 @@ export async function setUpSandbox(confinement: Extract<Confinement, { kind: "bw
     runtimePaths: [argv[0]!, ...argv.slice(1).filter((a) => path.isAbsolute(a) && existsSync(a))].map((p) => resolveRealPath("/", p)),
     sockets,
   });
-  if (!plan.seccomp) return { ...plan, prepared };
+  if (!plan.seccomp) return { ...plan, reaperFd, prepared };
   try {
-    return { ...plan, seccompFd: openSeccompFilter(), prepared };
+    return { ...plan, seccompFd: openSeccompFilter(), reaperFd, prepared };
   } catch (e) {
     await releaseRoot(prepared);
     throw req.refuse(`the seccomp filter could not be prepared (${(e as Error).message})`);
@@ -222,10 +235,10 @@ const emptyConfined = {
 
 /**
  * The child's stdio entries past 0–2 for a setup (`child_process.spawn`'s `stdio[3…]`), in its fd
- * layout's order: `"pipe"` for the info fd and the lifeline, the open filter fd for the seccomp slot.
- * No setup (no bubblewrap): none.
+ * layout's order: `"pipe"` for the info fd and the lifeline, the open filter fd for the seccomp slot,
+ * the reaper's mark for the reaper slot. No setup (no bubblewrap): none.
  */
-export function extraStdio(setup: Pick<SandboxSetup, "fds" | "seccompFd"> | undefined): ("pipe" | number)[] {
+export function extraStdio(setup: Pick<SandboxSetup, "fds" | "seccompFd" | "reaperFd"> | undefined): ("pipe" | number)[] {
   if (!setup) return [];
   const slots: ("pipe" | number)[] = [];
   const { info, seccomp, lifeline } = setup.fds;
@@ -235,6 +248,7 @@ export function extraStdio(setup: Pick<SandboxSetup, "fds" | "seccompFd"> | unde
     slots[seccomp - 3] = setup.seccompFd;
   }
   slots[lifeline - 3] = "pipe";
+  slots[setup.fds.reaper - 3] = setup.reaperFd;
   return slots;
 }
 

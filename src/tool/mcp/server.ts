@@ -302,7 +302,7 @@ export class McpServer {
    * The argv and environment of the server process under its policy: the launcher's one plan
    * (launcher/setup.ts, `MCP_SERVER_PROCESS`), its named `credentials` kept visible. Throws the launcher's refusals.
    */
-  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string; prepared?: PreparedRoot[]; extraFds?: number[]; lifeline?: boolean }> {
+  private async command(): Promise<{ argv: string[]; env: Record<string, string>; cwd: string; prepared?: PreparedRoot[]; extraFds?: number[]; lifeline?: boolean; reaperFd?: number }> {
     const { server, config } = this.opts;
     if (config.execution_backend === "external") {
       throw new AirlockError(
@@ -361,6 +361,7 @@ export class McpServer {
           cwd,
           ...(confinement.confined ? { prepared: setup.prepared } : {}),
           lifeline: true,
+          reaperFd: setup.reaperFd,
           ...(setup.seccompFd !== undefined ? { extraFds: [setup.seccompFd] } : {}),
         };
       }
@@ -373,7 +374,7 @@ export class McpServer {
 
   private async start(): Promise<Connection> {
     await loadMcpSdk();
-    const { argv, env, cwd, prepared, extraFds, lifeline } = await this.command();
+    const { argv, env, cwd, prepared, extraFds, lifeline, reaperFd } = await this.command();
     const stderrTail: string[] = [];
     const transport = new ProcessTransport({
       argv,
@@ -381,6 +382,7 @@ export class McpServer {
       cwd,
       extraFds,
       lifeline,
+      reaperFd,
       onStderrLine: (line) => {
         stderrTail.push(line);
         if (stderrTail.length > STDERR_TAIL) stderrTail.shift();

@@ -29,6 +29,11 @@ export interface ProcessTransportOptions {
    * its end, unwritten, until the process has exited, so the server's namespace dies with airlock.
    */
   lifeline?: boolean;
+  /**
+   * With `lifeline`: airlock's fd of the reaper's mark (launcher/reaper.ts), given as the fd after the
+   * lifeline. Not owned by the transport: never closed here.
+   */
+  reaperFd?: number;
 }
 
 /** How the process ended, once it has. */
@@ -69,7 +74,7 @@ export class ProcessTransport implements Transport {
         cwd: this.opts.cwd,
         env: this.opts.env,
         detached: true, // own session and process group: the tree is killed as one
-        stdio: ["pipe", "pipe", "pipe", ...(this.opts.extraFds ?? []), ...(this.opts.lifeline ? (["pipe"] as const) : [])],
+        stdio: ["pipe", "pipe", "pipe", ...(this.opts.extraFds ?? []), ...(this.opts.lifeline ? (["pipe"] as const) : []), ...(this.opts.lifeline && this.opts.reaperFd !== undefined ? [this.opts.reaperFd] : [])],
       });
       this.child = child;
       const closeExtra = () => {

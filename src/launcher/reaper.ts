@@ -1,0 +1,102 @@
+/**
+ * @module launcher/reaper
+ * The reaper: one small process per airlock process that outlives airlock for a moment and kills
+ * every process of airlock's bubblewrap launches that would otherwise survive it.
+ *
+ * Why: bubblewrap's parent process, armed with `--die-with-parent`, dies with airlock; if that
+ * happens after it cloned the namespace init and before it released it (bubblewrap writes an
+ * eventfd the init waits on), the init — still privileged, before it runs anything of ours, with no
+ * parent-death signal of its own yet — waits forever (docs/spec.md §9, "Process lifetime").
+ *
+ * How: every bubblewrap launch gets, as an extra fd, a read-only fd on the reaper's *mark*: an empty
+ * file airlock created in a private folder and unlinked at once, so no other process can open it
+ * (holding it is proof a process descends from one of airlock's launches, or was given it on purpose
+ * by a process of the same user, who may kill airlock's processes anyway). The reaper, `/bin/sh`,
+ * holds the mark too and blocks reading a pipe only airlock can write (it never does). When airlock
+ * ends in any way (`kill -9` included) the read returns at end of file, and the reaper SIGKILLs every
+ * process that holds the mark, round after round until five rounds in a row find none, then exits.
+ * Left open: a holder that exits between the comparison and the signal (microseconds) while its pid
+ * is handed to a new process would see that process signalled; pids are reused only after wrapping
+ * around `pid_max`.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+/** The reaper's fd of the mark. */
+const MARK_FD = 3;
+
+/**
+ * The reaper's script: wait for end of file on stdin (airlock gone), then kill every process (but
+ * itself) with an fd on the same file as its own fd {@link MARK_FD}, in rounds over `/proc`, until
+ * five rounds in a row find none (at most 1000 rounds). Each process's fds are listed just before
+ * they are compared: a process being spawned when airlock died still moves the mark to its fd slot
+ * and closes airlock's number at exec, so a list taken for all processes at once went stale (seen: a
+ * round missed a bubblewrap that went on to leave its init blocked). One empty round is not the end:
+ * a process being spawned or exec'd can be missed by one round and seen by the next (seen 18 times in
+ * 240 kills at load 14, never two rounds in a row; docs/performance.md, branch `wip/orphan2`). Only
+ * shell builtins run (no fork per process): `[ A -ef B ]` compares device and inode, through
+ * `/proc/<pid>/fd/<n>`.
+ */
+const SCRIPT = [
+  "trap '' HUP INT QUIT TERM PIPE",
+  "while read -r _; do :; done",
+  "i=0; empty=0",
+  "while [ $i -lt 1000 ] && [ $empty -lt 5 ]; do",
+  "  i=$((i + 1)); empty=$((empty + 1))",
+  "  for d in /proc/[0-9]*; do",
+  '    [ "$d" = "/proc/$$" ] && continue',
+  '    for f in "$d"/fd/*; do',
+  `      if [ "$f" -ef /proc/$$/fd/${MARK_FD} ]; then kill -9 "\${d#/proc/}" 2>/dev/null; empty=0; break; fi`,
+  "    done",
+  "  done",
+  "done",
+].join("\n");
+
+let markFd: number | undefined;
+let reaper: ChildProcess | undefined;
+
+/**
+ * The fd (in airlock) of the reaper's mark, to give every bubblewrap launch as an extra fd (it stays
+ * open in airlock; the caller never closes it). The first call creates the mark and starts the
+ * reaper; later calls return the same fd. Synchronous, so the reaper runs before the first launch.
+ * @throws Error when the mark cannot be created (temp dir unusable) or `/bin/sh` cannot be started.
+ */
+export function reaperMark(): number {
+  if (markFd !== undefined && reaper) return markFd;
+  if (markFd === undefined) {
+    const dir = mkdtempSync(path.join(tmpdir(), "airlock-reaper-"));
+    const file = path.join(dir, "mark");
+    try {
+      writeFileSync(file, "", { mode: 0o600 });
+      markFd = openSync(file, "r");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  // stdin: a pipe airlock never writes (its end is close-on-exec, so no other child holds it)
+  // stdout and stderr are pipes too (it writes nothing): the same stdio a launch has, so this spawn
+  // also runs the child-process path a first launch would otherwise run cold (docs/performance.md)
+  const child = spawn("/bin/sh", ["-c", SCRIPT, "airlock-reaper"], { stdio: ["pipe", "pipe", "pipe", markFd, "pipe"], env: { PATH: "/usr/bin:/bin" } });
+  if (child.pid === undefined) throw new Error("the reaper (/bin/sh) could not be started");
+  child.on("error", () => {});
+  // it must not keep airlock alive, nor its pipe ends airlock's event loop
+  child.unref();
+  for (const s of child.stdio) {
+    if (!s) continue;
+    s.on("error", () => {});
+    if ("read" in s) s.on("data", () => {});
+    (s as unknown as { unref?: () => void }).unref?.();
+  }
+  child.on("exit", () => {
+    if (reaper === child) reaper = undefined;
+  });
+  reaper = child;
+  return markFd;
+}
+
+/** The reaper's pid, or undefined when none runs (tests). */
+export function reaperPid(): number | undefined {
+  return reaper?.pid;
+}
