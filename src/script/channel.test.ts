@@ -100,6 +100,30 @@ describe("payloads larger than the mailbox", () => {
   });
 });
 
+describe("replies larger than the script's memory", () => {
+  // attack2: the reply's copy into the guest (QuickJS newString) outgrew the instance's capped WASM memory, the
+  // module faulted ("Out of bounds memory access") and the script ended `internal` ("run the script again": it
+  // fails again) instead of `script_memory_limit`
+  test("a reply larger than the whole memory limit ends script_memory_limit; the next script on the thread is fine", async () => {
+    await using small = new ScriptPool({ workers: 1, memoryMb: 16, stackKb: 512, maxScripts: 1 });
+    const huge = "z".repeat(40 * 2 ** 20);
+    const r = await small.run("const a = await tools.big({}); return a.length;", LIMITS, async () => ({ ok: true, result: huge }));
+    expect(r.ok ? "ok" : r.error.code).toBe("script_memory_limit");
+    expect(await small.run("return (await tools.echo(3)) + (await tools.echo(4))", LIMITS, echo)).toMatchObject({ ok: true, value: 7 });
+  });
+
+  test("a reply into a guest that holds nearly all its memory ends script_memory_limit", async () => {
+    await using small = new ScriptPool({ workers: 1, memoryMb: 16, stackKb: 512, maxScripts: 1 });
+    const r = await small.run(
+      "const hog = []; try { for (;;) hog.push('x'.repeat(1 << 18) + hog.length); } catch {} hog.length -= 2; const a = await tools.big({}); return a.length + hog.length;",
+      LIMITS,
+      async () => ({ ok: true, result: "y".repeat(4 * 2 ** 20) }),
+    );
+    expect(r.ok ? "ok" : r.error.code).toBe("script_memory_limit");
+    expect(await small.run("return (await tools.echo(3)) + (await tools.echo(4))", LIMITS, echo)).toMatchObject({ ok: true, value: 7 });
+  });
+});
+
 describe("a misbehaving worker", () => {
   const hostilePool = () => new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, workerUrl: new URL("../../test/fixtures/hostile-script-worker.ts", import.meta.url).href });
 
