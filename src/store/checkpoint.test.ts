@@ -126,6 +126,39 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
     }
   });
 
+  // attack2: close() waited for the running checkpoint with no bound (the 5 s bound covered only the close request),
+  // so a thread that never answered hung close() (and the store's close) forever
+  test("a checkpoint thread that never answers: close still ends (its thread ended) and the pending checkpoint resolves null", async () => {
+    const path = freshPath();
+    const db = openDatabase(path);
+    try {
+      const cp = new WalCheckpointer(db, { workerUrl: new URL("../../test/fixtures/hostile-checkpoint-worker.ts", import.meta.url).href });
+      const pending = cp.checkpoint();
+      await cp.close();
+      expect(await pending).toBeNull();
+      expect(await cp.checkpoint()).toBeNull();
+    } finally {
+      db.close();
+    }
+  }, 30_000);
+
+  // attack2: a thread that exited without an error event left its request unanswered: no failure recorded, SQLite's
+  // default automatic checkpoint not put back, no later checkpoint, and close() hung forever
+  test("a checkpoint thread that exits quietly is a failure: SQLite's default automatic checkpoint comes back; close ends", async () => {
+    const path = join(freshPath(), "..", "exits.db");
+    const db = openDatabase(path);
+    try {
+      expect(raiseAutoCheckpoint(db)).toBeGreaterThan(1000);
+      const cp = new WalCheckpointer(db, { workerUrl: new URL("../../test/fixtures/hostile-checkpoint-worker.ts", import.meta.url).href });
+      expect(await cp.checkpoint()).toBeNull();
+      expect(cp.failure).toContain("exited");
+      expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+      await cp.close();
+    } finally {
+      db.close();
+    }
+  }, 30_000);
+
   test("close empties the WAL into the database file, with another connection still open on it", async () => {
     const path = freshPath();
     const { store, sql } = await openServing(path);

@@ -134,13 +134,17 @@ export class WalCheckpointer {
         (this.worker as Worker & { unref(): void }).unref(); // Bun: the thread keeps no process alive
         this.worker.onmessage = (ev: MessageEvent<CheckpointReply>) => this.waiting.shift()?.(ev.data);
         this.worker.onerror = (ev) => this.fail(`the checkpoint thread failed: ${ev.message}`);
+        // a thread that ends without an error event (it exited) would leave its request unanswered for ever
+        this.worker.addEventListener("close", () => {
+          if (!this.closed) this.fail("the checkpoint thread exited");
+        });
         this.expect(await this.ask({ kind: "open", path: this.db.filename }), "opened");
       }
       const r = this.expect(await this.ask({ kind: "checkpoint" }), "checkpointed");
       this.checkpoints++;
       return { busy: r.busy, log: r.log, checkpointed: r.checkpointed };
     } catch (e) {
-      this.fail(e instanceof Error ? e.message : String(e));
+      if (!this.closed) this.fail(e instanceof Error ? e.message : String(e));
       return null;
     }
   }
@@ -174,20 +178,25 @@ export class WalCheckpointer {
   }
 
   /**
-   * Stops the timer, waits for a running checkpoint, and closes the thread's connection (at most
-   * 5 s, then the thread is ended). Idempotent; never rejects. The serving connection stays open.
+   * Stops the timer, waits for a running checkpoint and closes the thread's connection, 5 s at most in all: then the
+   * thread is ended (a checkpoint it was running stops there; the WAL keeps what it did not copy) and a pending
+   * `checkpoint()` resolves null. Idempotent; never rejects. The serving connection stays open.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
-    await this.running;
-    const w = this.worker;
-    if (!w || this.failure) return;
     let timeout: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.ask({ kind: "close" }), new Promise((r) => (timeout = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
-    clearTimeout(timeout);
-    w.terminate();
-    this.worker = null;
+    const expired = new Promise<void>((r) => (timeout = setTimeout(r, CLOSE_TIMEOUT_MS)));
+    try {
+      await Promise.race([this.running, expired]);
+      if (this.worker && !this.failure) await Promise.race([this.ask({ kind: "close" }), expired]);
+    } finally {
+      clearTimeout(timeout);
+      this.worker?.terminate();
+      this.worker = null;
+      // requests the thread never answered (it hung): their callers get null (runOne sees a failure while closed)
+      for (const w of this.waiting.splice(0)) w({ kind: "failed", message: "the checkpointer closed" });
+    }
   }
 }
