@@ -100,6 +100,50 @@ describe("payloads larger than the mailbox", () => {
   });
 });
 
+describe("attack2: replies at the mailbox's edges and across runs on one thread (held)", () => {
+  // a reply frame is 1 kind byte + u32 id + u32 length + the payload {"ok":true,"result":"…"} (23 bytes around the string)
+  const stringFor = (frameBytes: number) => "a".repeat(frameBytes - 9 - 23);
+
+  test("frames of CAPACITY - 1, CAPACITY, CAPACITY + 1, 2 × CAPACITY ± 1 bytes, and 4-byte UTF-8 straddling each chunk boundary, arrive whole", async () => {
+    const results: string[] = [];
+    for (const n of [CAPACITY - 1, CAPACITY, CAPACITY + 1, 2 * CAPACITY - 1, 2 * CAPACITY, 2 * CAPACITY + 1]) results.push(stringFor(n));
+    for (const shift of [0, 1, 2, 3]) {
+      // the emoji's 4 bytes start `shift` + 1 bytes before the first chunk's end, and again before the second's
+      const head = "a".repeat(CAPACITY - 9 - 21 - shift - 1);
+      results.push(`${head}😀${"b".repeat(CAPACITY - 4)}😀€ß\ud800`);
+    }
+    const r = await pool.run(`const out = []; for (let i = 0; i < ${results.length}; i++) out.push(await tools.get({ i })); return out;`, LIMITS, async (_n, args) => ({ ok: true, result: results[(args as { i: number }).i] }));
+    expect(r).toMatchObject({ ok: true, value: results });
+  });
+
+  test("a script that ends (deadline, cancel) while its chunked reply is half written: the next script on that thread gets only its own replies", async () => {
+    await using one = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, maxScripts: 1 });
+    expect(await one.run("return 1", LIMITS, echo)).toMatchObject({ ok: true });
+    const thread = one.threadIds.slice();
+    // 32 calls fill a batch, so they reach the host while the guest spins; the guest never waits again, so the worker
+    // never empties the mailbox: the first chunk of the 4-chunk reply to call 1 stays there, the rest never written
+    const SPIN = "for (let i = 0; i < 32; i++) tools.part({ i }); for (;;) {}";
+    const big = "z".repeat(4 * CAPACITY);
+    let served = 0;
+    const timedOut = await one.run(SPIN, { ...LIMITS, cpuTimeoutMs: 300 }, async () => {
+      served++;
+      return { ok: true, result: big };
+    });
+    expect(timedOut.ok ? "ok" : timedOut.error.code).toBe("script_timeout");
+    const ac = new AbortController();
+    const cancelled = await one.run(SPIN, { ...LIMITS, signal: ac.signal }, async (_n, args) => {
+      served++;
+      if ((args as { i: number }).i === 31) setTimeout(() => ac.abort(), 0);
+      return { ok: true, result: big };
+    });
+    expect(cancelled.ok ? "ok" : cancelled.error).toEqual({ code: "cancelled", message: "the script was cancelled by its caller" });
+    expect(served).toBe(64);
+    const mine = await one.run("const out = []; for (let i = 0; i < 5; i++) out.push(await tools.echo({ i })); return out;", LIMITS, echo);
+    expect(mine).toMatchObject({ ok: true, value: [0, 1, 2, 3, 4].map((i) => ({ i })) });
+    expect(one.threadIds).toEqual(thread); // nothing was replaced: the worker itself stopped both
+  });
+});
+
 describe("replies larger than the script's memory", () => {
   // attack2: the reply's copy into the guest (QuickJS newString) outgrew the instance's capped WASM memory, the
   // module faulted ("Out of bounds memory access") and the script ended `internal` ("run the script again": it
