@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { raiseAutoCheckpoint, START_BYTES, WAL_BOUND_BYTES, WalCheckpointer } from "./checkpoint.ts";
@@ -158,6 +158,26 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
       db.close();
     }
   }, 30_000);
+
+  // attack2: the timer's stat of the -wal file threw (ENOTDIR, EACCES: only ENOENT was expected) inside a timer
+  // callback: an uncaught exception that ended the serving process, whose connection was still working
+  test("a data dir replaced under the serving connection: the timer's stat fails, the checkpointer fails closed, the process and its commits go on", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "airlock-wal-"));
+    dirs.push(dir);
+    mkdirSync(join(dir, "data"));
+    const { store, sql } = await openServing(join(dir, "data", "airlock.db"));
+    try {
+      renameSync(join(dir, "data"), join(dir, "moved"));
+      writeFileSync(join(dir, "data"), "a file where the data dir was"); // stat of data/airlock.db-wal: ENOTDIR
+      await until(() => sql.checkpointer!.failure !== null);
+      expect(sql.checkpointer!.failure).toContain("ENOTDIR");
+      expect(sql.db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+      await insert(sql, 0, 10); // the open connection still commits
+      expect((await sql.get<{ c: number }>("SELECT count(*) AS c FROM pad_rows"))!.c).toBe(10);
+    } finally {
+      await store.close();
+    }
+  });
 
   test("close empties the WAL into the database file, with another connection still open on it", async () => {
     const path = freshPath();

@@ -105,7 +105,7 @@ export class WalCheckpointer {
     this.timer.unref();
   }
 
-  /** Size of the `-wal` file now, bytes (0 when there is none). */
+  /** Size of the `-wal` file now, bytes (0 when there is none). @throws Error when it cannot be looked at (ENOTDIR, EACCES, …). */
   walBytes(): number {
     return statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
   }
@@ -113,7 +113,17 @@ export class WalCheckpointer {
   /** One timer turn: a checkpoint on the thread when the WAL is big enough and none is running. */
   private tick(): void {
     if (this.closed || this.running || this.failure) return;
-    if (!this.worker && this.walBytes() < this.startBytes) return;
+    if (!this.worker) {
+      let bytes: number;
+      try {
+        bytes = this.walBytes();
+      } catch (e) {
+        // thrown in a timer it would end the process, whose connection still works (its files are open): fail closed instead
+        this.fail(`the checkpointer cannot look at ${this.walPath}: ${e instanceof Error ? e.message : String(e)}`);
+        return;
+      }
+      if (bytes < this.startBytes) return;
+    }
     void this.checkpoint();
   }
 
