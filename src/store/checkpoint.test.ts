@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { raiseAutoCheckpoint, START_BYTES, WAL_BOUND_BYTES, WalCheckpointer } from "./checkpoint.ts";
@@ -174,6 +174,23 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
       expect(sql.db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
       await insert(sql, 0, 10); // the open connection still commits
       expect((await sql.get<{ c: number }>("SELECT count(*) AS c FROM pad_rows"))!.c).toBe(10);
+    } finally {
+      await store.close();
+    }
+  });
+
+  // attack2: SQLite keeps the WAL beside the file a link points to, while the checkpointer looked beside the link:
+  // it saw no WAL, never started its thread, and every checkpoint ran inside a commit at 16 MB (4 × SQLite's default)
+  test("a database file reached through a symbolic link: the checkpointer watches the WAL SQLite writes (beside the link's target)", async () => {
+    const real = freshPath();
+    (await openServing(real)).store.close();
+    const link = join(freshPath(), "..", "link.db");
+    symlinkSync(real, link);
+    const { store, sql } = await openServing(link);
+    try {
+      await insert(sql, 0, 600); // about 2.4 MB of WAL: past the thread's start size
+      expect(sql.checkpointer!.walBytes()).toBeGreaterThan(START_BYTES);
+      await until(() => sql.checkpointer!.checkpoints >= 1);
     } finally {
       await store.close();
     }

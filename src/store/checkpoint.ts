@@ -9,7 +9,7 @@
  * the WAL before it returns, and a WAL left by a killed process is replayed on the next open.
  */
 import type { Database } from "bun:sqlite";
-import { statSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 
 /**
  * The bound on the WAL, bytes: once it holds this much the serving connection checkpoints inside its
@@ -79,6 +79,7 @@ export interface WalCheckpointerOptions {
  * thread is not started again.
  */
 export class WalCheckpointer {
+  /** The `-wal` file SQLite writes for the serving connection (its database path with links resolved, + `-wal`). */
   readonly walPath: string;
   /** PASSIVE checkpoints the thread has run. */
   checkpoints = 0;
@@ -98,7 +99,7 @@ export class WalCheckpointer {
     private readonly db: Database,
     opts: WalCheckpointerOptions = {},
   ) {
-    this.walPath = `${db.filename}-wal`;
+    this.walPath = `${resolvedPath(db.filename)}-wal`;
     this.startBytes = opts.startBytes ?? START_BYTES;
     this.workerUrl = opts.workerUrl ?? checkpointWorkerUrl();
     this.timer = setInterval(() => this.tick(), opts.tickMs ?? TICK_MS);
@@ -208,5 +209,17 @@ export class WalCheckpointer {
       // requests the thread never answered (it hung): their callers get null (runOne sees a failure while closed)
       for (const w of this.waiting.splice(0)) w({ kind: "failed", message: "the checkpointer closed" });
     }
+  }
+}
+
+/**
+ * `path` with its symbolic links resolved, as SQLite resolves it before naming the `-wal` file (a database reached
+ * through a link has its WAL beside the link's target); `path` itself when it cannot be resolved.
+ */
+function resolvedPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
