@@ -144,6 +144,35 @@ describe("attack2: replies at the mailbox's edges and across runs on one thread 
   });
 });
 
+describe("attack2: cancel of a script still queued for a thread", () => {
+  // attack2: it ended "its worker was replaced because it did not stop", though it had no worker and nothing was replaced
+  test("ends cancelled, 'before it started', and replaces no worker; the script ahead of it and the next one are unaffected", async () => {
+    await using one = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, maxScripts: 1 });
+    expect(await one.run("return 1", LIMITS, echo)).toMatchObject({ ok: true });
+    const thread = one.threadIds.slice();
+    let release!: () => void;
+    let reached!: () => void;
+    const parked = new Promise<void>((r) => (reached = r));
+    const ahead = one.run("await tools.park({}); return 'ahead'", LIMITS, async () => {
+      reached();
+      await new Promise<void>((r) => (release = r));
+      return { ok: true, result: null };
+    });
+    await parked; // the only thread is taken: the next script waits in the queue
+    const ac = new AbortController();
+    const queued = one.run("return 'queued'", { ...LIMITS, signal: ac.signal }, echo);
+    await new Promise((r) => setImmediate(r)); // run()'s awaits are on settled promises: after this turn the task is in tinypool's queue
+    ac.abort();
+    const r = await queued;
+    expect(r.ok ? "ok" : r.error).toEqual({ code: "cancelled", message: "the script was cancelled before it started" });
+    release();
+    expect(await ahead).toMatchObject({ ok: true, value: "ahead" });
+    expect(await one.run("return await tools.echo(5)", LIMITS, echo)).toMatchObject({ ok: true, value: 5 });
+    expect(one.threadIds).toEqual(thread);
+    expect(one.workerErrors).toEqual([]);
+  });
+});
+
 describe("replies larger than the script's memory", () => {
   // attack2: the reply's copy into the guest (QuickJS newString) outgrew the instance's capped WASM memory, the
   // module faulted ("Out of bounds memory access") and the script ended `internal` ("run the script again": it
