@@ -100,6 +100,103 @@ describe("payloads larger than the mailbox", () => {
   });
 });
 
+describe("attack2: replies at the mailbox's edges and across runs on one thread (held)", () => {
+  // a reply frame is 1 kind byte + u32 id + u32 length + the payload {"ok":true,"result":"…"} (23 bytes around the string)
+  const stringFor = (frameBytes: number) => "a".repeat(frameBytes - 9 - 23);
+
+  test("frames of CAPACITY - 1, CAPACITY, CAPACITY + 1, 2 × CAPACITY ± 1 bytes, and 4-byte UTF-8 straddling each chunk boundary, arrive whole", async () => {
+    const results: string[] = [];
+    for (const n of [CAPACITY - 1, CAPACITY, CAPACITY + 1, 2 * CAPACITY - 1, 2 * CAPACITY, 2 * CAPACITY + 1]) results.push(stringFor(n));
+    for (const shift of [0, 1, 2, 3]) {
+      // the emoji's 4 bytes start `shift` + 1 bytes before the first chunk's end, and again before the second's
+      const head = "a".repeat(CAPACITY - 9 - 21 - shift - 1);
+      results.push(`${head}😀${"b".repeat(CAPACITY - 4)}😀€ß\ud800`);
+    }
+    const r = await pool.run(`const out = []; for (let i = 0; i < ${results.length}; i++) out.push(await tools.get({ i })); return out;`, LIMITS, async (_n, args) => ({ ok: true, result: results[(args as { i: number }).i] }));
+    expect(r).toMatchObject({ ok: true, value: results });
+  });
+
+  test("a script that ends (deadline, cancel) while its chunked reply is half written: the next script on that thread gets only its own replies", async () => {
+    await using one = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, maxScripts: 1 });
+    expect(await one.run("return 1", LIMITS, echo)).toMatchObject({ ok: true });
+    const thread = one.threadIds.slice();
+    // 32 calls fill a batch, so they reach the host while the guest spins; the guest never waits again, so the worker
+    // never empties the mailbox: the first chunk of the 4-chunk reply to call 1 stays there, the rest never written
+    const SPIN = "for (let i = 0; i < 32; i++) tools.part({ i }); for (;;) {}";
+    const big = "z".repeat(4 * CAPACITY);
+    let served = 0;
+    const timedOut = await one.run(SPIN, { ...LIMITS, cpuTimeoutMs: 300 }, async () => {
+      served++;
+      return { ok: true, result: big };
+    });
+    expect(timedOut.ok ? "ok" : timedOut.error.code).toBe("script_timeout");
+    const ac = new AbortController();
+    const cancelled = await one.run(SPIN, { ...LIMITS, signal: ac.signal }, async (_n, args) => {
+      served++;
+      if ((args as { i: number }).i === 31) setTimeout(() => ac.abort(), 0);
+      return { ok: true, result: big };
+    });
+    expect(cancelled.ok ? "ok" : cancelled.error).toEqual({ code: "cancelled", message: "the script was cancelled by its caller" });
+    expect(served).toBe(64);
+    const mine = await one.run("const out = []; for (let i = 0; i < 5; i++) out.push(await tools.echo({ i })); return out;", LIMITS, echo);
+    expect(mine).toMatchObject({ ok: true, value: [0, 1, 2, 3, 4].map((i) => ({ i })) });
+    expect(one.threadIds).toEqual(thread); // nothing was replaced: the worker itself stopped both
+  });
+});
+
+describe("attack2: cancel of a script still queued for a thread", () => {
+  // attack2: it ended "its worker was replaced because it did not stop", though it had no worker and nothing was replaced
+  test("ends cancelled, 'before it started', and replaces no worker; the script ahead of it and the next one are unaffected", async () => {
+    await using one = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, maxScripts: 1 });
+    expect(await one.run("return 1", LIMITS, echo)).toMatchObject({ ok: true });
+    const thread = one.threadIds.slice();
+    let release!: () => void;
+    let reached!: () => void;
+    const parked = new Promise<void>((r) => (reached = r));
+    const ahead = one.run("await tools.park({}); return 'ahead'", LIMITS, async () => {
+      reached();
+      await new Promise<void>((r) => (release = r));
+      return { ok: true, result: null };
+    });
+    await parked; // the only thread is taken: the next script waits in the queue
+    const ac = new AbortController();
+    const queued = one.run("return 'queued'", { ...LIMITS, signal: ac.signal }, echo);
+    await new Promise((r) => setImmediate(r)); // run()'s awaits are on settled promises: after this turn the task is in tinypool's queue
+    ac.abort();
+    const r = await queued;
+    expect(r.ok ? "ok" : r.error).toEqual({ code: "cancelled", message: "the script was cancelled before it started" });
+    release();
+    expect(await ahead).toMatchObject({ ok: true, value: "ahead" });
+    expect(await one.run("return await tools.echo(5)", LIMITS, echo)).toMatchObject({ ok: true, value: 5 });
+    expect(one.threadIds).toEqual(thread);
+    expect(one.workerErrors).toEqual([]);
+  });
+});
+
+describe("replies larger than the script's memory", () => {
+  // attack2: the reply's copy into the guest (QuickJS newString) outgrew the instance's capped WASM memory, the
+  // module faulted ("Out of bounds memory access") and the script ended `internal` ("run the script again": it
+  // fails again) instead of `script_memory_limit`
+  test("a reply larger than the whole memory limit ends script_memory_limit; the next script on the thread is fine", async () => {
+    await using small = new ScriptPool({ workers: 1, memoryMb: 16, stackKb: 512, maxScripts: 1 });
+    const huge = "z".repeat(40 * 2 ** 20);
+    const r = await small.run("const a = await tools.big({}); return a.length;", LIMITS, async () => ({ ok: true, result: huge }));
+    expect(r.ok ? "ok" : r.error.code).toBe("script_memory_limit");
+    expect(await small.run("return (await tools.echo(3)) + (await tools.echo(4))", LIMITS, echo)).toMatchObject({ ok: true, value: 7 });
+  });
+
+  test("a reply into a guest that holds nearly all its memory ends script_memory_limit", async () => {
+    await using small = new ScriptPool({ workers: 1, memoryMb: 16, stackKb: 512, maxScripts: 1 });
+    const r = await small.run(
+      "const hog = []; try { for (;;) hog.push('x'.repeat(1 << 18) + hog.length); } catch {} hog.length -= 2; const a = await tools.big({}); return a.length + hog.length;",
+      LIMITS,
+      async () => ({ ok: true, result: "y".repeat(4 * 2 ** 20) }),
+    );
+    expect(r.ok ? "ok" : r.error.code).toBe("script_memory_limit");
+    expect(await small.run("return (await tools.echo(3)) + (await tools.echo(4))", LIMITS, echo)).toMatchObject({ ok: true, value: 7 });
+  });
+});
+
 describe("a misbehaving worker", () => {
   const hostilePool = () => new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, workerUrl: new URL("../../test/fixtures/hostile-script-worker.ts", import.meta.url).href });
 

@@ -25,8 +25,8 @@ const REUSE_MAX_BYTES = 32 * 2 ** 20;
 export interface Instance {
   readonly module: QuickJSWASMModule;
   readonly memory: WebAssembly.Memory;
-  /** True when the memory has reached its cap (a `null` guest error then means out of memory). */
-  exhausted(): boolean;
+  /** True when the memory cannot grow by `wantBytes` (default 0: it has reached its cap; a `null` guest error then means out of memory). */
+  exhausted(wantBytes?: number): boolean;
 }
 
 /** The instances of one worker. Create with `await Instances.create(memoryMb)`. */
@@ -109,7 +109,7 @@ async function instantiate(compiled: WebAssembly.Module | undefined, maxPages: n
   // An abort inside QuickJS surfaces as a thrown RuntimeError (handled by script/vm.ts); its stderr copy is noise.
   const emscriptenModule = { printErr: quiet, print: quiet } as unknown as CustomizeVariantOptions["emscriptenModule"];
   const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, compiled ? { wasmModule: compiled, wasmMemory: memory, emscriptenModule } : { wasmMemory: memory, emscriptenModule }));
-  return { module, memory, exhausted: () => memory.buffer.byteLength >= maxPages * PAGE };
+  return { module, memory, exhausted: (wantBytes = 0) => memory.buffer.byteLength + wantBytes >= maxPages * PAGE };
 }
 
 function quiet(): void {}

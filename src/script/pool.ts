@@ -291,6 +291,9 @@ export class ScriptPool {
       channel.cancel();
       cancelTimer = setTimeout(() => {
         if (done) return;
+        // still in tinypool's queue (no thread has taken it): nothing to replace; a thread that takes it later sees the
+        // cancel word before it runs any guest code
+        if (!meter[METER.threadId]) return finish(fail("cancelled", "the script was cancelled before it started", [], 0));
         this.#replaceWorker(meter[METER.threadId]!, "a cancelled script on it did not stop");
         finish(fail("cancelled", "the script was cancelled; its worker was replaced because it did not stop", [], 0));
       }, GRACE_MS);

@@ -22,8 +22,8 @@ export interface VmOptions {
   stackBytes: number;
   /** Shared meter the host watchdog reads (see METER). */
   meter: Float64Array;
-  /** True when the script's instance memory has reached its cap (a `null` error then means out of memory). */
-  memoryExhausted(): boolean;
+  /** True when the script's instance memory cannot grow by `wantBytes` (default 0: it has reached its cap; a `null` error then means out of memory). */
+  memoryExhausted(wantBytes?: number): boolean;
   /** Sends a tool call to the host. */
   post(msg: CallRequest): void;
   /** True once the host cancelled the script (its shared cancel word): read by the interrupt handler, so a busy guest stops too. */
@@ -210,14 +210,24 @@ export class ScriptRun {
     const d = this.#deferreds.get(id);
     if (!d || this.#finished) return;
     this.#deferreds.delete(id);
-    this.#guard(() =>
-      this.#enter(() => {
-        const h = this.#ctx!.newString(payload);
-        d.resolve(h);
-        h.dispose();
-        d.dispose();
-        this.#drain();
-      }),
+    // its UTF-8 copy alone would pass the memory limit (a UTF-16 length is at most its UTF-8 byte length): refused
+    // before the module is touched, whose capped memory it could only fault
+    if (payload.length > this.#opts.memoryBytes) {
+      d.dispose();
+      this.#stop ??= this.#oom();
+      this.#check();
+      return;
+    }
+    this.#guard(
+      () =>
+        this.#enter(() => {
+          const h = this.#ctx!.newString(payload);
+          d.resolve(h);
+          h.dispose();
+          d.dispose();
+          this.#drain();
+        }),
+      () => byteLength(payload),
     );
     this.#check();
   }
@@ -286,12 +296,19 @@ export class ScriptRun {
     }
   }
 
-  /** Runs host-side work on the module; a module failure ends the script and marks its instance fatal (dropped, never reused). */
-  #guard(fn: () => void): void {
+  /**
+   * Runs host-side work on the module; a module failure ends the script and marks its instance fatal (dropped, never
+   * reused): `script_memory_limit` when the instance's memory cannot grow by `wantBytes()` (what `fn` copies in; 0 when
+   * absent), else `internal`.
+   */
+  #guard(fn: () => void, wantBytes?: () => number): void {
     try {
       fn();
     } catch (e) {
       const fatal = isFatalModuleError(e);
+      // a module fault when the instance's memory cannot grow by what `fn` copies in (`wantBytes`, e.g. a tool result
+      // into a full guest) is the script's memory limit, not the sandbox's failure
+      if (fatal && this.#opts.memoryExhausted(wantBytes?.() ?? 0)) return this.#finish(this.#oom(), fatal);
       this.#finish({ code: "internal", message: `the script sandbox failed: ${e instanceof Error ? e.message : String(e)}; run the script again` }, fatal);
     }
   }
@@ -362,8 +379,7 @@ export class ScriptRun {
     const ctx = this.#ctx!;
     const { name, message, stack, code } = describe(ctx, h);
     if (this.#stop) return this.#stop;
-    const memoryMb = Math.round(this.#opts.memoryBytes / 2 ** 20);
-    const oom = { code: "script_memory_limit", message: `the script ran out of memory (limit ${memoryMb} MiB, limits.script_memory_mb); hold less data at once` } as const;
+    const oom = this.#oom();
     if (name === undefined && message === undefined) {
       return this.#opts.memoryExhausted() ? oom : { code: "script_error", message: `the script threw ${stack ?? "a non-error value"}` };
     }
@@ -373,6 +389,12 @@ export class ScriptRun {
     }
     if (message === "interrupted") return timeoutFailure("the script was interrupted at its deadline");
     return { code: "script_error", message: `${name ?? "Error"}${code ? ` [${code}]` : ""}: ${message ?? ""}`, ...(stack ? { stack } : {}) };
+  }
+
+  /** The `script_memory_limit` failure. */
+  #oom(): ScriptFailure {
+    const memoryMb = Math.round(this.#opts.memoryBytes / 2 ** 20);
+    return { code: "script_memory_limit", message: `the script ran out of memory (limit ${memoryMb} MiB, limits.script_memory_mb); hold less data at once` };
   }
 
   #check(): void {

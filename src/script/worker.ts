@@ -90,7 +90,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     memoryBytes: settings.memoryMb * 2 ** 20,
     stackBytes: settings.stackKb * 1024,
     meter,
-    memoryExhausted: () => inst.exhausted(),
+    memoryExhausted: (wantBytes) => inst.exhausted(wantBytes),
     cancelRequested: () => channel.cancelled,
     post: (msg) => {
       // A slice making many calls (a `Promise.all`) sends them on in batches, so the host serves them while the guest goes on.

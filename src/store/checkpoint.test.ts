@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { raiseAutoCheckpoint, START_BYTES, WAL_BOUND_BYTES, WalCheckpointer } from "./checkpoint.ts";
@@ -123,6 +123,76 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
       await cp.close();
     } finally {
       db.close();
+    }
+  });
+
+  // attack2: close() waited for the running checkpoint with no bound (the 5 s bound covered only the close request),
+  // so a thread that never answered hung close() (and the store's close) forever
+  test("a checkpoint thread that never answers: close still ends (its thread ended) and the pending checkpoint resolves null", async () => {
+    const path = freshPath();
+    const db = openDatabase(path);
+    try {
+      const cp = new WalCheckpointer(db, { workerUrl: new URL("../../test/fixtures/hostile-checkpoint-worker.ts", import.meta.url).href });
+      const pending = cp.checkpoint();
+      await cp.close();
+      expect(await pending).toBeNull();
+      expect(await cp.checkpoint()).toBeNull();
+    } finally {
+      db.close();
+    }
+  }, 30_000);
+
+  // attack2: a thread that exited without an error event left its request unanswered: no failure recorded, SQLite's
+  // default automatic checkpoint not put back, no later checkpoint, and close() hung forever
+  test("a checkpoint thread that exits quietly is a failure: SQLite's default automatic checkpoint comes back; close ends", async () => {
+    const path = join(freshPath(), "..", "exits.db");
+    const db = openDatabase(path);
+    try {
+      expect(raiseAutoCheckpoint(db)).toBeGreaterThan(1000);
+      const cp = new WalCheckpointer(db, { workerUrl: new URL("../../test/fixtures/hostile-checkpoint-worker.ts", import.meta.url).href });
+      expect(await cp.checkpoint()).toBeNull();
+      expect(cp.failure).toContain("exited");
+      expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+      await cp.close();
+    } finally {
+      db.close();
+    }
+  }, 30_000);
+
+  // attack2: the timer's stat of the -wal file threw (ENOTDIR, EACCES: only ENOENT was expected) inside a timer
+  // callback: an uncaught exception that ended the serving process, whose connection was still working
+  test("a data dir replaced under the serving connection: the timer's stat fails, the checkpointer fails closed, the process and its commits go on", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "airlock-wal-"));
+    dirs.push(dir);
+    mkdirSync(join(dir, "data"));
+    const { store, sql } = await openServing(join(dir, "data", "airlock.db"));
+    try {
+      renameSync(join(dir, "data"), join(dir, "moved"));
+      writeFileSync(join(dir, "data"), "a file where the data dir was"); // stat of data/airlock.db-wal: ENOTDIR
+      await until(() => sql.checkpointer!.failure !== null);
+      expect(sql.checkpointer!.failure).toContain("ENOTDIR");
+      expect(sql.db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+      await insert(sql, 0, 10); // the open connection still commits
+      expect((await sql.get<{ c: number }>("SELECT count(*) AS c FROM pad_rows"))!.c).toBe(10);
+    } finally {
+      await store.close();
+    }
+  });
+
+  // attack2: SQLite keeps the WAL beside the file a link points to, while the checkpointer looked beside the link:
+  // it saw no WAL, never started its thread, and every checkpoint ran inside a commit at 16 MB (4 × SQLite's default)
+  test("a database file reached through a symbolic link: the checkpointer watches the WAL SQLite writes (beside the link's target)", async () => {
+    const real = freshPath();
+    (await openServing(real)).store.close();
+    const link = join(freshPath(), "..", "link.db");
+    symlinkSync(real, link);
+    const { store, sql } = await openServing(link);
+    try {
+      await insert(sql, 0, 600); // about 2.4 MB of WAL: past the thread's start size
+      expect(sql.checkpointer!.walBytes()).toBeGreaterThan(START_BYTES);
+      await until(() => sql.checkpointer!.checkpoints >= 1);
+    } finally {
+      await store.close();
     }
   });
 

@@ -9,7 +9,7 @@
  * the WAL before it returns, and a WAL left by a killed process is replayed on the next open.
  */
 import type { Database } from "bun:sqlite";
-import { statSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 
 /**
  * The bound on the WAL, bytes: once it holds this much the serving connection checkpoints inside its
@@ -79,6 +79,7 @@ export interface WalCheckpointerOptions {
  * thread is not started again.
  */
 export class WalCheckpointer {
+  /** The `-wal` file SQLite writes for the serving connection (its database path with links resolved, + `-wal`). */
   readonly walPath: string;
   /** PASSIVE checkpoints the thread has run. */
   checkpoints = 0;
@@ -98,14 +99,14 @@ export class WalCheckpointer {
     private readonly db: Database,
     opts: WalCheckpointerOptions = {},
   ) {
-    this.walPath = `${db.filename}-wal`;
+    this.walPath = `${resolvedPath(db.filename)}-wal`;
     this.startBytes = opts.startBytes ?? START_BYTES;
     this.workerUrl = opts.workerUrl ?? checkpointWorkerUrl();
     this.timer = setInterval(() => this.tick(), opts.tickMs ?? TICK_MS);
     this.timer.unref();
   }
 
-  /** Size of the `-wal` file now, bytes (0 when there is none). */
+  /** Size of the `-wal` file now, bytes (0 when there is none). @throws Error when it cannot be looked at (ENOTDIR, EACCES, …). */
   walBytes(): number {
     return statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
   }
@@ -113,7 +114,17 @@ export class WalCheckpointer {
   /** One timer turn: a checkpoint on the thread when the WAL is big enough and none is running. */
   private tick(): void {
     if (this.closed || this.running || this.failure) return;
-    if (!this.worker && this.walBytes() < this.startBytes) return;
+    if (!this.worker) {
+      let bytes: number;
+      try {
+        bytes = this.walBytes();
+      } catch (e) {
+        // thrown in a timer it would end the process, whose connection still works (its files are open): fail closed instead
+        this.fail(`the checkpointer cannot look at ${this.walPath}: ${e instanceof Error ? e.message : String(e)}`);
+        return;
+      }
+      if (bytes < this.startBytes) return;
+    }
     void this.checkpoint();
   }
 
@@ -134,13 +145,17 @@ export class WalCheckpointer {
         (this.worker as Worker & { unref(): void }).unref(); // Bun: the thread keeps no process alive
         this.worker.onmessage = (ev: MessageEvent<CheckpointReply>) => this.waiting.shift()?.(ev.data);
         this.worker.onerror = (ev) => this.fail(`the checkpoint thread failed: ${ev.message}`);
+        // a thread that ends without an error event (it exited) would leave its request unanswered for ever
+        this.worker.addEventListener("close", () => {
+          if (!this.closed) this.fail("the checkpoint thread exited");
+        });
         this.expect(await this.ask({ kind: "open", path: this.db.filename }), "opened");
       }
       const r = this.expect(await this.ask({ kind: "checkpoint" }), "checkpointed");
       this.checkpoints++;
       return { busy: r.busy, log: r.log, checkpointed: r.checkpointed };
     } catch (e) {
-      this.fail(e instanceof Error ? e.message : String(e));
+      if (!this.closed) this.fail(e instanceof Error ? e.message : String(e));
       return null;
     }
   }
@@ -174,20 +189,37 @@ export class WalCheckpointer {
   }
 
   /**
-   * Stops the timer, waits for a running checkpoint, and closes the thread's connection (at most
-   * 5 s, then the thread is ended). Idempotent; never rejects. The serving connection stays open.
+   * Stops the timer, waits for a running checkpoint and closes the thread's connection, 5 s at most in all: then the
+   * thread is ended (a checkpoint it was running stops there; the WAL keeps what it did not copy) and a pending
+   * `checkpoint()` resolves null. Idempotent; never rejects. The serving connection stays open.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
-    await this.running;
-    const w = this.worker;
-    if (!w || this.failure) return;
     let timeout: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.ask({ kind: "close" }), new Promise((r) => (timeout = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
-    clearTimeout(timeout);
-    w.terminate();
-    this.worker = null;
+    const expired = new Promise<void>((r) => (timeout = setTimeout(r, CLOSE_TIMEOUT_MS)));
+    try {
+      await Promise.race([this.running, expired]);
+      if (this.worker && !this.failure) await Promise.race([this.ask({ kind: "close" }), expired]);
+    } finally {
+      clearTimeout(timeout);
+      this.worker?.terminate();
+      this.worker = null;
+      // requests the thread never answered (it hung): their callers get null (runOne sees a failure while closed)
+      for (const w of this.waiting.splice(0)) w({ kind: "failed", message: "the checkpointer closed" });
+    }
+  }
+}
+
+/**
+ * `path` with its symbolic links resolved, as SQLite resolves it before naming the `-wal` file (a database reached
+ * through a link has its WAL beside the link's target); `path` itself when it cannot be resolved.
+ */
+function resolvedPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
