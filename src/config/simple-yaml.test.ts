@@ -212,7 +212,7 @@ const FUZZ_PLAIN = ["x", "a b", "./p", "$H", "1", "0", "-3", "2.5", "true", "fal
 const FUZZ_TOKENS = [
   " ", "  ", "\t", "\r", "\uFEFF", "#", " #", "# c", ":", ": ", "- ", "-", "'", '"', "\\", "[", "]", "{", "}", ",", "&a ", "*a", "!",
   "!!str ", "<<: ", "---\n", "...\n", "\n", "\n  ", "? ", "|", ">", "%", "@", "`", "\u0085", "\u2028", "\u00a0", "\x00", "\x7f", "\x1b",
-  "a", "1", "0", ".", "~", "=", "a: 1\n", "a: 2\n", "  a: 1\n", "- x\n", "\ud800", "\udc00", "é", "😀", "[".repeat(100), "]".repeat(100),
+  "a", "1", "0", ".", "~", "=", "a: 1\n", "a: 2\n", "  a: 1\n", "\n\u00a0\u00a0", "\u3000", "\u2007", "- x\n", "\ud800", "\udc00", "é", "😀", "[".repeat(100), "]".repeat(100),
 ];
 
 /**
@@ -230,6 +230,7 @@ function fuzzTexts(seed: number, count: number): string[] {
     for (let i = 0; i < n; i++) {
       let pre = i === 0 && firstPrefix !== null ? firstPrefix : " ".repeat(col);
       if (r() < 0.05) pre = " ".repeat(Math.max(0, col + (r() < 0.5 ? -1 : 1)));
+      else if (col > 0 && r() < 0.03) pre = pick(["\u00a0", "\u3000"]).repeat(col); // a Unicode space is no indentation in YAML
       let head: string;
       if (isSeq) head = `${pre}- `;
       else {
@@ -331,5 +332,18 @@ describe("parseSimpleYaml against inputs nobody wrote", () => {
     for (const text of deep) expect({ text: text.slice(0, 20), fast: parseSimpleYaml(text) }).toEqual({ text: text.slice(0, 20), fast: undefined });
     // what the yaml package says of the deepest is what the config loader reports
     expect(() => parseConfigText(deep[0]!, "airlock.yaml")).toThrow(AirlockError);
+  });
+
+  test("a no-break or other Unicode space is no indentation: it is part of the key, so a key repeated after one is still refused", () => {
+    for (const ws of ["\u00a0", "\u1680", "\u2007", "\u202f", "\u3000"]) {
+      // the yaml package reads `${ws}${ws}b` as a second key at the top, twice: a repeated key
+      const dup = `a:\n${ws}${ws}b: 1\nc:\n${ws}${ws}b: 2\n`;
+      expect(viaYamlPackage(dup)).toBe("error");
+      expect({ ws, fast: parseSimpleYaml(dup) }).toEqual({ ws, fast: undefined });
+      for (const text of [`a:\n${ws}${ws}b: 1\n`, `a: ${ws}#c\n  b: 1\n`, `a: "x"${ws}\n`, `a: [true${ws}]\n`, `- ${ws}x\n`]) {
+        expect({ text, fast: parseSimpleYaml(text) }).toEqual({ text, fast: undefined });
+      }
+    }
+    expect(() => parseConfigText("mode: smart\nx:\n\u00a0mode: chat\ny:\n\u00a0mode: plan\n", "airlock.yaml")).toThrow(/airlock\.yaml:5:1: YAML syntax error: Map keys must be unique/);
   });
 });
