@@ -24,12 +24,20 @@ const PLAIN_CHARS = /^[A-Za-z0-9 _./:@+=,$~%?&*!|>()<^-]+$/;
 const SPECIAL_WORD = /^(?:y|n|yes|no|on|off|true|false|null|nan|inf)$/i;
 const QUOTED = /^(?:"[^"\\]*"|'[^']*')(?:[ ]+#.*)?$/;
 
+/**
+ * `s` without its leading and trailing spaces (U+0020 only: String#trim would also drop the no-break and other Unicode
+ * spaces, which YAML reads as part of a scalar or key, so the checker would see another text than the parsers).
+ */
+function trimSpaces(s: string): string {
+  return s.replace(/^ +| +$/g, "");
+}
+
 /** True when `s` (a value after `key: ` or `- `, its comment included) is one both parsers read the same. */
 function simpleScalar(s: string): boolean {
   if (s.startsWith("[") || s.startsWith("{")) return simpleFlow(s);
   if (s.startsWith('"') || s.startsWith("'")) return QUOTED.test(s);
   const hash = s.indexOf(" #");
-  return simplePlain((hash >= 0 ? s.slice(0, hash) : s).trimEnd());
+  return simplePlain(trimSpaces(hash >= 0 ? s.slice(0, hash) : s));
 }
 
 /** A plain scalar (no comment) both parsers read the same. */
@@ -61,7 +69,7 @@ function simpleFlow(s: string): boolean {
     }
     const start = i;
     while (i < s.length && !",[]{}".includes(s[i]!)) i++;
-    return simplePlain(s.slice(start, i).trimEnd());
+    return simplePlain(trimSpaces(s.slice(start, i)));
   };
   let depth = 0;
   const collection = (isMap: boolean): boolean => {
@@ -120,7 +128,7 @@ export function parseSimpleYaml(text: string): { value: unknown } | undefined {
   /** The column of a `key:` with nothing after it on its line: its block may start on the next line. */
   let pending: number | null = null;
   for (const line of text.split("\n")) {
-    const body = line.trimStart();
+    const body = line.replace(/^ +/, ""); // spaces only: to YAML a no-break space is no indentation but part of the key
     if (body === "" || body.startsWith("#")) continue;
     let col = line.length - body.length;
     let rest = body;
@@ -153,7 +161,7 @@ export function parseSimpleYaml(text: string): { value: unknown } | undefined {
     const keys = stack[stack.length - 1]!.keys!;
     if (keys.has(key) || key === "__proto__" || SPECIAL_WORD.test(key)) return undefined;
     keys.add(key);
-    const value = m[2]?.trim() ?? "";
+    const value = trimSpaces(m[2] ?? "");
     if (value === "" || value.startsWith("#")) pending = col;
     else if (!simpleScalar(value)) return undefined;
   }
