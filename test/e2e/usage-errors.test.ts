@@ -96,6 +96,13 @@ const LEFT = [
   ["policy", "explain"],
   ["serve", "--port", "99999"],
   ["run", "--mode", "smart", "--help"],
+  // the program's -V/--version is read wherever it stands, even as another option's value: commander prints the version
+  ["run", "--mode", "--version"],
+  ["run", "--mode", "nope", "-V"],
+  ["run", "hi", "--model", "-V"],
+  ["run", "--mode", "nope", "-Vx"],
+  ["serve", "--role", "--version"],
+  ["sessions", "show", "--data-dir", "", "-V"],
 ];
 
 describe("argument errors without commander", () => {
