@@ -118,6 +118,11 @@ describe("parseSimpleYaml", () => {
       expect({ text, fast: parseSimpleYaml(text) }).toEqual({ text, fast: undefined });
       expect(viaYamlPackage(text)).toBe("error");
     }
+    // the same key spelt otherwise (quoted, escaped): quoted keys are outside the subset, so the package refuses the repeat
+    for (const text of ['a: 1\n"a": 2\n', "a: 1\n'a': 2\n", 'a: 1\n"\\x61": 2\n', 'a: 1\n"\\u0061": 2\n', 'k: {a: 1, "a": 2}\n', "k: {a: 1, 'a': 2}\n"]) {
+      expect({ text, fast: parseSimpleYaml(text) }).toEqual({ text, fast: undefined });
+      expect({ text, pkg: viaYamlPackage(text) }).toEqual({ text, pkg: "error" });
+    }
     // the same key in two mappings is no repeat
     expect(parseSimpleYaml("a:\n  x: 1\nb:\n  x: 2\nl:\n  - x: 1\n  - x: 2\n")?.value).toEqual({ a: { x: 1 }, b: { x: 2 }, l: [{ x: 1 }, { x: 2 }] });
   });
