@@ -134,7 +134,7 @@ describe("airlock run's arguments without commander", () => {
     // choices of every option, wrong ones, empty and blank strings, values that look like options, Unicode, control characters
     const values = ["autonomous", "smart", "approve", "chat", "read-only", "workspace-write", "danger-full-access", "openai", "anthropic", "text", "json",
       "stream-json", "Smart", "smart ", " smart", "SMART", "", " ", "\t", "\u00a0", "\u3000", "-", "--", "-x", "--mode", "--headless", "x=1", "a=b=c", "=x",
-      "./airlock.yaml", "/tmp/d", "~", "héllo", "😀", "\ud800", "a\nb", "\u0000", "help", "run", "constructor", "__proto__", "toString"];
+      "./airlock.yaml", "/tmp/d", "~", "héllo", "😀", "\ud800", "a\nb", "\u0000", "help", "run", "constructor", "__proto__", "toString", "\u2014mode", "\u2212x", "\uff0d\uff0dmode"];
     const diffs: string[] = [];
     let taken = 0;
     let left = 0;
