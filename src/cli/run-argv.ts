@@ -5,7 +5,7 @@
  * as a bare Bun start. Only the plain forms are read — `--name value` of an option the usage table
  * (cli/canned-usage.ts, recorded from the commander program at build time) lists with a required value and a
  * value check this module knows, boolean flags, and at most one PROMPT; the value must pass the check and
- * must not begin with `-`. Anything else (`--param`, `--recipe`, `--name=value`, short options, `--`, help,
+ * must not begin with `-`. Anything else (`--param`, `--name=value`, short options, `--`, help,
  * an unknown option, a refused value, a second PROMPT) gives `undefined`, and main.ts parses it with
  * commander as before. `test/e2e/run-argv.test.ts` holds the result equal to commander's.
  */

@@ -77,12 +77,12 @@ export function usageError(argv: readonly string[], table: UsageTable): { stderr
   if (path.length < 2 || typeof leaf.hint === "object") return undefined;
   const args = argv.slice(at);
   const names = (o: UsageOption): (string | null)[] => [o.long, o.short];
-  // An ancestor reads the arguments up to the first option-like one it does not know: if it knows it, bail.
-  const firstOption = args.find(isOption);
-  if (firstOption !== undefined) {
-    const head = firstOption.startsWith("--") ? firstOption.split("=")[0]! : firstOption.slice(0, 2);
+  // An ancestor reads every option-like argument it knows, wherever it stands (after an unknown one too, and as the
+  // value of a leaf option: `run --mode --version` prints the version): if any is one of an ancestor's, bail.
+  for (const arg of args.filter(isOption)) {
+    const head = arg.startsWith("--") ? arg.split("=")[0]! : arg.slice(0, 2);
     for (const anc of path.slice(0, -1)) {
-      if (anc.options.some((o) => names(o).includes(firstOption) || names(o).includes(head))) return undefined;
+      if (anc.options.some((o) => names(o).includes(arg) || names(o).includes(head))) return undefined;
     }
   }
   const fail = (message: string): { stderr: string; exitCode: number } => {

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { usageTable } from "../../build/usage-table.ts";
 import { readRunArgv } from "../../src/cli/run-argv.ts";
+import { usageError } from "../../src/cli/usage-error.ts";
 import { removeAfterAllTests } from "../cleanup.ts";
 import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
 
@@ -113,4 +114,63 @@ describe("airlock run's arguments without commander", () => {
     }
     expect(diffs).toEqual([]);
   }, 300_000);
+
+  test("a differential fuzzer (fixed seed): every generated argv the start path decides (a usage error, or the options read) is what commander decides", async () => {
+    const table = await usageTable();
+    // mulberry32: the same argvs on every run
+    let state = 20261202;
+    const r = () => {
+      state = (state + 0x6d2b79f5) | 0;
+      let t = Math.imul(state ^ (state >>> 15), 1 | state);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
+    const options = table.program.commands.run!.options.flatMap((o) => (o.long ? [o.long] : []));
+    expect(options.length).toBeGreaterThan(8);
+    // every run option, their short and `=` forms, near misses, program options, help and the end of options
+    const flags = [...options, "--headless", "--mode", "--sandbox", "--provider", "--output-format", "--mode=smart", "--headless=false", "--no-headless",
+      "--Mode", "--mode ", "--mod", "--modes", "-m", "-h", "--help", "-V", "--version", "--", "-", "---", "--unknown", "-x", "--data_dir", "--config="];
+    // choices of every option, wrong ones, empty and blank strings, values that look like options, Unicode, control characters
+    const values = ["autonomous", "smart", "approve", "chat", "read-only", "workspace-write", "danger-full-access", "openai", "anthropic", "text", "json",
+      "stream-json", "Smart", "smart ", " smart", "SMART", "", " ", "\t", "\u00a0", "\u3000", "-", "--", "-x", "--mode", "--headless", "x=1", "a=b=c", "=x",
+      "./airlock.yaml", "/tmp/d", "~", "héllo", "😀", "\ud800", "a\nb", "\u0000", "help", "run", "constructor", "__proto__", "toString", "\u2014mode", "\u2212x", "\uff0d\uff0dmode"];
+    const diffs: string[] = [];
+    let taken = 0;
+    let left = 0;
+    let refused = 0;
+    for (let c = 0; c < 1500; c++) {
+      const argv = ["run"];
+      const n = Math.floor(r() * 7);
+      for (let i = 0; i < n; i++) {
+        const k = r();
+        if (k < 0.45) argv.push(pick(flags));
+        else if (k < 0.65) argv.push(pick(flags), pick(values));
+        else if (k < 0.75) argv.push(`${pick(flags)}=${pick(values)}`);
+        else argv.push(pick(values));
+      }
+      if (r() < 0.3) argv.push(pick(["hi", "fix the test", "-p", "--", "", "run", "help"]));
+      // as src/boot.ts: the usage errors the table decides first, then the reader; each must say what commander says
+      const bad = usageError(argv, table);
+      if (bad !== undefined) {
+        refused++;
+        const commander = await viaCommander(argv);
+        const message = typeof commander === "string" ? commander.replace(/^refused: error: /, "") : undefined;
+        if (message === undefined || !bad.stderr.includes(message)) diffs.push(`${JSON.stringify(argv)}: refused with ${JSON.stringify(bad.stderr)}; commander ${JSON.stringify(commander)}`);
+        continue;
+      }
+      const read = readRunArgv(argv, table);
+      if (read === undefined) {
+        left++;
+        continue;
+      }
+      taken++;
+      const commander = await viaCommander(argv);
+      if (JSON.stringify(read) !== JSON.stringify(commander) || !Bun.deepEquals(read, commander, true)) {
+        diffs.push(`${JSON.stringify(argv)}: ${JSON.stringify(read)} ≠ commander ${JSON.stringify(commander)}`);
+      }
+    }
+    expect(diffs).toEqual([]);
+    expect({ taken: taken > 100, refused: refused > 100, left: left > 100 }).toEqual({ taken: true, refused: true, left: true });
+  }, 120_000);
 });

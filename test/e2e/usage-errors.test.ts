@@ -96,6 +96,13 @@ const LEFT = [
   ["policy", "explain"],
   ["serve", "--port", "99999"],
   ["run", "--mode", "smart", "--help"],
+  // the program's -V/--version is read wherever it stands, even as another option's value: commander prints the version
+  ["run", "--mode", "--version"],
+  ["run", "--mode", "nope", "-V"],
+  ["run", "hi", "--model", "-V"],
+  ["run", "--mode", "nope", "-Vx"],
+  ["serve", "--role", "--version"],
+  ["sessions", "show", "--data-dir", "", "-V"],
 ];
 
 describe("argument errors without commander", () => {
@@ -132,4 +139,58 @@ describe("argument errors without commander", () => {
     });
     expect(diffs).toEqual([]);
   }, 600_000);
+
+  test("a differential fuzzer (fixed seed) over every command: each usage error the table decides is one commander gives", async () => {
+    const table = await usageTable();
+    const { buildProgram } = await import("../../src/main.ts");
+    const { Command } = await import("commander");
+    /** commander's verdict on `argv` with every action replaced: "ran", or the message it refuses (or exits) with */
+    const viaCommander = async (argv: string[]): Promise<string> => {
+      const program = buildProgram(() => {});
+      program.configureOutput({ writeOut: () => {}, writeErr: () => {}, outputError: () => {} });
+      const stub = (c: InstanceType<typeof Command>): void => {
+        if (c.commands.length === 0) c.action(() => {});
+        c.commands.forEach(stub);
+      };
+      program.commands.forEach(stub);
+      try {
+        await program.parseAsync(argv, { from: "user" });
+        return "ran";
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    let state = 7;
+    const r = () => {
+      state = (state + 0x6d2b79f5) | 0;
+      let t = Math.imul(state ^ (state >>> 15), 1 | state);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
+    const all = leaves(table.program);
+    const values = ["", " ", "nope", "all", "api", "smart", "jsonl", "0", "-1", "-1.5", "1e3", "99999", "x=1", "-", "--", "-V", "--version", "-h", "--help", "--json", "--url", "ses_1", "\u00a0", "é"];
+    const diffs: string[] = [];
+    let decided = 0;
+    for (let c = 0; c < 4000; c++) {
+      const { path, cmd } = pick(all);
+      const flags = [...cmd.options.flatMap((o) => [o.long, o.short].filter((x): x is string => x !== null)), "--bogus", "-V", "--version", "-h", "--"];
+      const argv = [...path];
+      const n = Math.floor(r() * 5);
+      for (let i = 0; i < n; i++) {
+        const k = r();
+        if (k < 0.4) argv.push(pick(flags));
+        else if (k < 0.7) argv.push(pick(flags), pick(values));
+        else if (k < 0.8) argv.push(`${pick(flags)}=${pick(values)}`);
+        else argv.push(pick(values));
+      }
+      const bad = usageError(argv, table);
+      if (bad === undefined) continue;
+      decided++;
+      const commander = await viaCommander(argv);
+      if (!bad.stderr.includes(commander.replace(/^error: /, ""))) diffs.push(`${JSON.stringify(argv)}: table ${JSON.stringify(bad.stderr)} ≠ commander ${JSON.stringify(commander)}`);
+    }
+    expect(diffs).toEqual([]);
+    expect(decided).toBeGreaterThan(200);
+  }, 120_000);
 });
