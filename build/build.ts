@@ -9,9 +9,12 @@
  * script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and usage
  * errors evaluate only what they need (docs/performance.md, cold start).
  * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.
+ * Builds of one output file are serialised by a lock folder beside it (`<outfile>.lock`), and the binary
+ * is written under a temporary name then renamed, so test files running at once (`bun test --parallel`)
+ * build it once and never copy a half-written file.
  */
-import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, relative } from "node:path";
 import { recordHelpTexts } from "./help-texts.ts";
 import { buildSide } from "./side.ts";
 
@@ -83,6 +86,69 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
     return { built: false, outfile, bytes: statSync(outfile).size, ms: performance.now() - t0 };
   }
   mkdirSync(dirname(outfile), { recursive: true });
+  const release = await lockOutput(outfile);
+  try {
+    // Another process may have built it while this one waited for the lock.
+    if (!opts.force && isFresh(outfile)) {
+      return { built: false, outfile, bytes: statSync(outfile).size, ms: performance.now() - t0 };
+    }
+    // The file's name is embedded in the binary (its folder is not): same name, a private folder.
+    const partialDir = join(dirname(outfile), `.build-${process.pid}`);
+    try {
+      mkdirSync(partialDir, { recursive: true });
+      await compile(opts, join(partialDir, basename(outfile)));
+      renameSync(join(partialDir, basename(outfile)), outfile);
+    } finally {
+      rmSync(partialDir, { recursive: true, force: true });
+    }
+  } finally {
+    release();
+  }
+  return { built: true, outfile, bytes: statSync(outfile).size, ms: performance.now() - t0 };
+}
+
+/** True when process `pid` still runs (signal 0 reaches it). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Takes the lock folder `<outfile>.lock` (mkdir is atomic), holding the owner's pid; waits while a live
+ * process holds it and takes over a lock whose owner is gone (a build killed midway, or one killed before
+ * it wrote its pid a minute ago). Returns the release.
+ */
+async function lockOutput(outfile: string): Promise<() => void> {
+  const dir = `${outfile}.lock`;
+  for (;;) {
+    try {
+      mkdirSync(dir);
+      writeFileSync(join(dir, "pid"), String(process.pid));
+      return () => rmSync(dir, { recursive: true, force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    let owner = NaN;
+    try {
+      owner = Number(readFileSync(join(dir, "pid"), "utf8"));
+    } catch {
+      // the owner has not written its pid yet, or just released the lock
+    }
+    const orphan = Number.isNaN(owner) && Date.now() - (statSync(dir, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 60_000;
+    if ((Number.isInteger(owner) && owner > 0 && !alive(owner)) || orphan) {
+      rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    await Bun.sleep(50);
+  }
+}
+
+/** Bundles and compiles the binary into `outfile` (see {@link build}). */
+async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   // A relative key lands at <root>/entry/worker.js in the binary (an absolute key would be embedded under
   // its full path); a virtual file has no folder, so its import is made absolute.
   // Bun resolves a relative virtual key against the working directory, so build from ROOT.
@@ -141,7 +207,6 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
   if (!result.success) {
     throw new Error(`bun build failed:\n${result.logs.map((l) => String(l)).join("\n")}`);
   }
-  return { built: true, outfile, bytes: statSync(outfile).size, ms: performance.now() - t0 };
 }
 
 if (import.meta.main) {

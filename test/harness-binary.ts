@@ -1,9 +1,11 @@
 /**
  * @module test/harness-binary
- * The compiled binary for e2e tests: builds `dist/airlock` once per test process (build.ts skips when
- * it is fresh), copies it ALONE into an empty temp folder with no node_modules above it, and runs it.
+ * The compiled binary for e2e tests: builds `dist/airlock` once per test file (build.ts skips when it is
+ * fresh, and one build at a time holds its lock, so files running in parallel build it once), puts it
+ * ALONE into an empty temp folder of the file's own with no node_modules above it (a hard link when
+ * the temp folder is on the same file system, else a copy), and runs it.
  */
-import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { removeAfterAllTests } from "./cleanup.ts";
@@ -11,7 +13,11 @@ import { removeAfterAllTests } from "./cleanup.ts";
 export const REPO = join(import.meta.dir, "..");
 let cached: Promise<string> | undefined;
 
-/** Path of a copy of the freshly built binary in an empty temp folder (same copy for the whole test run). */
+/**
+ * Path of the freshly built binary alone in an empty temp folder (the same one for every test of this
+ * file; the folder is also the binary's cwd and HOME in {@link runBinary}). The binary is a hard link to
+ * `dist/airlock` (a rebuild replaces that path by a rename, so the link keeps its bytes), or a copy.
+ */
 export function compiledBinary(): Promise<string> {
   cached ??= (async () => {
     const proc = Bun.spawn([process.execPath, join(REPO, "build", "build.ts")], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
@@ -22,7 +28,11 @@ export function compiledBinary(): Promise<string> {
       if (existsSync(join(d, "node_modules"))) throw new Error(`${d} has a node_modules folder; the binary must be tested alone`);
     }
     const bin = join(dir, "airlock");
-    copyFileSync(join(REPO, "dist", "airlock"), bin);
+    try {
+      linkSync(join(REPO, "dist", "airlock"), bin);
+    } catch {
+      copyFileSync(join(REPO, "dist", "airlock"), bin); // another file system (EXDEV) or links refused
+    }
     removeAfterAllTests(dir);
     return bin;
   })();

@@ -9,7 +9,7 @@
  * says why and tests skip with that message (`.ci/run` installs Debian's `postgresql`).
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -93,9 +93,22 @@ export async function startPgCluster(): Promise<PgCluster> {
     if (r.status !== 0) throw new Error(`${argv.join(" ")} failed (${r.status}): ${r.stdout}\n${r.stderr}`);
   };
   sh([join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
-  const port = await freePort();
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`;
-  sh([join(bin, "pg_ctl"), "-D", data, "-l", join(dir, "log"), "-o", opts, "-w", "-t", "120", "start"]);
+  // The free port is closed again before the postmaster binds it, so another process (a parallel test
+  // file) may take it meanwhile: then the start fails with "Address already in use" and is retried on
+  // another port.
+  let port = 0;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`;
+    try {
+      sh([join(bin, "pg_ctl"), "-D", data, "-l", join(dir, "log"), "-o", opts, "-w", "-t", "120", "start"]);
+      break;
+    } catch (e) {
+      const log = existsSync(join(dir, "log")) ? readFileSync(join(dir, "log"), "utf8") : "";
+      if (attempt >= 5 || !/already in use|could not bind|could not create any TCP\/IP sockets/i.test(log)) throw e;
+      rmSync(join(dir, "log"), { force: true });
+    }
+  }
   let stopped = false;
   let n = 0;
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;

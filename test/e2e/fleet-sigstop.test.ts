@@ -74,7 +74,16 @@ describe.skipIf(why !== null)(`a serve paused past its lease (SIGSTOP/SIGCONT)${
     let atSweep = -1;
     a.proc.kill("SIGSTOP");
     try {
-      await until("B's sweep", async () => ((await fx.pg`SELECT status FROM turns WHERE id = ${turnId}`)[0].status === "interrupted" ? true : undefined));
+      try {
+        await until("B's sweep", async () => ((await fx.pg`SELECT status FROM turns WHERE id = ${turnId}`)[0].status === "interrupted" ? true : undefined));
+      } catch (e) {
+        // Name what the sweep was up against: the turn, its lease, and every session on the database
+        // (a paused A holding an open transaction's locks would show as "idle in transaction").
+        const turn = await fx.pg`SELECT status FROM turns WHERE id = ${turnId}`;
+        const lease = await fx.pg`SELECT worker_id, epoch, expires_at FROM inflight WHERE session_id = ${sid}`;
+        const sessions = await fx.pg`SELECT pid, state, wait_event_type, wait_event, left(query, 120) AS query FROM pg_stat_activity WHERE datname = current_database()`;
+        throw new Error(`${(e as Error).message}; now ${Date.now()}: turn ${JSON.stringify(turn)}, lease ${JSON.stringify(lease)}, sessions ${JSON.stringify(sessions)}`);
+      }
       // past the model's delay too: on resume, its answer and the heartbeat are both due
       await Bun.sleep(4500);
       atSweep = (await fx.pg`SELECT id FROM messages WHERE session_id = ${sid}`).length;

@@ -15,6 +15,15 @@ import { processesWith } from "../processes.ts";
 const REPO = join(import.meta.dir, "..", "..");
 const BUN = process.execPath;
 
+/** `pid`'s command line, arguments joined by spaces (for a failure message), or "(gone)". */
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
+  } catch {
+    return "(gone)";
+  }
+}
+
 
 describe("launcher.launch: airlock killed right after spawning", () => {
   for (const user of testUsers()) {
@@ -23,8 +32,11 @@ describe("launcher.launch: airlock killed right after spawning", () => {
         for (let i = 0; i < 10; i++) {
           const dir = sharedTempDir("airlock-pdeath-");
           const marker = join(dir, "written");
-          // A unique sleep length names the process tree in /proc; it is long, so only a survivor writes.
-          const tag = `3${Math.floor(Math.random() * 1e6)}`;
+          // A unique sleep length names the process tree in /proc (this process's pid, the try and 9 random
+          // digits: no other test's or user's command line holds "sleep 0.<tag>"); the tree is long, so only a
+          // survivor writes.
+          const tag = `3${process.pid}0${i}${String(Math.floor(Math.random() * 1e9)).padStart(9, "0")}`;
+          const mark = `sleep 0.${tag}`;
           const parent = join(dir, "parent.ts");
           writeFileSync(
             parent,
@@ -44,9 +56,9 @@ setImmediate(() => process.kill(process.pid, "SIGKILL"));
           const stderr = await new Response(proc.stderr).text();
           expect({ signal: proc.signalCode, stderr }).toEqual({ signal: "SIGKILL", stderr: "" });
           // Wait until nothing of the tree is left (an event, not a clock), then look for the marker.
-          for (let w = 0; w < 400 && processesWith(`0.${tag}`).length > 0; w++) await Bun.sleep(50);
-          const survivors = processesWith(`0.${tag}`);
-          for (const pid of survivors) process.kill(pid, "SIGKILL");
+          for (let w = 0; w < 400 && processesWith(mark).length > 0; w++) await Bun.sleep(50);
+          const survivors = processesWith(mark).map((pid) => `${pid}: ${commandLine(pid)}`);
+          for (const line of survivors) process.kill(Number(line.split(":")[0]), "SIGKILL");
           expect(survivors).toEqual([]);
           expect(existsSync(marker)).toBe(false);
         }
