@@ -31,7 +31,22 @@ export interface PgSqlOptions {
   connectionTimeoutS?: number;
   /** Seconds an idle pooled connection is kept. Default 30. */
   idleTimeoutS?: number;
+  /**
+   * Milliseconds a connection may sit idle inside an open transaction before the server ends its session
+   * (PostgreSQL's `idle_in_transaction_session_timeout`), default {@link IDLE_IN_TRANSACTION_TIMEOUT_MS}.
+   * Without it a node paused or stalled mid-transaction (SIGSTOP, a swapped-out VM) keeps its row locks and
+   * blocks every other node's sweeper for as long as it is paused; with it the locks are released and the
+   * paused node's transaction fails when it resumes (its commit is refused: nothing of it lands).
+   */
+  idleInTransactionTimeoutMs?: number;
 }
+
+/**
+ * Default of {@link PgSqlOptions.idleInTransactionTimeoutMs}, ms: no transaction of ours waits on anything
+ * but its own statements, so 10 s idle means the process is paused or stalled; below the default turn lease
+ * (15 s), so a sweep is not delayed past the lease by a paused node's locks.
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 
 /**
  * Opens a pool on `url` (`postgres://` or `postgresql://`) and checks it with `SELECT 1`.
@@ -333,6 +348,7 @@ export class PgSql extends PgBase {
       connectionTimeout: opts.connectionTimeoutS ?? 10,
       idleTimeout: opts.idleTimeoutS ?? 30,
       bigint: true,
+      connection: { idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? IDLE_IN_TRANSACTION_TIMEOUT_MS },
     });
   }
 

@@ -7,6 +7,7 @@
  * PostgreSQL only: a bigint past 2^53 is refused rather than rounded.
  */
 import { expect, test } from "bun:test";
+import { pgSql } from "../../src/store/sql-pg.ts";
 import { contract } from "./backends.ts";
 
 const TABLE = "CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, big BIGINT, flag INTEGER, note TEXT, x REAL)";
@@ -135,6 +136,36 @@ contract("executor", (backend) => {
       const sql = (await backend.fresh()).open();
       expect(await sql.get("SELECT CAST(9007199254740991 AS BIGINT) AS v")).toEqual({ v: Number.MAX_SAFE_INTEGER });
       await expect(sql.get("SELECT CAST(9007199254740993 AS BIGINT) AS v")).rejects.toThrow(/past 2\^53/);
+    });
+
+    test("postgres: a transaction left idle (its process paused) loses its session and its locks; nothing of it lands", async () => {
+      const db = await backend.fresh();
+      const other = db.open();
+      await other.run(TABLE);
+      await other.run("INSERT INTO t (k, n) VALUES ('row', 0)");
+      const paused = pgSql(db.target, { idleInTransactionTimeoutMs: 300 });
+      try {
+        let locked!: () => void;
+        const holding = new Promise<void>((r) => (locked = r));
+        let resume!: () => void;
+        const resumed = new Promise<void>((r) => (resume = r));
+        const stale = paused.transaction(async (tx) => {
+          await tx.run("UPDATE t SET n = 100 WHERE k = 'row'");
+          locked();
+          await resumed; // the "paused" process: holds the row lock, sends nothing
+          await tx.run("UPDATE t SET note = 'stale' WHERE k = 'row'");
+        });
+        const staleOutcome = stale.then(() => "committed", () => "refused");
+        await holding;
+        // Another node's write on the locked row waits for the lock; it completes only because the server ends the idle session.
+        await other.run("UPDATE t SET n = n + 1 WHERE k = 'row'");
+        resume();
+        expect(await staleOutcome).toBe("refused");
+        expect(await other.get("SELECT n, note FROM t WHERE k = 'row'")).toEqual({ n: 1, note: null });
+        expect(await paused.get("SELECT COUNT(*) AS c FROM t")).toEqual({ c: 1 }); // the pool is usable again
+      } finally {
+        await paused.close();
+      }
     });
   }
 });
