@@ -173,7 +173,8 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
     if (!prompt) throw new AirlockError("usage", "airlock run: PROMPT was '-' but stdin was empty; pipe the prompt in, or pass it as an argument");
     prompt = render(prompt);
   }
-  if (prompt === undefined || prompt === "") {
+  // a PROMPT of spaces only is no prompt, as an empty or blank stdin with '-' is (not a turn with nothing to do)
+  if (prompt === undefined || prompt.trim() === "") {
     throw new AirlockError("usage", "airlock run: no prompt; pass PROMPT (or '-' to read it from stdin) or --recipe FILE");
   }
   return { ctx, config, prompt, workspace };
