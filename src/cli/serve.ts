@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { roleRefusal, servesApi, type ServeRole } from "../fleet/role.ts";
 import type { CommonOptions } from "./context.ts";
+import { signalEchoFilter } from "./signal-echo.ts";
 
 /** Options of `airlock serve` (parsed and validated by `main.ts`). */
 export interface ServeOptions extends CommonOptions {
@@ -123,19 +124,28 @@ export async function serve(opts: ServeOptions): Promise<number> {
   return 0;
 }
 
-/** Resolves on the first SIGINT or SIGTERM (said on stderr). */
+/**
+ * Resolves on the first SIGINT or SIGTERM (said on stderr). The handlers stay: a repeat within a few
+ * milliseconds is the same Ctrl-C delivered twice (the terminal's process group and `npm start`'s
+ * forwarding, cli/signal-echo.ts) and is ignored, so the shutdown finishes (WAL emptied, lock released);
+ * a later one exits at once (130), as `airlock run` does.
+ */
 function untilStopped(writeStderr: (s: string) => void): Promise<void> {
+  const isEcho = signalEchoFilter();
   return new Promise<void>((resolve) => {
-    const stop = (sig: string) => {
-      writeStderr(`airlock: ${sig}: stopping\n`);
-      process.off("SIGINT", onInt);
-      process.off("SIGTERM", onTerm);
+    let stopping = false;
+    const onSignal = (sig: NodeJS.Signals) => {
+      if (isEcho()) return;
+      if (stopping) {
+        writeStderr(`airlock: ${sig} again: exiting without waiting\n`);
+        process.exit(130);
+      }
+      stopping = true;
+      writeStderr(`airlock: ${sig}: stopping (send it again to exit at once)\n`);
       resolve();
     };
-    const onInt = () => stop("SIGINT");
-    const onTerm = () => stop("SIGTERM");
-    process.on("SIGINT", onInt);
-    process.on("SIGTERM", onTerm);
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
   });
 }
 
