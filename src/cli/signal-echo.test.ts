@@ -26,40 +26,58 @@ describe("signalEchoFilter", () => {
   });
 });
 
-describe("airlock serve: the same signal twice", () => {
-  test("SIGTERM, SIGTERM 2 ms later: the shutdown completes (exit 0, WAL emptied, lock released)", async () => {
-    const data = join(base, "data");
-    const p = Bun.spawn([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", data], {
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, AIRLOCK_HOME: "" },
-    });
-    const reader = p.stderr.getReader();
-    let err = "";
-    while (!err.includes("walkthrough:")) {
+/** Starts `serve` on a fresh data dir, waits for its banner, then sends `signals` (ms to wait before each). */
+async function stopServe(name: string, signals: { after: number; sig: "SIGTERM" | "SIGINT" }[]) {
+  const data = join(base, name);
+  const p = Bun.spawn([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", data], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, AIRLOCK_HOME: "" },
+  });
+  const reader = p.stderr.getReader();
+  let err = "";
+  while (!err.includes("walkthrough:")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`serve ended before listening: ${err}`);
+    err += new TextDecoder().decode(value);
+  }
+  for (const s of signals) {
+    if (s.after > 0) await Bun.sleep(s.after);
+    p.kill(s.sig);
+  }
+  const drain = (async () => {
+    let rest = "";
+    for (;;) {
       const { value, done } = await reader.read();
-      if (done) throw new Error(`serve ended before listening: ${err}`);
-      err += new TextDecoder().decode(value);
+      if (done) return rest;
+      rest += new TextDecoder().decode(value);
     }
-    await Bun.sleep(300); // Bun arms a process.on(signal) handler on a later tick: a signal at once would meet the default action
-    p.kill("SIGTERM");
-    await Bun.sleep(2);
-    p.kill("SIGTERM");
-    const drain = (async () => {
-      let rest = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return rest;
-        rest += new TextDecoder().decode(value);
-      }
-    })();
-    const [rest, code] = await Promise.all([drain, p.exited]);
-    expect({ code, signal: p.signalCode }).toEqual({ code: 0, signal: null });
-    expect(rest).toContain("SIGTERM: stopping");
-    expect(rest).not.toContain("SIGTERM again");
-    expect(existsSync(join(data, "airlock.db"))).toBe(true);
-    expect(existsSync(join(data, "airlock.db-wal"))).toBe(false);
-    expect(existsSync(join(data, "serve.lock"))).toBe(false);
+  })();
+  const [rest, code] = await Promise.all([drain, p.exited]);
+  return { code, signal: p.signalCode, rest, data };
+}
+
+describe("airlock serve: stopping cleanly", () => {
+  test("SIGTERM, SIGTERM 2 ms later: the shutdown completes (exit 0, WAL emptied, lock released)", async () => {
+    const r = await stopServe("twice", [
+      { after: 300, sig: "SIGTERM" },
+      { after: 2, sig: "SIGTERM" },
+    ]);
+    expect({ code: r.code, signal: r.signal }).toEqual({ code: 0, signal: null });
+    expect(r.rest).toContain("SIGTERM: stopping");
+    expect(r.rest).not.toContain("SIGTERM again");
+    expect(existsSync(join(r.data, "airlock.db"))).toBe(true);
+    expect(existsSync(join(r.data, "airlock.db-wal"))).toBe(false);
+    expect(existsSync(join(r.data, "serve.lock"))).toBe(false);
+  }, 60_000);
+
+  test("SIGINT the moment the banner is out (a supervisor stopping it at once): still a clean stop", async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await stopServe(`at-once-${i}`, [{ after: 0, sig: "SIGINT" }]);
+      expect({ code: r.code, signal: r.signal }).toEqual({ code: 0, signal: null });
+      expect(existsSync(join(r.data, "airlock.db-wal"))).toBe(false);
+      expect(existsSync(join(r.data, "serve.lock"))).toBe(false);
+    }
   }, 60_000);
 });
