@@ -96,6 +96,10 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
+if (process.argv.slice(2).some((a) => a === "-h" || a === "--help")) {
+  process.stdout.write(`usage: npm run bench -- [name ...] [--timeout-s 300]   (or: npx bun scripts/bench/all.ts …)\nnames: ${BENCHES.join(", ")}\nOne JSON object on stdout, progress on stderr; see docs/performance.md "Reproduce".\n`);
+  process.exit(0);
+}
 let args: Args;
 try {
   args = parseArgs(process.argv.slice(2));

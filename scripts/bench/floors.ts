@@ -44,13 +44,23 @@ import { Inflight } from "../../src/session/inflight.ts";
 import { Store } from "../../src/store/store.ts";
 import { defineTool, type ToolDef, type ToolOutcome } from "../../src/tool/tool.ts";
 import { startFakeOpenAI, textChunks } from "../../test/fixtures/fake-openai.ts";
+import { FLOORS_USAGE, parseFloorsArgs, type FloorsArgs } from "./floors-args.ts";
 
-const argOf = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-};
-const PAIRS = Number(argOf("--pairs") ?? 21);
-const ONLY = argOf("--only")?.split(",");
+const CHILD = process.argv[2] === "--first-call-child";
+let parsed: FloorsArgs;
+try {
+  parsed = CHILD ? { help: false, pairs: 21, binary: undefined, only: undefined } : parseFloorsArgs(process.argv.slice(2));
+} catch (e) {
+  process.stderr.write(`floors: ${(e as Error).message}\n${FLOORS_USAGE}`);
+  process.exit(2);
+}
+if (parsed.help) {
+  process.stdout.write(FLOORS_USAGE);
+  process.exit(0);
+}
+const PAIRS = parsed.pairs;
+const ONLY = parsed.only;
+const BINARY = parsed.binary;
 const want = (s: string) => !ONLY || ONLY.includes(s);
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const median = (xs: number[]) => {
@@ -118,7 +128,7 @@ async function startup(): Promise<Record<string, Ratio>> {
     const floorBin = join(dir, "floor");
     const fb = await Bun.build({ entrypoints: [join(dir, "floor.ts")], compile: { outfile: floorBin }, target: "bun" });
     if (!fb.success) throw new Error(`floor build failed: ${fb.logs.join("\n")}`);
-    let source = argOf("--binary");
+    let source = BINARY;
     if (!source) {
       await build();
       source = OUTFILE;

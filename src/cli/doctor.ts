@@ -367,12 +367,36 @@ async function loadForDoctor(opts: CommonOptions): Promise<{ dataDir: string; lo
     for (const w of warnings) checks.push({ name: "config", status: "warn", message: w, fix: "see docs/configuration.md" });
     return { dataDir: dir, loaded, configCheck: checks };
   } catch (e) {
-    const lines = (e as Error).message.split("\n").filter((l) => l.trim() !== "");
-    return {
-      dataDir: dir,
-      configCheck: lines.map((l) => ({ name: "config", status: "fail" as const, message: `config_invalid: ${l.trim()}`, fix: "fix the key named (docs/configuration.md)" })),
-    };
+    return { dataDir: dir, configCheck: configFailureChecks(e) };
   }
+}
+
+/**
+ * The failed `config` checks for a config that does not load: one per problem. A key that fails validation
+ * is one check (the `issues` lines, each with its line and column); a YAML syntax error is one check per
+ * source line that has one (the first error reported there), with its position and the offending line (the caret line and the message's header and "Fix …" footer
+ * are not problems of their own); any other error (a missing or unreadable file) is one check.
+ */
+export function configFailureChecks(e: unknown): Check[] {
+  const fail = (message: string, fix: string): Check => ({ name: "config", status: "fail", message: `config_invalid: ${message}`, fix });
+  const issues = (e as { details?: { issues?: unknown } }).details?.issues;
+  if (Array.isArray(issues) && issues.length > 0 && issues.every((l) => typeof l === "string")) {
+    return issues.map((l: string) => fail(l.trim(), "fix the key named (docs/configuration.md)"));
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  const lines = message.split("\n");
+  const syntax: Check[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < lines.length; i++) {
+    const at = /^(.*):(\d+):\d+: YAML syntax error: /.exec(lines[i]!);
+    if (!at || seen.has(at[2]!)) continue; // the parser's follow-on errors on the same line are not problems of their own
+    seen.add(at[2]!);
+    const src = lines[i + 1]?.startsWith("    ") && !/^ *\^$/.test(lines[i + 1]!) ? lines[i + 1]!.trim() : "";
+    syntax.push(fail(`${lines[i]!.trim()}${src ? ` (in: ${src})` : ""}`, "fix the YAML syntax at that line and column (docs/configuration.md)"));
+  }
+  if (syntax.length > 0) return syntax;
+  const first = lines.find((l) => l.trim() !== "")?.trim() ?? "the config does not load";
+  return [fail(first, "fix the config file named (docs/configuration.md)")];
 }
 
 /**

@@ -9,6 +9,7 @@ import type { Mode, ProviderName, SandboxPolicyName } from "../config/schema.ts"
 import { assertNever } from "../errors.ts";
 import type { EarlyResultObject } from "../run/result.ts";
 import type { CommonOptions } from "./context.ts";
+import { signalEchoFilter } from "./signal-echo.ts";
 
 export const OUTPUT_FORMATS = ["text", "json", "stream-json"] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -173,7 +174,8 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
     if (!prompt) throw new AirlockError("usage", "airlock run: PROMPT was '-' but stdin was empty; pipe the prompt in, or pass it as an argument");
     prompt = render(prompt);
   }
-  if (prompt === undefined || prompt === "") {
+  // a PROMPT of spaces only is no prompt, as an empty or blank stdin with '-' is (not a turn with nothing to do)
+  if (prompt === undefined || prompt.trim() === "") {
     throw new AirlockError("usage", "airlock run: no prompt; pass PROMPT (or '-' to read it from stdin) or --recipe FILE");
   }
   return { ctx, config, prompt, workspace };
@@ -209,7 +211,10 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   const { createProgress } = await import("./progress.ts");
   const progress = createProgress({ write: writeStderr });
   // SIGINT and SIGTERM cancel the turn (result `cancelled`, exit 130); a second signal exits 130 at once.
+  // (a repeat within a few ms is the same Ctrl-C delivered twice by a forwarding wrapper: cli/signal-echo.ts)
+  const isEcho = signalEchoFilter();
   const onSignal = (sig: NodeJS.Signals) => {
+    if (isEcho()) return;
     if (ac.signal.aborted) {
       progress.stop();
       writeStderr(`airlock: ${sig} again: exiting without waiting\n`);

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { roleRefusal, servesApi, type ServeRole } from "../fleet/role.ts";
 import type { CommonOptions } from "./context.ts";
+import { signalEchoFilter } from "./signal-echo.ts";
 
 /** Options of `airlock serve` (parsed and validated by `main.ts`). */
 export interface ServeOptions extends CommonOptions {
@@ -42,6 +43,18 @@ export async function serve(opts: ServeOptions): Promise<number> {
   if (role === "worker" && opts.headless === true) {
     throw new AirlockError("usage", "--headless has no effect on --role worker: headless is fixed when a session is created, on the node that creates it; pass --headless to the api nodes (airlock serve --role api --headless), and every worker honours it");
   }
+  const { writeStderr } = await import("./output.ts");
+  // armed before the slow start-up: Bun arms a signal handler on a later tick, so one installed just after
+  // the banner let a SIGTERM sent on seeing it meet the default action (killed mid-start, the WAL and lock left)
+  const stop = watchStop(writeStderr);
+  try {
+    return await serveUntil(opts, role, stop.stopped);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<void>): Promise<number> {
   const { resolveContext } = await import("./context.ts");
   const { writeStderr } = await import("./output.ts");
   const { createRuntime } = await import("../runtime.ts");
@@ -96,7 +109,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       `airlock: worker: running turns queued by api nodes and schedule fires from the PostgreSQL store (data dir ${ctx.dataDir}); serving no HTTP API (no port bound${opts.host !== undefined || opts.port !== undefined ? "; --host/--port ignored" : ""})\n` +
         storeLine,
     );
-    await untilStopped(writeStderr);
+    await stopped;
     await rt.close();
     return 0;
   }
@@ -118,25 +131,41 @@ export async function serve(opts: ServeOptions): Promise<number> {
       `airlock: console: ${consoleLink(consoleBase(server.url, server.hostname, server.port), rt.tokens.apiToken)}\n` +
       `airlock: walkthrough: docs/quickstart.md\n`,
   );
-  await untilStopped(writeStderr);
+  await stopped;
   await rt.close();
   return 0;
 }
 
-/** Resolves on the first SIGINT or SIGTERM (said on stderr). */
-function untilStopped(writeStderr: (s: string) => void): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const stop = (sig: string) => {
-      writeStderr(`airlock: ${sig}: stopping\n`);
-      process.off("SIGINT", onInt);
-      process.off("SIGTERM", onTerm);
-      resolve();
-    };
-    const onInt = () => stop("SIGINT");
-    const onTerm = () => stop("SIGTERM");
-    process.on("SIGINT", onInt);
-    process.on("SIGTERM", onTerm);
-  });
+/**
+ * `stopped` resolves on the first SIGINT or SIGTERM (said on stderr). The handlers stay until `dispose()`:
+ * a repeat within a few milliseconds is the same Ctrl-C delivered twice (the terminal's process group and
+ * `npm start`'s forwarding, cli/signal-echo.ts) and is ignored, so the shutdown finishes (WAL emptied, lock
+ * released); a later one exits at once (130), as `airlock run` does.
+ */
+function watchStop(writeStderr: (s: string) => void): { stopped: Promise<void>; dispose(): void } {
+  const isEcho = signalEchoFilter();
+  let stopping = false;
+  let resolve!: () => void;
+  const stopped = new Promise<void>((r) => (resolve = r));
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (isEcho()) return;
+    if (stopping) {
+      writeStderr(`airlock: ${sig} again: exiting without waiting\n`);
+      process.exit(130);
+    }
+    stopping = true;
+    writeStderr(`airlock: ${sig}: stopping (send it again to exit at once)\n`);
+    resolve();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    stopped,
+    dispose() {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
 }
 
 /**

@@ -49,6 +49,7 @@ const CASES: { name: string; args: (b: { dir: string; ws: string }) => string[];
   { name: "a missing --config file", args: (b) => ["go", "--config", join(b.dir, "missing.yaml")], code: "config_invalid" },
   { name: "a missing workspace", args: (b) => ["go", "--workspace", join(b.dir, "no-such-dir")], code: "bad_request" },
   { name: "no prompt", args: () => [], code: "usage" },
+  { name: "a prompt of spaces only (as an empty stdin with '-' is)", args: () => ["   "], code: "usage" },
   { name: "a missing provider script", config: { provider: { name: "scripted", script: "absent.yaml" } }, args: () => ["go"], code: "config_invalid" },
 ];
 

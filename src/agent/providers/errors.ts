@@ -10,7 +10,8 @@ import { retryAfterMs } from "./retry.ts";
 
 /** The server could not be reached (retryable). */
 export function connectionError(baseURL: string, message: string, partialText: string): AirlockError {
-  return new AirlockError("provider_error", `Could not reach the model server at ${baseURL}: ${message}. Check that it is running and provider.base_url is right.`, {
+  // the SDKs' messages end with their own full stop ("Connection error."): one, not two
+  return new AirlockError("provider_error", `Could not reach the model server at ${baseURL}: ${message.replace(/[.\s]+$/, "")}. Check that it is running and provider.base_url is right.`, {
     retryable: true,
     partial_text: partialText,
   });
