@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 
 const CHILD = join(import.meta.dir, "../../test/fixtures/reaper-child.ts");
+const START = join(import.meta.dir, "../../test/fixtures/reaper-start.ts");
 const started: number[] = [];
 afterAll(() => {
   for (const pid of started) {
@@ -58,5 +59,14 @@ describe("launcher/reaper", () => {
     expect(await waitDead(pids.holder)).toBe(true);
     expect(await waitDead(pids.reaper)).toBe(true);
     expect(alive(pids.other)).toBe(true);
+  });
+
+  test("when /bin/sh cannot be executed, asking for the mark throws (launches are refused) and airlock keeps running", async () => {
+    // /bin/sh replaced by /dev/null (not executable) in a mount namespace of bubblewrap's own; the rest is the host
+    const sh = realpathSync("/bin/sh");
+    const proc = Bun.spawn(["bwrap", "--dev-bind", "/", "/", "--ro-bind", "/dev/null", sh, "--", process.execPath, START], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    const lines = out.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect({ code, lines, err }).toEqual({ code: 0, lines: [{ threw: expect.stringContaining("/bin/sh") }, { threw: expect.stringContaining("/bin/sh") }, { alive: true }], err: "" });
   });
 });

@@ -79,8 +79,10 @@ export function reaperMark(): number {
   // stdout and stderr are pipes too (it writes nothing): the same stdio a launch has, so this spawn
   // also runs the child-process path a first launch would otherwise run cold (docs/performance.md)
   const child = spawn("/bin/sh", ["-c", SCRIPT, "airlock-reaper"], { stdio: ["pipe", "pipe", "pipe", markFd, "pipe"], env: { PATH: "/usr/bin:/bin" } });
-  if (child.pid === undefined) throw new Error("the reaper (/bin/sh) could not be started");
+  // before anything can throw: a spawn that failed reports its error as an event, later, and an
+  // 'error' event with no listener ends airlock (seen: /bin/sh not executable)
   child.on("error", () => {});
+  if (child.pid === undefined) throw new Error("the reaper (/bin/sh) could not be started");
   // it must not keep airlock alive, nor its pipe ends airlock's event loop
   child.unref();
   for (const s of child.stdio) {
