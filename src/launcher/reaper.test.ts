@@ -1,9 +1,12 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync, realpathSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const CHILD = join(import.meta.dir, "../../test/fixtures/reaper-child.ts");
 const START = join(import.meta.dir, "../../test/fixtures/reaper-start.ts");
+const FUSE = join(import.meta.dir, "../../test/fixtures/stalling-fuse.ts");
+const IS_ROOT = process.getuid?.() === 0;
 const started: number[] = [];
 afterAll(() => {
   for (const pid of started) {
@@ -69,4 +72,32 @@ describe("launcher/reaper", () => {
     const lines = out.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
     expect({ code, lines, err }).toEqual({ code: 0, lines: [{ threw: expect.stringContaining("/bin/sh") }, { threw: expect.stringContaining("/bin/sh") }, { alive: true }], err: "" });
   });
+
+  // mounting FUSE needs root here; an unprivileged user does the same through setuid `fusermount`
+  test.skipIf(!IS_ROOT)("a process of anyone's with a file open on a file system that never answers does not hang the reaper", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "airlock-stall-"));
+    const fuse = Bun.spawn(["unshare", "-m", "--propagation", "private", process.execPath, FUSE, dir], { stdout: "pipe", stderr: "inherit", stdin: "ignore" });
+    try {
+      const reader = fuse.stdout.getReader();
+      const { value } = await reader.read();
+      const { holder: stalled } = JSON.parse(new TextDecoder().decode(value).split("\n")[0]!) as { holder: number };
+      started.push(stalled);
+      // its fd 0 is on the stalling file once it runs `sleep`
+      while (!readFileSync(`/proc/${stalled}/cmdline`, "utf8").startsWith("sleep")) await Bun.sleep(20);
+      const proc = Bun.spawn([process.execPath, CHILD, "61.9", "wait"], { stdout: "pipe", stderr: "inherit", stdin: "ignore" });
+      const out = proc.stdout.getReader();
+      const first = await out.read();
+      const pids = JSON.parse(new TextDecoder().decode(first.value).split("\n")[0]!) as { reaper: number; holder: number; other: number };
+      started.push(pids.holder, pids.other, pids.reaper);
+      proc.kill("SIGKILL");
+      await proc.exited;
+      expect({ holder: await waitDead(pids.holder), reaper: await waitDead(pids.reaper) }).toEqual({ holder: true, reaper: true });
+      expect([alive(pids.other), alive(stalled)]).toEqual([true, true]);
+    } finally {
+      // its requests end (ENOTCONN) with it, and its mount with its mount namespace
+      fuse.kill("SIGKILL");
+      await fuse.exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
