@@ -100,4 +100,37 @@ describe("launcher/reaper", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  test("two airlock processes: one's reaper kills its own launches, never the other's", async () => {
+    const start = async (seconds: string) => {
+      const proc = Bun.spawn([process.execPath, CHILD, seconds, "wait"], { stdout: "pipe", stderr: "inherit", stdin: "ignore" });
+      const { value } = await proc.stdout.getReader().read();
+      const pids = JSON.parse(new TextDecoder().decode(value).split("\n")[0]!) as { reaper: number; holder: number; other: number };
+      started.push(pids.holder, pids.other, pids.reaper);
+      return { proc, pids };
+    };
+    const a = await start("62.1");
+    const b = await start("62.2");
+    a.proc.kill("SIGKILL");
+    await a.proc.exited;
+    expect({ holder: await waitDead(a.pids.holder), reaper: await waitDead(a.pids.reaper) }).toEqual({ holder: true, reaper: true });
+    // A's reaper has ended: whatever it could have killed, it has
+    expect([alive(b.pids.holder), alive(b.pids.reaper), alive(b.pids.other)]).toEqual([true, true, true]);
+    b.proc.kill("SIGKILL");
+    await b.proc.exited;
+    expect({ holder: await waitDead(b.pids.holder), reaper: await waitDead(b.pids.reaper) }).toEqual({ holder: true, reaper: true });
+  });
+
+  test("asked again, the same mark and the same reaper: one reaper per airlock process", async () => {
+    const proc = Bun.spawn([process.execPath, START], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const [code, out] = await Promise.all([proc.exited, new Response(proc.stdout).text()]);
+    const lines = out.trim().split("\n").map((l) => JSON.parse(l) as { mark?: number; reaper?: number });
+    started.push(lines[0]!.reaper!);
+    expect(code).toBe(0);
+    expect(typeof lines[0]!.mark).toBe("number");
+    expect(typeof lines[0]!.reaper).toBe("number");
+    expect(lines[1]).toEqual(lines[0]!);
+    // the process ended normally with no launch: its reaper finds no holder and ends too
+    expect(await waitDead(lines[0]!.reaper!)).toBe(true);
+  });
 });
