@@ -41,5 +41,13 @@ describe("no confined process can take the reaper's mark", () => {
       const v = await runProbe(user, { kind: "hook", command: `{ ${ATTACK} ; } >&2; exit 2`, cwd: ws }, probeEnv(home));
       expect({ kind: v.kind, reason: v.reason }).toEqual({ kind: "deny", reason: "end" });
     }, 60_000);
+    test(`an MCP server's tool, as ${user.name}`, async () => {
+      const base = tempBase("airlock-mark-");
+      const home = ownedDir(user, base, "home");
+      const ws = ownedDir(user, base, "ws");
+      const r = await runProbe(user, { kind: "mcp", policy: "workspace-write", script: ATTACK, cwd: ws }, probeEnv(home));
+      expect(JSON.stringify(r.stdout)).toContain("end");
+      expect(JSON.stringify(r.stdout)).not.toContain("TAKEN /proc");
+    }, 60_000);
   }
 });
