@@ -40,7 +40,10 @@ const MARK_FD = 3;
  * `/proc/<pid>/fdinfo/<n>` shows, which asks no file system anything: a stat of `/proc/<pid>/fd/<n>`
  * (`[ A -ef B ]`) asks the fd's file system for its attributes, and one that never answers (a FUSE
  * server of any local user's, a hard-mounted NFS server that is down) hung the reaper for good, its
- * holders alive. Only on a kernel whose fdinfo shows no `ino:` line (older kernels) does it fall back to `-ef`.
+ * holders alive. A match is then confirmed with `-ef` (device and inode): on one mount, fdinfo's inode
+ * number alone can name two files (overlayfs layers on different file systems), and that stat only
+ * ever reaches the mark's own file system. Only on a kernel whose fdinfo shows no `ino:` line (older
+ * kernels) does every fd go through `-ef`.
  */
 const SCRIPT = [
   "trap '' HUP INT QUIT TERM PIPE",
@@ -57,7 +60,7 @@ const SCRIPT = [
   '      for f in "$d"/fdinfo/*; do',
   "        m=; n=",
   '        { while read -r k v; do case $k in mnt_id:) m=$v;; ino:) n=$v; break;; esac; done; } 2>/dev/null < "$f"',
-  `        if [ "$n" = "$ino" ] && [ "$m" = "$mnt" ]; then kill -9 "\${d#/proc/}" 2>/dev/null; empty=0; break; fi`,
+  `        if [ "$n" = "$ino" ] && [ "$m" = "$mnt" ] && [ "$d/fd/\${f##*/}" -ef /proc/$$/fd/${MARK_FD} ]; then kill -9 "\${d#/proc/}" 2>/dev/null; empty=0; break; fi`,
   "      done",
   "    else",
   '      for f in "$d"/fd/*; do',
