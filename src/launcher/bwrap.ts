@@ -91,14 +91,17 @@ export const DATA_DIR_SECRETS = ["api-token", "approver-token", "airlock.db", "a
  * start-up gap of `--die-with-parent` (bubblewrap arms its parent-death signal, then changes
  * credentials, which clears it: a `serve` killed in that instant left the tree running). Only valid
  * inside a PID namespace (`--unshare-pid`): `kill -1` there reaches the namespace alone. With
- * `reaperFd`, that fd (the reaper's mark, reaper.ts) is closed for the command too:
- * `… & exec FD<&- R<&-; exec "$@"`.
+ * `reaperFd`, that fd (the reaper's mark, reaper.ts) is closed first, before the background shell is
+ * forked, so no process of the command's (that shell included) holds it:
+ * `exec R<&-; (…) & exec FD<&-; exec "$@"`.
  * @param fd a single digit 3–9 (POSIX sh redirections), and so `reaperFd`; throws RangeError otherwise.
  */
 export function withLifeline(argv: string[], fd: number, reaperFd?: number): string[] {
   for (const f of [fd, ...(reaperFd !== undefined ? [reaperFd] : [])]) if (!Number.isInteger(f) || f < 3 || f > 9) throw new RangeError(`lifeline and reaper fds must be 3-9, got ${f}`);
-  const close = reaperFd !== undefined ? `${fd}<&- ${reaperFd}<&-` : `${fd}<&-`;
-  const script = `(IFS= read -r _ <&${fd}; kill -9 -1) </dev/null >/dev/null 2>&1 & exec ${close}; exec "$@"`;
+  // the mark is closed before the background shell is forked: that shell lives as long as the command,
+  // which could otherwise reopen the mark through /proc/<its pid>/fd (and hand it to a host process)
+  const dropMark = reaperFd !== undefined ? `exec ${reaperFd}<&-; ` : "";
+  const script = `${dropMark}(IFS= read -r _ <&${fd}; kill -9 -1) </dev/null >/dev/null 2>&1 & exec ${fd}<&-; exec "$@"`;
   return ["/bin/sh", "-c", script, "airlock-lifeline", ...argv];
 }
 

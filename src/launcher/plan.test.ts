@@ -112,7 +112,7 @@ describe("plan.planSandbox", () => {
     const tool = planSandbox(request("read-only", TOOL_PROCESS));
     const mcp = planSandbox(request("read-only", MCP_SERVER_PROCESS));
     expect(mcp.fds).toEqual({ seccomp: 3, lifeline: 4, reaper: 5 });
-    const strip = (a: string[]) => a.filter((x, i) => !(a[i - 1] === "--info-fd" || x === "--info-fd") && !/^\(IFS= read -r _ <&\d/.test(x)).map((x, i, all) => (all[i - 1] === "--seccomp" ? "FD" : x));
+    const strip = (a: string[]) => a.filter((x, i) => !(a[i - 1] === "--info-fd" || x === "--info-fd") && !/^(exec \d<&-; )?\(IFS= read -r _ <&\d/.test(x)).map((x, i, all) => (all[i - 1] === "--seccomp" ? "FD" : x));
     expect(strip(mcp.argv)).toEqual(strip(tool.argv));
   });
 

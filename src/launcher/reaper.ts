@@ -36,20 +36,37 @@ const MARK_FD = 3;
  * round missed a bubblewrap that went on to leave its init blocked). One empty round is not the end:
  * a process being spawned or exec'd can be missed by one round and seen by the next (seen 18 times in
  * 240 kills at load 14, never two rounds in a row; docs/performance.md, branch `wip/orphan2`). Only
- * shell builtins run (no fork per process): `[ A -ef B ]` compares device and inode, through
- * `/proc/<pid>/fd/<n>`.
+ * shell builtins run (no fork per process). An fd is compared by the mount id and inode its
+ * `/proc/<pid>/fdinfo/<n>` shows, which asks no file system anything: a stat of `/proc/<pid>/fd/<n>`
+ * (`[ A -ef B ]`) asks the fd's file system for its attributes, and one that never answers (a FUSE
+ * server of any local user's, a hard-mounted NFS server that is down) hung the reaper for good, its
+ * holders alive. A match is then confirmed with `-ef` (device and inode): on one mount, fdinfo's inode
+ * number alone can name two files (overlayfs layers on different file systems), and that stat only
+ * ever reaches the mark's own file system. Only on a kernel whose fdinfo shows no `ino:` line (older
+ * kernels) does every fd go through `-ef`.
  */
 const SCRIPT = [
   "trap '' HUP INT QUIT TERM PIPE",
   "while read -r _; do :; done",
+  // the mark's mount and inode, as /proc/<pid>/fdinfo/<n> shows them (no ino: line on older kernels: -ef below)
+  "mnt=; ino=",
+  `while read -r k v; do case $k in mnt_id:) mnt=$v;; ino:) ino=$v; break;; esac; done < /proc/$$/fdinfo/${MARK_FD}`,
   "i=0; empty=0",
   "while [ $i -lt 1000 ] && [ $empty -lt 5 ]; do",
   "  i=$((i + 1)); empty=$((empty + 1))",
   "  for d in /proc/[0-9]*; do",
   '    [ "$d" = "/proc/$$" ] && continue',
-  '    for f in "$d"/fd/*; do',
-  `      if [ "$f" -ef /proc/$$/fd/${MARK_FD} ]; then kill -9 "\${d#/proc/}" 2>/dev/null; empty=0; break; fi`,
-  "    done",
+  '    if [ -n "$ino" ]; then',
+  '      for f in "$d"/fdinfo/*; do',
+  "        m=; n=",
+  '        { while read -r k v; do case $k in mnt_id:) m=$v;; ino:) n=$v; break;; esac; done; } 2>/dev/null < "$f"',
+  `        if [ "$n" = "$ino" ] && [ "$m" = "$mnt" ] && [ "$d/fd/\${f##*/}" -ef /proc/$$/fd/${MARK_FD} ]; then kill -9 "\${d#/proc/}" 2>/dev/null; empty=0; break; fi`,
+  "      done",
+  "    else",
+  '      for f in "$d"/fd/*; do',
+  `        if [ "$f" -ef /proc/$$/fd/${MARK_FD} ]; then kill -9 "\${d#/proc/}" 2>/dev/null; empty=0; break; fi`,
+  "      done",
+  "    fi",
   "  done",
   "done",
 ].join("\n");
@@ -79,8 +96,10 @@ export function reaperMark(): number {
   // stdout and stderr are pipes too (it writes nothing): the same stdio a launch has, so this spawn
   // also runs the child-process path a first launch would otherwise run cold (docs/performance.md)
   const child = spawn("/bin/sh", ["-c", SCRIPT, "airlock-reaper"], { stdio: ["pipe", "pipe", "pipe", markFd, "pipe"], env: { PATH: "/usr/bin:/bin" } });
-  if (child.pid === undefined) throw new Error("the reaper (/bin/sh) could not be started");
+  // before anything can throw: a spawn that failed reports its error as an event, later, and an
+  // 'error' event with no listener ends airlock (seen: /bin/sh not executable)
   child.on("error", () => {});
+  if (child.pid === undefined) throw new Error("the reaper (/bin/sh) could not be started");
   // it must not keep airlock alive, nor its pipe ends airlock's event loop
   child.unref();
   for (const s of child.stdio) {
