@@ -5,6 +5,7 @@ import { parseDocument } from "yaml";
 import { AirlockError } from "../errors.ts";
 import { parseConfigText } from "./load.ts";
 import { parseSimpleYaml } from "./simple-yaml.ts";
+import { mulberry32 } from "../../test/fixtures/seeded-random.ts";
 
 const REPO = join(import.meta.dir, "..", "..");
 
@@ -186,17 +187,6 @@ describe("parseConfigText on the native path", () => {
   });
 });
 
-/** Mulberry32: a seeded generator of floats in [0, 1), so the fuzzer's cases are the same on every run. */
-function seeded(seed: number): () => number {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `value` as JSON with -0, the infinities, NaN and undefined spelled out (JSON would fold them into 0 or null). */
 function exact(value: unknown): string {
   return JSON.stringify(value, (_k, x: unknown) =>
@@ -226,7 +216,7 @@ const FUZZ_TOKENS = [
  * them then mutated (a token inserted, a character dropped, a line repeated or shifted by one column), a few with a BOM or CRLF.
  */
 function fuzzTexts(seed: number, count: number): string[] {
-  const r = seeded(seed);
+  const r = mulberry32(seed);
   const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
   const block = (col: number, depth: number, lines: string[], firstPrefix: string | null): void => {
     const isSeq = r() < 0.35;

@@ -13,6 +13,7 @@ import { readRunArgv } from "../../src/cli/run-argv.ts";
 import { usageError } from "../../src/cli/usage-error.ts";
 import { removeAfterAllTests } from "../cleanup.ts";
 import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
+import { mulberry32 } from "../fixtures/seeded-random.ts";
 
 /** What commander gives `run`'s action for `argv`, or the message it refuses it with. */
 async function viaCommander(argv: string[]): Promise<unknown> {
@@ -117,14 +118,7 @@ describe("airlock run's arguments without commander", () => {
 
   test("a differential fuzzer (fixed seed): every generated argv the start path decides (a usage error, or the options read) is what commander decides", async () => {
     const table = await usageTable();
-    // mulberry32: the same argvs on every run
-    let state = 20261202;
-    const r = () => {
-      state = (state + 0x6d2b79f5) | 0;
-      let t = Math.imul(state ^ (state >>> 15), 1 | state);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+    const r = mulberry32(20261202); // the same argvs on every run
     const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
     const options = table.program.commands.run!.options.flatMap((o) => (o.long ? [o.long] : []));
     expect(options.length).toBeGreaterThan(8);

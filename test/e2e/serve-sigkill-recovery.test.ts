@@ -24,24 +24,13 @@ import { startFakeOpenAI, textChunks, toolCallChunks, type FakeReply } from "../
 import { compiledBinary } from "../harness-binary.ts";
 import { openSse, type SseStream } from "../harness.ts";
 import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { mulberry32 } from "../fixtures/seeded-random.ts";
 
 const ROUNDS = Number(process.env.AIRLOCK_CRASH_ROUNDS ?? 52);
 const SEED = process.env.AIRLOCK_CRASH_SEED ? Number(process.env.AIRLOCK_CRASH_SEED) : Math.floor(Math.random() * 2 ** 31);
 /** In the argv of every long host process the test starts (a `sleep` no one else runs). */
 const MARKER = "97.4242";
 const ROOTS = 3;
-
-/** mulberry32: a small seeded PRNG, [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const dir = mkdtempSync(join(tmpdir(), "airlock-crash-test-"));
 const dataDir = join(dir, "data");
@@ -215,7 +204,7 @@ test(
   async () => {
     console.log(`serve-sigkill-recovery: seed ${SEED} (replay with AIRLOCK_CRASH_SEED=${SEED})`);
     try {
-      const r = prng(SEED);
+      const r = mulberry32(SEED);
       bin = await compiledBinary();
       writeFileSync(
         join(dataDir, "airlock.yaml"),

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { usageTable } from "../../build/usage-table.ts";
 import { usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
 import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
+import { mulberry32 } from "../fixtures/seeded-random.ts";
 
 /** The source CLI's answers, each spawned once for both tests (a source start costs ~0.3 s of CPU). */
 const sourceRuns = new Map<string, Promise<{ code: number; stdout: string; stderr: string }>>();
@@ -160,13 +161,7 @@ describe("argument errors without commander", () => {
         return (e as Error).message;
       }
     };
-    let state = 7;
-    const r = () => {
-      state = (state + 0x6d2b79f5) | 0;
-      let t = Math.imul(state ^ (state >>> 15), 1 | state);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+    const r = mulberry32(7); // the same argvs on every run
     const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
     const all = leaves(table.program);
     const values = ["", " ", "nope", "all", "api", "smart", "jsonl", "0", "-1", "-1.5", "1e3", "99999", "x=1", "-", "--", "-V", "--version", "-h", "--help", "--json", "--url", "ses_1", "\u00a0", "é"];
