@@ -20,10 +20,43 @@ export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () 
   // Loaded only for what may be a help invocation: the binary has no bytecode, and neither --version nor a
   // command (`airlock run …`) need parse ~60 KB of texts.
   if (!mayBeHelp(argv)) return undefined;
+  // The check starts first: its stat runs on Bun's thread pool while this thread parses the texts.
+  const terminal = stdoutIsTerminal();
+  terminal.catch(() => {}); // awaited below only when a text is found; a rejection is not left unhandled
   const { CANNED_HELP } = await import("./cli/canned-help.ts");
   const text = CANNED_HELP?.[argv.join("\0")];
-  if (text === undefined || (await stdoutIsTerminal())) return undefined;
+  if (text === undefined || (await terminal)) return undefined;
   return text;
+}
+
+/**
+ * Writes `text` whole to fd 1 (`stdout`) or fd 2 (`stderr`). A text ending in a newline goes through
+ * `console.log` / `console.error` with that newline dropped (the console adds it back; a single string is
+ * printed as is, no format directives): they write synchronously, about 0.4 ms less than a first
+ * `Bun.write`, which waits on the thread pool (docs/performance.md, 2026-12-02). Other texts go
+ * through `Bun.write`. Resolves once written; a closed reader (EPIPE) ends the write silently, as
+ * main.ts's writeAll does; never rejects.
+ */
+async function writeText(to: "stdout" | "stderr", text: string): Promise<void> {
+  try {
+    if (text.endsWith("\n")) {
+      switch (to) {
+        case "stdout":
+          console.log(text.slice(0, -1));
+          return;
+        case "stderr":
+          console.error(text.slice(0, -1));
+          return;
+        default: {
+          const unknown: never = to;
+          throw new Error(`unknown stream ${String(unknown)}`);
+        }
+      }
+    }
+    await Bun.write(to === "stdout" ? Bun.stdout : Bun.stderr, text);
+  } catch {
+    // a reader that went away: the exit code still says it
+  }
 }
 
 /**
@@ -72,22 +105,14 @@ if (import.meta.main) {
   }
   const quick = await quickAnswer(argv, stdoutMayBeTerminal);
   if (quick !== undefined) {
-    try {
-      await Bun.write(Bun.stdout, quick);
-    } catch {
-      // a reader that went away (EPIPE): as main.ts's writeAll, the write ends silently
-    }
+    await writeText("stdout", quick);
     process.exit(0);
   }
-  // Loaded only past --version and help, like the help texts (no bytecode: parsing costs).
-  const { CANNED_USAGE } = await import("./cli/canned-usage.ts");
-  const bad = CANNED_USAGE === null ? undefined : (await import("./cli/usage-error.ts")).usageError(argv, CANNED_USAGE);
+  // Loaded only past --version and help, like the help texts (no bytecode: parsing costs); both at once.
+  const [{ CANNED_USAGE }, { usageError }] = await Promise.all([import("./cli/canned-usage.ts"), import("./cli/usage-error.ts")]);
+  const bad = CANNED_USAGE === null ? undefined : usageError(argv, CANNED_USAGE);
   if (bad !== undefined) {
-    try {
-      await Bun.write(Bun.stderr, bad.stderr);
-    } catch {
-      // stderr closed: the exit code still says it
-    }
+    await writeText("stderr", bad.stderr);
     process.exit(bad.exitCode);
   }
   // `airlock run` in its plain forms: read from the same table, and run without commander and main.ts
