@@ -20,12 +20,9 @@ export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () 
   // Loaded only for what may be a help invocation: the binary has no bytecode, and neither --version nor a
   // command (`airlock run …`) need parse ~60 KB of texts.
   if (!mayBeHelp(argv)) return undefined;
-  // The check starts first: its stat runs on Bun's thread pool while this thread parses the texts.
-  const terminal = stdoutIsTerminal();
-  terminal.catch(() => {}); // awaited below only when a text is found; a rejection is not left unhandled
   const { CANNED_HELP } = await import("./cli/canned-help.ts");
   const text = CANNED_HELP?.[argv.join("\0")];
-  if (text === undefined || (await terminal)) return undefined;
+  if (text === undefined || (await stdoutIsTerminal())) return undefined;
   return text;
 }
 
@@ -69,8 +66,21 @@ export function mayBeHelp(argv: readonly string[]): boolean {
   return argv[0] === "help" || last === "--help" || last === "-h";
 }
 
-/** Whether fd 1 may be a terminal: anything but a pipe, a regular file or a socket counts (a failed stat too). */
+/**
+ * Whether fd 1 is a terminal, by commander's own test (`process.stdout.isTTY`, which wraps help to the
+ * terminal's width): asked of `process.binding("tty_wrap").isTTY(1)`, an isatty(3) without building the
+ * Node stream `process.stdout` (several ms) and about 0.6 ms less than `Bun.stdout.stat()`, which waits on
+ * the thread pool (docs/performance.md, 2026-12-02). Where that binding is missing or answers other than a
+ * boolean, falls back to `fstat`: anything but a pipe, a regular file or a socket counts (a failed stat too).
+ */
 async function stdoutMayBeTerminal(): Promise<boolean> {
+  try {
+    const tty = (process as unknown as { binding(name: string): { isTTY?: unknown } }).binding("tty_wrap");
+    const answer: unknown = typeof tty.isTTY === "function" ? tty.isTTY(1) : undefined;
+    if (typeof answer === "boolean") return answer;
+  } catch {
+    // no such binding here: the stat decides
+  }
   try {
     const st = await Bun.stdout.stat();
     return !(st.isFIFO() || st.isFile() || st.isSocket());
