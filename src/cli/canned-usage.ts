@@ -11,6 +11,6 @@ export const CANNED_USAGE: UsageTable | null = null;
 
 /** The module text that replaces this one in the compiled binary, holding `table`. */
 export function cannedUsageModule(table: UsageTable): string {
-  return `export const CANNED_USAGE = ${JSON.stringify(table)};\nexport function cannedUsageModule() { throw new Error("not in the binary"); }\n`;
+  return `export const CANNED_USAGE = JSON.parse(${JSON.stringify(JSON.stringify(table))});\nexport function cannedUsageModule() { throw new Error("not in the binary"); }\n`;
 }
 

@@ -86,7 +86,8 @@ export function usageError(argv: readonly string[], table: UsageTable): { stderr
   }
   const fail = (message: string): { stderr: string; exitCode: number } => {
     // as main.ts's outputError: commander passes `${message}\n`; the "error: " prefix and the newline are cut
-    const text = `${message}\n`.replace(/^error: /, "").replace(/\n$/, "");
+    // (string tests, not regular expressions: a first regular expression costs the binary ~0.07 ms)
+    const text = message.startsWith("error: ") ? message.slice("error: ".length) : message;
     return { stderr: `${table.before}${text}${table.after}${leaf.hint === null ? "" : `${leaf.hint}\n`}`, exitCode: table.exitCode };
   };
   // undefined: the value passes; null: only commander can tell; a string: commander's error message
