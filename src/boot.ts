@@ -10,7 +10,8 @@
  * stdout is a pipe, a file or a socket; on a terminal commander wraps help to its width).
  */
 import { version } from "../package.json" with { type: "json" };
-import { usageError } from "./cli/usage-error.ts";
+import { CANNED_USAGE_JSON } from "./cli/canned-usage.ts";
+import { usageError, type UsageTable } from "./cli/usage-error.ts";
 
 /**
  * What the binary can answer without `main.ts`: the text for stdout of an exit-0 invocation, or
@@ -121,7 +122,7 @@ if (import.meta.main) {
   }
   // Loaded only past --version and help, like the help texts (no bytecode: parsing costs). The reader,
   // cli/usage-error.ts, is in this chunk: ~2 KB, cheaper to carry than to import.
-  const { CANNED_USAGE } = await import("./cli/canned-usage.ts");
+  const CANNED_USAGE = CANNED_USAGE_JSON === null ? null : (JSON.parse(CANNED_USAGE_JSON) as UsageTable);
   const bad = CANNED_USAGE === null ? undefined : usageError(argv, CANNED_USAGE);
   if (bad !== undefined) {
     await writeText("stderr", bad.stderr);
