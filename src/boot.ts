@@ -10,6 +10,7 @@
  * stdout is a pipe, a file or a socket; on a terminal commander wraps help to its width).
  */
 import { version } from "../package.json" with { type: "json" };
+import { cannedHelp } from "./cli/canned-help.ts";
 import { CANNED_USAGE_JSON } from "./cli/canned-usage.ts";
 import { usageError, type UsageTable } from "./cli/usage-error.ts";
 
@@ -19,13 +20,12 @@ import { usageError, type UsageTable } from "./cli/usage-error.ts";
  */
 export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () => Promise<boolean>): Promise<string | undefined> {
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) return `${version}\n`;
-  // Loaded only for what may be a help invocation: the binary has no bytecode, and neither --version nor a
-  // command (`airlock run …`) need parse ~60 KB of texts.
+  // Each text is loaded only for its own invocation: the binary has no bytecode, and parsing all ~70 KB of
+  // them costs about 0.6 ms (docs/performance.md, 2026-12-02).
   if (!mayBeHelp(argv)) return undefined;
-  const { CANNED_HELP } = await import("./cli/canned-help.ts");
-  const text = CANNED_HELP?.[argv.join("\0")];
-  if (text === undefined || (await stdoutIsTerminal())) return undefined;
-  return text;
+  const load = cannedHelp === null ? undefined : cannedHelp(argv.join("\0"));
+  if (load === undefined || (await stdoutIsTerminal())) return undefined;
+  return await load();
 }
 
 /**
