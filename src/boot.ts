@@ -11,8 +11,8 @@
  */
 import { version } from "../package.json" with { type: "json" };
 import { cannedHelp } from "./cli/canned-help.ts";
-import { CANNED_USAGE_JSON } from "./cli/canned-usage.ts";
-import { usageError, type UsageTable } from "./cli/usage-error.ts";
+import { cannedUsageFor } from "./cli/canned-usage.ts";
+import { usageError } from "./cli/usage-error.ts";
 
 /**
  * What the binary can answer without `main.ts`: the text for stdout of an exit-0 invocation, or
@@ -120,16 +120,16 @@ if (import.meta.main) {
     await writeText("stdout", quick);
     process.exit(0);
   }
-  // Loaded only past --version and help, like the help texts (no bytecode: parsing costs). The reader,
-  // cli/usage-error.ts, is in this chunk: ~2 KB, cheaper to carry than to import.
-  const CANNED_USAGE = CANNED_USAGE_JSON === null ? null : (JSON.parse(CANNED_USAGE_JSON) as UsageTable);
-  const bad = CANNED_USAGE === null ? undefined : usageError(argv, CANNED_USAGE);
+  // Parsed only past --version and help, and only the part of the table this argv reaches (no bytecode:
+  // parsing costs). The reader, cli/usage-error.ts, is in this chunk: ~2 KB, cheaper to carry than to import.
+  const table = cannedUsageFor === null ? null : cannedUsageFor(argv[0]);
+  const bad = table === null ? undefined : usageError(argv, table);
   if (bad !== undefined) {
     await writeText("stderr", bad.stderr);
     process.exit(bad.exitCode);
   }
   // `airlock run` in its plain forms: read from the same table, and run without commander and main.ts
-  const direct = CANNED_USAGE === null ? undefined : (await import("./cli/run-argv.ts")).readRunArgv(argv, CANNED_USAGE);
+  const direct = table === null ? undefined : (await import("./cli/run-argv.ts")).readRunArgv(argv, table);
   if (direct !== undefined) {
     const [{ run }, { reportError }] = await Promise.all([import("./cli/run.ts"), import("./cli/output.ts")]);
     let code: number;
