@@ -7,7 +7,7 @@
  * from the same table) goes straight to cli/run.ts; everything else goes to `main.ts`, loaded on demand.
  * Its output is the same bytes `main.ts` would print: the version line, or the help text commander
  * printed for the same argv at build time (recorded with stdout not a terminal, so it is only used when
- * stdout is a pipe, a file or a socket; on a terminal commander wraps help to its width).
+ * stdout is not a terminal; on a terminal commander wraps help to its width).
  */
 import { version } from "../package.json" with { type: "json" };
 import { cannedHelp } from "./cli/canned-help.ts";
