@@ -160,9 +160,12 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   // The console page is bundled here and embedded as text: src/console/embedded.ts is replaced by the bundle.
   const { bundleConsole, embeddedModule } = await import("../src/console/bundle.ts");
   const consoleModule = embeddedModule(await bundleConsole());
-  // The help texts are recorded from the source CLI and embedded: src/cli/canned-help.ts is replaced (src/boot.ts).
-  const { cannedHelpModule } = await import("../src/cli/canned-help.ts");
-  const helpModule = cannedHelpModule(await recordHelpTexts());
+  // The help texts are recorded from the source CLI and embedded: src/cli/canned-help.ts is replaced by an
+  // index and one module per text, which need not exist on disk (src/boot.ts).
+  const { cannedHelpModules } = await import("../src/cli/canned-help.ts");
+  const helpModules = Object.fromEntries(
+    Object.entries(cannedHelpModules(await recordHelpTexts())).map(([name, text]) => [join(ROOT, "src", "cli", name), text]),
+  );
   // The usage table is read from the same program: src/cli/canned-usage.ts is replaced (src/cli/usage-error.ts).
   const { cannedUsageModule } = await import("../src/cli/canned-usage.ts");
   const { usageTable } = await import("./usage-table.ts");
@@ -182,7 +185,7 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
     files: {
       [shimPath]: shim,
       [join(ROOT, "src", "console", "embedded.ts")]: consoleModule,
-      [join(ROOT, "src", "cli", "canned-help.ts")]: helpModule,
+      ...helpModules,
       [join(ROOT, "src", "cli", "canned-usage.ts")]: usageModule,
       [join(ROOT, "src", "side", "modules.ts")]: sideBuild.module,
       [join(ROOT, "src", "tool", "canned-specs.ts")]: specsModule,

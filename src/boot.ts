@@ -7,9 +7,12 @@
  * from the same table) goes straight to cli/run.ts; everything else goes to `main.ts`, loaded on demand.
  * Its output is the same bytes `main.ts` would print: the version line, or the help text commander
  * printed for the same argv at build time (recorded with stdout not a terminal, so it is only used when
- * stdout is a pipe, a file or a socket; on a terminal commander wraps help to its width).
+ * stdout is not a terminal; on a terminal commander wraps help to its width).
  */
 import { version } from "../package.json" with { type: "json" };
+import { cannedHelp } from "./cli/canned-help.ts";
+import { cannedUsageFor } from "./cli/canned-usage.ts";
+import { usageError } from "./cli/usage-error.ts";
 
 /**
  * What the binary can answer without `main.ts`: the text for stdout of an exit-0 invocation, or
@@ -17,13 +20,42 @@ import { version } from "../package.json" with { type: "json" };
  */
 export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () => Promise<boolean>): Promise<string | undefined> {
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) return `${version}\n`;
-  // Loaded only for what may be a help invocation: the binary has no bytecode, and neither --version nor a
-  // command (`airlock run …`) need parse ~60 KB of texts.
+  // Each text is loaded only for its own invocation: the binary has no bytecode, and parsing all ~70 KB of
+  // them costs about 0.6 ms (docs/performance.md, 2026-12-02).
   if (!mayBeHelp(argv)) return undefined;
-  const { CANNED_HELP } = await import("./cli/canned-help.ts");
-  const text = CANNED_HELP?.[argv.join("\0")];
-  if (text === undefined || (await stdoutIsTerminal())) return undefined;
-  return text;
+  const load = cannedHelp === null ? undefined : cannedHelp(argv.join("\0"));
+  if (load === undefined || (await stdoutIsTerminal())) return undefined;
+  return await load();
+}
+
+/**
+ * Writes `text` whole to fd 1 (`stdout`) or fd 2 (`stderr`). A text ending in a newline goes through
+ * `console.log` / `console.error` with that newline dropped (the console adds it back; a single string is
+ * printed as is, no format directives): they write synchronously, about 0.4 ms less than a first
+ * `Bun.write`, which waits on the thread pool (docs/performance.md, 2026-12-02). Other texts go
+ * through `Bun.write`. Resolves once written; a closed reader (EPIPE) ends the write silently, as
+ * main.ts's writeAll does; never rejects.
+ */
+async function writeText(to: "stdout" | "stderr", text: string): Promise<void> {
+  try {
+    if (text.endsWith("\n")) {
+      switch (to) {
+        case "stdout":
+          console.log(text.slice(0, -1));
+          return;
+        case "stderr":
+          console.error(text.slice(0, -1));
+          return;
+        default: {
+          const unknown: never = to;
+          throw new Error(`unknown stream ${String(unknown)}`);
+        }
+      }
+    }
+    await Bun.write(to === "stdout" ? Bun.stdout : Bun.stderr, text);
+  } catch {
+    // a reader that went away: the exit code still says it
+  }
 }
 
 /**
@@ -36,8 +68,21 @@ export function mayBeHelp(argv: readonly string[]): boolean {
   return argv[0] === "help" || last === "--help" || last === "-h";
 }
 
-/** Whether fd 1 may be a terminal: anything but a pipe, a regular file or a socket counts (a failed stat too). */
+/**
+ * Whether fd 1 is a terminal, by commander's own test (`process.stdout.isTTY`, which wraps help to the
+ * terminal's width): asked of `process.binding("tty_wrap").isTTY(1)`, an isatty(3) without building the
+ * Node stream `process.stdout` (several ms) and about 0.6 ms less than `Bun.stdout.stat()`, which waits on
+ * the thread pool (docs/performance.md, 2026-12-02). Where that binding is missing or answers other than a
+ * boolean, falls back to `fstat`: anything but a pipe, a regular file or a socket counts (a failed stat too).
+ */
 async function stdoutMayBeTerminal(): Promise<boolean> {
+  try {
+    const tty = (process as unknown as { binding(name: string): { isTTY?: unknown } }).binding("tty_wrap");
+    const answer: unknown = typeof tty.isTTY === "function" ? tty.isTTY(1) : undefined;
+    if (typeof answer === "boolean") return answer;
+  } catch {
+    // no such binding here: the stat decides
+  }
   try {
     const st = await Bun.stdout.stat();
     return !(st.isFIFO() || st.isFile() || st.isSocket());
@@ -72,26 +117,19 @@ if (import.meta.main) {
   }
   const quick = await quickAnswer(argv, stdoutMayBeTerminal);
   if (quick !== undefined) {
-    try {
-      await Bun.write(Bun.stdout, quick);
-    } catch {
-      // a reader that went away (EPIPE): as main.ts's writeAll, the write ends silently
-    }
+    await writeText("stdout", quick);
     process.exit(0);
   }
-  // Loaded only past --version and help, like the help texts (no bytecode: parsing costs).
-  const { CANNED_USAGE } = await import("./cli/canned-usage.ts");
-  const bad = CANNED_USAGE === null ? undefined : (await import("./cli/usage-error.ts")).usageError(argv, CANNED_USAGE);
+  // Parsed only past --version and help, and only the part of the table this argv reaches (no bytecode:
+  // parsing costs). The reader, cli/usage-error.ts, is in this chunk: ~2 KB, cheaper to carry than to import.
+  const table = cannedUsageFor === null ? null : cannedUsageFor(argv[0]);
+  const bad = table === null ? undefined : usageError(argv, table);
   if (bad !== undefined) {
-    try {
-      await Bun.write(Bun.stderr, bad.stderr);
-    } catch {
-      // stderr closed: the exit code still says it
-    }
+    await writeText("stderr", bad.stderr);
     process.exit(bad.exitCode);
   }
   // `airlock run` in its plain forms: read from the same table, and run without commander and main.ts
-  const direct = CANNED_USAGE === null ? undefined : (await import("./cli/run-argv.ts")).readRunArgv(argv, CANNED_USAGE);
+  const direct = table === null ? undefined : (await import("./cli/run-argv.ts")).readRunArgv(argv, table);
   if (direct !== undefined) {
     const [{ run }, { reportError }] = await Promise.all([import("./cli/run.ts"), import("./cli/output.ts")]);
     let code: number;

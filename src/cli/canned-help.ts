@@ -1,19 +1,44 @@
 /**
  * @module cli/canned-help
- * The help texts of the compiled binary, recorded at build time. In the source tree the table is `null`
+ * The help texts of the compiled binary, recorded at build time. In the source tree there are none
  * (every `--help` goes through commander); build/build.ts replaces this module in the binary with the
- * texts commander printed for each help invocation (build/help-texts.ts `recordHelpTexts`), so
- * `airlock --help` answers without loading commander (docs/performance.md, cold start).
+ * modules {@link cannedHelpModules} writes from the texts commander printed for each help invocation
+ * (build/help-texts.ts `recordHelpTexts`), so `airlock --help` answers without loading commander
+ * (docs/performance.md, cold start). Each distinct text is a module of its own, loaded on demand: an
+ * invocation parses its ~2 KB, not the ~70 KB of all of them (docs/performance.md, 2026-12-02).
  */
 
 /**
- * Recorded stdout of each help invocation that exits 0 with nothing on stderr, keyed by its argv joined
- * with NUL (`"run\0--help"`); recorded with stdout not a terminal (commander wraps at 80 columns then).
+ * The recorded stdout of a help invocation that exited 0 with nothing on stderr, by its argv joined with
+ * NUL (`"run\0--help"`), recorded with stdout not a terminal (commander wraps at 80 columns then):
+ * the loader of the text (it imports that text's module), or `undefined` when that argv was not recorded.
  * `null` when running from source.
  */
-export const CANNED_HELP: Readonly<Record<string, string>> | null = null;
+export const cannedHelp: ((key: string) => (() => Promise<string>) | undefined) | null = null;
 
-/** The module text that replaces this one in the compiled binary, holding `texts`. */
-export function cannedHelpModule(texts: Readonly<Record<string, string>>): string {
-  return `export const CANNED_HELP = ${JSON.stringify(texts)};\nexport function cannedHelpModule() { throw new Error("not in the binary"); }\n`;
+/**
+ * The modules that replace this one in the compiled binary, by file name in src/cli: `canned-help.ts`
+ * (the `cannedHelp` switch over every key of `texts`) and one `canned-help-N.ts` per distinct text,
+ * exporting it as `T`.
+ */
+export function cannedHelpModules(texts: Readonly<Record<string, string>>): Record<string, string> {
+  const byText = new Map<string, string[]>();
+  for (const key of Object.keys(texts).sort()) {
+    const text = texts[key]!;
+    const keys = byText.get(text) ?? [];
+    keys.push(key);
+    byText.set(text, keys);
+  }
+  const files: Record<string, string> = {};
+  const cases: string[] = [];
+  let n = 0;
+  for (const [text, keys] of byText) {
+    files[`canned-help-${n}.ts`] = `export const T = ${JSON.stringify(text)};\n`;
+    cases.push(`${keys.map((k) => `case ${JSON.stringify(k)}:`).join(" ")} return async () => (await import("./canned-help-${n}.ts")).T;`);
+    n++;
+  }
+  files["canned-help.ts"] =
+    `export function cannedHelp(key) {\n  switch (key) {\n${cases.map((c) => `    ${c}\n`).join("")}    default: return undefined;\n  }\n}\n` +
+    `export function cannedHelpModules() { throw new Error("not in the binary"); }\n`;
+  return files;
 }

@@ -11,7 +11,6 @@
  * option group, a variadic option, an ancestor's option) is left to commander: `usageError` returns
  * `undefined`.
  */
-import { assertNever } from "../errors.ts";
 
 /** How an option's value is checked, as recorded from its commander `parseArg`. */
 export type UsageCheck =
@@ -60,8 +59,12 @@ export interface UsageTable {
  * A `run` invocation naming `--output-format` is never decided (main.ts also prints a result object then).
  */
 export function usageError(argv: readonly string[], table: UsageTable): { stderr: string; exitCode: number } | undefined {
+  // Plain loops, not Array.prototype.some/filter/find: those are JavaScript builtins JavaScriptCore compiles
+  // on first use, ~0.15 ms of an argument error's start in the binary (docs/performance.md, 2026-12-02).
   const isOption = (a: string): boolean => a.length > 1 && a[0] === "-";
-  if (argv.some((a) => a === "--" || a.startsWith("--output-format"))) return undefined;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--" || argv[i]!.startsWith("--output-format")) return undefined;
+  }
   // the command path: consecutive command names from the start
   const path: UsageCommand[] = [table.program];
   let at = 0;
@@ -76,18 +79,21 @@ export function usageError(argv: readonly string[], table: UsageTable): { stderr
   const leaf = path[path.length - 1]!;
   if (path.length < 2 || typeof leaf.hint === "object") return undefined;
   const args = argv.slice(at);
-  const names = (o: UsageOption): (string | null)[] => [o.long, o.short];
   // An ancestor reads every option-like argument it knows, wherever it stands (after an unknown one too, and as the
   // value of a leaf option: `run --mode --version` prints the version): if any is one of an ancestor's, bail.
-  for (const arg of args.filter(isOption)) {
-    const head = arg.startsWith("--") ? arg.split("=")[0]! : arg.slice(0, 2);
-    for (const anc of path.slice(0, -1)) {
-      if (anc.options.some((o) => names(o).includes(arg) || names(o).includes(head))) return undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!isOption(arg)) continue;
+    const eq = arg.indexOf("=");
+    const head = arg.startsWith("--") ? (eq === -1 ? arg : arg.slice(0, eq)) : arg.slice(0, 2);
+    for (let p = 0; p < path.length - 1; p++) {
+      if (named(path[p]!.options, arg, "long or short") || named(path[p]!.options, head, "long or short")) return undefined;
     }
   }
   const fail = (message: string): { stderr: string; exitCode: number } => {
     // as main.ts's outputError: commander passes `${message}\n`; the "error: " prefix and the newline are cut
-    const text = `${message}\n`.replace(/^error: /, "").replace(/\n$/, "");
+    // (string tests, not regular expressions: a first regular expression costs the binary ~0.07 ms)
+    const text = message.startsWith("error: ") ? message.slice("error: ".length) : message;
     return { stderr: `${table.before}${text}${table.after}${leaf.hint === null ? "" : `${leaf.hint}\n`}`, exitCode: table.exitCode };
   };
   // undefined: the value passes; null: only commander can tell; a string: commander's error message
@@ -97,19 +103,24 @@ export function usageError(argv: readonly string[], table: UsageTable): { stderr
       case "any":
         return undefined;
       case "choices":
-        return o.check.choices.includes(value) ? undefined : `${invalid} ${o.check.message}`;
+        return o.check.choices.indexOf(value) !== -1 ? undefined : `${invalid} ${o.check.message}`;
       case "nonEmpty":
         return value.trim() === "" ? `${invalid} ${o.check.message}` : undefined;
       case "other":
         return null;
-      default:
-        return assertNever(o.check, "usage check");
+      default: {
+        // Not errors.ts's assertNever: that module is a chunk of its own the binary would load for every
+        // argument error (docs/performance.md, 2026-12-02). A check it does not know is left to commander.
+        const unknown: never = o.check;
+        void unknown;
+        return null;
+      }
     }
   };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (!isOption(arg)) continue;
-    let option = leaf.options.find((o) => o.long === arg || o.short === arg);
+    let option = named(leaf.options, arg, "long or short");
     let value: string | undefined;
     if (option) {
       if (option.variadic) return undefined;
@@ -128,13 +139,34 @@ export function usageError(argv: readonly string[], table: UsageTable): { stderr
       // a short option group, or `--name=value` of a known option; anything else is unknown
       if (arg[1] !== "-" || !/^--[^=]+=/.test(arg)) return undefined;
       const eq = arg.indexOf("=");
-      option = leaf.options.find((o) => o.long === arg.slice(0, eq));
+      option = named(leaf.options, arg.slice(0, eq), "long");
       if (!option || option.value === "none" || option.variadic) return undefined;
       value = arg.slice(eq + 1);
     }
     const verdict = judge(option, value);
     if (verdict === null) return undefined;
     if (verdict !== undefined) return fail(verdict);
+  }
+  return undefined;
+}
+
+/** The first of `options` whose long name (`which` "long") or long or short name is `name`, or `undefined`. */
+function named(options: readonly UsageOption[], name: string, which: "long" | "long or short"): UsageOption | undefined {
+  for (let i = 0; i < options.length; i++) {
+    const o = options[i]!;
+    switch (which) {
+      case "long":
+        if (o.long === name) return o;
+        break;
+      case "long or short":
+        if (o.long === name || o.short === name) return o;
+        break;
+      default: {
+        const unknown: never = which;
+        void unknown;
+        return undefined;
+      }
+    }
   }
   return undefined;
 }

@@ -70,3 +70,39 @@ describe("the binary answers as the source CLI does", () => {
     expect(diffs).toEqual([]);
   }, 300_000);
 });
+
+/** stdout and exit code of `argv` run on a pseudo-terminal `cols` columns wide (util-linux `script`), CRLF made LF. */
+async function onTerminal(argv: string[], cols: number): Promise<{ code: number; stdout: string }> {
+  const quoted = argv.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+  const proc = Bun.spawn(["script", "-qec", `stty cols ${cols} rows 40; exec ${quoted}`, "/dev/null"], { cwd: REPO, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [code, stdout] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code, stdout: stdout.replaceAll("\r\n", "\n") };
+}
+
+describe("where help goes", () => {
+  test("on a terminal the binary leaves help to commander, which wraps it to the terminal's width as the source CLI does", async () => {
+    const bin = await compiledBinary();
+    const [piped, b, s] = await Promise.all([runBinary(bin, ["--help"]), onTerminal([bin, "--help"], 50), onTerminal([process.execPath, join(REPO, "src", "main.ts"), "--help"], 50)]);
+    expect(b.code).toBe(0);
+    expect(b.stdout).toContain("Usage: airlock [options] [command]");
+    expect(b.stdout).toBe(s.stdout);
+    // the recorded text is wrapped at 80 columns: on this 50-column terminal it is not what is printed
+    expect(piped.stdout).not.toBe(b.stdout);
+  }, 120_000);
+
+  test("help and an argument error to /dev/null or a closed descriptor: the same exit code, nothing on stderr", async () => {
+    const bin = await compiledBinary();
+    const sh = async (redirect: string, args: string): Promise<{ code: number; stderr: string }> => {
+      const proc = Bun.spawn(["sh", "-c", `exec "$0" ${args} ${redirect}`, bin], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+      return { code, stderr };
+    };
+    expect(await sh(">/dev/null", "--help")).toEqual({ code: 0, stderr: "" });
+    expect(await sh(">&-", "--help")).toEqual({ code: 0, stderr: "" });
+    expect(await sh(">&-", "--version")).toEqual({ code: 0, stderr: "" });
+    expect((await sh("2>&-", "run --mode nope x")).code).toBe(2);
+    const piped = await runBinary(bin, ["run", "--mode", "nope", "x"]);
+    expect(piped.code).toBe(2);
+    expect(piped.stderr).toContain("option '--mode <mode>' argument 'nope' is invalid.");
+  }, 120_000);
+});

@@ -7,6 +7,8 @@
  * prints the same as the source CLI either way.
  */
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { usageTable } from "../../build/usage-table.ts";
 import { usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
@@ -187,5 +189,49 @@ describe("argument errors without commander", () => {
     }
     expect(diffs).toEqual([]);
     expect(decided).toBeGreaterThan(200);
+  }, 120_000);
+});
+
+describe("the binary's table, cut to one command", () => {
+  test("for every argv, usageError and readRunArgv answer from cannedUsageFor(argv[0]) as from the whole table", async () => {
+    const { cannedUsageModule } = await import("../../src/cli/canned-usage.ts");
+    const { readRunArgv } = await import("../../src/cli/run-argv.ts");
+    const table = await usageTable();
+    const dir = mkdtempSync(join(tmpdir(), "airlock-canned-usage-"));
+    try {
+      const file = join(dir, "canned-usage.js");
+      writeFileSync(file, cannedUsageModule(table));
+      const { cannedUsageFor } = (await import(file)) as { cannedUsageFor: (first: string | undefined) => UsageTable };
+      let state = 11;
+      const r = () => {
+        state = (state * 1103515245 + 12345) & 0x7fffffff;
+        return state / 0x80000000;
+      };
+      const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
+      const all = leaves(table.program);
+      const firsts = ["nope", "__proto__", "constructor", "--version", "-h", "help", "", ...Object.keys(table.program.commands)];
+      const words = ["--mode", "nope", "smart", "--data-dir", "--bogus", "-V", "--", "x", "--mode=", "--output-format", "json", " "];
+      const diffs: string[] = [];
+      let decided = 0;
+      for (let c = 0; c < 3000; c++) {
+        const argv = r() < 0.7 ? [...pick(all).path] : [pick(firsts)];
+        if (r() < 0.1) argv.length = 0;
+        const n = Math.floor(r() * 5);
+        for (let i = 0; i < n; i++) argv.push(pick(words));
+        const whole = usageError(argv, table);
+        const cut = usageError(argv, cannedUsageFor(argv[0]));
+        if (whole !== undefined) decided++;
+        if (JSON.stringify(cut) !== JSON.stringify(whole)) diffs.push(`usageError ${JSON.stringify(argv)}`);
+        if (JSON.stringify(readRunArgv(argv, cannedUsageFor(argv[0]))) !== JSON.stringify(readRunArgv(argv, table))) diffs.push(`readRunArgv ${JSON.stringify(argv)}`);
+      }
+      expect(diffs).toEqual([]);
+      expect(decided).toBeGreaterThan(50);
+      // a cut table is a new object: one caller's edits do not reach the next
+      expect(cannedUsageFor("run")).not.toBe(cannedUsageFor("run"));
+      expect(Object.keys(cannedUsageFor("nope").program.commands)).toEqual([]);
+      expect(Object.keys(cannedUsageFor("run").program.commands)).toEqual(["run"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 });
