@@ -192,7 +192,7 @@ function errorOf(message: string, cmd: UsageCommand, table: UsageTable): { stder
 function unknownCommand(argv: readonly string[], at: number, path: readonly UsageCommand[], table: UsageTable, helpLike: (a: string) => boolean): { stderr: string; exitCode: number } | undefined {
   const cmd = path[path.length - 1]!;
   const name = argv[at]!;
-  if (name === "help" || name.startsWith("-") || typeof cmd.hint === "object" && cmd.hint !== null) return undefined;
+  if (name === "help" || name.startsWith("-") || (typeof cmd.hint === "object" && cmd.hint !== null)) return undefined;
   for (let p = 0; p < path.length; p++) if (!path[p]!.plain) return undefined;
   for (let i = at + 1; i < argv.length; i++) {
     const arg = argv[i]!;

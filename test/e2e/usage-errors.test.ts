@@ -4,7 +4,8 @@
  * commander program at build time by build/usage-table.ts) without loading commander: for many bad
  * invocations of every command, what the table decides is commander's very stderr and exit code (the
  * source CLI, `bun src/main.ts`, is the reference), what it leaves to commander is left, and the binary
- * prints the same as the source CLI either way.
+ * prints the same as the source CLI either way. Unknown options and commands (with commander's "(Did you
+ * mean …?)") are fuzzed over near misses and compared byte for byte with main.ts's program run in process.
  */
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
