@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { usageTable } from "../../build/usage-table.ts";
-import { usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
+import { suggestion, usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
 import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
 import { mulberry32 } from "../fixtures/seeded-random.ts";
 
@@ -310,6 +310,29 @@ describe("unknown options and commands without commander", () => {
     // the fuzzer reaches every kind: unknown commands and options, one suggestion and several
     expect({ decided: decided > 1000, commands: commands > 200, one: one > 200, several: several > 5 }).toEqual({ decided: true, commands: true, one: true, several: true });
   }, 300_000);
+
+  test("suggestion agrees with commander's suggestSimilar on candidate lists the CLI does not have (case, hyphens, Unicode, ties)", async () => {
+    // commander's own function (not exported from its index), loaded by path
+    const { suggestSimilar } = (await import(join(REPO, "node_modules", "commander", "lib", "suggestSimilar.js"))) as { suggestSimilar: (word: string, candidates: string[]) => string };
+    const r = mulberry32(21);
+    const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
+    const base = ["list", "List", "lint", "last", "a-b", "ab", "a_b", "Zeta", "zeta", "éclair", "eclair", "Éclair", "x", "mode", "Mode", "node", "model", "日本", "🙂ok"];
+    const diffs: string[] = [];
+    let suggested = 0;
+    let several = 0;
+    for (let c = 0; c < 3000; c++) {
+      const options = r() < 0.5;
+      const candidates = Array.from({ length: 1 + Math.floor(r() * 8) }, () => pick(base)).map((x) => (options ? `--${x}` : x));
+      const word = `${options ? "--" : ""}${nearMiss(pick(base), r)}`;
+      const ours = suggestion(word, candidates);
+      if (ours !== "") suggested++;
+      if (ours.includes("one of")) several++;
+      const theirs = suggestSimilar(word, candidates);
+      if (ours !== theirs) diffs.push(`${JSON.stringify(word)} in ${JSON.stringify(candidates)}: ${JSON.stringify(ours)} ≠ ${JSON.stringify(theirs)}`);
+    }
+    expect(diffs).toEqual([]);
+    expect({ suggested: suggested > 500, several: several > 50 }).toEqual({ suggested: true, several: true });
+  });
 
   test("the compiled binary prints what the source CLI prints for unknown options and commands", async () => {
     const bin = await compiledBinary();
