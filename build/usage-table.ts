@@ -35,6 +35,44 @@ function checkOf(opt: Option, nonEmpty: (v: string) => string): UsageCheck {
   return { kind: "other" };
 }
 
+/** The candidates commander's suggestSimilar is given for `cmd` (its own Help's visible options and commands), or `null` when it suggests nothing. */
+function suggestOf(cmd: Command): { options: string[]; commands: string[] } | null {
+  const c = cmd as unknown as { _showSuggestionAfterError: boolean; _enablePositionalOptions: boolean; parent: Command | null };
+  if (!c._showSuggestionAfterError) return null;
+  const options: string[] = [];
+  for (let at: Command | null = cmd; at; ) {
+    for (const o of at.createHelp().visibleOptions(at)) if (o.long) options.push(o.long);
+    at = (at as unknown as typeof c).parent;
+    if (at && (at as unknown as typeof c)._enablePositionalOptions) break;
+  }
+  const commands: string[] = [];
+  for (const sub of cmd.createHelp().visibleCommands(cmd)) {
+    commands.push(sub.name());
+    if (sub.alias()) commands.push(sub.alias());
+  }
+  return { options, commands };
+}
+
+/**
+ * Whether commander checks nothing of `cmd`'s own between reading its options and reporting an unknown option
+ * or command: no mandatory, environment, implied or conflicting option, no unknown options allowed, no
+ * positional or pass-through options, no default command, no `command:*` listener, no hook, and (with
+ * subcommands) no action of its own.
+ */
+function plainOf(cmd: Command): boolean {
+  const c = cmd as unknown as Record<string, unknown> & { listenerCount(e: string): number; commands: Command[] };
+  for (const o of cmd.options) {
+    const opt = o as unknown as Record<string, unknown>;
+    if (o.mandatory || o.envVar !== undefined || opt.implied !== undefined || (Array.isArray(opt.conflictsWith) && opt.conflictsWith.length > 0)) return false;
+  }
+  const hooks = c._lifeCycleHooks as Record<string, unknown[]> | undefined;
+  if (hooks && Object.values(hooks).some((h) => h.length > 0)) return false;
+  if (c._allowUnknownOption || c._enablePositionalOptions || c._passThroughOptions || c._defaultCommandName) return false;
+  if (c.listenerCount("command:*") > 0) return false;
+  if (c.commands.length > 0 && c._actionHandler) return false;
+  return true;
+}
+
 function commandOf(cmd: Command, nonEmpty: (v: string) => string): UsageCommand {
   const hint = (cmd as unknown as { _showHelpAfterError: string | boolean })._showHelpAfterError;
   const commands: Record<string, UsageCommand> = {};
@@ -52,7 +90,10 @@ function commandOf(cmd: Command, nonEmpty: (v: string) => string): UsageCommand 
       check: checkOf(o, nonEmpty),
     })),
     commands,
+    parent: cmd.commands.length > 0,
     hint: typeof hint === "string" ? hint : hint ? { help: true } : null,
+    suggest: suggestOf(cmd),
+    plain: plainOf(cmd),
   };
 }
 

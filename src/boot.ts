@@ -2,7 +2,8 @@
  * @module boot
  * The compiled binary's entry (build/build.ts): answers `--version`, the recorded help texts
  * (cli/canned-help.ts) and the argument errors its usage table decides (cli/usage-error.ts, table in
- * cli/canned-usage.ts: the same stderr and exit code as commander) without loading commander or any Node built-in, so they start about as fast as a
+ * cli/canned-usage.ts: the same stderr and exit code as commander, unknown options and commands with its
+ * "(Did you mean …?)" included) without loading commander or any Node built-in, so they start about as fast as a
  * bare Bun binary (docs/performance.md, cold start); `airlock run` in its plain forms (cli/run-argv.ts, read
  * from the same table) goes straight to cli/run.ts; everything else goes to `main.ts`, loaded on demand.
  * Its output is the same bytes `main.ts` would print: the version line, or the help text commander

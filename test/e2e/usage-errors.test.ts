@@ -4,14 +4,15 @@
  * commander program at build time by build/usage-table.ts) without loading commander: for many bad
  * invocations of every command, what the table decides is commander's very stderr and exit code (the
  * source CLI, `bun src/main.ts`, is the reference), what it leaves to commander is left, and the binary
- * prints the same as the source CLI either way.
+ * prints the same as the source CLI either way. Unknown options and commands (with commander's "(Did you
+ * mean …?)") are fuzzed over near misses and compared byte for byte with main.ts's program run in process.
  */
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { usageTable } from "../../build/usage-table.ts";
-import { usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
+import { suggestion, usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
 import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
 import { mulberry32 } from "../fixtures/seeded-random.ts";
 
@@ -78,22 +79,28 @@ function decidable(table: UsageTable): string[][] {
     ["policy", "explain", "--mode", "nope"], // before the mandatory --tool is checked
     ["actions", "answer", "act_1", "--session", ""], // before the missing decision
     ["run", "x", "y", "--sandbox", "nope"], // before too many arguments
+    // an unknown option is reported only once every option is read: an invalid value after it comes first
+    ["run", "--bogus", "--mode", "nope"],
+    ["run", "--headless=yes", "--mode", "nope"], // a flag given a value is an unknown option
+    ["bogus", "--mode", "nope"], // an unknown command, before the options after it
   );
   return out;
 }
 
 /** Invocations the table must leave to commander (valid ones, or errors it does not model). */
 const LEFT = [
-  ["run", "--bogus", "--mode", "nope"],
   ["run", "--mode", "nope", "--output-format", "json"],
   ["run", "--output-format=json", "--mode"],
   ["run", "--", "--mode", "nope"],
   ["run", "-h", "--mode", "nope"],
   ["run", "x", "-V", "--mode", "nope"],
   ["run", "--param", "=bad", "--mode", "nope"],
-  ["run", "--headless=yes", "--mode", "nope"],
   ["run", "--mode", "smart", "x", "y"],
-  ["bogus", "--mode", "nope"],
+  ["bogus", "--help"],
+  ["frobnicate", "-V"],
+  ["run", "--bogus", "-h"],
+  ["audit", "--bogus"], // conflicting options: commander checks them before unknown ones
+  ["sessions", "--json", "lsit"],
   ["sessions", "--json", "list"],
   ["help", "run"],
   ["policy", "explain"],
@@ -190,6 +197,167 @@ describe("argument errors without commander", () => {
     expect(diffs).toEqual([]);
     expect(decided).toBeGreaterThan(200);
   }, 120_000);
+});
+
+/** `word` changed once by `r`: one edit, a transposition, a case change, a prefix, a longer word, Unicode, or several edits. */
+function nearMiss(word: string, r: () => number): string {
+  const at = Math.floor(r() * word.length);
+  const letters = "abcdefghijklmnopqrstuvwxyz-éÉßİ\u00a0\u0301日🙂";
+  const letter = [...letters][Math.floor(r() * [...letters].length)]!;
+  const k = Math.floor(r() * 10);
+  switch (k) {
+    case 0:
+      return word.slice(0, at) + letter + word.slice(at + 1); // substitution
+    case 1:
+      return word.slice(0, at) + letter + word.slice(at); // insertion
+    case 2:
+      return word.slice(0, at) + word.slice(at + 1); // deletion
+    case 3:
+      return at + 1 < word.length ? word.slice(0, at) + word[at + 1] + word[at] + word.slice(at + 2) : word + word; // transposition
+    case 4:
+      return r() < 0.5 ? word.toUpperCase() : word.slice(0, at) + word.slice(at).toUpperCase(); // case
+    case 5:
+      return word.slice(0, Math.max(1, at)); // a prefix
+    case 6:
+      return word + word.slice(0, 1 + Math.floor(r() * 4)); // a longer word
+    case 7:
+      return nearMiss(nearMiss(word, r), r); // two or more edits
+    case 8:
+      return word.normalize("NFD") + "\u0301"; // combining accent
+    default:
+      return ["x", "zz", "frobnicate", "", "ñ", "🙂", "lsit", "sesions"][Math.floor(r() * 8)]!;
+  }
+}
+
+describe("unknown options and commands without commander", () => {
+  test("a differential fuzzer (fixed seed) over near misses: wherever the table decides, stderr and exit code are commander's, byte for byte", async () => {
+    const table = await usageTable();
+    const { buildProgram } = await import("../../src/main.ts");
+    const { exitCodeFor } = await import("../../src/errors.ts");
+    const { Command, CommanderError } = await import("commander");
+    /** main.ts's stderr and exit code for `argv`, in process: the program as main.ts builds it, every action replaced, stderr captured */
+    const viaCommander = async (argv: string[]): Promise<{ stderr: string; exitCode: number }> => {
+      let stderr = "";
+      const program = buildProgram(() => {});
+      const quiet = (c: InstanceType<typeof Command>): void => {
+        // each command holds its own output settings: main.ts's outputError stays, only the writes are captured
+        c.configureOutput({ writeOut: () => {}, writeErr: (str) => void (stderr += str) });
+        if (c.commands.length === 0) c.action(() => {});
+        c.commands.forEach(quiet);
+      };
+      quiet(program);
+      try {
+        await program.parseAsync(argv, { from: "user" });
+        return { stderr, exitCode: 0 };
+      } catch (e) {
+        // as main.ts: a commander error of exit code 0 (help, version) is 0; any other is a usage error
+        if (!(e instanceof CommanderError)) throw e;
+        return { stderr, exitCode: e.exitCode === 0 ? 0 : exitCodeFor("usage") };
+      }
+    };
+    const r = mulberry32(20); // the same argvs on every run
+    const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
+    /** every command with subcommands, with its path */
+    const parents: { path: string[]; cmd: UsageCommand }[] = [];
+    const walk = (cmd: UsageCommand, path: string[]): void => {
+      if (Object.keys(cmd.commands).length > 0) parents.push({ path, cmd });
+      for (const [name, sub] of Object.entries(cmd.commands)) walk(sub, [...path, name]);
+    };
+    walk(table.program, []);
+    const all = leaves(table.program);
+    const tails = ["x", "--bogus", "-V", "--help", "-h", "--", "--mode", "nope", "-1", "--data-dir", "/tmp/x", "é"];
+    const values = ["", "x", "smart", "nope", "=", "é"];
+    const diffs: string[] = [];
+    let decided = 0;
+    let commands = 0;
+    let one = 0;
+    let several = 0;
+    for (let c = 0; c < 3000; c++) {
+      let argv: string[];
+      if (r() < 0.35) {
+        // an unknown command: a near miss of a visible command name (or alias) of a command with subcommands
+        const { path, cmd } = pick(parents);
+        const names = cmd.suggest?.commands ?? Object.keys(cmd.commands);
+        argv = [...path, nearMiss(pick(names), r)];
+      } else {
+        // an unknown option: a near miss of a long option of the leaf or an ancestor, among valid arguments
+        const { path, cmd } = pick(all);
+        const longs = cmd.suggest?.options ?? ["--bogus"];
+        const miss = `--${nearMiss(pick(longs).slice(2), r)}`;
+        const k = r();
+        const bad = k < 0.6 ? miss : k < 0.8 ? `${miss}=${pick(values)}` : k < 0.9 ? `-${nearMiss(pick(longs).slice(2), r)}` : `-${pick([..."xyzqWV1h"])}`;
+        argv = [...path];
+        const known = cmd.options.filter((o) => o.long !== "--output-format");
+        if (known.length > 0 && r() < 0.5) {
+          const o = pick(known);
+          argv.push(o.long ?? o.short!);
+          if (o.value !== "none") argv.push(o.check.kind === "choices" ? pick(o.check.choices) : "v");
+        }
+        argv.push(bad);
+      }
+      const n = Math.floor(r() * 3);
+      for (let i = 0; i < n; i++) argv.push(pick(tails));
+      const bad = usageError(argv, table);
+      if (bad === undefined) continue;
+      decided++;
+      if (bad.stderr.includes("unknown command")) commands++;
+      if (bad.stderr.includes("(Did you mean one of")) several++;
+      else if (bad.stderr.includes("(Did you mean")) one++;
+      const commander = await viaCommander(argv);
+      if (commander.stderr !== bad.stderr || commander.exitCode !== bad.exitCode) diffs.push(`${JSON.stringify(argv)}: table ${JSON.stringify(bad)} ≠ commander ${JSON.stringify(commander)}`);
+    }
+    expect(diffs).toEqual([]);
+    // the fuzzer reaches every kind: unknown commands and options, one suggestion and several
+    expect({ decided: decided > 1000, commands: commands > 200, one: one > 200, several: several > 5 }).toEqual({ decided: true, commands: true, one: true, several: true });
+  }, 300_000);
+
+  test("suggestion agrees with commander's suggestSimilar on candidate lists the CLI does not have (case, hyphens, Unicode, ties)", async () => {
+    // commander's own function (not exported from its index), loaded by path
+    const { suggestSimilar } = (await import(join(REPO, "node_modules", "commander", "lib", "suggestSimilar.js"))) as { suggestSimilar: (word: string, candidates: string[]) => string };
+    const r = mulberry32(21);
+    const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)]!;
+    const base = ["list", "List", "lint", "last", "a-b", "ab", "a_b", "Zeta", "zeta", "éclair", "eclair", "Éclair", "x", "mode", "Mode", "node", "model", "日本", "🙂ok"];
+    const diffs: string[] = [];
+    let suggested = 0;
+    let several = 0;
+    for (let c = 0; c < 3000; c++) {
+      const options = r() < 0.5;
+      const candidates = Array.from({ length: 1 + Math.floor(r() * 8) }, () => pick(base)).map((x) => (options ? `--${x}` : x));
+      const word = `${options ? "--" : ""}${nearMiss(pick(base), r)}`;
+      const ours = suggestion(word, candidates);
+      if (ours !== "") suggested++;
+      if (ours.includes("one of")) several++;
+      const theirs = suggestSimilar(word, candidates);
+      if (ours !== theirs) diffs.push(`${JSON.stringify(word)} in ${JSON.stringify(candidates)}: ${JSON.stringify(ours)} ≠ ${JSON.stringify(theirs)}`);
+    }
+    expect(diffs).toEqual([]);
+    expect({ suggested: suggested > 500, several: several > 50 }).toEqual({ suggested: true, several: true });
+  });
+
+  test("the compiled binary prints what the source CLI prints for unknown options and commands", async () => {
+    const bin = await compiledBinary();
+    const table = await usageTable();
+    const cases = [
+      ["run", "--bogus", "x"],
+      ["run", "--mod", "smart", "x"],
+      ["run", "--MODE=smart"],
+      ["frobnicate"],
+      ["sesions"],
+      ["sessions", "lsit"],
+      ["sessions", "list", "--jsno"],
+      ["serve", "--prot", "7420"],
+      ["run", "x", "-q"],
+      ["policy", "explian"],
+      ["run", "--bogus", "--mode", "nope"], // the invalid value is found first
+    ];
+    const diffs: string[] = [];
+    for (const args of cases) if (usageError(args, table) === undefined) diffs.push(`${JSON.stringify(args)}: not decided by the table`);
+    await pool(cases, 3, async (args) => {
+      const [b, s] = await Promise.all([runBinary(bin, args), source(args)]);
+      if (JSON.stringify(b) !== JSON.stringify(s) || s.code === 0) diffs.push(`${JSON.stringify(args)}: binary ${JSON.stringify(b)} ≠ source ${JSON.stringify(s)}`);
+    });
+    expect(diffs).toEqual([]);
+  }, 300_000);
 });
 
 describe("the binary's table, cut to one command", () => {
