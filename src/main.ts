@@ -6,6 +6,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { version } from "../package.json" with { type: "json" };
 import { errorLine, reportError, writeAll } from "./cli/output.ts";
+import { BEFORE_COMMANDER } from "./cli/usage-error.ts";
 import { AirlockError, EXIT, exitCodeFor } from "./errors.ts";
 
 const MODES = ["autonomous", "smart", "approve", "chat"];
@@ -528,7 +529,7 @@ function addTrustCommand(program: Command, done: (code: number) => void): void {
 export async function main(argv: string[]): Promise<number> {
   // The hidden `__script-exec` command (tests of the binary's embedded script worker, src/cli/script-exec.ts).
   // Handled before commander so that the arguments after it are never parsed as airlock flags.
-  if (argv[0] === "__script-exec") {
+  if (argv[0] === BEFORE_COMMANDER) {
     const { scriptExec } = await import("./cli/script-exec.ts");
     return scriptExec(argv.slice(1));
   }

@@ -69,15 +69,23 @@ export interface UsageTable {
 }
 
 /**
+ * First arguments `main.ts` takes before commander sees the argv (so commander's errors never apply to them):
+ * the hidden `__script-exec` (src/cli/script-exec.ts).
+ */
+export const BEFORE_COMMANDER = "__script-exec";
+
+/**
  * The stderr text and exit code commander (through main.ts) gives `argv` (user arguments only), when the
  * table can decide it is an argument error found while reading the leaf command's options; otherwise
  * `undefined` (main.ts decides: a valid invocation, or an error this table does not model).
- * A `run` invocation naming `--output-format` is never decided (main.ts also prints a result object then).
+ * A `run` invocation naming `--output-format` is never decided (main.ts also prints a result object then),
+ * nor an argv main.ts answers before commander ({@link BEFORE_COMMANDER}).
  */
 export function usageError(argv: readonly string[], table: UsageTable): { stderr: string; exitCode: number } | undefined {
   // Plain loops, not Array.prototype.some/filter/find: those are JavaScript builtins JavaScriptCore compiles
   // on first use, ~0.15 ms of an argument error's start in the binary (docs/performance.md, 2026-12-02).
   const isOption = (a: string): boolean => a.length > 1 && a[0] === "-";
+  if (argv[0] === BEFORE_COMMANDER) return undefined;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--" || argv[i]!.startsWith("--output-format")) return undefined;
   }

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { usageTable } from "../../build/usage-table.ts";
-import { suggestion, usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
+import { BEFORE_COMMANDER, suggestion, usageError, type UsageCommand, type UsageTable } from "../../src/cli/usage-error.ts";
 import { compiledBinary, REPO, runBinary } from "../harness-binary.ts";
 import { mulberry32 } from "../fixtures/seeded-random.ts";
 
@@ -310,6 +310,13 @@ describe("unknown options and commands without commander", () => {
     // the fuzzer reaches every kind: unknown commands and options, one suggestion and several
     expect({ decided: decided > 1000, commands: commands > 200, one: one > 200, several: several > 5 }).toEqual({ decided: true, commands: true, one: true, several: true });
   }, 300_000);
+
+  test("an argv main.ts answers before commander (the hidden __script-exec) is never decided as an unknown command", async () => {
+    const table = await usageTable();
+    expect(Object.hasOwn(table.program.commands, BEFORE_COMMANDER)).toBe(false); // not a commander command: the fuzzers cannot reach it
+    for (const argv of [[BEFORE_COMMANDER], [BEFORE_COMMANDER, "--bogus"], [BEFORE_COMMANDER, "x", "-h"]]) expect(usageError(argv, table)).toBeUndefined();
+    expect(usageError(["__script-exe"], table)?.stderr).toContain("unknown command '__script-exe'"); // a near miss is still an error
+  });
 
   test("suggestion agrees with commander's suggestSimilar on candidate lists the CLI does not have (case, hyphens, Unicode, ties)", async () => {
     // commander's own function (not exported from its index), loaded by path
