@@ -21,3 +21,14 @@ export function removeRegisteredFolders(): void {
   for (const dir of folders) rmSync(dir, { recursive: true, force: true });
   folders.clear();
 }
+
+/** SIGKILLs each of `pids` (a test's own processes, by pid); one already gone is skipped. */
+export function killPids(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+}

@@ -2,21 +2,14 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { killPids } from "../../test/cleanup.ts";
 
 const CHILD = join(import.meta.dir, "../../test/fixtures/reaper-child.ts");
 const START = join(import.meta.dir, "../../test/fixtures/reaper-start.ts");
 const FUSE = join(import.meta.dir, "../../test/fixtures/stalling-fuse.ts");
 const IS_ROOT = process.getuid?.() === 0;
 const started: number[] = [];
-afterAll(() => {
-  for (const pid of started) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // gone already
-    }
-  }
-});
+afterAll(() => killPids(started));
 
 /** True while `pid` runs (not a zombie). */
 function alive(pid: number): boolean {

@@ -15,6 +15,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sharedTempDir, testUsers } from "../as-user.ts";
+import { killPids } from "../cleanup.ts";
 
 const ROUNDS = Number(process.env.AIRLOCK_ORPHAN_ROUNDS ?? 24);
 const PARALLEL = 6;
@@ -22,16 +23,8 @@ const LOOP = join(import.meta.dir, "../fixtures/launch-loop.ts");
 const BUN = process.execPath;
 
 const left: number[] = [];
-afterAll(() => {
-  // survivors a failed check named: this test's own processes, killed by pid
-  for (const pid of left) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // gone already
-    }
-  }
-});
+// survivors a failed check named: this test's own processes, killed by pid
+afterAll(() => killPids(left));
 
 /** Pids whose argv carries `marker`. */
 function marked(marker: string): number[] {
