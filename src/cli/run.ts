@@ -9,6 +9,7 @@ import type { Mode, ProviderName, SandboxPolicyName } from "../config/schema.ts"
 import { assertNever } from "../errors.ts";
 import type { EarlyResultObject } from "../run/result.ts";
 import type { CommonOptions } from "./context.ts";
+import type { EarlyStart } from "./early-request.ts";
 import { signalEchoFilter } from "./signal-echo.ts";
 
 export const OUTPUT_FORMATS = ["text", "json", "stream-json"] as const;
@@ -72,12 +73,19 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
 export async function run(prompt: string | undefined, opts: RunOptions): Promise<number> {
   const started = Date.now();
   const printed = { result: false };
+  // the first model request may leave now, before the runtime's set-up, and is adopted only if it is
+  // exactly the request the normal path makes (cli/early-request.ts; SPEC §2 "The early request")
+  const { startEarlyRequest } = await import("./early-request.ts");
+  const early = await startEarlyRequest(prompt, opts);
   try {
-    return await runInner(prompt, opts, printed);
+    return await runInner(prompt, opts, printed, early);
   } catch (e) {
     // json / stream-json: a run that could not start (or failed before printing its result) still prints one result object
     if (!printed.result) await writeEarlyResult(opts.outputFormat, e, Date.now() - started);
     throw e;
+  } finally {
+    // the run ended before its first model request (an error, a cancel): the early request is aborted
+    if (early?.sent) (await import("../agent/providers/early.ts")).withdrawEarlyRequest();
   }
 }
 
@@ -137,7 +145,7 @@ async function printResult(format: OutputFormat, result: EarlyResultObject): Pro
  * (recipe placeholders filled, `-` read from stdin) and the workspace (absolute).
  * @throws AirlockError `usage` (no prompt, --param without --recipe, empty stdin), `recipe_invalid`, `config_invalid`.
  */
-async function resolveRun(prompt: string | undefined, opts: RunOptions) {
+async function resolveRun(prompt: string | undefined, opts: RunOptions, early: EarlyStart | undefined) {
   const { AirlockError } = await import("../errors.ts");
   const paramNames = Object.keys(opts.param ?? {});
   if (!opts.recipe && paramNames.length > 0) {
@@ -149,6 +157,8 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
   const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
   const ctx = await resolveContext(opts);
+  // the validated config goes to the early request's cache (written on a miss only)
+  early?.configLoaded(ctx.config);
   let config = ctx.config;
   // made absolute once, here at the edge: the runtime, its MCP servers and the session all get the same path
   let workspace = opts.workspace === undefined ? undefined : resolvePath(opts.workspace);
@@ -181,8 +191,8 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
   return { ctx, config, prompt, workspace };
 }
 
-async function runInner(promptArg: string | undefined, opts: RunOptions, printed: { result: boolean }): Promise<number> {
-  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts);
+async function runInner(promptArg: string | undefined, opts: RunOptions, printed: { result: boolean }, early: EarlyStart | undefined): Promise<number> {
+  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts, early);
   const { writeJsonLine, writeStderr } = await import("./output.ts");
   // Who can answer an ask: with --headless nobody; otherwise the person at this terminal when there is
   // one, and nobody when stdin or stderr is not a terminal (a pipe, cron, CI) — then the run is headless
