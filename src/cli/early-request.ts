@@ -139,7 +139,7 @@ export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<RunOptions, "
 /**
  * Why `airlock run PROMPT opts` must not send early with `config` (undefined: it may). The request is sent
  * only when it is certainly the first the normal path makes: the `openai` provider with its key variable set
- * and a model the server accepts (`checkProviderConfig`'s rules); PROMPT given as an argument (not `-`, not
+ * and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (not `-`, not
  * blank); no `--recipe`, `--param`, `--mode`, `--sandbox`, `--provider`, `--model`; the workspace an existing
  * folder; no hook of any event and `hooks.import_claude_settings` off (a `SessionStart` or `UserPromptSubmit`
  * hook may change or block the prompt); no MCP server (their tools join the request); no
@@ -155,6 +155,8 @@ export function earlyRefusal(prompt: string | undefined, opts: RunOptions, confi
   if (p.name !== "openai") return `provider ${p.name}`;
   if (!env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV]) return "no API key variable";
   if (p.base_url && p.base_url.replace(/\/+$/, "") !== OPENAI_DEFAULT_BASE_URL && !p.model) return "no model";
+  // the SDK re-encodes a query string of its own way: such a base_url is left to it
+  if (p.base_url && /[?#]/.test(p.base_url)) return "a query in base_url";
   const hooks = config.hooks as unknown as Record<string, unknown>;
   if (hooks.import_claude_settings !== false) return "hooks.import_claude_settings";
   for (const [k, v] of Object.entries(hooks)) if (k !== "import_claude_settings" && (!Array.isArray(v) || v.length > 0)) return `hooks.${k}`;
