@@ -179,7 +179,8 @@ describe("the early request", () => {
 
   test("a request that differs is not adopted: the early one is aborted, a warning names the field, the run completes with the SDK's", async () => {
     // the early request (model "other") hangs; the SDK's own (model "m") is answered
-    const p = place((u) => provider(u), (body) => (body.model === "other" ? { sse: [{ hang: true }] } : textChunks("ok")));
+    // (timeout_s: an early request adopted by mistake would hang the run only 5 s, then fail this test)
+    const p = place((u) => provider(u, "  timeout_s: 5\n"), (body) => (body.model === "other" ? { sse: [{ hang: true }] } : textChunks("ok")));
     try {
       expect((await run(SOURCE, p)).code).toBe(0);
       const cache = join(p.data, "config-cache.json");
