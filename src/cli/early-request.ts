@@ -23,7 +23,19 @@ import { SYSTEM_PROMPTS } from "../agent/system-prompts.ts";
 import { CANNED_OFFERED } from "../tool/canned-specs.ts";
 import type { ToolSpec } from "../tool/tool.ts";
 import { BUILD_ID, treeDigest } from "./canned-build.ts";
-import type { RunOptions } from "./run.ts";
+
+/** What the early path reads of `airlock run`'s options (cli/run.ts `RunOptions`, restated: run.ts imports this module). */
+export interface EarlyRunOptions {
+  dataDir?: string;
+  config?: string;
+  recipe?: string;
+  param?: Record<string, string>;
+  mode?: string;
+  sandbox?: string;
+  provider?: string;
+  model?: string;
+  workspace?: string;
+}
 
 /** The cache file's name in the data dir. */
 export const CONFIG_CACHE_FILE = "config-cache.json";
@@ -63,7 +75,7 @@ function buildId(): string {
  * given, the config file's bytes (or its absence), and every variable of {@link CONFIG_ENV_INPUTS}.
  * @returns undefined when the config file cannot be read (the normal path reports why).
  */
-export function configCacheKey(opts: Pick<RunOptions, "dataDir" | "config">, env: Env): ConfigCacheSlot | undefined {
+export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env): ConfigCacheSlot | undefined {
   const dataDir = pickDataDirNoZod(opts.dataDir, env);
   const explicit = opts.config !== undefined && opts.config !== "";
   const configPath = explicit ? resolve(opts.config!) : join(dataDir, "airlock.yaml");
@@ -119,7 +131,7 @@ export function readConfigCache(slot: ConfigCacheSlot): Readonly<Config> | undef
  * still has the bytes the key was computed from (re-keyed now: a file changed meanwhile is not cached under
  * its old key). Failures are ignored: the cache is only ever a shortcut.
  */
-export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<RunOptions, "dataDir" | "config">, env: Env, config: Readonly<Config>): void {
+export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env, config: Readonly<Config>): void {
   const again = configCacheKey(opts, env);
   if (!again || again.key !== slot.key) return;
   const tmp = join(slot.dataDir, `${CONFIG_CACHE_FILE}.${process.pid}.${Date.now()}.tmp`);
@@ -147,7 +159,7 @@ export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<RunOptions, "
  * (SPEC §10); SQLite storage (`storage:` and `$AIRLOCK_DATABASE_URL` unset); and a request small enough that
  * history shrinking (agent/compact.ts) leaves it as it is.
  */
-export function earlyRefusal(prompt: string | undefined, opts: RunOptions, config: Readonly<Config>, env: Env): string | undefined {
+export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, config: Readonly<Config>, env: Env): string | undefined {
   if (prompt === undefined || prompt === "-" || prompt.trim() === "") return "no PROMPT argument";
   if (opts.recipe !== undefined || Object.keys(opts.param ?? {}).length > 0) return "a recipe";
   if (opts.mode || opts.sandbox || opts.provider || opts.model) return "a flag override";
@@ -187,7 +199,7 @@ export interface EarlyStart {
  * the normal path has validated the config (`configLoaded`).
  * @returns undefined when switched off (`AIRLOCK_EARLY_REQUEST=0`) or the config file cannot be read. Never throws.
  */
-export async function startEarlyRequest(prompt: string | undefined, opts: RunOptions, env: Env = process.env): Promise<EarlyStart | undefined> {
+export async function startEarlyRequest(prompt: string | undefined, opts: EarlyRunOptions, env: Env = process.env): Promise<EarlyStart | undefined> {
   if (env[EARLY_SWITCH_ENV] === "0") return undefined;
   let slot: ConfigCacheSlot | undefined;
   try {

@@ -9,16 +9,22 @@
  * (cli/early-request.ts), which builds its body without zod; `null` from source (computed there by
  * `offered-specs.ts`).
  */
-import type { ToolSpec } from "./tool.ts";
+
+/** A tool spec as sent to the model (tool.ts `ToolSpec`'s shape, restated here: tool.ts imports this module). */
+export interface CannedSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
 
 /** Tool name → the JSON Schema `toolSpec` sends for it (without `$schema`); `null` when running from source. */
 export const CANNED_PARAMETERS: Readonly<Record<string, Readonly<Record<string, unknown>>>> | null = null;
 
 /** `tools.offer` → the built-in tools' specs offered to the model, in the registry's order; `null` when running from source. */
-export const CANNED_OFFERED: Readonly<Record<"code" | "direct" | "both", readonly ToolSpec[]>> | null = null;
+export const CANNED_OFFERED: Readonly<Record<"code" | "direct" | "both", readonly CannedSpec[]>> | null = null;
 
 /** The module text that replaces this one in the compiled binary, holding `table` and `offered`. */
-export function cannedSpecsModule(table: Readonly<Record<string, Readonly<Record<string, unknown>>>>, offered: Readonly<Record<"code" | "direct" | "both", readonly ToolSpec[]>>): string {
+export function cannedSpecsModule(table: Readonly<Record<string, Readonly<Record<string, unknown>>>>, offered: Readonly<Record<"code" | "direct" | "both", readonly CannedSpec[]>>): string {
   return (
     `export const CANNED_PARAMETERS = ${JSON.stringify(table)};\n` +
     `export const CANNED_OFFERED = ${JSON.stringify(offered)};\n` +
