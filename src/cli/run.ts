@@ -257,6 +257,9 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
       },
     });
     progress.stop();
+    // an early request that was not adopted (its FIELD differed; warned on stderr) is in the audit log too
+    const mismatch = early?.sent ? (await import("../agent/providers/early.ts")).takeEarlyMismatch() : undefined;
+    if (mismatch !== undefined) await rt.store.audit({ kind: "early_request_not_adopted", outcome: "recorded", session_id: result.session_id, detail: { field: mismatch } });
     printed.result = true;
     await printResult(opts.outputFormat, result);
     if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code}: ${result.error.message}\n`);

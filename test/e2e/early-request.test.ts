@@ -196,6 +196,10 @@ describe("the early request", () => {
       expect(models.filter((m) => m === "other").length).toBeLessThanOrEqual(1);
       expect(p.fake.disconnects()).toBe(models.filter((m) => m === "other").length);
       expect(fromSdk(p, p.fake.requests.length - 1)).toBe(true);
+      // and the audit log names the field
+      const audit = Bun.spawnSync([...SOURCE, "audit", "--export", "jsonl", "--data-dir", p.data], { env: { PATH: "/usr/bin:/bin", HOME: p.dir } });
+      const rows = audit.stdout.toString().trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      expect(rows.filter((r) => r.kind === "early_request_not_adopted").map((r) => r.detail)).toEqual([{ field: "body" }]);
     } finally {
       await p.fake.close();
     }

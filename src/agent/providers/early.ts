@@ -33,6 +33,8 @@ export interface EarlyRequest {
 }
 
 let pending: EarlyRequest | undefined;
+/** The field of the last early request that was not adopted, until taken. */
+let mismatched: string | undefined;
 
 /** Puts `req` in the slot (aborting one already there: only one early request per process). */
 export function offerEarlyRequest(req: EarlyRequest): void {
@@ -50,6 +52,13 @@ export function withdrawEarlyRequest(): boolean {
   pending = undefined;
   p?.abort();
   return p !== undefined;
+}
+
+/** The field in which the adapter's first request differed from the early one (then not adopted), once; undefined otherwise. */
+export function takeEarlyMismatch(): string | undefined {
+  const f = mismatched;
+  mismatched = undefined;
+  return f;
 }
 
 /** Whether an early request is waiting to be adopted. */
@@ -85,6 +94,7 @@ export function earlyAwareFetch(input: string | URL | Request, init?: RequestIni
   const field = input instanceof Request ? "request" : differingField(early, url, init);
   if (field !== undefined) {
     early.abort();
+    mismatched = field;
     early.onMismatch(field);
     return fetch(input, init);
   }
