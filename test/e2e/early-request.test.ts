@@ -76,6 +76,13 @@ async function coldThenWarm(cli: string[], config: (url: string) => string): Pro
     // the same bytes and the same compared headers as the SDK's own request
     expect(p.fake.raw[1]).toBe(p.fake.raw[0]!);
     for (const h of ["authorization", "content-type", "accept", "host"]) expect([h, p.fake.headers[1]!.get(h)]).toEqual([h, p.fake.headers[0]!.get(h)]);
+    // nothing lost: both sessions are stored alike (the session, its turn, the user's message and the answer)
+    const show = (args: string[]) => Bun.spawnSync([...cli, "sessions", ...args, "--data-dir", p.data], { env: { PATH: "/usr/bin:/bin", HOME: p.dir } }).stdout.toString();
+    const ids = [...show(["list"]).matchAll(/^(ses_\w+)/gm)].map((m) => m[1]!);
+    expect(ids.length).toBe(2);
+    const [a, b] = ids.map((id) => show(["show", id]).replace(/\b(ses|turn)_\w+/g, "$1_ID"));
+    expect(a).toBe(b!);
+    expect(a).toContain("[user] hi\n[assistant] ok");
   } finally {
     await p.fake.close();
   }
