@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -13,9 +13,11 @@ import { resolveContext } from "./context.ts";
 import { CONFIG_CACHE_FILE, CONFIG_ENV_INPUTS, configCacheKey, earlyRefusal, readConfigCache, startEarlyRequest, writeConfigCache } from "./early-request.ts";
 import type { RunOptions } from "./run.ts";
 
+/** A temp folder holding an approver token (the cache key's HMAC key), as a data dir after a first run does. */
 function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), "airlock-early-unit-"));
   removeAfterAllTests(d);
+  writeFileSync(join(d, "approver-token"), "a".repeat(64), { mode: 0o600 });
   return d;
 }
 
@@ -55,6 +57,7 @@ describe("the validated-config cache's key", () => {
     const home = tempDir();
     const data = join(home, "data");
     mkdirSync(data);
+    writeFileSync(join(data, "approver-token"), "a".repeat(64), { mode: 0o600 });
     const env = { HOME: home, AIRLOCK_HOME: data };
     const k0 = configCacheKey({}, env)!;
     expect(k0.dataDir).toBe(pickDataDir({ env }).dir);
@@ -64,12 +67,20 @@ describe("the validated-config cache's key", () => {
     keys.add(configCacheKey({}, env)!.key);
     writeFileSync(join(data, "airlock.yaml"), "mode: smart \n");
     keys.add(configCacheKey({}, env)!.key);
+    mkdirSync(join(data, "other"));
+    writeFileSync(join(data, "other", "approver-token"), "a".repeat(64), { mode: 0o600 });
     for (const name of CONFIG_ENV_INPUTS) keys.add(configCacheKey({}, { ...env, [name]: `${(env as Record<string, string>)[name] ?? "/x"}/other` })!.key);
     keys.add(configCacheKey({ config: join(data, "airlock.yaml") }, env)!.key);
     keys.add(configCacheKey({ dataDir: home }, env)!.key);
     // --data-dir naming the folder $AIRLOCK_HOME names resolves the same config: the same key
     expect(configCacheKey({ dataDir: data }, env)!.key).toBe(configCacheKey({}, env)!.key);
     expect(keys.size).toBe(3 + CONFIG_ENV_INPUTS.length + 2);
+    // keyed with the approver token: another token, another key; none (a first run): no key
+    writeFileSync(join(data, "approver-token"), "b".repeat(64));
+    keys.add(configCacheKey({}, env)!.key);
+    expect(keys.size).toBe(3 + CONFIG_ENV_INPUTS.length + 3);
+    rmSync(join(data, "approver-token"));
+    expect(configCacheKey({}, env)).toBeUndefined();
     // an explicit --config that does not exist: no key (the normal path says why)
     expect(configCacheKey({ config: join(data, "nope.yaml") }, env)).toBeUndefined();
   });

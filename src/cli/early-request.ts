@@ -59,7 +59,7 @@ export interface ConfigCacheSlot {
   dataDir: string;
   /** The config file read (absolute), as `loadConfig` picks it. */
   configPath: string;
-  /** The hex SHA-256 key. */
+  /** The hex HMAC-SHA-256 key. */
   key: string;
 }
 
@@ -70,10 +70,12 @@ function buildId(): string {
 }
 
 /**
- * The cache key of the config `resolveContext(opts, env)` would resolve now: a SHA-256 over the build id, the
+ * The cache key of the config `resolveContext(opts, env)` would resolve now: an HMAC-SHA-256, keyed with the data
+ * dir's approver token, over the build id, the
  * data dir and config path (`--data-dir`, `--config`, the cwd they resolve against), whether `--config` was
  * given, the config file's bytes (or its absence), and every variable of {@link CONFIG_ENV_INPUTS}.
- * @returns undefined when the config file cannot be read (the normal path reports why).
+ * @returns undefined when the config file or the approver token cannot be read (the normal path reports the first;
+ *   the runtime creates the second).
  */
 export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env): ConfigCacheSlot | undefined {
   const dataDir = pickDataDirNoZod(opts.dataDir, env);
@@ -86,7 +88,15 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
     if ((e as NodeJS.ErrnoException).code !== "ENOENT" || explicit) return undefined;
     bytes = null;
   }
-  const h = new Bun.CryptoHasher("sha256");
+  // keyed with the approver token too: no process airlock starts can read it (launcher/bwrap.ts DATA_DIR_SECRETS),
+  // so none can forge a cache entry the early request would trust; no token yet (a first run): no cache
+  let token: Buffer;
+  try {
+    token = readFileSync(join(dataDir, "approver-token"));
+  } catch {
+    return undefined;
+  }
+  const h = new Bun.CryptoHasher("sha256", token);
   h.update(JSON.stringify({ v: CACHE_VERSION, build: buildId(), dataDir, configPath, explicit, env: CONFIG_ENV_INPUTS.map((n) => env[n] ?? null) }));
   h.update(bytes === null ? "\0absent" : "\0file\0");
   if (bytes !== null) h.update(bytes);

@@ -35,6 +35,9 @@ function place(config: (url: string) => string, reply: (body: any, n: number) =>
   mkdirSync(data);
   mkdirSync(ws);
   writeFileSync(join(data, "airlock.yaml"), config(fake.url));
+  // the tokens a first run creates: the cache key is an HMAC under the approver token, so without one the cold run writes no cache
+  writeFileSync(join(data, "approver-token"), "a".repeat(64), { mode: 0o600 });
+  writeFileSync(join(data, "api-token"), "b".repeat(64), { mode: 0o600 });
   return { dir, data, ws, fake };
 }
 
