@@ -64,28 +64,30 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
  * to stderr. PROMPT `-` reads the prompt from stdin; stdin is never read otherwise. Without
  * `--headless`, asks are put to the person at the terminal when stdin and stderr are TTYs, and the
  * run is headless otherwise (nobody could answer).
+ * `early`: what src/boot.ts's call of `startEarlyRequest` for this prompt and these options returned (null: nothing
+ * started); when absent, `run` makes that call itself.
  * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT or SIGTERM).
  * @throws AirlockError `usage` (no prompt; `--param` without `--recipe`), `recipe_invalid` (also a `{{ name }}`
  *   in PROMPT that the recipe does not declare), `config_invalid`, `bad_request` (missing workspace) → exit 2 via
  *   main.ts. With `json` / `stream-json`, anything thrown before the result was printed first prints the
  *   result object of a run that never started (`earlyResult`: `status: "invalid"` for those codes).
  */
-export async function run(prompt: string | undefined, opts: RunOptions): Promise<number> {
+export async function run(prompt: string | undefined, opts: RunOptions, early?: EarlyStart | null): Promise<number> {
   const started = Date.now();
   const printed = { result: false };
   // the first model request may leave now, before the runtime's set-up, and is adopted only if it is
-  // exactly the request the normal path makes (cli/early-request.ts; SPEC §2 "The early request")
-  const { startEarlyRequest } = await import("./early-request.ts");
-  const early = await startEarlyRequest(prompt, opts);
+  // exactly the request the normal path makes (cli/early-request.ts; SPEC §2 "The early request");
+  // src/boot.ts starts it before loading this module, and hands it over
+  const earlyStart = early !== undefined ? early : await (await import("./early-request.ts")).startEarlyRequest(prompt, opts);
   try {
-    return await runInner(prompt, opts, printed, early);
+    return await runInner(prompt, opts, printed, earlyStart ?? undefined);
   } catch (e) {
     // json / stream-json: a run that could not start (or failed before printing its result) still prints one result object
     if (!printed.result) await writeEarlyResult(opts.outputFormat, e, Date.now() - started);
     throw e;
   } finally {
     // the run ended before its first model request (an error, a cancel): the early request is aborted
-    if (early?.sent) (await import("../agent/providers/early.ts")).withdrawEarlyRequest();
+    if (earlyStart?.sent) (await import("../agent/providers/early.ts")).withdrawEarlyRequest();
   }
 }
 
