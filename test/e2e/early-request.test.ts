@@ -215,6 +215,22 @@ describe("the early request", () => {
     }
   }, 120_000);
 
+  test("an adopted early request answered 500 is retried through the SDK, as its own request would be", async () => {
+    const p = place((u) => provider(u), (_b, n) => (n === 1 ? { status: 500, body: { error: { message: "boom", type: "server_error" } } } : textChunks("ok")));
+    try {
+      expect((await run(SOURCE, p)).code).toBe(0);
+      const r = await run(SOURCE, p);
+      expect({ code: r.code, stdout: r.stdout }).toEqual(ok);
+      expect(r.stderr).not.toContain("early request");
+      expect(p.fake.requests.length).toBe(3);
+      expect([fromSdk(p, 1), fromSdk(p, 2)]).toEqual([false, true]);
+      expect(p.fake.headers[2]!.get("x-stainless-retry-count")).toBe("0");
+      expect(p.fake.raw[2]).toBe(p.fake.raw[1]!);
+    } finally {
+      await p.fake.close();
+    }
+  }, 120_000);
+
   test("a run that fails before its first model request aborts the early request: the connection closes, nothing else is sent", async () => {
     // the cold run's request is answered; every later one hangs until its client goes away
     const p = place((u) => provider(u), (_b, n) => (n === 0 ? textChunks("ok") : { sse: [{ hang: true }] }));
