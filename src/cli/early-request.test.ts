@@ -155,6 +155,8 @@ describe("when the early request is refused", () => {
       [undefined, opts, cfg(), env],
       ["-", opts, cfg(), env],
       ["  ", opts, cfg(), env],
+      ["a\ud800b", opts, cfg(), env],
+      ["a\0b", opts, cfg(), env],
       ["hi", { ...opts, recipe: "r.yaml" }, cfg(), env],
       ["hi", { ...opts, param: { a: "b" } }, cfg(), env],
       ["hi", { ...opts, mode: "chat" }, cfg(), env],

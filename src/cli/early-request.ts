@@ -161,7 +161,7 @@ export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptio
 /**
  * Why `airlock run PROMPT opts` must not send early with `config` (undefined: it may). The request is sent
  * only when it is certainly the first the normal path makes: the `openai` provider with its key variable set
- * and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (not `-`, not
+ * and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (well-formed, no NUL; not `-`, not
  * blank); no `--recipe`, `--param`, `--mode`, `--sandbox`, `--provider`, `--model`; the workspace an existing
  * folder; no hook of any event and `hooks.import_claude_settings` off (a `SessionStart` or `UserPromptSubmit`
  * hook may change or block the prompt); no MCP server (their tools join the request); no
@@ -171,6 +171,8 @@ export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptio
  */
 export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, config: Readonly<Config>, env: Env): string | undefined {
   if (prompt === undefined || prompt === "-" || prompt.trim() === "") return "no PROMPT argument";
+  // the normal path sends the prompt as stored and read back: text SQLite might not give back as it was is left to it
+  if (!prompt.isWellFormed() || prompt.includes("\0")) return "a prompt with a lone surrogate or NUL";
   if (opts.recipe !== undefined || Object.keys(opts.param ?? {}).length > 0) return "a recipe";
   if (opts.mode || opts.sandbox || opts.provider || opts.model) return "a flag override";
   const p = config.provider;
