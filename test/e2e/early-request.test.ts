@@ -231,6 +231,22 @@ describe("the early request", () => {
     }
   }, 120_000);
 
+  test("an adopted early request that stalls ends at the idle timeout (the SDK's abort reaches it), as the SDK's own would", async () => {
+    // the cold run's request is answered; the early one sends its headers, then nothing, until its client goes away
+    const p = place((u) => provider(u, "  timeout_s: 1\n  max_retries: 0\n"), (_b, n) => (n === 0 ? textChunks("ok") : { sse: [{ hang: true }] }));
+    try {
+      expect((await run(SOURCE, p)).code).toBe(0);
+      const r = await run(SOURCE, p, {}, ["--output-format", "json"]);
+      expect(fromSdk(p, 1)).toBe(false);
+      expect({ code: r.code, status: JSON.parse(r.stdout).status }).toEqual({ code: 1, status: "failed" });
+      expect(JSON.parse(r.stdout).error.message).toContain("1");
+      while (p.fake.disconnects() < 1) await Bun.sleep(10);
+      expect({ started: p.fake.started(), complete: p.fake.requests.length }).toEqual({ started: 2, complete: 2 });
+    } finally {
+      await p.fake.close();
+    }
+  }, 120_000);
+
   test("a run that fails before its first model request aborts the early request: the connection closes, nothing else is sent", async () => {
     // the cold run's request is answered; every later one hangs until its client goes away
     const p = place((u) => provider(u), (_b, n) => (n === 0 ? textChunks("ok") : { sse: [{ hang: true }] }));
