@@ -84,14 +84,6 @@ describe("the validated-config cache's key", () => {
     // an explicit --config that does not exist: no key (the normal path says why)
     expect(configCacheKey({ config: join(data, "nope.yaml") }, env)).toBeUndefined();
   });
-
-  test("pickDataDir and the early path's copy agree", () => {
-    const home = tempDir();
-    for (const env of [{ HOME: home }, { HOME: home, XDG_DATA_HOME: "/xdg" }, { HOME: home, XDG_DATA_HOME: "rel" }, { HOME: home, AIRLOCK_HOME: "rel/a" }, { HOME: "relative" }]) {
-      expect(configCacheKey({}, env)?.dataDir ?? pickDataDir({ env }).dir).toBe(pickDataDir({ env }).dir);
-      expect(configCacheKey({ dataDir: "x/y" }, env)?.dataDir ?? pickDataDir({ flag: "x/y", env }).dir).toBe(pickDataDir({ flag: "x/y", env }).dir);
-    }
-  });
 });
 
 describe("reading the cache", () => {

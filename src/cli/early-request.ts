@@ -11,8 +11,8 @@
  * is loaded here (test/startup-closure.test.ts).
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
-import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { pickDataDir } from "../config/paths.ts";
 import type { Config } from "../config/schema.ts";
 import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/compact.ts";
 import { offerEarlyRequest } from "../agent/providers/early.ts";
@@ -43,7 +43,7 @@ export const CONFIG_CACHE_FILE = "config-cache.json";
 export const EARLY_SWITCH_ENV = "AIRLOCK_EARLY_REQUEST";
 /**
  * Every environment variable config resolution reads (`resolveContext` → `pickDataDir`; `loadConfig` reads
- * none): each is part of the cache key. test/e2e/early-request.test.ts holds this list equal to what they read.
+ * none): each is part of the cache key. src/cli/early-request.test.ts fails when they read another.
  */
 export const CONFIG_ENV_INPUTS = ["AIRLOCK_HOME", "XDG_DATA_HOME", "HOME"] as const;
 /** The largest cache file read, bytes. */
@@ -78,7 +78,7 @@ function buildId(): string {
  *   the runtime creates the second).
  */
 export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env): ConfigCacheSlot | undefined {
-  const dataDir = pickDataDirNoZod(opts.dataDir, env);
+  const dataDir = pickDataDir({ flag: opts.dataDir, env }).dir;
   const explicit = opts.config !== undefined && opts.config !== "";
   const configPath = explicit ? resolve(opts.config!) : join(dataDir, "airlock.yaml");
   let bytes: Buffer | null;
@@ -101,18 +101,6 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   h.update(bytes === null ? "\0absent" : "\0file\0");
   if (bytes !== null) h.update(bytes);
   return { dataDir, configPath, key: h.digest("hex") };
-}
-
-/**
- * `config/paths.ts` `pickDataDir` without importing it (it imports errors only, but stays the one definition:
- * test/e2e/early-request.test.ts holds the two equal).
- */
-function pickDataDirNoZod(flag: string | undefined, env: Env): string {
-  if (flag) return resolve(flag);
-  if (env.AIRLOCK_HOME) return resolve(env.AIRLOCK_HOME);
-  if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME)) return join(env.XDG_DATA_HOME, "airlock");
-  const home = env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir();
-  return join(home, ".local", "share", "airlock");
 }
 
 /**
