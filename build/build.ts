@@ -176,8 +176,12 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   const sideBuild = await buildSide(ROOT, join(ROOT, "dist", ".side"));
   // The built-in tools' argument JSON Schemas are recorded too: src/tool/canned-specs.ts is replaced (src/tool/tool.ts).
   const { cannedSpecsModule } = await import("../src/tool/canned-specs.ts");
-  const { recordToolParameters } = await import("./tool-specs.ts");
-  const specsModule = cannedSpecsModule(recordToolParameters());
+  const { recordToolParameters, recordOfferedSpecs } = await import("./tool-specs.ts");
+  const specsModule = cannedSpecsModule(recordToolParameters(), recordOfferedSpecs());
+  // The build id keys `airlock run`'s validated-config cache (src/cli/early-request.ts): src/cli/canned-build.ts is replaced.
+  const { buildIdModule, treeDigest } = await import("../src/cli/canned-build.ts");
+  const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+  const buildModule = buildIdModule(treeDigest(join(ROOT, "src"), `airlock ${version} bun ${Bun.version}`));
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
@@ -189,6 +193,7 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
       [join(ROOT, "src", "cli", "canned-usage.ts")]: usageModule,
       [join(ROOT, "src", "side", "modules.ts")]: sideBuild.module,
       [join(ROOT, "src", "tool", "canned-specs.ts")]: specsModule,
+      [join(ROOT, "src", "cli", "canned-build.ts")]: buildModule,
     },
     plugins: [sideBuild.plugin],
     root: ROOT,

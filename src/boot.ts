@@ -132,10 +132,12 @@ if (import.meta.main) {
   // `airlock run` in its plain forms: read from the same table, and run without commander and main.ts
   const direct = table === null ? undefined : (await import("./cli/run-argv.ts")).readRunArgv(argv, table);
   if (direct !== undefined) {
+    // the early request first (cli/early-request.ts): it may leave before run.ts and output.ts are even loaded
+    const early = await (await import("./cli/early-request.ts")).startEarlyRequest(direct.prompt, direct.opts);
     const [{ run }, { reportError }] = await Promise.all([import("./cli/run.ts"), import("./cli/output.ts")]);
     let code: number;
     try {
-      code = await run(direct.prompt, direct.opts);
+      code = await run(direct.prompt, direct.opts, early ?? null);
     } catch (e) {
       // as main.ts: an error thrown by the command is the CLI's one error line and its exit code
       code = reportError(e);

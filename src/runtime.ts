@@ -10,9 +10,7 @@ import { realpathSync } from "node:fs";
 import { useProbeCache } from "./launcher/probe.ts";
 import { warmLauncher } from "./launcher/setup.ts";
 import { join, resolve } from "node:path";
-import systemPrompt from "./agent/system.txt" with { type: "text" };
-import systemPromptDirect from "./agent/system-direct.txt" with { type: "text" };
-import systemPromptBoth from "./agent/system-both.txt" with { type: "text" };
+import { SYSTEM_PROMPTS } from "./agent/system-prompts.ts";
 import { AgentHooks } from "./agent/hooks.ts";
 import { contextTokensFor, HistoryCompactor } from "./agent/compact.ts";
 import { startTurn as loopStartTurn, type StartedTurn, type TurnResult } from "./agent/loop.ts";
@@ -61,9 +59,6 @@ import { ScriptPool } from "./script/pool.ts";
 import { Notifications } from "./notify/notifier.ts";
 
 export type { CreateSessionInput, StartedTurn, TurnResult };
-
-/** The system prompt for each `tools.offer`: it names the tools the model is offered (src/agent/system*.txt). */
-const SYSTEM_PROMPTS: Readonly<Record<Config["tools"]["offer"], string>> = { code: systemPrompt, direct: systemPromptDirect, both: systemPromptBoth };
 
 /** Per-run overrides a recipe or `airlock run` flags set for a root session and its whole tree. */
 export type RunOverrides = ConfigOverrides;

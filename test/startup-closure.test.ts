@@ -116,3 +116,19 @@ describe("airlock run before its first model request", () => {
     expect(found.flatMap((c) => modulesOf(chunks.get(c)!).filter((m) => m.startsWith("src/")))).toEqual([]);
   });
 });
+
+describe("airlock run's early request (src/cli/early-request.ts)", () => {
+  test("loads no zod, no provider SDK, no store and no runtime before it sends: only its own small modules", () => {
+    const loaded = new Set<string>();
+    for (const path of ["src/cli/run-argv.ts", "src/cli/run.ts", "src/cli/early-request.ts"]) {
+      for (const c of staticClosure(chunkOf(path))) for (const m of modulesOf(chunks.get(c)!)) loaded.add(m);
+    }
+    const packages = new Set([...loaded].map(packageOf).filter((p): p is string => p !== null));
+    expect([...packages]).toEqual([]);
+    expect([...loaded].filter((m) => /^src\/(store|config\/(schema|load)\.ts|runtime\.ts|bus|session\/(?!types)|gate|hook|tool\/(registry|host-tools|tool)\.ts)/.test(m))).toEqual([]);
+    // the check sees the early path's own modules: the body builder and the adoption slot
+    expect(loaded.has("src/agent/providers/openai-request.ts")).toBe(true);
+    expect(loaded.has("src/agent/providers/early.ts")).toBe(true);
+    expect(/\bfrom\s*"bun:sqlite"/.test([...loaded].join("\n"))).toBe(false);
+  });
+});

@@ -9,6 +9,7 @@ import type { Mode, ProviderName, SandboxPolicyName } from "../config/schema.ts"
 import { assertNever } from "../errors.ts";
 import type { EarlyResultObject } from "../run/result.ts";
 import type { CommonOptions } from "./context.ts";
+import type { EarlyStart } from "./early-request.ts";
 import { signalEchoFilter } from "./signal-echo.ts";
 
 export const OUTPUT_FORMATS = ["text", "json", "stream-json"] as const;
@@ -63,21 +64,30 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
  * to stderr. PROMPT `-` reads the prompt from stdin; stdin is never read otherwise. Without
  * `--headless`, asks are put to the person at the terminal when stdin and stderr are TTYs, and the
  * run is headless otherwise (nobody could answer).
+ * `early`: what src/boot.ts's call of `startEarlyRequest` for this prompt and these options returned (null: nothing
+ * started); when absent, `run` makes that call itself.
  * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT or SIGTERM).
  * @throws AirlockError `usage` (no prompt; `--param` without `--recipe`), `recipe_invalid` (also a `{{ name }}`
  *   in PROMPT that the recipe does not declare), `config_invalid`, `bad_request` (missing workspace) → exit 2 via
  *   main.ts. With `json` / `stream-json`, anything thrown before the result was printed first prints the
  *   result object of a run that never started (`earlyResult`: `status: "invalid"` for those codes).
  */
-export async function run(prompt: string | undefined, opts: RunOptions): Promise<number> {
+export async function run(prompt: string | undefined, opts: RunOptions, early?: EarlyStart | null): Promise<number> {
   const started = Date.now();
   const printed = { result: false };
+  // the first model request may leave now, before the runtime's set-up, and is adopted only if it is
+  // exactly the request the normal path makes (cli/early-request.ts; SPEC §2 "The early request");
+  // src/boot.ts starts it before loading this module, and hands it over
+  const earlyStart = early !== undefined ? early : await (await import("./early-request.ts")).startEarlyRequest(prompt, opts);
   try {
-    return await runInner(prompt, opts, printed);
+    return await runInner(prompt, opts, printed, earlyStart ?? undefined);
   } catch (e) {
     // json / stream-json: a run that could not start (or failed before printing its result) still prints one result object
     if (!printed.result) await writeEarlyResult(opts.outputFormat, e, Date.now() - started);
     throw e;
+  } finally {
+    // the run ended before its first model request (an error, a cancel): the early request is aborted
+    if (earlyStart?.sent) (await import("../agent/providers/early.ts")).withdrawEarlyRequest();
   }
 }
 
@@ -137,7 +147,7 @@ async function printResult(format: OutputFormat, result: EarlyResultObject): Pro
  * (recipe placeholders filled, `-` read from stdin) and the workspace (absolute).
  * @throws AirlockError `usage` (no prompt, --param without --recipe, empty stdin), `recipe_invalid`, `config_invalid`.
  */
-async function resolveRun(prompt: string | undefined, opts: RunOptions) {
+async function resolveRun(prompt: string | undefined, opts: RunOptions, early: EarlyStart | undefined) {
   const { AirlockError } = await import("../errors.ts");
   const paramNames = Object.keys(opts.param ?? {});
   if (!opts.recipe && paramNames.length > 0) {
@@ -149,6 +159,8 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
   const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
   const ctx = await resolveContext(opts);
+  // the validated config goes to the early request's cache (written on a miss only)
+  early?.configLoaded(ctx.config);
   let config = ctx.config;
   // made absolute once, here at the edge: the runtime, its MCP servers and the session all get the same path
   let workspace = opts.workspace === undefined ? undefined : resolvePath(opts.workspace);
@@ -181,8 +193,8 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
   return { ctx, config, prompt, workspace };
 }
 
-async function runInner(promptArg: string | undefined, opts: RunOptions, printed: { result: boolean }): Promise<number> {
-  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts);
+async function runInner(promptArg: string | undefined, opts: RunOptions, printed: { result: boolean }, early: EarlyStart | undefined): Promise<number> {
+  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts, early);
   const { writeJsonLine, writeStderr } = await import("./output.ts");
   // Who can answer an ask: with --headless nobody; otherwise the person at this terminal when there is
   // one, and nobody when stdin or stderr is not a terminal (a pipe, cron, CI) — then the run is headless
@@ -247,6 +259,9 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
       },
     });
     progress.stop();
+    // an early request that was not adopted (its FIELD differed; warned on stderr) is in the audit log too
+    const mismatch = early?.sent ? (await import("../agent/providers/early.ts")).takeEarlyMismatch() : undefined;
+    if (mismatch !== undefined) await rt.store.audit({ kind: "early_request_not_adopted", outcome: "recorded", session_id: result.session_id, detail: { field: mismatch } });
     printed.result = true;
     await printResult(opts.outputFormat, result);
     if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code}: ${result.error.message}\n`);

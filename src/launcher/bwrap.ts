@@ -79,8 +79,8 @@ export interface BwrapOptions {
   hardenFullAccess?: boolean;
 }
 
-/** The data dir files no hook may read (tokens, the database and its journals); masked when they exist. */
-export const DATA_DIR_SECRETS = ["api-token", "approver-token", "airlock.db", "airlock.db-wal", "airlock.db-shm", "airlock.db-journal"] as const;
+/** The data dir files no hook may read or replace (tokens, the database and its journals, `airlock run`'s validated-config cache); masked when they exist. */
+export const DATA_DIR_SECRETS = ["api-token", "approver-token", "airlock.db", "airlock.db-wal", "airlock.db-shm", "airlock.db-journal", "config-cache.json"] as const;
 
 /**
  * The command `argv` preceded by a watchdog that ties its PID namespace to airlock's life:

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { recordToolParameters } from "../../build/tool-specs.ts";
+import { recordOfferedSpecs, recordToolParameters } from "../../build/tool-specs.ts";
+import { offeredToolFilter, ToolRegistry } from "./registry.ts";
 import { builtInTools } from "./host-tools.ts";
 import { defineTool, toolSpec, toolSpecWith } from "./tool.ts";
 
@@ -26,5 +27,16 @@ describe("recorded tool specs (tool/canned-specs.ts)", () => {
     expect(toolSpecWith(zodOnly, table).parameters).toMatchObject({ properties: { n: { type: "number" } } });
     const named = defineTool({ name: "some__tool", description: "d", readOnly: true, schema: z.strictObject({}), async execute() {} });
     expect(toolSpecWith(named, table).parameters).toEqual(table.some__tool);
+  });
+
+  test("the recorded offered specs are what the runtime's registry offers for each tools.offer (no MCP server), in its order", async () => {
+    const offered = recordOfferedSpecs();
+    const registry = new ToolRegistry();
+    for (const t of builtInTools(null as never, null as never)) registry.register(t);
+    for (const offer of ["code", "direct", "both"] as const) {
+      const specs = await registry.specs(offeredToolFilter(offer), { sources: offer !== "code" });
+      expect(JSON.stringify(JSON.parse(JSON.stringify(offered[offer])))).toBe(JSON.stringify(specs));
+      expect(specs.length).toBe(offer === "code" ? 4 : offer === "direct" ? 9 : 11);
+    }
   });
 });

@@ -8,10 +8,10 @@
  */
 import OpenAI from "openai";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { AirlockError, assertNever } from "../../errors.ts";
-import type { Message } from "../../session/types.ts";
-import type { ToolSpec } from "../../tool/tool.ts";
-import { ChunkAssembler, type OpenAIProviderState } from "./openai-assemble.ts";
+import { AirlockError } from "../../errors.ts";
+import { ChunkAssembler } from "./openai-assemble.ts";
+import { earlyAwareFetch } from "./early.ts";
+import { chatCompletionsBody, replaysReasoningContent } from "./openai-request.ts";
 import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelTurn, type Provider, type ProviderConfig, type ProviderOptions } from "./provider.ts";
 import { connectionError, htmlPageError, httpStatusError, idleTimeout, isHtmlAnswer, malformedStream, otherError } from "./errors.ts";
 import { attemptController, cancelledError, retryingComplete } from "./retry.ts";
@@ -19,6 +19,7 @@ import { attemptController, cancelledError, retryingComplete } from "./retry.ts"
 import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "./openai-defaults.ts";
 
 export { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL };
+export { chatCompletionsBody, chatCompletionsUrl, replaysReasoningContent, toOpenAIMessages, toOpenAITools } from "./openai-request.ts";
 
 /**
  * Builds the OpenAI provider. The API key is read at call time from `env[cfg.api_key_env ?? "OPENAI_API_KEY"]`;
@@ -44,13 +45,8 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
     try {
       const response = await c.sdk.chat.completions
         .create(
-          {
-            model: req.model ?? cfg.model ?? OPENAI_DEFAULT_MODEL,
-            messages: toOpenAIMessages(req.system, req.messages, { replayReasoning }) as any,
-            ...(req.tools.length > 0 ? { tools: toOpenAITools(req.tools) } : {}),
-            stream: true,
-            stream_options: { include_usage: true },
-          },
+          // the one body builder, shared with `airlock run`'s early request (openai-request.ts)
+          chatCompletionsBody({ model: req.model ?? cfg.model ?? OPENAI_DEFAULT_MODEL, system: req.system, messages: req.messages, tools: req.tools, replayReasoning }) as any,
           { signal: ctl.signal },
         )
         .asResponse();
@@ -116,27 +112,11 @@ export function openAIClient(cfg: ProviderConfig, opts: ProviderOptions, provide
       }
       apiKey = LOOPBACK_PLACEHOLDER_KEY;
     }
-    client = { sdk: new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: cfg.timeout_s * 1000, logLevel: "off" }), keySent };
+    // `fetch`: the first chat-completions request may be adopted from `airlock run`'s early request (early.ts)
+    client = { sdk: new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: cfg.timeout_s * 1000, logLevel: "off", ...(providerName === "openai" ? { fetch: earlyAwareFetch } : {}) }), keySent };
     return client;
   }
   return { baseURL, keyVar, getClient };
-}
-
-/**
- * Whether this config's server gets DeepSeek's `reasoning_content` back: `provider.replay_reasoning_content`
- * when set, else true only for a `base_url` on `deepseek.com` (api.deepseek.com or a subdomain). Any other
- * server never receives it (OpenAI rejects unknown message fields; DeepSeek's own older `deepseek-reasoner`
- * docs say the field in input is a 400 there too, so a proxy must opt in).
- */
-export function replaysReasoningContent(cfg: Pick<ProviderConfig, "base_url" | "replay_reasoning_content">): boolean {
-  if (cfg.replay_reasoning_content !== undefined) return cfg.replay_reasoning_content;
-  if (!cfg.base_url) return false;
-  try {
-    const host = new URL(cfg.base_url).hostname.toLowerCase();
-    return host === "deepseek.com" || host.endsWith(".deepseek.com");
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -265,90 +245,3 @@ function suggestV1(url: string): string {
   return `${url.replace(/\/+$/, "")}/v1`;
 }
 
-/** Tool specs → `tools` of a chat-completions request. */
-export function toOpenAITools(tools: ToolSpec[]) {
-  return tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }));
-}
-
-/**
- * Stored history → chat-completions `messages`: the system prompt first; assistant messages with
- * `tool_calls` whose `arguments` are JSON **strings** (openclaw#97834: some servers reject objects);
- * one `role: "tool"` message per result, matched by `tool_call_id`.
- *
- * With `replayReasoning` (a DeepSeek-like server, {@link replaysReasoningContent}), DeepSeek's rule for
- * thinking mode is followed (api-docs.deepseek.com/guides/thinking_mode, "Tool Calls"): between two user
- * messages, when the model made tool calls, every assistant message there carries its `reasoning_content`
- * back, in this and all later requests (omitting it is a 400, "The reasoning_content in the thinking mode
- * must be passed back to the API"); a stretch without tool calls sends none (the API ignores it there, and
- * the older `deepseek-reasoner` refused it). A tool-calling message with no stored reasoning (another
- * provider's, thinking off) sends `""`, which the API accepts where it asks for the field. Only
- * `provider_state` stored by this provider (`provider: "openai"`) is read; another provider's is ignored.
- */
-export function toOpenAIMessages(system: string | undefined, messages: Message[], o: { replayReasoning?: boolean } = {}): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  if (system) out.push({ role: "system", content: system });
-  const withReasoning = o.replayReasoning ? toolCallingStretches(messages) : new Set<number>();
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i]!;
-    const reasoning = withReasoning.has(i) ? { reasoning_content: ownReasoning(m) ?? "" } : {};
-    switch (m.role) {
-      case "system":
-        out.push({ role: "system", content: m.content });
-        break;
-      case "user":
-        out.push({ role: "user", content: m.content });
-        break;
-      case "assistant": {
-        const calls = m.tool_calls ?? [];
-        if (calls.length === 0) {
-          out.push({ role: "assistant", content: m.content, ...reasoning });
-        } else {
-          out.push({
-            role: "assistant",
-            content: m.content ? m.content : null,
-            ...reasoning,
-            tool_calls: calls.map((c) => ({
-              id: c.id,
-              type: "function",
-              function: { name: c.name, arguments: c.invalid !== undefined ? c.invalid || "{}" : JSON.stringify(c.arguments ?? {}) },
-            })),
-          });
-        }
-        break;
-      }
-      case "tool":
-        out.push({ role: "tool", tool_call_id: m.tool_call_id ?? "", content: m.content });
-        break;
-      default:
-        return assertNever(m.role, "message role");
-    }
-  }
-  return out;
-}
-
-/** Indexes of the assistant messages in a stretch between user messages that holds a tool call. */
-function toolCallingStretches(messages: Message[]): Set<number> {
-  const out = new Set<number>();
-  let stretch: number[] = [];
-  let calls = false;
-  const close = () => {
-    if (calls) for (const i of stretch) out.add(i);
-    stretch = [];
-    calls = false;
-  };
-  messages.forEach((m, i) => {
-    if (m.role === "user") return close();
-    if (m.role !== "assistant") return;
-    stretch.push(i);
-    if ((m.tool_calls?.length ?? 0) > 0) calls = true;
-  });
-  close();
-  return out;
-}
-
-/** The reasoning this provider stored on an assistant message, or undefined (none, or another provider's). */
-function ownReasoning(m: Message): string | undefined {
-  if (m.provider_state?.provider !== "openai") return undefined;
-  const data = m.provider_state.data as Partial<OpenAIProviderState> | null;
-  return data && typeof data.reasoning_content === "string" ? data.reasoning_content : undefined;
-}

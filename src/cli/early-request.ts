@@ -1,0 +1,253 @@
+/**
+ * @module cli/early-request
+ * `airlock run`'s early request (SPEC §2, "The early request"; docs/performance.md, issue 20): the first
+ * model request leaves before the runtime's set-up (zod, the store, the session rows, the SDK), and the
+ * `openai` adapter adopts it only when its own first request is the same bytes (agent/providers/early.ts).
+ *
+ * The config comes from the validated-config cache (`<data dir>/config-cache.json`, written by the normal
+ * path after it validated the config): a hit needs the same key, a SHA-256 over every input of config
+ * resolution ({@link configCacheKey}). Nothing is sent unless the request is certainly the first one the
+ * normal path will make ({@link earlyRefusal}); when in doubt, nothing is sent. No zod, no SDK, no store
+ * is loaded here (test/startup-closure.test.ts).
+ */
+import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { pickDataDir } from "../config/paths.ts";
+import type { Config } from "../config/schema.ts";
+import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/compact.ts";
+import { offerEarlyRequest } from "../agent/providers/early.ts";
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "../agent/providers/openai-defaults.ts";
+import { chatCompletionsBody, chatCompletionsUrl, replaysReasoningContent } from "../agent/providers/openai-request.ts";
+import { isLoopbackUrl } from "../agent/providers/provider.ts";
+import { SYSTEM_PROMPTS } from "../agent/system-prompts.ts";
+import { CANNED_OFFERED } from "../tool/canned-specs.ts";
+import type { ToolSpec } from "../tool/tool.ts";
+import { BUILD_ID, treeDigest } from "./canned-build.ts";
+
+/** What the early path reads of `airlock run`'s options (cli/run.ts `RunOptions`, restated: run.ts imports this module). */
+export interface EarlyRunOptions {
+  dataDir?: string;
+  config?: string;
+  recipe?: string;
+  param?: Record<string, string>;
+  mode?: string;
+  sandbox?: string;
+  provider?: string;
+  model?: string;
+  workspace?: string;
+}
+
+/** The cache file's name in the data dir. */
+export const CONFIG_CACHE_FILE = "config-cache.json";
+/** `AIRLOCK_EARLY_REQUEST=0` turns the early request and its cache off. */
+export const EARLY_SWITCH_ENV = "AIRLOCK_EARLY_REQUEST";
+/**
+ * Every environment variable config resolution reads (`resolveContext` → `pickDataDir`; `loadConfig` reads
+ * none): each is part of the cache key. src/cli/early-request.test.ts fails when they read another.
+ */
+export const CONFIG_ENV_INPUTS = ["AIRLOCK_HOME", "XDG_DATA_HOME", "HOME"] as const;
+/** The largest cache file read, bytes. */
+const MAX_CACHE_BYTES = 1 << 20;
+/** The cache file's format version. */
+const CACHE_VERSION = 1;
+
+type Env = Record<string, string | undefined>;
+
+/** Where config resolution reads from, and the key of its result. */
+export interface ConfigCacheSlot {
+  /** The data dir as `pickDataDir` gives it (absolute). */
+  dataDir: string;
+  /** The config file read (absolute), as `loadConfig` picks it. */
+  configPath: string;
+  /** The hex HMAC-SHA-256 key. */
+  key: string;
+}
+
+/** The build id: the binary's recorded one, or from source a digest of `src/config/` (the schema and loader). */
+function buildId(): string {
+  if (BUILD_ID !== null) return BUILD_ID;
+  return `source:${treeDigest(join(import.meta.dir, "..", "config"), "airlock source")}`;
+}
+
+/**
+ * The cache key of the config `resolveContext(opts, env)` would resolve now: an HMAC-SHA-256, keyed with the data
+ * dir's approver token, over the build id, the
+ * data dir and config path (`--data-dir`, `--config`, the cwd they resolve against), whether `--config` was
+ * given, the config file's bytes (or its absence), and every variable of {@link CONFIG_ENV_INPUTS}.
+ * @returns undefined when the config file or the approver token cannot be read (the normal path reports the first;
+ *   the runtime creates the second).
+ */
+export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env): ConfigCacheSlot | undefined {
+  const dataDir = pickDataDir({ flag: opts.dataDir, env }).dir;
+  const explicit = opts.config !== undefined && opts.config !== "";
+  const configPath = explicit ? resolve(opts.config!) : join(dataDir, "airlock.yaml");
+  let bytes: Buffer | null;
+  try {
+    bytes = readFileSync(configPath);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT" || explicit) return undefined;
+    bytes = null;
+  }
+  // keyed with the approver token too: no process airlock starts can read it (launcher/bwrap.ts DATA_DIR_SECRETS),
+  // so none can forge a cache entry the early request would trust; no token yet (a first run): no cache
+  let token: Buffer;
+  try {
+    token = readFileSync(join(dataDir, "approver-token"));
+  } catch {
+    return undefined;
+  }
+  const h = new Bun.CryptoHasher("sha256", token);
+  h.update(JSON.stringify({ v: CACHE_VERSION, build: buildId(), dataDir, configPath, explicit, env: CONFIG_ENV_INPUTS.map((n) => env[n] ?? null) }));
+  h.update(bytes === null ? "\0absent" : "\0file\0");
+  if (bytes !== null) h.update(bytes);
+  return { dataDir, configPath, key: h.digest("hex") };
+}
+
+/**
+ * The validated config cached for `slot.key`, or undefined (a miss). Only a regular file (no symlink) owned
+ * by this user, not writable by group or others, at most 1 MiB, holding `{v, key, config}` with this key
+ * counts; anything else (absent, stale, tampered, unreadable, not JSON) is a miss.
+ */
+export function readConfigCache(slot: ConfigCacheSlot): Readonly<Config> | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(join(slot.dataDir, CONFIG_CACHE_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0 || st.size > MAX_CACHE_BYTES) return undefined;
+    const saved = JSON.parse(readFileSync(fd, "utf8")) as { v?: unknown; key?: unknown; config?: unknown };
+    if (saved.v !== CACHE_VERSION || saved.key !== slot.key || typeof saved.config !== "object" || saved.config === null) return undefined;
+    return saved.config as Config;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * Writes `{v, key, config}` to the cache (mode 0600, a fresh file renamed into place), when the config file
+ * still has the bytes the key was computed from (re-keyed now: a file changed meanwhile is not cached under
+ * its old key). Failures are ignored: the cache is only ever a shortcut.
+ */
+export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env, config: Readonly<Config>): void {
+  const again = configCacheKey(opts, env);
+  if (!again || again.key !== slot.key) return;
+  const tmp = join(slot.dataDir, `${CONFIG_CACHE_FILE}.${process.pid}.${Date.now()}.tmp`);
+  try {
+    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      writeFileSync(fd, JSON.stringify({ v: CACHE_VERSION, key: slot.key, config }));
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, join(slot.dataDir, CONFIG_CACHE_FILE));
+  } catch {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/**
+ * Why `airlock run PROMPT opts` must not send early with `config` (undefined: it may). The request is sent
+ * only when it is certainly the first the normal path makes: the `openai` provider with its key variable set
+ * and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (well-formed, no NUL; not `-`, not
+ * blank); no `--recipe`, `--param`, `--mode`, `--sandbox`, `--provider`, `--model`; the workspace an existing
+ * folder; no hook of any event and `hooks.import_claude_settings` off (a `SessionStart` or `UserPromptSubmit`
+ * hook may change or block the prompt); no MCP server (their tools join the request); no
+ * `limits.max_tokens_per_run` (a budget may refuse the call); not `private` unless the server is loopback
+ * (SPEC §10); SQLite storage (`storage:` and `$AIRLOCK_DATABASE_URL` unset); and a request small enough that
+ * history shrinking (agent/compact.ts) leaves it as it is.
+ */
+export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, config: Readonly<Config>, env: Env): string | undefined {
+  if (prompt === undefined || prompt === "-" || prompt.trim() === "") return "no PROMPT argument";
+  // the normal path sends the prompt as stored and read back: text SQLite might not give back as it was is left to it
+  if (!prompt.isWellFormed() || prompt.includes("\0")) return "a prompt with a lone surrogate or NUL";
+  if (opts.recipe !== undefined || Object.keys(opts.param ?? {}).length > 0) return "a recipe";
+  if (opts.mode || opts.sandbox || opts.provider || opts.model) return "a flag override";
+  const p = config.provider;
+  if (p.name !== "openai") return `provider ${p.name}`;
+  if (!env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV]) return "no API key variable";
+  if (p.base_url && p.base_url.replace(/\/+$/, "") !== OPENAI_DEFAULT_BASE_URL && !p.model) return "no model";
+  // the SDK re-encodes a query string of its own way: such a base_url is left to it
+  if (p.base_url && /[?#]/.test(p.base_url)) return "a query in base_url";
+  const hooks = config.hooks as unknown as Record<string, unknown>;
+  if (hooks.import_claude_settings !== false) return "hooks.import_claude_settings";
+  for (const [k, v] of Object.entries(hooks)) if (k !== "import_claude_settings" && (!Array.isArray(v) || v.length > 0)) return `hooks.${k}`;
+  if (Object.keys(config.mcp_servers ?? {}).length > 0) return "MCP servers";
+  if (config.limits.max_tokens_per_run !== undefined) return "limits.max_tokens_per_run";
+  if (config.privacy !== "public" && !isLoopbackUrl(p.base_url)) return "privacy";
+  if (config.storage !== undefined || env.AIRLOCK_DATABASE_URL) return "PostgreSQL storage";
+  if (!(config.tools.offer in SYSTEM_PROMPTS)) return "tools.offer";
+  try {
+    if (!statSync(resolve(opts.workspace ?? process.cwd())).isDirectory()) return "workspace";
+  } catch {
+    return "workspace";
+  }
+  return undefined;
+}
+
+/** What `startEarlyRequest` leaves for the normal path. */
+export interface EarlyStart {
+  /** Whether a request was sent (and waits in agent/providers/early.ts to be adopted). */
+  sent: boolean;
+  /** Called with the config the normal path validated: writes the cache on a miss. */
+  configLoaded(config: Readonly<Config>): void;
+}
+
+/**
+ * Looks the config up in the cache and, on a hit where {@link earlyRefusal} allows it, sends the turn's first
+ * chat-completions request now and offers it for adoption. On a miss nothing is sent; the cache is written once
+ * the normal path has validated the config (`configLoaded`).
+ * @returns undefined when switched off (`AIRLOCK_EARLY_REQUEST=0`) or the config file cannot be read. Never throws.
+ */
+export async function startEarlyRequest(prompt: string | undefined, opts: EarlyRunOptions, env: Env = process.env): Promise<EarlyStart | undefined> {
+  if (env[EARLY_SWITCH_ENV] === "0") return undefined;
+  let slot: ConfigCacheSlot | undefined;
+  try {
+    slot = configCacheKey(opts, env);
+  } catch {
+    return undefined;
+  }
+  if (!slot) return undefined;
+  const cached = readConfigCache(slot);
+  const s = slot;
+  const start: EarlyStart = { sent: false, configLoaded: (config) => (cached ? undefined : writeConfigCache(s, opts, env, config)) };
+  if (!cached) return start;
+  try {
+    if (earlyRefusal(prompt, opts, cached, env) !== undefined) return start;
+    const tools = (CANNED_OFFERED ?? (await import("../tool/offered-specs.ts")).offeredBuiltInSpecs())[cached.tools.offer];
+    start.sent = send(prompt!, cached, tools, env);
+  } catch {
+    // never a reason for the run to fail: the normal path sends the request itself
+  }
+  return start;
+}
+
+/** Builds and sends the request; false when history shrinking could change it (nothing sent). */
+function send(prompt: string, config: Readonly<Config>, offered: readonly ToolSpec[], env: Env): boolean {
+  const p = config.provider;
+  const system = SYSTEM_PROMPTS[config.tools.offer];
+  const tools = [...offered];
+  // agent/compact.ts `prepare` on the first call: no shrinking while the raw estimate stays under the trigger
+  const limit = contextTokensFor(p);
+  const raw = estimateTextTokens(system) + estimateTextTokens(JSON.stringify(tools)) + 4 + estimateTextTokens(prompt);
+  if (limit !== null && raw > limit * TRIGGER_SHARE) return false;
+  const body = JSON.stringify(
+    chatCompletionsBody({ model: p.model ?? OPENAI_DEFAULT_MODEL, system, messages: [{ role: "user", content: prompt }], tools, replayReasoning: replaysReasoningContent(p) }),
+  );
+  const url = chatCompletionsUrl(p.base_url ?? OPENAI_DEFAULT_BASE_URL);
+  const headers = { authorization: `Bearer ${env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV]}`, "content-type": "application/json", accept: "application/json" };
+  const ac = new AbortController();
+  const response = fetch(url, { method: "POST", headers, body, signal: ac.signal });
+  // an early request nobody adopts must not be an unhandled rejection
+  response.catch(() => {});
+  offerEarlyRequest({
+    method: "POST",
+    url,
+    body,
+    headers,
+    response,
+    abort: () => ac.abort(),
+    onMismatch: (field) => process.stderr.write(`airlock: WARNING: provider: the early request was not adopted: its ${field} differed from the provider's first request; it was aborted and the provider's own request sent\n`),
+  });
+  return true;
+}
