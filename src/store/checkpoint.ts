@@ -133,8 +133,8 @@ export class WalCheckpointer {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** `performance.now()` of the last write noted, ms. */
   private lastWrite = -Infinity;
-  /** `performance.now()` when the last checkpoint was asked for, ms. */
-  private lastCheckpoint = -Infinity;
+  /** `performance.now()` when the last checkpoint was asked for (at first: when this checkpointer was made), ms. */
+  private lastCheckpoint = performance.now();
   /** Writes noted since the last checkpoint that settled the WAL (copied whole and started over, or empty). */
   private dirty = false;
   private worker: Worker | null = null;
