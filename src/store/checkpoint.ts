@@ -4,7 +4,8 @@
  * automatic checkpoint is raised from SQLite's 1,000 pages to {@link WAL_BOUND_BYTES} (a backstop only);
  * the serving connection's writes arm a timer on the serving thread, and once the `-wal` file passes
  * {@link START_BYTES} a worker thread with its own connection runs PASSIVE checkpoints (they block no writer
- * in WAL mode): when the writes pause for {@link IDLE_MS}, and every {@link BUSY_PERIOD_MS} while they go on.
+ * in WAL mode): when the writes pause for {@link IDLE_MS}, and every {@link BUSY_PERIOD_MS} while they go on
+ * (never two within {@link BUSY_PERIOD_MS}).
  * After a pause's checkpoint has copied the whole WAL, the thread starts the WAL over itself, so the fsync of a
  * new WAL's header is the thread's too, not the next commit's. The copy into the database file and its fsyncs
  * happen beside the commits, not inside one. Short-lived commands whose WAL stays small never start the thread;
@@ -25,11 +26,14 @@ export const WAL_BOUND_BYTES = 16 * 1024 * 1024;
 export const START_BYTES = 1024 * 1024;
 /**
  * How long the serving connection's writes must pause before the thread checkpoints and, when that copied the
- * whole WAL with no commit meanwhile, starts the WAL over, ms. Also the most often the serving thread looks at the
- * `-wal` file's size (one `stat`) before the thread is started, and then only after writes.
+ * whole WAL with no commit meanwhile, starts the WAL over, ms (but see {@link BUSY_PERIOD_MS}). Also the most often
+ * the serving thread looks at the `-wal` file's size (one `stat`) before the thread is started, and then only after writes.
  */
 export const IDLE_MS = 20;
-/** While the writes go on without such a pause, the thread checkpoints at most this often (without starting the WAL over), ms. */
+/**
+ * The least time between two checkpoints of the thread, ms, whatever asks for them; while the writes go on without
+ * an {@link IDLE_MS} pause, the thread checkpoints this often (without starting the WAL over).
+ */
 export const BUSY_PERIOD_MS = 100;
 /** SQLite's default automatic checkpoint, pages: put back on the serving connection when the thread fails. */
 const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
@@ -112,7 +116,7 @@ export interface WalCheckpointerOptions {
  * {@link noteWrite} after each write; a timer (armed only by writes, unref'd) then decides: before the thread runs,
  * one `stat` of the `-wal` file at most every {@link IDLE_MS} ms; after, a checkpoint once the writes have paused
  * for {@link IDLE_MS} ms (and the WAL started over when that checkpoint copied all of it with no commit meanwhile),
- * or every {@link BUSY_PERIOD_MS} ms while they go on. Disposable: `await close()` stops the timer and closes the
+ * or every {@link BUSY_PERIOD_MS} ms while they go on; never two within {@link BUSY_PERIOD_MS} ms. Disposable: `await close()` stops the timer and closes the
  * thread's connection (before the serving connection closes, so SQLite's own checkpoint at the last close can empty
  * the WAL). If the thread fails (one line on stderr), the serving connection gets SQLite's default automatic
  * checkpoint back (fail closed: the WAL stays bounded) and the thread is not started again.
@@ -206,12 +210,15 @@ export class WalCheckpointer {
       }
     }
     const now = performance.now();
+    const since = now - this.lastCheckpoint;
+    // at most one checkpoint per busy period, whichever asks: no more fsyncs than a fixed tick made
+    if (since < this.busyPeriodMs) return void this.arm(this.busyPeriodMs - since);
     const quiet = now - this.lastWrite;
     if (quiet >= this.idleMs) {
       // the writes paused: checkpoint, and start the WAL over if that copied all of it with no commit meanwhile
       this.dirty = false;
       void this.request(true).then((r) => {
-        // not settled (a reader kept frames, a commit came, the lock was taken): tried again, at most every busy period
+        // not settled (a reader kept frames, a commit came, the lock was taken): tried again next busy period
         if (r && !(r.restarted || r.log === 0) && !this.dirty) {
           this.dirty = true;
           if (this.timer === undefined && !this.closed) this.arm(this.busyPeriodMs);
@@ -219,12 +226,9 @@ export class WalCheckpointer {
       });
       return;
     }
-    const since = now - this.lastCheckpoint;
-    if (since >= this.busyPeriodMs) {
-      void this.request(false);
-      return void this.arm(this.idleMs - quiet);
-    }
-    this.arm(Math.min(this.idleMs - quiet, this.busyPeriodMs - since));
+    // the writes go on: a checkpoint without starting over (the WAL starts over at the next pause, or at the bound)
+    void this.request(false);
+    this.arm(this.busyPeriodMs);
   }
 
   private request(startOver: boolean): Promise<CheckpointResult | null> {
