@@ -62,7 +62,10 @@ self.onmessage = (ev: MessageEvent<CheckpointRequest>) => {
       case "open":
         // never creates the file: the serving connection made and migrated it
         db = new Database(m.path, { readwrite: true, create: false });
-        db.exec(`PRAGMA busy_timeout = 5000; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${Math.trunc(m.journalSizeLimit)};`);
+        // synchronous = NORMAL as the serving connection (store/db.ts): the checkpoint still syncs the WAL before it
+        // copies and the database file after, and a new WAL's header is still synced; only the start-over commit
+        // itself (which changes nothing) is not (FULL, SQLite's default, would add an fsync to it)
+        db.exec(`PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = ${Math.trunc(m.journalSizeLimit)};`);
         gate = new Int32Array(m.gate);
         reply({ kind: "opened" });
         return;

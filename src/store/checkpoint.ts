@@ -137,6 +137,8 @@ export class WalCheckpointer {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** `performance.now()` of the last write noted, ms. */
   private lastWrite = -Infinity;
+  /** `performance.now()` of the first write after the last pause of {@link IDLE_MS} or more, ms. */
+  private burstStart = -Infinity;
   /** `performance.now()` when the last checkpoint was asked for (at first: when this checkpointer was made), ms. */
   private lastCheckpoint = performance.now();
   /** Writes noted since the last checkpoint that settled the WAL (copied whole and started over, or empty). */
@@ -180,7 +182,9 @@ export class WalCheckpointer {
 
   /** The serving connection wrote (or may have): arms the timer when it is not armed. Cheap: one clock read. */
   noteWrite(): void {
-    this.lastWrite = performance.now();
+    const now = performance.now();
+    if (now - this.lastWrite >= this.idleMs) this.burstStart = now;
+    this.lastWrite = now;
     this.dirty = true;
     if (this.timer === undefined && !this.closed && !this.failure) this.arm(this.idleMs);
   }
@@ -226,6 +230,8 @@ export class WalCheckpointer {
       });
       return;
     }
+    // a burst younger than a busy period: its pause is waited for
+    if (now - this.burstStart < this.busyPeriodMs) return void this.arm(this.idleMs - quiet);
     // the writes go on: a checkpoint without starting over (the WAL starts over at the next pause, or at the bound)
     void this.request(false);
     this.arm(this.busyPeriodMs);
