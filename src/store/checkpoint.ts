@@ -137,8 +137,11 @@ export class WalCheckpointer {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** `performance.now()` of the last write noted, ms. */
   private lastWrite = -Infinity;
-  /** `performance.now()` of the first write after the last pause of {@link IDLE_MS} or more, ms. */
-  private burstStart = -Infinity;
+  /**
+   * `performance.now()` of the first timer turn that found the writes going on since one last found them paused
+   * (or never), ms; undefined while they are paused. Only timer turns decide: a hiccup between two turns is no pause.
+   */
+  private busySince: number | undefined;
   /** `performance.now()` when the last checkpoint was asked for (at first: when this checkpointer was made), ms. */
   private lastCheckpoint = performance.now();
   /** Writes noted since the last checkpoint that settled the WAL (copied whole and started over, or empty). */
@@ -182,9 +185,7 @@ export class WalCheckpointer {
 
   /** The serving connection wrote (or may have): arms the timer when it is not armed. Cheap: one clock read. */
   noteWrite(): void {
-    const now = performance.now();
-    if (now - this.lastWrite >= this.idleMs) this.burstStart = now;
-    this.lastWrite = now;
+    this.lastWrite = performance.now();
     this.dirty = true;
     if (this.timer === undefined && !this.closed && !this.failure) this.arm(this.idleMs);
   }
@@ -219,6 +220,7 @@ export class WalCheckpointer {
     if (since < this.busyPeriodMs) return void this.arm(this.busyPeriodMs - since);
     const quiet = now - this.lastWrite;
     if (quiet >= this.idleMs) {
+      this.busySince = undefined;
       // the writes paused: checkpoint, and start the WAL over if that copied all of it with no commit meanwhile
       this.dirty = false;
       void this.request(true).then((r) => {
@@ -230,8 +232,9 @@ export class WalCheckpointer {
       });
       return;
     }
-    // a burst younger than a busy period: its pause is waited for
-    if (now - this.burstStart < this.busyPeriodMs) return void this.arm(this.idleMs - quiet);
+    // writes going on for less than a busy period (as seen by the timer's turns): their pause is waited for
+    this.busySince ??= now;
+    if (now - this.busySince < this.busyPeriodMs) return void this.arm(this.idleMs - quiet);
     // the writes go on: a checkpoint without starting over (the WAL starts over at the next pause, or at the bound)
     void this.request(false);
     this.arm(this.busyPeriodMs);
