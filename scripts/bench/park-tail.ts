@@ -96,6 +96,8 @@ rows.sort((a, b) => b.total! - a.total!);
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const totals = rows.map((r) => r.total!).sort((a, b) => a - b);
 console.log(`load ${loadavg()[0]} N ${N} p50 ${r3(totals[Math.floor(N * 0.5)]!)} p99 ${r3(totals[Math.floor(N * 0.99)]!)} max ${r3(totals[N - 1]!)}`);
+const med = (k: string) => r3(rows.map((r) => r[k]!).sort((a, b) => a - b)[Math.floor(rows.length / 2)]!);
+console.log(`medians: ${["toAudit", "audit", "toPub", "pub", "toRead", "toParse", "cpu", "runq"].map((k) => `${k}=${med(k)}`).join(" ")}`);
 for (const r of rows.slice(0, Number(process.argv[3] ?? 10))) console.log(Object.entries(r).map(([k, v]) => `${k}=${k === "i" ? v : r3(v)}`).join(" "));
 abort.abort();
 server.stop?.();
