@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { raiseAutoCheckpoint, START_BYTES, WAL_BOUND_BYTES, WalCheckpointer } from "./checkpoint.ts";
 import { openDatabase } from "./db.ts";
-import type { SqliteSql } from "./sql-sqlite.ts";
+import { SqliteSql } from "./sql-sqlite.ts";
 import { Store } from "./store.ts";
 
 const dirs: string[] = [];
@@ -164,6 +164,35 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
       await cp.close();
     } finally {
       db.close();
+    }
+  });
+
+  test("the executor's writes wait at the gate (reads do not), in order, and a transaction is never entered by another statement", async () => {
+    const path = freshPath();
+    const sql = new SqliteSql(openDatabase(path), { workerUrl: new URL("../../test/fixtures/gate-checkpoint-worker.ts", import.meta.url).href });
+    try {
+      await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+      await sql.checkpointer!.checkpoint(); // the fixture thread holds the gate
+      const done: string[] = [];
+      const tx = sql.transaction(async (t) => {
+        await t.run("INSERT INTO g (n) VALUES (1)");
+        await t.run("INSERT INTO g (n) VALUES (2)");
+      }).then(() => done.push("tx"));
+      const one = sql.run("INSERT INTO g (n) VALUES (3)").then(() => done.push("run"));
+      const returning = sql.get<{ n: number }>("INSERT INTO g (n) VALUES (4) RETURNING n").then(() => done.push("returning"));
+      const tx2 = sql.transaction(async (t) => {
+        await t.run("INSERT INTO g (n) VALUES (5)");
+        await t.run("INSERT INTO g (n) VALUES (6)");
+      }).then(() => done.push("tx2"));
+      expect((await sql.get<{ c: number }>("SELECT COUNT(*) AS c FROM g"))!.c).toBe(0); // a read goes on meanwhile
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      expect(done).toEqual([]);
+      await sql.checkpointer!.checkpoint(); // the fixture opens the gate
+      await Promise.all([tx, one, returning, tx2]);
+      expect(done).toEqual(["tx", "run", "returning", "tx2"]);
+      expect((await sql.all<{ n: number }>("SELECT n FROM g ORDER BY rowid")).map((r) => r.n)).toEqual([1, 2, 3, 4, 5, 6]);
+    } finally {
+      await sql.close();
     }
   });
 

@@ -8,7 +8,7 @@
  * write (`run`, a transaction, `all`/`get` of a statement with `RETURNING`) is noted to its checkpointer.
  */
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { raiseAutoCheckpoint, WalCheckpointer } from "./checkpoint.ts";
+import { raiseAutoCheckpoint, WalCheckpointer, type WalCheckpointerOptions } from "./checkpoint.ts";
 import type { Sql, SqlRunResult, SqlValue } from "./sql.ts";
 
 type Bindings = SQLQueryBindings[];
@@ -30,10 +30,14 @@ export class SqliteSql implements Sql {
   /** The WAL checkpointer of a database file in WAL mode; null in memory. */
   readonly checkpointer: WalCheckpointer | null;
 
-  constructor(readonly db: Database) {
+  /** @param checkpoint the checkpointer's options (tests; defaults: store/checkpoint.ts's constants and thread). */
+  constructor(
+    readonly db: Database,
+    checkpoint: WalCheckpointerOptions = {},
+  ) {
     const wal = db.filename !== "" && db.filename !== ":memory:" && db.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode === "wal";
     if (wal) raiseAutoCheckpoint(db);
-    this.checkpointer = wal ? new WalCheckpointer(db) : null;
+    this.checkpointer = wal ? new WalCheckpointer(db, checkpoint) : null;
   }
 
   async all<T extends object>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
