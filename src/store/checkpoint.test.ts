@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { raiseAutoCheckpoint, START_BYTES, WAL_BOUND_BYTES, WalCheckpointer } from "./checkpoint.ts";
 import { openDatabase } from "./db.ts";
-import type { SqliteSql } from "./sql-sqlite.ts";
+import { SqliteSql } from "./sql-sqlite.ts";
 import { Store } from "./store.ts";
 
 const dirs: string[] = [];
@@ -36,6 +36,12 @@ async function insert(sql: SqliteSql, from: number, rows: number): Promise<void>
 
 async function until(cond: () => boolean): Promise<void> {
   while (!cond()) await new Promise((r) => setTimeout(r, 10));
+}
+
+/** The `-wal` file's header: its checkpoint sequence and first salt, both changed each time a WAL starts over. */
+function walHeader(path: string): { seq: number; salt1: number } {
+  const b = readFileSync(`${path}-wal`).subarray(0, 32);
+  return { seq: b.readUInt32BE(12), salt1: b.readUInt32BE(16) };
 }
 
 describe("WAL checkpoints off the serving connection's commits (store/checkpoint.ts)", () => {
@@ -89,6 +95,104 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
       expect(size(`${path}-wal`)).toBeLessThanOrEqual(high);
     } finally {
       await store.close();
+    }
+  });
+
+  // issue 20 (wip/park): after the thread's checkpoint had copied the whole WAL, the serving connection's next commit
+  // started the WAL over, and SQLite syncs a new WAL's header then: an fsync inside the commit (a park after any pause)
+  test("once the writes pause, the thread starts the copied WAL over itself: the next commit appends, no new WAL (no header fsync) in it", async () => {
+    const path = freshPath();
+    const { store, sql } = await openServing(path);
+    try {
+      const start = walHeader(path);
+      await insert(sql, 0, Math.ceil(START_BYTES / 4096) + 64); // past the start size, then a pause
+      // the first checkpoint may come while the writes still go on (a busy period's, not starting over); the pause's follows
+      await until(() => sql.checkpointer!.restarts >= 1 || sql.checkpointer!.checkpoints >= 4);
+      expect(sql.checkpointer!.restarts).toBe(1);
+      const fresh = walHeader(path);
+      expect(fresh.seq).toBe(start.seq + 1); // the thread's commit wrote a new WAL's header
+      for (let k = 0; k < 3; k++) {
+        await insert(sql, 10_000 + k, 1);
+        expect(walHeader(path)).toEqual(fresh); // appended to it: the commit wrote no header
+      }
+      expect((await sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM pad_rows"))!.n).toBe(Math.ceil(START_BYTES / 4096) + 64 + 3);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("under a steady writer that never pauses, the thread still checkpoints (every busy period) and the WAL stays bounded", async () => {
+    const path = freshPath();
+    const { store, sql } = await openServing(path);
+    try {
+      const txPages = 8;
+      let max = 0;
+      let during = 0;
+      // 2.5× the bound, one macrotask between commits (the timer runs; the writes never pause for long)
+      for (let n = 0; n * 4096 < 2.5 * WAL_BOUND_BYTES; n += txPages) {
+        await insert(sql, n, txPages);
+        max = Math.max(max, size(`${path}-wal`));
+        during = sql.checkpointer!.checkpoints;
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(during).toBeGreaterThanOrEqual(2); // checkpoints while the writer wrote
+      expect(sql.checkpointer!.failure).toBeNull();
+      // the bound is soft: commits made while the thread's checkpoint holds SQLite's checkpoint lock add to it
+      expect(max).toBeLessThanOrEqual(2 * WAL_BOUND_BYTES);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("a write while the thread starts the WAL over waits for it without blocking the serving thread, then goes on", async () => {
+    const path = freshPath();
+    const db = openDatabase(path);
+    try {
+      const cp = new WalCheckpointer(db, { workerUrl: new URL("../../test/fixtures/gate-checkpoint-worker.ts", import.meta.url).href });
+      expect(cp.beforeWrite()).toBeUndefined(); // the gate is open: nothing to wait for
+      await cp.checkpoint(); // the fixture thread now holds the gate, as during its start-over commit
+      let through = false;
+      const wait = cp.beforeWrite();
+      expect(wait).toBeDefined();
+      void wait!.then(() => (through = true));
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r)); // the serving thread goes on meanwhile
+      expect(through).toBe(false);
+      await cp.checkpoint(); // the fixture opens the gate
+      await wait;
+      expect(through).toBe(true);
+      expect(cp.beforeWrite()).toBeUndefined();
+      await cp.close();
+    } finally {
+      db.close();
+    }
+  });
+
+  test("the executor's writes wait at the gate (reads do not), in order, and a transaction is never entered by another statement", async () => {
+    const path = freshPath();
+    const sql = new SqliteSql(openDatabase(path), { workerUrl: new URL("../../test/fixtures/gate-checkpoint-worker.ts", import.meta.url).href });
+    try {
+      await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+      await sql.checkpointer!.checkpoint(); // the fixture thread holds the gate
+      const done: string[] = [];
+      const tx = sql.transaction(async (t) => {
+        await t.run("INSERT INTO g (n) VALUES (1)");
+        await t.run("INSERT INTO g (n) VALUES (2)");
+      }).then(() => done.push("tx"));
+      const one = sql.run("INSERT INTO g (n) VALUES (3)").then(() => done.push("run"));
+      const returning = sql.get<{ n: number }>("INSERT INTO g (n) VALUES (4) RETURNING n").then(() => done.push("returning"));
+      const tx2 = sql.transaction(async (t) => {
+        await t.run("INSERT INTO g (n) VALUES (5)");
+        await t.run("INSERT INTO g (n) VALUES (6)");
+      }).then(() => done.push("tx2"));
+      expect((await sql.get<{ c: number }>("SELECT COUNT(*) AS c FROM g"))!.c).toBe(0); // a read goes on meanwhile
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      expect(done).toEqual([]);
+      await sql.checkpointer!.checkpoint(); // the fixture opens the gate
+      await Promise.all([tx, one, returning, tx2]);
+      expect(done).toEqual(["tx", "run", "returning", "tx2"]);
+      expect((await sql.all<{ n: number }>("SELECT n FROM g ORDER BY rowid")).map((r) => r.n)).toEqual([1, 2, 3, 4, 5, 6]);
+    } finally {
+      await sql.close();
     }
   });
 

@@ -2,11 +2,15 @@
  * @module store/checkpoint
  * Keeps SQLite's WAL checkpoint off the commits of the serving connection. The serving connection's own
  * automatic checkpoint is raised from SQLite's 1,000 pages to {@link WAL_BOUND_BYTES} (a backstop only);
- * a timer on the serving thread watches the `-wal` file, and once it passes {@link START_BYTES} a worker
- * thread with its own connection runs PASSIVE checkpoints (they block no writer in WAL mode), so the
- * copy into the database file and its fsyncs happen beside the commits, not inside one. Short-lived
- * commands whose WAL stays small never start the thread. Crash consistency is SQLite's: a commit is in
- * the WAL before it returns, and a WAL left by a killed process is replayed on the next open.
+ * the serving connection's writes arm a timer on the serving thread, and once the `-wal` file passes
+ * {@link START_BYTES} a worker thread with its own connection runs PASSIVE checkpoints (they block no writer
+ * in WAL mode): when the writes pause for {@link IDLE_MS}, and every {@link BUSY_PERIOD_MS} while they go on
+ * (never two within {@link BUSY_PERIOD_MS}).
+ * After a pause's checkpoint has copied the whole WAL, the thread starts the WAL over itself, so the fsync of a
+ * new WAL's header is the thread's too, not the next commit's. The copy into the database file and its fsyncs
+ * happen beside the commits, not inside one. Short-lived commands whose WAL stays small never start the thread;
+ * a process that writes nothing runs no timer. Crash consistency is SQLite's: a commit is in the WAL before it
+ * returns, and a WAL left by a killed process is replayed on the next open.
  */
 import type { Database } from "bun:sqlite";
 import { realpathSync, statSync } from "node:fs";
@@ -20,21 +24,54 @@ import { realpathSync, statSync } from "node:fs";
 export const WAL_BOUND_BYTES = 16 * 1024 * 1024;
 /** The `-wal` file size from which the checkpoint thread is started, bytes. */
 export const START_BYTES = 1024 * 1024;
-/** How often the serving thread looks at the `-wal` file's size (one `stat`) and asks the thread for a checkpoint, ms. */
-export const TICK_MS = 100;
+/**
+ * How long the serving connection's writes must pause before the thread checkpoints and, when that copied the
+ * whole WAL with no commit meanwhile, starts the WAL over, ms (but see {@link BUSY_PERIOD_MS}). Also the most often
+ * the serving thread looks at the `-wal` file's size (one `stat`) before the thread is started, and then only after writes.
+ */
+export const IDLE_MS = 20;
+/**
+ * The least time between two checkpoints of the thread, ms, whatever asks for them; while the writes go on without
+ * an {@link IDLE_MS} pause, the thread checkpoints this often (without starting the WAL over).
+ */
+export const BUSY_PERIOD_MS = 100;
 /** SQLite's default automatic checkpoint, pages: put back on the serving connection when the thread fails. */
 const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
 /** Longest `close()` waits for the thread to close its connection, ms. */
 const CLOSE_TIMEOUT_MS = 5000;
 
 /** A message to the checkpoint thread. */
-export type CheckpointRequest = { kind: "open"; path: string } | { kind: "checkpoint" } | { kind: "close" };
+export type CheckpointRequest =
+  | {
+      kind: "open";
+      path: string;
+      /** the `-wal` file's size when the thread starts it over, bytes */
+      journalSizeLimit: number;
+      /** the {@link WriteGate}'s two words: [GATE_STATE] and [GATE_WRITES] */
+      gate: SharedArrayBuffer;
+    }
+  | { kind: "checkpoint"; /** start a fully copied WAL over, unless a commit came during the checkpoint */ startOver: boolean }
+  | { kind: "close" };
 /** The checkpoint thread's answer to one {@link CheckpointRequest}, in order. */
 export type CheckpointReply =
   | { kind: "opened" }
-  | { kind: "checkpointed"; busy: number; log: number; checkpointed: number }
+  | { kind: "checkpointed"; busy: number; log: number; checkpointed: number; restarted: boolean }
   | { kind: "closed" }
   | { kind: "failed"; message: string };
+
+/**
+ * The words the serving thread and the checkpoint thread share (an `Int32Array` on a SharedArrayBuffer) so that a
+ * commit never waits inside SQLite for the thread's small transaction that starts the WAL over: {@link GATE_STATE}
+ * is 1 while the thread holds (or is about to take) the write lock for it, else 0; {@link GATE_WRITES} counts the
+ * serving connection's writes (each adds 1 before it starts). The thread sets the state, then gives up if the count
+ * moved since its request arrived; a write adds to the count, then waits (asynchronously) while the state is 1.
+ * Sequentially consistent atomics make one of the two see the other.
+ */
+export const GATE_STATE = 0;
+/** See {@link GATE_STATE}. */
+export const GATE_WRITES = 1;
+/** Longest a write waits for the thread's start-over transaction before going on to SQLite's own busy wait, ms. */
+const GATE_WAIT_MS = 5000;
 
 /** One PASSIVE checkpoint's result: WAL frames in the log and frames copied into the database file (SQLite's `wal_checkpoint` row). */
 export interface CheckpointResult {
@@ -44,6 +81,8 @@ export interface CheckpointResult {
   log: number;
   /** Frames of the WAL now in the database file, pages. */
   checkpointed: number;
+  /** Whether the thread then committed the small transaction that starts a fully copied WAL over (asked for with `startOver`). */
+  restarted: boolean;
 }
 
 /** The checkpoint thread's module: beside this file in source; at `src/store/` under the bundle root in the compiled binary. */
@@ -66,29 +105,50 @@ export function raiseAutoCheckpoint(db: Database): number {
 
 /** Options of {@link WalCheckpointer}; defaults are the constants above. */
 export interface WalCheckpointerOptions {
-  tickMs?: number;
+  idleMs?: number;
+  busyPeriodMs?: number;
   startBytes?: number;
   workerUrl?: string;
 }
 
 /**
- * The checkpointer of one serving connection on a database file. Disposable: `await close()` stops the
- * timer and closes the thread's connection (before the serving connection closes, so SQLite's own
- * checkpoint at the last close can empty the WAL). If the thread fails (one line on stderr), the serving
- * connection gets SQLite's default automatic checkpoint back (fail closed: the WAL stays bounded) and the
- * thread is not started again.
+ * The checkpointer of one serving connection on a database file. The connection's executor calls
+ * {@link noteWrite} after each write; a timer (armed only by writes, unref'd) then decides: before the thread runs,
+ * one `stat` of the `-wal` file at most every {@link IDLE_MS} ms; after, a checkpoint once the writes have paused
+ * for {@link IDLE_MS} ms (and the WAL started over when that checkpoint copied all of it with no commit meanwhile),
+ * or every {@link BUSY_PERIOD_MS} ms while they go on; never two within {@link BUSY_PERIOD_MS} ms. Disposable: `await close()` stops the timer and closes the
+ * thread's connection (before the serving connection closes, so SQLite's own checkpoint at the last close can empty
+ * the WAL). If the thread fails (one line on stderr), the serving connection gets SQLite's default automatic
+ * checkpoint back (fail closed: the WAL stays bounded) and the thread is not started again.
  */
 export class WalCheckpointer {
   /** The `-wal` file SQLite writes for the serving connection (its database path with links resolved, + `-wal`). */
   readonly walPath: string;
   /** PASSIVE checkpoints the thread has run. */
   checkpoints = 0;
+  /** Times the thread started a fully copied WAL over (its small commit, after a pause's checkpoint). */
+  restarts = 0;
   /** The thread's failure, if it failed (then checkpoints are SQLite's own again). */
   failure: string | null = null;
   private readonly startBytes: number;
+  private readonly idleMs: number;
+  private readonly busyPeriodMs: number;
   private readonly workerUrl: string;
-  private readonly timer: ReturnType<typeof setInterval>;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** `performance.now()` of the last write noted, ms. */
+  private lastWrite = -Infinity;
+  /**
+   * `performance.now()` of the first timer turn that found the writes going on since one last found them paused
+   * (or never), ms; undefined while they are paused. Only timer turns decide: a hiccup between two turns is no pause.
+   */
+  private busySince: number | undefined;
+  /** `performance.now()` when the last checkpoint was asked for (at first: when this checkpointer was made), ms. */
+  private lastCheckpoint = performance.now();
+  /** Writes noted since the last checkpoint that settled the WAL (copied whole and started over, or empty). */
+  private dirty = false;
   private worker: Worker | null = null;
+  /** Shared with the thread: see {@link GATE_STATE}. */
+  private readonly gate = new Int32Array(new SharedArrayBuffer(8));
   /** Answers awaited from the thread, in the order of the requests. */
   private readonly waiting: ((r: CheckpointReply) => void)[] = [];
   private running: Promise<CheckpointResult | null> | null = null;
@@ -101,9 +161,9 @@ export class WalCheckpointer {
   ) {
     this.walPath = `${resolvedPath(db.filename)}-wal`;
     this.startBytes = opts.startBytes ?? START_BYTES;
+    this.idleMs = opts.idleMs ?? IDLE_MS;
+    this.busyPeriodMs = opts.busyPeriodMs ?? BUSY_PERIOD_MS;
     this.workerUrl = opts.workerUrl ?? checkpointWorkerUrl();
-    this.timer = setInterval(() => this.tick(), opts.tickMs ?? TICK_MS);
-    this.timer.unref();
   }
 
   /** Size of the `-wal` file now, bytes (0 when there is none). @throws Error when it cannot be looked at (ENOTDIR, EACCES, …). */
@@ -111,9 +171,35 @@ export class WalCheckpointer {
     return statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
   }
 
-  /** One timer turn: a checkpoint on the thread when the WAL is big enough and none is running. */
+  /**
+   * Call before each write of the serving connection: counts it (the thread does not start the WAL over after it)
+   * and, while the thread's start-over transaction holds the write lock, returns a promise that resolves when it is
+   * done (at most 5 s), so the write waits without blocking the thread it runs on; undefined otherwise.
+   */
+  beforeWrite(): Promise<unknown> | undefined {
+    Atomics.add(this.gate, GATE_WRITES, 1);
+    if (Atomics.load(this.gate, GATE_STATE) === 0) return undefined;
+    const w = Atomics.waitAsync(this.gate, GATE_STATE, 1, GATE_WAIT_MS);
+    return w.async ? w.value : undefined;
+  }
+
+  /** The serving connection wrote (or may have): arms the timer when it is not armed. Cheap: one clock read. */
+  noteWrite(): void {
+    this.lastWrite = performance.now();
+    this.dirty = true;
+    if (this.timer === undefined && !this.closed && !this.failure) this.arm(this.idleMs);
+  }
+
+  private arm(ms: number): void {
+    this.timer = setTimeout(() => this.tick(), Math.max(1, Math.ceil(ms)));
+    this.timer.unref();
+  }
+
+  /** One timer turn: a checkpoint on the thread when the WAL is big enough, the writes paused (or went on long enough) and none is running. */
   private tick(): void {
-    if (this.closed || this.running || this.failure) return;
+    this.timer = undefined;
+    if (this.closed || this.failure || !this.dirty) return;
+    if (this.running) return void this.arm(this.idleMs); // looked at again once it is likely done
     if (!this.worker) {
       let bytes: number;
       try {
@@ -123,22 +209,54 @@ export class WalCheckpointer {
         this.fail(`the checkpointer cannot look at ${this.walPath}: ${e instanceof Error ? e.message : String(e)}`);
         return;
       }
-      if (bytes < this.startBytes) return;
+      if (bytes < this.startBytes) {
+        this.dirty = false; // the next write looks again
+        return;
+      }
     }
-    void this.checkpoint();
+    const now = performance.now();
+    const since = now - this.lastCheckpoint;
+    // at most one checkpoint per busy period, whichever asks: no more fsyncs than a fixed tick made
+    if (since < this.busyPeriodMs) return void this.arm(this.busyPeriodMs - since);
+    const quiet = now - this.lastWrite;
+    if (quiet >= this.idleMs) {
+      this.busySince = undefined;
+      // the writes paused: checkpoint, and start the WAL over if that copied all of it with no commit meanwhile
+      this.dirty = false;
+      void this.request(true).then((r) => {
+        // not settled (a reader kept frames, a commit came, the lock was taken): tried again next busy period
+        if (r && !(r.restarted || r.log === 0) && !this.dirty) {
+          this.dirty = true;
+          if (this.timer === undefined && !this.closed) this.arm(this.busyPeriodMs);
+        }
+      });
+      return;
+    }
+    // writes going on for less than a busy period (as seen by the timer's turns): their pause is waited for
+    this.busySince ??= now;
+    if (now - this.busySince < this.busyPeriodMs) return void this.arm(this.idleMs - quiet);
+    // the writes go on: a checkpoint without starting over (the WAL starts over at the next pause, or at the bound)
+    void this.request(false);
+    this.arm(this.busyPeriodMs);
+  }
+
+  private request(startOver: boolean): Promise<CheckpointResult | null> {
+    this.lastCheckpoint = performance.now();
+    return this.checkpoint({ startOver });
   }
 
   /**
-   * Runs one PASSIVE checkpoint on the thread now (starting it if needed); joins the one running.
+   * Runs one PASSIVE checkpoint on the thread now (starting it if needed); joins the one running. `startOver`: then
+   * start the WAL over if the checkpoint copied all of it and no commit came meanwhile (default false).
    * Resolves null when closed or when the thread failed (see `failure`); never rejects.
    */
-  checkpoint(): Promise<CheckpointResult | null> {
+  checkpoint(opts: { startOver?: boolean } = {}): Promise<CheckpointResult | null> {
     if (this.closed || this.failure) return Promise.resolve(null);
-    this.running ??= this.runOne().finally(() => (this.running = null));
+    this.running ??= this.runOne(opts.startOver === true).finally(() => (this.running = null));
     return this.running;
   }
 
-  private async runOne(): Promise<CheckpointResult | null> {
+  private async runOne(startOver: boolean): Promise<CheckpointResult | null> {
     try {
       if (!this.worker) {
         this.worker = new Worker(this.workerUrl);
@@ -149,11 +267,12 @@ export class WalCheckpointer {
         this.worker.addEventListener("close", () => {
           if (!this.closed) this.fail("the checkpoint thread exited");
         });
-        this.expect(await this.ask({ kind: "open", path: this.db.filename }), "opened");
+        this.expect(await this.ask({ kind: "open", path: this.db.filename, journalSizeLimit: WAL_BOUND_BYTES, gate: this.gate.buffer as SharedArrayBuffer }), "opened");
       }
-      const r = this.expect(await this.ask({ kind: "checkpoint" }), "checkpointed");
+      const r = this.expect(await this.ask({ kind: "checkpoint", startOver }), "checkpointed");
       this.checkpoints++;
-      return { busy: r.busy, log: r.log, checkpointed: r.checkpointed };
+      if (r.restarted) this.restarts++;
+      return { busy: r.busy, log: r.log, checkpointed: r.checkpointed, restarted: r.restarted };
     } catch (e) {
       if (!this.closed) this.fail(e instanceof Error ? e.message : String(e));
       return null;
@@ -172,15 +291,23 @@ export class WalCheckpointer {
     throw new Error(r.kind === "failed" ? `the checkpoint thread failed: ${r.message}` : `the checkpoint thread answered ${r.kind}, not ${kind}`);
   }
 
+  /** The thread is gone: no write waits for it any more. */
+  private openGate(): void {
+    Atomics.store(this.gate, GATE_STATE, 0);
+    Atomics.notify(this.gate, GATE_STATE);
+  }
+
   /** The thread failed: SQLite's default automatic checkpoint back on the serving connection; the thread ended. */
   private fail(message: string): void {
     if (this.failure) return;
     this.failure = message;
     console.error(`airlock: ${message}; the WAL of ${this.db.filename} is checkpointed inside its commits again (SQLite's default)`);
-    clearInterval(this.timer);
+    clearTimeout(this.timer);
+    this.timer = undefined;
     for (const w of this.waiting.splice(0)) w({ kind: "failed", message });
     this.worker?.terminate();
     this.worker = null;
+    this.openGate();
     try {
       this.db.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_DEFAULT_AUTOCHECKPOINT}`);
     } catch {
@@ -196,7 +323,8 @@ export class WalCheckpointer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.timer);
+    clearTimeout(this.timer);
+    this.timer = undefined;
     let timeout: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<void>((r) => (timeout = setTimeout(r, CLOSE_TIMEOUT_MS)));
     try {
@@ -206,6 +334,7 @@ export class WalCheckpointer {
       clearTimeout(timeout);
       this.worker?.terminate();
       this.worker = null;
+      this.openGate();
       // requests the thread never answered (it hung): their callers get null (runOne sees a failure while closed)
       for (const w of this.waiting.splice(0)) w({ kind: "failed", message: "the checkpointer closed" });
     }

@@ -4,10 +4,11 @@
  * connection. Statements run synchronously and their promise is already settled, so the default
  * backend costs one microtask per statement. A transaction holds the connection: statements from
  * outside it wait until it commits or rolls back, so they never run inside someone else's transaction.
- * On a database file the WAL checkpoint runs beside the commits, not inside them (store/checkpoint.ts).
+ * On a database file the WAL checkpoint runs beside the commits, not inside them (store/checkpoint.ts): every
+ * write (`run`, a transaction, `all`/`get` of a statement with `RETURNING`) is noted to its checkpointer.
  */
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { raiseAutoCheckpoint, WalCheckpointer } from "./checkpoint.ts";
+import { raiseAutoCheckpoint, WalCheckpointer, type WalCheckpointerOptions } from "./checkpoint.ts";
 import type { Sql, SqlRunResult, SqlValue } from "./sql.ts";
 
 type Bindings = SQLQueryBindings[];
@@ -29,29 +30,47 @@ export class SqliteSql implements Sql {
   /** The WAL checkpointer of a database file in WAL mode; null in memory. */
   readonly checkpointer: WalCheckpointer | null;
 
-  constructor(readonly db: Database) {
+  /** @param checkpoint the checkpointer's options (tests; defaults: store/checkpoint.ts's constants and thread). */
+  constructor(
+    readonly db: Database,
+    checkpoint: WalCheckpointerOptions = {},
+  ) {
     const wal = db.filename !== "" && db.filename !== ":memory:" && db.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode === "wal";
     if (wal) raiseAutoCheckpoint(db);
-    this.checkpointer = wal ? new WalCheckpointer(db) : null;
+    this.checkpointer = wal ? new WalCheckpointer(db, checkpoint) : null;
   }
 
   async all<T extends object>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
-    while (this.held) await this.held;
-    return this.db.query<T, Bindings>(sql).all(...(params as Bindings));
+    const write = sql.includes("RETURNING"); // a write that answers rows
+    for (let w; (w = write ? this.writeWait() : this.held); ) await w;
+    try {
+      return this.db.query<T, Bindings>(sql).all(...(params as Bindings));
+    } finally {
+      if (write) this.checkpointer?.noteWrite();
+    }
   }
 
   async get<T extends object>(sql: string, params: readonly SqlValue[] = []): Promise<T | null> {
-    while (this.held) await this.held;
-    return this.db.query<T, Bindings>(sql).get(...(params as Bindings)) ?? null;
+    const write = sql.includes("RETURNING"); // a write that answers rows
+    for (let w; (w = write ? this.writeWait() : this.held); ) await w;
+    try {
+      return this.db.query<T, Bindings>(sql).get(...(params as Bindings)) ?? null;
+    } finally {
+      if (write) this.checkpointer?.noteWrite();
+    }
   }
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<SqlRunResult> {
-    while (this.held) await this.held;
-    return { changes: this.db.query(sql).run(...(params as Bindings)).changes };
+    for (let w; (w = this.writeWait()); ) await w;
+    try {
+      return { changes: this.db.query(sql).run(...(params as Bindings)).changes };
+    } finally {
+      this.checkpointer?.noteWrite();
+    }
   }
 
   async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
-    while (this.held) await this.held;
+    for (let w; (w = this.writeWait()); ) await w;
     let release!: () => void;
     this.held = new Promise<void>((r) => (release = r));
     try {
@@ -67,7 +86,17 @@ export class SqliteSql implements Sql {
     } finally {
       this.held = null;
       release();
+      this.checkpointer?.noteWrite();
     }
+  }
+
+  /**
+   * What a write must wait for first, or undefined when it may run now (then it must run in the same turn, before any
+   * other statement could begin): this connection's open transaction, or the checkpoint thread starting the WAL over
+   * (store/checkpoint.ts `beforeWrite`, which also counts the write). Callers loop until it is undefined.
+   */
+  private writeWait(): Promise<unknown> | undefined {
+    return this.held ?? this.checkpointer?.beforeWrite();
   }
 
   /**

@@ -1,0 +1,106 @@
+/**
+ * @module scripts/bench/park-tail
+ * Where the slow parks' time goes: the park → root SSE loop of `floors.ts` (a child's card, the root's SSE client over
+ * loopback HTTP, each card denied before the next), with each park cut into stages — before the `card_parked` audit
+ * write, the write itself, up to the publish, the publish, up to the client's read, the parse — and the main thread's
+ * CPU time, run-queue wait and time slices over the park (`/proc/thread-self/schedstat`), and the checkpoint thread's
+ * state (`ckpt`: 1 running at the start, 2 at the end, 4 × checkpoints finished during; `rs`: WAL start-overs during).
+ * The WAL is first taken past the checkpoint thread's start (100 audit rows of 8 KB). Prints p50/p99/max and the TOP
+ * slowest parks. Usage: `[GAP_MS=150] bun scripts/bench/park-tail.ts [N=500] [TOP=10]` (GAP_MS: a pause before each park).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir, loadavg } from "node:os";
+import { readFileSync, writeSync } from "node:fs";
+const sched = () => readFileSync("/proc/thread-self/schedstat", "utf8").split(" ").map(Number);
+const MARK = process.env.MARK === "1";
+import { join } from "node:path";
+import { createParser } from "eventsource-parser";
+import type { Cards } from "../../src/card/pending.ts";
+import { Config } from "../../src/config/schema.ts";
+import { newId } from "../../src/ids.ts";
+import { createRuntime } from "../../src/runtime.ts";
+import { startServer } from "../../src/server/serve.ts";
+
+const N = Number(process.argv[2] ?? 500);
+const dataDir = mkdtempSync(join(tmpdir(), "airlock-park-tail-"));
+const rt = await createRuntime({ config: Config.parse({ limits: { script_workers: 1 } }), configDir: dataDir, dataDir, env: {} });
+const server = startServer(rt, { host: "127.0.0.1", port: 0 });
+const abort = new AbortController();
+const root = await rt.store.createSession({ workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+const child = await rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+const turnId = newId("turn");
+rt.inflight.register(child.id, turnId);
+const cards = rt.cards as Cards;
+let cur: Record<string, number> = {};
+const store = rt.store as unknown as { audit: (...a: unknown[]) => Promise<void> };
+const origAudit = store.audit.bind(store);
+store.audit = async (...a: unknown[]) => {
+  const k = (a[0] as { kind: string }).kind;
+  if (k === "card_parked") cur.a0 = performance.now();
+  await origAudit(...a);
+  if (k === "card_parked") cur.a1 = performance.now();
+};
+const bus = rt.bus as unknown as { publish: (...a: unknown[]) => unknown };
+const origPub = bus.publish.bind(bus);
+bus.publish = (...a: unknown[]) => {
+  if (a[1] === "action_required" && a[0] === root.id) cur.p0 = performance.now();
+  const r = origPub(...a);
+  if (a[1] === "action_required" && a[0] === root.id) cur.p1 = performance.now();
+  return r;
+};
+let wake: ((ev: { event: string; data: string }) => void) | undefined;
+let ready!: () => void;
+const snapshot = new Promise<void>((r) => (ready = r));
+const parser = createParser({
+  onEvent(m) {
+    if (m.event === "snapshot") ready();
+    if (m.event === "action_required") wake?.({ event: m.event, data: m.data });
+  },
+});
+const res = await fetch(`${server.url}/sessions/${root.id}/events`, { headers: { authorization: `Bearer ${rt.tokens.apiToken}` }, signal: abort.signal });
+void (async () => {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    cur.r = performance.now();
+    parser.feed(value);
+  }
+})().catch(() => {});
+await snapshot;
+const rows: Record<string, number>[] = [];
+const GAP = Number(process.env.GAP_MS ?? 0);
+// fill the WAL past the checkpoint thread's start (1 MB) first
+for (let k = 0; k < 100; k++) await rt.store.audit({ kind: "card_parked", outcome: "recorded", detail: { pad: "x".repeat(8000) } } as never);
+for (let i = 0; i < N + 20; i++) {
+  if (GAP) await Bun.sleep(GAP);
+  cur = {};
+  const arrived = new Promise<string>((r) => (wake = (ev) => r(JSON.parse(ev.data).request_id)));
+  if (MARK) writeSync(2, `MARK ${i}\n`);
+  const ck = (rt.store.sql as unknown as { checkpointer: { running: unknown; checkpoints: number; restarts?: number } | null }).checkpointer;
+  const rs0 = ck?.restarts ?? 0;
+  const k0 = ck?.checkpoints ?? 0;
+  const running0 = ck?.running ? 1 : 0;
+  const s0 = sched();
+  const c0 = process.threadCpuUsage();
+  const t0 = performance.now();
+  void cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch f${i}` }, inspector: "mode", reason: "bench", requiresUserProof: false, ttlSeconds: 3600 });
+  const id = await arrived;
+  const t1 = performance.now();
+  const c1 = process.threadCpuUsage(c0);
+  const s1 = sched();
+  await cards.resolve(id, "deny", { sessionId: root.id });
+  if (i >= 20) rows.push({ i, total: t1 - t0, toAudit: cur.a0! - t0, audit: cur.a1! - cur.a0!, toPub: cur.p0! - cur.a1!, pub: cur.p1! - cur.p0!, toRead: cur.r! - cur.p1!, toParse: t1 - cur.r!, cpu: (c1.user + c1.system) / 1000, oncpu: (s1[0]! - s0[0]!) / 1e6, runq: (s1[1]! - s0[1]!) / 1e6, slices: s1[2]! - s0[2]!, rs: (ck?.restarts ?? 0) - rs0, ckpt: running0 + (ck?.running ? 2 : 0) + 4 * ((ck?.checkpoints ?? 0) - k0) });
+}
+rows.sort((a, b) => b.total! - a.total!);
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+const totals = rows.map((r) => r.total!).sort((a, b) => a - b);
+console.log(`load ${loadavg()[0]} N ${N} p50 ${r3(totals[Math.floor(N * 0.5)]!)} p99 ${r3(totals[Math.floor(N * 0.99)]!)} max ${r3(totals[N - 1]!)}`);
+const med = (k: string) => r3(rows.map((r) => r[k]!).sort((a, b) => a - b)[Math.floor(rows.length / 2)]!);
+console.log(`medians: ${["toAudit", "audit", "toPub", "pub", "toRead", "toParse", "cpu", "runq"].map((k) => `${k}=${med(k)}`).join(" ")}`);
+for (const r of rows.slice(0, Number(process.argv[3] ?? 10))) console.log(Object.entries(r).map(([k, v]) => `${k}=${k === "i" ? v : r3(v)}`).join(" "));
+abort.abort();
+server.stop?.();
+await rt.close();
+rmSync(dataDir, { recursive: true, force: true });
+process.exit(0);
