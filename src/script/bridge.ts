@@ -22,13 +22,13 @@ export const FLUSH_AT = 32;
  * A tool call is a guest promise whose resolver stays in this closure: the host never creates, holds or
  * resolves a guest promise, and a call crosses into the host only in a batch (`take`, or `flush` once
  * `FLUSH_AT` calls wait, so a `Promise.all` of many calls reaches the host while the guest goes on).
- * It captures `JSON`, `Error`, `Promise` and `Object.prototype` before user code runs and uses only
+ * It captures `JSON`, `Error`, `Promise`, `String` and `Object.prototype` before user code runs and uses only
  * operators (no prototype method) on its own data, so a guest that replaces built-ins only fools itself;
  * the host checks every batch anyway. The host functions stay in this closure: they are never globals.
  */
 const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
   "use strict";
-  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise;
+  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String;
   const reflectGet = Reflect.get, reserved = new Set(Object.getOwnPropertyNames(Object.prototype));
   const freeze = Object.freeze, defineProperty = Object.defineProperty;
   const waiting = Object.create(null);
@@ -46,9 +46,9 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
     const p = new GuestPromise(function (resolve, reject) {
       waiting[id] = function (reply) {
         if (reply.ok) return resolve(reply.result);
-        const e = new GuestError(String(reply.error.message));
-        e.name = String(reply.error.name);
-        e.code = String(reply.error.code);
+        const e = new GuestError(GuestString(reply.error.message));
+        e.name = GuestString(reply.error.name);
+        e.code = GuestString(reply.error.code);
         reject(e);
       };
     });

@@ -65,6 +65,14 @@ export function newChannelBuffer(): SharedArrayBuffer {
   return new SharedArrayBuffer(CHANNEL_BYTES);
 }
 
+/**
+ * Makes an ended script's buffer fresh for the next script: its header words zeroed (the mailbox bytes are only read
+ * up to a length the host writes). Only for a buffer no worker touches any more (its worker returned).
+ */
+export function resetChannelBuffer(buf: SharedArrayBuffer): void {
+  new Int32Array(buf, 0, HEADER_WORDS).fill(0);
+}
+
 /** Grows into a frame: u8 kinds, u32 integers, strings as u32 length + UTF-8. */
 class FrameWriter {
   buf = new Uint8Array(256);
