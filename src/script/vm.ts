@@ -9,6 +9,7 @@
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
 import { installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge } from "./bridge.ts";
+import { DirectCalls } from "./direct.ts";
 import { METER } from "./meter.ts";
 import type { CallRequest, ScriptFailure, ScriptLimits, WorkerOutcome } from "./protocol.ts";
 
@@ -30,6 +31,8 @@ export interface VmOptions {
   post(msg: CallRequest): void;
   /** True once the host cancelled the script (its shared cancel word): read by the interrupt handler, so a busy guest stops too. */
   cancelRequested?(): boolean;
+  /** False: tool calls go through quickjs-emscripten's handle API even when the FFI path (script/direct.ts) is there (tests). Default true. */
+  directCalls?: boolean;
 }
 
 type Settled = { ok: true; json?: string } | { ok: false; error: ScriptFailure };
@@ -119,6 +122,8 @@ export class ScriptRun {
   #rt?: QuickJSRuntime;
   #ctx?: QuickJSContext;
   #bridge?: GuestBridge;
+  /** The tool-call path through the FFI (script/direct.ts), or null: the handle API. */
+  #direct: DirectCalls | null = null;
   /** Ids of the calls sent to the host and not yet answered (the guest holds their promises). */
   readonly #outstanding = new Set<number>();
   #calls = 0;
@@ -164,7 +169,10 @@ export class ScriptRun {
     }
     this.#guard(() => {
       const hooks: BridgeHooks = {
-        flush: (batch) => this.#onBatch(batch),
+        flush: (batch) => {
+          const refused = this.#onBatch(batch);
+          return refused === undefined ? undefined : { error: this.#ctx!.newError({ name: "Error", message: refused }) };
+        },
         log: (level, line) => this.#onLog(level, line),
         settle: (ok, value) => this.#onSettle(ok, value),
       };
@@ -189,6 +197,7 @@ export class ScriptRun {
       }
       this.#enter(() => {
         const bridge = (this.#bridge ??= installBridge(ctx, hooks));
+        this.#direct = this.#opts.directCalls === false ? null : DirectCalls.for(this.mod, this.#rt!, ctx);
         const fn = ctx.evalCode(wrapUserCode(this.#opts.code), SCRIPT_FILENAME);
         if (fn.error) {
           this.#settleFromError(fn.error);
@@ -221,13 +230,26 @@ export class ScriptRun {
       () =>
         this.#enter(() => {
           const ctx = this.#ctx!;
-          const h = ctx.newString(`[${id},${payload}]`);
-          const r = ctx.callFunction(this.#bridge!.deliver, ctx.undefined, h);
-          h.dispose();
-          if (r.error) {
-            this.#settleFromError(r.error);
-            r.error.dispose();
-          } else r.value.dispose();
+          const text = `[${id},${payload}]`;
+          if (this.#direct) {
+            const r = this.#direct.callWithString(this.#bridge!.deliver, text);
+            if (r === "no-memory") {
+              this.#stop ??= this.#oom(); // the reply's copy does not fit in the script's memory
+              return;
+            }
+            if (!r.ok) {
+              this.#settleFromError(r.error);
+              r.error.dispose();
+            }
+          } else {
+            const h = ctx.newString(text);
+            const r = ctx.callFunction(this.#bridge!.deliver, ctx.undefined, h);
+            h.dispose();
+            if (r.error) {
+              this.#settleFromError(r.error);
+              r.error.dispose();
+            } else r.value.dispose();
+          }
           this.#drain();
         }),
       () => byteLength(payload),
@@ -293,12 +315,25 @@ export class ScriptRun {
 
   /** Runs the guest's pending jobs until it waits, then takes the calls it made meanwhile. */
   #drain(): void {
-    const r = this.#rt!.executePendingJobs();
-    if (r.error) {
-      this.#settleFromError(r.error);
-      r.error.dispose();
+    const d = this.#direct;
+    let error: QuickJSHandle | undefined;
+    if (d) {
+      const r = d.runJobs();
+      if (!r.ok) error = r.error;
+    } else error = this.#rt!.executePendingJobs().error;
+    if (error) {
+      this.#settleFromError(error);
+      error.dispose();
     }
     if (this.#stop) return;
+    if (d) {
+      const t = d.callForString(this.#bridge!.take);
+      if (!t.ok) {
+        this.#settleFromError(t.error);
+        t.error.dispose();
+      } else if (t.value !== "") this.#onBatch(t.value);
+      return;
+    }
     const ctx = this.#ctx!;
     const t = ctx.callFunction(this.#bridge!.take, ctx.undefined);
     if (t.error) {
@@ -333,10 +368,12 @@ export class ScriptRun {
    * Sends the host a batch of the guest's calls (the bridge's JSON text of `[[id, name, argsJson], …]`), each checked
    * against the call and argument-byte limits; a limit sets `#stop` (the guest is stopped, the batch's later calls
    * never leave). A malformed batch (only a guest that broke the bridge's closure could make one) stops the script.
+   * Returns the message to throw in the guest when the batch was refused (the guest's `flush` throws it; after a
+   * slice nothing is thrown), else undefined. Makes no guest value: a handle made here and never thrown would be
+   * left in the runtime, which then fails to free.
    */
-  #onBatch(text: string): { error: QuickJSHandle } | void {
-    const ctx = this.#ctx!;
-    if (this.#stop || this.#finished) return { error: ctx.newError({ name: "Error", message: "the script is stopping" }) };
+  #onBatch(text: string): string | undefined {
+    if (this.#stop || this.#finished) return "the script is stopping";
     let batch: unknown;
     try {
       batch = JSON.parse(text);
@@ -351,7 +388,7 @@ export class ScriptRun {
       if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || id > 0xffff_ffff || this.#outstanding.has(id) || typeof name !== "string" || typeof args !== "string") return this.#malformed();
       if (this.#calls >= maxToolCalls) {
         this.#stop = { code: "script_too_many_calls", message: `the script made more than ${maxToolCalls} tool calls (limits.script_max_tool_calls); make fewer, larger calls` };
-        return { error: ctx.newError({ name: "Error", message: this.#stop.message }) };
+        return this.#stop.message;
       }
       // What a script sends the host counts against its memory limit: the host keeps arguments (events,
       // cards), so without this a 64 MiB script could make the host hold max_tool_calls × its memory.
@@ -359,19 +396,20 @@ export class ScriptRun {
       if (this.#argBytes + argBytes > this.#opts.memoryBytes) {
         const mb = Math.round(this.#opts.memoryBytes / 2 ** 20);
         this.#stop = { code: "script_memory_limit", message: `the script sent more than ${mb} MiB of tool-call arguments to the host (limits.script_memory_mb bounds them too); send less data per script` };
-        return { error: ctx.newError({ name: "Error", message: this.#stop.message }) };
+        return this.#stop.message;
       }
       this.#argBytes += argBytes;
       this.#calls++;
       this.#outstanding.add(id);
       this.#opts.post({ t: "call", id, name, args });
     }
+    return undefined;
   }
 
-  /** Stops the script for a batch of calls the bridge could not have made. */
-  #malformed(): { error: QuickJSHandle } {
+  /** Stops the script for a batch of calls the bridge could not have made; the message to throw in the guest. */
+  #malformed(): string {
     this.#stop ??= { code: "internal", message: "the script's bridge sent a malformed batch of tool calls; run the script again" };
-    return { error: this.#ctx!.newError({ name: "Error", message: this.#stop.message }) };
+    return this.#stop.message;
   }
 
   #onLog(level: string, line: string): { error: QuickJSHandle } | void {
@@ -449,6 +487,7 @@ export class ScriptRun {
     this.#opts.meter[METER.enteredAt] = 0;
     try {
       this.#outstanding.clear();
+      this.#direct?.free();
       this.#bridge?.dispose();
       this.#ctx?.dispose();
       this.#rt?.dispose();
