@@ -10,28 +10,61 @@ import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 /** The file name guest stacks show for the user's script. */
 export const SCRIPT_FILENAME = "script.js";
 
+/** Calls the guest queues before it hands them to the host without waiting for its slice to end (`hostFlush`). */
+export const FLUSH_AT = 32;
+
 /**
- * Guest bootstrap. Evaluated once per context; it returns `main(fn)`, which runs the user's async
- * function and reports through `settle(ok, jsonOrError)`. It captures `JSON`, `Error`, `Reflect`
- * and `Object.prototype` before user code runs, so a guest that replaces them only fools itself.
- * The host functions stay in this closure: they are never globals.
+ * Guest bootstrap. Evaluated once per context; it returns `[main, take, deliver]`:
+ * - `main(fn)` runs the user's async function and reports through `settle(ok, jsonOrError)`;
+ * - `take()` hands the host the tool calls made since the last take, as the JSON text of an array of
+ *   `[id, name, argsJson]` (both strings), or `""` when none was made;
+ * - `deliver(text)` settles call `id`'s promise from the JSON text `[id, {ok, result | error}]`.
+ * A tool call is a guest promise whose resolver stays in this closure: the host never creates, holds or
+ * resolves a guest promise, and a call crosses into the host only in a batch (`take`, or `flush` once
+ * `FLUSH_AT` calls wait, so a `Promise.all` of many calls reaches the host while the guest goes on).
+ * It captures `JSON`, `Error`, `Promise`, `String` and `Object.prototype` before user code runs and uses only
+ * operators (no prototype method) on its own data, so a guest that replaces built-ins only fools itself;
+ * the host checks every batch anyway. The host functions stay in this closure: they are never globals.
  */
-const BOOTSTRAP = String.raw`(function (hostCall, hostLog, hostSettle) {
+const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
   "use strict";
-  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError;
+  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String;
   const reflectGet = Reflect.get, reserved = new Set(Object.getOwnPropertyNames(Object.prototype));
   const freeze = Object.freeze, defineProperty = Object.defineProperty;
+  const waiting = Object.create(null);
+  let nextId = 1, queued = "", count = 0;
+  function takeText() {
+    const text = "[" + queued + "]";
+    queued = "";
+    count = 0;
+    return text;
+  }
   function callTool(name, args) {
     const json = args === undefined ? "{}" : stringify(args);
-    if (typeof json !== "string") return Promise.reject(new TypeErr("tools." + name + ": arguments must be a JSON-serialisable value"));
-    return hostCall(name, json).then(function (text) {
-      const reply = parse(text);
-      if (reply.ok) return reply.result;
-      const e = new GuestError(String(reply.error.message));
-      e.name = String(reply.error.name);
-      e.code = String(reply.error.code);
-      throw e;
+    if (typeof json !== "string") return GuestPromise.reject(new TypeErr("tools." + name + ": arguments must be a JSON-serialisable value"));
+    const id = nextId++;
+    const p = new GuestPromise(function (resolve, reject) {
+      waiting[id] = function (reply) {
+        if (reply.ok) return resolve(reply.result);
+        const e = new GuestError(GuestString(reply.error.message));
+        e.name = GuestString(reply.error.name);
+        e.code = GuestString(reply.error.code);
+        reject(e);
+      };
     });
+    queued += (count === 0 ? "[" : ",[") + id + "," + stringify(name) + "," + stringify(json) + "]";
+    if (++count >= ${FLUSH_AT}) hostFlush(takeText());
+    return p;
+  }
+  function take() {
+    return count === 0 ? "" : takeText();
+  }
+  function deliver(text) {
+    const r = parse(text), id = r[0];
+    const settle = waiting[id];
+    if (settle === undefined) return;
+    delete waiting[id];
+    settle(r[1]);
   }
   const tools = new Proxy(freeze({}), {
     get(target, name) {
@@ -54,7 +87,7 @@ const BOOTSTRAP = String.raw`(function (hostCall, hostLog, hostSettle) {
   const console = freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
   defineProperty(globalThis, "tools", { value: tools, writable: false, enumerable: false, configurable: false });
   defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
-  return async function main(fn) {
+  async function main(fn) {
     let json;
     try {
       const value = await fn();
@@ -64,30 +97,41 @@ const BOOTSTRAP = String.raw`(function (hostCall, hostLog, hostSettle) {
       return;
     }
     hostSettle(true, json);
-  };
+  }
+  return [main, take, deliver];
 })`;
 
 /** What the bridge asks of the run that owns the context. Each returns nothing or a guest error to throw. */
 export interface BridgeHooks {
-  /** `tools[name](json)`: return a guest promise handle (the run owns the deferred). */
-  call(name: string, argsJson: string): QuickJSHandle | { error: QuickJSHandle };
+  /** A batch of calls the guest made (the JSON text `take()` returns), handed over before its slice ended. */
+  flush(batchJson: string): { error: QuickJSHandle } | void;
   /** One `console.*` line. */
   log(level: string, line: string): { error: QuickJSHandle } | void;
   /** The user's function finished: `ok` with JSON text (or undefined), or failed with `error` (a guest value handle, borrowed). */
   settle(ok: boolean, value: QuickJSHandle): void;
 }
 
+/** The guest functions the host drives (handles owned by whoever installed the bridge; `dispose()` frees them). */
+export interface GuestBridge {
+  /** `main(fn)`: runs the user's function `fn`. */
+  readonly main: QuickJSHandle;
+  /** `take()`: the calls made since the last take, JSON text of `[[id, name, argsJson], …]`, or `""`. */
+  readonly take: QuickJSHandle;
+  /** `deliver(text)`: settles one call from `[id, reply]` JSON text. */
+  readonly deliver: QuickJSHandle;
+  dispose(): void;
+}
+
 /**
- * Installs `tools` and `console` in `ctx` and returns the guest `main(fn)` function handle
- * (owned by the caller). Throws if the bootstrap fails to evaluate (a bug, or no memory left).
+ * Installs `tools` and `console` in `ctx` and returns the guest functions the host drives (owned by the
+ * caller). Throws if the bootstrap fails to evaluate (a bug, or no memory left).
  */
-export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): QuickJSHandle {
+export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBridge {
   const str = (h: QuickJSHandle): string | undefined => (ctx.typeof(h) === "string" ? ctx.getString(h) : undefined);
-  const hostCall = ctx.newFunction("call", (nameH, argsH) => {
-    const name = str(nameH);
-    const args = str(argsH);
-    if (name === undefined || args === undefined) return { error: ctx.newError({ name: "TypeError", message: "tool name and arguments must be strings" }) };
-    return hooks.call(name, args);
+  const hostFlush = ctx.newFunction("flush", (batchH) => {
+    const batch = str(batchH);
+    if (batch === undefined) return { error: ctx.newError({ name: "TypeError", message: "a batch of tool calls must be a string" }) };
+    return hooks.flush(batch);
   });
   const hostLog = ctx.newFunction("log", (levelH, lineH) => hooks.log(str(levelH) ?? "log", str(lineH) ?? ""));
   const hostSettle = ctx.newFunction("settle", (okH, valueH) => {
@@ -95,13 +139,31 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): QuickJSH
   });
   try {
     const boot = ctx.unwrapResult(ctx.evalCode(BOOTSTRAP, "airlock:bootstrap.js"));
+    let fns: QuickJSHandle;
     try {
-      return ctx.unwrapResult(ctx.callFunction(boot, ctx.undefined, hostCall, hostLog, hostSettle));
+      fns = ctx.unwrapResult(ctx.callFunction(boot, ctx.undefined, hostLog, hostSettle, hostFlush));
     } finally {
       boot.dispose();
     }
+    try {
+      const main = ctx.getProp(fns, 0);
+      const take = ctx.getProp(fns, 1);
+      const deliver = ctx.getProp(fns, 2);
+      return {
+        main,
+        take,
+        deliver,
+        dispose() {
+          main.dispose();
+          take.dispose();
+          deliver.dispose();
+        },
+      };
+    } finally {
+      fns.dispose();
+    }
   } finally {
-    hostCall.dispose();
+    hostFlush.dispose();
     hostLog.dispose();
     hostSettle.dispose();
   }

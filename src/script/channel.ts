@@ -12,9 +12,10 @@
  * 2 go. A frame larger than `CAPACITY` goes in chunks (`DOWN_TOTAL` says the whole frame's length; the worker
  * empties the mailbox after each chunk and the host writes the next).
  *
- * The worker can write anything into the buffer. The host reads one word of it, `DOWN_STATE`, and only compares
- * it with 0 (a worker that never empties the mailbox stalls its own script's replies until its deadline); it
- * never reads a length or a byte the worker wrote. Loaded by the worker: no zod, no node modules.
+ * The worker can write anything into the buffer. The host reads two words of it, `DOWN_STATE` and `WORKER_PARKED`,
+ * and only compares them with 0 (a worker that never empties the mailbox stalls its own script's replies until its
+ * deadline; one that claims to be parked costs the host a notify per message); it never reads a length or a byte
+ * the worker wrote. Loaded by the worker: no zod, no node modules.
  */
 import type { HostMessage } from "./protocol.ts";
 
@@ -32,6 +33,22 @@ export const DOWN_TOTAL = 2;
 export const CANCEL = 3;
 /** Header word: bumped by the host after each down chunk and on cancel; the worker waits on it (no wake-up lost between its check and its wait). */
 export const SIGNAL = 4;
+/**
+ * Header word: 1 while the worker is parked (or about to park) in `Atomics.wait` on `SIGNAL`. The host calls
+ * `Atomics.notify` only then: a notify costs the main thread a system call, and the worker usually sees the reply
+ * while it still spins (`SPIN_MS`). Set before the worker's last look at `SIGNAL` and read by the host after its
+ * bump (both sequentially consistent), so a worker that parks always has the bump seen or the notify coming.
+ */
+export const WORKER_PARKED = 5;
+/** Header word: 1 while the host's pump waits for the worker to empty the mailbox; the worker notifies `DOWN_STATE` only then. */
+export const HOST_WAITING = 6;
+/**
+ * How long the worker polls the channel before it parks in `Atomics.wait`, ms. A sequential tool call's reply
+ * usually comes within it (the host's turn-around is tens of µs), so the worker is not parked and woken: this
+ * bounds the CPU it spends per wait to this much (a reply that takes longer, e.g. a gated or parked call, costs
+ * one spin, then the thread sleeps).
+ */
+export const SPIN_MS = 0.05;
 /** Bytes of the whole buffer. */
 export const CHANNEL_BYTES = HEADER_WORDS * 4 + CAPACITY;
 const DOWN_DATA = HEADER_WORDS * 4;
@@ -47,6 +64,14 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 /** A fresh buffer laid out for one script. */
 export function newChannelBuffer(): SharedArrayBuffer {
   return new SharedArrayBuffer(CHANNEL_BYTES);
+}
+
+/**
+ * Makes an ended script's buffer fresh for the next script: its header words zeroed (the mailbox bytes are only read
+ * up to a length the host writes). Only for a buffer no worker touches any more (its worker returned).
+ */
+export function resetChannelBuffer(buf: SharedArrayBuffer): void {
+  new Int32Array(buf, 0, HEADER_WORDS).fill(0);
 }
 
 /** Grows into a frame: u8 kinds, u32 integers, strings as u32 length + UTF-8. */
@@ -191,6 +216,8 @@ export class WorkerChannel {
   /** Chunks of a down frame received so far. */
   #parts: Uint8Array[] = [];
   #partBytes = 0;
+  /** When the current wait began polling (`performance.now()`), 0 before it did. */
+  #spinFrom = 0;
 
   /** @throws Error when `buf` is not a channel buffer (wrong size). */
   constructor(buf: SharedArrayBuffer) {
@@ -210,6 +237,7 @@ export class WorkerChannel {
    */
   wait(timeoutMs: number): WaitResult {
     const until = performance.now() + timeoutMs;
+    this.#spinFrom = 0;
     for (;;) {
       const signal = Atomics.load(this.#i32, SIGNAL);
       if (this.cancelled) return { t: "cancel" };
@@ -218,9 +246,14 @@ export class WorkerChannel {
         if (msgs) return { t: "messages", msgs };
         continue; // a chunk of a larger frame: the host writes the next one
       }
-      const left = until - performance.now();
+      const now = performance.now();
+      const left = until - now;
       if (left <= 0) return { t: "timeout" };
+      if (this.#spinFrom === 0) this.#spinFrom = now;
+      if (now - this.#spinFrom < SPIN_MS) continue; // poll briefly before parking (SPIN_MS): no system call either side
+      Atomics.store(this.#i32, WORKER_PARKED, 1);
       Atomics.wait(this.#i32, SIGNAL, signal, left);
+      Atomics.store(this.#i32, WORKER_PARKED, 0);
     }
   }
 
@@ -231,7 +264,7 @@ export class WorkerChannel {
     if (len < 0 || len > CAPACITY || total < len || this.#partBytes + len > total) throw new Error("the host wrote a malformed chunk on the script's channel");
     const chunk = this.#u8.slice(DOWN_DATA, DOWN_DATA + len);
     Atomics.store(this.#i32, DOWN_STATE, 0);
-    Atomics.notify(this.#i32, DOWN_STATE);
+    if (Atomics.load(this.#i32, HOST_WAITING) === 1) Atomics.notify(this.#i32, DOWN_STATE);
     let frame = chunk;
     if (this.#partBytes > 0 || len < total) {
       this.#parts.push(chunk);
@@ -292,8 +325,13 @@ export class HostChannel {
     Atomics.store(i32, DOWN_LEN, chunk.length);
     Atomics.store(i32, DOWN_TOTAL, total);
     Atomics.store(i32, DOWN_STATE, 1);
-    Atomics.add(i32, SIGNAL, 1);
-    Atomics.notify(i32, SIGNAL);
+    this.#wake();
+  }
+
+  /** Bumps `SIGNAL`; notifies it only when the worker is parked on it (`WORKER_PARKED`). */
+  #wake(): void {
+    Atomics.add(this.#i32, SIGNAL, 1);
+    if (Atomics.load(this.#i32, WORKER_PARKED) !== 0) Atomics.notify(this.#i32, SIGNAL);
   }
 
   async #pump(): Promise<void> {
@@ -309,8 +347,10 @@ export class HostChannel {
           // another value from turning this into a busy loop on the main thread: only a notify wakes it
           for (let state = Atomics.load(i32, DOWN_STATE); state !== 0; state = Atomics.load(i32, DOWN_STATE)) {
             if (this.#closed) return;
+            Atomics.store(i32, HOST_WAITING, 1);
             const w = Atomics.waitAsync(i32, DOWN_STATE, state);
             if (w.async) await w.value;
+            Atomics.store(i32, HOST_WAITING, 0);
           }
           if (this.#closed) return;
           const n = Math.min(CAPACITY, frame.length - at);
@@ -326,8 +366,7 @@ export class HostChannel {
   /** Sets the cancel word and wakes the worker (blocked or not: its interrupt handler reads the word too). */
   cancel(): void {
     Atomics.store(this.#i32, CANCEL, 1);
-    Atomics.add(this.#i32, SIGNAL, 1);
-    Atomics.notify(this.#i32, SIGNAL);
+    this.#wake();
   }
 
   /** Stops sending; wakes this end's own pending wait for the mailbox so nothing stays parked. Idempotent. */

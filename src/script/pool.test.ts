@@ -184,8 +184,9 @@ describe("ScriptPool prepared guests", () => {
       const clean = await one.run("const a = []; a.push(1); return [typeof leftover, 'leak' in {}, a.length, JSON.parse('[2]')[0], await tools.echo({ k: 3 })];", LIMITS, fn);
       expect(clean).toMatchObject({ ok: true, value: ["undefined", false, 1, 2, { k: 3 }] });
     }
-    // The leaky script never saw its own earlier run's global: every run counted from 1 (its own tampered `then` fools only itself).
-    expect(seen).toEqual(Array.from({ length: 5 }, () => [1, "tampered"]));
+    // The leaky script never saw its own earlier run's global: every run counted from 1; and its own tampered `then`,
+    // `push` and `JSON.parse` did not reach the bridge (the call's promise is a native one the bridge settles itself).
+    expect(seen).toEqual(Array.from({ length: 5 }, () => [1, { n: 1 }]));
     expect(one.threadIds.length).toBe(1);
   });
 
@@ -220,6 +221,28 @@ describe("ScriptPool prepared guests", () => {
     expect(await busy).toMatchObject({ ok: true, value: "busy" });
     for (let i = 0; i < 4; i++) {
       expect(await one.run("return [typeof x, await tools.echo({ i: " + i + " })]", LIMITS, fn)).toMatchObject({ ok: true, value: ["undefined", { i }] });
+    }
+  });
+});
+
+describe("ScriptPool reused buffers", () => {
+  test("a script after a cancelled one on a one-thread pool runs to its end: the cancel word of the buffers it reuses was cleared", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 64, stackKb: 512 });
+    const { fn } = recorder();
+    for (let i = 0; i < 3; i++) {
+      const ac = new AbortController();
+      let reached!: () => void;
+      const parked = new Promise<void>((r) => (reached = r));
+      const run = one.run("await tools.park({}); return 'no';", { ...LIMITS, signal: ac.signal }, async (_n, _a, signal) => {
+        reached();
+        await new Promise((r) => signal.addEventListener("abort", r, { once: true }));
+        return { ok: true, result: null };
+      });
+      await parked;
+      ac.abort();
+      expect(await run).toMatchObject({ ok: false, error: { code: "cancelled" } });
+      // the cancelled script's worker returned, so its meter and channel serve this script (one thread, one buffer pair)
+      expect(await one.run("return [await tools.echo({ i: " + i + " }), await tools.echo({ j: 2 })]", LIMITS, fn)).toMatchObject({ ok: true, value: [{ i }, { j: 2 }] });
     }
   });
 });
@@ -286,6 +309,42 @@ describe("ScriptPool concurrency", () => {
     const r = await pool.run("return await Promise.all([tools.barrier(1), tools.barrier(2), tools.barrier(3)])", LIMITS, fn);
     expect(r).toEqual({ ok: true, value: [1, 2, 3], logs: [], calls: 3 });
     waiting = [];
+  });
+
+  test("100 calls of one slice reach the host in the order made; answered in reverse, each result settles its own call", async () => {
+    const pending: Array<{ i: number; answer: () => void }> = [];
+    let all!: () => void;
+    const arrived = new Promise<void>((r) => (all = r));
+    const order: number[] = [];
+    const run = pool.run("const ps = []; for (let i = 0; i < 100; i++) ps.push(tools.slow({ i })); return await Promise.all(ps);", LIMITS, (_n, args) => {
+      const i = (args as { i: number }).i;
+      order.push(i);
+      return new Promise<ToolOutcome>((resolve) => {
+        pending.push({ i, answer: () => resolve({ ok: true, result: { got: i } }) });
+        if (pending.length === 100) all();
+      });
+    });
+    await arrived;
+    for (const p of pending.slice().reverse()) p.answer();
+    const r = await run;
+    expect(order).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(r).toMatchObject({ ok: true, value: Array.from({ length: 100 }, (_, i) => ({ got: i })), calls: 100 });
+  });
+
+  test("a guest that replaces Promise, JSON, Object.create, String and Error after the bridge started still gets each call's own result", async () => {
+    const { fn } = recorder();
+    const r = await pool.run(
+      `const first = await tools.echo({ a: 1 });
+       globalThis.Promise = function () { throw new Error("no"); };
+       JSON.parse = () => ({ hacked: true }); JSON.stringify = () => '"hacked"';
+       Object.create = () => ({}); globalThis.String = () => "s"; globalThis.Error = function () { return {}; };
+       const second = await tools.echo({ b: 2 });
+       let failed; try { await tools.fail({ message: "m" }); } catch (e) { failed = [e.code, e.message]; }
+       return [first.a, second.b, failed];`,
+      LIMITS,
+      fn,
+    );
+    expect(r).toMatchObject({ ok: true, value: [1, 2, ["tool_failed", "m"]], calls: 3 });
   });
 
   test("a parked call does not stop 4 other scripts from running on a pool of 1 worker", async () => {

@@ -12,7 +12,7 @@ import { AsyncResource } from "node:async_hooks";
 import type { MessagePort as NodeMessagePort } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
-import { HostChannel, newChannelBuffer } from "./channel.ts";
+import { HostChannel, newChannelBuffer, resetChannelBuffer } from "./channel.ts";
 import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome, type WorkerMessage } from "./protocol.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
@@ -55,6 +55,8 @@ export type CallTool = (name: string, args: unknown, signal: AbortSignal) => Pro
 export const GRACE_MS = 500;
 /** Default of `idleThreadMs`: how long a thread beyond `workers` stays after its script, ms. */
 const IDLE_THREAD_MS = 10_000;
+/** Spare script buffers kept (`#spareBuffers`): about 16 KiB each. */
+const SPARE_BUFFERS = 16;
 /** Longest `close()` waits for workers to exit, ms. */
 const CLOSE_TIMEOUT_MS = 2000;
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -81,6 +83,13 @@ export class ScriptPool {
   #closed = false;
   /** Scripts sent to tinypool and not yet ended (each occupies a thread: one script per thread). */
   #inFlight = 0;
+  /**
+   * Shared buffers (meter, channel) of ended scripts whose worker returned, kept for the next scripts: a script's
+   * two SharedArrayBuffers (16 KiB and more) were most of what it allocated on the main thread, and what made the
+   * main thread's collector run during a stream of short scripts. Never those of a script whose worker did not
+   * return (lost, replaced, still stuck): that worker might still write them.
+   */
+  readonly #spareBuffers: Array<{ meter: SharedArrayBuffer; channel: SharedArrayBuffer }> = [];
   /** Worker failures tinypool reports outside any task (a replaced idle worker); kept for diagnostics. */
   readonly workerErrors: string[] = [];
 
@@ -97,7 +106,7 @@ export class ScriptPool {
   }
 
   /** The tinypool, loaded and started once (its `workers` threads start together; more on demand). */
-  #ensurePool(): Promise<Tinypool> {
+  #ensurePool(wasm: WebAssembly.Module): Promise<Tinypool> {
     this.#starting ??= import("tinypool").then(({ default: Pool }) => {
       const opts = this.#opts;
       const pool = new Pool({
@@ -108,7 +117,8 @@ export class ScriptPool {
         concurrentTasksPerWorker: 1,
         useAtomics: false,
         idleTimeout: opts.idleThreadMs,
-        workerData: this.#settings,
+        // the compiled QuickJS module goes to each thread once, with its settings (a new thread instantiates it instead of compiling it)
+        workerData: { ...this.#settings, wasm },
       });
       pool.on("error", (e: unknown) => {
         this.workerErrors.push(e instanceof Error ? e.message : String(e));
@@ -158,15 +168,20 @@ export class ScriptPool {
       this.#wasm = undefined;
       return fail("internal", `the script sandbox could not compile QuickJS: ${e instanceof Error ? e.message : String(e)}`, [], 0);
     }
-    const pool = this.#pool ?? (await this.#ensurePool());
+    const pool = this.#pool ?? (await this.#ensurePool(wasm));
     if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
     // the global MessageChannel, which in Bun is node:worker_threads' own (test/startup-closure.test.ts):
     // importing that module costs a few ms at every start (docs/performance.md, issue 20 third round)
     const { port1, port2 } = new MessageChannel() as unknown as { port1: NodeMessagePort; port2: NodeMessagePort };
-    const meterBuf = new SharedArrayBuffer(METER.size * 8);
-    const channelBuf = newChannelBuffer();
+    const spare = this.#spareBuffers.pop();
+    const meterBuf = spare?.meter ?? new SharedArrayBuffer(METER.size * 8);
+    const channelBuf = spare?.channel ?? newChannelBuffer();
+    if (spare) resetChannelBuffer(channelBuf);
     const meter = new Float64Array(meterBuf);
+    if (spare) meter.fill(0);
+    /** Set once the worker returned this script's outcome: it no longer touches the buffers, which may then be reused. */
+    let workerReturned = false;
     let done = false;
     let finish!: (r: ScriptResult) => void;
     const finished = new Promise<ScriptResult>((r) => (finish = r));
@@ -253,8 +268,9 @@ export class ScriptPool {
     }
     this.#inFlight++;
     try {
-      pool.run({ code, limits, port: port2, meter: meterBuf, channel: channelBuf, wasm, go }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
+      pool.run({ code, limits, port: port2, meter: meterBuf, channel: channelBuf, go }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
         (raw: unknown) => {
+          workerReturned = true;
           const out = WorkerOutcome.safeParse(raw);
           if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
           finish(toResult(out.data));
@@ -314,6 +330,7 @@ export class ScriptPool {
       signal?.removeEventListener("abort", onAbort);
       port1.close();
       channel.close();
+      if (workerReturned && this.#spareBuffers.length < SPARE_BUFFERS) this.#spareBuffers.push({ meter: meterBuf, channel: channelBuf });
       callsEnd.abort(new AirlockError("cancelled", "the script that made this call ended before the call finished, so it was stopped; await every tools.* call"));
     }
   }

@@ -43,7 +43,11 @@ export type WorkerSettings = z.infer<typeof WorkerSettings>;
 /** Slots of the per-script shared meter (defined in script/meter.ts, which a worker loads without zod). */
 export { METER } from "./meter.ts";
 
-/** The tinypool task: one script. `port` is transferred; `meter` and `wasm` are shared. */
+/**
+ * The tinypool task: one script. `port` is transferred; `meter` and `channel` are shared. The QuickJS WASM module
+ * is not in it: the pool compiles it once before it starts its threads and hands it to each in its `workerData`
+ * (cloning a module into every task cost each script ~20 µs).
+ */
 export const ScriptTask = z.strictObject({
   code: z.string(),
   limits: ScriptLimits,
@@ -51,8 +55,6 @@ export const ScriptTask = z.strictObject({
   meter: z.instanceof(SharedArrayBuffer),
   /** The script's shared-memory channel (script/channel.ts): every host → worker message (`go`, `reply`, the cancel word). */
   channel: z.instanceof(SharedArrayBuffer),
-  /** The QuickJS WASM module, compiled once by the pool (a new worker instantiates it instead of compiling it). */
-  wasm: z.instanceof(WebAssembly.Module),
   /**
    * The host gave the script its first run slot with the task (an idle thread and a free slot were there when it
    * was sent): the worker starts it at once, with no `ready` / `go` round trip. Otherwise the worker sends `ready`

@@ -2,11 +2,14 @@
  * @module script/vm
  * One script in QuickJS: a fresh runtime + context per script, its limits (memory, stack, CPU
  * deadline via the interrupt handler, wall-clock deadline, tool calls, log and result bytes), and
- * its disposal (pending deferreds first, then context, then runtime — stack-notes §2, §8).
+ * its disposal (the bridge's handles first, then context, then runtime — stack-notes §2, §8). A tool call is a
+ * guest promise the bridge keeps (script/bridge.ts): the host takes the guest's calls in batches after each slice
+ * and delivers each result as one string.
  * Runs inside a sandbox worker; knows nothing of tinypool or the gate.
  */
-import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
-import { installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks } from "./bridge.ts";
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
+import { installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge } from "./bridge.ts";
+import { DirectCalls } from "./direct.ts";
 import { METER } from "./meter.ts";
 import type { CallRequest, ScriptFailure, ScriptLimits, WorkerOutcome } from "./protocol.ts";
 
@@ -28,6 +31,8 @@ export interface VmOptions {
   post(msg: CallRequest): void;
   /** True once the host cancelled the script (its shared cancel word): read by the interrupt handler, so a busy guest stops too. */
   cancelRequested?(): boolean;
+  /** False: tool calls go through quickjs-emscripten's handle API even when the FFI path (script/direct.ts) is there (tests). Default true. */
+  directCalls?: boolean;
 }
 
 type Settled = { ok: true; json?: string } | { ok: false; error: ScriptFailure };
@@ -58,7 +63,7 @@ export class PreparedGuest {
     readonly module: QuickJSWASMModule,
     readonly rt: QuickJSRuntime,
     readonly ctx: QuickJSContext,
-    readonly main: QuickJSHandle,
+    readonly bridge: GuestBridge,
   ) {}
 
   /** Hands the guest to one run; false when it was already taken or disposed (never shared). */
@@ -71,7 +76,7 @@ export class PreparedGuest {
   /** Frees a guest no run adopted. @throws whatever QuickJS throws freeing it (the instance is then broken). */
   dispose(): void {
     if (!this.take()) return;
-    this.main.dispose();
+    this.bridge.dispose();
     this.ctx.dispose();
     this.rt.dispose();
   }
@@ -89,12 +94,12 @@ export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackB
     const ctx = rt.newContext();
     let guest: PreparedGuest | undefined;
     const refuse = (): { error: QuickJSHandle } => ({ error: ctx.newError({ name: "Error", message: "no script owns this context" }) });
-    const main = installBridge(ctx, {
-      call: (name, args) => (guest?.hooks ? guest.hooks.call(name, args) : refuse()),
+    const bridge = installBridge(ctx, {
+      flush: (batch) => (guest?.hooks ? guest.hooks.flush(batch) : refuse()),
       log: (level, line) => (guest?.hooks ? guest.hooks.log(level, line) : refuse()),
       settle: (ok, value) => guest?.hooks?.settle(ok, value),
     });
-    guest = new PreparedGuest(mod, rt, ctx, main);
+    guest = new PreparedGuest(mod, rt, ctx, bridge);
     return guest;
   } catch (e) {
     try {
@@ -116,9 +121,11 @@ export class ScriptRun {
   readonly #opts: VmOptions;
   #rt?: QuickJSRuntime;
   #ctx?: QuickJSContext;
-  #main?: QuickJSHandle;
-  readonly #deferreds = new Map<number, QuickJSDeferredPromise>();
-  #nextId = 1;
+  #bridge?: GuestBridge;
+  /** The tool-call path through the FFI (script/direct.ts), or null: the handle API. */
+  #direct: DirectCalls | null = null;
+  /** Ids of the calls sent to the host and not yet answered (the guest holds their promises). */
+  readonly #outstanding = new Set<number>();
   #calls = 0;
   /** UTF-8 bytes of tool-call arguments sent to the host so far (bounded by the memory limit). */
   #argBytes = 0;
@@ -162,7 +169,10 @@ export class ScriptRun {
     }
     this.#guard(() => {
       const hooks: BridgeHooks = {
-        call: (name, args) => this.#onCall(name, args),
+        flush: (batch) => {
+          const refused = this.#onBatch(batch);
+          return refused === undefined ? undefined : { error: this.#ctx!.newError({ name: "Error", message: refused }) };
+        },
         log: (level, line) => this.#onLog(level, line),
         settle: (ok, value) => this.#onSettle(ok, value),
       };
@@ -170,7 +180,7 @@ export class ScriptRun {
       if (prepared && prepared.module === this.mod && prepared.take()) {
         this.#rt = prepared.rt;
         ctx = this.#ctx = prepared.ctx;
-        this.#main = prepared.main;
+        this.#bridge = prepared.bridge;
         prepared.hooks = hooks;
         prepared.rt.setInterruptHandler(this.#interrupt);
       } else {
@@ -186,14 +196,15 @@ export class ScriptRun {
         ctx = this.#ctx = rt.newContext();
       }
       this.#enter(() => {
-        this.#main ??= installBridge(ctx, hooks);
+        const bridge = (this.#bridge ??= installBridge(ctx, hooks));
+        this.#direct = this.#opts.directCalls === false ? null : DirectCalls.for(this.mod, this.#rt!, ctx);
         const fn = ctx.evalCode(wrapUserCode(this.#opts.code), SCRIPT_FILENAME);
         if (fn.error) {
           this.#settleFromError(fn.error);
           fn.error.dispose();
           return;
         }
-        const called = ctx.callFunction(this.#main, ctx.undefined, fn.value);
+        const called = ctx.callFunction(bridge.main, ctx.undefined, fn.value);
         fn.value.dispose();
         if (called.error) {
           this.#settleFromError(called.error);
@@ -205,15 +216,12 @@ export class ScriptRun {
     this.#check();
   }
 
-  /** Delivers the host's answer to tool call `id` (JSON text) and runs the guest on. */
+  /** Delivers the host's answer to tool call `id` (JSON text of `{ok, result | error}`, made by the host) and runs the guest on. */
   reply(id: number, payload: string): void {
-    const d = this.#deferreds.get(id);
-    if (!d || this.#finished) return;
-    this.#deferreds.delete(id);
+    if (this.#finished || !this.#outstanding.delete(id)) return;
     // its UTF-8 copy alone would pass the memory limit (a UTF-16 length is at most its UTF-8 byte length): refused
     // before the module is touched, whose capped memory it could only fault
     if (payload.length > this.#opts.memoryBytes) {
-      d.dispose();
       this.#stop ??= this.#oom();
       this.#check();
       return;
@@ -221,10 +229,27 @@ export class ScriptRun {
     this.#guard(
       () =>
         this.#enter(() => {
-          const h = this.#ctx!.newString(payload);
-          d.resolve(h);
-          h.dispose();
-          d.dispose();
+          const ctx = this.#ctx!;
+          const text = `[${id},${payload}]`;
+          if (this.#direct) {
+            const r = this.#direct.callWithString(this.#bridge!.deliver, text);
+            if (r === "no-memory") {
+              this.#stop ??= this.#oom(); // the reply's copy does not fit in the script's memory
+              return;
+            }
+            if (!r.ok) {
+              this.#settleFromError(r.error);
+              r.error.dispose();
+            }
+          } else {
+            const h = ctx.newString(text);
+            const r = ctx.callFunction(this.#bridge!.deliver, ctx.undefined, h);
+            h.dispose();
+            if (r.error) {
+              this.#settleFromError(r.error);
+              r.error.dispose();
+            } else r.value.dispose();
+          }
           this.#drain();
         }),
       () => byteLength(payload),
@@ -288,12 +313,38 @@ export class ScriptRun {
     }
   }
 
+  /** Runs the guest's pending jobs until it waits, then takes the calls it made meanwhile. */
   #drain(): void {
-    const r = this.#rt!.executePendingJobs();
-    if (r.error) {
-      this.#settleFromError(r.error);
-      r.error.dispose();
+    const d = this.#direct;
+    let error: QuickJSHandle | undefined;
+    if (d) {
+      const r = d.runJobs();
+      if (!r.ok) error = r.error;
+    } else error = this.#rt!.executePendingJobs().error;
+    if (error) {
+      this.#settleFromError(error);
+      error.dispose();
     }
+    if (this.#stop) return;
+    if (d) {
+      const t = d.callForString(this.#bridge!.take);
+      if (!t.ok) {
+        this.#settleFromError(t.error);
+        t.error.dispose();
+      } else if (t.value !== "") this.#onBatch(t.value);
+      return;
+    }
+    const ctx = this.#ctx!;
+    const t = ctx.callFunction(this.#bridge!.take, ctx.undefined);
+    if (t.error) {
+      this.#settleFromError(t.error);
+      t.error.dispose();
+      return;
+    }
+    const batch = ctx.typeof(t.value) === "string" ? ctx.getString(t.value) : undefined;
+    t.value.dispose();
+    if (batch === undefined) this.#stop ??= { code: "internal", message: "the script's bridge returned a malformed batch of tool calls; run the script again" };
+    else if (batch !== "") this.#onBatch(batch);
   }
 
   /**
@@ -313,29 +364,52 @@ export class ScriptRun {
     }
   }
 
-  #onCall(name: string, args: string): QuickJSHandle | { error: QuickJSHandle } {
-    const ctx = this.#ctx!;
+  /**
+   * Sends the host a batch of the guest's calls (the bridge's JSON text of `[[id, name, argsJson], …]`), each checked
+   * against the call and argument-byte limits; a limit sets `#stop` (the guest is stopped, the batch's later calls
+   * never leave). A malformed batch (only a guest that broke the bridge's closure could make one) stops the script.
+   * Returns the message to throw in the guest when the batch was refused (the guest's `flush` throws it; after a
+   * slice nothing is thrown), else undefined. Makes no guest value: a handle made here and never thrown would be
+   * left in the runtime, which then fails to free.
+   */
+  #onBatch(text: string): string | undefined {
+    if (this.#stop || this.#finished) return "the script is stopping";
+    let batch: unknown;
+    try {
+      batch = JSON.parse(text);
+    } catch {
+      batch = undefined;
+    }
+    if (!Array.isArray(batch)) return this.#malformed();
     const { maxToolCalls } = this.#opts.limits;
-    if (this.#stop || this.#finished) return { error: ctx.newError({ name: "Error", message: "the script is stopping" }) };
-    if (this.#calls >= maxToolCalls) {
-      this.#stop = { code: "script_too_many_calls", message: `the script made more than ${maxToolCalls} tool calls (limits.script_max_tool_calls); make fewer, larger calls` };
-      return { error: ctx.newError({ name: "Error", message: this.#stop.message }) };
+    for (const c of batch) {
+      if (!Array.isArray(c) || c.length !== 3) return this.#malformed();
+      const [id, name, args] = c as unknown[];
+      if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || id > 0xffff_ffff || this.#outstanding.has(id) || typeof name !== "string" || typeof args !== "string") return this.#malformed();
+      if (this.#calls >= maxToolCalls) {
+        this.#stop = { code: "script_too_many_calls", message: `the script made more than ${maxToolCalls} tool calls (limits.script_max_tool_calls); make fewer, larger calls` };
+        return this.#stop.message;
+      }
+      // What a script sends the host counts against its memory limit: the host keeps arguments (events,
+      // cards), so without this a 64 MiB script could make the host hold max_tool_calls × its memory.
+      const argBytes = byteLength(args);
+      if (this.#argBytes + argBytes > this.#opts.memoryBytes) {
+        const mb = Math.round(this.#opts.memoryBytes / 2 ** 20);
+        this.#stop = { code: "script_memory_limit", message: `the script sent more than ${mb} MiB of tool-call arguments to the host (limits.script_memory_mb bounds them too); send less data per script` };
+        return this.#stop.message;
+      }
+      this.#argBytes += argBytes;
+      this.#calls++;
+      this.#outstanding.add(id);
+      this.#opts.post({ t: "call", id, name, args });
     }
-    // What a script sends the host counts against its memory limit: the host keeps arguments (events,
-    // cards), so without this a 64 MiB script could make the host hold max_tool_calls × its memory.
-    const argBytes = byteLength(args);
-    if (this.#argBytes + argBytes > this.#opts.memoryBytes) {
-      const mb = Math.round(this.#opts.memoryBytes / 2 ** 20);
-      this.#stop = { code: "script_memory_limit", message: `the script sent more than ${mb} MiB of tool-call arguments to the host (limits.script_memory_mb bounds them too); send less data per script` };
-      return { error: ctx.newError({ name: "Error", message: this.#stop.message }) };
-    }
-    this.#argBytes += argBytes;
-    this.#calls++;
-    const id = this.#nextId++;
-    const d = ctx.newPromise();
-    this.#deferreds.set(id, d);
-    this.#opts.post({ t: "call", id, name, args });
-    return d.handle;
+    return undefined;
+  }
+
+  /** Stops the script for a batch of calls the bridge could not have made; the message to throw in the guest. */
+  #malformed(): string {
+    this.#stop ??= { code: "internal", message: "the script's bridge sent a malformed batch of tool calls; run the script again" };
+    return this.#stop.message;
   }
 
   #onLog(level: string, line: string): { error: QuickJSHandle } | void {
@@ -401,7 +475,7 @@ export class ScriptRun {
     if (this.#finished) return;
     if (this.#stop) return this.#finish(this.#stop, false);
     if (this.#settled) return this.#finish(this.#settled, false);
-    if (this.#deferreds.size === 0) {
+    if (this.#outstanding.size === 0) {
       this.#finish({ code: "script_error", message: "the script is waiting on a promise that can never settle (no tool call is pending); await tools.* calls or return a value" }, false);
     }
   }
@@ -412,9 +486,9 @@ export class ScriptRun {
     clearTimeout(this.#wallTimer);
     this.#opts.meter[METER.enteredAt] = 0;
     try {
-      for (const d of this.#deferreds.values()) d.dispose();
-      this.#deferreds.clear();
-      this.#main?.dispose();
+      this.#outstanding.clear();
+      this.#direct?.free();
+      this.#bridge?.dispose();
       this.#ctx?.dispose();
       this.#rt?.dispose();
     } catch {

@@ -76,7 +76,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     port.postMessage(JSON.stringify(outbox));
     outbox = [];
   };
-  instances ??= Instances.create(settings.memoryMb, task.wasm);
+  instances ??= Instances.create(settings.memoryMb, settings.wasm);
   const pool = await instances;
   let inst: Instance;
   let prepared: PreparedGuest | undefined;
@@ -178,18 +178,23 @@ function isInt(v: unknown, min: number): v is number {
   return Number.isInteger(v) && (v as number) >= min;
 }
 
-/** The pool's `workerData` (checked like protocol.ts's `WorkerSettings`). @throws Error when malformed (the worker cannot start). */
-function parseSettings(v: unknown): WorkerSettings {
-  if (isObject(v) && isInt(v.memoryMb, 8) && (v.memoryMb as number) <= 2048 && isInt(v.stackKb, 16)) return { memoryMb: v.memoryMb as number, stackKb: v.stackKb as number };
+/**
+ * The pool's `workerData`: protocol.ts's `WorkerSettings` (checked like it) and the QuickJS module the pool compiled
+ * (`wasm`; without it this thread compiles its own). @throws Error when malformed (the worker cannot start).
+ */
+function parseSettings(v: unknown): WorkerSettings & { wasm?: WebAssembly.Module } {
+  if (isObject(v) && isInt(v.memoryMb, 8) && (v.memoryMb as number) <= 2048 && isInt(v.stackKb, 16) && (v.wasm === undefined || v.wasm instanceof WebAssembly.Module)) {
+    return { memoryMb: v.memoryMb as number, stackKb: v.stackKb as number, ...(v.wasm ? { wasm: v.wasm } : {}) };
+  }
   throw new Error("the sandbox worker's settings are malformed");
 }
 
 /** One task from the pool (shaped like protocol.ts's `ScriptTask`). @throws Error when malformed (the script fails `script_worker_lost`). */
-function parseTask(v: unknown): { code: string; limits: ScriptLimits; port: MessagePort; meter: SharedArrayBuffer; channel: SharedArrayBuffer; wasm: WebAssembly.Module; go: boolean } {
-  if (!isObject(v) || typeof v.code !== "string" || !(v.meter instanceof SharedArrayBuffer) || !(v.channel instanceof SharedArrayBuffer) || !(v.wasm instanceof WebAssembly.Module) || typeof v.go !== "boolean") throw new Error("the script task is malformed");
+function parseTask(v: unknown): { code: string; limits: ScriptLimits; port: MessagePort; meter: SharedArrayBuffer; channel: SharedArrayBuffer; go: boolean } {
+  if (!isObject(v) || typeof v.code !== "string" || !(v.meter instanceof SharedArrayBuffer) || !(v.channel instanceof SharedArrayBuffer) || typeof v.go !== "boolean") throw new Error("the script task is malformed");
   const l = v.limits;
   if (!isObject(l) || !isInt(l.cpuTimeoutMs, 1) || !isInt(l.wallTimeoutMs, 1) || !isInt(l.maxToolCalls, 0) || !isInt(l.maxLogBytes, 0) || !isInt(l.maxResultBytes, 0)) throw new Error("the script task's limits are malformed");
   if (!isObject(v.port) || typeof v.port.postMessage !== "function") throw new Error("the script task has no port");
   const limits: ScriptLimits = { cpuTimeoutMs: l.cpuTimeoutMs, wallTimeoutMs: l.wallTimeoutMs, maxToolCalls: l.maxToolCalls, maxLogBytes: l.maxLogBytes, maxResultBytes: l.maxResultBytes };
-  return { code: v.code, limits, port: v.port as unknown as MessagePort, meter: v.meter, channel: v.channel, wasm: v.wasm, go: v.go };
+  return { code: v.code, limits, port: v.port as unknown as MessagePort, meter: v.meter, channel: v.channel, go: v.go };
 }
