@@ -18,8 +18,9 @@ export const cannedHelp: ((key: string) => (() => Promise<string>) | undefined) 
 
 /**
  * The modules that replace this one in the compiled binary, by file name in src/cli: `canned-help.ts`
- * (the `cannedHelp` switch over every key of `texts`) and one `canned-help-N.ts` per distinct text,
- * exporting it as `T`.
+ * (the `cannedHelp` switch over every key of `texts` to a text's number, and one `import()` per text behind a
+ * second switch: no function per text, which JavaScriptCore would read on every start of the binary) and one
+ * `canned-help-N.ts` per distinct text, exporting it as `T`.
  */
 export function cannedHelpModules(texts: Readonly<Record<string, string>>): Record<string, string> {
   const byText = new Map<string, string[]>();
@@ -31,14 +32,18 @@ export function cannedHelpModules(texts: Readonly<Record<string, string>>): Reco
   }
   const files: Record<string, string> = {};
   const cases: string[] = [];
+  const imports: string[] = [];
   let n = 0;
   for (const [text, keys] of byText) {
     files[`canned-help-${n}.ts`] = `export const T = ${JSON.stringify(text)};\n`;
-    cases.push(`${keys.map((k) => `case ${JSON.stringify(k)}:`).join(" ")} return async () => (await import("./canned-help-${n}.ts")).T;`);
+    cases.push(`${keys.map((k) => `case ${JSON.stringify(k)}:`).join(" ")} n = ${n}; break;`);
+    imports.push(`case ${n}: return import("./canned-help-${n}.ts");`);
     n++;
   }
   files["canned-help.ts"] =
-    `export function cannedHelp(key) {\n  switch (key) {\n${cases.map((c) => `    ${c}\n`).join("")}    default: return undefined;\n  }\n}\n` +
+    `export function cannedHelp(key) {\n  let n;\n  switch (key) {\n${cases.map((c) => `    ${c}\n`).join("")}    default: return undefined;\n  }\n` +
+    `  return () => textModule(n).then((m) => m.T);\n}\n` +
+    `function textModule(n) {\n  switch (n) {\n${imports.map((c) => `    ${c}\n`).join("")}    default: throw new Error("no help text " + n);\n  }\n}\n` +
     `export function cannedHelpModules() { throw new Error("not in the binary"); }\n`;
   return files;
 }
