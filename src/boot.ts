@@ -22,7 +22,7 @@ import { usageError, type UsageTable } from "./cli/usage-error.ts";
 export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () => Promise<boolean>): Promise<string | undefined> {
   const version = versionAnswer(argv);
   if (version !== undefined) return version;
-  const load = helpLoader(argv);
+  const load = await helpLoader(argv);
   if (load === undefined || (await stdoutIsTerminal())) return undefined;
   return await load();
 }
@@ -33,11 +33,13 @@ export function versionAnswer(argv: readonly string[]): string | undefined {
 }
 
 /**
- * The loader of the recorded help text for `argv` (it imports that text's module), or `undefined` when `argv`
- * is no recorded help invocation (always from source). Each text is loaded only for its own invocation: the
- * binary has no bytecode, and parsing all ~70 KB of them costs about 0.6 ms (docs/performance.md, 2026-12-02).
+ * Resolves to the loader of the recorded help text for `argv` (it imports that text's module), or to `undefined`
+ * when `argv` is no recorded help invocation (always from source); `undefined` itself, at once, when `argv` surely
+ * is none ({@link mayBeHelp}), so the help index is loaded only for an argv that may be help. Each text is loaded
+ * only for its own invocation: the binary has no bytecode, and parsing all ~70 KB of them costs about 0.6 ms
+ * (docs/performance.md, 2026-12-02).
  */
-export function helpLoader(argv: readonly string[]): (() => Promise<string>) | undefined {
+export function helpLoader(argv: readonly string[]): Promise<(() => Promise<string>) | undefined> | undefined {
   return !mayBeHelp(argv) || cannedHelp === null ? undefined : cannedHelp(argv.join("\0"));
 }
 
@@ -138,17 +140,18 @@ function start(argv: string[]): void {
     );
     return;
   }
-  const load = helpLoader(argv);
-  if (load !== undefined) {
-    void help(argv, load);
+  const lookup = helpLoader(argv);
+  if (lookup !== undefined) {
+    void help(argv, lookup);
     return;
   }
   afterHelp(argv);
 }
 
-/** A recorded help invocation: its text when stdout is no terminal, else what follows help ({@link afterHelp}). */
-async function help(argv: string[], load: () => Promise<string>): Promise<void> {
-  if (await stdoutMayBeTerminal()) return afterHelp(argv);
+/** An argv that may be help: a recorded text when stdout is no terminal, else what follows help ({@link afterHelp}). */
+async function help(argv: string[], lookup: Promise<(() => Promise<string>) | undefined>): Promise<void> {
+  const load = await lookup;
+  if (load === undefined || (await stdoutMayBeTerminal())) return afterHelp(argv);
   const text = await load();
   exitWith("stdout", text, 0);
 }

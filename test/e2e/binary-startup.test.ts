@@ -66,19 +66,21 @@ describe("what every start of the binary reads", () => {
     expect(r.success).toBe(true);
   });
 
-  test("the help index has no function per text: one switch to a text's number, one import() per text; each loader gives its text", async () => {
+  test("the help index is a module of its own, with no function per text: one switch to a text's number, one import() per text; each loader gives its text", async () => {
     const { cannedHelpModules } = await import("../../src/cli/canned-help.ts");
     const texts = { "--help": "top\n", "-h": "top\n", "run\0--help": "run's \"help\"\n" };
     const files = cannedHelpModules(texts);
-    const index = files["canned-help.ts"]!;
-    expect(Object.keys(files).sort()).toEqual(["canned-help-0.ts", "canned-help-1.ts", "canned-help.ts"]);
+    const index = files["canned-help-index.ts"]!;
+    expect(Object.keys(files).sort()).toEqual(["canned-help-0.ts", "canned-help-1.ts", "canned-help-index.ts", "canned-help.ts"]);
+    // what boot.ts's chunk holds: one import of the index, no key
+    expect({ keys: files["canned-help.ts"]!.includes("--help"), imports: files["canned-help.ts"]!.split("import(").length - 1 }).toEqual({ keys: false, imports: 1 });
     expect({ async: index.includes("async"), arrows: index.split("=>").length - 1, imports: index.split("import(").length - 1 }).toEqual({ async: false, arrows: 2, imports: 2 });
     const dir = mkdtempSync(join(tmpdir(), "airlock-canned-help-"));
     try {
       for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
-      const { cannedHelp } = (await import(join(dir, "canned-help.ts"))) as { cannedHelp: (key: string) => (() => Promise<string>) | undefined };
-      expect(await Promise.all(Object.keys(texts).map((k) => cannedHelp(k)!()))).toEqual(Object.values(texts));
-      expect(cannedHelp("nope")).toBeUndefined();
+      const { cannedHelp } = (await import(join(dir, "canned-help.ts"))) as { cannedHelp: (key: string) => Promise<(() => Promise<string>) | undefined> };
+      expect(await Promise.all(Object.keys(texts).map(async (k) => (await cannedHelp(k))!()))).toEqual(Object.values(texts));
+      expect(await cannedHelp("nope")).toBeUndefined();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
