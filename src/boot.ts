@@ -13,50 +13,67 @@
 import { version } from "../package.json" with { type: "json" };
 import { cannedHelp } from "./cli/canned-help.ts";
 import { cannedUsageFor } from "./cli/canned-usage.ts";
-import { usageError } from "./cli/usage-error.ts";
+import { usageError, type UsageTable } from "./cli/usage-error.ts";
 
 /**
  * What the binary can answer without `main.ts`: the text for stdout of an exit-0 invocation, or
  * `undefined` (then `main.ts` decides). `stdoutIsTerminal` is only called for help texts.
  */
 export async function quickAnswer(argv: readonly string[], stdoutIsTerminal: () => Promise<boolean>): Promise<string | undefined> {
-  if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) return `${version}\n`;
-  // Each text is loaded only for its own invocation: the binary has no bytecode, and parsing all ~70 KB of
-  // them costs about 0.6 ms (docs/performance.md, 2026-12-02).
-  if (!mayBeHelp(argv)) return undefined;
-  const load = cannedHelp === null ? undefined : cannedHelp(argv.join("\0"));
+  const version = versionAnswer(argv);
+  if (version !== undefined) return version;
+  const load = await helpLoader(argv);
   if (load === undefined || (await stdoutIsTerminal())) return undefined;
   return await load();
 }
 
+/** The stdout text of `--version` or `-V` alone (`"0.1.0\n"`), or `undefined` for any other argv. */
+export function versionAnswer(argv: readonly string[]): string | undefined {
+  return argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V") ? `${version}\n` : undefined;
+}
+
 /**
- * Writes `text` whole to fd 1 (`stdout`) or fd 2 (`stderr`). A text ending in a newline goes through
- * `console.log` / `console.error` with that newline dropped (the console adds it back; a single string is
- * printed as is, no format directives): they write synchronously, about 0.4 ms less than a first
- * `Bun.write`, which waits on the thread pool (docs/performance.md, 2026-12-02). Other texts go
- * through `Bun.write`. Resolves once written; a closed reader (EPIPE) ends the write silently, as
- * main.ts's writeAll does; never rejects.
+ * Resolves to the loader of the recorded help text for `argv` (it imports that text's module), or to `undefined`
+ * when `argv` is no recorded help invocation (always from source); `undefined` itself, at once, when `argv` surely
+ * is none ({@link mayBeHelp}), so the help index is loaded only for an argv that may be help. Each text is loaded
+ * only for its own invocation: the binary has no bytecode, and parsing all ~70 KB of them costs about 0.6 ms
+ * (docs/performance.md, 2026-12-02).
  */
-async function writeText(to: "stdout" | "stderr", text: string): Promise<void> {
+export function helpLoader(argv: readonly string[]): Promise<(() => Promise<string>) | undefined> | undefined {
+  return !mayBeHelp(argv) || cannedHelp === null ? undefined : cannedHelp(argv.join("\0"));
+}
+
+/**
+ * Writes `text` whole to fd 1 (`stdout`) or fd 2 (`stderr`), then exits with `code`. A text ending in a newline
+ * goes through `console.log` / `console.error` with that newline dropped (the console adds it back; a single
+ * string is printed as is, no format directives): one synchronous write, about 0.4 ms less than a first
+ * `Bun.write`, which waits on the thread pool (docs/performance.md, 2026-12-02), and the process ends in this
+ * turn of the event loop. Other texts go through `Bun.write`, then exit. A closed reader (EPIPE) ends the write
+ * silently, as main.ts's writeAll does: the exit code still says it.
+ */
+function exitWith(to: "stdout" | "stderr", text: string, code: number): void {
+  if (!text.endsWith("\n")) {
+    const exit = (): never => process.exit(code);
+    void Bun.write(to === "stdout" ? Bun.stdout : Bun.stderr, text).then(exit, exit);
+    return;
+  }
   try {
-    if (text.endsWith("\n")) {
-      switch (to) {
-        case "stdout":
-          console.log(text.slice(0, -1));
-          return;
-        case "stderr":
-          console.error(text.slice(0, -1));
-          return;
-        default: {
-          const unknown: never = to;
-          throw new Error(`unknown stream ${String(unknown)}`);
-        }
+    switch (to) {
+      case "stdout":
+        console.log(text.slice(0, -1));
+        break;
+      case "stderr":
+        console.error(text.slice(0, -1));
+        break;
+      default: {
+        const unknown: never = to;
+        throw new Error(`unknown stream ${String(unknown)}`);
       }
     }
-    await Bun.write(to === "stdout" ? Bun.stdout : Bun.stderr, text);
   } catch {
     // a reader that went away: the exit code still says it
   }
+  process.exit(code);
 }
 
 /**
@@ -105,31 +122,52 @@ async function checkEmbedded(): Promise<string> {
   return `${JSON.stringify({ side: out, quickjs_wasm: (await quickjsWasm()) instanceof WebAssembly.Module })}\n`;
 }
 
-if (import.meta.main) {
-  const argv = process.argv.slice(2);
+/**
+ * The binary's start, synchronous up to its answer for `--version`, an argument error and the hand-off: no
+ * top-level `await`, so the module body compiles as plain code, and each async step below is compiled only
+ * when its argv needs it (docs/performance.md, issue 20, branch `wip/cold`).
+ */
+function start(argv: string[]): void {
+  const versionLine = versionAnswer(argv);
+  if (versionLine !== undefined) return exitWith("stdout", versionLine, 0);
   if (argv.length === 1 && argv[0] === "--check-embedded") {
-    try {
-      await Bun.write(Bun.stdout, await checkEmbedded());
-      process.exit(0);
-    } catch (e) {
-      process.stderr.write(`airlock: ${e instanceof Error ? e.message : String(e)}\n`);
-      process.exit(1);
-    }
+    void checkEmbedded().then(
+      (text) => Bun.write(Bun.stdout, text).then(() => process.exit(0)),
+      (e: unknown) => {
+        process.stderr.write(`airlock: ${e instanceof Error ? e.message : String(e)}\n`);
+        process.exit(1);
+      },
+    );
+    return;
   }
-  const quick = await quickAnswer(argv, stdoutMayBeTerminal);
-  if (quick !== undefined) {
-    await writeText("stdout", quick);
-    process.exit(0);
+  const lookup = helpLoader(argv);
+  if (lookup !== undefined) {
+    void help(argv, lookup);
+    return;
   }
+  afterHelp(argv);
+}
+
+/** An argv that may be help: a recorded text when stdout is no terminal, else what follows help ({@link afterHelp}). */
+async function help(argv: string[], lookup: Promise<(() => Promise<string>) | undefined>): Promise<void> {
+  const load = await lookup;
+  if (load === undefined || (await stdoutMayBeTerminal())) return afterHelp(argv);
+  const text = await load();
+  exitWith("stdout", text, 0);
+}
+
+/** Past `--version` and help: an argument error of the usage table, else `airlock run` or `main.ts`. */
+function afterHelp(argv: string[]): void {
   // Parsed only past --version and help, and only the part of the table this argv reaches (no bytecode:
-  // parsing costs). The reader, cli/usage-error.ts, is in this chunk: ~2 KB, cheaper to carry than to import.
+  // parsing costs). The reader, cli/usage-error.ts, is a ~4 KB chunk boot imports statically.
   const table = cannedUsageFor === null ? null : cannedUsageFor(argv[0]);
   const bad = table === null ? undefined : usageError(argv, table);
-  if (bad !== undefined) {
-    await writeText("stderr", bad.stderr);
-    process.exit(bad.exitCode);
-  }
-  // `airlock run` in its plain forms: read from the same table, and run without commander and main.ts
+  if (bad !== undefined) return exitWith("stderr", bad.stderr, bad.exitCode);
+  void handOff(argv, table);
+}
+
+/** `airlock run` in its plain forms (read from the same table) without commander, or `main.ts`. */
+async function handOff(argv: string[], table: UsageTable | null): Promise<void> {
   const direct = table === null ? undefined : (await import("./cli/run-argv.ts")).readRunArgv(argv, table);
   if (direct !== undefined) {
     // the early request first (cli/early-request.ts): it may leave before run.ts and output.ts are even loaded
@@ -147,3 +185,5 @@ if (import.meta.main) {
   const { main } = await import("./main.ts");
   process.exit(await main(argv));
 }
+
+if (import.meta.main) start(process.argv.slice(2));

@@ -8,7 +8,7 @@
  */
 import { realpathSync } from "node:fs";
 import { useProbeCache } from "./launcher/probe.ts";
-import { warmLauncher } from "./launcher/setup.ts";
+import { warmLaunch } from "./launcher/spawn.ts";
 import { join, resolve } from "node:path";
 import { SYSTEM_PROMPTS } from "./agent/system-prompts.ts";
 import { AgentHooks } from "./agent/hooks.ts";
@@ -441,7 +441,7 @@ class AirlockRuntime implements Runtime {
       checkRuleToolNames(this.config.permissions, this.registry);
       runPermissionTests(this.config, { registry: this.registry, inspectors: testInspectors({ dataDir: realDataDir }), workspace: realWorkspace(this.workspace) });
       // off the path to the first model request: what a first confined call would do cold (runs nothing)
-      if (this.config.execution_backend !== "external") setTimeout(() => void warmLauncher(), 0).unref();
+      if (this.config.execution_backend !== "external") setTimeout(() => void warmLaunch(this.config), 0).unref();
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});

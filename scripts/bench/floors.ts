@@ -185,17 +185,21 @@ async function startup(): Promise<Record<string, Ratio>> {
 /**
  * Child mode: in this fresh process, time 6 confined calls; print `{first, later}` (ms; later = median of
  * calls 2–6). `mode`: `nocache` (the probe runs in the first call, as before the cache), `cache` (the probe
- * cache in `dataDir` is warm), `warm` (cache, and the runtime's warm-up then 100 ms, a model's first answer).
+ * cache in `dataDir` is warm), `warm` (cache, and the runtime's warm-up — spawn.ts `warmLaunch`, or setup.ts
+ * `warmLauncher` in checkouts without it — then 100 ms, a model's first answer).
  */
 async function firstCallChild(dataDir: string, ws: string, mode: string): Promise<void> {
   const probe: { useProbeCache?: (d: string) => void } = await import("../../src/launcher/probe.ts");
   const setup: { warmLauncher?: () => void } = await import("../../src/launcher/setup.ts");
+  // the runtime's warm-up: spawn.ts warmLaunch where this checkout has it (older ones: setup.ts warmLauncher)
+  const spawned: { warmLaunch?: (config: Config) => Promise<void> } = await import("../../src/launcher/spawn.ts");
   if (mode !== "nocache") probe.useProbeCache?.(dataDir);
+  const config = Config.parse({});
   if (mode === "warm") {
-    setup.warmLauncher?.();
+    if (spawned.warmLaunch) void spawned.warmLaunch(config);
+    else setup.warmLauncher?.();
     await Bun.sleep(100);
   }
-  const config = Config.parse({});
   const times: number[] = [];
   for (let i = 0; i < 6; i++) {
     const t0 = performance.now();

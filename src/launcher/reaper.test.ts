@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { killPids } from "../../test/cleanup.ts";
@@ -112,6 +112,32 @@ describe("launcher/reaper", () => {
     b.proc.kill("SIGKILL");
     await b.proc.exited;
     expect({ holder: await waitDead(b.pids.holder), reaper: await waitDead(b.pids.reaper) }).toEqual({ holder: true, reaper: true });
+  });
+
+  test("the reaper writes once on its stdout, stderr and fd 4 and closes them (the output path a first launch would run cold), keeping stdin and the mark", async () => {
+    const proc = Bun.spawn([process.execPath, CHILD, "63.1", "wait"], { stdout: "pipe", stderr: "inherit", stdin: "ignore" });
+    const { value } = await proc.stdout.getReader().read();
+    const pids = JSON.parse(new TextDecoder().decode(value).split("\n")[0]!) as { reaper: number; holder: number; other: number };
+    started.push(pids.holder, pids.other, pids.reaper);
+    const fds = (): string[] => {
+      try {
+        return readdirSync(`/proc/${pids.reaper}/fd`).sort();
+      } catch {
+        return [];
+      }
+    };
+    try {
+      // it closes them as it starts: wait for that (a condition, with a deadline), then look
+      for (let waited = 0; waited < 20_000 && ["1", "2", "4"].some((fd) => fds().includes(fd)); waited += 20) await Bun.sleep(20);
+      const open = fds();
+      expect({ alive: alive(pids.reaper), stdout: open.includes("1"), stderr: open.includes("2"), fd4: open.includes("4") }).toEqual({ alive: true, stdout: false, stderr: false, fd4: false });
+      expect({ stdin: open.includes("0"), mark: open.includes("3") }).toEqual({ stdin: true, mark: true });
+    } finally {
+      // and it still does its work: airlock killed, the mark's holder dies with the reaper
+      proc.kill("SIGKILL");
+      await proc.exited;
+    }
+    expect({ holder: await waitDead(pids.holder), reaper: await waitDead(pids.reaper) }).toEqual({ holder: true, reaper: true });
   });
 
   test("asked again, the same mark and the same reaper: one reaper per airlock process", async () => {

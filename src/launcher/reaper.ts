@@ -47,6 +47,10 @@ const MARK_FD = 3;
  */
 const SCRIPT = [
   "trap '' HUP INT QUIT TERM PIPE",
+  // one write on each of its stdout, stderr and extra socket (fd 4), then each closed: airlock reads data and
+  // end of file on them through the code a launch's output pipes and bubblewrap's info socket run, warm before
+  // the first confined call (docs/performance.md, issue 20, branch `wip/cold`); the reaper needs none of them
+  "printf . ; printf . >&2; printf . >&4; exec 1>&- 2>&- 4>&-",
   "while read -r _; do :; done",
   // the mark's mount and inode, as /proc/<pid>/fdinfo/<n> shows them (no ino: line on older kernels: -ef below)
   "mnt=; ino=",
@@ -93,8 +97,9 @@ export function reaperMark(): number {
     }
   }
   // stdin: a pipe airlock never writes (its end is close-on-exec, so no other child holds it)
-  // stdout and stderr are pipes too (it writes nothing): the same stdio a launch has, so this spawn
-  // also runs the child-process path a first launch would otherwise run cold (docs/performance.md)
+  // stdout and stderr are pipes too, and fd 4 a socket (it writes one byte on each and closes them at once):
+  // the same stdio a launch has, so this spawn also runs the child-process and output-reading paths a first
+  // launch would otherwise run cold (docs/performance.md)
   const child = spawn("/bin/sh", ["-c", SCRIPT, "airlock-reaper"], { stdio: ["pipe", "pipe", "pipe", markFd, "pipe"], env: { PATH: "/usr/bin:/bin" } });
   // before anything can throw: a spawn that failed reports its error as an event, later, and an
   // 'error' event with no listener ends airlock (seen: /bin/sh not executable)

@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
 import { bwrapAvailable, unixSocketPlan } from "./probe.ts";
-import { launch, type LaunchOptions } from "./spawn.ts";
+import { launch, refusedLaunchOptions, warmLaunch, type LaunchOptions } from "./spawn.ts";
 
 const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-spawn-")));
 afterAll(() => rmSync(ws, { recursive: true, force: true }));
@@ -63,6 +63,17 @@ describe("spawn.launch", () => {
     const r = await p;
     expect(r.cancelled).toBe(true);
     expect(r.exit_code).toBeNull();
+  });
+});
+
+describe("spawn.warmLaunch", () => {
+  test("its launch() is refused at once with external_backend (it only compiles launch)", async () => {
+    await expect(launch(refusedLaunchOptions(Config.parse({})))).rejects.toMatchObject({ code: "external_backend" });
+    await expect(launch(refusedLaunchOptions(Config.parse({ execution_backend: "local" })))).rejects.toMatchObject({ code: "external_backend" });
+    // and past that refusal, a working directory that does not exist: refused again before any spawn
+    expect(existsSync(refusedLaunchOptions(Config.parse({})).cwd)).toBe(false);
+    // the warm-up itself never rejects
+    expect(await warmLaunch(Config.parse({}))).toBeUndefined();
   });
 });
 

@@ -15,7 +15,7 @@ import type { SandboxPolicy } from "./policy.ts";
 import { BWRAP_INSTALL_HINT } from "./probe.ts";
 import { findInPath } from "./resolve.ts";
 import { checkWarning, releaseRoot } from "./roots.ts";
-import { closeSeccomp, confinementFor, extraStdio, setUpSandbox, type SandboxSetup } from "./setup.ts";
+import { closeSeccomp, confinementFor, extraStdio, setUpSandbox, warmLauncher, type SandboxSetup } from "./setup.ts";
 import { holdLifeline, killTree, outputPipes, pipeHolders, waitGone } from "./tree.ts";
 
 export { sanitizedEnv } from "./env.ts";
@@ -166,6 +166,37 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   const checked = checkWarning(check);
   if (checked) result.warning = [result.warning, checked].filter(Boolean).join("\n");
   return result;
+}
+
+/**
+ * The launcher's warm-up, off the path to the first model request: ./setup.ts {@link warmLauncher} (probe cache,
+ * seccomp filter, credential stores, a dry `workspace-write` plan, the reaper), then one {@link launch} of
+ * {@link refusedLaunchOptions}, refused at once, so JavaScriptCore has compiled `launch` (about 0.5 ms of CPU a
+ * first confined call paid: docs/performance.md, issue 20, branch `wip/cold`), and the launch's pipe check
+ * ({@link outputPipes}) asked once of airlock's own fds. Starts no process but the reaper. Never rejects.
+ */
+export async function warmLaunch(config: Config, homes?: readonly (string | undefined)[]): Promise<void> {
+  await warmLauncher(homes);
+  try {
+    await launch(refusedLaunchOptions(config));
+  } catch {
+    // refused at once (external_backend): nothing ran
+  }
+  try {
+    outputPipes(process.pid);
+  } catch {
+    // only a warm-up
+  }
+}
+
+/**
+ * The launch {@link warmLaunch} makes: `config` with `execution_backend: external`, which {@link launch} refuses
+ * (`external_backend`) before it looks anything up; its working directory does not exist, so even past that it
+ * would be refused (`tool_failed`) before anything is spawned.
+ */
+export function refusedLaunchOptions(config: Config): LaunchOptions {
+  const nowhere = "/nonexistent/airlock-warm-up";
+  return { policy: "workspace-write", argv: ["true"], cwd: nowhere, workspace: nowhere, timeoutMs: 1, maxOutputBytes: 1, config: { ...config, execution_backend: "external" } };
 }
 
 /** How {@link run} spawns: the policy and warning to report, and the bubblewrap setup (its fd layout) when there is one. */

@@ -5,6 +5,8 @@
  * time (build/help-texts.ts); anything else still goes through commander with the same output.
  */
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { helpInvocations, recordHelpTexts } from "../../build/help-texts.ts";
 import { mayBeHelp, quickAnswer } from "../../src/boot.ts";
@@ -54,6 +56,35 @@ describe("quick answers", () => {
     expect(Object.keys(texts).map((k) => k.split("\0")).filter((a) => !mayBeHelp(a))).toEqual([]);
     expect(mayBeHelp(["run", "hi"])).toBe(false);
   }, 120_000);
+});
+
+describe("what every start of the binary reads", () => {
+  test("src/boot.ts's module body has no await: it compiles as plain code, not as an async module (docs/performance.md, branch wip/cold)", async () => {
+    // CommonJS has no top-level await: bundled alone (its imports left out) as CommonJS, boot.ts must build
+    const r = await Bun.build({ entrypoints: [join(REPO, "src", "boot.ts")], format: "cjs", target: "bun", external: ["*"], throw: false });
+    expect(r.logs.map(String)).toEqual([]);
+    expect(r.success).toBe(true);
+  });
+
+  test("the help index is a module of its own, with no function per text: one switch to a text's number, one import() per text; each loader gives its text", async () => {
+    const { cannedHelpModules } = await import("../../src/cli/canned-help.ts");
+    const texts = { "--help": "top\n", "-h": "top\n", "run\0--help": "run's \"help\"\n" };
+    const files = cannedHelpModules(texts);
+    const index = files["canned-help-index.ts"]!;
+    expect(Object.keys(files).sort()).toEqual(["canned-help-0.ts", "canned-help-1.ts", "canned-help-index.ts", "canned-help.ts"]);
+    // what boot.ts's chunk holds: one import of the index, no key
+    expect({ keys: files["canned-help.ts"]!.includes("--help"), imports: files["canned-help.ts"]!.split("import(").length - 1 }).toEqual({ keys: false, imports: 1 });
+    expect({ async: index.includes("async"), arrows: index.split("=>").length - 1, imports: index.split("import(").length - 1 }).toEqual({ async: false, arrows: 2, imports: 2 });
+    const dir = mkdtempSync(join(tmpdir(), "airlock-canned-help-"));
+    try {
+      for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+      const { cannedHelp } = (await import(join(dir, "canned-help.ts"))) as { cannedHelp: (key: string) => Promise<(() => Promise<string>) | undefined> };
+      expect(await Promise.all(Object.keys(texts).map(async (k) => (await cannedHelp(k))!()))).toEqual(Object.values(texts));
+      expect(await cannedHelp("nope")).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("the binary answers as the source CLI does", () => {

@@ -368,6 +368,29 @@ describe("unknown options and commands without commander", () => {
 });
 
 describe("the binary's table, cut to one command", () => {
+  test("each command's text is a string literal with no quote and no backslash, kept so by the minifier; a table holding the stand-in is refused", async () => {
+    const { cannedUsageModule, QUOTE_STAND_IN } = await import("../../src/cli/canned-usage.ts");
+    const table = await usageTable();
+    const text = cannedUsageModule(table);
+    const parts = JSON.parse(text.split("\n").find((l) => l.startsWith("const PARTS = "))!.slice("const PARTS = ".length, -1)) as Record<string, string>;
+    expect(Object.keys(parts).sort()).toEqual(Object.keys(table.program.commands).sort());
+    // no escape to read (JavaScriptCore's fast path for a string literal), whatever quote the minifier picks...
+    expect(Object.entries(parts).filter(([, t]) => t.includes('"') || t.includes("\\")).map(([name]) => name)).toEqual([]);
+    // ...and it picks the plain double quote: each text stands in the minified module as is
+    const dir = mkdtempSync(join(tmpdir(), "airlock-canned-usage-min-"));
+    try {
+      writeFileSync(join(dir, "canned-usage.js"), text);
+      const out = await Bun.build({ entrypoints: [join(dir, "canned-usage.js")], minify: true, target: "bun", format: "esm" });
+      const minified = await out.outputs[0]!.text();
+      expect(Object.entries(parts).filter(([, t]) => !minified.includes(`"${t}"`)).map(([name]) => name)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const run = table.program.commands.run!;
+    const holding: UsageTable = { ...table, program: { ...table.program, commands: { ...table.program.commands, run: { ...run, hint: `see ${QUOTE_STAND_IN}airlock run --help${QUOTE_STAND_IN}` } } } };
+    expect(() => cannedUsageModule(holding)).toThrow(/stands for a quote/);
+  }, 120_000);
+
   test("for every argv, usageError and readRunArgv answer from cannedUsageFor(argv[0]) as from the whole table", async () => {
     const { cannedUsageModule } = await import("../../src/cli/canned-usage.ts");
     const { readRunArgv } = await import("../../src/cli/run-argv.ts");
