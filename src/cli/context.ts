@@ -23,6 +23,8 @@ export interface CliContext {
   configPath: string | null;
   /** Directory relative paths of the config resolve against. */
   configDir: string;
+  /** The config file's text as parsed (UTF-8), or null when the defaults apply (no file). */
+  configText: string | null;
 }
 
 /**
@@ -34,7 +36,7 @@ export async function resolveContext(opts: CommonOptions, env: Record<string, st
   const { loadConfig } = await import("../config/load.ts");
   const dataDir = resolveDataDir({ flag: opts.dataDir, env });
   const loaded = loadConfig({ configPath: opts.config, dataDir });
-  return { dataDir, config: loaded.config, configPath: loaded.path, configDir: loaded.dir };
+  return { dataDir, config: loaded.config, configPath: loaded.path, configDir: loaded.dir, configText: loaded.text };
 }
 
 /**

@@ -61,6 +61,8 @@ export interface ConfigCacheSlot {
   configPath: string;
   /** The hex HMAC-SHA-256 key. */
   key: string;
+  /** The config file's bytes the key was computed from, as UTF-8 text (as `loadConfig` reads them), or null (no file). */
+  text: string | null;
 }
 
 /** The build id: the binary's recorded one, or from source a digest of `src/config/` (the schema and loader). */
@@ -100,7 +102,7 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   h.update(JSON.stringify({ v: CACHE_VERSION, build: buildId(), dataDir, configPath, explicit, env: CONFIG_ENV_INPUTS.map((n) => env[n] ?? null) }));
   h.update(bytes === null ? "\0absent" : "\0file\0");
   if (bytes !== null) h.update(bytes);
-  return { dataDir, configPath, key: h.digest("hex") };
+  return { dataDir, configPath, key: h.digest("hex"), text: bytes === null ? null : bytes.toString("utf8") };
 }
 
 /**
@@ -125,11 +127,14 @@ export function readConfigCache(slot: ConfigCacheSlot): Readonly<Config> | undef
 }
 
 /**
- * Writes `{v, key, config}` to the cache (mode 0600, a fresh file renamed into place), when the config file
- * still has the bytes the key was computed from (re-keyed now: a file changed meanwhile is not cached under
+ * Writes `{v, key, config}` to the cache (mode 0600, a fresh file renamed into place), when `config` was
+ * validated from the very text the key was computed from (`text`: what `loadConfig` parsed, null for no file;
+ * a file rewritten and restored while the run started would otherwise cache the other text's config under this
+ * key) and the config file still has those bytes (re-keyed now: a file changed meanwhile is not cached under
  * its old key). Failures are ignored: the cache is only ever a shortcut.
  */
-export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env, config: Readonly<Config>): void {
+export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env, config: Readonly<Config>, text: string | null): void {
+  if (text !== slot.text) return;
   const again = configCacheKey(opts, env);
   if (!again || again.key !== slot.key) return;
   const tmp = join(slot.dataDir, `${CONFIG_CACHE_FILE}.${process.pid}.${Date.now()}.tmp`);
@@ -189,8 +194,8 @@ export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, 
 export interface EarlyStart {
   /** Whether a request was sent (and waits in agent/providers/early.ts to be adopted). */
   sent: boolean;
-  /** Called with the config the normal path validated: writes the cache on a miss. */
-  configLoaded(config: Readonly<Config>): void;
+  /** Called with the config the normal path validated and the text it parsed (`loadConfig`'s `text`): writes the cache on a miss. */
+  configLoaded(config: Readonly<Config>, text: string | null): void;
 }
 
 /**
@@ -210,7 +215,7 @@ export async function startEarlyRequest(prompt: string | undefined, opts: EarlyR
   if (!slot) return undefined;
   const cached = readConfigCache(slot);
   const s = slot;
-  const start: EarlyStart = { sent: false, configLoaded: (config) => (cached ? undefined : writeConfigCache(s, opts, env, config)) };
+  const start: EarlyStart = { sent: false, configLoaded: (config, text) => (cached ? undefined : writeConfigCache(s, opts, env, config, text)) };
   if (!cached) return start;
   try {
     if (earlyRefusal(prompt, opts, cached, env) !== undefined) return start;

@@ -147,7 +147,7 @@ async function printResult(format: OutputFormat, result: EarlyResultObject): Pro
  * (recipe placeholders filled, `-` read from stdin) and the workspace (absolute).
  * @throws AirlockError `usage` (no prompt, --param without --recipe, empty stdin), `recipe_invalid`, `config_invalid`.
  */
-async function resolveRun(prompt: string | undefined, opts: RunOptions, early: EarlyStart | undefined) {
+async function resolveRun(prompt: string | undefined, opts: RunOptions) {
   const { AirlockError } = await import("../errors.ts");
   const paramNames = Object.keys(opts.param ?? {});
   if (!opts.recipe && paramNames.length > 0) {
@@ -159,8 +159,6 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions, early: E
   const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
   const ctx = await resolveContext(opts);
-  // the validated config goes to the early request's cache (written on a miss only)
-  early?.configLoaded(ctx.config);
   let config = ctx.config;
   // made absolute once, here at the edge: the runtime, its MCP servers and the session all get the same path
   let workspace = opts.workspace === undefined ? undefined : resolvePath(opts.workspace);
@@ -194,7 +192,7 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions, early: E
 }
 
 async function runInner(promptArg: string | undefined, opts: RunOptions, printed: { result: boolean }, early: EarlyStart | undefined): Promise<number> {
-  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts, early);
+  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts);
   const { writeJsonLine, writeStderr } = await import("./output.ts");
   // Who can answer an ask: with --headless nobody; otherwise the person at this terminal when there is
   // one, and nobody when stdin or stderr is not a terminal (a pipe, cron, CI) — then the run is headless
@@ -213,6 +211,10 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     // a missing provider.script is a config error (exit 2), not a failed first turn; a recipe's own script is relative to the recipe
     // no model configured, or an unset key variable, is a config error too (exit 2), not a placeholder answer
     rt.checkProvider({ scriptOrigin: opts.recipe && config.provider.script !== ctx.config.provider.script ? `recipe ${opts.recipe}` : undefined, requireModel: true });
+    // the config goes to the early request's cache (written on a miss only) once the runtime accepted it whole —
+    // the schema, the tool names and limits createRuntime checks, the provider — and only as loaded (no recipe
+    // or flag merged into what was checked): a config cached earlier would send a request every run fails
+    if (config === ctx.config) early?.configLoaded(ctx.config, ctx.configText);
   } catch (e) {
     await rt.close();
     throw e;

@@ -1,0 +1,85 @@
+/**
+ * @module test/e2e/early-request-attacks.test
+ * Attacks on `airlock run`'s early request (src/cli/early-request.ts, SPEC §2 "The early request") that once broke
+ * it, against a real local chat-completions server: a config the runtime refuses must never be cached (each later
+ * run would send a request the run then fails), and a config file that changes and changes back while a run starts
+ * must not leave the other text's config cached under the first text's key.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { removeAfterAllTests } from "../cleanup.ts";
+import { startFakeOpenAI, textChunks } from "../fixtures/fake-openai.ts";
+import { REPO } from "../harness-binary.ts";
+import { resolveContext } from "../../src/cli/context.ts";
+import { configCacheKey, readConfigCache, startEarlyRequest } from "../../src/cli/early-request.ts";
+import { withdrawEarlyRequest } from "../../src/agent/providers/early.ts";
+
+const SOURCE = [process.execPath, join(REPO, "src", "main.ts")];
+
+const provider = (url: string, more = "") => `provider:\n  name: openai\n  model: m\n  base_url: ${url}\n  api_key_env: BENCH_KEY\n${more}`;
+
+/** A temp home with a data dir (approver token, `config`) and a workspace. */
+function home(config: string): { dir: string; data: string; ws: string } {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-early-atk-"));
+  removeAfterAllTests(dir);
+  const data = join(dir, "data");
+  const ws = join(dir, "ws");
+  mkdirSync(data);
+  mkdirSync(ws);
+  writeFileSync(join(data, "airlock.yaml"), config);
+  writeFileSync(join(data, "approver-token"), "a".repeat(64), { mode: 0o600 });
+  writeFileSync(join(data, "api-token"), "b".repeat(64), { mode: 0o600 });
+  return { dir, data, ws };
+}
+
+describe("the early request, attacked", () => {
+  test("a config the schema accepts but the runtime refuses (an unknown tool name) is never cached: no run sends anything", async () => {
+    const fake = startFakeOpenAI(() => textChunks("ok"));
+    try {
+      const h = home(provider(fake.url, "tools:\n  developer__shel:\n    permission: deny\n"));
+      for (let i = 0; i < 2; i++) {
+        const p = Bun.spawn([...SOURCE, "run", "hi", "--headless", "--data-dir", h.data, "--workspace", h.ws], {
+          cwd: h.ws,
+          stdin: "ignore",
+          stdout: "pipe",
+          stderr: "pipe",
+          env: { PATH: "/usr/bin:/bin", HOME: h.dir, BENCH_KEY: "k" },
+        });
+        const [code, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+        expect([i, code, stderr]).toEqual([i, 2, expect.stringContaining("config_invalid: tools.developer__shel")]);
+        // nothing reached the server, not even a request aborted at once
+        expect([i, fake.started()]).toEqual([i, 0]);
+      }
+      expect(existsSync(join(h.data, "config-cache.json"))).toBe(false);
+    } finally {
+      await fake.close();
+    }
+  }, 120_000);
+
+  test("a config file changed and changed back while a run starts: the other text's config is not cached under the first text's key", async () => {
+    const h = home(provider("http://127.0.0.1:9/v1"));
+    const env = { HOME: h.dir, BENCH_KEY: "k" };
+    const opts = { dataDir: h.data };
+    const original = provider("http://127.0.0.1:9/v1");
+    try {
+      // the run keys the cache on the original text (a miss: nothing sent) …
+      const start = await startEarlyRequest("hi", opts, env);
+      expect(start?.sent).toBe(false);
+      // … the file is rewritten in place (a truncating save, another server) while the config is loaded …
+      writeFileSync(join(h.data, "airlock.yaml"), provider("https://elsewhere.example/v1"));
+      const ctx = await resolveContext(opts, env);
+      expect(ctx.config.provider.base_url).toBe("https://elsewhere.example/v1");
+      // … and back to the original text before the cache is written
+      writeFileSync(join(h.data, "airlock.yaml"), original);
+      start!.configLoaded(ctx.config, ctx.configText);
+      const slot = configCacheKey(opts, env)!;
+      const cached = readConfigCache(slot);
+      // a miss, or the original text's own config: never the other server under the original text's key
+      expect(cached?.provider.base_url ?? "http://127.0.0.1:9/v1").toBe("http://127.0.0.1:9/v1");
+    } finally {
+      withdrawEarlyRequest();
+    }
+  });
+});
