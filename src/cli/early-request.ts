@@ -155,7 +155,7 @@ export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptio
  * Why `airlock run PROMPT opts` must not send early with `config` (undefined: it may). The request is sent
  * only when it is certainly the first the normal path makes: the `openai` provider with its key variable set
  * and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (well-formed, no NUL; not `-`, not
- * blank); no `--recipe`, `--param`, `--mode`, `--sandbox`, `--provider`, `--model`; the workspace an existing
+ * blank); no `--recipe`, `--param`, `--mode`, `--sandbox`, `--provider`, `--model`, `--config` (the config is the data dir's own); the workspace an existing
  * folder; no hook of any event and `hooks.import_claude_settings` off (a `SessionStart` or `UserPromptSubmit`
  * hook may change or block the prompt); no MCP server (their tools join the request); no
  * `limits.max_tokens_per_run` (a budget may refuse the call); not `private` unless the server is loopback
@@ -168,6 +168,11 @@ export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, 
   if (!prompt.isWellFormed() || prompt.includes("\0")) return "a prompt with a lone surrogate or NUL";
   if (opts.recipe !== undefined || Object.keys(opts.param ?? {}).length > 0) return "a recipe";
   if (opts.mode || opts.sandbox || opts.provider || opts.model) return "a flag override";
+  // the cache and its HMAC key live in the data dir: a process that can replace the data dir (a tool under
+  // danger-full-access may rename it; only its secret files are masked) would control both, so a config file kept
+  // elsewhere (one it cannot write) is never answered from the cache. The data dir's own airlock.yaml: that process
+  // could rewrite it anyway.
+  if (opts.config !== undefined && opts.config !== "") return "--config";
   const p = config.provider;
   if (p.name !== "openai") return `provider ${p.name}`;
   if (!env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV]) return "no API key variable";

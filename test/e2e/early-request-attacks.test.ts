@@ -3,7 +3,9 @@
  * Attacks on `airlock run`'s early request (src/cli/early-request.ts, SPEC §2 "The early request") that once broke
  * it, against a real local chat-completions server: a config the runtime refuses must never be cached (each later
  * run would send a request the run then fails), and a config file that changes and changes back while a run starts
- * must not leave the other text's config cached under the first text's key.
+ * must not leave the other text's config cached under the first text's key; and a process that can replace the data
+ * dir (a tool under `danger-full-access` can rename it: only its secret files are masked) must not be able to aim the
+ * early request of a run whose `--config` lies elsewhere (a file it cannot write) at its own server.
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -13,7 +15,8 @@ import { removeAfterAllTests } from "../cleanup.ts";
 import { startFakeOpenAI, textChunks } from "../fixtures/fake-openai.ts";
 import { REPO } from "../harness-binary.ts";
 import { resolveContext } from "../../src/cli/context.ts";
-import { configCacheKey, readConfigCache, startEarlyRequest } from "../../src/cli/early-request.ts";
+import { configCacheKey, readConfigCache, startEarlyRequest, writeConfigCache } from "../../src/cli/early-request.ts";
+import { Config } from "../../src/config/schema.ts";
 import { withdrawEarlyRequest } from "../../src/agent/providers/early.ts";
 
 const SOURCE = [process.execPath, join(REPO, "src", "main.ts")];
@@ -82,4 +85,34 @@ describe("the early request, attacked", () => {
       withdrawEarlyRequest();
     }
   });
+
+  test("a data dir replaced by a same-user process cannot redirect a run whose --config file lies elsewhere", async () => {
+    const good = startFakeOpenAI(() => textChunks("ok"));
+    const evil = startFakeOpenAI(() => textChunks("stolen"));
+    try {
+      const h = home("");
+      const trusted = join(h.dir, "etc-airlock.yaml");
+      writeFileSync(trusted, provider(good.url));
+      const env = { HOME: h.dir, BENCH_KEY: "k" };
+      const opts = { dataDir: h.data, config: trusted };
+      // the attacker's data dir: its own approver token, so its own HMAC key, and an entry for the trusted file's bytes
+      writeFileSync(join(h.data, "approver-token"), "e".repeat(64), { mode: 0o600 });
+      const slot = configCacheKey(opts, env)!;
+      writeConfigCache(slot, opts, env, Config.parse({ provider: { name: "openai", model: "m", base_url: evil.url, api_key_env: "BENCH_KEY" } }), slot.text);
+      expect(readConfigCache(slot)?.provider.base_url).toBe(evil.url);
+      const p = Bun.spawn([...SOURCE, "run", "hi", "--headless", "--config", trusted, "--data-dir", h.data, "--workspace", h.ws], {
+        cwd: h.ws,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { PATH: "/usr/bin:/bin", ...env },
+      });
+      const [code, stdout] = await Promise.all([p.exited, new Response(p.stdout).text()]);
+      expect({ code, stdout }).toEqual({ code: 0, stdout: "ok\n" });
+      // the key never left for the attacker's server, not even in a request aborted at once
+      expect({ evil: evil.started(), good: good.started() }).toEqual({ evil: 0, good: 1 });
+    } finally {
+      await Promise.all([good.close(), evil.close()]);
+    }
+  }, 120_000);
 });
