@@ -154,7 +154,7 @@ export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptio
 /**
  * Why `airlock run PROMPT opts` must not send early with `config` (undefined: it may). The request is sent
  * only when it is certainly the first the normal path makes: the `openai` provider with its key variable set
- * and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (well-formed, no NUL; not `-`, not
+ * (a key that a header would keep as it is: no leading or trailing whitespace) and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (well-formed, no NUL; not `-`, not
  * blank); no `--recipe`, `--param`, `--mode`, `--sandbox`, `--provider`, `--model`, `--config` (the config is the data dir's own); the workspace an existing
  * folder; no hook of any event and `hooks.import_claude_settings` off (a `SessionStart` or `UserPromptSubmit`
  * hook may change or block the prompt); no MCP server (their tools join the request); no
@@ -175,7 +175,11 @@ export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, 
   if (opts.config !== undefined && opts.config !== "") return "--config";
   const p = config.provider;
   if (p.name !== "openai") return `provider ${p.name}`;
-  if (!env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV]) return "no API key variable";
+  const key = env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV];
+  if (!key) return "no API key variable";
+  // a header value is normalised (leading and trailing whitespace dropped) or refused by Headers: the SDK's
+  // `authorization` would then differ from the early one's, and the turn would cost two requests
+  if (!headerKeepsValue(`Bearer ${key}`)) return "an API key a header would change";
   if (p.base_url && p.base_url.replace(/\/+$/, "") !== OPENAI_DEFAULT_BASE_URL && !p.model) return "no model";
   // the SDK re-encodes a query string of its own way: such a base_url is left to it
   if (p.base_url && /[?#]/.test(p.base_url)) return "a query in base_url";
@@ -193,6 +197,15 @@ export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, 
     return "workspace";
   }
   return undefined;
+}
+
+/** Whether `value` is a header value `Headers` keeps as it is (not trimmed, not refused). */
+function headerKeepsValue(value: string): boolean {
+  try {
+    return new Headers({ v: value }).get("v") === value;
+  } catch {
+    return false;
+  }
 }
 
 /** What `startEarlyRequest` leaves for the normal path. */

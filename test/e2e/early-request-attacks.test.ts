@@ -115,4 +115,26 @@ describe("the early request, attacked", () => {
       await Promise.all([good.close(), evil.close()]);
     }
   }, 120_000);
+
+  test("an API key with trailing whitespace (a key file's newline) is not sent early: one request per turn, not two", async () => {
+    const fake = startFakeOpenAI(() => textChunks("ok"));
+    try {
+      const h = home(provider(fake.url));
+      for (let i = 0; i < 2; i++) {
+        const p = Bun.spawn([...SOURCE, "run", "hi", "--headless", "--data-dir", h.data, "--workspace", h.ws], {
+          cwd: h.ws,
+          stdin: "ignore",
+          stdout: "pipe",
+          stderr: "pipe",
+          env: { PATH: "/usr/bin:/bin", HOME: h.dir, BENCH_KEY: "k\n" },
+        });
+        const [code, stdout, stderr] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+        expect({ i, code, stdout, stderr }).toEqual({ i, code: 0, stdout: "ok\n", stderr: "" });
+        expect([i, fake.started()]).toEqual([i, i + 1]);
+      }
+      expect(existsSync(join(h.data, "config-cache.json"))).toBe(true);
+    } finally {
+      await fake.close();
+    }
+  }, 120_000);
 });
