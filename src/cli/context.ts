@@ -31,11 +31,11 @@ export interface CliContext {
  * Resolves the data dir and loads the config.
  * @throws AirlockError `usage` (data dir unusable) or `config_invalid` (config file missing/invalid).
  */
-export async function resolveContext(opts: CommonOptions, env: Record<string, string | undefined> = process.env): Promise<CliContext> {
+export async function resolveContext(opts: CommonOptions, env: Record<string, string | undefined> = process.env, configText?: string): Promise<CliContext> {
   const { resolveDataDir } = await import("../config/paths.ts");
   const { loadConfig } = await import("../config/load.ts");
   const dataDir = resolveDataDir({ flag: opts.dataDir, env });
-  const loaded = loadConfig({ configPath: opts.config, dataDir });
+  const loaded = loadConfig({ configPath: opts.config, dataDir, ...(configText !== undefined ? { text: configText } : {}) });
   return { dataDir, config: loaded.config, configPath: loaded.path, configDir: loaded.dir, configText: loaded.text };
 }
 

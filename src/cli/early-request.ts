@@ -212,6 +212,11 @@ function headerKeepsValue(value: string): boolean {
 export interface EarlyStart {
   /** Whether a request was sent (and waits in agent/providers/early.ts to be adopted). */
   sent: boolean;
+  /**
+   * When sent: the config file's text the request was sent with (the normal path parses this text, not the file
+   * read again, so a file changed meanwhile cannot give the rest of the run another config than its first request's).
+   */
+  configText?: string;
   /** Called with the config the normal path validated and the text it parsed (`loadConfig`'s `text`): writes the cache on a miss. */
   configLoaded(config: Readonly<Config>, text: string | null): void;
 }
@@ -239,6 +244,8 @@ export async function startEarlyRequest(prompt: string | undefined, opts: EarlyR
     if (earlyRefusal(prompt, opts, cached, env) !== undefined) return start;
     const tools = (CANNED_OFFERED ?? (await import("../tool/offered-specs.ts")).offeredBuiltInSpecs())[cached.tools.offer];
     start.sent = send(prompt!, cached, tools, env);
+    // never null when sent: the defaults' provider (scripted) is never sent early
+    if (start.sent && s.text !== null) start.configText = s.text;
   } catch {
     // never a reason for the run to fail: the normal path sends the request itself
   }

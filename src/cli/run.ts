@@ -147,7 +147,7 @@ async function printResult(format: OutputFormat, result: EarlyResultObject): Pro
  * (recipe placeholders filled, `-` read from stdin) and the workspace (absolute).
  * @throws AirlockError `usage` (no prompt, --param without --recipe, empty stdin), `recipe_invalid`, `config_invalid`.
  */
-async function resolveRun(prompt: string | undefined, opts: RunOptions) {
+async function resolveRun(prompt: string | undefined, opts: RunOptions, early: EarlyStart | undefined) {
   const { AirlockError } = await import("../errors.ts");
   const paramNames = Object.keys(opts.param ?? {});
   if (!opts.recipe && paramNames.length > 0) {
@@ -158,7 +158,8 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
   }
   const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
-  const ctx = await resolveContext(opts);
+  // an early request that left: the run goes on with the config text it was sent with (the file may have changed since)
+  const ctx = await resolveContext(opts, process.env, early?.sent ? early.configText : undefined);
   let config = ctx.config;
   // made absolute once, here at the edge: the runtime, its MCP servers and the session all get the same path
   let workspace = opts.workspace === undefined ? undefined : resolvePath(opts.workspace);
@@ -192,7 +193,7 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions) {
 }
 
 async function runInner(promptArg: string | undefined, opts: RunOptions, printed: { result: boolean }, early: EarlyStart | undefined): Promise<number> {
-  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts);
+  const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts, early);
   const { writeJsonLine, writeStderr } = await import("./output.ts");
   // Who can answer an ask: with --headless nobody; otherwise the person at this terminal when there is
   // one, and nobody when stdin or stderr is not a terminal (a pipe, cron, CI) — then the run is headless

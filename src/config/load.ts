@@ -59,17 +59,19 @@ export interface FormatIssuesOptions {
  * @param opts.configPath `--config` value (absolute or relative to the cwd). A missing file is an error.
  * @param opts.dataDir the resolved data dir; `<dataDir>/airlock.yaml` is read when `configPath` is not given, and
  *   its absence means the defaults.
+ * @param opts.text the file's text as already read (`airlock run`'s early request keeps the run on the text it was
+ *   sent with): parsed instead of reading the file again.
  * @returns `{config, path, dir, text}`; `config` is deeply frozen.
  * @throws AirlockError `config_invalid` when the file cannot be read, is not valid YAML (message gives line:column),
  *   or fails validation (message lists every failing key path with what was expected and what was found).
  */
-export function loadConfig(opts: { configPath?: string; dataDir: string }): LoadedConfig {
+export function loadConfig(opts: { configPath?: string; dataDir: string; text?: string }): LoadedConfig {
   const explicit = opts.configPath !== undefined && opts.configPath !== "";
   const path = explicit ? resolve(opts.configPath!) : join(opts.dataDir, CONFIG_FILE_NAME);
   const shown = explicit ? opts.configPath! : path;
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = opts.text ?? readFileSync(path, "utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT" && !explicit) {

@@ -137,4 +137,32 @@ describe("the early request, attacked", () => {
       await fake.close();
     }
   }, 120_000);
+
+  test("a config file changed after the early request left (TOCTOU): the run keeps the config it was sent with, one server, one request", async () => {
+    const a = startFakeOpenAI(() => textChunks("ok"));
+    const b = startFakeOpenAI(() => textChunks("ok"));
+    const saved = { ...process.env };
+    try {
+      const h = home(provider(a.url));
+      const { run } = await import("../../src/cli/run.ts");
+      for (const k of ["AIRLOCK_HOME", "XDG_DATA_HOME", "AIRLOCK_EARLY_REQUEST", "AIRLOCK_DATABASE_URL"]) delete process.env[k];
+      process.env.HOME = h.dir;
+      process.env.BENCH_KEY = "k";
+      const opts = { param: {}, headless: true, outputFormat: "text" as const, dataDir: h.data, workspace: h.ws };
+      expect(await run("hi", opts)).toBe(0); // cold: the cache is written
+      const early = await startEarlyRequest("hi", opts);
+      expect(early?.sent).toBe(true);
+      // the file now names another server, after the first request left for the first one
+      writeFileSync(join(h.data, "airlock.yaml"), provider(b.url));
+      expect(await run("hi", opts, early)).toBe(0);
+      while (a.started() > a.requests.length) await Bun.sleep(10);
+      // the cold run's request and the early one, adopted; nothing went to the other server
+      expect({ a: a.started(), b: b.started() }).toEqual({ a: 2, b: 0 });
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+      withdrawEarlyRequest();
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 120_000);
 });
