@@ -48,6 +48,8 @@ export const EARLY_SWITCH_ENV = "AIRLOCK_EARLY_REQUEST";
 export const CONFIG_ENV_INPUTS = ["AIRLOCK_HOME", "XDG_DATA_HOME", "HOME"] as const;
 /** The largest cache file read, bytes. */
 const MAX_CACHE_BYTES = 1 << 20;
+/** The largest approver token read for the cache key, bytes. */
+const MAX_TOKEN_BYTES = 4096;
 /** The cache file's format version. */
 const CACHE_VERSION = 1;
 
@@ -77,7 +79,7 @@ function buildId(): string {
  * data dir and config path (`--data-dir`, `--config`, the cwd they resolve against), whether `--config` was
  * given, the config file's bytes (or its absence), and every variable of {@link CONFIG_ENV_INPUTS}.
  * @returns undefined when the config file or the approver token cannot be read (the normal path reports the first;
- *   the runtime creates the second).
+ *   the runtime creates the second), or the token is not a regular file of at most 4 KiB (not followed through a link).
  */
 export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env): ConfigCacheSlot | undefined {
   const dataDir = pickDataDir({ flag: opts.dataDir, env }).dir;
@@ -92,17 +94,30 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   }
   // keyed with the approver token too: no process airlock starts can read it (launcher/bwrap.ts DATA_DIR_SECRETS),
   // so none can forge a cache entry the early request would trust; no token yet (a first run): no cache
-  let token: Buffer;
-  try {
-    token = readFileSync(join(dataDir, "approver-token"));
-  } catch {
-    return undefined;
-  }
+  // only a regular file, not followed through a symbolic link, opened without blocking: a FIFO or a device there
+  // would hang (or fill) this read before the normal path could refuse it (config/paths.ts)
+  const token = readSmallRegularFile(join(dataDir, "approver-token"), MAX_TOKEN_BYTES);
+  if (token === undefined) return undefined;
   const h = new Bun.CryptoHasher("sha256", token);
   h.update(JSON.stringify({ v: CACHE_VERSION, build: buildId(), dataDir, configPath, explicit, env: CONFIG_ENV_INPUTS.map((n) => env[n] ?? null) }));
   h.update(bytes === null ? "\0absent" : "\0file\0");
   if (bytes !== null) h.update(bytes);
   return { dataDir, configPath, key: h.digest("hex"), text: bytes === null ? null : bytes.toString("utf8") };
+}
+
+/** The bytes of `path` when it is a regular file (not a symbolic link) of at most `max` bytes; undefined otherwise. Never blocks on a FIFO. */
+function readSmallRegularFile(path: string, max: number): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > max) return undefined;
+    return readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /**

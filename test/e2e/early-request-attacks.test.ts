@@ -8,7 +8,7 @@
  * early request of a run whose `--config` lies elsewhere (a file it cannot write) at its own server.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { removeAfterAllTests } from "../cleanup.ts";
@@ -163,6 +163,34 @@ describe("the early request, attacked", () => {
       Object.assign(process.env, saved);
       withdrawEarlyRequest();
       await Promise.all([a.close(), b.close()]);
+    }
+  }, 120_000);
+
+  test("an approver token that is a FIFO does not hang the run: the normal path refuses it (config_invalid), nothing is sent", async () => {
+    const fake = startFakeOpenAI(() => textChunks("ok"));
+    try {
+      const h = home(provider(fake.url));
+      rmSync(join(h.data, "approver-token"));
+      expect(Bun.spawnSync(["mkfifo", join(h.data, "approver-token")]).exitCode).toBe(0);
+      const p = Bun.spawn([...SOURCE, "run", "hi", "--headless", "--data-dir", h.data, "--workspace", h.ws], {
+        cwd: h.ws,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { PATH: "/usr/bin:/bin", HOME: h.dir, BENCH_KEY: "k" },
+      });
+      // a hang fails this test in 30 s instead of the suite's timeout
+      let killed = false;
+      const guard = setTimeout(() => {
+        killed = true;
+        p.kill("SIGKILL");
+      }, 30_000);
+      const [code, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+      clearTimeout(guard);
+      expect({ killed, code, stderr }).toEqual({ killed: false, code: 2, stderr: expect.stringContaining("is not a regular file") });
+      expect(fake.started()).toBe(0);
+    } finally {
+      await fake.close();
     }
   }, 120_000);
 });
