@@ -23,18 +23,20 @@ export interface CliContext {
   configPath: string | null;
   /** Directory relative paths of the config resolve against. */
   configDir: string;
+  /** The config file's text as parsed (UTF-8), or null when the defaults apply (no file). */
+  configText: string | null;
 }
 
 /**
  * Resolves the data dir and loads the config.
  * @throws AirlockError `usage` (data dir unusable) or `config_invalid` (config file missing/invalid).
  */
-export async function resolveContext(opts: CommonOptions, env: Record<string, string | undefined> = process.env): Promise<CliContext> {
+export async function resolveContext(opts: CommonOptions, env: Record<string, string | undefined> = process.env, configText?: string): Promise<CliContext> {
   const { resolveDataDir } = await import("../config/paths.ts");
   const { loadConfig } = await import("../config/load.ts");
   const dataDir = resolveDataDir({ flag: opts.dataDir, env });
-  const loaded = loadConfig({ configPath: opts.config, dataDir });
-  return { dataDir, config: loaded.config, configPath: loaded.path, configDir: loaded.dir };
+  const loaded = loadConfig({ configPath: opts.config, dataDir, ...(configText !== undefined ? { text: configText } : {}) });
+  return { dataDir, config: loaded.config, configPath: loaded.path, configDir: loaded.dir, configText: loaded.text };
 }
 
 /**

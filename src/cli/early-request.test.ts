@@ -92,7 +92,7 @@ describe("reading the cache", () => {
     writeFileSync(join(data, "airlock.yaml"), "mode: approve\n");
     const env = { HOME: data, AIRLOCK_HOME: data };
     const slot = configCacheKey({}, env)!;
-    writeConfigCache(slot, {}, env, Config.parse({ mode: "approve" }));
+    writeConfigCache(slot, {}, env, Config.parse({ mode: "approve" }), slot.text);
     return { slot, file: join(data, CONFIG_CACHE_FILE), env };
   }
 
@@ -129,7 +129,7 @@ describe("reading the cache", () => {
     const env = { HOME: data, AIRLOCK_HOME: data };
     const slot = configCacheKey({}, env)!;
     writeFileSync(join(data, "airlock.yaml"), "mode: chat\n");
-    writeConfigCache(slot, {}, env, Config.parse({ mode: "chat" }));
+    writeConfigCache(slot, {}, env, Config.parse({ mode: "chat" }), slot.text);
     expect(() => readFileSync(join(data, CONFIG_CACHE_FILE))).toThrow();
   });
 });
@@ -193,7 +193,7 @@ describe("the request's URL and its withdrawal", () => {
       writeFileSync(join(data, "airlock.yaml"), `provider:\n  name: openai\n  model: m\n  base_url: ${fake.url}\n  api_key_env: K\n`);
       const env = { HOME: data, AIRLOCK_HOME: data, K: "k" };
       const slot = configCacheKey({}, env)!;
-      writeConfigCache(slot, {}, env, Config.parse({ provider: { name: "openai", model: "m", base_url: fake.url, api_key_env: "K" } }));
+      writeConfigCache(slot, {}, env, Config.parse({ provider: { name: "openai", model: "m", base_url: fake.url, api_key_env: "K" } }), slot.text);
       const start = await startEarlyRequest("hi", { ...BASE_OPTS, workspace: ws }, env);
       expect(start?.sent).toBe(true);
       expect(earlyRequestPending()).toBe(true);

@@ -48,6 +48,8 @@ export const EARLY_SWITCH_ENV = "AIRLOCK_EARLY_REQUEST";
 export const CONFIG_ENV_INPUTS = ["AIRLOCK_HOME", "XDG_DATA_HOME", "HOME"] as const;
 /** The largest cache file read, bytes. */
 const MAX_CACHE_BYTES = 1 << 20;
+/** The largest approver token read for the cache key, bytes. */
+const MAX_TOKEN_BYTES = 4096;
 /** The cache file's format version. */
 const CACHE_VERSION = 1;
 
@@ -61,6 +63,8 @@ export interface ConfigCacheSlot {
   configPath: string;
   /** The hex HMAC-SHA-256 key. */
   key: string;
+  /** The config file's bytes the key was computed from, as UTF-8 text (as `loadConfig` reads them), or null (no file). */
+  text: string | null;
 }
 
 /** The build id: the binary's recorded one, or from source a digest of `src/config/` (the schema and loader). */
@@ -75,7 +79,7 @@ function buildId(): string {
  * data dir and config path (`--data-dir`, `--config`, the cwd they resolve against), whether `--config` was
  * given, the config file's bytes (or its absence), and every variable of {@link CONFIG_ENV_INPUTS}.
  * @returns undefined when the config file or the approver token cannot be read (the normal path reports the first;
- *   the runtime creates the second).
+ *   the runtime creates the second), or the token is not a regular file of at most 4 KiB (not followed through a link).
  */
 export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env): ConfigCacheSlot | undefined {
   const dataDir = pickDataDir({ flag: opts.dataDir, env }).dir;
@@ -90,17 +94,30 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   }
   // keyed with the approver token too: no process airlock starts can read it (launcher/bwrap.ts DATA_DIR_SECRETS),
   // so none can forge a cache entry the early request would trust; no token yet (a first run): no cache
-  let token: Buffer;
-  try {
-    token = readFileSync(join(dataDir, "approver-token"));
-  } catch {
-    return undefined;
-  }
+  // only a regular file, not followed through a symbolic link, opened without blocking: a FIFO or a device there
+  // would hang (or fill) this read before the normal path could refuse it (config/paths.ts)
+  const token = readSmallRegularFile(join(dataDir, "approver-token"), MAX_TOKEN_BYTES);
+  if (token === undefined) return undefined;
   const h = new Bun.CryptoHasher("sha256", token);
   h.update(JSON.stringify({ v: CACHE_VERSION, build: buildId(), dataDir, configPath, explicit, env: CONFIG_ENV_INPUTS.map((n) => env[n] ?? null) }));
   h.update(bytes === null ? "\0absent" : "\0file\0");
   if (bytes !== null) h.update(bytes);
-  return { dataDir, configPath, key: h.digest("hex") };
+  return { dataDir, configPath, key: h.digest("hex"), text: bytes === null ? null : bytes.toString("utf8") };
+}
+
+/** The bytes of `path` when it is a regular file (not a symbolic link) of at most `max` bytes; undefined otherwise. Never blocks on a FIFO. */
+function readSmallRegularFile(path: string, max: number): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > max) return undefined;
+    return readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /**
@@ -125,11 +142,14 @@ export function readConfigCache(slot: ConfigCacheSlot): Readonly<Config> | undef
 }
 
 /**
- * Writes `{v, key, config}` to the cache (mode 0600, a fresh file renamed into place), when the config file
- * still has the bytes the key was computed from (re-keyed now: a file changed meanwhile is not cached under
+ * Writes `{v, key, config}` to the cache (mode 0600, a fresh file renamed into place), when `config` was
+ * validated from the very text the key was computed from (`text`: what `loadConfig` parsed, null for no file;
+ * a file rewritten and restored while the run started would otherwise cache the other text's config under this
+ * key) and the config file still has those bytes (re-keyed now: a file changed meanwhile is not cached under
  * its old key). Failures are ignored: the cache is only ever a shortcut.
  */
-export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env, config: Readonly<Config>): void {
+export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env, config: Readonly<Config>, text: string | null): void {
+  if (text !== slot.text) return;
   const again = configCacheKey(opts, env);
   if (!again || again.key !== slot.key) return;
   const tmp = join(slot.dataDir, `${CONFIG_CACHE_FILE}.${process.pid}.${Date.now()}.tmp`);
@@ -149,8 +169,8 @@ export function writeConfigCache(slot: ConfigCacheSlot, opts: Pick<EarlyRunOptio
 /**
  * Why `airlock run PROMPT opts` must not send early with `config` (undefined: it may). The request is sent
  * only when it is certainly the first the normal path makes: the `openai` provider with its key variable set
- * and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (well-formed, no NUL; not `-`, not
- * blank); no `--recipe`, `--param`, `--mode`, `--sandbox`, `--provider`, `--model`; the workspace an existing
+ * (a key that a header would keep as it is: no leading or trailing whitespace) and a model the server accepts (`checkProviderConfig`'s rules) and a `base_url` without query or fragment; PROMPT given as an argument (well-formed, no NUL; not `-`, not
+ * blank); no `--recipe`, `--param`, `--mode`, `--sandbox`, `--provider`, `--model`, `--config` (the config is the data dir's own); the workspace an existing
  * folder; no hook of any event and `hooks.import_claude_settings` off (a `SessionStart` or `UserPromptSubmit`
  * hook may change or block the prompt); no MCP server (their tools join the request); no
  * `limits.max_tokens_per_run` (a budget may refuse the call); not `private` unless the server is loopback
@@ -163,9 +183,18 @@ export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, 
   if (!prompt.isWellFormed() || prompt.includes("\0")) return "a prompt with a lone surrogate or NUL";
   if (opts.recipe !== undefined || Object.keys(opts.param ?? {}).length > 0) return "a recipe";
   if (opts.mode || opts.sandbox || opts.provider || opts.model) return "a flag override";
+  // the cache and its HMAC key live in the data dir: a process that can replace the data dir (a tool under
+  // danger-full-access may rename it; only its secret files are masked) would control both, so a config file kept
+  // elsewhere (one it cannot write) is never answered from the cache. The data dir's own airlock.yaml: that process
+  // could rewrite it anyway.
+  if (opts.config !== undefined && opts.config !== "") return "--config";
   const p = config.provider;
   if (p.name !== "openai") return `provider ${p.name}`;
-  if (!env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV]) return "no API key variable";
+  const key = env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV];
+  if (!key) return "no API key variable";
+  // a header value is normalised (leading and trailing whitespace dropped) or refused by Headers: the SDK's
+  // `authorization` would then differ from the early one's, and the turn would cost two requests
+  if (!headerKeepsValue(`Bearer ${key}`)) return "an API key a header would change";
   if (p.base_url && p.base_url.replace(/\/+$/, "") !== OPENAI_DEFAULT_BASE_URL && !p.model) return "no model";
   // the SDK re-encodes a query string of its own way: such a base_url is left to it
   if (p.base_url && /[?#]/.test(p.base_url)) return "a query in base_url";
@@ -185,12 +214,26 @@ export function earlyRefusal(prompt: string | undefined, opts: EarlyRunOptions, 
   return undefined;
 }
 
+/** Whether `value` is a header value `Headers` keeps as it is (not trimmed, not refused). */
+function headerKeepsValue(value: string): boolean {
+  try {
+    return new Headers({ v: value }).get("v") === value;
+  } catch {
+    return false;
+  }
+}
+
 /** What `startEarlyRequest` leaves for the normal path. */
 export interface EarlyStart {
   /** Whether a request was sent (and waits in agent/providers/early.ts to be adopted). */
   sent: boolean;
-  /** Called with the config the normal path validated: writes the cache on a miss. */
-  configLoaded(config: Readonly<Config>): void;
+  /**
+   * When sent: the config file's text the request was sent with (the normal path parses this text, not the file
+   * read again, so a file changed meanwhile cannot give the rest of the run another config than its first request's).
+   */
+  configText?: string;
+  /** Called with the config the normal path validated and the text it parsed (`loadConfig`'s `text`): writes the cache on a miss. */
+  configLoaded(config: Readonly<Config>, text: string | null): void;
 }
 
 /**
@@ -210,12 +253,14 @@ export async function startEarlyRequest(prompt: string | undefined, opts: EarlyR
   if (!slot) return undefined;
   const cached = readConfigCache(slot);
   const s = slot;
-  const start: EarlyStart = { sent: false, configLoaded: (config) => (cached ? undefined : writeConfigCache(s, opts, env, config)) };
+  const start: EarlyStart = { sent: false, configLoaded: (config, text) => (cached ? undefined : writeConfigCache(s, opts, env, config, text)) };
   if (!cached) return start;
   try {
     if (earlyRefusal(prompt, opts, cached, env) !== undefined) return start;
     const tools = (CANNED_OFFERED ?? (await import("../tool/offered-specs.ts")).offeredBuiltInSpecs())[cached.tools.offer];
     start.sent = send(prompt!, cached, tools, env);
+    // never null when sent: the defaults' provider (scripted) is never sent early
+    if (start.sent && s.text !== null) start.configText = s.text;
   } catch {
     // never a reason for the run to fail: the normal path sends the request itself
   }

@@ -158,9 +158,8 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions, early: E
   }
   const { resolveContext } = await import("./context.ts");
   const { mergeConfig } = await import("../config/load.ts");
-  const ctx = await resolveContext(opts);
-  // the validated config goes to the early request's cache (written on a miss only)
-  early?.configLoaded(ctx.config);
+  // an early request that left: the run goes on with the config text it was sent with (the file may have changed since)
+  const ctx = await resolveContext(opts, process.env, early?.sent ? early.configText : undefined);
   let config = ctx.config;
   // made absolute once, here at the edge: the runtime, its MCP servers and the session all get the same path
   let workspace = opts.workspace === undefined ? undefined : resolvePath(opts.workspace);
@@ -213,6 +212,10 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     // a missing provider.script is a config error (exit 2), not a failed first turn; a recipe's own script is relative to the recipe
     // no model configured, or an unset key variable, is a config error too (exit 2), not a placeholder answer
     rt.checkProvider({ scriptOrigin: opts.recipe && config.provider.script !== ctx.config.provider.script ? `recipe ${opts.recipe}` : undefined, requireModel: true });
+    // the config goes to the early request's cache (written on a miss only) once the runtime accepted it whole —
+    // the schema, the tool names and limits createRuntime checks, the provider — and only as loaded (no recipe
+    // or flag merged into what was checked): a config cached earlier would send a request every run fails
+    if (config === ctx.config) early?.configLoaded(ctx.config, ctx.configText);
   } catch (e) {
     await rt.close();
     throw e;

@@ -61,7 +61,7 @@ describe("loadConfig", () => {
   test("a missing default file means the defaults, path null, dir = data dir", () => {
     const dataDir = tempDir();
     const loaded = loadConfig({ dataDir });
-    expect(loaded).toEqual({ config: defaultConfig(), path: null, dir: dataDir });
+    expect(loaded).toEqual({ config: defaultConfig(), path: null, dir: dataDir, text: null });
   });
 
   test("reads <dataDir>/airlock.yaml when --config is not given", () => {

@@ -33,6 +33,8 @@ export interface LoadedConfig {
   path: string | null;
   /** Directory of the config file (relative paths such as `provider.script` resolve against it); the data dir when there is no file. */
   dir: string;
+  /** The text parsed (the file read as UTF-8), or null when no file existed and the defaults apply. */
+  text: string | null;
 }
 
 /** A position in a source file, 1-based. */
@@ -57,21 +59,23 @@ export interface FormatIssuesOptions {
  * @param opts.configPath `--config` value (absolute or relative to the cwd). A missing file is an error.
  * @param opts.dataDir the resolved data dir; `<dataDir>/airlock.yaml` is read when `configPath` is not given, and
  *   its absence means the defaults.
- * @returns `{config, path, dir}`; `config` is deeply frozen.
+ * @param opts.text the file's text as already read (`airlock run`'s early request keeps the run on the text it was
+ *   sent with): parsed instead of reading the file again.
+ * @returns `{config, path, dir, text}`; `config` is deeply frozen.
  * @throws AirlockError `config_invalid` when the file cannot be read, is not valid YAML (message gives line:column),
  *   or fails validation (message lists every failing key path with what was expected and what was found).
  */
-export function loadConfig(opts: { configPath?: string; dataDir: string }): LoadedConfig {
+export function loadConfig(opts: { configPath?: string; dataDir: string; text?: string }): LoadedConfig {
   const explicit = opts.configPath !== undefined && opts.configPath !== "";
   const path = explicit ? resolve(opts.configPath!) : join(opts.dataDir, CONFIG_FILE_NAME);
   const shown = explicit ? opts.configPath! : path;
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = opts.text ?? readFileSync(path, "utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT" && !explicit) {
-      return { config: deepFreeze(Config.parse({})), path: null, dir: opts.dataDir };
+      return { config: deepFreeze(Config.parse({})), path: null, dir: opts.dataDir, text: null };
     }
     if (err.code === "ENOENT") {
       throw new AirlockError("config_invalid", `config file ${shown} (given by --config) does not exist; create it or drop --config to use ${join(opts.dataDir, CONFIG_FILE_NAME)}`, { path });
@@ -82,7 +86,7 @@ export function loadConfig(opts: { configPath?: string; dataDir: string }): Load
     throw new AirlockError("config_invalid", `cannot read config file ${shown}: ${err.message}; check its permissions`, { path });
   }
   const config = parseConfigText(text, shown);
-  return { config, path, dir: dirname(path) };
+  return { config, path, dir: dirname(path), text };
 }
 
 /**
