@@ -10,7 +10,7 @@ import { chatCompletionsUrl } from "../agent/providers/openai-request.ts";
 import { pickDataDir } from "../config/paths.ts";
 import { Config } from "../config/schema.ts";
 import { resolveContext } from "./context.ts";
-import { CONFIG_CACHE_FILE, CONFIG_ENV_INPUTS, configCacheKey, earlyRefusal, readConfigCache, startEarlyRequest, writeConfigCache } from "./early-request.ts";
+import { CONFIG_CACHE_FILE, CONFIG_ENV_INPUTS, configCacheKey, earlyRefusal, earlySwitchedOff, readConfigCache, startEarlyRequest, writeConfigCache } from "./early-request.ts";
 import type { RunOptions } from "./run.ts";
 
 /** A temp folder holding an approver token (the cache key's HMAC key), as a data dir after a first run does. */
@@ -174,6 +174,13 @@ describe("when the early request is refused", () => {
     for (const e of events) expect(earlyRefusal("hi", opts, cfg({ hooks: { [e]: hook } }), env)).toBe(`hooks.${e}`);
     // a private session on a loopback server may send early (SPEC §10 allows it)
     expect(earlyRefusal("hi", opts, cfg({ privacy: "private" }), env)).toBeUndefined();
+  });
+});
+
+describe("the switch", () => {
+  test("AIRLOCK_EARLY_REQUEST off: 0, false, off, no in any case and with spaces; anything else or unset leaves it on", () => {
+    for (const v of ["0", "false", "FALSE", "Off", "no", " 0 ", "No\n"]) expect([v, earlySwitchedOff({ AIRLOCK_EARLY_REQUEST: v })]).toEqual([v, true]);
+    for (const v of [undefined, "", "1", "true", "on", "yes", "00", "nope"]) expect([v, earlySwitchedOff({ AIRLOCK_EARLY_REQUEST: v })]).toEqual([v, false]);
   });
 });
 

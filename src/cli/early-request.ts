@@ -39,8 +39,15 @@ export interface EarlyRunOptions {
 
 /** The cache file's name in the data dir. */
 export const CONFIG_CACHE_FILE = "config-cache.json";
-/** `AIRLOCK_EARLY_REQUEST=0` turns the early request and its cache off. */
+/** `AIRLOCK_EARLY_REQUEST=0` (or `false`, `off`, `no`, any case) turns the early request and its cache off. */
 export const EARLY_SWITCH_ENV = "AIRLOCK_EARLY_REQUEST";
+
+/** Whether `AIRLOCK_EARLY_REQUEST` in `env` turns the early request off: `0`, `false`, `off` or `no` (any case, spaces around ignored). */
+export function earlySwitchedOff(env: Env): boolean {
+  const v = env[EARLY_SWITCH_ENV]?.trim().toLowerCase();
+  return v === "0" || v === "false" || v === "off" || v === "no";
+}
+
 /**
  * Every environment variable config resolution reads (`resolveContext` → `pickDataDir`; `loadConfig` reads
  * none): each is part of the cache key. src/cli/early-request.test.ts fails when they read another.
@@ -240,10 +247,10 @@ export interface EarlyStart {
  * Looks the config up in the cache and, on a hit where {@link earlyRefusal} allows it, sends the turn's first
  * chat-completions request now and offers it for adoption. On a miss nothing is sent; the cache is written once
  * the normal path has validated the config (`configLoaded`).
- * @returns undefined when switched off (`AIRLOCK_EARLY_REQUEST=0`) or the config file cannot be read. Never throws.
+ * @returns undefined when switched off ({@link earlySwitchedOff}) or the config file cannot be read. Never throws.
  */
 export async function startEarlyRequest(prompt: string | undefined, opts: EarlyRunOptions, env: Env = process.env): Promise<EarlyStart | undefined> {
-  if (env[EARLY_SWITCH_ENV] === "0") return undefined;
+  if (earlySwitchedOff(env)) return undefined;
   let slot: ConfigCacheSlot | undefined;
   try {
     slot = configCacheKey(opts, env);
