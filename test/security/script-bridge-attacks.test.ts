@@ -1,0 +1,97 @@
+/**
+ * @module test/security/script-bridge-attacks
+ * The batched script bridge (src/script/bridge.ts, vm.ts, direct.ts, pool.ts) attacked by its guest: a guest that fills
+ * its memory so the host cannot copy a batch of calls or its return value out of QuickJS, and a guest that goes on
+ * calling tools after its caller cancelled it. Real QuickJS; each through both QuickJS paths (the FFI one and the
+ * handle API) where the finding is in the worker, and through real worker threads where it is in the pool.
+ */
+import { describe, expect, test } from "bun:test";
+import { Instances } from "../../src/script/instances.ts";
+import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
+import type { CallRequest } from "../../src/script/protocol.ts";
+import { ScriptRun, type RunOutcome } from "../../src/script/vm.ts";
+
+const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 16 << 20 };
+const MEMORY_MB = 16;
+/** How many 64 KiB strings the guest frees after filling its memory: a spread of headrooms (0.5 to 4.5 MiB). */
+const HEADROOMS = [8, 16, 24, 32, 40, 48, 56, 64, 72];
+/** Fills the guest's memory with 64 KiB strings kept on a global (they outlive the script's function), then frees `n` of them. */
+const fill = (n: number): string => `const keep = globalThis.keep = []; try { for (;;) keep.push("z".repeat(1 << 16) + keep.length); } catch (e) {} for (let i = 0; i < ${n}; i++) keep.pop();`;
+
+/** Runs `code` in one thread (no worker), answering every call with `1`; the calls that reached the host in `seen`. */
+async function runHere(instances: Instances, code: string, directCalls: boolean, seen: CallRequest[]): Promise<RunOutcome> {
+  const inst = await instances.take();
+  let pending: CallRequest[] = [];
+  const run = new ScriptRun(inst.module, {
+    code,
+    limits: LIMITS,
+    memoryBytes: MEMORY_MB << 20,
+    stackBytes: 512 << 10,
+    meter: new Float64Array(3),
+    memoryExhausted: (w) => inst.exhausted(w),
+    post: (m) => (seen.push(m), pending.push(m)),
+    directCalls,
+  });
+  run.start();
+  while (!run.finished) {
+    const now = pending;
+    pending = [];
+    if (now.length === 0) break;
+    for (const c of now) run.reply(c.id, JSON.stringify({ ok: true, result: 1 }));
+  }
+  const out = await run.done;
+  instances.give(inst, !out.fatal);
+  return out;
+}
+
+const code = (o: RunOutcome): string => (o.ok ? "ok" : o.error.code);
+
+describe("a guest whose memory is full when the host copies its calls out", () => {
+  // FINDING (high): quickjs-emscripten's getString (and QTS_GetString on the FFI path) returns "" when QuickJS cannot
+  // make the UTF-8 copy of a guest string. The batch `take()` returned after a slice then read as "no calls": every
+  // call of the batch was dropped without reaching the host, and the script ended `script_error` ("waiting on a promise
+  // that can never settle"), or went on without them when other calls were pending. Fixed: a copy that fails ends the
+  // script `script_memory_limit` (script/bridge.ts `copyString`, direct.ts `callForString`).
+  for (const directCalls of [true, false]) {
+    test(`a batch taken after the slice (${directCalls ? "FFI" : "handle API"} path) is never dropped: the script ends script_memory_limit or its calls arrive`, async () => {
+      const instances = await Instances.create(MEMORY_MB);
+      for (const n of HEADROOMS) {
+        const seen: CallRequest[] = [];
+        const out = await runHere(instances, `const p = tools.first("A".repeat(2 << 20)); ${fill(n)} const q = tools.second(1); await Promise.all([p, q]); return "both";`, directCalls, seen);
+        expect({ n, end: code(out) }).toEqual({ n, end: out.ok ? "ok" : "script_memory_limit" });
+        if (out.ok) expect(seen.map((c) => c.name)).toEqual(["first", "second"]);
+      }
+    }, 120_000);
+
+    // FINDING (medium): the same empty copy of a batch the guest flushes itself (32 calls waiting) failed to parse and
+    // ended the script `internal` ("the script's bridge sent a malformed batch"), for the guest's own memory use.
+    test(`a batch the guest flushes at 32 calls (${directCalls ? "FFI" : "handle API"} path) ends script_memory_limit, never internal, when it cannot be copied`, async () => {
+      const instances = await Instances.create(MEMORY_MB);
+      for (const n of HEADROOMS) {
+        const seen: CallRequest[] = [];
+        const script = `const ps = [tools.first("A".repeat(2 << 20))]; for (let i = 0; i < 30; i++) ps.push(tools.small(i)); ${fill(n)}
+          try { ps.push(tools.last(1)); } catch (e) { keep.length = 0; ps.push(Promise.resolve(String(e))); }
+          keep.length = 0; return (await Promise.all(ps)).length;`;
+        const out = await runHere(instances, script, directCalls, seen);
+        expect({ n, end: code(out) }).toEqual({ n, end: out.ok ? "ok" : "script_memory_limit" });
+        if (out.ok) expect(seen.length).toBe(32);
+      }
+    }, 120_000);
+  }
+});
+
+describe("a guest whose return value cannot be copied out (real workers)", () => {
+  // FINDING (high): the return value's JSON copied out as "" when the guest's memory was full; the worker reported
+  // `{ok: true, json: ""}` and the pool's JSON.parse("") threw inside the task's `then`: an unhandled rejection on the
+  // host, and the script's run() hung until the watchdog replaced a healthy worker. Fixed: such a return ends the script
+  // `script_memory_limit`, and the pool turns an outcome it cannot parse into `internal` instead of throwing.
+  test("a full guest returning 1.5 MiB of JSON ends ok or script_memory_limit, and the next script runs", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: MEMORY_MB, stackKb: 512 });
+    const tool = async () => ({ ok: true as const, result: null });
+    for (const n of HEADROOMS) {
+      const r = await one.run(`const s = "\\u00e9".repeat(3 << 19); ${fill(n)} return s;`, LIMITS, tool);
+      expect({ n, end: r.ok ? (typeof r.value === "string" ? r.value.length : r.value) : r.error.code }).toEqual({ n, end: r.ok ? 3 << 19 : "script_memory_limit" });
+    }
+    expect(await one.run("return 'next'", LIMITS, tool)).toMatchObject({ ok: true, value: "next" });
+  }, 120_000);
+});
