@@ -221,7 +221,9 @@ export class ScriptPool {
     // Bound here, so each call runs in this run()'s async context (the raw 'message' handler has none).
     let served = 0;
     const serve = AsyncResource.bind(async (req: CallRequest): Promise<void> => {
-      if (done) return; // the script already ended: nobody awaits this call
+      // the script already ended, or its caller cancelled it (a busy guest sends calls until its interrupt handler sees
+      // the cancel word): nobody awaits this call, and it must not start
+      if (done || signal?.aborted) return;
       served++;
       const payload = await serveCall(req, callTool, callsEnd.signal);
       if (!done) await grant({ t: "reply", id: req.id, payload });

@@ -95,3 +95,21 @@ describe("a guest whose return value cannot be copied out (real workers)", () =>
     expect(await one.run("return 'next'", LIMITS, tool)).toMatchObject({ ok: true, value: "next" });
   }, 120_000);
 });
+
+describe("calls after a cancel (real workers)", () => {
+  // FINDING (medium): a script busy making calls went on sending them after its caller aborted, until its interrupt
+  // handler saw the cancel word; the host ran every call that arrived meanwhile (575 of 576 in one run) with a signal
+  // not yet aborted. Fixed: the host runs no call of a script whose caller aborted it.
+  test("no tool call starts after the caller aborted the script", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 64, stackKb: 512 });
+    const ac = new AbortController();
+    let afterAbort = 0;
+    const r = await one.run("let i = 0; for (;;) tools.x(i++);", { ...LIMITS, maxToolCalls: 1_000_000, signal: ac.signal }, async () => {
+      if (ac.signal.aborted) afterAbort++;
+      else ac.abort();
+      return { ok: true, result: null };
+    });
+    expect(r.ok ? "ok" : r.error.code).toBe("cancelled");
+    expect(afterAbort).toBe(0);
+  }, 60_000);
+});
