@@ -232,6 +232,14 @@ describe("a misbehaving worker", () => {
     expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
     expect(called).toBe(0);
   });
+
+  // FINDING (attack on the batched bridge): an outcome whose `json` was not JSON text made the pool's JSON.parse throw
+  // inside the task's `then` (an unhandled rejection) and run() wait for the watchdog (`script_timeout`).
+  test("an outcome whose return value is not JSON text ends the script internal at once, nothing thrown on the host", async () => {
+    await using hostile = hostilePool();
+    const r = await hostile.run("bad-json", { ...LIMITS, wallTimeoutMs: 300 }, async () => ({ ok: true, result: null }));
+    expect(r).toMatchObject({ ok: false, error: { code: "internal" } });
+  });
 });
 
 describe("many scripts at once", () => {

@@ -433,9 +433,18 @@ function fail(code: ErrorCode, message: string, logs: string[], calls: number): 
   return { ok: false, error: { code, message }, logs, calls };
 }
 
+/** The script's result from its worker's outcome; `internal` when the outcome's `json` is not JSON text (never thrown: the worker is not trusted). */
 function toResult(o: WorkerOutcome): ScriptResult {
   if (!o.ok) return { ok: false, error: { ...o.error }, logs: o.logs, calls: o.calls };
-  return { ok: true, value: o.json === undefined ? null : JSON.parse(o.json), logs: o.logs, calls: o.calls };
+  let value: unknown = null;
+  if (o.json !== undefined) {
+    try {
+      value = JSON.parse(o.json);
+    } catch {
+      return fail("internal", "the sandbox worker answered with a return value that is not JSON; run the script again", o.logs, o.calls);
+    }
+  }
+  return { ok: true, value, logs: o.logs, calls: o.calls };
 }
 
 /** Runs one guest tool call and encodes the answer as the JSON text the guest parses. Never throws. */
