@@ -15,7 +15,7 @@ export const FLUSH_AT = 32;
 
 /**
  * Guest bootstrap. Evaluated once per context; it returns `[main, take, deliver]`:
- * - `main(fn)` runs the user's async function and reports through `settle(ok, jsonOrError)`;
+ * - `main(fn)` runs the user's async function, hands the host the calls it made (`flush`), then reports through `settle(ok, jsonOrError)`;
  * - `take()` hands the host the tool calls made since the last take, as the JSON text of an array of
  *   `[id, name, argsJson]` (both strings), or `""` when none was made;
  * - `deliver(text)` settles call `id`'s promise from the JSON text `[id, {ok, result | error}]`.
@@ -87,15 +87,21 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
   const console = freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
   defineProperty(globalThis, "tools", { value: tools, writable: false, enumerable: false, configurable: false });
   defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
+  // the calls made before the script's function ended go out before its end is reported: the host sends none made after
+  function send() {
+    if (count !== 0) hostFlush(takeText());
+  }
   async function main(fn) {
     let json;
     try {
       const value = await fn();
       json = value === undefined ? undefined : stringify(value);
     } catch (e) {
+      send();
       hostSettle(false, e);
       return;
     }
+    send();
     hostSettle(true, json);
   }
   return [main, take, deliver];

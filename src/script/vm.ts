@@ -139,6 +139,8 @@ export class ScriptRun {
   /** Set by a limit or a cancel: the interrupt handler returns true while it is set. */
   #stop: ScriptFailure | null = null;
   #settled: Settled | null = null;
+  /** Set once the script's function returned or threw (from the moment its end is reported): calls made after are not sent. */
+  #ended = false;
   #finished = false;
 
   constructor(private readonly mod: QuickJSWASMModule, opts: VmOptions) {
@@ -378,6 +380,9 @@ export class ScriptRun {
    */
   #onBatch(text: string): string | undefined {
     if (this.#stop || this.#finished) return "the script is stopping";
+    // made after the script's function returned or threw (a callback that ran later, a getter of what it threw, read
+    // here): nobody awaits them, so they never reach the host (the bridge sent the calls made before its end)
+    if (this.#ended) return "the script has ended: a tool call made after it returned or threw is not sent";
     let batch: unknown;
     try {
       batch = JSON.parse(text);
@@ -431,6 +436,7 @@ export class ScriptRun {
 
   #onSettle(ok: boolean, value: QuickJSHandle): void {
     if (this.#settled) return;
+    this.#ended = true;
     if (!ok) return this.#settleFromError(value);
     const ctx = this.#ctx!;
     const json = ctx.typeof(value) === "string" ? copyString(ctx, value) : undefined;
@@ -446,6 +452,7 @@ export class ScriptRun {
   /** Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. */
   #settleFromError(h: QuickJSHandle): void {
     if (this.#settled) return;
+    this.#ended = true;
     this.#settled = { ok: false, error: this.#classify(h) };
   }
 

@@ -113,3 +113,27 @@ describe("calls after a cancel (real workers)", () => {
     expect(afterAbort).toBe(0);
   }, 60_000);
 });
+
+describe("calls made after the script's function ended", () => {
+  // FINDING (medium): a call made after the script's function returned (in a callback that ran later) or threw (in a
+  // getter of the thrown value, which the host reads to report the error) was sent to the host like any other, and its
+  // tool started (aborted once the outcome arrived). Fixed: the bridge sends the calls made before the end, then the
+  // end; the worker sends none made after.
+  for (const directCalls of [true, false]) {
+    test(`only calls made before the end reach the host (${directCalls ? "FFI" : "handle API"} path)`, async () => {
+      const instances = await Instances.create(MEMORY_MB);
+      const cases: Array<[string, string[], string]> = [
+        // a callback a few ticks later runs after the bridge saw the function end (one that runs before still counts as before)
+        ["tools.before(1); (async () => { for (let i = 0; i < 5; i++) await null; tools.late(1); })(); return 1;", ["before"], "ok"],
+        ["tools.before(1); (async () => { for (let i = 0; i < 5; i++) await null; for (let i = 0; i < 40; i++) tools.late(i); })(); return 1;", ["before"], "ok"],
+        ["tools.before(1); throw { name: 'E', get message() { for (let i = 0; i < 40; i++) tools.getter(i); return 'm'; } };", ["before"], "script_error"],
+        ["const r = await tools.first(1); return { toJSON() { tools.inJson(r); return r; } };", ["first", "inJson"], "ok"],
+      ];
+      for (const [script, names, end] of cases) {
+        const seen: CallRequest[] = [];
+        const out = await runHere(instances, script, directCalls, seen);
+        expect({ script, end: code(out), names: seen.map((c) => c.name) }).toEqual({ script, end, names });
+      }
+    }, 60_000);
+  }
+});
