@@ -15,7 +15,7 @@ export const FLUSH_AT = 32;
 
 /**
  * Guest bootstrap. Evaluated once per context; it returns `[main, take, deliver]`:
- * - `main(fn)` runs the user's async function and reports through `settle(ok, jsonOrError)`;
+ * - `main(fn)` runs the user's async function, hands the host the calls it made (`flush`), then reports through `settle(ok, jsonOrError)`;
  * - `take()` hands the host the tool calls made since the last take, as the JSON text of an array of
  *   `[id, name, argsJson]` (both strings), or `""` when none was made;
  * - `deliver(text)` settles call `id`'s promise from the JSON text `[id, {ok, result | error}]`.
@@ -87,15 +87,21 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
   const console = freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
   defineProperty(globalThis, "tools", { value: tools, writable: false, enumerable: false, configurable: false });
   defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
+  // the calls made before the script's function ended go out before its end is reported: the host sends none made after
+  function send() {
+    if (count !== 0) hostFlush(takeText());
+  }
   async function main(fn) {
     let json;
     try {
       const value = await fn();
       json = value === undefined ? undefined : stringify(value);
     } catch (e) {
+      send();
       hostSettle(false, e);
       return;
     }
+    send();
     hostSettle(true, json);
   }
   return [main, take, deliver];
@@ -103,8 +109,11 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
 
 /** What the bridge asks of the run that owns the context. Each returns nothing or a guest error to throw. */
 export interface BridgeHooks {
-  /** A batch of calls the guest made (the JSON text `take()` returns), handed over before its slice ended. */
-  flush(batchJson: string): { error: QuickJSHandle } | void;
+  /**
+   * A batch of calls the guest made (the JSON text `take()` returns), handed over before its slice ended; null when
+   * QuickJS could not copy it out (no memory left in the guest): the calls are lost, so the script must end.
+   */
+  flush(batchJson: string | null): { error: QuickJSHandle } | void;
   /** One `console.*` line. */
   log(level: string, line: string): { error: QuickJSHandle } | void;
   /** The user's function finished: `ok` with JSON text (or undefined), or failed with `error` (a guest value handle, borrowed). */
@@ -127,11 +136,10 @@ export interface GuestBridge {
  * caller). Throws if the bootstrap fails to evaluate (a bug, or no memory left).
  */
 export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBridge {
-  const str = (h: QuickJSHandle): string | undefined => (ctx.typeof(h) === "string" ? ctx.getString(h) : undefined);
+  const str = (h: QuickJSHandle): string | undefined => (ctx.typeof(h) === "string" ? (copyString(ctx, h) ?? undefined) : undefined);
   const hostFlush = ctx.newFunction("flush", (batchH) => {
-    const batch = str(batchH);
-    if (batch === undefined) return { error: ctx.newError({ name: "TypeError", message: "a batch of tool calls must be a string" }) };
-    return hooks.flush(batch);
+    if (ctx.typeof(batchH) !== "string") return { error: ctx.newError({ name: "TypeError", message: "a batch of tool calls must be a string" }) };
+    return hooks.flush(copyString(ctx, batchH));
   });
   const hostLog = ctx.newFunction("log", (levelH, lineH) => hooks.log(str(levelH) ?? "log", str(lineH) ?? ""));
   const hostSettle = ctx.newFunction("settle", (okH, valueH) => {
@@ -166,6 +174,22 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBri
     hostFlush.dispose();
     hostLog.dispose();
     hostSettle.dispose();
+  }
+}
+
+/**
+ * The guest string `h` (a string handle) copied out; null when QuickJS could not make its UTF-8 copy (the guest's
+ * memory is full: quickjs-emscripten then returns "" for a non-empty string, and leaves the exception pending).
+ */
+export function copyString(ctx: QuickJSContext, h: QuickJSHandle): string | null {
+  const s = ctx.getString(h);
+  if (s !== "") return s;
+  // "" is QuickJS's empty-string atom: making it allocates nothing in the guest, comparing with it neither
+  const empty = ctx.newString("");
+  try {
+    return ctx.sameValue(h, empty) ? "" : null;
+  } finally {
+    empty.dispose();
   }
 }
 

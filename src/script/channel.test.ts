@@ -6,7 +6,7 @@
  * test worker (a scribbled channel, malformed messages), and many scripts at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CAPACITY, encodeDown, parseDownFrame } from "./channel.ts";
+import { CAPACITY, encodeDown, HostChannel, newChannelBuffer, parseDownFrame, resetChannelBuffer } from "./channel.ts";
 import type { ToolOutcome } from "./protocol.ts";
 import { ScriptPool, type RunOptions } from "./pool.ts";
 
@@ -32,6 +32,32 @@ describe("frames", () => {
     badUtf8[9] = 0xff;
     for (const bad of [frame.slice(0, 12), longPayload, badUtf8, new Uint8Array([9])]) expect(parseDownFrame(bad)).toBeNull();
   });
+});
+
+describe("a reused buffer", () => {
+  // FINDING (attack on reused buffers): an ended script's host end could still have its pump parked on the mailbox
+  // (a reply larger than the mailbox, never read). Woken by close() after the buffer went to the next script, it
+  // cleared HOST_WAITING in that script's header: the next script's worker then emptied the mailbox without notifying,
+  // and that script's own chunked reply stalled until its deadline. Fixed: a closed host end writes nothing more.
+  test("the previous script's host end, woken after its buffer was reused, does not stall the next script's chunked reply", async () => {
+    const buf = newChannelBuffer();
+    const old = new HostChannel(buf);
+    old.send({ t: "reply", id: 1, payload: "o".repeat(3 * CAPACITY) }); // its first chunk fills the mailbox; the pump waits
+    old.close(); // the script ended; its worker returned without reading
+    resetChannelBuffer(buf); // the buffer serves the next script
+    const next = new HostChannel(buf);
+    next.send({ t: "reply", id: 1, payload: "n".repeat(3 * CAPACITY) }); // chunked: its pump waits for the worker
+    await new Promise((r) => setTimeout(r, 50)); // the old pump's wake-up from close() runs now
+    const worker = new Worker(new URL("../../test/fixtures/channel-reader-worker.ts", import.meta.url).href);
+    try {
+      const got = new Promise((r) => worker.addEventListener("message", (e) => r(e.data), { once: true }));
+      worker.postMessage({ buf, timeoutMs: 5000 });
+      expect(await got).toEqual({ t: "messages", lengths: [3 * CAPACITY] });
+    } finally {
+      next.close();
+      worker.terminate();
+    }
+  }, 30_000);
 });
 
 describe("a worker blocked on the channel", () => {
@@ -231,6 +257,14 @@ describe("a misbehaving worker", () => {
     });
     expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
     expect(called).toBe(0);
+  });
+
+  // FINDING (attack on the batched bridge): an outcome whose `json` was not JSON text made the pool's JSON.parse throw
+  // inside the task's `then` (an unhandled rejection) and run() wait for the watchdog (`script_timeout`).
+  test("an outcome whose return value is not JSON text ends the script internal at once, nothing thrown on the host", async () => {
+    await using hostile = hostilePool();
+    const r = await hostile.run("bad-json", { ...LIMITS, wallTimeoutMs: 300 }, async () => ({ ok: true, result: null }));
+    expect(r).toMatchObject({ ok: false, error: { code: "internal" } });
   });
 });
 

@@ -350,6 +350,8 @@ export class HostChannel {
             Atomics.store(i32, HOST_WAITING, 1);
             const w = Atomics.waitAsync(i32, DOWN_STATE, state);
             if (w.async) await w.value;
+            // closed meanwhile: the buffer may already serve the next script, whose header this end must not touch
+            if (this.#closed) return;
             Atomics.store(i32, HOST_WAITING, 0);
           }
           if (this.#closed) return;
@@ -369,7 +371,7 @@ export class HostChannel {
     this.#wake();
   }
 
-  /** Stops sending; wakes this end's own pending wait for the mailbox so nothing stays parked. Idempotent. */
+  /** Stops sending; wakes this end's own pending wait for the mailbox so nothing stays parked; this end writes nothing into the buffer after. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;

@@ -89,18 +89,29 @@ export class DirectCalls {
     return this.#result(res, () => undefined);
   }
 
-  /** `fn()` for a guest function `fn` that returns a string (the bridge's `take`). */
-  callForString(fn: QuickJSHandle): DirectResult<string> {
+  /**
+   * `fn()` for a guest function `fn` that returns a string (the bridge's `take`); `"no-memory"` when QuickJS could not
+   * copy the string out (the guest's memory is full; what `fn` returned is lost).
+   */
+  callForString(fn: QuickJSHandle): DirectResult<string> | "no-memory" {
     const { em, ffi, ctxp } = this;
     const res = ffi.QTS_Call(ctxp, fn.value as unknown as Ptr, this.undef, 0, 0);
-    return this.#result(res, (v) => {
-      const chars = ffi.QTS_GetString(ctxp, v);
+    const err = ffi.QTS_ResolveException(ctxp, res);
+    if (err) {
+      ffi.QTS_FreeValuePointer(ctxp, res);
+      return { ok: false, error: this.wrap(err) };
+    }
+    try {
+      const chars = ffi.QTS_GetString(ctxp, res);
+      if (chars === 0) return "no-memory";
       try {
-        return em.UTF8ToString(chars);
+        return { ok: true, value: em.UTF8ToString(chars) };
       } finally {
         ffi.QTS_FreeCString(ctxp, chars);
       }
-    });
+    } finally {
+      ffi.QTS_FreeValuePointer(ctxp, res);
+    }
   }
 
   /** Runs every pending job of the runtime; the exception that stopped them, if any (as `rt.executePendingJobs()`). */

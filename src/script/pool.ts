@@ -221,7 +221,9 @@ export class ScriptPool {
     // Bound here, so each call runs in this run()'s async context (the raw 'message' handler has none).
     let served = 0;
     const serve = AsyncResource.bind(async (req: CallRequest): Promise<void> => {
-      if (done) return; // the script already ended: nobody awaits this call
+      // the script already ended, or its caller cancelled it (a busy guest sends calls until its interrupt handler sees
+      // the cancel word): nobody awaits this call, and it must not start
+      if (done || signal?.aborted) return;
       served++;
       const payload = await serveCall(req, callTool, callsEnd.signal);
       if (!done) await grant({ t: "reply", id: req.id, payload });
@@ -431,9 +433,18 @@ function fail(code: ErrorCode, message: string, logs: string[], calls: number): 
   return { ok: false, error: { code, message }, logs, calls };
 }
 
+/** The script's result from its worker's outcome; `internal` when the outcome's `json` is not JSON text (never thrown: the worker is not trusted). */
 function toResult(o: WorkerOutcome): ScriptResult {
   if (!o.ok) return { ok: false, error: { ...o.error }, logs: o.logs, calls: o.calls };
-  return { ok: true, value: o.json === undefined ? null : JSON.parse(o.json), logs: o.logs, calls: o.calls };
+  let value: unknown = null;
+  if (o.json !== undefined) {
+    try {
+      value = JSON.parse(o.json);
+    } catch {
+      return fail("internal", "the sandbox worker answered with a return value that is not JSON; run the script again", o.logs, o.calls);
+    }
+  }
+  return { ok: true, value, logs: o.logs, calls: o.calls };
 }
 
 /** Runs one guest tool call and encodes the answer as the JSON text the guest parses. Never throws. */

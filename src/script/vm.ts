@@ -8,7 +8,7 @@
  * Runs inside a sandbox worker; knows nothing of tinypool or the gate.
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
-import { installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge } from "./bridge.ts";
+import { copyString, installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge } from "./bridge.ts";
 import { DirectCalls } from "./direct.ts";
 import { METER } from "./meter.ts";
 import type { CallRequest, ScriptFailure, ScriptLimits, WorkerOutcome } from "./protocol.ts";
@@ -139,6 +139,8 @@ export class ScriptRun {
   /** Set by a limit or a cancel: the interrupt handler returns true while it is set. */
   #stop: ScriptFailure | null = null;
   #settled: Settled | null = null;
+  /** Set once the script's function returned or threw (from the moment its end is reported): calls made after are not sent. */
+  #ended = false;
   #finished = false;
 
   constructor(private readonly mod: QuickJSWASMModule, opts: VmOptions) {
@@ -170,7 +172,9 @@ export class ScriptRun {
     this.#guard(() => {
       const hooks: BridgeHooks = {
         flush: (batch) => {
-          const refused = this.#onBatch(batch);
+          // the batch's calls could not be copied out of a full guest: they are lost, so the script ends (never goes on without them)
+          if (batch === null) this.#stop ??= this.#oom();
+          const refused = batch === null ? this.#stop!.message : this.#onBatch(batch);
           return refused === undefined ? undefined : { error: this.#ctx!.newError({ name: "Error", message: refused }) };
         },
         log: (level, line) => this.#onLog(level, line),
@@ -328,7 +332,8 @@ export class ScriptRun {
     if (this.#stop) return;
     if (d) {
       const t = d.callForString(this.#bridge!.take);
-      if (!t.ok) {
+      if (t === "no-memory") this.#stop ??= this.#oom(); // the batch could not be copied out of a full guest: its calls are lost
+      else if (!t.ok) {
         this.#settleFromError(t.error);
         t.error.dispose();
       } else if (t.value !== "") this.#onBatch(t.value);
@@ -341,9 +346,10 @@ export class ScriptRun {
       t.error.dispose();
       return;
     }
-    const batch = ctx.typeof(t.value) === "string" ? ctx.getString(t.value) : undefined;
+    const batch = ctx.typeof(t.value) === "string" ? copyString(ctx, t.value) : undefined;
     t.value.dispose();
-    if (batch === undefined) this.#stop ??= { code: "internal", message: "the script's bridge returned a malformed batch of tool calls; run the script again" };
+    if (batch === null) this.#stop ??= this.#oom(); // the batch could not be copied out of a full guest: its calls are lost
+    else if (batch === undefined) this.#stop ??= { code: "internal", message: "the script's bridge returned a malformed batch of tool calls; run the script again" };
     else if (batch !== "") this.#onBatch(batch);
   }
 
@@ -374,6 +380,9 @@ export class ScriptRun {
    */
   #onBatch(text: string): string | undefined {
     if (this.#stop || this.#finished) return "the script is stopping";
+    // made after the script's function returned or threw (a callback that ran later, a getter of what it threw, read
+    // here): nobody awaits them, so they never reach the host (the bridge sent the calls made before its end)
+    if (this.#ended) return "the script has ended: a tool call made after it returned or threw is not sent";
     let batch: unknown;
     try {
       batch = JSON.parse(text);
@@ -427,11 +436,15 @@ export class ScriptRun {
 
   #onSettle(ok: boolean, value: QuickJSHandle): void {
     if (this.#settled) return;
+    this.#ended = true;
     if (!ok) return this.#settleFromError(value);
     const ctx = this.#ctx!;
-    const json = ctx.typeof(value) === "string" ? ctx.getString(value) : undefined;
+    const json = ctx.typeof(value) === "string" ? copyString(ctx, value) : undefined;
     const { maxResultBytes } = this.#opts.limits;
-    if (json !== undefined && byteLength(json) > maxResultBytes) {
+    if (json === null) {
+      // the return value's JSON could not be copied out of a full guest (never reported as an empty value)
+      this.#settled = { ok: false, error: this.#oom() };
+    } else if (json !== undefined && byteLength(json) > maxResultBytes) {
       this.#settled = { ok: false, error: { code: "script_output_too_large", message: `the script's return value is more than ${maxResultBytes} bytes of JSON (limits.script_max_result_bytes); return less (e.g. a summary)` } };
     } else this.#settled = { ok: true, json };
   }
@@ -439,6 +452,7 @@ export class ScriptRun {
   /** Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. */
   #settleFromError(h: QuickJSHandle): void {
     if (this.#settled) return;
+    this.#ended = true;
     this.#settled = { ok: false, error: this.#classify(h) };
   }
 

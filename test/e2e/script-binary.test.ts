@@ -72,6 +72,28 @@ describe("compiled binary sandbox", () => {
     expect(results.slice(1).map((r) => r.value).sort()).toEqual([1, 2, 3, 4]);
   }, 60_000);
 
+  // Attacks on the batched bridge (test/security/script-bridge-attacks.test.ts): a guest that fills its memory so the
+  // host cannot copy its calls or its return value out ended `script_error` with its calls dropped, `internal`, or (its
+  // return value) threw in the pool, unhandled, and hung the script until the watchdog. Through the binary, each ends
+  // ok or `script_memory_limit`, nothing on stderr, and the next script runs.
+  test("a guest whose memory is full when the host copies its calls or its return value out: ok or script_memory_limit", async () => {
+    const fill = (n: number): string => `const keep = globalThis.keep = []; try { for (;;) keep.push("z".repeat(1 << 16) + keep.length); } catch (e) {} for (let i = 0; i < ${n}; i++) keep.pop();`;
+    const scripts: string[] = [];
+    for (const n of [8, 24, 40, 56, 72]) {
+      scripts.push(`const p = tools.echo("A".repeat(2 << 20)); ${fill(n)} const q = tools.echo(1); await Promise.all([p, q]); return "both";`);
+      scripts.push(`const ps = [tools.echo("A".repeat(2 << 20))]; for (let i = 0; i < 30; i++) ps.push(tools.echo(i)); ${fill(n)} try { ps.push(tools.echo(1)); } catch (e) {} keep.length = 0; await Promise.all(ps); return "all";`);
+      scripts.push(`const s = "\\u00e9".repeat(3 << 19); ${fill(n)} return s;`);
+    }
+    scripts.push("return 'next'");
+    const { results, stderr, code } = await many(scripts, ["--sequential", "--memory-mb", "16", "--max-result-bytes", String(16 << 20)]);
+    expect(stderr).toBe("");
+    expect(code).toBeLessThan(2); // 1: some script failed (script_memory_limit); 2 or a crash: the pool failed
+    expect(results.length).toBe(scripts.length);
+    const ends = results.map((r) => (r.ok ? (typeof r.value === "string" && r.value.length === 3 << 19 ? "ok" : r.value === "both" || r.value === "all" || r.value === "next" ? "ok" : JSON.stringify(r.value).slice(0, 20)) : r.error.code));
+    expect(ends.filter((e) => e !== "ok" && e !== "script_memory_limit")).toEqual([]);
+    expect(results.at(-1)).toMatchObject({ ok: true, value: "next" });
+  }, 120_000);
+
   test("tool calls run in the caller's AsyncLocalStorage context", async () => {
     const { results } = await many(["return await tools.whoami();"]);
     expect(results[0].value).toEqual({ sessionId: "ses_sandbox_exec", turnId: "turn_sandbox_exec", callId: "call_sandbox_exec" });

@@ -1,0 +1,139 @@
+/**
+ * @module test/security/script-bridge-attacks
+ * The batched script bridge (src/script/bridge.ts, vm.ts, direct.ts, pool.ts) attacked by its guest: a guest that fills
+ * its memory so the host cannot copy a batch of calls or its return value out of QuickJS, and a guest that goes on
+ * calling tools after its caller cancelled it. Real QuickJS; each through both QuickJS paths (the FFI one and the
+ * handle API) where the finding is in the worker, and through real worker threads where it is in the pool.
+ */
+import { describe, expect, test } from "bun:test";
+import { Instances } from "../../src/script/instances.ts";
+import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
+import type { CallRequest } from "../../src/script/protocol.ts";
+import { ScriptRun, type RunOutcome } from "../../src/script/vm.ts";
+
+const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 16 << 20 };
+const MEMORY_MB = 16;
+/** How many 64 KiB strings the guest frees after filling its memory: a spread of headrooms (0.5 to 4.5 MiB). */
+const HEADROOMS = [8, 16, 24, 32, 40, 48, 56, 64, 72];
+/** Fills the guest's memory with 64 KiB strings kept on a global (they outlive the script's function), then frees `n` of them. */
+const fill = (n: number): string => `const keep = globalThis.keep = []; try { for (;;) keep.push("z".repeat(1 << 16) + keep.length); } catch (e) {} for (let i = 0; i < ${n}; i++) keep.pop();`;
+
+/** Runs `code` in one thread (no worker), answering every call with `1`; the calls that reached the host in `seen`. */
+async function runHere(instances: Instances, code: string, directCalls: boolean, seen: CallRequest[]): Promise<RunOutcome> {
+  const inst = await instances.take();
+  let pending: CallRequest[] = [];
+  const run = new ScriptRun(inst.module, {
+    code,
+    limits: LIMITS,
+    memoryBytes: MEMORY_MB << 20,
+    stackBytes: 512 << 10,
+    meter: new Float64Array(3),
+    memoryExhausted: (w) => inst.exhausted(w),
+    post: (m) => (seen.push(m), pending.push(m)),
+    directCalls,
+  });
+  run.start();
+  while (!run.finished) {
+    const now = pending;
+    pending = [];
+    if (now.length === 0) break;
+    for (const c of now) run.reply(c.id, JSON.stringify({ ok: true, result: 1 }));
+  }
+  const out = await run.done;
+  instances.give(inst, !out.fatal);
+  return out;
+}
+
+const code = (o: RunOutcome): string => (o.ok ? "ok" : o.error.code);
+
+describe("a guest whose memory is full when the host copies its calls out", () => {
+  // FINDING (high): quickjs-emscripten's getString (and QTS_GetString on the FFI path) returns "" when QuickJS cannot
+  // make the UTF-8 copy of a guest string. The batch `take()` returned after a slice then read as "no calls": every
+  // call of the batch was dropped without reaching the host, and the script ended `script_error` ("waiting on a promise
+  // that can never settle"), or went on without them when other calls were pending. Fixed: a copy that fails ends the
+  // script `script_memory_limit` (script/bridge.ts `copyString`, direct.ts `callForString`).
+  for (const directCalls of [true, false]) {
+    test(`a batch taken after the slice (${directCalls ? "FFI" : "handle API"} path) is never dropped: the script ends script_memory_limit or its calls arrive`, async () => {
+      const instances = await Instances.create(MEMORY_MB);
+      for (const n of HEADROOMS) {
+        const seen: CallRequest[] = [];
+        const out = await runHere(instances, `const p = tools.first("A".repeat(2 << 20)); ${fill(n)} const q = tools.second(1); await Promise.all([p, q]); return "both";`, directCalls, seen);
+        expect({ n, end: code(out) }).toEqual({ n, end: out.ok ? "ok" : "script_memory_limit" });
+        if (out.ok) expect(seen.map((c) => c.name)).toEqual(["first", "second"]);
+      }
+    }, 120_000);
+
+    // FINDING (medium): the same empty copy of a batch the guest flushes itself (32 calls waiting) failed to parse and
+    // ended the script `internal` ("the script's bridge sent a malformed batch"), for the guest's own memory use.
+    test(`a batch the guest flushes at 32 calls (${directCalls ? "FFI" : "handle API"} path) ends script_memory_limit, never internal, when it cannot be copied`, async () => {
+      const instances = await Instances.create(MEMORY_MB);
+      for (const n of HEADROOMS) {
+        const seen: CallRequest[] = [];
+        const script = `const ps = [tools.first("A".repeat(2 << 20))]; for (let i = 0; i < 30; i++) ps.push(tools.small(i)); ${fill(n)}
+          try { ps.push(tools.last(1)); } catch (e) { keep.length = 0; ps.push(Promise.resolve(String(e))); }
+          keep.length = 0; return (await Promise.all(ps)).length;`;
+        const out = await runHere(instances, script, directCalls, seen);
+        expect({ n, end: code(out) }).toEqual({ n, end: out.ok ? "ok" : "script_memory_limit" });
+        if (out.ok) expect(seen.length).toBe(32);
+      }
+    }, 120_000);
+  }
+});
+
+describe("a guest whose return value cannot be copied out (real workers)", () => {
+  // FINDING (high): the return value's JSON copied out as "" when the guest's memory was full; the worker reported
+  // `{ok: true, json: ""}` and the pool's JSON.parse("") threw inside the task's `then`: an unhandled rejection on the
+  // host, and the script's run() hung until the watchdog replaced a healthy worker. Fixed: such a return ends the script
+  // `script_memory_limit`, and the pool turns an outcome it cannot parse into `internal` instead of throwing.
+  test("a full guest returning 1.5 MiB of JSON ends ok or script_memory_limit, and the next script runs", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: MEMORY_MB, stackKb: 512 });
+    const tool = async () => ({ ok: true as const, result: null });
+    for (const n of HEADROOMS) {
+      const r = await one.run(`const s = "\\u00e9".repeat(3 << 19); ${fill(n)} return s;`, LIMITS, tool);
+      expect({ n, end: r.ok ? (typeof r.value === "string" ? r.value.length : r.value) : r.error.code }).toEqual({ n, end: r.ok ? 3 << 19 : "script_memory_limit" });
+    }
+    expect(await one.run("return 'next'", LIMITS, tool)).toMatchObject({ ok: true, value: "next" });
+  }, 120_000);
+});
+
+describe("calls after a cancel (real workers)", () => {
+  // FINDING (medium): a script busy making calls went on sending them after its caller aborted, until its interrupt
+  // handler saw the cancel word; the host ran every call that arrived meanwhile (575 of 576 in one run) with a signal
+  // not yet aborted. Fixed: the host runs no call of a script whose caller aborted it.
+  test("no tool call starts after the caller aborted the script", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 64, stackKb: 512 });
+    const ac = new AbortController();
+    let afterAbort = 0;
+    const r = await one.run("let i = 0; for (;;) tools.x(i++);", { ...LIMITS, maxToolCalls: 1_000_000, signal: ac.signal }, async () => {
+      if (ac.signal.aborted) afterAbort++;
+      else ac.abort();
+      return { ok: true, result: null };
+    });
+    expect(r.ok ? "ok" : r.error.code).toBe("cancelled");
+    expect(afterAbort).toBe(0);
+  }, 60_000);
+});
+
+describe("calls made after the script's function ended", () => {
+  // FINDING (medium): a call made after the script's function returned (in a callback that ran later) or threw (in a
+  // getter of the thrown value, which the host reads to report the error) was sent to the host like any other, and its
+  // tool started (aborted once the outcome arrived). Fixed: the bridge sends the calls made before the end, then the
+  // end; the worker sends none made after.
+  for (const directCalls of [true, false]) {
+    test(`only calls made before the end reach the host (${directCalls ? "FFI" : "handle API"} path)`, async () => {
+      const instances = await Instances.create(MEMORY_MB);
+      const cases: Array<[string, string[], string]> = [
+        // a callback a few ticks later runs after the bridge saw the function end (one that runs before still counts as before)
+        ["tools.before(1); (async () => { for (let i = 0; i < 5; i++) await null; tools.late(1); })(); return 1;", ["before"], "ok"],
+        ["tools.before(1); (async () => { for (let i = 0; i < 5; i++) await null; for (let i = 0; i < 40; i++) tools.late(i); })(); return 1;", ["before"], "ok"],
+        ["tools.before(1); throw { name: 'E', get message() { for (let i = 0; i < 40; i++) tools.getter(i); return 'm'; } };", ["before"], "script_error"],
+        ["const r = await tools.first(1); return { toJSON() { tools.inJson(r); return r; } };", ["first", "inJson"], "ok"],
+      ];
+      for (const [script, names, end] of cases) {
+        const seen: CallRequest[] = [];
+        const out = await runHere(instances, script, directCalls, seen);
+        expect({ script, end: code(out), names: seen.map((c) => c.name) }).toEqual({ script, end, names });
+      }
+    }, 60_000);
+  }
+});
