@@ -290,40 +290,24 @@ export class Cards {
         from,
       );
     }
-    const audit = (outcome: "accepted" | "refused", code?: string): Promise<void> =>
-      this.opts.store.audit({
-        kind: "card_decision",
-        outcome,
-        request_id: requestId,
-        session_id: from.sessionId,
-        home_session_id: rec?.base.home_session_id ?? done?.home ?? null,
-        decision,
-        code: code ?? null,
-        actor: from.actor ?? null,
-        // proof: whether the attempt carried the valid approver token (the decision log shows it)
-        detail: { proof: hasProof(), ...(from.reason ? { reason: from.reason } : {}) },
-      });
-    const hasProof = () => {
-      const token = this.opts.approverToken;
-      return tokensEqual(from.approverToken ?? null, typeof token === "function" ? token() : token);
-    };
     const rec = this.pending.get(requestId);
     const done = rec ? undefined : this.decided.get(requestId);
-    const refuse = async (e: AirlockError): Promise<ResolveResult> => {
-      await audit("refused", e.code);
-      return { ok: false, error: e };
-    };
-    if (!rec && !done) return refuse(new AirlockError("not_found", `no card ${requestId}; list the cards you may answer with GET /sessions/${from.sessionId}/actions`));
+    const home = rec?.base.home_session_id ?? done?.home ?? null;
+    if (!rec && !done) return this.refuse(requestId, decision, from, home, new AirlockError("not_found", `no card ${requestId}; list the cards you may answer with GET /sessions/${from.sessionId}/actions`));
     const surfaces = rec?.surfaces ?? done!.surfaces;
     const scope = checkAuthority({ requestId, surfaces, requiresUserProof: false, decision, fromSession: from.sessionId });
-    if (scope) return refuse(scope);
+    if (scope) return this.refuse(requestId, decision, from, home, scope);
     if (done) {
-      if (done.outcome.decision === "expired") return refuse(new AirlockError("expired", `card ${requestId} expired before it was answered; the call was refused`));
-      return refuse(new AirlockError("already_decided", `card ${requestId} was already decided (${done.outcome.decision}); a card is answered once`));
+      if (done.outcome.decision === "expired") return this.refuse(requestId, decision, from, home, new AirlockError("expired", `card ${requestId} expired before it was answered; the call was refused`));
+      return this.refuse(requestId, decision, from, home, new AirlockError("already_decided", `card ${requestId} was already decided (${done.outcome.decision}); a card is answered once`));
     }
     const suggested = rec!.base.suggested_rule;
     if (decision === "allow_session" && (!suggested || !this.opts.sessionRules)) {
-      return refuse(
+      return this.refuse(
+        requestId,
+        decision,
+        from,
+        home,
         new AirlockError(
           "session_rule_not_offered",
           `card ${requestId} offers no rule for the session (the security floor's, elevation's, a permission rule's or a hook's asks need an answer each time): answer it with allow_once or deny`,
@@ -331,7 +315,6 @@ export class Cards {
         ),
       );
     }
-    const token = this.opts.approverToken;
     const proof = checkAuthority({
       requestId,
       surfaces,
@@ -339,11 +322,11 @@ export class Cards {
       decision,
       fromSession: from.sessionId,
       approverToken: from.approverToken ?? null,
-      expectedApproverToken: typeof token === "function" ? token() : token,
+      expectedApproverToken: this.expectedToken(),
     });
-    if (proof) return refuse(proof);
+    if (proof) return this.refuse(requestId, decision, from, home, proof);
     // one answer at a time: while this one is written, another is refused as already decided
-    if (rec!.deciding) return refuse(new AirlockError("already_decided", `card ${requestId} is being decided by another answer; a card is answered once`));
+    if (rec!.deciding) return this.refuse(requestId, decision, from, home, new AirlockError("already_decided", `card ${requestId} is being decided by another answer; a card is answered once`));
     rec!.deciding = true;
     let stored: { rule: string; id: string } | undefined;
     if (decision === "allow_session") {
@@ -352,16 +335,16 @@ export class Cards {
           request_id: requestId,
           added_in: from.sessionId,
           ...(from.actor ? { actor: from.actor } : {}),
-          proof: hasProof(),
+          proof: this.hasProof(from),
         });
       } catch (e) {
         // the rule could not be stored (session graph, database): the card stays pending, nothing ran
         rec!.deciding = false;
-        return refuse(toAirlockError(e));
+        return this.refuse(requestId, decision, from, home, toAirlockError(e));
       }
     }
     try {
-      await audit("accepted");
+      await this.auditDecision(requestId, decision, from, home, "accepted");
     } catch (e) {
       rec!.deciding = false;
       throw e;
@@ -377,6 +360,39 @@ export class Cards {
     }
     this.finish(requestId, outcome);
     return { ok: true, outcome };
+  }
+
+  /** The approver token a proof must match now (null or empty: none can). */
+  private expectedToken(): string | null {
+    const token = this.opts.approverToken;
+    return typeof token === "function" ? token() : token;
+  }
+
+  /** Whether an answer carried the valid approver token (the decision log's `detail.proof`). */
+  private hasProof(from: DecisionFrom): boolean {
+    return tokensEqual(from.approverToken ?? null, this.expectedToken());
+  }
+
+  /** The `card_decision` audit row of one answer to a card of this process (`home`: its home session, when known). */
+  private auditDecision(requestId: string, decision: Decision, from: DecisionFrom, home: string | null, outcome: "accepted" | "refused", code?: string): Promise<void> {
+    return this.opts.store.audit({
+      kind: "card_decision",
+      outcome,
+      request_id: requestId,
+      session_id: from.sessionId,
+      home_session_id: home,
+      decision,
+      code: code ?? null,
+      actor: from.actor ?? null,
+      // proof: whether the attempt carried the valid approver token (the decision log shows it)
+      detail: { proof: this.hasProof(from), ...(from.reason ? { reason: from.reason } : {}) },
+    });
+  }
+
+  /** Writes the refused answer's audit row and returns the refusal. */
+  private async refuse(requestId: string, decision: Decision, from: DecisionFrom, home: string | null, e: AirlockError): Promise<ResolveResult> {
+    await this.auditDecision(requestId, decision, from, home, "refused", e.code);
+    return { ok: false, error: e };
   }
 
   /**
