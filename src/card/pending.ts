@@ -96,6 +96,14 @@ export class Cards {
   private bySession = new Map<string, Set<string>>();
   private decided = new Map<string, DecidedCard>();
   private readonly decidedMemory: number;
+  /**
+   * The ids of `decided` in the order they were decided, a ring of `decidedMemory` slots: the oldest is
+   * forgotten by its id. (`decided.keys().next()` walks every entry deleted since the map last rehashed:
+   * with 10,000 remembered that cost up to ~30 µs per decision; docs/performance.md, "Issue 20, decisions".)
+   */
+  private readonly decidedOrder: (string | undefined)[] = [];
+  /** Decisions remembered so far (the next slot of `decidedOrder` is this modulo `decidedMemory`). */
+  private decidedCount = 0;
   private readonly offRemoved: () => void;
   /**
    * The surfaces of each home session seen, frozen and shared by its cards. Parent links never change once
@@ -107,7 +115,7 @@ export class Cards {
   private readonly expiry: Expiry;
 
   constructor(private readonly opts: CardsOptions) {
-    this.decidedMemory = opts.decidedMemory ?? 10_000;
+    this.decidedMemory = Math.max(0, Math.floor(opts.decidedMemory ?? 10_000));
     this.offRemoved = opts.inflight.onRemoved((t) => this.withdrawTurn(t));
     this.expiry = new Expiry((id) => this.expire(id), (id) => this.pending.has(id));
   }
@@ -282,40 +290,24 @@ export class Cards {
         from,
       );
     }
-    const audit = (outcome: "accepted" | "refused", code?: string): Promise<void> =>
-      this.opts.store.audit({
-        kind: "card_decision",
-        outcome,
-        request_id: requestId,
-        session_id: from.sessionId,
-        home_session_id: rec?.base.home_session_id ?? done?.home ?? null,
-        decision,
-        code: code ?? null,
-        actor: from.actor ?? null,
-        // proof: whether the attempt carried the valid approver token (the decision log shows it)
-        detail: { proof: hasProof(), ...(from.reason ? { reason: from.reason } : {}) },
-      });
-    const hasProof = () => {
-      const token = this.opts.approverToken;
-      return tokensEqual(from.approverToken ?? null, typeof token === "function" ? token() : token);
-    };
     const rec = this.pending.get(requestId);
     const done = rec ? undefined : this.decided.get(requestId);
-    const refuse = async (e: AirlockError): Promise<ResolveResult> => {
-      await audit("refused", e.code);
-      return { ok: false, error: e };
-    };
-    if (!rec && !done) return refuse(new AirlockError("not_found", `no card ${requestId}; list the cards you may answer with GET /sessions/${from.sessionId}/actions`));
+    const home = rec?.base.home_session_id ?? done?.home ?? null;
+    if (!rec && !done) return this.refuse(requestId, decision, from, home, new AirlockError("not_found", `no card ${requestId}; list the cards you may answer with GET /sessions/${from.sessionId}/actions`));
     const surfaces = rec?.surfaces ?? done!.surfaces;
     const scope = checkAuthority({ requestId, surfaces, requiresUserProof: false, decision, fromSession: from.sessionId });
-    if (scope) return refuse(scope);
+    if (scope) return this.refuse(requestId, decision, from, home, scope);
     if (done) {
-      if (done.outcome.decision === "expired") return refuse(new AirlockError("expired", `card ${requestId} expired before it was answered; the call was refused`));
-      return refuse(new AirlockError("already_decided", `card ${requestId} was already decided (${done.outcome.decision}); a card is answered once`));
+      if (done.outcome.decision === "expired") return this.refuse(requestId, decision, from, home, new AirlockError("expired", `card ${requestId} expired before it was answered; the call was refused`));
+      return this.refuse(requestId, decision, from, home, new AirlockError("already_decided", `card ${requestId} was already decided (${done.outcome.decision}); a card is answered once`));
     }
     const suggested = rec!.base.suggested_rule;
     if (decision === "allow_session" && (!suggested || !this.opts.sessionRules)) {
-      return refuse(
+      return this.refuse(
+        requestId,
+        decision,
+        from,
+        home,
         new AirlockError(
           "session_rule_not_offered",
           `card ${requestId} offers no rule for the session (the security floor's, elevation's, a permission rule's or a hook's asks need an answer each time): answer it with allow_once or deny`,
@@ -323,7 +315,6 @@ export class Cards {
         ),
       );
     }
-    const token = this.opts.approverToken;
     const proof = checkAuthority({
       requestId,
       surfaces,
@@ -331,11 +322,11 @@ export class Cards {
       decision,
       fromSession: from.sessionId,
       approverToken: from.approverToken ?? null,
-      expectedApproverToken: typeof token === "function" ? token() : token,
+      expectedApproverToken: this.expectedToken(),
     });
-    if (proof) return refuse(proof);
+    if (proof) return this.refuse(requestId, decision, from, home, proof);
     // one answer at a time: while this one is written, another is refused as already decided
-    if (rec!.deciding) return refuse(new AirlockError("already_decided", `card ${requestId} is being decided by another answer; a card is answered once`));
+    if (rec!.deciding) return this.refuse(requestId, decision, from, home, new AirlockError("already_decided", `card ${requestId} is being decided by another answer; a card is answered once`));
     rec!.deciding = true;
     let stored: { rule: string; id: string } | undefined;
     if (decision === "allow_session") {
@@ -344,16 +335,16 @@ export class Cards {
           request_id: requestId,
           added_in: from.sessionId,
           ...(from.actor ? { actor: from.actor } : {}),
-          proof: hasProof(),
+          proof: this.hasProof(from),
         });
       } catch (e) {
         // the rule could not be stored (session graph, database): the card stays pending, nothing ran
         rec!.deciding = false;
-        return refuse(toAirlockError(e));
+        return this.refuse(requestId, decision, from, home, toAirlockError(e));
       }
     }
     try {
-      await audit("accepted");
+      await this.auditDecision(requestId, decision, from, home, "accepted");
     } catch (e) {
       rec!.deciding = false;
       throw e;
@@ -369,6 +360,39 @@ export class Cards {
     }
     this.finish(requestId, outcome);
     return { ok: true, outcome };
+  }
+
+  /** The approver token a proof must match now (null or empty: none can). */
+  private expectedToken(): string | null {
+    const token = this.opts.approverToken;
+    return typeof token === "function" ? token() : token;
+  }
+
+  /** Whether an answer carried the valid approver token (the decision log's `detail.proof`). */
+  private hasProof(from: DecisionFrom): boolean {
+    return tokensEqual(from.approverToken ?? null, this.expectedToken());
+  }
+
+  /** The `card_decision` audit row of one answer to a card of this process (`home`: its home session, when known). */
+  private auditDecision(requestId: string, decision: Decision, from: DecisionFrom, home: string | null, outcome: "accepted" | "refused", code?: string): Promise<void> {
+    return this.opts.store.audit({
+      kind: "card_decision",
+      outcome,
+      request_id: requestId,
+      session_id: from.sessionId,
+      home_session_id: home,
+      decision,
+      code: code ?? null,
+      actor: from.actor ?? null,
+      // proof: whether the attempt carried the valid approver token (the decision log shows it)
+      detail: { proof: this.hasProof(from), ...(from.reason ? { reason: from.reason } : {}) },
+    });
+  }
+
+  /** Writes the refused answer's audit row and returns the refusal. */
+  private async refuse(requestId: string, decision: Decision, from: DecisionFrom, home: string | null, e: AirlockError): Promise<ResolveResult> {
+    await this.auditDecision(requestId, decision, from, home, "refused", e.code);
+    return { ok: false, error: e };
   }
 
   /**
@@ -493,6 +517,18 @@ export class Cards {
     this.finish(row.id, outcome, "row");
   }
 
+  /** Records `requestId` as the newest decided card and forgets the oldest once `decidedMemory` are remembered. */
+  private rememberDecided(requestId: string): void {
+    if (this.decidedMemory === 0) {
+      this.decided.delete(requestId);
+      return;
+    }
+    const slot = this.decidedCount++ % this.decidedMemory;
+    const oldest = this.decidedOrder[slot];
+    if (oldest !== undefined) this.decided.delete(oldest);
+    this.decidedOrder[slot] = requestId;
+  }
+
   private finish(requestId: string, outcome: CardOutcome, why?: string): void {
     const rec = this.pending.get(requestId);
     if (!rec) return;
@@ -517,7 +553,7 @@ export class Cards {
       const end = outcome.decision === "expired" ? fleet.node.rows.expireIfDue(requestId) : fleet.node.rows.cancel(requestId, why ?? "withdrawn");
       end.catch((e: unknown) => console.error(`airlock: ending the row of card ${requestId} failed (the sweeper ends it with its lease):`, e));
     }
-    if (this.decided.size > this.decidedMemory) this.decided.delete(this.decided.keys().next().value!);
+    this.rememberDecided(requestId);
     if ((outcome.decision === "expired" || outcome.decision === "cancelled") && !fleet) {
       this.opts.store
         .audit({

@@ -9,7 +9,7 @@ import { AirlockError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Message, MessageRole, NewSession, Session, ToolCallRequest } from "../session/types.ts";
 import { openDatabase } from "./db.ts";
-import type { Sql } from "./sql.ts";
+import type { Sql, SqlValue } from "./sql.ts";
 import { sqliteSql } from "./sql-sqlite.ts";
 import { currentOwner, ownerIsGone, type Owner } from "./owner.ts";
 
@@ -414,8 +414,9 @@ export class Store {
    * transaction to write it in (a caller inside `sql.transaction` must pass its own, or it waits for itself).
    */
   async audit(e: AuditEntry, tx: Sql = this.sql): Promise<void> {
-    await this.flushAudit(tx); // rows keep their order: deferred ones first
-    await this.insertAudit(tx, now(), e);
+    // rows keep their order: deferred ones first (no flush call, and its promise, when none wait: the common case)
+    if (this.auditBuffer.length > 0) await this.flushAudit(tx);
+    await tx.run(INSERT_AUDIT, auditParams(now(), e));
   }
 
   /** Rows of {@link auditSoon} not yet written, with the time each was logged. */
@@ -484,19 +485,24 @@ function reportAuditFailure(err: unknown): void {
  * own transaction (fleet/audit.ts).
  */
 export async function insertAuditRow(tx: Sql, at: string, e: AuditEntry): Promise<void> {
-  await tx.run(
-    "INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    [
-      at,
-      e.kind,
-      e.request_id ?? null,
-      e.session_id ?? null,
-      e.home_session_id ?? null,
-      e.decision ?? null,
-      e.outcome,
-      e.code ?? null,
-      e.actor ?? null,
-      e.detail === undefined ? null : JSON.stringify(e.detail),
-    ],
-  );
+  await tx.run(INSERT_AUDIT, auditParams(at, e));
+}
+
+/** The one INSERT of the `audit` table. */
+const INSERT_AUDIT = "INSERT INTO audit (at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/** The parameters of {@link INSERT_AUDIT} for one row. */
+function auditParams(at: string, e: AuditEntry): SqlValue[] {
+  return [
+    at,
+    e.kind,
+    e.request_id ?? null,
+    e.session_id ?? null,
+    e.home_session_id ?? null,
+    e.decision ?? null,
+    e.outcome,
+    e.code ?? null,
+    e.actor ?? null,
+    e.detail === undefined ? null : JSON.stringify(e.detail),
+  ];
 }
