@@ -196,6 +196,55 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
     }
   });
 
+  // attack-park: a write that found the gate closed waited 5 s, then looped and waited again, for ever: a thread stalled
+  // (or stuck) inside its start-over transaction hung every write of the process instead of the promised 5 s cap
+  test("a start-over transaction that holds the gate past its wait fails the checkpointer closed: the writes go on", async () => {
+    const path = join(freshPath(), "..", "stuck.db");
+    const sql = new SqliteSql(openDatabase(path), { workerUrl: new URL("../../test/fixtures/gate-checkpoint-worker.ts", import.meta.url).href, gateWaitMs: 100 });
+    try {
+      await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+      await sql.checkpointer!.checkpoint(); // the fixture thread holds the gate, and never opens it by itself
+      await sql.run("INSERT INTO g (n) VALUES (1)");
+      await sql.transaction(async (t) => void (await t.run("INSERT INTO g (n) VALUES (2)")));
+      expect(sql.checkpointer!.failure).toContain("held the write gate");
+      expect(sql.db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+      expect((await sql.all<{ n: number }>("SELECT n FROM g ORDER BY rowid")).map((r) => r.n)).toEqual([1, 2]);
+      expect(sql.checkpointer!.beforeWrite()).toBeUndefined();
+    } finally {
+      await sql.close();
+    }
+  }, 30_000);
+
+  // attack-park: the thread opened the database by its path when it started (after the serving connection), so a data
+  // dir replaced (or a link moved) meanwhile had it checkpoint and commit its start-over write on another database
+  test("a data dir replaced before the thread starts: the thread refuses the other database file, writes nothing to it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "airlock-wal-"));
+    dirs.push(dir);
+    mkdirSync(join(dir, "data"));
+    const path = join(dir, "data", "airlock.db");
+    const sql = new SqliteSql(openDatabase(path));
+    try {
+      await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+      renameSync(join(dir, "data"), join(dir, "moved"));
+      mkdirSync(join(dir, "data"));
+      const other = openDatabase(path); // another database where the serving one was
+      other.exec("PRAGMA wal_autocheckpoint = 0; CREATE TABLE o (n INTEGER NOT NULL); INSERT INTO o (n) VALUES (7)");
+      const walBefore = readFileSync(`${path}-wal`);
+      try {
+        await sql.run("INSERT INTO g (n) VALUES (1)");
+        expect(await sql.checkpointer!.checkpoint({ startOver: true })).toBeNull();
+        expect(sql.checkpointer!.failure).toContain("no longer the serving connection's database file");
+        expect(readFileSync(`${path}-wal`).equals(walBefore)).toBe(true); // not checkpointed, not started over
+        await sql.run("INSERT INTO g (n) VALUES (2)"); // the serving connection goes on, on its own file
+        expect((await sql.all<{ n: number }>("SELECT n FROM g")).map((r) => r.n)).toEqual([1, 2]);
+      } finally {
+        other.close();
+      }
+    } finally {
+      await sql.close();
+    }
+  });
+
   test("however fast the commits, the WAL stays within its bound (plus the last transaction)", async () => {
     const path = freshPath();
     const { store, sql } = await openServing(path);
