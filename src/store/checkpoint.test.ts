@@ -215,6 +215,32 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
     }
   }, 30_000);
 
+  // attack-park: close() closed the connection while writes asked for before it still waited at the gate: once the gate
+  // opened they ran on a closed database and failed ("Database has closed"), their rows never stored
+  test("writes waiting at the gate when close() is called run before the connection closes, in order", async () => {
+    const path = freshPath();
+    const sql = new SqliteSql(openDatabase(path), { workerUrl: new URL("../../test/fixtures/gate-checkpoint-worker.ts", import.meta.url).href });
+    await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+    await sql.checkpointer!.checkpoint(); // the fixture thread holds the gate
+    const one = sql.run("INSERT INTO g (n) VALUES (1)");
+    const tx = sql.transaction(async (t) => {
+      await t.run("INSERT INTO g (n) VALUES (2)");
+      await new Promise((r) => setTimeout(r, 1)); // the transaction spans a timer turn
+      await t.run("INSERT INTO g (n) VALUES (3)");
+    });
+    const returning = sql.get<{ n: number }>("INSERT INTO g (n) VALUES (4) RETURNING n");
+    await sql.close();
+    await one;
+    await tx;
+    expect((await returning)!.n).toBe(4);
+    const db = openDatabase(path);
+    try {
+      expect(db.query<{ n: number }, []>("SELECT n FROM g ORDER BY rowid").all().map((r) => r.n)).toEqual([1, 2, 3, 4]);
+    } finally {
+      db.close();
+    }
+  });
+
   // attack-park: the thread opened the database by its path when it started (after the serving connection), so a data
   // dir replaced (or a link moved) meanwhile had it checkpoint and commit its start-over write on another database
   test("a data dir replaced before the thread starts: the thread refuses the other database file, writes nothing to it", async () => {
