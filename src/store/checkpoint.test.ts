@@ -215,6 +215,33 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
     }
   }, 30_000);
 
+  // attack-park: the pause checkpoint was taken as soon as the writes had paused IDLE_MS; writes whose gaps were just
+  // longer (a commit every 21-25 ms) met every one of them (each taken when the next write was due), so neither the
+  // thread nor a commit ever started the WAL over and it grew to its 16 MB bound (main: 1.4-2.3 MB). After a pause
+  // checkpoint that a write met, the next one waits for a longer pause. Timers never fire early, so the bound below
+  // cannot fail on a loaded machine; without the fix the next pause checkpoint comes after a 100 ms pause, not 200.
+  test("after a pause checkpoint that writes met, the next pause checkpoint waits for twice the pause", async () => {
+    const path = freshPath();
+    const sql = new SqliteSql(openDatabase(path), { workerUrl: new URL("../../test/fixtures/phase-checkpoint-worker.ts", import.meta.url).href, idleMs: 100, busyPeriodMs: 200, startBytes: 0 });
+    try {
+      await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+      const cp = sql.checkpointer!;
+      // a write every 150 ms (gaps past the 100 ms pause but short of twice it) until the thread's first pause
+      // checkpoint has met one of them and answered; then at once the last write, and a pause
+      for (let n = 0, next = 0; cp.checkpoints < 1; await new Promise((r) => setTimeout(r, 5))) {
+        if (performance.now() < next) continue;
+        await sql.run("INSERT INTO g (n) VALUES (?)", [n++]);
+        next = performance.now() + 150;
+      }
+      const t0 = performance.now();
+      await sql.run("INSERT INTO g (n) VALUES (-1)"); // the last write: then a pause
+      await until(() => cp.restarts >= 1); // the next pause checkpoint (a busy one may come before it)
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(200);
+    } finally {
+      await sql.close();
+    }
+  }, 30_000);
+
   // attack-park: close() closed the connection while writes asked for before it still waited at the gate: once the gate
   // opened they ran on a closed database and failed ("Database has closed"), their rows never stored
   test("writes waiting at the gate when close() is called run before the connection closes, in order", async () => {

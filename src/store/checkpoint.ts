@@ -141,6 +141,14 @@ export class WalCheckpointer {
   failure: string | null = null;
   private readonly startBytes: number;
   private readonly idleMs: number;
+  /**
+   * The pause the timer waits for before a checkpoint that may start the WAL over, ms: {@link IDLE_MS}, doubled (up to
+   * {@link BUSY_PERIOD_MS}) each time writes came during such a checkpoint and left the WAL unsettled, back to
+   * {@link IDLE_MS} once one settles it. Writes whose gaps are just longer than the pause would otherwise meet every
+   * checkpoint (each one taken when the next write is due): no start-over, by the thread or by a commit, and the WAL
+   * grew to its bound.
+   */
+  private pauseMs: number;
   private readonly busyPeriodMs: number;
   private readonly workerUrl: string;
   private readonly gateWaitMs: number;
@@ -174,6 +182,7 @@ export class WalCheckpointer {
     this.walPath = `${resolvedPath(db.filename)}-wal`;
     this.startBytes = opts.startBytes ?? START_BYTES;
     this.idleMs = opts.idleMs ?? IDLE_MS;
+    this.pauseMs = this.idleMs;
     this.busyPeriodMs = opts.busyPeriodMs ?? BUSY_PERIOD_MS;
     this.workerUrl = opts.workerUrl ?? checkpointWorkerUrl();
     this.gateWaitMs = opts.gateWaitMs ?? GATE_WAIT_MS;
@@ -238,13 +247,17 @@ export class WalCheckpointer {
     // at most one checkpoint per busy period, whichever asks: no more fsyncs than a fixed tick made
     if (since < this.busyPeriodMs) return void this.arm(this.busyPeriodMs - since);
     const quiet = now - this.lastWrite;
-    if (quiet >= this.idleMs) {
+    if (quiet >= this.pauseMs) {
       this.busySince = undefined;
       // the writes paused: checkpoint, and start the WAL over if that copied all of it with no commit meanwhile
       this.dirty = false;
       void this.request(true).then((r) => {
+        if (!r) return;
+        const settled = r.restarted || r.log === 0;
+        // writes came during it and left the WAL unsettled: wait for a longer pause next time (see pauseMs)
+        this.pauseMs = settled ? this.idleMs : this.dirty ? Math.min(this.pauseMs * 2, this.busyPeriodMs) : this.pauseMs;
         // not settled (a reader kept frames, a commit came, the lock was taken): tried again next busy period
-        if (r && !(r.restarted || r.log === 0) && !this.dirty) {
+        if (!settled && !this.dirty) {
           this.dirty = true;
           if (this.timer === undefined && !this.closed) this.arm(this.busyPeriodMs);
         }
@@ -253,7 +266,7 @@ export class WalCheckpointer {
     }
     // writes going on for less than a busy period (as seen by the timer's turns): their pause is waited for
     this.busySince ??= now;
-    if (now - this.busySince < this.busyPeriodMs) return void this.arm(this.idleMs - quiet);
+    if (now - this.busySince < this.busyPeriodMs) return void this.arm(this.pauseMs - quiet);
     // the writes go on: a checkpoint without starting over (the WAL starts over at the next pause, or at the bound)
     void this.request(false);
     this.arm(this.busyPeriodMs);
