@@ -4,11 +4,13 @@
  * it runs a PASSIVE checkpoint per request, so the checkpoint's copy and fsyncs never run on the serving
  * thread nor inside a commit. Asked to (the serving connection's writes have paused), it also starts a fully
  * copied WAL over itself, with one small commit, so the fsync SQLite makes of a new WAL's header happens here
- * rather than in the serving connection's next commit. Loads nothing but bun:sqlite.
+ * rather than in the serving connection's next commit. Runs only on the serving connection's own file (the path may
+ * name another by the time the thread opens it: a data dir replaced, a link moved): otherwise it fails. Loads nothing
+ * but bun:sqlite and the checkpointer's constants.
  */
 import { Database } from "bun:sqlite";
 import { assertNever } from "../errors.ts";
-import { GATE_STATE, GATE_WRITES, type CheckpointReply, type CheckpointRequest } from "./checkpoint.ts";
+import { fileId, GATE_STATE, GATE_WRITES, type CheckpointReply, type CheckpointRequest } from "./checkpoint.ts";
 
 declare const self: Worker;
 
@@ -61,7 +63,14 @@ self.onmessage = (ev: MessageEvent<CheckpointRequest>) => {
     switch (m.kind) {
       case "open":
         // never creates the file: the serving connection made and migrated it
+        if (fileId(m.path) !== m.file) throw new Error(`${m.path} is no longer the serving connection's database file`);
         db = new Database(m.path, { readwrite: true, create: false });
+        // the file opened is the one looked at before (and so the serving connection's), else nothing runs on it
+        if (fileId(m.path) !== m.file) {
+          db.close();
+          db = null;
+          throw new Error(`${m.path} is no longer the serving connection's database file`);
+        }
         // synchronous = NORMAL as the serving connection (store/db.ts): the checkpoint still syncs the WAL before it
         // copies and the database file after, and a new WAL's header is still synced; only the start-over commit
         // itself (which changes nothing) is not (FULL, SQLite's default, would add an fsync to it)

@@ -196,6 +196,108 @@ describe("WAL checkpoints off the serving connection's commits (store/checkpoint
     }
   });
 
+  // attack-park: a write that found the gate closed waited 5 s, then looped and waited again, for ever: a thread stalled
+  // (or stuck) inside its start-over transaction hung every write of the process instead of the promised 5 s cap
+  test("a start-over transaction that holds the gate past its wait fails the checkpointer closed: the writes go on", async () => {
+    const path = join(freshPath(), "..", "stuck.db");
+    const sql = new SqliteSql(openDatabase(path), { workerUrl: new URL("../../test/fixtures/gate-checkpoint-worker.ts", import.meta.url).href, gateWaitMs: 100 });
+    try {
+      await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+      await sql.checkpointer!.checkpoint(); // the fixture thread holds the gate, and never opens it by itself
+      await sql.run("INSERT INTO g (n) VALUES (1)");
+      await sql.transaction(async (t) => void (await t.run("INSERT INTO g (n) VALUES (2)")));
+      expect(sql.checkpointer!.failure).toContain("held the write gate");
+      expect(sql.db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+      expect((await sql.all<{ n: number }>("SELECT n FROM g ORDER BY rowid")).map((r) => r.n)).toEqual([1, 2]);
+      expect(sql.checkpointer!.beforeWrite()).toBeUndefined();
+    } finally {
+      await sql.close();
+    }
+  }, 30_000);
+
+  // attack-park: the pause checkpoint was taken as soon as the writes had paused IDLE_MS; writes whose gaps were just
+  // longer (a commit every 21-25 ms) met every one of them (each taken when the next write was due), so neither the
+  // thread nor a commit ever started the WAL over and it grew to its 16 MB bound (main: 1.4-2.3 MB). After a pause
+  // checkpoint that a write met, the next one waits for a longer pause. Timers never fire early, so the bound below
+  // cannot fail on a loaded machine; without the fix the next pause checkpoint comes after a 100 ms pause, not 200.
+  test("after a pause checkpoint that writes met, the next pause checkpoint waits for twice the pause", async () => {
+    const path = freshPath();
+    const sql = new SqliteSql(openDatabase(path), { workerUrl: new URL("../../test/fixtures/phase-checkpoint-worker.ts", import.meta.url).href, idleMs: 100, busyPeriodMs: 200, startBytes: 0 });
+    try {
+      await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+      const cp = sql.checkpointer!;
+      // a write every 150 ms (gaps past the 100 ms pause but short of twice it) until the thread's first pause
+      // checkpoint has met one of them and answered; then at once the last write, and a pause
+      for (let n = 0, next = 0; cp.checkpoints < 1; await new Promise((r) => setTimeout(r, 5))) {
+        if (performance.now() < next) continue;
+        await sql.run("INSERT INTO g (n) VALUES (?)", [n++]);
+        next = performance.now() + 150;
+      }
+      const t0 = performance.now();
+      await sql.run("INSERT INTO g (n) VALUES (-1)"); // the last write: then a pause
+      await until(() => cp.restarts >= 1); // the next pause checkpoint (a busy one may come before it)
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(200);
+    } finally {
+      await sql.close();
+    }
+  }, 30_000);
+
+  // attack-park: close() closed the connection while writes asked for before it still waited at the gate: once the gate
+  // opened they ran on a closed database and failed ("Database has closed"), their rows never stored
+  test("writes waiting at the gate when close() is called run before the connection closes, in order", async () => {
+    const path = freshPath();
+    const sql = new SqliteSql(openDatabase(path), { workerUrl: new URL("../../test/fixtures/gate-checkpoint-worker.ts", import.meta.url).href });
+    await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+    await sql.checkpointer!.checkpoint(); // the fixture thread holds the gate
+    const one = sql.run("INSERT INTO g (n) VALUES (1)");
+    const tx = sql.transaction(async (t) => {
+      await t.run("INSERT INTO g (n) VALUES (2)");
+      await new Promise((r) => setTimeout(r, 1)); // the transaction spans a timer turn
+      await t.run("INSERT INTO g (n) VALUES (3)");
+    });
+    const returning = sql.get<{ n: number }>("INSERT INTO g (n) VALUES (4) RETURNING n");
+    await sql.close();
+    await one;
+    await tx;
+    expect((await returning)!.n).toBe(4);
+    const db = openDatabase(path);
+    try {
+      expect(db.query<{ n: number }, []>("SELECT n FROM g ORDER BY rowid").all().map((r) => r.n)).toEqual([1, 2, 3, 4]);
+    } finally {
+      db.close();
+    }
+  });
+
+  // attack-park: the thread opened the database by its path when it started (after the serving connection), so a data
+  // dir replaced (or a link moved) meanwhile had it checkpoint and commit its start-over write on another database
+  test("a data dir replaced before the thread starts: the thread refuses the other database file, writes nothing to it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "airlock-wal-"));
+    dirs.push(dir);
+    mkdirSync(join(dir, "data"));
+    const path = join(dir, "data", "airlock.db");
+    const sql = new SqliteSql(openDatabase(path));
+    try {
+      await sql.run("CREATE TABLE g (n INTEGER NOT NULL)");
+      renameSync(join(dir, "data"), join(dir, "moved"));
+      mkdirSync(join(dir, "data"));
+      const other = openDatabase(path); // another database where the serving one was
+      other.exec("PRAGMA wal_autocheckpoint = 0; CREATE TABLE o (n INTEGER NOT NULL); INSERT INTO o (n) VALUES (7)");
+      const walBefore = readFileSync(`${path}-wal`);
+      try {
+        await sql.run("INSERT INTO g (n) VALUES (1)");
+        expect(await sql.checkpointer!.checkpoint({ startOver: true })).toBeNull();
+        expect(sql.checkpointer!.failure).toContain("no longer the serving connection's database file");
+        expect(readFileSync(`${path}-wal`).equals(walBefore)).toBe(true); // not checkpointed, not started over
+        await sql.run("INSERT INTO g (n) VALUES (2)"); // the serving connection goes on, on its own file
+        expect((await sql.all<{ n: number }>("SELECT n FROM g")).map((r) => r.n)).toEqual([1, 2]);
+      } finally {
+        other.close();
+      }
+    } finally {
+      await sql.close();
+    }
+  });
+
   test("however fast the commits, the WAL stays within its bound (plus the last transaction)", async () => {
     const path = freshPath();
     const { store, sql } = await openServing(path);

@@ -49,6 +49,11 @@ export type CheckpointRequest =
       journalSizeLimit: number;
       /** the {@link WriteGate}'s two words: [GATE_STATE] and [GATE_WRITES] */
       gate: SharedArrayBuffer;
+      /**
+       * the serving connection's database file (`dev:ino`, decimal, of its path with links resolved, taken when the
+       * checkpointer was made): the thread refuses to run on any other file that `path` names by the time it opens it
+       */
+      file: string;
     }
   | { kind: "checkpoint"; /** start a fully copied WAL over, unless a commit came during the checkpoint */ startOver: boolean }
   | { kind: "close" };
@@ -70,8 +75,11 @@ export type CheckpointReply =
 export const GATE_STATE = 0;
 /** See {@link GATE_STATE}. */
 export const GATE_WRITES = 1;
-/** Longest a write waits for the thread's start-over transaction before going on to SQLite's own busy wait, ms. */
-const GATE_WAIT_MS = 5000;
+/**
+ * Longest a write waits for the thread's start-over transaction, ms: then the checkpointer fails closed (the thread is
+ * ended, the gate opened for good) and the write goes on to SQLite's own busy wait.
+ */
+export const GATE_WAIT_MS = 5000;
 
 /** One PASSIVE checkpoint's result: WAL frames in the log and frames copied into the database file (SQLite's `wal_checkpoint` row). */
 export interface CheckpointResult {
@@ -109,6 +117,7 @@ export interface WalCheckpointerOptions {
   busyPeriodMs?: number;
   startBytes?: number;
   workerUrl?: string;
+  gateWaitMs?: number;
 }
 
 /**
@@ -132,8 +141,19 @@ export class WalCheckpointer {
   failure: string | null = null;
   private readonly startBytes: number;
   private readonly idleMs: number;
+  /**
+   * The pause the timer waits for before a checkpoint that may start the WAL over, ms: {@link IDLE_MS}, doubled (up to
+   * {@link BUSY_PERIOD_MS}) each time writes came during such a checkpoint and left the WAL unsettled, back to
+   * {@link IDLE_MS} once one settles it. Writes whose gaps are just longer than the pause would otherwise meet every
+   * checkpoint (each one taken when the next write is due): no start-over, by the thread or by a commit, and the WAL
+   * grew to its bound.
+   */
+  private pauseMs: number;
   private readonly busyPeriodMs: number;
   private readonly workerUrl: string;
+  private readonly gateWaitMs: number;
+  /** The serving connection's file as `dev:ino` (see {@link CheckpointRequest} `file`); null when it could not be looked at (then the thread never starts). */
+  private readonly file: string | null;
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** `performance.now()` of the last write noted, ms. */
   private lastWrite = -Infinity;
@@ -162,8 +182,11 @@ export class WalCheckpointer {
     this.walPath = `${resolvedPath(db.filename)}-wal`;
     this.startBytes = opts.startBytes ?? START_BYTES;
     this.idleMs = opts.idleMs ?? IDLE_MS;
+    this.pauseMs = this.idleMs;
     this.busyPeriodMs = opts.busyPeriodMs ?? BUSY_PERIOD_MS;
     this.workerUrl = opts.workerUrl ?? checkpointWorkerUrl();
+    this.gateWaitMs = opts.gateWaitMs ?? GATE_WAIT_MS;
+    this.file = fileId(resolvedPath(db.filename));
   }
 
   /** Size of the `-wal` file now, bytes (0 when there is none). @throws Error when it cannot be looked at (ENOTDIR, EACCES, …). */
@@ -174,13 +197,18 @@ export class WalCheckpointer {
   /**
    * Call before each write of the serving connection: counts it (the thread does not start the WAL over after it)
    * and, while the thread's start-over transaction holds the write lock, returns a promise that resolves when it is
-   * done (at most 5 s), so the write waits without blocking the thread it runs on; undefined otherwise.
+   * done, so the write waits without blocking the thread it runs on; undefined otherwise. A transaction that holds the
+   * gate for {@link GATE_WAIT_MS} fails the checkpointer (the thread is ended and the gate opened for good): a stalled
+   * thread never keeps the writes waiting longer than that.
    */
   beforeWrite(): Promise<unknown> | undefined {
     Atomics.add(this.gate, GATE_WRITES, 1);
     if (Atomics.load(this.gate, GATE_STATE) === 0) return undefined;
-    const w = Atomics.waitAsync(this.gate, GATE_STATE, 1, GATE_WAIT_MS);
-    return w.async ? w.value : undefined;
+    const w = Atomics.waitAsync(this.gate, GATE_STATE, 1, this.gateWaitMs);
+    if (!w.async) return undefined;
+    return w.value.then((r) => {
+      if (r === "timed-out" && Atomics.load(this.gate, GATE_STATE) === 1) this.fail(`the checkpoint thread held the write gate for ${this.gateWaitMs} ms`);
+    });
   }
 
   /** The serving connection wrote (or may have): arms the timer when it is not armed. Cheap: one clock read. */
@@ -219,13 +247,17 @@ export class WalCheckpointer {
     // at most one checkpoint per busy period, whichever asks: no more fsyncs than a fixed tick made
     if (since < this.busyPeriodMs) return void this.arm(this.busyPeriodMs - since);
     const quiet = now - this.lastWrite;
-    if (quiet >= this.idleMs) {
+    if (quiet >= this.pauseMs) {
       this.busySince = undefined;
       // the writes paused: checkpoint, and start the WAL over if that copied all of it with no commit meanwhile
       this.dirty = false;
       void this.request(true).then((r) => {
+        if (!r) return;
+        const settled = r.restarted || r.log === 0;
+        // writes came during it and left the WAL unsettled: wait for a longer pause next time (see pauseMs)
+        this.pauseMs = settled ? this.idleMs : this.dirty ? Math.min(this.pauseMs * 2, this.busyPeriodMs) : this.pauseMs;
         // not settled (a reader kept frames, a commit came, the lock was taken): tried again next busy period
-        if (r && !(r.restarted || r.log === 0) && !this.dirty) {
+        if (!settled && !this.dirty) {
           this.dirty = true;
           if (this.timer === undefined && !this.closed) this.arm(this.busyPeriodMs);
         }
@@ -234,7 +266,7 @@ export class WalCheckpointer {
     }
     // writes going on for less than a busy period (as seen by the timer's turns): their pause is waited for
     this.busySince ??= now;
-    if (now - this.busySince < this.busyPeriodMs) return void this.arm(this.idleMs - quiet);
+    if (now - this.busySince < this.busyPeriodMs) return void this.arm(this.pauseMs - quiet);
     // the writes go on: a checkpoint without starting over (the WAL starts over at the next pause, or at the bound)
     void this.request(false);
     this.arm(this.busyPeriodMs);
@@ -259,6 +291,7 @@ export class WalCheckpointer {
   private async runOne(startOver: boolean): Promise<CheckpointResult | null> {
     try {
       if (!this.worker) {
+        if (this.file === null) throw new Error(`the checkpointer cannot look at ${this.db.filename}`);
         this.worker = new Worker(this.workerUrl);
         (this.worker as Worker & { unref(): void }).unref(); // Bun: the thread keeps no process alive
         this.worker.onmessage = (ev: MessageEvent<CheckpointReply>) => this.waiting.shift()?.(ev.data);
@@ -267,7 +300,7 @@ export class WalCheckpointer {
         this.worker.addEventListener("close", () => {
           if (!this.closed) this.fail("the checkpoint thread exited");
         });
-        this.expect(await this.ask({ kind: "open", path: this.db.filename, journalSizeLimit: WAL_BOUND_BYTES, gate: this.gate.buffer as SharedArrayBuffer }), "opened");
+        this.expect(await this.ask({ kind: "open", path: this.db.filename, journalSizeLimit: WAL_BOUND_BYTES, gate: this.gate.buffer as SharedArrayBuffer, file: this.file }), "opened");
       }
       const r = this.expect(await this.ask({ kind: "checkpoint", startOver }), "checkpointed");
       this.checkpoints++;
@@ -338,6 +371,16 @@ export class WalCheckpointer {
       // requests the thread never answered (it hung): their callers get null (runOne sees a failure while closed)
       for (const w of this.waiting.splice(0)) w({ kind: "failed", message: "the checkpointer closed" });
     }
+  }
+}
+
+/** The file `path` names (links followed) as `dev:ino`, decimal; null when it cannot be looked at. */
+export function fileId(path: string): string | null {
+  try {
+    const s = statSync(path, { bigint: true });
+    return `${s.dev}:${s.ino}`;
+  } catch {
+    return null;
   }
 }
 

@@ -27,6 +27,8 @@ export class SqliteSql implements Sql {
   /** Resolves when the open transaction (if any) ends. */
   private held: Promise<void> | null = null;
   private closed = false;
+  /** Writes waiting at the checkpoint thread's gate: `close()` lets them run first (they were asked for before it). */
+  private readonly gateWaits = new Set<Promise<unknown>>();
   /** The WAL checkpointer of a database file in WAL mode; null in memory. */
   readonly checkpointer: WalCheckpointer | null;
 
@@ -96,20 +98,27 @@ export class SqliteSql implements Sql {
    * (store/checkpoint.ts `beforeWrite`, which also counts the write). Callers loop until it is undefined.
    */
   private writeWait(): Promise<unknown> | undefined {
-    return this.held ?? this.checkpointer?.beforeWrite();
+    if (this.held) return this.held;
+    const gate = this.checkpointer?.beforeWrite();
+    if (gate) {
+      this.gateWaits.add(gate);
+      void gate.finally(() => this.gateWaits.delete(gate));
+    }
+    return gate;
   }
 
   /**
-   * Waits for the open transaction, closes the checkpoint thread's connection, empties the WAL into the
-   * database file when no other connection is busy on it (a TRUNCATE checkpoint that waits for no one),
-   * and closes the connection. Idempotent.
+   * Waits for the open transaction, closes the checkpoint thread's connection, lets the writes that were waiting at
+   * its gate run (and the transactions among them end), empties the WAL into the database file when no other
+   * connection is busy on it (a TRUNCATE checkpoint that waits for no one), and closes the connection. Idempotent.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     while (this.held) await this.held;
     if (this.checkpointer) {
-      await this.checkpointer.close();
+      await this.checkpointer.close(); // the gate is open from here on
+      while (this.gateWaits.size > 0 || this.held) await (this.held ?? Promise.all(this.gateWaits));
       try {
         this.db.exec("PRAGMA busy_timeout = 0");
         this.db.query("PRAGMA wal_checkpoint(TRUNCATE)").get();
