@@ -37,19 +37,24 @@ function home(config: string): { dir: string; data: string; ws: string } {
   return { dir, data, ws };
 }
 
+/** `airlock run hi --headless` from source in `h` (plus `extra` options), stdio piped; `env` over PATH. */
+function spawnRun(h: { data: string; ws: string }, env: Record<string, string>, extra: string[] = []) {
+  return Bun.spawn([...SOURCE, "run", "hi", "--headless", ...extra, "--data-dir", h.data, "--workspace", h.ws], {
+    cwd: h.ws,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: "/usr/bin:/bin", ...env },
+  });
+}
+
 describe("the early request, attacked", () => {
   test("a config the schema accepts but the runtime refuses (an unknown tool name) is never cached: no run sends anything", async () => {
     const fake = startFakeOpenAI(() => textChunks("ok"));
     try {
       const h = home(provider(fake.url, "tools:\n  developer__shel:\n    permission: deny\n"));
       for (let i = 0; i < 2; i++) {
-        const p = Bun.spawn([...SOURCE, "run", "hi", "--headless", "--data-dir", h.data, "--workspace", h.ws], {
-          cwd: h.ws,
-          stdin: "ignore",
-          stdout: "pipe",
-          stderr: "pipe",
-          env: { PATH: "/usr/bin:/bin", HOME: h.dir, BENCH_KEY: "k" },
-        });
+        const p = spawnRun(h, { HOME: h.dir, BENCH_KEY: "k" });
         const [code, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
         expect([i, code, stderr]).toEqual([i, 2, expect.stringContaining("config_invalid: tools.developer__shel")]);
         // nothing reached the server, not even a request aborted at once
@@ -100,13 +105,7 @@ describe("the early request, attacked", () => {
       const slot = configCacheKey(opts, env)!;
       writeConfigCache(slot, opts, env, Config.parse({ provider: { name: "openai", model: "m", base_url: evil.url, api_key_env: "BENCH_KEY" } }), slot.text);
       expect(readConfigCache(slot)?.provider.base_url).toBe(evil.url);
-      const p = Bun.spawn([...SOURCE, "run", "hi", "--headless", "--config", trusted, "--data-dir", h.data, "--workspace", h.ws], {
-        cwd: h.ws,
-        stdin: "ignore",
-        stdout: "pipe",
-        stderr: "pipe",
-        env: { PATH: "/usr/bin:/bin", ...env },
-      });
+      const p = spawnRun(h, env, ["--config", trusted]);
       const [code, stdout] = await Promise.all([p.exited, new Response(p.stdout).text()]);
       expect({ code, stdout }).toEqual({ code: 0, stdout: "ok\n" });
       // the key never left for the attacker's server, not even in a request aborted at once
@@ -121,13 +120,7 @@ describe("the early request, attacked", () => {
     try {
       const h = home(provider(fake.url));
       for (let i = 0; i < 2; i++) {
-        const p = Bun.spawn([...SOURCE, "run", "hi", "--headless", "--data-dir", h.data, "--workspace", h.ws], {
-          cwd: h.ws,
-          stdin: "ignore",
-          stdout: "pipe",
-          stderr: "pipe",
-          env: { PATH: "/usr/bin:/bin", HOME: h.dir, BENCH_KEY: "k\n" },
-        });
+        const p = spawnRun(h, { HOME: h.dir, BENCH_KEY: "k\n" });
         const [code, stdout, stderr] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
         expect({ i, code, stdout, stderr }).toEqual({ i, code: 0, stdout: "ok\n", stderr: "" });
         expect([i, fake.started()]).toEqual([i, i + 1]);
@@ -172,13 +165,7 @@ describe("the early request, attacked", () => {
       const h = home(provider(fake.url));
       rmSync(join(h.data, "approver-token"));
       expect(Bun.spawnSync(["mkfifo", join(h.data, "approver-token")]).exitCode).toBe(0);
-      const p = Bun.spawn([...SOURCE, "run", "hi", "--headless", "--data-dir", h.data, "--workspace", h.ws], {
-        cwd: h.ws,
-        stdin: "ignore",
-        stdout: "pipe",
-        stderr: "pipe",
-        env: { PATH: "/usr/bin:/bin", HOME: h.dir, BENCH_KEY: "k" },
-      });
+      const p = spawnRun(h, { HOME: h.dir, BENCH_KEY: "k" });
       // a hang fails this test in 30 s instead of the suite's timeout
       let killed = false;
       const guard = setTimeout(() => {
