@@ -12,7 +12,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { pickDataDir } from "../config/paths.ts";
+import { pickDataDir, readRegularFile } from "../config/paths.ts";
 import type { Config } from "../config/schema.ts";
 import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/compact.ts";
 import { offerEarlyRequest } from "../agent/providers/early.ts";
@@ -94,7 +94,7 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   const configPath = explicit ? resolve(opts.config!) : join(dataDir, "airlock.yaml");
   let bytes: Buffer | null;
   try {
-    bytes = readFileSync(configPath);
+    bytes = readRegularFile(configPath);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT" || explicit) return undefined;
     bytes = null;

@@ -238,3 +238,33 @@ describe("docs/configuration.md", () => {
     expect(undocumented).toEqual([]);
   });
 });
+
+describe("a config or recipe that is not a regular file", () => {
+  // In a child process with a kill timer: a blocking read of a FIFO would block this process's event loop, and
+  // with it the test's own timeout.
+  test("a FIFO as airlock.yaml, --config or --recipe is refused at once (config_invalid / recipe_invalid), never read", () => {
+    const dir = mkdtempSync(join(tmpdir(), "airlock-config-fifo-"));
+    try {
+      const fifo = join(dir, "airlock.yaml");
+      expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+      const child = `
+        const { loadConfig } = await import(${JSON.stringify(join(import.meta.dir, "load.ts"))});
+        const { loadRecipe } = await import(${JSON.stringify(join(import.meta.dir, "..", "scheduler", "recipe.ts"))});
+        const out = [];
+        for (const f of [() => loadConfig({ dataDir: ${JSON.stringify(dir)} }), () => loadConfig({ dataDir: "/nonexistent", configPath: ${JSON.stringify(fifo)} }), () => loadRecipe(${JSON.stringify(fifo)})]) {
+          try { f(); out.push("read"); } catch (e) { out.push(e.code + ": " + e.message); }
+        }
+        console.log(JSON.stringify(out));`;
+      const r = Bun.spawnSync([process.execPath, "-e", child], { timeout: 30_000, stdout: "pipe", stderr: "pipe" });
+      expect({ exit: r.exitCode, err: r.stderr.toString() }).toEqual({ exit: 0, err: "" });
+      const out = JSON.parse(r.stdout.toString()) as string[];
+      expect(out).toEqual([
+        expect.stringMatching(/^config_invalid: config file .*airlock\.yaml is not a regular file/),
+        expect.stringMatching(/^config_invalid: config file .*airlock\.yaml is not a regular file/),
+        expect.stringMatching(/^recipe_invalid: recipe .*: cannot read the file \(ENOTREG\)/),
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -7,12 +7,12 @@
  * carry line and column. Also merges recipe/CLI overrides (`mergeConfig`) and formats zod issues
  * for the other boundaries (`formatZodIssues`: recipes, HTTP 400s).
  */
-import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Node as YamlNode } from "yaml";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
 import { Config, HOOK_EVENTS, HooksConfig, Mode, ProviderConfig, SandboxPolicyName } from "./schema.ts";
+import { readRegularFile } from "./paths.ts";
 import { parseSimpleYaml } from "./simple-yaml.ts";
 
 /**
@@ -71,7 +71,7 @@ export function loadConfig(opts: { configPath?: string; dataDir: string; text?: 
   const shown = explicit ? opts.configPath! : path;
   let text: string;
   try {
-    text = opts.text ?? readFileSync(path, "utf8");
+    text = opts.text ?? readRegularFile(path).toString("utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT" && !explicit) {
@@ -82,6 +82,9 @@ export function loadConfig(opts: { configPath?: string; dataDir: string; text?: 
     }
     if (err.code === "EISDIR") {
       throw new AirlockError("config_invalid", `config file ${shown} is a directory; point --config at a YAML file`, { path });
+    }
+    if (err.code === "ENOTREG") {
+      throw new AirlockError("config_invalid", `config file ${shown} is not a regular file (a FIFO, a device or a socket); point --config at a YAML file`, { path });
     }
     throw new AirlockError("config_invalid", `cannot read config file ${shown}: ${err.message}; check its permissions`, { path });
   }

@@ -3,7 +3,7 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { chmodSync, closeSync, constants, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, constants, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
@@ -146,4 +146,26 @@ function createToken(path: string): void {
 /** `n` random bytes as lowercase hex (Web Crypto: node:crypto is not loaded at start, docs/performance.md). */
 function randomHex(n: number): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("hex");
+}
+
+/**
+ * Reads a whole file the user names (`airlock.yaml`, a recipe), following links but never blocking: it is opened
+ * with `O_NONBLOCK` and read only when it is a regular file, so a FIFO, a device or a socket put there cannot hang
+ * the command.
+ * @returns the file's bytes.
+ * @throws NodeJS.ErrnoException from the open or read (`ENOENT`, `EACCES`, …); code `EISDIR` for a folder and
+ *   `ENOTREG` for anything else that is not a regular file.
+ */
+export function readRegularFile(path: string): Buffer {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      const code = st.isDirectory() ? "EISDIR" : "ENOTREG";
+      throw Object.assign(new Error(`${code}: ${path} is not a regular file`), { code });
+    }
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

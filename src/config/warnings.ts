@@ -4,10 +4,11 @@
  * `airlock doctor`: a provider key the chosen provider ignores, a hook command whose script path does
  * not exist. Pure reads of the config (and `existsSync` for hook paths); nothing here throws.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { HOOK_EVENTS, defaultConfig, type Config, type ProviderName } from "./schema.ts";
 import { parseYaml, type SourcePos } from "./load.ts";
+import { readRegularFile } from "./paths.ts";
 
 /** Provider keys read by only some providers (src/agent/providers/): the providers that read each. */
 const PROVIDER_ONLY: Readonly<Record<string, readonly ProviderName[]>> = {
@@ -84,7 +85,7 @@ export function locator(configPath?: string | null): (path: readonly PropertyKey
   return (path) => {
     if (locate === undefined) {
       try {
-        locate = parseYaml(readFileSync(configPath, "utf8"), configPath).locate;
+        locate = parseYaml(readRegularFile(configPath).toString("utf8"), configPath).locate;
       } catch {
         locate = null;
       }

@@ -4,11 +4,11 @@
  * mode / sandbox / provider / hooks that override the config for one run. Parsing, parameter
  * checking and `{{ name }}` substitution are pure; every failure is `recipe_invalid` (exit 2).
  */
-import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { HooksConfig, Mode, ProviderName, SandboxPolicyName } from "../config/schema.ts";
 import { describeValue, formatZodIssues, parseYaml, type ConfigOverrides } from "../config/load.ts";
+import { readRegularFile } from "../config/paths.ts";
 import { AirlockError, assertNever } from "../errors.ts";
 
 /** The type of a recipe parameter. Values from `--param` are strings and are converted to it. */
@@ -131,7 +131,7 @@ export function loadRecipe(path: string, cwd = process.cwd()): LoadedRecipe {
   const abs = resolve(cwd, path);
   let text: string;
   try {
-    text = readFileSync(abs, "utf8");
+    text = readRegularFile(abs).toString("utf8");
   } catch (e) {
     throw new AirlockError("recipe_invalid", `recipe ${path}: cannot read the file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); pass an existing YAML file to --recipe`);
   }
