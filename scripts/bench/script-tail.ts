@@ -1,13 +1,15 @@
 /**
  * @module scripts/bench/script-tail
  * A trivial script's latency tail (issue 20: p99 ≤ 1 ms) and the garbage collections behind it (prints JSON).
- * Alternates, in one process each round, N scripts of `return 1 + 1` through `ScriptPool.run` (warm pool of 2,
+ * Alternates, each in a child process of its own, N scripts of `return 1 + 1` through `ScriptPool.run` (warm pool of 2,
  * tools unused) with N tasks of its floor: a tinypool pool of 2 whose task makes a bare QuickJS runtime + context,
  * evaluates `1 + 1` and frees them (scripts/bench/script-tail-floor-worker.ts, no airlock code), and N no-op tinypool
- * tasks (tinypool alone). Each figure: p50, p99, p99.9, max (ms), and the collections of every heap in the process
- * while its N ran (JSC's `logGC` lines: count, pauses summed and the longest, per heap), so GC counts stand beside
- * the wall time. The process re-runs itself with `BUN_JSC_logGC=1` to read them.
- * Usage: `bun scripts/bench/script-tail.ts [--n 2000] [--rounds 3] [--only pool,floor,noop]`
+ * tasks (tinypool alone). Each figure: p50, p99, p99.9, max (ms), the process's CPU per run (all threads, µs), and the collections of every heap in the process
+ * while its N ran (JSC's `logGC` lines: count, pauses summed and the longest, the main thread's and each worker's), so
+ * GC counts stand beside the wall time. The children run with `BUN_JSC_logGC=1`; the parent reads their stderr.
+ * `steps`: in one thread (no worker), the CPU per script of a bare runtime + context, of the guest the pool prepares
+ * (runtime, context, limits, the bridge: script/vm.ts `prepareGuest`) and of that guest plus the run of `return 1 + 1`.
+ * Usage: `bun scripts/bench/script-tail.ts [--n 2000] [--rounds 3] [--only pool,floor,noop,steps]`
  * (`AIRLOCK_BENCH_ROOT=/other/checkout` measures that checkout's `src/script/pool.ts`).
  */
 import { spawnSync } from "node:child_process";
@@ -22,49 +24,76 @@ const arg = (name: string, dflt: string): string => {
 };
 const N = Number(arg("n", "2000"));
 const ROUNDS = Number(arg("rounds", "3"));
-const ONLY = arg("only", "pool,floor,noop").split(",");
+const ONLY = arg("only", "pool,floor,noop,steps").split(",");
 const MARK = "@@script-tail";
 
-if (process.env.BUN_JSC_logGC !== "1") {
-  // parent: run the measuring child with GC logging, then read its stderr section by section
-  const child = spawnSync(process.execPath, [import.meta.path, ...process.argv.slice(2)], { env: { ...process.env, BUN_JSC_logGC: "1" }, encoding: "utf8", maxBuffer: 1 << 30 });
-  if (child.status !== 0) {
-    process.stderr.write(child.stderr.split("\n").filter((l) => !l.startsWith("[GC") && !l.startsWith("Requesting GC") && l !== "GC END!").join("\n"));
-    process.exit(child.status ?? 1);
-  }
-  const gcs: Record<string, { count: number; heaps: Record<string, { n: number; pauseMs: number; maxMs: number }>; pauseMs: number; maxMs: number }> = {};
+type Gc = { count: number; pause_ms_sum: number; pause_ms_max: number; main: number; workers: number[] };
+
+/** The collections in a child's stderr between its markers: per heap; the main thread's heap is the one whose forced full collection came last before the start marker. */
+function readGcs(stderr: string): Record<string, Gc> {
+  const out: Record<string, Gc> = {};
   let section: string | undefined;
-  for (const line of child.stderr.split("\n")) {
-    if (line.startsWith(MARK)) {
-      const [, what, name] = line.split(" ");
-      section = what === "start" ? name : undefined;
+  let lastHeap: string | undefined;
+  let mainHeap: string | undefined;
+  let heaps: Record<string, number> = {};
+  let g: Gc | undefined;
+  for (const line of stderr.split("\n")) {
+    const mark = line.indexOf(MARK);
+    if (mark >= 0) {
+      const [, what, name] = line.slice(mark).split(" ");
+      if (what === "start") {
+        section = name;
+        mainHeap = lastHeap;
+        heaps = {};
+        g = out[name!] = { count: 0, pause_ms_sum: 0, pause_ms_max: 0, main: 0, workers: [] };
+      } else if (g) {
+        g.main = mainHeap ? (heaps[mainHeap] ?? 0) : 0;
+        g.workers = Object.entries(heaps).filter(([h]) => h !== mainHeap).map(([, n]) => n).sort((a, b) => b - a);
+        g.pause_ms_sum = Math.round(g.pause_ms_sum * 100) / 100;
+        section = undefined;
+        g = undefined;
+      }
       continue;
     }
-    const m = section && /^\[GC<(0x[0-9a-f]+)>: START .* p=([0-9.]+)ms/.exec(line);
-    if (!m || !section) continue;
-    const g = (gcs[section] ??= { count: 0, heaps: {}, pauseMs: 0, maxMs: 0 });
-    const h = (g.heaps[m[1]!] ??= { n: 0, pauseMs: 0, maxMs: 0 });
+    const m = /\[GC<(0x[0-9a-f]+)>: START .*? p=([0-9.]+)ms/.exec(line);
+    if (!m) continue;
+    if (line.includes("FullCollection")) lastHeap = m[1]!; // the main thread's forced full collection before the marker
+    if (!section || !g) continue;
     const p = Number(m[2]);
     g.count++;
-    g.pauseMs += p;
-    g.maxMs = Math.max(g.maxMs, p);
-    h.n++;
-    h.pauseMs += p;
-    h.maxMs = Math.max(h.maxMs, p);
+    g.pause_ms_sum += p;
+    g.pause_ms_max = Math.max(g.pause_ms_max, Math.round(p * 100) / 100);
+    heaps[m[1]!] = (heaps[m[1]!] ?? 0) + 1;
   }
-  const out = JSON.parse(child.stdout) as { rounds: Array<Record<string, Record<string, unknown>>> };
-  for (const [r, round] of out.rounds.entries()) {
-    for (const [name, fig] of Object.entries(round)) {
-      const g = gcs[`${name}#${r}`];
-      if (!g || typeof fig !== "object") {
-        if (typeof fig === "object") fig.gc = { count: 0 };
-        continue;
+  return out;
+}
+
+if (process.env.BUN_JSC_logGC !== "1") {
+  // parent: each side in a child process of its own (its heaps are only its own), with GC logging; sides alternate
+  const rounds: Array<Record<string, unknown>> = [];
+  const load: number[] = [Math.round(loadavg()[0]! * 10) / 10];
+  let threads = 0;
+  for (let r = 0; r < ROUNDS; r++) {
+    const round: Record<string, unknown> = {};
+    const order = r % 2 === 0 ? ["pool", "floor", "noop", "steps"] : ["steps", "noop", "floor", "pool"];
+    for (const name of order) {
+      if (!ONLY.includes(name)) continue;
+      const child = spawnSync(process.execPath, [import.meta.path, "--n", String(N), "--only", name], { env: { ...process.env, BUN_JSC_logGC: "1" }, encoding: "utf8", maxBuffer: 1 << 30 });
+      if (child.status !== 0) {
+        process.stderr.write(child.stderr.split("\n").filter((l) => !l.includes("[GC<") && !l.startsWith("Requesting GC") && l !== "GC END!").join("\n"));
+        process.exit(child.status ?? 1);
       }
-      const round2 = (x: number): number => Math.round(x * 100) / 100;
-      fig.gc = { count: g.count, pause_ms_sum: round2(g.pauseMs), pause_ms_max: round2(g.maxMs), per_heap: Object.values(g.heaps).map((h) => h.n).sort((a, b) => b - a) };
+      const fig = JSON.parse(child.stdout) as Record<string, unknown>;
+      threads = Math.max(threads, Number(fig.threads ?? 0));
+      delete fig.threads;
+      if (name !== "steps") fig.gc = readGcs(child.stderr)[name] ?? null;
+      round[name] = fig;
     }
+    if (round.pool && round.floor) round.p99_ratio_to_floor = Math.round(((round.pool as { p99: number }).p99 / (round.floor as { p99: number }).p99) * 1000) / 1000;
+    rounds.push(round);
+    load.push(Math.round(loadavg()[0]! * 10) / 10);
   }
-  console.log(JSON.stringify(out, null, 2));
+  console.log(JSON.stringify({ bench: "script-tail", root: process.env.AIRLOCK_BENCH_ROOT ?? resolve(import.meta.dir, "../.."), n: N, load_1min: load, pool_threads_after: threads, rounds }, null, 2));
   process.exit(0);
 }
 
@@ -80,51 +109,67 @@ function figures(times: number[]): { p50: number; p99: number; p999: number; max
   return { p50: round3(pct(s, 50)), p99: round3(pct(s, 99)), p999: round3(pct(s, 99.9)), max: round3(s[s.length - 1]!), over_1ms: s.filter((t) => t > 1).length };
 }
 
-async function timed(name: string, r: number, one: () => Promise<unknown>): Promise<Record<string, unknown>> {
+async function timed(name: string, one: () => Promise<unknown>): Promise<Record<string, unknown>> {
   const times: number[] = [];
-  process.stderr.write(`${MARK} start ${name}#${r}\n`);
+  const cpu0 = process.cpuUsage();
+  process.stderr.write(`${MARK} start ${name}\n`);
   for (let i = 0; i < N; i++) {
     const t0 = performance.now();
     await one();
     times.push(performance.now() - t0);
   }
-  process.stderr.write(`${MARK} end ${name}#${r}\n`);
-  return { ...figures(times), runs: N };
+  process.stderr.write(`${MARK} end ${name}\n`);
+  const cpu = process.cpuUsage(cpu0);
+  // CPU of every thread of the process per script, µs: what load does not distort (beside the wall times)
+  return { ...figures(times), runs: N, cpu_us_per_run: Math.round((cpu.user + cpu.system) / N) };
 }
 
-const pool = new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 });
+const only = ONLY[0]!;
+if (only === "steps") {
+  // One thread, no worker, no tinypool: the CPU of each part of a script's guest, µs per script (the process's CPU)
+  const { Instances } = (await import(resolve(root, "src/script/instances.ts"))) as typeof import("../../src/script/instances.ts");
+  const { prepareGuest, ScriptRun } = (await import(resolve(root, "src/script/vm.ts"))) as typeof import("../../src/script/vm.ts");
+  const inst = await (await Instances.create(64)).take();
+  const meter = new Float64Array(8);
+  const cpuPer = async (f: () => unknown): Promise<number> => {
+    for (let i = 0; i < 200; i++) await f();
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < N; i++) await f();
+    const c = process.cpuUsage(c0);
+    return Math.round((c.user + c.system) / N);
+  };
+  const bare = await cpuPer(() => {
+    const rt = inst.module.newRuntime();
+    rt.setMemoryLimit(64 * 2 ** 20);
+    const ctx = rt.newContext();
+    ctx.dispose();
+    rt.dispose();
+  });
+  const prepared = await cpuPer(() => prepareGuest(inst.module, 64 * 2 ** 20, 512 * 1024).dispose());
+  const whole = await cpuPer(async () => {
+    const run = new ScriptRun(inst.module, { code: "return 1 + 1", limits: LIMITS, memoryBytes: 64 * 2 ** 20, stackBytes: 512 * 1024, meter, memoryExhausted: () => false, post: () => {} });
+    run.start(prepareGuest(inst.module, 64 * 2 ** 20, 512 * 1024));
+    const o = await run.done;
+    if (!o.ok) throw new Error(`bench script failed: ${JSON.stringify(o)}`);
+  });
+  console.log(JSON.stringify({ runs: N, bare_runtime_context_us: bare, prepared_guest_us: prepared, prepared_guest_and_run_us: whole, threads: 0 }));
+  process.exit(0);
+}
+const pool = only === "pool" ? new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 }) : undefined;
 const runScript = async (): Promise<void> => {
-  const r = await pool.run("return 1 + 1", LIMITS, tools);
+  const r = await pool!.run("return 1 + 1", LIMITS, tools);
   if (!r.ok || r.value !== 2) throw new Error(`bench script failed: ${JSON.stringify(r)}`);
 };
-const floor = new Tinypool({ filename: resolve(import.meta.dir, "script-tail-floor-worker.ts"), minThreads: 2, maxThreads: 2, concurrentTasksPerWorker: 1, useAtomics: false });
+const floor = only === "pool" ? undefined : new Tinypool({ filename: resolve(import.meta.dir, "script-tail-floor-worker.ts"), minThreads: 2, maxThreads: 2, concurrentTasksPerWorker: 1, useAtomics: false });
 const floorTask = async (mode: "quickjs" | "noop"): Promise<void> => {
-  if ((await floor.run({ mode })) !== 2) throw new Error("floor task failed");
+  if ((await floor!.run({ mode })) !== 2) throw new Error("floor task failed");
 };
-// warm threads and JIT on every side
-for (let i = 0; i < 300; i++) {
-  if (ONLY.includes("pool")) await runScript();
-  await floorTask("quickjs");
-  await floorTask("noop");
-}
-const rounds: Array<Record<string, unknown>> = [];
-const load: number[] = [loadavg()[0]!];
-for (let r = 0; r < ROUNDS; r++) {
-  const round: Record<string, unknown> = {};
-  // which side goes first alternates between rounds
-  const order = r % 2 === 0 ? ["pool", "floor", "noop"] : ["noop", "floor", "pool"];
-  for (const name of order) {
-    if (!ONLY.includes(name)) continue;
-    if (name === "pool") round.pool = await timed("pool", r, runScript);
-    else if (name === "floor") round.floor = await timed("floor", r, () => floorTask("quickjs"));
-    else round.noop = await timed("noop", r, () => floorTask("noop"));
-  }
-  if (round.pool && round.floor) round.p99_ratio_to_floor = round3((round.pool as { p99: number }).p99 / (round.floor as { p99: number }).p99);
-  rounds.push(round);
-  load.push(loadavg()[0]!);
-}
-const threads = pool.threadIds.length;
-await pool.close();
-await floor.destroy();
-console.log(JSON.stringify({ bench: "script-tail", root, n: N, load_1min: load.map((l) => Math.round(l * 10) / 10), pool_threads_after: threads, rounds }));
+const one = only === "pool" ? runScript : only === "floor" ? () => floorTask("quickjs") : () => floorTask("noop");
+for (let i = 0; i < 300; i++) await one(); // warm threads and JIT
+Bun.gc(true); // marks the main thread's heap in the log (the last collection before the start marker)
+const fig = await timed(only, one);
+const threads = pool?.threadIds.length ?? 2;
+await pool?.close();
+await floor?.destroy();
+console.log(JSON.stringify({ ...fig, threads }));
 process.exit(0);

@@ -81,12 +81,8 @@ export class ScriptPool {
   /** The QuickJS WASM module, compiled once here and sent with every task (a new thread only instantiates it). */
   #wasm: Promise<WebAssembly.Module> | undefined;
   #closed = false;
-  /** Tasks sent to tinypool and not yet settled (each occupies a thread: one script per thread, and after the script its thread makes the next guest before the task returns). */
+  /** Scripts sent to tinypool and not yet ended (each occupies a thread: one script per thread). */
   #inFlight = 0;
-  /** Of those, tasks whose script has ended while its thread still makes the next guest (protocol.ts `ScriptEnded`). */
-  #preparing = 0;
-  /** Callers of `run` waiting for a task to settle (see `#preparing`). */
-  readonly #taskSettled: Array<() => void> = [];
   /**
    * Shared buffers (meter, channel) of ended scripts whose worker returned, kept for the next scripts: a script's
    * two SharedArrayBuffers (16 KiB and more) were most of what it allocated on the main thread, and what made the
@@ -173,11 +169,6 @@ export class ScriptPool {
       return fail("internal", `the script sandbox could not compile QuickJS: ${e instanceof Error ? e.message : String(e)}`, [], 0);
     }
     const pool = this.#pool ?? (await this.#ensurePool(wasm));
-    // Every thread busy, some only making their next guest: wait for one of those instead of letting tinypool start
-    // a thread (it starts one whenever no thread is idle). A thread running a script still means a new thread.
-    while (this.#preparing > 0 && this.#inFlight >= pool.threads.length && !this.#closed && !signal?.aborted) {
-      await new Promise<void>((r) => this.#taskSettled.push(r));
-    }
     if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
     // the global MessageChannel, which in Bun is node:worker_threads' own (test/startup-closure.test.ts):
@@ -191,14 +182,13 @@ export class ScriptPool {
     if (spare) meter.fill(0);
     /** Set once the worker returned this script's outcome: it no longer touches the buffers, which may then be reused. */
     let workerReturned = false;
-    /** Set when the outcome came on the port (`end`): the worker then makes its next guest before the task returns. */
-    let endedOnPort = false;
     let done = false;
     let finish!: (r: ScriptResult) => void;
     const finished = new Promise<ScriptResult>((r) => (finish = r));
     const started = Date.now();
-    // Aborted when the script ends: its calls still running (not awaited) are cancelled with it.
-    const callsEnd = new AbortController();
+    // Aborted when the script ends: its calls still running (not awaited) are cancelled with it. Made with the first
+    // call: a script that made none allocates neither it nor the error it is aborted with.
+    let callsEnd: AbortController | undefined;
 
     // Run slots. The worker runs guest code only after a `go` or a `reply`, and answers each with a
     // `yield` once the script waits on tools again; `owed` counts those not yet answered. The script holds
@@ -236,7 +226,7 @@ export class ScriptPool {
       // the cancel word): nobody awaits this call, and it must not start
       if (done || signal?.aborted) return;
       served++;
-      const payload = await serveCall(req, callTool, callsEnd.signal);
+      const payload = await serveCall(req, callTool, (callsEnd ??= new AbortController()).signal);
       if (!done) await grant({ t: "reply", id: req.id, payload });
     });
     const receive = (raw: unknown): void => {
@@ -251,10 +241,6 @@ export class ScriptPool {
           return;
         case "yield":
           sliceEnded();
-          return;
-        case "end":
-          endedOnPort = true;
-          finish(toResult(msg.outcome)); // the task itself returns once its thread made the next guest
           return;
         default:
           assertNever(msg, "worker message");
@@ -283,37 +269,18 @@ export class ScriptPool {
       holding = true;
       owed = 1;
     }
-    /** Keeps the script's buffers for the next scripts once it ended and its worker returned (`#spareBuffers`). */
-    const recycle = (): void => {
-      if (done && workerReturned && this.#spareBuffers.length < SPARE_BUFFERS) this.#spareBuffers.push({ meter: meterBuf, channel: channelBuf });
-    };
-    // Counted until the task settles, not until the script ends: the thread makes the next guest in between.
     this.#inFlight++;
-    /** Set while the script has ended and its thread (it took the task) is still making the next guest. */
-    let preparing = false;
-    const settled = (): void => {
-      this.#inFlight--;
-      if (preparing) this.#preparing--;
-      preparing = false;
-      for (const wake of this.#taskSettled.splice(0)) wake();
-    };
     try {
       pool.run({ code, limits, port: port2, meter: meterBuf, channel: channelBuf, go }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
         (raw: unknown) => {
-          settled();
           workerReturned = true;
-          if (done) return recycle(); // the outcome came first on the port (`end`)
           const out = WorkerOutcome.safeParse(raw);
           if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
           finish(toResult(out.data));
         },
-        (e: unknown) => {
-          settled();
-          finish(workerLost(e, served));
-        },
+        (e: unknown) => finish(workerLost(e, served)),
       );
     } catch (e) {
-      settled();
       finish(workerLost(e, 0)); // tinypool refused the task outright: the `finally` below gives back the slot
     }
 
@@ -356,11 +323,7 @@ export class ScriptPool {
       return await finished;
     } finally {
       done = true;
-      // its thread took the task and sent the outcome (`end`): it is making its next guest until the task returns
-      if (endedOnPort && !workerReturned) {
-        preparing = true;
-        this.#preparing++;
-      }
+      this.#inFlight--;
       if (holding) {
         holding = false;
         this.#slots.release();
@@ -370,8 +333,8 @@ export class ScriptPool {
       signal?.removeEventListener("abort", onAbort);
       port1.close();
       channel.close();
-      recycle();
-      callsEnd.abort(new AirlockError("cancelled", "the script that made this call ended before the call finished, so it was stopped; await every tools.* call"));
+      if (workerReturned && this.#spareBuffers.length < SPARE_BUFFERS) this.#spareBuffers.push({ meter: meterBuf, channel: channelBuf });
+      callsEnd?.abort(new AirlockError("cancelled", "the script that made this call ended before the call finished, so it was stopped; await every tools.* call"));
     }
   }
 
@@ -452,10 +415,6 @@ function parseWorkerMessage(v: unknown): WorkerMessage | null {
     case "ready":
     case "yield":
       return { t: m.t };
-    case "end": {
-      const out = WorkerOutcome.safeParse(m.outcome);
-      return out.success ? { t: "end", outcome: out.data } : null;
-    }
     default:
       return null;
   }

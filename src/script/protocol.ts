@@ -64,6 +64,56 @@ export const ScriptTask = z.strictObject({
 });
 export type ScriptTask = z.infer<typeof ScriptTask>;
 
+/** Worker → host on the script's port: the guest called `tools[name](args)`; `args` is JSON text. */
+export const CallRequest = z.strictObject({
+  t: z.literal("call"),
+  id: z.number().int().positive(),
+  name: z.string(),
+  args: z.string(),
+});
+export type CallRequest = z.infer<typeof CallRequest>;
+
+/**
+ * Worker → host on the script's port: the task reached its thread and waits for `go` (its first run
+ * slot) before it runs any guest code. Not sent for a task that came with its slot (`ScriptTask.go`).
+ */
+export const ScriptReady = z.strictObject({ t: z.literal("ready") });
+
+/**
+ * Worker → host: the guest slice the last `go` or `reply` started has ended and the script now waits on
+ * tools; the host takes back that run slot. Sent once per `go`/`reply`, unless the script ended in it.
+ */
+export const SliceEnded = z.strictObject({ t: z.literal("yield") });
+
+/** One message the worker sends on a script's port. */
+export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady, SliceEnded]);
+export type WorkerMessage = z.infer<typeof WorkerMessage>;
+
+/**
+ * What the worker posts on a script's port, as JSON text: a batch of messages, in order. A guest slice's calls
+ * and its `yield` travel as one batch (sent when the slice ends), so a sequential tool call costs two thread
+ * crossings instead of three. The pool checks each element by hand on this hot path (`parseWorkerMessage`
+ * in script/pool.ts, the same rules as `WorkerMessage`).
+ */
+export const WorkerBatch = z.array(WorkerMessage).min(1);
+export type WorkerBatch = z.infer<typeof WorkerBatch>;
+
+/**
+ * Host → worker: the answer to call `id`. `payload` is the JSON text the guest parses:
+ * `{ok: true, result}` or `{ok: false, error: {name, code, message}}`.
+ */
+export const CallReply = z.strictObject({ t: z.literal("reply"), id: z.number().int().positive(), payload: z.string() });
+export type CallReply = z.infer<typeof CallReply>;
+
+/** Host → worker: stop the script now (the caller's AbortSignal fired). On the channel it is the cancel word, not a frame. */
+export const CancelScript = z.strictObject({ t: z.literal("cancel") });
+
+/** Host → worker: start the script (the host gave it a run slot). A `reply` is a run slot too. */
+export const StartScript = z.strictObject({ t: z.literal("go") });
+
+export const HostMessage = z.discriminatedUnion("t", [CallReply, CancelScript, StartScript]);
+export type HostMessage = z.infer<typeof HostMessage>;
+
 /** Codes a script can end with (a subset of src/errors.ts ERROR_CODES). */
 export const ScriptErrorCode = z.enum([
   "script_timeout",
@@ -94,62 +144,3 @@ export const WorkerOutcome = z.discriminatedUnion("ok", [
   z.strictObject({ ok: z.literal(false), error: ScriptFailure, logs: z.array(z.string()), calls: z.number().int() }),
 ]);
 export type WorkerOutcome = z.infer<typeof WorkerOutcome>;
-
-/** Worker → host on the script's port: the guest called `tools[name](args)`; `args` is JSON text. */
-export const CallRequest = z.strictObject({
-  t: z.literal("call"),
-  id: z.number().int().positive(),
-  name: z.string(),
-  args: z.string(),
-});
-export type CallRequest = z.infer<typeof CallRequest>;
-
-/**
- * Worker → host on the script's port: the task reached its thread and waits for `go` (its first run
- * slot) before it runs any guest code. Not sent for a task that came with its slot (`ScriptTask.go`).
- */
-export const ScriptReady = z.strictObject({ t: z.literal("ready") });
-
-/**
- * Worker → host: the guest slice the last `go` or `reply` started has ended and the script now waits on
- * tools; the host takes back that run slot. Sent once per `go`/`reply`, unless the script ended in it.
- */
-export const SliceEnded = z.strictObject({ t: z.literal("yield") });
-
-/**
- * Worker → host: the script has ended with `outcome`, sent before its thread makes the next script's guest. The
- * host takes the script's result from whichever comes first, this or the task's return value (the same outcome):
- * the thread returns its task only once the next guest is ready, so tinypool, which gives a task to the first idle
- * thread, sends the next script to a thread whose fresh runtime is already made.
- */
-export const ScriptEnded = z.strictObject({ t: z.literal("end"), outcome: WorkerOutcome });
-
-/** One message the worker sends on a script's port. */
-export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady, SliceEnded, ScriptEnded]);
-export type WorkerMessage = z.infer<typeof WorkerMessage>;
-
-/**
- * What the worker posts on a script's port, as JSON text: a batch of messages, in order. A guest slice's calls
- * and its `yield` travel as one batch (sent when the slice ends), so a sequential tool call costs two thread
- * crossings instead of three. The pool checks each element by hand on this hot path (`parseWorkerMessage`
- * in script/pool.ts, the same rules as `WorkerMessage`).
- */
-export const WorkerBatch = z.array(WorkerMessage).min(1);
-export type WorkerBatch = z.infer<typeof WorkerBatch>;
-
-/**
- * Host → worker: the answer to call `id`. `payload` is the JSON text the guest parses:
- * `{ok: true, result}` or `{ok: false, error: {name, code, message}}`.
- */
-export const CallReply = z.strictObject({ t: z.literal("reply"), id: z.number().int().positive(), payload: z.string() });
-export type CallReply = z.infer<typeof CallReply>;
-
-/** Host → worker: stop the script now (the caller's AbortSignal fired). On the channel it is the cancel word, not a frame. */
-export const CancelScript = z.strictObject({ t: z.literal("cancel") });
-
-/** Host → worker: start the script (the host gave it a run slot). A `reply` is a run slot too. */
-export const StartScript = z.strictObject({ t: z.literal("go") });
-
-export const HostMessage = z.discriminatedUnion("t", [CallReply, CancelScript, StartScript]);
-export type HostMessage = z.infer<typeof HostMessage>;
-

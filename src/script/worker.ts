@@ -6,8 +6,7 @@
  * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
  * a native call blocks only its own thread; the code here still copes with several. After each script
  * the thread prepares the next one's fresh runtime and context while idle (vm.ts `PreparedGuest`), so
- * a script only evaluates its own code; the thread sends a script's outcome on its port first and returns the task
- * only once that guest is made, so the pool gives the next script to a thread that is ready. While a script waits on tools the thread blocks on the script's
+ * a script only evaluates its own code. While a script waits on tools the thread blocks on the script's
  * shared-memory channel (script/channel.ts), which brings the host's replies and cancel; its calls go on the port.
  */
 import { threadId, type MessagePort } from "node:worker_threads";
@@ -32,25 +31,29 @@ let instances: Promise<Instances> | undefined;
  * runtime and context on an instance of its own, never used, so the next script skips their creation.
  */
 let ready: { inst: Instance; guest: PreparedGuest } | undefined;
+let preparing = false;
 
-/**
- * Makes `ready` unless it exists. Called after a script's outcome was posted on its port and before its task
- * returns: tinypool counts the thread busy until then, so it gives the next script to another idle thread, whose
- * guest is ready, instead of this one (the first idle thread in its list), which would make that script wait
- * for the guest. Never throws: without a guest the next script makes its own.
- */
-async function prepareNext(pool: Instances): Promise<void> {
-  if (ready) return;
-  try {
-    const inst = await pool.take();
-    try {
-      ready = { inst, guest: prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024) };
-    } catch {
-      // a broken instance: dropped (never given back); the next script makes its own guest
-    }
-  } catch {
-    // no instance could be made now; the next script tries itself
-  }
+/** Makes `ready` soon (after the current task's outcome has left), unless it exists or is being made. */
+function prepareSoon(pool: Instances): void {
+  if (ready || preparing) return;
+  preparing = true;
+  setImmediate(() => {
+    void (async () => {
+      try {
+        if (ready) return;
+        const inst = await pool.take();
+        try {
+          ready = { inst, guest: prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024) };
+        } catch {
+          // a broken instance: dropped (never given back); the next script makes its own guest
+        }
+      } catch {
+        // no instance could be made now; the next script tries itself
+      } finally {
+        preparing = false;
+      }
+    })();
+  });
 }
 
 /**
@@ -154,8 +157,6 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     }
   }
   const { fatal, ...outcome } = await run.done;
-  // the outcome goes on the port now, ahead of the next guest's creation (protocol.ts `ScriptEnded`)
-  outbox.push({ t: "end", outcome });
   flush();
   port.close();
   let clean = !fatal;
@@ -165,7 +166,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     clean = false;
   }
   pool.give(inst, clean);
-  await prepareNext(pool);
+  prepareSoon(pool);
   return outcome;
 }
 
