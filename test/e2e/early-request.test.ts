@@ -35,7 +35,7 @@ function place(config: (url: string) => string, reply: (body: any, n: number) =>
   mkdirSync(data);
   mkdirSync(ws);
   writeFileSync(join(data, "airlock.yaml"), config(fake.url));
-  // the tokens a first run creates: the cache key is an HMAC under the approver token, so without one the cold run writes no cache
+  // the tokens a first run creates (a run that starts without them keys the cache only once its runtime made them: "a new data dir" below)
   writeFileSync(join(data, "approver-token"), "a".repeat(64), { mode: 0o600 });
   writeFileSync(join(data, "api-token"), "b".repeat(64), { mode: 0o600 });
   return { dir, data, ws, fake };
