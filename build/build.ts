@@ -3,9 +3,10 @@
  * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --splitting
  * --format=esm` from src/boot.ts), with the sandbox worker and tinypool's worker entry embedded as extra
  * entrypoints. No JavaScriptCore bytecode: in Bun 1.4 it embeds about 3.2 bytes per byte of source
- * (7 MB of the binary) and saves only the parse of what a command loads — nothing for `--version` and
- * `--help` (src/boot.ts), about 12 ms of CPU for commands that load main.ts (docs/performance.md, release
- * size). The rarely used big dependencies and the QuickJS WASM are embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP, hono, the
+ * (+7.7 MB of the binary, past issue 22's 8 MB over the runtime) though it saves the parse of what a
+ * command loads: callgrind instructions −26 % for `--version`, −40 % for `--help`, −70 % for `airlock run`
+ * up to its early request, about 12 ms of CPU for commands that load main.ts (docs/performance.md, release
+ * size; issue 20, eighth session). Bun embeds it for every chunk or none. The rarely used big dependencies and the QuickJS WASM are embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP, hono, the
  * script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and usage
  * errors evaluate only what they need (docs/performance.md, cold start).
  * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.

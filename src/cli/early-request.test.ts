@@ -177,6 +177,25 @@ describe("when the early request is refused", () => {
   });
 });
 
+describe("a run that starts without an approver token (a data dir's first)", () => {
+  test("sends nothing; configLoaded keys the cache under the token made meanwhile, only for the text the file still has", async () => {
+    for (const changed of [false, true]) {
+      const data = tempDir();
+      rmSync(join(data, "approver-token"));
+      writeFileSync(join(data, "airlock.yaml"), "mode: approve\n");
+      const env = { HOME: data, AIRLOCK_HOME: data };
+      const start = (await startEarlyRequest("hi", BASE_OPTS, env))!;
+      expect(start.sent).toBe(false);
+      // what the runtime does before configLoaded: it creates the token
+      writeFileSync(join(data, "approver-token"), "c".repeat(64), { mode: 0o600 });
+      if (changed) writeFileSync(join(data, "airlock.yaml"), "mode: chat\n");
+      start.configLoaded(Config.parse({ mode: "approve" }), "mode: approve\n");
+      const slot = configCacheKey({}, env)!;
+      expect([changed, readConfigCache(slot)?.mode]).toEqual([changed, changed ? undefined : "approve"]);
+    }
+  });
+});
+
 describe("the switch", () => {
   test("AIRLOCK_EARLY_REQUEST off: 0, false, off, no in any case and with spaces; anything else or unset leaves it on", () => {
     for (const v of ["0", "false", "FALSE", "Off", "no", " 0 ", "No\n"]) expect([v, earlySwitchedOff({ AIRLOCK_EARLY_REQUEST: v })]).toEqual([v, true]);

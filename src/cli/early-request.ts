@@ -100,7 +100,7 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
     bytes = null;
   }
   // keyed with the approver token too: no process airlock starts can read it (launcher/bwrap.ts DATA_DIR_SECRETS),
-  // so none can forge a cache entry the early request would trust; no token yet (a first run): no cache
+  // so none can forge a cache entry the early request would trust; no token yet (a first run): no key until the runtime made one
   // only a regular file, not followed through a symbolic link, opened without blocking: a FIFO or a device there
   // would hang (or fill) this read before the normal path could refuse it (config/paths.ts)
   const token = readSmallRegularFile(join(dataDir, "approver-token"), MAX_TOKEN_BYTES);
@@ -247,7 +247,10 @@ export interface EarlyStart {
  * Looks the config up in the cache and, on a hit where {@link earlyRefusal} allows it, sends the turn's first
  * chat-completions request now and offers it for adoption. On a miss nothing is sent; the cache is written once
  * the normal path has validated the config (`configLoaded`).
- * @returns undefined when switched off ({@link earlySwitchedOff}) or the config file cannot be read. Never throws.
+ * When no key can be computed at the start (no approver token yet: a data dir's first run; or the config file
+ * cannot be read), nothing is sent and `configLoaded` keys and writes the cache then, if it can.
+ * @returns undefined when switched off ({@link earlySwitchedOff}) or the key's inputs could not be read without an
+ *   error. Never throws.
  */
 export async function startEarlyRequest(prompt: string | undefined, opts: EarlyRunOptions, env: Env = process.env): Promise<EarlyStart | undefined> {
   if (earlySwitchedOff(env)) return undefined;
@@ -257,7 +260,11 @@ export async function startEarlyRequest(prompt: string | undefined, opts: EarlyR
   } catch {
     return undefined;
   }
-  if (!slot) return undefined;
+  // no key now (a data dir's first run: no approver token yet, the runtime creates it): nothing is sent, and the
+  // cache is keyed once the normal path accepted the config, by then under the token it created — so the second
+  // run is the first early one, not the third. The same checks as a miss's write: the text parsed must be the
+  // text keyed, and the file must still have it.
+  if (!slot) return { sent: false, configLoaded: (config, text) => writeLateConfigCache(opts, env, config, text) };
   const cached = readConfigCache(slot);
   const s = slot;
   const start: EarlyStart = { sent: false, configLoaded: (config, text) => (cached ? undefined : writeConfigCache(s, opts, env, config, text)) };
@@ -272,6 +279,16 @@ export async function startEarlyRequest(prompt: string | undefined, opts: EarlyR
     // never a reason for the run to fail: the normal path sends the request itself
   }
   return start;
+}
+
+/** {@link writeConfigCache} under a key computed now (the run started without one); failures ignored, as there. */
+function writeLateConfigCache(opts: EarlyRunOptions, env: Env, config: Readonly<Config>, text: string | null): void {
+  try {
+    const slot = configCacheKey(opts, env);
+    if (slot) writeConfigCache(slot, opts, env, config, text);
+  } catch {
+    // the cache is only ever a shortcut
+  }
 }
 
 /** Builds and sends the request; false when history shrinking could change it (nothing sent). */

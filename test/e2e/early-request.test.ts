@@ -9,7 +9,7 @@
  * own `x-stainless-retry-count` header, which the early request does not send.
  */
 import { describe, expect, test } from "bun:test";
-import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { removeAfterAllTests } from "../cleanup.ts";
@@ -35,7 +35,7 @@ function place(config: (url: string) => string, reply: (body: any, n: number) =>
   mkdirSync(data);
   mkdirSync(ws);
   writeFileSync(join(data, "airlock.yaml"), config(fake.url));
-  // the tokens a first run creates: the cache key is an HMAC under the approver token, so without one the cold run writes no cache
+  // the tokens a first run creates (a run that starts without them keys the cache only once its runtime made them: "a new data dir" below)
   writeFileSync(join(data, "approver-token"), "a".repeat(64), { mode: 0o600 });
   writeFileSync(join(data, "api-token"), "b".repeat(64), { mode: 0o600 });
   return { dir, data, ws, fake };
@@ -104,6 +104,26 @@ describe("the early request", () => {
     ];
     await Promise.all([...configs.map((c) => coldThenWarm(SOURCE, c)), coldThenWarm(SOURCE, (u) => provider(u), 'héllo ✓ 🎉 "quoted" \\ back\nslash\ttab </script> \u2028')]);
   }, 300_000);
+
+  test("a new data dir (no approver token yet): the first run writes the cache under the token its runtime created, the second sends early", async () => {
+    const p = place((u) => provider(u));
+    try {
+      rmSync(join(p.data, "approver-token"));
+      rmSync(join(p.data, "api-token"));
+      const first = await run(SOURCE, p);
+      expect({ code: first.code, stdout: first.stdout }).toEqual(ok);
+      expect(readdirSync(p.data)).toContain("approver-token");
+      expect(readdirSync(p.data)).toContain("config-cache.json");
+      const second = await run(SOURCE, p);
+      expect({ code: second.code, stdout: second.stdout, stderr: second.stderr }).toEqual({ ...ok, stderr: first.stderr });
+      // one request per turn; the second run's was sent early and adopted, the same bytes as the first's
+      expect(p.fake.requests.length).toBe(2);
+      expect([fromSdk(p, 0), fromSdk(p, 1)]).toEqual([true, false]);
+      expect(p.fake.raw[1]).toBe(p.fake.raw[0]!);
+    } finally {
+      await p.fake.close();
+    }
+  }, 120_000);
 
   test("the compiled binary's cache and early request are the same as the source CLI's", async () => {
     const bin = await compiledBinary();
