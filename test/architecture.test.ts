@@ -12,7 +12,7 @@ import { measure, roomOf } from "../scripts/architecture.ts";
 
 /** Rooms from the bottom up; a room may import rooms in lower layers only (its own room freely). */
 const LAYERS: string[][] = [
-  ["errors", "ids", "package.json"],
+  ["errors", "ids", "bounded", "package.json"],
   ["side"],
   ["config"],
   ["session"],

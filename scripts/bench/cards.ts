@@ -12,8 +12,13 @@
  * with the machine's load than wall time.
  * Both sides decide the same number of cards: `--decisions`, at most `--floor-cards` (before 2026-12-02 the
  * full side decided 5,000 and the floor 1,000: the two rates covered different work).
- * Usage: `bun scripts/bench/cards.ts [--cards 100000] [--floor-cards 1000] [--decisions 5000] [--pairs 3]`
+ * `thread_cpu_us`: the main thread's own CPU per decision (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)` through
+ * `bun:ffi`, ns resolution; the JIT and collector threads excluded), in a steady state: `--rounds` rounds
+ * (default 10) of "decide the oldest `--decisions` cards (timed), park as many new ones (untimed)", so the
+ * parked count stays constant; the median of the rounds from the third on. `wall_us` is the same rounds' wall time.
+ * Usage: `bun scripts/bench/cards.ts [--cards 100000] [--floor-cards 1000] [--decisions 5000] [--pairs 3] [--rounds 10]`
  */
+import { dlopen, FFIType, ptr } from "bun:ffi";
 import { Inflight } from "../../src/session/inflight.ts";
 import { Cards } from "../../src/card/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
@@ -29,6 +34,16 @@ const FLOOR_CARDS = arg("--floor-cards", 1_000);
 /** Decisions on each side: the same count on both (at most the floor's parked cards), so both sides do the same work. */
 const DECISIONS = Math.min(arg("--decisions", 5_000), FLOOR_CARDS, CARDS);
 const PAIRS = arg("--pairs", 3);
+const ROUNDS = Math.max(3, arg("--rounds", 10));
+
+/** The calling thread's CPU time in ns (Linux `CLOCK_THREAD_CPUTIME_ID` = 3). */
+const libc = dlopen(process.platform === "darwin" ? "libc.dylib" : "libc.so.6", { clock_gettime: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 } });
+const tsBuf = new BigInt64Array(2);
+const tsPtr = ptr(tsBuf);
+const threadCpuNs = (): number => {
+  libc.symbols.clock_gettime(3, tsPtr);
+  return Number(tsBuf[0]) * 1e9 + Number(tsBuf[1]);
+};
 /** Issue 20: 100,000 parked cards at ≤ 1.5 KB each. */
 const TARGET_BYTES = 1536;
 
@@ -39,6 +54,10 @@ interface Side {
   bytes_per_card: number;
   decisions_per_s: number;
   cpu_us_per_decision: number;
+  /** Steady state: main-thread CPU µs per decision, median of rounds 3.. */
+  thread_cpu_us: number;
+  /** Steady state: wall µs per decision, median of rounds 3.. */
+  wall_us: number;
 }
 
 /** Parks `n` cards in a fresh store, measures the heap they hold, then decides `DECISIONS` of them (the same count on both sides). */
@@ -81,16 +100,50 @@ async function side(n: number, audit: boolean): Promise<Side> {
   }
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(c0);
+  // steady state: decide the oldest DECISIONS (timed), park as many (untimed), n stays parked
+  let next = DECISIONS;
+  const threadUs: number[] = [];
+  const wallUs: number[] = [];
+  const park = (i: number) =>
+    parks.push(cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch file-${i}.txt` }, inspector: "mode", reason: "smart mode asks before calls that change state", requiresUserProof: false, ttlSeconds: 3600 }));
+  const on = bus.subscribe(child.id, (ev) => {
+    if (ev.type === "action_required") ids.push(String(ev.data.request_id));
+  });
+  for (let k = 0; k < DECISIONS; k++) park(n + k);
+  await until(() => ids.length === n + DECISIONS);
+  for (let round = 0; round < ROUNDS; round++) {
+    const batch = ids.slice(next, next + DECISIONS);
+    next += DECISIONS;
+    const c1 = threadCpuNs();
+    const w1 = performance.now();
+    for (const id of batch) {
+      const r = await cards.resolve(id, "allow_once", { sessionId: root.id });
+      if (!r.ok) throw new Error(`decision refused: ${r.error.code}`);
+    }
+    threadUs.push((threadCpuNs() - c1) / 1000 / batch.length);
+    wallUs.push(((performance.now() - w1) * 1000) / batch.length);
+    const want = ids.length + DECISIONS;
+    for (let k = 0; k < DECISIONS; k++) park(n + (round + 2) * DECISIONS + k);
+    await until(() => ids.length === want);
+  }
+  on();
   cards.close();
   await Promise.allSettled(parks);
   await store.close();
-  return { bytes_per_card: bytes, decisions_per_s: (some.length / ms) * 1000, cpu_us_per_decision: (cpu.user + cpu.system) / some.length };
+  return {
+    bytes_per_card: bytes,
+    decisions_per_s: (some.length / ms) * 1000,
+    cpu_us_per_decision: (cpu.user + cpu.system) / some.length,
+    thread_cpu_us: median(threadUs.slice(2)),
+    wall_us: median(wallUs.slice(2)),
+  };
 }
 
-async function pairs(audit: boolean): Promise<{ full: Side; floor: Side; ratio: number }> {
+async function pairs(audit: boolean): Promise<{ full: Side; floor: Side; ratio: number; steadyRatio: number }> {
   const full: Side[] = [];
   const floor: Side[] = [];
   const ratios: number[] = [];
+  const steady: number[] = [];
   for (let k = 0; k < PAIRS; k++) {
     let f: Side, s: Side;
     if (k % 2 === 0) {
@@ -103,13 +156,16 @@ async function pairs(audit: boolean): Promise<{ full: Side; floor: Side; ratio: 
     full.push(f);
     floor.push(s);
     ratios.push(s.decisions_per_s / f.decisions_per_s);
+    steady.push(f.thread_cpu_us / s.thread_cpu_us);
   }
   const med = (xs: Side[]): Side => ({
     bytes_per_card: Math.round(median(xs.map((x) => x.bytes_per_card))),
     decisions_per_s: Math.round(median(xs.map((x) => x.decisions_per_s))),
     cpu_us_per_decision: round(median(xs.map((x) => x.cpu_us_per_decision))),
+    thread_cpu_us: round(median(xs.map((x) => x.thread_cpu_us))),
+    wall_us: round(median(xs.map((x) => x.wall_us))),
   });
-  return { full: med(full), floor: med(floor), ratio: round(median(ratios), 2) };
+  return { full: med(full), floor: med(floor), ratio: round(median(ratios), 2), steadyRatio: round(median(steady), 2) };
 }
 
 const withAudit = await pairs(true);
@@ -121,15 +177,17 @@ console.log(
       parked: CARDS,
       bytes_per_card: { value: withAudit.full.bytes_per_card, target: TARGET_BYTES, met: withAudit.full.bytes_per_card <= TARGET_BYTES, note: "heap growth after GC: the card, its pending promise, TTL timer and index entries" },
       decisions: {
-        [`with_${CARDS}_parked`]: { per_s: withAudit.full.decisions_per_s, cpu_us: withAudit.full.cpu_us_per_decision },
-        [`floor_with_${FLOOR_CARDS}_parked`]: { per_s: withAudit.floor.decisions_per_s, cpu_us: withAudit.floor.cpu_us_per_decision },
+        [`with_${CARDS}_parked`]: { per_s: withAudit.full.decisions_per_s, cpu_us: withAudit.full.cpu_us_per_decision, thread_cpu_us: withAudit.full.thread_cpu_us, wall_us: withAudit.full.wall_us },
+        [`floor_with_${FLOOR_CARDS}_parked`]: { per_s: withAudit.floor.decisions_per_s, cpu_us: withAudit.floor.cpu_us_per_decision, thread_cpu_us: withAudit.floor.thread_cpu_us, wall_us: withAudit.floor.wall_us },
         slowdown: withAudit.ratio,
-        note: "slowdown = floor rate ÷ rate with the full table (1.0 = not slowed); each decision writes one audit row",
+        thread_cpu_slowdown: withAudit.steadyRatio,
+        note: "slowdown = floor rate ÷ rate with the full table (1.0 = not slowed); thread_cpu_slowdown = steady-state main-thread CPU per decision, full ÷ floor, median of pairs; each decision writes one audit row",
       },
       without_audit: {
-        [`with_${CARDS}_parked`]: { per_s: withoutAudit.full.decisions_per_s, cpu_us: withoutAudit.full.cpu_us_per_decision },
-        [`floor_with_${FLOOR_CARDS}_parked`]: { per_s: withoutAudit.floor.decisions_per_s, cpu_us: withoutAudit.floor.cpu_us_per_decision },
+        [`with_${CARDS}_parked`]: { per_s: withoutAudit.full.decisions_per_s, cpu_us: withoutAudit.full.cpu_us_per_decision, thread_cpu_us: withoutAudit.full.thread_cpu_us, wall_us: withoutAudit.full.wall_us },
+        [`floor_with_${FLOOR_CARDS}_parked`]: { per_s: withoutAudit.floor.decisions_per_s, cpu_us: withoutAudit.floor.cpu_us_per_decision, thread_cpu_us: withoutAudit.floor.thread_cpu_us, wall_us: withoutAudit.floor.wall_us },
         slowdown: withoutAudit.ratio,
+        thread_cpu_slowdown: withoutAudit.steadyRatio,
       },
       pairs: PAIRS,
       decisions_per_side: DECISIONS,

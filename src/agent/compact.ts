@@ -7,6 +7,7 @@
  * before each model call (its `HistoryShrinker` port); `PreCompact` hooks fire before each shrink.
  */
 import { AirlockError, assertNever } from "../errors.ts";
+import { BoundedMap } from "../bounded.ts";
 import type { ProviderConfig } from "../config/schema.ts";
 import type { Message } from "../session/types.ts";
 import type { ToolSpec } from "../tool/tool.ts";
@@ -134,7 +135,7 @@ const MAX_SESSIONS = 1024;
  * UTF-8 bytes / 4, calibrated by the provider's reported `input_tokens` of the session's last call.
  */
 export class HistoryCompactor implements HistoryShrinker {
-  private readonly sessions = new Map<string, SessionShrink>();
+  private readonly sessions = new BoundedMap<string, SessionShrink>(MAX_SESSIONS);
 
   constructor(private readonly deps: CompactorDeps) {}
 
@@ -187,12 +188,9 @@ export class HistoryCompactor implements HistoryShrinker {
 
   private state(id: string): SessionShrink {
     let st = this.sessions.get(id);
-    if (st) {
-      this.sessions.delete(id);
-    } else {
-      st = { ratio: 1, lastRaw: 0, elideBefore: 0, summary: null, unpinBefore: 0, sizes: new Map() };
-      if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
-    }
+    // to the newest place (a new session past MAX_SESSIONS forgets the least recently used)
+    if (st) this.sessions.delete(id);
+    else st = { ratio: 1, lastRaw: 0, elideBefore: 0, summary: null, unpinBefore: 0, sizes: new Map() };
     this.sessions.set(id, st);
     return st;
   }

@@ -21,6 +21,7 @@ import { verdictOf } from "../fleet/park.ts";
 import type { TurnLeases } from "../fleet/turn-leases.ts";
 import { answerCardRow } from "./row-answer.ts";
 import { Expiry } from "./expiry.ts";
+import { BoundedMap } from "../bounded.ts";
 import type { CardOutcome, DecisionFrom, ResolveResult } from "./outcome.ts";
 
 export type { CardOutcome, DecisionFrom, ResolveResult };
@@ -94,16 +95,8 @@ interface DecidedCard {
 export class Cards {
   private pending = new Map<string, PendingCard>();
   private bySession = new Map<string, Set<string>>();
-  private decided = new Map<string, DecidedCard>();
-  private readonly decidedMemory: number;
-  /**
-   * The ids of `decided` in the order they were decided, a ring of `decidedMemory` slots: the oldest is
-   * forgotten by its id. (`decided.keys().next()` walks every entry deleted since the map last rehashed:
-   * with 10,000 remembered that cost up to ~30 µs per decision; docs/performance.md, "Issue 20, decisions".)
-   */
-  private readonly decidedOrder: (string | undefined)[] = [];
-  /** Decisions remembered so far (the next slot of `decidedOrder` is this modulo `decidedMemory`). */
-  private decidedCount = 0;
+  /** The last `decidedMemory` decided cards (bounded.ts: the oldest forgotten in O(1)). */
+  private readonly decided: BoundedMap<string, DecidedCard>;
   private readonly offRemoved: () => void;
   /**
    * The surfaces of each home session seen, frozen and shared by its cards. Parent links never change once
@@ -115,7 +108,7 @@ export class Cards {
   private readonly expiry: Expiry;
 
   constructor(private readonly opts: CardsOptions) {
-    this.decidedMemory = Math.max(0, Math.floor(opts.decidedMemory ?? 10_000));
+    this.decided = new BoundedMap(Math.max(0, Math.floor(opts.decidedMemory ?? 10_000)));
     this.offRemoved = opts.inflight.onRemoved((t) => this.withdrawTurn(t));
     this.expiry = new Expiry((id) => this.expire(id), (id) => this.pending.has(id));
   }
@@ -517,18 +510,6 @@ export class Cards {
     this.finish(row.id, outcome, "row");
   }
 
-  /** Records `requestId` as the newest decided card and forgets the oldest once `decidedMemory` are remembered. */
-  private rememberDecided(requestId: string): void {
-    if (this.decidedMemory === 0) {
-      this.decided.delete(requestId);
-      return;
-    }
-    const slot = this.decidedCount++ % this.decidedMemory;
-    const oldest = this.decidedOrder[slot];
-    if (oldest !== undefined) this.decided.delete(oldest);
-    this.decidedOrder[slot] = requestId;
-  }
-
   private finish(requestId: string, outcome: CardOutcome, why?: string): void {
     const rec = this.pending.get(requestId);
     if (!rec) return;
@@ -553,7 +534,6 @@ export class Cards {
       const end = outcome.decision === "expired" ? fleet.node.rows.expireIfDue(requestId) : fleet.node.rows.cancel(requestId, why ?? "withdrawn");
       end.catch((e: unknown) => console.error(`airlock: ending the row of card ${requestId} failed (the sweeper ends it with its lease):`, e));
     }
-    this.rememberDecided(requestId);
     if ((outcome.decision === "expired" || outcome.decision === "cancelled") && !fleet) {
       this.opts.store
         .audit({

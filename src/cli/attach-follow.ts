@@ -10,6 +10,7 @@
 import { createParser } from "eventsource-parser";
 import { EVENT_NAMES, type AnyEvent, type EventName } from "../bus/bus.ts";
 import type { ActionResolved } from "../bus/events.ts";
+import { BoundedSet } from "../bounded.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { AirlockError, ERROR_CODES, type ErrorCode } from "../errors.ts";
 import { chainOf, type Link } from "./attach-format.ts";
@@ -134,7 +135,7 @@ export function follow(o: FollowOptions): Follower {
   const lastIds = new Map<string, string>();
   const running = new Set<string>();
   /** Cards the feed said ended (bounded): a card whose showing waited on its session's stream is dropped if in here. */
-  const endedCards = new Set<string>();
+  const endedCards = new BoundedSet<string>(10_000);
   let epoch: string | null = null;
   let stopped = false;
   let isSynced = false;
@@ -273,7 +274,6 @@ export function follow(o: FollowOptions): Follower {
           }
           case "action_resolved":
             endedCards.add((d as ActionResolved).request_id);
-            if (endedCards.size > 10_000) endedCards.delete(endedCards.values().next().value!);
             o.sink.resolved(d as ActionResolved);
             return;
           default:

@@ -8,6 +8,7 @@
 import { Hono, type Context } from "hono";
 import type { Card } from "../card/pending.ts";
 import type { AnyEvent } from "../bus/bus.ts";
+import { BoundedSet } from "../bounded.ts";
 import { AirlockError, assertNever } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { sseResponse } from "../bus/sse.ts";
@@ -123,7 +124,7 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
   // ids count up per stream ("1", "2", …): the feed mixes every session's bus, so no bus numbering applies
   app.get("/console/events", (c) =>
     sseResponse(c, String, opts.heartbeatMs, (out) => {
-      const resolved = new Set<string>();
+      const resolved = new BoundedSet<string>(10_000);
       /** Forwards the feed's events (turns and cards) of every session; the rest stay on the session's own stream. */
       const forwardOne = async (ev: AnyEvent): Promise<void> => {
         switch (ev.type) {
@@ -148,7 +149,6 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
             const rid = ev.data.request_id;
             if (resolved.has(rid)) return;
             resolved.add(rid);
-            if (resolved.size > 10_000) resolved.delete(resolved.values().next().value!);
             out.next(ev.type, ev.data);
             return;
           }

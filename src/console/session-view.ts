@@ -7,6 +7,7 @@
 import { h } from "preact";
 import { useState } from "preact/hooks";
 import htm from "htm";
+import { BoundedMap } from "../bounded.ts";
 import { CardList } from "./cards.ts";
 import { Args, Fold, pretty } from "./fold.ts";
 import { api, openStream, reply } from "./net.ts";
@@ -25,7 +26,7 @@ export function watchSession(sid: string | null): void {
   Object.assign(view, { sid, state: "connecting", loaded: false, inFlight: false, messages: [], events: 0, errors: [], usage: null });
   view.messageIds = new Set();
   view.streaming = new Map();
-  view.live = new Map();
+  view.live = new BoundedMap(MAX_LIVE);
   changed();
   if (!sid) return;
   const ctl = new AbortController();
@@ -66,7 +67,7 @@ function onSessionEvent(name: string, d: any): void {
       view.messageIds = new Set(view.messages.map((m) => m.id));
       view.inFlight = !!d.in_flight;
       view.streaming = new Map();
-      view.live = new Map();
+      view.live = new BoundedMap(MAX_LIVE);
       view.errors = [];
       return;
     case "turn_started":
@@ -88,7 +89,6 @@ function onSessionEvent(name: string, d: any): void {
       return;
     case "tool_request": {
       view.live.set(d.call_id, { call_id: d.call_id, tool: d.tool, arguments: d.arguments, from_script: !!d.from_script });
-      if (view.live.size > MAX_LIVE) view.live.delete(view.live.keys().next().value!);
       return;
     }
     case "tool_result": {

@@ -5,6 +5,7 @@
  * Every change calls the render scheduler set by app.ts.
  */
 import type { SessionUsage } from "./usage.ts";
+import { BoundedMap } from "../bounded.ts";
 
 /** A card as the feed sends it (docs/api.md "Cards", plus the chain and the session to answer from). */
 export interface Card {
@@ -88,6 +89,9 @@ export const feed = {
   events: 0,
 };
 
+/** Live calls the open session's view keeps (the oldest forgotten first). */
+export const MAX_LIVE = 500;
+
 /** The open session's view. Bounded: live calls keep the last {@link MAX_LIVE}. */
 export const view = {
   sid: null as string | null,
@@ -97,14 +101,12 @@ export const view = {
   messages: [] as Message[],
   messageIds: new Set<string>(),
   streaming: new Map<string, string>(),
-  live: new Map<string, LiveCall>(),
+  live: new BoundedMap<string, LiveCall>(MAX_LIVE),
   errors: [] as { turn_id: string; code: string; message: string }[],
   events: 0,
   /** `GET /sessions/:id/usage` (console/usage.ts), read on open and after each turn; null until read. */
   usage: null as SessionUsage | null,
 };
-
-export const MAX_LIVE = 500;
 
 let renderer: () => void = () => {};
 let queued = false;

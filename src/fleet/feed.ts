@@ -11,6 +11,7 @@
 import type { Bus, EventData } from "../bus/bus.ts";
 import { eventMismatch, type Card } from "../bus/events.ts";
 import { assertNever } from "../errors.ts";
+import { BoundedMap } from "../bounded.ts";
 import type { CardRow, CardRows } from "./card-rows.ts";
 import { CARD_CHANNEL, type Listener, type Subscription } from "./notify.ts";
 
@@ -37,17 +38,16 @@ type Seen = "pending" | "ended";
 
 /** One per process. */
 export class CardFeed {
-  private seen = new Map<string, Seen>();
+  private readonly seen: BoundedMap<string, Seen>;
   /** Other workers' pending cards published here, by id (for listings: `GET /actions`, snapshots). */
   private open = new Map<string, CardRow>();
   private sub: Subscription | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
   private closed = false;
   private checks = new Set<Promise<void>>();
-  private readonly memory: number;
 
   constructor(private readonly opts: FeedOptions) {
-    this.memory = opts.memory ?? 10_000;
+    this.seen = new BoundedMap(opts.memory ?? 10_000);
   }
 
   /** Subscribes (resolves once live), publishes the pending rows already there, and starts the poll. */
@@ -147,7 +147,6 @@ export class CardFeed {
   private remember(id: string, s: Seen): void {
     this.seen.delete(id);
     this.seen.set(id, s);
-    if (this.seen.size > this.memory) this.seen.delete(this.seen.keys().next().value!);
   }
 }
 

@@ -15,6 +15,7 @@
 import { EVENT_NAMES, type Bus, type EventName } from "../bus/bus.ts";
 import { eventMismatch, type AnyEvent } from "../bus/events.ts";
 import { assertNever } from "../errors.ts";
+import { BoundedSet } from "../bounded.ts";
 import type { Sql } from "../store/sql.ts";
 import type { Listener, Subscription } from "./notify.ts";
 
@@ -76,7 +77,7 @@ export class EventRelay {
   /** Row ids read, with their `created_at`, forgotten once older than the lookback. */
   private seen = new Map<number, number>();
   /** Ids of the rows this node wrote lately (their notifications are skipped), oldest first. */
-  private mine = new Set<number>();
+  private mine = new BoundedSet<number>(1000);
   private unsubscribe: (() => void) | null = null;
   private sub: Subscription | null = null;
   private pollTimer: ReturnType<typeof setInterval> | null = null;
@@ -211,7 +212,6 @@ export class EventRelay {
       ]);
       const id = Number(row?.id ?? 0);
       this.mine.add(id);
-      if (this.mine.size > 1000) this.mine.delete(this.mine.values().next().value!);
       if (tx.dialect === "postgres") await tx.get("SELECT pg_notify(?, ?) AS sent", [RELAY_CHANNEL, String(id)]);
     });
     this.counts.written++;

@@ -184,6 +184,17 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
   },
   // versions 9-10: the fleet tables and run leases (SPEC §5.8), defined in store/fleet-schema.ts
   ...FLEET_MIGRATIONS_SQLITE,
+  {
+    version: 13,
+    name: "decision log: the request index holds card decisions only",
+    // The by-request lookups all ask for card_decision rows (the answer's proof in decision-log.ts, the
+    // unanswered cards in card/recovery.ts). Indexing every row put each decision's entry next to its
+    // card_parked entry, a cold leaf of a large index (issue 20; docs/performance.md, branch wip/audit).
+    sql: `
+      CREATE INDEX IF NOT EXISTS audit_decision_request ON audit(request_id) WHERE kind = 'card_decision';
+      DROP INDEX IF EXISTS audit_request;
+    `,
+  },
 ];
 
 /**
