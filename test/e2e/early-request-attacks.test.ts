@@ -8,7 +8,7 @@
  * early request of a run whose `--config` lies elsewhere (a file it cannot write) at its own server.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { removeAfterAllTests } from "../cleanup.ts";
@@ -164,6 +164,8 @@ describe("the early request, attacked", () => {
     try {
       const h = home(provider(fake.url));
       expect(Bun.spawnSync(["mkfifo", join(h.data, "config-cache.json")]).exitCode).toBe(0);
+      // as root: planted by another user (nobody), as in a data dir two users share
+      if (process.getuid?.() === 0) chownSync(join(h.data, "config-cache.json"), 65534, 65534);
       const outcomes: unknown[] = [];
       for (let i = 0; i < 2; i++) {
         const p = spawnRun(h, { HOME: h.dir, BENCH_KEY: "k" });
