@@ -130,12 +130,14 @@ function readSmallRegularFile(path: string, max: number): Buffer | undefined {
 /**
  * The validated config cached for `slot.key`, or undefined (a miss). Only a regular file (no symlink) owned
  * by this user, not writable by group or others, at most 1 MiB, holding `{v, key, config}` with this key
- * counts; anything else (absent, stale, tampered, unreadable, not JSON) is a miss.
+ * counts; anything else (absent, stale, tampered, unreadable, not JSON, a FIFO or a device: never blocks) is a miss.
  */
 export function readConfigCache(slot: ConfigCacheSlot): Readonly<Config> | undefined {
   let fd: number | undefined;
   try {
-    fd = openSync(join(slot.dataDir, CONFIG_CACHE_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+    // opened without blocking: a FIFO put there (by anyone who can write the data dir) would otherwise hang the run
+    // in open(2) until a writer came; fstat then finds it is no regular file, a miss
+    fd = openSync(join(slot.dataDir, CONFIG_CACHE_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
     const st = fstatSync(fd);
     if (!st.isFile() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0 || st.size > MAX_CACHE_BYTES) return undefined;
     const saved = JSON.parse(readFileSync(fd, "utf8")) as { v?: unknown; key?: unknown; config?: unknown };

@@ -8,7 +8,7 @@
  * early request of a run whose `--config` lies elsewhere (a file it cannot write) at its own server.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { removeAfterAllTests } from "../cleanup.ts";
@@ -156,6 +156,35 @@ describe("the early request, attacked", () => {
       Object.assign(process.env, saved);
       withdrawEarlyRequest();
       await Promise.all([a.close(), b.close()]);
+    }
+  }, 120_000);
+
+  test("a FIFO at config-cache.json (a process that can write the data dir, another user of a shared one) does not hang the run: a miss, the run completes, its cache write replaces it", async () => {
+    const fake = startFakeOpenAI(() => textChunks("ok"));
+    try {
+      const h = home(provider(fake.url));
+      expect(Bun.spawnSync(["mkfifo", join(h.data, "config-cache.json")]).exitCode).toBe(0);
+      // as root: planted by another user (nobody), as in a data dir two users share
+      if (process.getuid?.() === 0) chownSync(join(h.data, "config-cache.json"), 65534, 65534);
+      const outcomes: unknown[] = [];
+      for (let i = 0; i < 2; i++) {
+        const p = spawnRun(h, { HOME: h.dir, BENCH_KEY: "k" });
+        // a hang (the cache opened without O_NONBLOCK waits for a writer forever) fails this test in 30 s
+        let killed = false;
+        const guard = setTimeout(() => {
+          killed = true;
+          p.kill("SIGKILL");
+        }, 30_000);
+        const [code, stdout] = await Promise.all([p.exited, new Response(p.stdout).text()]);
+        clearTimeout(guard);
+        outcomes.push({ i, killed, code, stdout });
+      }
+      expect(outcomes).toEqual([0, 1].map((i) => ({ i, killed: false, code: 0, stdout: "ok\n" })));
+      // the first run missed (the SDK's request) and wrote a regular cache over the FIFO; the second sent early
+      expect(fake.headers.map((hd) => hd.has("x-stainless-retry-count"))).toEqual([true, false]);
+      expect(statSync(join(h.data, "config-cache.json")).isFile()).toBe(true);
+    } finally {
+      await fake.close();
     }
   }, 120_000);
 
