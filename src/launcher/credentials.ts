@@ -5,7 +5,7 @@
  * asks, the file tools (through the floor) and an MCP server's named `credentials`. Also: which `/proc` files carry
  * another process's secrets, and the test for airlock's own data dir (refused to the file tools).
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { TRANSCRIPTS_DIR } from "../config/paths.ts";
 import { DATA_DIR_SECRETS } from "./bwrap.ts";
@@ -199,9 +199,34 @@ export function insideTranscripts(real: string, dirs: readonly string[]): boolea
 }
 
 /**
- * The data dir's token and database files (`DATA_DIR_SECRETS`) that exist in each of `dirs`, as
- * absolute real paths: what every bubblewrap launch (tools, hooks, MCP servers) shows as empty.
+ * What a process killed mid-write leaves beside the secrets: a token's temporary hard link
+ * (`api-token.tmp-<pid>-<hex>`, `approver-token.tmp-<pid>-<hex>`: config/paths.ts createToken, killed between
+ * its `link` and `unlink`) and the config cache's temporary file (`config-cache.json.<pid>.<ms>.tmp`,
+ * cli/early-request.ts). Each holds a secret's bytes under a name `DATA_DIR_SECRETS` does not list.
+ */
+const SECRET_LEFTOVER = /^(?:(?:api|approver)-token\.tmp-|config-cache\.json\..*\.tmp$)/;
+
+/**
+ * The data dir's token and database files (`DATA_DIR_SECRETS`) and the secrets' leftover temporary files
+ * ({@link SECRET_LEFTOVER}) that exist in each of `dirs`, as absolute real paths: what every bubblewrap launch
+ * (tools, hooks, MCP servers) shows as empty. A data dir that does not exist adds no leftovers.
+ * @throws Error (errno) when a data dir exists but cannot be listed: nothing is launched without its masks.
  */
 export function dataDirSecretFiles(dirs: readonly string[]): string[] {
-  return dirs.flatMap((d) => DATA_DIR_SECRETS.map((f) => path.join(d, f))).filter((f) => existsSync(f)).map((f) => resolveRealPath("/", f));
+  return dirs
+    .flatMap((d) => [...DATA_DIR_SECRETS.map((f) => path.join(d, f)), ...secretLeftovers(d)])
+    .filter((f) => existsSync(f))
+    .map((f) => resolveRealPath("/", f));
+}
+
+function secretLeftovers(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return [];
+    throw e;
+  }
+  return names.filter((n) => SECRET_LEFTOVER.test(n)).map((n) => path.join(dir, n));
 }

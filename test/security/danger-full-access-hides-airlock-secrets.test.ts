@@ -6,10 +6,12 @@
  * approver token — with which the model could allow its own security-floor cards. The process now gets
  * its own `/proc` (airlock is out of sight) and the data dir's tokens and database are masked, as for
  * hooks. Driven through a real `airlock run --headless` in `autonomous` mode, as root and as nobody.
+ * What a process killed mid-write leaves beside them is masked too: a token's temporary hard link
+ * (`approver-token.tmp-<pid>-<hex>`, config/paths.ts createToken) and the config cache's temporary file.
  */
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, linkSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { stringify } from "yaml";
 import { sharedTempDir, testUsers } from "../as-user.ts";
@@ -17,6 +19,8 @@ import { sharedTempDir, testUsers } from "../as-user.ts";
 const MAIN = path.join(import.meta.dir, "../../src/main.ts");
 const KEY = "sk-provider-needle-73c1";
 const TOKEN = "approver-needle-5e0a";
+const LEFTOVER_LINK = "approver-token.tmp-4000000-0123456789ab";
+const LEFTOVER_CACHE = "config-cache.json.4000000.1764680000000.tmp";
 
 function chownTree(p: string, uid: number): void {
   chownSync(p, uid, uid);
@@ -34,6 +38,9 @@ function box(uid: number) {
   for (const d of [home, data, ws]) mkdirSync(d);
   writeFileSync(path.join(data, "approver-token"), `${TOKEN}\n`);
   chmodSync(path.join(data, "approver-token"), 0o600);
+  // what a SIGKILL between createToken's link and unlink, or during the cache's write, leaves behind
+  linkSync(path.join(data, "approver-token"), path.join(data, LEFTOVER_LINK));
+  writeFileSync(path.join(data, LEFTOVER_CACHE), `{"token-stand-in":"${TOKEN}"}`, { mode: 0o600 });
   const py = [
     "import glob",
     "for p in glob.glob('/proc/[0-9]*/environ') + glob.glob('/proc/[0-9]*/task/*/environ'):",
@@ -42,7 +49,7 @@ function box(uid: number) {
     "  except Exception:",
     "    continue",
     `  if b'${KEY}' in d: print('KEY IN', p, d)`,
-    `for f in ['approver-token', 'api-token', 'airlock.db']:`,
+    `for f in ['approver-token', 'api-token', 'airlock.db', '${LEFTOVER_LINK}', '${LEFTOVER_CACHE}']:`,
     "  try:",
     `    print(f, open('${data}/' + f, 'rb').read()[:4096])`,
     "  except Exception as e:",
@@ -50,7 +57,7 @@ function box(uid: number) {
   ].join("\n");
   const calls = [
     { name: "interpreter__python", arguments: { code: py } },
-    { name: "developer__shell", arguments: { command: `f=approver; cat ${data}/$f-token; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done` } },
+    { name: "developer__shell", arguments: { command: `f=approver; cat ${data}/$f-token ${data}/$f-token.tmp-*; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done` } },
   ];
   writeFileSync(path.join(data, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox: "danger-full-access" }));
   writeFileSync(path.join(data, "turns.yaml"), stringify({ turns: [...calls.map((c) => ({ tool_calls: [c] })), { text: "done" }] }));
