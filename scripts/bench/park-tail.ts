@@ -6,13 +6,16 @@
  * CPU time, run-queue wait and time slices over the park (`/proc/thread-self/schedstat`), and the checkpoint thread's
  * state (`ckpt`: 1 running at the start, 2 at the end, 4 × checkpoints finished during; `rs`: WAL start-overs during).
  * The WAL is first taken past the checkpoint thread's start (100 audit rows of 8 KB). Prints p50/p99/max and the TOP
- * slowest parks. Usage: `[GAP_MS=150] bun scripts/bench/park-tail.ts [N=500] [TOP=10]` (GAP_MS: a pause before each park).
+ * slowest parks, and how many slow ones met a WAL start-over by the serving connection or a wait for a core. Usage:
+ * `[GAP_MS=150] [JUDGED=1] bun scripts/bench/park-tail.ts [N=500] [TOP=10]` (GAP_MS: a pause before each park; JUDGED=1:
+ * a `call_judged` row buffered just before each park, as when a call of the same batch ended just before).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, loadavg } from "node:os";
 import { openSync, readFileSync, readSync, writeSync } from "node:fs";
 const sched = () => readFileSync("/proc/thread-self/schedstat", "utf8").split(" ").map(Number);
 const MARK = process.env.MARK === "1";
+const JUDGED = process.env.JUDGED === "1";
 import { join } from "node:path";
 import { createParser } from "eventsource-parser";
 import type { Cards } from "../../src/card/pending.ts";
@@ -81,6 +84,8 @@ for (let i = 0; i < N + 20; i++) {
   cur = {};
   const arrived = new Promise<string>((r) => (wake = (ev) => r(JSON.parse(ev.data).request_id)));
   if (MARK) writeSync(2, `MARK ${i}\n`);
+  // JUDGED=1: a call of the same turn ended just before (its call_judged row is buffered, as in a batch of calls)
+  if (JUDGED) (rt.store as unknown as { auditSoon: (e: unknown) => void }).auditSoon({ kind: "call_judged", outcome: "recorded", decision: "allow", session_id: child.id, home_session_id: child.id, detail: { tool: "developer__shell" } });
   const ck = (rt.store.sql as unknown as { checkpointer: { running: unknown; checkpoints: number; restarts?: number } | null }).checkpointer;
   const rs0 = ck?.restarts ?? 0;
   const k0 = ck?.checkpoints ?? 0;
