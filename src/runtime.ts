@@ -418,6 +418,7 @@ class AirlockRuntime implements Runtime {
         bus: this.bus,
         store: this.store,
         configFor: (s) => this.configFor(s),
+        mayHaveHooks: (id, event) => this.sessionConfigs.mayHaveHooks(id, event),
         tool: (name) => this.registry.get(name),
         dataDir: realDataDir,
         env: { AIRLOCK_CONFIG_DIR: this.configDir },

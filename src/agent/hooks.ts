@@ -25,6 +25,11 @@ export interface AgentHookDeps extends HookSite {
   store: HookSite["store"] & { getSession(id: string): Promise<Session | null>; listTurns(sessionId: string): Promise<{ id: string }[]> };
   /** The session's effective config (its `hooks`, `mode`, `limits`, `allow_unenforced`). */
   configFor(session: Session): Readonly<Config>;
+  /**
+   * False when no hook of `event` can apply to the session, told from memory (session/config.ts
+   * `SessionConfigs.mayHaveHooks`); true when some may (then the session is read and its config asked). Absent: always true.
+   */
+  mayHaveHooks?(sessionId: string, event: HookEvent): boolean;
   /** A tool's definition by airlock name, for Claude Code's tool name and input in `PostToolUse`. */
   tool(name: string): Pick<ToolDef, "name" | "claude" | "schema"> | undefined;
 }
@@ -249,6 +254,9 @@ export class AgentHooks implements LoopHooks {
       if (ev.type !== "action_required" || ev.data.surfaced_in !== ev.data.home_session_id) return;
       const card = ev.data;
       if (this.closing.signal.aborted) return;
+      // no Notification hook for this session (the common case): no session read, no task. That read ran before the
+      // card's SSE frame reached the socket (docs/performance.md, "Issue 20, park → root SSE", eighth session)
+      if (this.deps.mayHaveHooks?.(card.home_session_id, "Notification") === false) return;
       // started on the next turn of the event loop: the card's publishing to its other surfaces goes first
       const p: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
         .then(async () => {

@@ -43,3 +43,31 @@ test("an import that fails is a note, and the tree's config keeps failing (fail 
   fail = false;
   expect(configs.configFor(session("root")).hooks.import_claude_settings).toBe(true);
 });
+
+test("mayHaveHooks answers from memory: false only when the known tree's config and its made import hold none for the event", () => {
+  const imported: string[] = [];
+  const importer: HookImporter = (root) => {
+    imported.push(root);
+    const groups = noHookGroups();
+    groups.Notification.push({ matcher: "", hooks: [{ ...cmd("imported-notify.sh"), source: "project-settings" } as Awaited<ReturnType<typeof cmd>>] });
+    return { groups, notes: [] };
+  };
+  const configs = new SessionConfigs(store, Config.parse({ hooks: { PreToolUse: [{ hooks: [cmd("config.sh")] }] } }), importer);
+  // no Notification hook anywhere: no for the root and its child; another event's hooks do not count
+  expect(configs.mayHaveHooks("root", "Notification")).toBe(false);
+  expect(configs.mayHaveHooks("child", "Notification")).toBe(false);
+  expect(configs.mayHaveHooks("child", "PreToolUse")).toBe(true);
+  // a session whose chain is not known in this process: cannot tell, so maybe
+  expect(configs.mayHaveHooks("stranger", "Notification")).toBe(true);
+  // run overrides of the root add one: its whole tree may
+  configs.set("root", { hooks: { Notification: [{ hooks: [cmd("recipe-notify.sh")] }] } });
+  expect(configs.mayHaveHooks("child", "Notification")).toBe(true);
+  // an import turned on but not made yet: maybe (nothing is read to tell) …
+  configs.set("root", { hooks: { import_claude_settings: true } });
+  expect(configs.mayHaveHooks("child", "Notification")).toBe(true);
+  expect(imported).toEqual([]);
+  // … and once made, what it added counts
+  expect(configs.configFor(session("child", "root")).hooks.Notification).toHaveLength(1);
+  expect(configs.mayHaveHooks("child", "Notification")).toBe(true);
+  expect(configs.mayHaveHooks("child", "Stop")).toBe(false);
+});

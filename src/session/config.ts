@@ -49,6 +49,26 @@ export class SessionConfigs {
   }
 
   /**
+   * Whether the session's effective config may hold hooks for `event`, answered from memory (no query, no settings file
+   * read): false only when its root is known in this process and neither the root's config (base + run overrides) nor
+   * the hooks its tree imported (once imported) has one; true when it has, or when that cannot be told so (the chain
+   * not read in this process, an import not made yet): then read the session and ask {@link configFor}. Never throws.
+   */
+  mayHaveHooks(sessionId: string, event: HookEvent): boolean {
+    let root: string;
+    try {
+      root = knownRootOf(this.store, sessionId);
+    } catch {
+      return true;
+    }
+    const imported = this.imported.get(root);
+    const config = imported?.config ?? this.overrides.get(root) ?? this.base;
+    if (config.hooks[event].length > 0) return true;
+    // an import not made yet could add some (withImported makes it: it reads files, so not here)
+    return imported === undefined && this.importHooks !== undefined && config.hooks.import_claude_settings;
+  }
+
+  /**
    * Reads the session's parent chain into memory (once per session), so {@link configFor} answers without a query.
    * @throws AirlockError `session_not_found`, `session_graph_invalid`.
    */

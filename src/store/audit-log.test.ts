@@ -1,6 +1,6 @@
 /** The decision log's store side: deferred rows (`auditSoon`) are never lost or reordered by a read, a direct row or close; queries filter a session's tree. */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportAudit, queryAudit } from "./audit-log.ts";
@@ -30,6 +30,23 @@ describe("deferred audit rows", () => {
     again.close();
   });
 
+  test("a direct row after deferred ones is written with them in one transaction: one commit in the WAL, not two", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "airlock-audit-")), "airlock.db");
+    const s = await Store.open(path);
+    await s.audit({ kind: "card_parked", outcome: "recorded" }); // the WAL exists
+    const before = walCommits(`${path}-wal`);
+    s.auditSoon({ kind: "call_judged", outcome: "recorded", decision: "allow" });
+    s.auditSoon({ kind: "call_judged", outcome: "recorded", decision: "deny" });
+    await s.audit({ kind: "card_parked", outcome: "recorded", request_id: "act_after" });
+    expect(walCommits(`${path}-wal`) - before).toBe(1);
+    expect((await queryAudit(s, {})).map((r) => [r.kind, r.decision]).slice(0, 3)).toEqual([
+      ["card_parked", null],
+      ["call_judged", "deny"],
+      ["call_judged", "allow"],
+    ]);
+    await s.close();
+  });
+
   test("a session filter takes the session and every session under it, matched as the acting or the home session", async () => {
     const s = await Store.open(":memory:");
     const root = await s.createSession(base);
@@ -49,3 +66,20 @@ describe("deferred audit rows", () => {
     await s.close();
   });
 });
+
+/**
+ * Commits in a WAL file (SQLite's file format, "WAL File Format"): frames of the current WAL (its header's salts)
+ * whose header gives the database size after a commit (non-zero).
+ */
+function walCommits(walPath: string): number {
+  const wal = readFileSync(walPath);
+  const pageSize = wal.readUInt32BE(8);
+  const salt1 = wal.readUInt32BE(16);
+  const salt2 = wal.readUInt32BE(20);
+  let commits = 0;
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    if (wal.readUInt32BE(at + 8) !== salt1 || wal.readUInt32BE(at + 12) !== salt2) break;
+    if (wal.readUInt32BE(at + 4) !== 0) commits++;
+  }
+  return commits;
+}

@@ -414,8 +414,9 @@ export class Store {
    * transaction to write it in (a caller inside `sql.transaction` must pass its own, or it waits for itself).
    */
   async audit(e: AuditEntry, tx: Sql = this.sql): Promise<void> {
-    // rows keep their order: deferred ones first (no flush call, and its promise, when none wait: the common case)
-    if (this.auditBuffer.length > 0) await this.flushAudit(tx);
+    // rows keep their order: deferred ones first, in one transaction with this one (one commit on the caller's path,
+    // not two: a card parked just after a call's end); no flush call, and its promise, when none wait: the common case
+    if (this.auditBuffer.length > 0) return this.writeBuffered(tx, [now(), e]);
     await tx.run(INSERT_AUDIT, auditParams(now(), e));
   }
 
@@ -447,13 +448,22 @@ export class Store {
    * @throws what the engine throws (the rows are dropped then).
    */
   async flushAudit(on: Sql = this.sql): Promise<void> {
+    await this.writeBuffered(on);
+  }
+
+  /**
+   * {@link flushAudit}, with `then` (a row of {@link audit}) written after the buffered rows in the same transaction.
+   * @throws what the engine throws (the buffered rows are dropped then, and `then` is not written).
+   */
+  private async writeBuffered(on: Sql, then?: [at: string, e: AuditEntry]): Promise<void> {
     if (this.auditTimer) {
       clearTimeout(this.auditTimer);
       this.auditTimer = undefined;
     }
-    if (this.auditBuffer.length === 0) return;
+    if (this.auditBuffer.length === 0 && !then) return;
     const rows = this.auditBuffer;
     this.auditBuffer = [];
+    if (then) rows.push(then);
     await on.transaction(async (tx) => {
       for (const [at, e] of rows) await this.insertAudit(tx, at, e);
     });

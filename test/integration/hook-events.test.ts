@@ -387,6 +387,39 @@ describe("Notification hooks", () => {
   });
 });
 
+describe("Notification hooks, none configured", () => {
+  test("a card whose session has no Notification hook reads no session row once it is published (the read ran before its SSE frame was sent)", async () => {
+    h = await startHarness({
+      config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", hooks: { PreToolUse: [{ matcher: "Glob", ...hook("true") }] } },
+      files: { "turns.yaml": "turns:\n  - tool_calls: [{ name: developer__write_file, arguments: { path: \"n.txt\", content: \"x\" } }]\n  - text: done\n" },
+    });
+    const s = await h.createSession({ mode: "smart" });
+    // session reads made after the card was published, until it is answered
+    let published = false;
+    let reads = 0;
+    h.rt.bus.subscribeAll((ev) => {
+      if (ev.type === "action_required") published = true;
+    });
+    const store = h.rt.store;
+    const getSession = store.getSession.bind(store);
+    store.getSession = async (id: string) => {
+      if (published) reads++;
+      return getSession(id);
+    };
+    const started = await h.rt.startTurn(s.id, "go");
+    await waitForBus(h.rt, () => h!.rt.cards.size === 1);
+    // the listener's deferred work would have run by now: two turns of the event loop and a timer
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    await Bun.sleep(20);
+    expect(published).toBe(true);
+    expect(reads).toBe(0);
+    const [card] = h.rt.cards.listForSession(s.id);
+    expect((await decide(h, s.id, card!.request_id, "allow_once")).status).toBe(200);
+    expect(await started.done).toMatchObject({ status: "completed", answer: "done" });
+  });
+});
+
 describe("hooks and the turn's life", () => {
   test.each([
     ["UserPromptSubmit", 4711],
