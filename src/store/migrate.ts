@@ -8,7 +8,9 @@
  * Safe when several processes start at once: each version's transaction first takes the migration lock
  * (PostgreSQL: `pg_advisory_xact_lock(MIGRATION_LOCK_KEY)`, released at commit or rollback; SQLite:
  * `BEGIN IMMEDIATE`, the write lock, waiting up to the busy timeout), then checks again whether the
- * version is recorded, so the loser of the race skips it.
+ * version is recorded, so the loser of the race skips it. On SQLite a version can hold the write lock longer
+ * than the busy timeout (version 13 builds an index over the whole audit log: 7.6 s at 8,000,000 rows), so a
+ * process refused the lock while the version is still not recorded tries again ({@link MIGRATION_WAIT_MS}).
  */
 import { AirlockError } from "../errors.ts";
 import type { Sql } from "./sql.ts";
@@ -51,6 +53,41 @@ export function statements(text: string): string[] {
   return out.map((s) => s.trim()).filter((s) => s.length > 0 && !/^(--[^\n]*\n?\s*)+$/.test(s));
 }
 
+/**
+ * How long a SQLite start keeps asking for the write lock, past the busy timeout, while the migration it waits
+ * for is still not recorded (another process is applying it), before it gives up with SQLite's error.
+ */
+export const MIGRATION_WAIT_MS = 10 * 60_000;
+
+const isBusy = (e: unknown): boolean => /^SQLITE_BUSY/.test(String((e as { code?: unknown } | null)?.code ?? ""));
+
+/**
+ * Runs the migration transaction `fn`. SQLite: when the write lock stays held past the busy timeout (another
+ * process inside a long migration), tries again 100 ms later while `due()` says the work is still not done, for
+ * up to {@link MIGRATION_WAIT_MS}; once another process has done it, returns `done` without the lock.
+ */
+async function retryingBusy<T>(sql: Sql, fn: () => Promise<T>, due: () => Promise<boolean>, done: T, what: string): Promise<T> {
+  const deadline = Date.now() + MIGRATION_WAIT_MS;
+  for (let said = false; ; said = true) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (sql.dialect !== "sqlite" || !isBusy(e) || Date.now() > deadline) throw e;
+      let stillDue: boolean;
+      try {
+        stillDue = await due();
+      } catch (e2) {
+        if (!isBusy(e2) && !/schema_version/.test(e2 instanceof Error ? e2.message : String(e2))) throw e2;
+        stillDue = true;
+      }
+      if (!stillDue) return done;
+      // said once: a start that waits minutes says why rather than looking hung
+      if (!said) console.error(`airlock: another process holds the database while ${what} is due (it is applying it); waiting for it (up to ${MIGRATION_WAIT_MS / 60_000} min)`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 async function lock(tx: Sql): Promise<void> {
   if (tx.dialect === "postgres") await tx.run(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
   // SQLite: the transaction is BEGIN IMMEDIATE (store/sql-sqlite.ts), already the write lock
@@ -64,10 +101,18 @@ async function lock(tx: Sql): Promise<void> {
  *   a failing statement's error as thrown by the executor (its version is rolled back, earlier ones stay).
  */
 export async function migrateSql(sql: Sql, list: readonly Migration[]): Promise<number[]> {
-  await sql.transaction(async (tx) => {
-    await lock(tx);
-    await tx.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-  });
+  await retryingBusy(
+    sql,
+    () =>
+      sql.transaction(async (tx) => {
+        await lock(tx);
+        await tx.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+      }),
+    // (SQLite only) due while the table is missing
+    async () => !(await sql.get("SELECT 1 AS one FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'")),
+    undefined,
+    "the schema_version table",
+  );
   const known = new Set(list.map((m) => m.version));
   const done = new Set((await sql.all<{ version: number }>("SELECT version FROM schema_version")).map((r) => Number(r.version)));
   const unknown = [...done].filter((v) => !known.has(v)).sort((a, b) => a - b);
@@ -78,13 +123,20 @@ export async function migrateSql(sql: Sql, list: readonly Migration[]): Promise<
   const applied: number[] = [];
   for (const m of [...list].sort((a, b) => a.version - b.version)) {
     if (done.has(m.version)) continue;
-    const ran = await sql.transaction(async (tx) => {
-      await lock(tx);
-      if (await tx.get("SELECT 1 AS one FROM schema_version WHERE version = ?", [m.version])) return false;
-      for (const s of statements(m.sql)) await tx.run(s);
-      await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, new Date().toISOString()]);
-      return true;
-    });
+    const ran = await retryingBusy(
+      sql,
+      () =>
+        sql.transaction(async (tx) => {
+          await lock(tx);
+          if (await tx.get("SELECT 1 AS one FROM schema_version WHERE version = ?", [m.version])) return false;
+          for (const s of statements(m.sql)) await tx.run(s);
+          await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, new Date().toISOString()]);
+          return true;
+        }),
+      async () => !(await sql.get("SELECT 1 AS one FROM schema_version WHERE version = ?", [m.version])),
+      false,
+      `schema version ${m.version}`,
+    );
     if (ran) applied.push(m.version);
   }
   return applied;
