@@ -70,6 +70,8 @@ export interface BuildOptions {
   define?: Record<string, string>;
   /** Embed JavaScriptCore bytecode beside each chunk (default false, see the module note; true for comparisons). */
   bytecode?: boolean;
+  /** The target-independent inputs, recorded once by the caller ({@link compileInputs}); default: recorded for this build. */
+  inputs?: CompileInputs;
 }
 
 /**
@@ -148,12 +150,25 @@ async function lockOutput(outfile: string): Promise<() => void> {
   }
 }
 
-/** Bundles and compiles the binary into `outfile` (see {@link build}). */
-async function compile(opts: BuildOptions, outfile: string): Promise<void> {
-  // A relative key lands at <root>/entry/worker.js in the binary (an absolute key would be embedded under
-  // its full path); a virtual file has no folder, so its import is made absolute.
-  // Bun resolves a relative virtual key against the working directory, so build from ROOT.
-  const shimPath = "entry/worker.ts";
+// A relative key lands at <root>/entry/worker.js in the binary (an absolute key would be embedded under
+// its full path); a virtual file has no folder, so its import is made absolute.
+// Bun resolves a relative virtual key against the working directory, so build from ROOT.
+const SHIM_PATH = "entry/worker.ts";
+
+/**
+ * What every compile embeds whatever its target: the tinypool shim and the generated modules that replace
+ * files of src/ (console page, help texts, usage table, side bundles, tool specs, build id), keyed by the
+ * path they replace, and the side bundles' plugin. Recording them is most of a build's time (the help
+ * texts run the source CLI 70 times, the side bundles are bundled: 54 s and 24 s at load ~20, when a
+ * whole build took 67 s), so build/release.ts records them once for its three targets ({@link BuildOptions.inputs}).
+ */
+export interface CompileInputs {
+  files: Record<string, string>;
+  plugins: Bun.BunPlugin[];
+}
+
+/** Records {@link CompileInputs} from the checkout. Throws an Error when a part cannot be recorded (a help text, a side bundle). */
+export async function compileInputs(): Promise<CompileInputs> {
   const shim = readFileSync(join(import.meta.dir, "tinypool-entry.ts"), "utf8").replace(
     /(["'])\.\.\/node_modules\//g,
     (_m, q: string) => `${q}${join(ROOT, "node_modules")}/`,
@@ -183,12 +198,9 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   const { buildIdModule, treeDigest } = await import("../src/cli/canned-build.ts");
   const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
   const buildModule = buildIdModule(treeDigest(join(ROOT, "src"), `airlock ${version} bun ${Bun.version}`));
-  const cwd = process.cwd();
-  process.chdir(ROOT);
-  const result = await Bun.build({
-    entrypoints: [join(ROOT, "src", "boot.ts"), join(ROOT, "src", "script", "worker.ts"), join(ROOT, "src", "store", "checkpoint-worker.ts"), shimPath],
+  return {
     files: {
-      [shimPath]: shim,
+      [SHIM_PATH]: shim,
       [join(ROOT, "src", "console", "embedded.ts")]: consoleModule,
       ...helpModules,
       [join(ROOT, "src", "cli", "canned-usage.ts")]: usageModule,
@@ -197,6 +209,18 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
       [join(ROOT, "src", "cli", "canned-build.ts")]: buildModule,
     },
     plugins: [sideBuild.plugin],
+  };
+}
+
+/** Bundles and compiles the binary into `outfile` (see {@link build}). */
+async function compile(opts: BuildOptions, outfile: string): Promise<void> {
+  const inputs = opts.inputs ?? (await compileInputs());
+  const cwd = process.cwd();
+  process.chdir(ROOT);
+  const result = await Bun.build({
+    entrypoints: [join(ROOT, "src", "boot.ts"), join(ROOT, "src", "script", "worker.ts"), join(ROOT, "src", "store", "checkpoint-worker.ts"), SHIM_PATH],
+    files: inputs.files,
+    plugins: inputs.plugins,
     root: ROOT,
     format: "esm",
     minify: true,

@@ -16,7 +16,7 @@
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { build, ROOT } from "./build.ts";
+import { build, compileInputs, ROOT } from "./build.ts";
 import { readElf } from "./elf.ts";
 
 /** One release target. `pkg` is the npm package carrying its Bun runtime (`bin/bun` in the tarball). */
@@ -159,6 +159,8 @@ export async function release(opts: { out?: string; targets?: readonly ReleaseTa
   mkdirSync(out, { recursive: true });
   log(`airlock ${pkg.version}, commit ${facts.commit}, date ${facts.build_date}, Bun ${bunVersion} → ${out}`);
   const artifacts: Artifact[] = [];
+  // What does not depend on the target (help texts, side bundles, …) is recorded once for all targets.
+  const inputs = await compileInputs();
   for (const [i, t] of targets.entries()) {
     const executablePath = await runtimeFor(t, bunVersion, log);
     const elf = readElf(executablePath);
@@ -168,7 +170,7 @@ export async function release(opts: { out?: string; targets?: readonly ReleaseTa
     log(`[${i + 1}/${targets.length}] compiling ${t.file} (${t.target})…`);
     const embedded = { version: pkg.version, commit: facts.commit, build_date: facts.build_date, bun_version: bunVersion, target: t.target, file: t.file };
     const outfile = join(out, t.file);
-    const r = await build({ force: true, outfile, target: t.target, executablePath, define: { AIRLOCK_BUILD: JSON.stringify(JSON.stringify(embedded)) } });
+    const r = await build({ force: true, outfile, target: t.target, executablePath, define: { AIRLOCK_BUILD: JSON.stringify(JSON.stringify(embedded)) }, inputs });
     chmodSync(outfile, 0o755);
     const a: Artifact = { file: t.file, target: t.target, bytes: statSync(outfile).size, sha256: sha256File(outfile) };
     artifacts.push(a);

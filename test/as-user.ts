@@ -5,7 +5,7 @@
  * Dropping privileges uses util-linux `setpriv`; when the tests already run unprivileged the second
  * pass is skipped and says so (the first pass is then the unprivileged one).
  */
-import { chmodSync, mkdtempSync } from "node:fs";
+import { accessSync, chmodSync, constants, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { removeAfterAllTests } from "./cleanup.ts";
@@ -39,11 +39,29 @@ export function testUsers(): TestUser[] {
 }
 
 /**
- * A fresh temp directory every test user may read, write and enter (mode 0777 on the directory
- * itself; its parent `/tmp` is world-writable already). Removed after the last test of the run (test/cleanup.ts).
+ * A folder on a RAM-backed file system (`/dev/shm`, tmpfs) when there is a world-writable one, else
+ * `tmpdir()`. For tests whose set-up makes and removes ~10^5 folders: on this disk (ext4 mounted with
+ * `discard`) making 100,000 folders took ~50 s and removing them ~190 s at load ~12, on tmpfs 2.6 s and 4.8 s;
+ * what airlock does with them (lstat, readdir, rename) is the same on both.
  */
-export function sharedTempDir(prefix = "airlock-user-"): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+export function ramTempParent(): string {
+  try {
+    const st = statSync("/dev/shm");
+    accessSync("/dev/shm", constants.W_OK | constants.X_OK);
+    // sticky and world-writable, as /tmp: every test user can make its folder there
+    if (st.isDirectory() && (st.mode & 0o1777) === 0o1777) return "/dev/shm";
+  } catch {
+    // no /dev/shm: the disk, only slower
+  }
+  return tmpdir();
+}
+
+/**
+ * A fresh temp directory every test user may read, write and enter (mode 0777 on the directory
+ * itself; its parent, `/tmp` or `parent`, is world-writable already). Removed after the last test of the run (test/cleanup.ts).
+ */
+export function sharedTempDir(prefix = "airlock-user-", parent = tmpdir()): string {
+  const dir = mkdtempSync(join(parent, prefix));
   chmodSync(dir, 0o777);
   removeAfterAllTests(dir);
   return dir;

@@ -22,8 +22,14 @@ let inertUntil = 0;
 let lastOrder = "";
 let rearm: ReturnType<typeof setTimeout> | undefined;
 
+/**
+ * Arms the guard: presses are ignored for {@link INERT_MS} ms. Redraws at once too, so the buttons show
+ * disabled while presses are ignored (a resize arms it between two draws: an Allow that looked enabled
+ * then did nothing, and the console test's next step waited for a refusal that never came).
+ */
 function makeInert(): void {
   inertUntil = performance.now() + INERT_MS;
+  changed();
   clearTimeout(rearm);
   rearm = setTimeout(changed, INERT_MS + 20);
 }

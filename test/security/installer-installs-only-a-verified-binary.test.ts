@@ -6,11 +6,12 @@
  * build, and one the server does not hold refused. Run as root and as an unprivileged user.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { sharedTempDir, type TestUser, testUsers } from "../as-user.ts";
 import { cachedRelease, REPO } from "../harness-release.ts";
+import { toolsDir } from "../tools-dir.ts";
 
 const INSTALL = join(REPO, "scripts", "install.sh");
 const BIN = "airlock-linux-x64";
@@ -42,23 +43,6 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(() => server?.stop(true));
-
-/**
- * A PATH folder with every /usr/bin tool but `without`, and fake `uname`/`ldd` when given (the machine
- * the installer believes it is on).
- */
-function toolsDir(opts: { without?: string; machine?: string; musl?: boolean } = {}): string {
-  const dir = sharedTempDir("airlock-tools-");
-  for (const name of readdirSync("/usr/bin")) {
-    if (name === opts.without || (opts.machine && name === "uname") || (opts.musl && name === "ldd")) continue;
-    symlinkSync(join("/usr/bin", name), join(dir, name));
-  }
-  if (opts.machine) {
-    writeFileSync(join(dir, "uname"), `#!/bin/sh\ncase "$1" in -m) echo ${opts.machine} ;; *) exec /usr/bin/uname "$@" ;; esac\n`, { mode: 0o755 });
-  }
-  if (opts.musl) writeFileSync(join(dir, "ldd"), "#!/bin/sh\necho 'musl libc (x86_64)' >&2\nexit 1\n", { mode: 0o755 });
-  return dir;
-}
 
 /** Runs the installer (asynchronously: the server answers from this same process). */
 async function install(user: TestUser, home: string, tools: string, args: string[], env: Record<string, string> = {}) {

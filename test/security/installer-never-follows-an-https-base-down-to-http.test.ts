@@ -8,9 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sharedTempDir, type TestUser, testUsers } from "../as-user.ts";
+import { toolsDir } from "../tools-dir.ts";
 
 const INSTALL = join(import.meta.dir, "..", "..", "scripts", "install.sh");
 const BIN = "airlock-linux-x64";
@@ -58,13 +59,6 @@ afterAll(() => {
   plainServer?.stop(true);
 });
 
-/** A PATH folder with every /usr/bin tool but `without`. */
-function toolsDir(without: string): string {
-  const dir = sharedTempDir("airlock-tools-");
-  for (const name of readdirSync("/usr/bin")) if (name !== without) symlinkSync(join("/usr/bin", name), join(dir, name));
-  return dir;
-}
-
 describe.each(testUsers())("scripts/install.sh, run as $name", (user: TestUser) => {
   for (const [tool, without] of [["curl", "wget"], ["wget", "curl"]] as const) {
     const run = async (folder = "rel") => {
@@ -73,7 +67,7 @@ describe.each(testUsers())("scripts/install.sh, run as $name", (user: TestUser) 
         stdin: "ignore",
         stdout: "pipe",
         stderr: "pipe",
-        env: { PATH: toolsDir(without), HOME: prefix, CURL_CA_BUNDLE: join(certDir, "cert.pem"), WGETRC: join(certDir, "wgetrc") },
+        env: { PATH: toolsDir({ without }), HOME: prefix, CURL_CA_BUNDLE: join(certDir, "cert.pem"), WGETRC: join(certDir, "wgetrc") },
       });
       const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
       const bin = join(prefix, "bin", "airlock");

@@ -7,9 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sharedTempDir, type TestUser, testUsers } from "../as-user.ts";
+import { toolsDir } from "../tools-dir.ts";
 
 const INSTALL = join(import.meta.dir, "..", "..", "scripts", "install.sh");
 const BIN = "airlock-linux-x64";
@@ -33,13 +34,6 @@ beforeAll(() => {
 
 afterAll(() => server?.stop(true));
 
-/** A PATH folder with every /usr/bin tool but `without`. */
-function toolsDir(without: string): string {
-  const dir = sharedTempDir("airlock-tools-");
-  for (const name of readdirSync("/usr/bin")) if (name !== without) symlinkSync(join("/usr/bin", name), join(dir, name));
-  return dir;
-}
-
 describe.each(testUsers())("scripts/install.sh, run as $name", (user: TestUser) => {
   for (const [tool, without] of [["curl", "wget"], ["wget", "curl"]] as const) {
     const run = async (base: string) => {
@@ -48,7 +42,7 @@ describe.each(testUsers())("scripts/install.sh, run as $name", (user: TestUser) 
         stdin: "ignore",
         stdout: "pipe",
         stderr: "pipe",
-        env: { PATH: toolsDir(without), HOME: prefix, AIRLOCK_BASE_URL: base },
+        env: { PATH: toolsDir({ without }), HOME: prefix, AIRLOCK_BASE_URL: base },
       });
       const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
       return { code, stderr, installed: existsSync(join(prefix, "bin", "airlock")) };

@@ -16,15 +16,16 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { stringify } from "yaml";
-import { sharedTempDir, testUsers } from "../as-user.ts";
+import { ramTempParent, sharedTempDir, testUsers } from "../as-user.ts";
 import { spawnServe } from "../harness-serve.ts";
 import { waitFor } from "../processes.ts";
 
 const MAIN = path.join(import.meta.dir, "../../src/main.ts");
 const PATH = "/usr/local/bin:/usr/bin:/bin";
 
+/** A data dir and a workspace for `prefix`, on tmpfs where there is one (100,000 folders cost minutes on this disk, see {@link ramTempParent}). */
 function dirs(prefix: string) {
-  const base = sharedTempDir(prefix);
+  const base = sharedTempDir(prefix, ramTempParent());
   const data = path.join(base, "data");
   const ws = path.join(base, "ws");
   for (const d of [data, ws]) {
