@@ -4,7 +4,9 @@
  * before bubblewrap's `--die-with-parent` holds (found by the SIGKILL crash test: bwrap and its
  * `sleep` survived a killed `serve` in 2 of 6 runs; a parent killing itself right after spawn left
  * 24 of 30 trees running). The parent here calls the real `launch()` and SIGKILLs itself in the
- * same tick, so every run hits the gap; the lifeline (bwrap.ts `withLifeline`) must end the tree.
+ * same tick, so every run hits the gap; the lifeline (bwrap.ts `withLifeline`) or the reaper (reaper.ts) must end
+ * the tree (2026-12-02: it passes with the lifeline removed, the reaper ending the tree);
+ * with both removed the marker is written in the first try.
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
