@@ -11,7 +11,7 @@
  * per operation per window of 1,000 operations (median and max: the sawtooth shows in the max).
  * Usage: `bun scripts/bench/bounded.ts [--ops 200000] [--limit 10000] [--pairs 3]`
  */
-import { dlopen, FFIType, ptr } from "bun:ffi";
+import { threadCpuNs } from "./thread-cpu.ts";
 import { BoundedMap } from "../../src/bounded.ts";
 
 const arg = (name: string, dflt: number): number => {
@@ -23,14 +23,6 @@ const LIMIT = arg("--limit", 10_000);
 const PAIRS = arg("--pairs", 3);
 const WINDOW = 1000;
 
-const libc = dlopen(process.platform === "darwin" ? "libc.dylib" : "libc.so.6", { clock_gettime: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 } });
-const tsBuf = new BigInt64Array(2);
-const tsPtr = ptr(tsBuf);
-/** The calling thread's CPU time in ns (Linux `CLOCK_THREAD_CPUTIME_ID` = 3). */
-const threadCpuNs = (): number => {
-  libc.symbols.clock_gettime(3, tsPtr);
-  return Number(tsBuf[0]) * 1e9 + Number(tsBuf[1]);
-};
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 

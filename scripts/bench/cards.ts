@@ -18,7 +18,7 @@
  * parked count stays constant; the median of the rounds from the third on. `wall_us` is the same rounds' wall time.
  * Usage: `bun scripts/bench/cards.ts [--cards 100000] [--floor-cards 1000] [--decisions 5000] [--pairs 3] [--rounds 10]`
  */
-import { dlopen, FFIType, ptr } from "bun:ffi";
+import { threadCpuNs } from "./thread-cpu.ts";
 import { Inflight } from "../../src/session/inflight.ts";
 import { Cards } from "../../src/card/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
@@ -36,14 +36,6 @@ const DECISIONS = Math.min(arg("--decisions", 5_000), FLOOR_CARDS, CARDS);
 const PAIRS = arg("--pairs", 3);
 const ROUNDS = Math.max(3, arg("--rounds", 10));
 
-/** The calling thread's CPU time in ns (Linux `CLOCK_THREAD_CPUTIME_ID` = 3). */
-const libc = dlopen(process.platform === "darwin" ? "libc.dylib" : "libc.so.6", { clock_gettime: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 } });
-const tsBuf = new BigInt64Array(2);
-const tsPtr = ptr(tsBuf);
-const threadCpuNs = (): number => {
-  libc.symbols.clock_gettime(3, tsPtr);
-  return Number(tsBuf[0]) * 1e9 + Number(tsBuf[1]);
-};
 /** Issue 20: 100,000 parked cards at ≤ 1.5 KB each. */
 const TARGET_BYTES = 1536;
 

@@ -17,12 +17,12 @@ import type { Sql } from "../../src/store/sql.ts";
 import { Store } from "../../src/store/store.ts";
 import { contract } from "./backends.ts";
 
-const CHILD = join(import.meta.dir, "migrate-kill-child.ts");
+const CHILD = join(import.meta.dir, "migrate-stop-child.ts");
 
 /** Starts the kill child, waits for its `stopped` line (it is inside the version's transaction), SIGKILLs it. */
 function killInside(dialect: string, target: string, stopAt: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CHILD, dialect, target, stopAt], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [CHILD, dialect, target, stopAt, "forever"], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     p.stdout.on("data", (d) => {

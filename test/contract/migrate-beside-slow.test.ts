@@ -5,7 +5,7 @@
  * it does (7.6 s at 8,000,000 audit rows here). The second process must wait for the first one's migration and
  * then find it applied — as store/db.ts and store/migrate.ts promise ("the other waits …, then skips it") —
  * not exit with `airlock: internal: database is locked` after 5 s. Real processes: a migrator held inside
- * version 13 for 9 s (test/contract/migrate-slow-child.ts), and `airlock audit` on the same data dir.
+ * version 13 for 9 s (test/contract/migrate-stop-child.ts), and `airlock audit` on the same data dir.
  */
 import { expect, test } from "bun:test";
 import { spawn } from "node:child_process";
@@ -17,7 +17,7 @@ import { migrateSql, schemaVersionSql } from "../../src/store/migrate.ts";
 import { Store } from "../../src/store/store.ts";
 import { openSqliteFile } from "./backends.ts";
 
-const CHILD = join(import.meta.dir, "migrate-slow-child.ts");
+const CHILD = join(import.meta.dir, "migrate-stop-child.ts");
 const MAIN = join(import.meta.dir, "../../src/main.ts");
 /** How long the first process holds version 13's transaction open: well past the 5 s busy timeout. */
 const HOLD_MS = 9000;
@@ -34,7 +34,7 @@ test("a process started while another holds version 13's transaction past the bu
     await sql.close();
 
     // the first process: inside version 13's transaction, past its CREATE INDEX, holding the write lock
-    const first = spawn(process.execPath, [CHILD, file, "CREATE INDEX IF NOT EXISTS audit_decision_request", String(HOLD_MS)], { stdio: ["ignore", "pipe", "pipe"] });
+    const first = spawn(process.execPath, [CHILD, "sqlite", file, "CREATE INDEX IF NOT EXISTS audit_decision_request", String(HOLD_MS)], { stdio: ["ignore", "pipe", "pipe"] });
     let firstOut = "";
     let firstErr = "";
     first.stderr.on("data", (d) => (firstErr += d));

@@ -48,6 +48,22 @@ function spawnRun(h: { data: string; ws: string }, env: Record<string, string>, 
   });
 }
 
+/**
+ * Waits for a run spawned by {@link spawnRun} to end, killing it (SIGKILL) after 30 s: a hang (a FIFO opened
+ * without O_NONBLOCK waits for a writer for ever) fails the test then instead of at the suite's timeout.
+ * Resolves to whether it was killed, its exit code, stdout and stderr.
+ */
+async function endOrKill(p: ReturnType<typeof spawnRun>): Promise<{ killed: boolean; code: number; stdout: string; stderr: string }> {
+  let killed = false;
+  const guard = setTimeout(() => {
+    killed = true;
+    p.kill("SIGKILL");
+  }, 30_000);
+  const [code, stdout, stderr] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  clearTimeout(guard);
+  return { killed, code, stdout, stderr };
+}
+
 describe("the early request, attacked", () => {
   test("a config the schema accepts but the runtime refuses (an unknown tool name) is never cached: no run sends anything", async () => {
     const fake = startFakeOpenAI(() => textChunks("ok"));
@@ -168,15 +184,8 @@ describe("the early request, attacked", () => {
       if (process.getuid?.() === 0) chownSync(join(h.data, "config-cache.json"), 65534, 65534);
       const outcomes: unknown[] = [];
       for (let i = 0; i < 2; i++) {
-        const p = spawnRun(h, { HOME: h.dir, BENCH_KEY: "k" });
         // a hang (the cache opened without O_NONBLOCK waits for a writer forever) fails this test in 30 s
-        let killed = false;
-        const guard = setTimeout(() => {
-          killed = true;
-          p.kill("SIGKILL");
-        }, 30_000);
-        const [code, stdout] = await Promise.all([p.exited, new Response(p.stdout).text()]);
-        clearTimeout(guard);
+        const { killed, code, stdout } = await endOrKill(spawnRun(h, { HOME: h.dir, BENCH_KEY: "k" }));
         outcomes.push({ i, killed, code, stdout });
       }
       expect(outcomes).toEqual([0, 1].map((i) => ({ i, killed: false, code: 0, stdout: "ok\n" })));
@@ -194,15 +203,7 @@ describe("the early request, attacked", () => {
       const h = home(provider(fake.url));
       rmSync(join(h.data, "approver-token"));
       expect(Bun.spawnSync(["mkfifo", join(h.data, "approver-token")]).exitCode).toBe(0);
-      const p = spawnRun(h, { HOME: h.dir, BENCH_KEY: "k" });
-      // a hang fails this test in 30 s instead of the suite's timeout
-      let killed = false;
-      const guard = setTimeout(() => {
-        killed = true;
-        p.kill("SIGKILL");
-      }, 30_000);
-      const [code, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
-      clearTimeout(guard);
+      const { killed, code, stderr } = await endOrKill(spawnRun(h, { HOME: h.dir, BENCH_KEY: "k" }));
       expect({ killed, code, stderr }).toEqual({ killed: false, code: 2, stderr: expect.stringContaining("is not a regular file") });
       expect(fake.started()).toBe(0);
     } finally {
