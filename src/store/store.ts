@@ -467,13 +467,17 @@ export class Store {
     if (this.auditBuffer.length === 0 && !then) return;
     const rows = this.auditBuffer;
     this.auditBuffer = [];
+    let written = false;
     try {
       await on.transaction(async (tx) => {
         for (const [at, e] of rows) await this.insertAudit(tx, at, e);
         if (then) await this.insertAudit(tx, then[0], then[1]);
+        written = true;
       });
     } catch (e) {
-      if (then && rows.length > 0) {
+      // not again when every insert ran and PostgreSQL's commit failed: a lost answer to COMMIT may hide a commit that
+      // happened (the rows would be there twice); SQLite's failed COMMIT (SQLITE_FULL) is a rollback, never in doubt
+      if (then && rows.length > 0 && (!written || on.dialect === "sqlite")) {
         await on
           .transaction(async (tx) => {
             for (const [at, row] of rows) await this.insertAudit(tx, at, row);
