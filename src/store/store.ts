@@ -453,7 +453,11 @@ export class Store {
 
   /**
    * {@link flushAudit}, with `then` (a row of {@link audit}) written after the buffered rows in the same transaction.
-   * @throws what the engine throws (the buffered rows are dropped then, and `then` is not written).
+   * When that transaction fails with `then` in it, the buffered rows are written again on their own (as a flush before
+   * the direct row would have): a direct row the engine refuses (a full disk with room for the small rows, a value
+   * PostgreSQL rejects) must not take the rows of calls already judged with it.
+   * @throws what the engine throws (for `then`: its transaction's error, `then` not written; the buffered rows are
+   *   dropped only when they cannot be written on their own either).
    */
   private async writeBuffered(on: Sql, then?: [at: string, e: AuditEntry]): Promise<void> {
     if (this.auditTimer) {
@@ -463,10 +467,25 @@ export class Store {
     if (this.auditBuffer.length === 0 && !then) return;
     const rows = this.auditBuffer;
     this.auditBuffer = [];
-    if (then) rows.push(then);
-    await on.transaction(async (tx) => {
-      for (const [at, e] of rows) await this.insertAudit(tx, at, e);
-    });
+    let written = false;
+    try {
+      await on.transaction(async (tx) => {
+        for (const [at, e] of rows) await this.insertAudit(tx, at, e);
+        if (then) await this.insertAudit(tx, then[0], then[1]);
+        written = true;
+      });
+    } catch (e) {
+      // not again when every insert ran and PostgreSQL's commit failed: a lost answer to COMMIT may hide a commit that
+      // happened (the rows would be there twice); SQLite's failed COMMIT (SQLITE_FULL) is a rollback, never in doubt
+      if (then && rows.length > 0 && (!written || on.dialect === "sqlite")) {
+        await on
+          .transaction(async (tx) => {
+            for (const [at, row] of rows) await this.insertAudit(tx, at, row);
+          })
+          .catch(reportAuditFailure);
+      }
+      throw e;
+    }
   }
 
   private async insertAudit(tx: Sql, at: string, e: AuditEntry): Promise<void> {

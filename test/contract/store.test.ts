@@ -87,6 +87,28 @@ contract("store", (backend) => {
     expect(typeof tree[0]!.id).toBe("number");
   });
 
+  test("audit: a direct row the engine refuses does not take the buffered rows with it (they are written, in their order, as a flush would)", async () => {
+    const s = await store();
+    await s.audit({ kind: "gate", outcome: "recorded", request_id: "first" });
+    // the engine refuses the direct row: PostgreSQL a NUL in a TEXT column; SQLite a full database (its max_page_count:
+    // the same SQLITE_FULL as a full disk) with room for the two small buffered rows but not for a 256 KB row
+    let direct: Parameters<Store["audit"]>[0];
+    if (backend.dialect === "postgres") direct = { kind: "card_decision", outcome: "refused", request_id: "act_\u0000nul", code: "not_found" };
+    else {
+      const pages = (await s.sql.get<{ n: number }>("SELECT page_count AS n FROM pragma_page_count()"))!.n;
+      await s.sql.get(`PRAGMA max_page_count = ${pages + 8}`);
+      direct = { kind: "card_parked", outcome: "recorded", request_id: "big", detail: { reason: "x".repeat(256 * 1024) } };
+    }
+    s.auditSoon({ kind: "call_judged", outcome: "recorded", request_id: "judged1", decision: "allow" });
+    s.auditSoon({ kind: "call_judged", outcome: "recorded", request_id: "judged2", decision: "allow" });
+    await expect(s.audit(direct)).rejects.toThrow();
+    // the calls judged before it are in the log (main wrote them in their own transaction first)
+    expect((await s.sql.all<{ request_id: string }>("SELECT request_id FROM audit ORDER BY id")).map((r) => r.request_id)).toEqual(["first", "judged1", "judged2"]);
+    // and nothing is left buffered to be written twice
+    await s.flushAudit();
+    expect((await s.sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM audit"))!.n).toBe(3);
+  });
+
   test.skipIf(backend.dialect !== "postgres")("session rules changed through another process judge this one's next call at once (PostgreSQL: no per-process cache of a tree's rules)", async () => {
     const db = await backend.fresh();
     const sqlA = db.open();

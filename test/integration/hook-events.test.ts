@@ -6,7 +6,7 @@
  * card parks without delaying it.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentHooks } from "../../src/agent/hooks.ts";
@@ -465,6 +465,43 @@ describe("hooks and the turn's life", () => {
       ]);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("Notification hooks, from run overrides and imported settings (no read skipped wrongly)", () => {
+  const turns = "subagents:\n  - turns:\n    - tool_calls: [{ name: developer__write_file, arguments: { path: \"n.txt\", content: \"x\" } }]\n    - text: done\n";
+  test.each(["run overrides of the root (a recipe's hooks), card in a subagent", "~/.claude/settings.json (import_claude_settings), card in a subagent"])("%s", async (how) => {
+    const dir = recordDir();
+    const notify = script(dir, "notify.sh", `#!/bin/sh\ncat > "${dir}/in.json"\necho '{"systemMessage":"notified"}'\n`);
+    const imported = how.includes("settings.json");
+    const home = mkdtempSync(join(tmpdir(), "airlock-home-"));
+    const oldHome = process.env.HOME;
+    if (imported) {
+      mkdirSync(join(home, ".claude"));
+      writeFileSync(join(home, ".claude", "settings.json"), JSON.stringify({ hooks: { Notification: [{ matcher: "", hooks: [{ type: "command", command: notify }] }] } }));
+      process.env.HOME = home;
+    }
+    try {
+      h = await startHarness({
+        config: { provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", hooks: { import_claude_settings: imported, PreToolUse: [{ matcher: "Glob", ...hook("true") }] } },
+        files: { "turns.yaml": turns },
+      });
+      const said = hookMessages(h);
+      const root = await h.createSession({ mode: "smart" });
+      if (!imported) h.rt.setRunOverrides(root.id, { hooks: { Notification: [hook(notify)] } } as never);
+      const child = await h.rt.createSession({ parent_session_id: root.id, mode: "smart" } as never);
+      const started = await h.rt.startTurn(child.id, "go");
+      await waitForBus(h.rt, () => h!.rt.cards.size === 1);
+      await waitForBus(h.rt, () => said.length > 0, 60_000);
+      expect(said).toMatchObject([{ session_id: child.id, event: "Notification", message: "notified" }]);
+      expect(json(join(dir, "in.json"))).toMatchObject({ hook_event_name: "Notification", session_id: child.id });
+      const [card] = h.rt.cards.listForSession(child.id);
+      expect((await decide(h, child.id, card!.request_id, "allow_once")).status).toBe(200);
+      expect(await started.done).toMatchObject({ status: "completed" });
+    } finally {
+      process.env.HOME = oldHome;
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });
