@@ -209,8 +209,9 @@ const SECRET_LEFTOVER = /^(?:(?:api|approver)-token\.tmp-|config-cache\.json\..*
 /**
  * The data dir's token and database files (`DATA_DIR_SECRETS`) and the secrets' leftover temporary files
  * ({@link SECRET_LEFTOVER}) that exist in each of `dirs`, as absolute real paths: what every bubblewrap launch
- * (tools, hooks, MCP servers) shows as empty. A data dir that does not exist adds no leftovers.
- * @throws Error (errno) when a data dir exists but cannot be listed: nothing is launched without its masks.
+ * (tools, hooks, MCP servers) shows as empty. A data dir that does not exist, or that this process may not list,
+ * adds no leftovers.
+ * @throws Error (errno) when listing a data dir fails otherwise (EMFILE, EIO…): nothing is launched without its masks.
  */
 export function dataDirSecretFiles(dirs: readonly string[]): string[] {
   return dirs
@@ -225,7 +226,9 @@ function secretLeftovers(dir: string): string[] {
     names = readdirSync(dir);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return [];
+    // none there, or a folder this process may not list: neither may the processes it starts (the same user or
+    // fewer rights), and a leftover's name holds 48 random bits (a token's) or a pid and a ms time it cannot list to find
+    if (code === "ENOENT" || code === "ENOTDIR" || code === "EACCES") return [];
     throw e;
   }
   return names.filter((n) => SECRET_LEFTOVER.test(n)).map((n) => path.join(dir, n));
