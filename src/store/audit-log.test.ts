@@ -47,6 +47,18 @@ describe("deferred audit rows", () => {
     await s.close();
   });
 
+  test("a row logged while close() flushes is written too, not dropped", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "airlock-audit-")), "airlock.db");
+    const s = await Store.open(path);
+    s.auditSoon({ kind: "call_judged", outcome: "recorded", request_id: "before_close" });
+    const closing = s.close(); // its flush has taken the buffer and waits on its transaction
+    s.auditSoon({ kind: "call_judged", outcome: "recorded", request_id: "during_close" });
+    await closing;
+    const again = await Store.open(path);
+    expect((await queryAudit(again, {})).map((r) => r.request_id).sort()).toEqual(["before_close", "during_close"]);
+    await again.close();
+  });
+
   test("a session filter takes the session and every session under it, matched as the acting or the home session", async () => {
     const s = await Store.open(":memory:");
     const root = await s.createSession(base);

@@ -76,6 +76,8 @@ const now = () => new Date().toISOString();
 
 /** Most ms a row logged with `Store.auditSoon` waits before it is written. */
 export const AUDIT_FLUSH_MS = 20;
+/** Most flushes `Store.close` runs for rows logged while it flushes. */
+const CLOSE_FLUSH_ROUNDS = 8;
 /** Rows `Store.auditSoon` buffers before writing them at once. */
 export const AUDIT_FLUSH_ROWS = 256;
 /** The public columns of a turn (the owner columns stay internal). */
@@ -113,10 +115,14 @@ export class Store {
     return new Store(sqliteSql(openDatabase(path)));
   }
 
-  /** Writes the buffered audit rows, then closes the executor. Idempotent. */
+  /**
+   * Writes the buffered audit rows, then closes the executor. Idempotent. Rows given to {@link auditSoon} while a
+   * flush of `close` runs are written too (up to {@link CLOSE_FLUSH_ROUNDS} flushes, so a caller that never stops
+   * logging cannot hold `close` for ever); a row given after the executor closed is reported on stderr, not written.
+   */
   async close(): Promise<void> {
     try {
-      await this.flushAudit();
+      for (let round = 0; round < CLOSE_FLUSH_ROUNDS && (round === 0 || this.auditBuffer.length > 0); round++) await this.flushAudit();
     } finally {
       await this.sql.close();
     }
