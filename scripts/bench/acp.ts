@@ -12,11 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { build, OUTFILE } from "../../build/build.ts";
+import { arg } from "./args.ts";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const SAMPLES = arg("--samples", 100);
 const WARMUP = 10;
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;

@@ -16,11 +16,8 @@ import { newId } from "../../src/ids.ts";
 import { createRuntime } from "../../src/runtime.ts";
 import { startServer } from "../../src/server/serve.ts";
 import { Store } from "../../src/store/store.ts";
+import { arg } from "./args.ts";
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const CARDS = arg("--cards", 10_000);
 const SAMPLES = arg("--latency-samples", 500);
 

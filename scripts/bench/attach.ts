@@ -15,11 +15,8 @@ import { Config } from "../../src/config/schema.ts";
 import { newId } from "../../src/ids.ts";
 import { createRuntime } from "../../src/runtime.ts";
 import { startServer } from "../../src/server/serve.ts";
+import { arg } from "./args.ts";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const CARDS = arg("--cards", 100);
 const WARMUP = 10;
 

@@ -13,11 +13,8 @@
  */
 import { threadCpuNs } from "./thread-cpu.ts";
 import { BoundedMap } from "../../src/bounded.ts";
+import { arg } from "./args.ts";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const OPS = arg("--ops", 200_000);
 const LIMIT = arg("--limit", 10_000);
 const PAIRS = arg("--pairs", 3);

@@ -24,11 +24,8 @@ import { Cards } from "../../src/card/pending.ts";
 import { Bus } from "../../src/bus/bus.ts";
 import { newId } from "../../src/ids.ts";
 import { Store } from "../../src/store/store.ts";
+import { arg } from "./args.ts";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const CARDS = arg("--cards", 100_000);
 const FLOOR_CARDS = arg("--floor-cards", 1_000);
 /** Decisions on each side: the same count on both (at most the floor's parked cards), so both sides do the same work. */

@@ -20,11 +20,8 @@ import { migrateSql } from "../../src/store/migrate.ts";
 import { PG_MIGRATIONS } from "../../src/store/migrations-pg.ts";
 import { pgSql } from "../../src/store/sql-pg.ts";
 import { pgAvailable, startPgCluster } from "../../test/pg-cluster.ts";
+import { arg } from "./args.ts";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const SAMPLES = arg("--samples", 300);
 const WARMUP = 20;
 const at = () => performance.timeOrigin + performance.now();

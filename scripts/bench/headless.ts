@@ -16,11 +16,8 @@ import { build, OUTFILE } from "../../build/build.ts";
 import { runOnce } from "../../src/run/run-once.ts";
 import { Config } from "../../src/config/schema.ts";
 import { createRuntime } from "../../src/runtime.ts";
+import { arg } from "./args.ts";
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const ASKS = arg("--asks", 500);
 const HOOK_ASKS = arg("--hook-asks", 50);
 const RUNS = arg("--runs", 10);

@@ -13,11 +13,8 @@ import { Config } from "../../src/config/schema.ts";
 import { newId } from "../../src/ids.ts";
 import { createRuntime, type Runtime } from "../../src/runtime.ts";
 import { startReceiver, type Receiver } from "../../test/fixtures/webhook-receiver.ts";
+import { arg } from "./args.ts";
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const CARDS = Math.max(50, arg("--cards", 200));
 const WARMUP = 10;
 

@@ -15,11 +15,8 @@ import { stringify } from "yaml";
 import { Config } from "../../src/config/schema.ts";
 import { createRuntime } from "../../src/runtime.ts";
 import { pgAvailable, startPgCluster } from "../../test/pg-cluster.ts";
+import { arg } from "./args.ts";
 
-function arg(name: string, dflt: number): number {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-}
 const TURNS = arg("--turns", 10);
 const CALLS = arg("--calls", 20);
 const ROUNDS = arg("--rounds", 3);
