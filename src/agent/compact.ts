@@ -8,61 +8,17 @@
  */
 import { AirlockError, assertNever } from "../errors.ts";
 import { BoundedMap } from "../bounded.ts";
-import type { ProviderConfig } from "../config/schema.ts";
 import type { Message } from "../session/types.ts";
 import type { ToolSpec } from "../tool/tool.ts";
 import type { HookDirective, HookTurn, HistoryShrinker } from "./loop.ts";
 import type { Provider, TokenUsage } from "./providers/provider.ts";
-// the defaults modules, not the adapters: importing an adapter would load its SDK at start
-import { ANTHROPIC_DEFAULT_MODEL } from "./providers/anthropic-defaults.ts";
-import { OPENAI_DEFAULT_MODEL } from "./providers/openai-defaults.ts";
+import { estimateTextTokens, TRIGGER_SHARE } from "./context-size.ts";
 import summaryPrompt from "./compact-summary.txt" with { type: "text" };
 
-/**
- * Input tokens of known model families, matched on the model's name, lower-cased, after any `vendor/`
- * prefix (OpenRouter's `openai/gpt-4o`). First match wins. Sources: each vendor's model pages
- * (OpenAI models docs: gpt-4o 128k, gpt-4.1 ~1M, gpt-5 272k input, o-series 200k; Anthropic models
- * overview: 200k; DeepSeek API docs: 128k). Local families (llama, qwen, …) get 8192: the context a
- * local server is usually started with, not the model's maximum (Ollama's `num_ctx`).
- */
-const FAMILY_CONTEXT: readonly (readonly [RegExp, number])[] = [
-  [/^gpt-4\.1/, 1_000_000],
-  [/^gpt-5/, 272_000],
-  [/^gpt-4o/, 128_000],
-  [/^gpt-4-turbo/, 128_000],
-  [/^gpt-4(-\d|$)/, 8_192],
-  [/^gpt-3\.5/, 16_385],
-  [/^o1-mini/, 128_000],
-  [/^o\d/, 200_000],
-  [/^claude-/, 200_000],
-  [/^deepseek/, 128_000],
-  [/^gemini/, 1_000_000],
-  [/^(llama|meta-llama|qwen|mistral|mixtral|gemma|phi|codellama|granite|smollm|deepcoder|devstral)/, 8_192],
-];
+// the context sizes and the raw estimate live in context-size.ts, which `airlock run`'s early request loads without this module
+export { contextTokensFor, estimateTextTokens, TRIGGER_SHARE, UNKNOWN_MODEL_CONTEXT_TOKENS } from "./context-size.ts";
 
-/** Input tokens for a model no family matches. */
-export const UNKNOWN_MODEL_CONTEXT_TOKENS = 32_000;
-
-/** The model each provider uses when `provider.model` is unset (its adapter's default). */
-const DEFAULT_MODEL: Readonly<Record<string, string>> = { openai: OPENAI_DEFAULT_MODEL, anthropic: ANTHROPIC_DEFAULT_MODEL };
-
-/**
- * The input tokens a provider config's model accepts: `context_tokens` when set; else the model
- * family's default (FAMILY_CONTEXT), else {@link UNKNOWN_MODEL_CONTEXT_TOKENS}; null for the scripted
- * provider (it has no context to overflow: never shrink).
- */
-export function contextTokensFor(cfg: Pick<ProviderConfig, "name" | "model" | "context_tokens">): number | null {
-  if (cfg.context_tokens !== undefined) return cfg.context_tokens;
-  if (cfg.name === "scripted") return null;
-  const model = (cfg.model ?? DEFAULT_MODEL[cfg.name] ?? "").toLowerCase();
-  const bare = model.slice(model.lastIndexOf("/") + 1);
-  for (const [re, n] of FAMILY_CONTEXT) if (re.test(bare) || re.test(model)) return n;
-  return UNKNOWN_MODEL_CONTEXT_TOKENS;
-}
-
-/** Shrinking starts when the estimate passes this share of the context… */
-export const TRIGGER_SHARE = 0.85;
-/** …and brings the request down to this share, so the next calls need no new shrink (a stable prefix for prompt caches). */
+/** A shrink (from `TRIGGER_SHARE` of the context on) brings the request down to this share, so the next calls need no new shrink (a stable prefix for prompt caches). */
 export const TARGET_SHARE = 0.6;
 /** Tool outputs at most this long (bytes) are never elided: the marker would not be shorter. */
 export const MIN_ELIDE_BYTES = 256;
@@ -77,11 +33,6 @@ const MARKER_TOKENS = 4 + estimateTextTokens(elisionMarker(1_000_000));
 /** What an elided tool output is replaced by: its size, and what to do (bytes: UTF-8). */
 export function elisionMarker(bytes: number): string {
   return `[tool output elided: ${bytes} bytes; ask again if needed]`;
-}
-
-/** Raw token estimate of a string: UTF-8 bytes / 4, rounded up (the calibration ratio corrects it per session). */
-export function estimateTextTokens(s: string): number {
-  return Math.ceil(Buffer.byteLength(s, "utf8") / 4);
 }
 
 /** Raw token estimate of one message as a provider sends it: content, tool calls, provider state, plus framing. */

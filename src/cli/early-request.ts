@@ -14,13 +14,13 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rm
 import { join, resolve } from "node:path";
 import { pickDataDir, readRegularFile } from "../config/paths.ts";
 import type { Config } from "../config/schema.ts";
-import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/compact.ts";
+import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/context-size.ts";
 import { offerEarlyRequest } from "../agent/providers/early.ts";
 import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "../agent/providers/openai-defaults.ts";
 import { chatCompletionsBody, chatCompletionsUrl, replaysReasoningContent } from "../agent/providers/openai-request.ts";
 import { isLoopbackUrl } from "../agent/providers/provider.ts";
 import { SYSTEM_PROMPTS } from "../agent/system-prompts.ts";
-import { CANNED_OFFERED } from "../tool/canned-specs.ts";
+import { cannedOffered } from "../tool/canned-specs.ts";
 import type { ToolSpec } from "../tool/tool.ts";
 import { BUILD_ID, treeDigest } from "./canned-build.ts";
 
@@ -273,7 +273,8 @@ export async function startEarlyRequest(prompt: string | undefined, opts: EarlyR
   if (!cached) return start;
   try {
     if (earlyRefusal(prompt, opts, cached, env) !== undefined) return start;
-    const tools = (CANNED_OFFERED ?? (await import("../tool/offered-specs.ts")).offeredBuiltInSpecs())[cached.tools.offer];
+    const offer = cached.tools.offer;
+    const tools = cannedOffered(offer) ?? (await import("../tool/offered-specs.ts")).offeredBuiltInSpecs()[offer];
     start.sent = send(prompt!, cached, tools, env);
     // never null when sent: the defaults' provider (scripted) is never sent early
     if (start.sent && s.text !== null) start.configText = s.text;

@@ -4,6 +4,10 @@ import { recordOfferedSpecs, recordToolParameters } from "../../build/tool-specs
 import { offeredToolFilter, ToolRegistry } from "./registry.ts";
 import { builtInTools } from "./host-tools.ts";
 import { defineTool, toolSpec, toolSpecWith } from "./tool.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cannedSpecsModule } from "./canned-specs.ts";
 
 describe("recorded tool specs (tool/canned-specs.ts)", () => {
   test("the recorded table gives every built-in tool the spec converted from zod, key order included", () => {
@@ -37,6 +41,29 @@ describe("recorded tool specs (tool/canned-specs.ts)", () => {
       const specs = await registry.specs(offeredToolFilter(offer), { sources: offer !== "code" });
       expect(JSON.stringify(JSON.parse(JSON.stringify(offered[offer])))).toBe(JSON.stringify(specs));
       expect(specs.length).toBe(offer === "code" ? 4 : offer === "direct" ? 9 : 11);
+    }
+  });
+
+  test("the binary's module text gives back the recorded table and offered specs as JSON texts parsed on demand", async () => {
+    const table = recordToolParameters();
+    const offered = recordOfferedSpecs();
+    const text = cannedSpecsModule(table, offered);
+    // no object literal of the specs: the texts are string literals, parsed when asked for
+    expect(text).not.toContain(`= ${JSON.stringify(table)}`);
+    const dir = mkdtempSync(join(tmpdir(), "airlock-canned-specs-"));
+    try {
+      writeFileSync(join(dir, "canned.js"), text);
+      const m = (await import(join(dir, "canned.js"))) as typeof import("./canned-specs.ts");
+      expect(JSON.stringify(m.cannedParameters())).toBe(JSON.stringify(table));
+      expect(m.cannedParameters()).toBe(m.cannedParameters());
+      for (const offer of ["code", "direct", "both"] as const) {
+        expect(JSON.stringify(m.cannedOffered(offer))).toBe(JSON.stringify(offered[offer]));
+        // a fresh copy each call: the caller may change it
+        expect(m.cannedOffered(offer)).not.toBe(m.cannedOffered(offer));
+      }
+      expect(m.cannedOffered("toString" as never)).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

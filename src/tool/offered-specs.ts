@@ -2,7 +2,7 @@
  * @module tool/offered-specs
  * The specs of the built-in tools offered to the model for each `tools.offer` when no MCP server is
  * configured, computed as the runtime computes them (its registry's `specs(offeredToolFilter(offer))` over
- * `builtInTools`, in registration order). Recorded at build time into `canned-specs.ts` (`CANNED_OFFERED`);
+ * `builtInTools`, in registration order). Recorded at build time into `canned-specs.ts` (`cannedOffered`);
  * loaded at run time only from source, where that table is `null` (it loads zod).
  */
 import { builtInTools } from "./host-tools.ts";

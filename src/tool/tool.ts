@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Config, SandboxPolicyName } from "../config/schema.ts";
 import type { Session } from "../session/types.ts";
 import type { ToolOutcome } from "../script/protocol.ts";
-import { CANNED_PARAMETERS } from "./canned-specs.ts";
+import { cannedParameters } from "./canned-specs.ts";
 
 /** The outcome of one tool call as the model and scripts see it (defined in script/protocol.ts). */
 export type { ToolOutcome };
@@ -139,7 +139,7 @@ export function defineTool<S extends z.ZodType>(def: Omit<ToolDef<z.infer<S>>, "
 
 /** The JSON Schema of a tool's arguments, as sent to the model and shown by `code_execution__list_tools`. */
 export function toolSpec(def: ToolDef): ToolSpec {
-  return toolSpecWith(def, CANNED_PARAMETERS);
+  return toolSpecWith(def, cannedParameters());
 }
 
 /**
