@@ -4,7 +4,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { ensureTokens, pickDataDir, resolveDataDir } from "./paths.ts";
@@ -41,6 +41,10 @@ describe("pickDataDir", () => {
       dir: "/home/u/.local/share/airlock",
       source: "home",
     });
+  });
+  test("without an absolute $HOME, the OS account's home (node:os, loaded only then)", () => {
+    expect(pickDataDir({ env: {} })).toEqual({ dir: join(homedir(), ".local", "share", "airlock"), source: "home" });
+    expect(pickDataDir({ env: { HOME: "rel" } }).dir).toBe(join(homedir(), ".local", "share", "airlock"));
   });
   test("a relative flag resolves against the cwd", () => {
     expect(pickDataDir({ flag: "rel/dir", env: {} }).dir).toBe(join(process.cwd(), "rel/dir"));

@@ -4,7 +4,6 @@
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
 import { chmodSync, closeSync, constants, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
-import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 
@@ -32,8 +31,17 @@ export function pickDataDir(opts: { flag?: string; env: Record<string, string | 
   if (flag) return { dir: resolve(flag), source: "flag" };
   if (env.AIRLOCK_HOME) return { dir: resolve(env.AIRLOCK_HOME), source: "AIRLOCK_HOME" };
   if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME)) return { dir: join(env.XDG_DATA_HOME, "airlock"), source: "XDG_DATA_HOME" };
-  const home = env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir();
+  const home = env.HOME && isAbsolute(env.HOME) ? env.HOME : accountHome();
   return { dir: join(home, ".local", "share", "airlock"), source: "home" };
+}
+
+/**
+ * The OS account's home (`os.homedir()`), with `node:os` loaded only when asked: `airlock run`'s early request
+ * picks the data dir before its first model request, and loading `node:os` there cost about 1.4M instructions
+ * for a home `$HOME` nearly always gives (docs/performance.md, issue 20).
+ */
+function accountHome(): string {
+  return (import.meta.require("node:os") as typeof import("node:os")).homedir();
 }
 
 /**
