@@ -165,7 +165,7 @@ async function pythonCheck(): Promise<Check> {
   return { name: "python3", status: "ok", message: `${(out || err).trim()} (${py})` };
 }
 
-/** The `data_dir` and `tokens` checks: the data dir exists, is this user's, mode 0700 and writable; the tokens exist with mode 0600. Creates nothing. */
+/** The `data_dir` and `tokens` checks: the data dir exists, is this user's, mode 0700 and writable; the tokens exist, are this user's, with mode 0600. Creates nothing. */
 function dataDirChecks(dir: string): Check[] {
   let st;
   try {
@@ -177,7 +177,7 @@ function dataDirChecks(dir: string): Check[] {
     ];
   }
   const checks: Check[] = [];
-  const uid = process.getuid?.();
+  const uid = process.geteuid?.();
   const mode = st.mode & 0o777;
   let writable = true;
   try {
@@ -192,12 +192,20 @@ function dataDirChecks(dir: string): Check[] {
   else checks.push({ name: "data_dir", status: "ok", message: `${dir} (yours, mode 0700, writable)` });
   const missing: string[] = [];
   const loose: string[] = [];
+  const foreign: string[] = [];
   for (const f of ["api-token", "approver-token"]) {
     const p = join(dir, f);
-    if (!existsSync(p)) missing.push(f);
-    else if ((statSync(p).mode & 0o777) !== 0o600) loose.push(`${f} (mode 0${(statSync(p).mode & 0o777).toString(8)})`);
+    if (!existsSync(p)) {
+      missing.push(f);
+      continue;
+    }
+    const tst = statSync(p);
+    // the runtime refuses a token another user owns (config/paths.ts ensureTokens): that user knows it
+    if (uid !== undefined && tst.uid !== uid) foreign.push(`${f} (uid ${tst.uid})`);
+    else if ((tst.mode & 0o777) !== 0o600) loose.push(`${f} (mode 0${(tst.mode & 0o777).toString(8)})`);
   }
-  if (loose.length) checks.push({ name: "tokens", status: "fail", message: `token files readable by others: ${loose.join(", ")}`, fix: `chmod 600 ${join(dir, "api-token")} ${join(dir, "approver-token")}` });
+  if (foreign.length) checks.push({ name: "tokens", status: "fail", message: `token files owned by another user: ${foreign.join(", ")}; airlock refuses them`, fix: `delete them (new tokens are created), or use your own data dir with --data-dir` });
+  else if (loose.length) checks.push({ name: "tokens", status: "fail", message: `token files readable by others: ${loose.join(", ")}`, fix: `chmod 600 ${join(dir, "api-token")} ${join(dir, "approver-token")}` });
   else if (missing.length) checks.push({ name: "tokens", status: "warn", message: `not created yet: ${missing.join(", ")}`, fix: "`airlock token` (or the first `airlock serve`) creates them with mode 0600" });
   else checks.push({ name: "tokens", status: "ok", message: "api-token and approver-token present, mode 0600" });
   return checks;
