@@ -143,6 +143,20 @@ function readExisting(path: string, warn: (msg: string) => void): string | undef
   return token;
 }
 
+/**
+ * A token as a client reads it at the moment it needs it (`airlock attach` and `airlock acp` answering a proof card):
+ * never created, and `null` when it is missing, unreadable, empty, not a regular file (a FIFO there never blocks),
+ * larger than {@link MAX_TOKEN_FILE_BYTES}, or owned by another user than the one airlock runs as. Never throws.
+ * @returns the trimmed token, or null.
+ */
+export function readTokenIfUsable(path: string): string | null {
+  try {
+    return readRegularFile(path, { maxBytes: MAX_TOKEN_FILE_BYTES, owner: "self" }).toString("utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+
 /** A token file airlock writes holds 65 bytes; larger ones (up to this, bytes) are read for tokens set by hand. */
 export const MAX_TOKEN_FILE_BYTES = 4096;
 
