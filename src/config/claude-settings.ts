@@ -5,7 +5,7 @@
  * and the `hooks` block as airlock's hook groups, each command tagged with where it came from. The
  * `permissions` block is read from the same objects by gate/rules/start.ts.
  */
-import { readFileSync } from "node:fs";
+import { readRegularFile } from "./paths.ts";
 import path from "node:path";
 import { AirlockError } from "../errors.ts";
 import { HOOK_EVENTS, type HookCommand, type HookEvent, type HookMatcher } from "./schema.ts";
@@ -45,7 +45,9 @@ export function claudeSettingsFiles(home: string, workspace: string): ClaudeSett
 export function readSettingsFile(file: string, what: string): Record<string, unknown> | null {
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    // opened without blocking (config/paths.ts): a project's file is in a workspace the model writes, and a FIFO
+    // there would freeze the server's thread in open(2); it is refused as not a regular file
+    text = readRegularFile(file).toString("utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return null;

@@ -5,7 +5,7 @@
  * and `GET /runs/:id` (a run's result object, SPEC §7).
  * Mounted behind the auth middleware by server/app.ts. Bodies are zod-validated (400 naming the path).
  */
-import { readFileSync } from "node:fs";
+import { readRegularFile } from "../../config/paths.ts";
 import { isAbsolute, join } from "node:path";
 import { Hono, type Context } from "hono";
 import { z } from "zod";
@@ -96,9 +96,12 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: SchedulePort = sch
     let text = b.recipe_text;
     if (text === undefined) {
       try {
-        text = readFileSync(b.recipe_path, "utf8");
+        // never a blocking open on the serving thread: a FIFO there would freeze every session (config/paths.ts)
+        text = readRegularFile(b.recipe_path).toString("utf8");
       } catch (e) {
-        throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); send recipe_text`);
+        const code = (e as NodeJS.ErrnoException).code;
+        const why = code === "ENOTREG" || code === "EISDIR" ? `${code}: not a regular file` : (code ?? (e as Error).message);
+        throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${why}); send recipe_text`);
       }
     }
     const s = await scheduler.add({ cron: b.cron, recipe_path: b.recipe_path, recipe_text: text, ...(b.name ? { name: b.name } : {}), ...(b.params ? { params: b.params } : {}) });
