@@ -274,7 +274,9 @@ async function portCheck(config: Readonly<Config>, dataDir: string): Promise<Che
   if (!free) return { name: "server_port", status: "ok", message: `${host}:${port} is free for airlock serve` };
   if (free.code === "EADDRINUSE") {
     try {
-      const lock = JSON.parse(readFileSync(join(dataDir, "serve.lock"), "utf8")) as { pid: number; url: string | null };
+      const { readRegularFile } = await import("../config/paths.ts");
+      // never a blocking open: a FIFO at serve.lock would hang doctor (config/paths.ts)
+      const lock = JSON.parse(readRegularFile(join(dataDir, "serve.lock")).toString("utf8")) as { pid: number; url: string | null };
       process.kill(lock.pid, 0);
       if (lock.url && new URL(lock.url).port === String(port)) return { name: "server_port", status: "ok", message: `${host}:${port} is held by this data dir's airlock serve (pid ${lock.pid})` };
     } catch {
