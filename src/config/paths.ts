@@ -3,7 +3,7 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
@@ -116,6 +116,14 @@ function readExisting(path: string, warn: (msg: string) => void): string | undef
       check: (fd, st) => {
         const mode = st.mode & 0o777;
         if ((mode & 0o077) === 0) return;
+        // Readable by others and not this data dir's own file (reached through a symbolic link, or a hard link
+        // of a file kept elsewhere): whoever made the link chose a file whose contents they may know (a
+        // world-readable file of this user; as root any 0644 root file, e.g. /etc/hostname), and tightening it
+        // would change the mode of that other file (as root: chmod 600 /etc/passwd). Refused, nothing changed.
+        const l = lstatSync(path);
+        if (l.isSymbolicLink() || l.dev !== st.dev || l.ino !== st.ino || st.nlink > 1) {
+          throw fileError("ELINKED", `${path} is a link to a file other users can read (mode ${mode.toString(8).padStart(4, "0")})`);
+        }
         fchmodSync(fd, 0o600);
         warn(`${path} was accessible to other users (mode ${mode.toString(8).padStart(4, "0")}); tightened it to 0600. Consider replacing the token: delete the file and run 'airlock token'.`);
       },
@@ -130,6 +138,9 @@ function readExisting(path: string, warn: (msg: string) => void): string | undef
     if (code === "EOWNER") {
       const { uid } = e as NodeJS.ErrnoException & { uid?: number };
       throw new AirlockError("config_invalid", `the token file ${path} belongs to uid ${uid}, not to the user airlock runs as (uid ${process.geteuid?.()}): whoever owns it knows the token and could answer your cards with it; remove it (a new token will be created) or use a data dir of your own with --data-dir`);
+    }
+    if (code === "ELINKED") {
+      throw new AirlockError("config_invalid", `the token file ${path} is a link to a file other users can read: they may know its contents, so it is no token; remove the link (a new token will be created)`);
     }
     if (code === "EFBIG") {
       throw new AirlockError("config_invalid", `the token file ${path} is larger than ${MAX_TOKEN_FILE_BYTES} bytes, so it holds no token airlock made; delete it and run 'airlock token' to create a new one`);

@@ -9,7 +9,7 @@
  * Planting a file for another user needs root: those cases run only as root (as CI does), each as both users.
  */
 import { describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, linkSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 import { configCacheKey } from "../../src/cli/early-request.ts";
@@ -115,5 +115,35 @@ describe("a FIFO where a token is expected never blocks a command", () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("is not a regular file");
     });
+  }
+});
+
+/**
+ * A link at a token's place to a file of this user that others can read: whoever could write the data dir (the
+ * case the owner check is for: another user's folder, a data dir a lower-privileged user prepared for `sudo
+ * airlock`) picks a file whose contents they know — as root, any 0644 root-owned file such as `/etc/hostname`.
+ * It was taken as the token (and the target "tightened" to 0600: as root, a link to `/etc/passwd` had airlock
+ * chmod it); now it is refused and the target is left as it was. A plain file of the data dir is still tightened.
+ */
+describe("a token reached through a link to a file others can read is refused, and the target is left alone", () => {
+  for (const user of testUsers()) {
+    for (const kind of ["symbolic", "hard"] as const) {
+      for (const file of ["approver-token", "api-token"] as const) {
+        test(`as ${user.name}: ${file} as a ${kind} link to a 0644 file of uid ${user.uid}`, async () => {
+          const { data, home } = dataDirOf(user);
+          const target = join(data, "..", "known.txt");
+          writeFileSync(target, `${PLANTED}\n`, { mode: 0o644 });
+          chmodSync(target, 0o644);
+          chownSync(target, user.uid, user.uid);
+          if (kind === "symbolic") symlinkSync(target, join(data, file));
+          else linkSync(target, join(data, file));
+          const r = await airlockAs(user, ["token", "--data-dir", data], home);
+          expect(r.stderr).toContain("is a link to a file other users can read");
+          expect(r.code).toBe(2);
+          expect(r.stdout).not.toContain("API token:");
+          expect(statSync(target).mode & 0o777).toBe(0o644);
+        });
+      }
+    }
   }
 });
