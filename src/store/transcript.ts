@@ -302,7 +302,9 @@ export class Transcripts {
   private write(file: string, text: string, how: "append" | "replace"): number {
     this.checkFolder();
     const target = how === "append" ? file : `${file}.tmp-${process.pid}-${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (how === "append" ? constants.O_APPEND : constants.O_EXCL);
+    // O_NONBLOCK: a FIFO a hook put at the path (it is handed the path; an empty transcript has a FIFO's size, 0, so
+    // the size check in append() passes) would block this open until a reader came; now ENXIO, or not a regular file below
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY | (how === "append" ? constants.O_APPEND : constants.O_EXCL);
     let fd: number;
     try {
       fd = openSync(target, flags, 0o600);
