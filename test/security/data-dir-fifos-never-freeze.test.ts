@@ -90,3 +90,18 @@ describe("a FIFO in the data dir never freezes airlock", () => {
     }
   }, 120_000);
 });
+
+test("airlock.db as a FIFO: airlock serve stops at once with data_dir_unusable, never hangs", async () => {
+  const dir = dataDir();
+  try {
+    fifo(join(dir, "airlock.db"));
+    const proc = Bun.spawn(["timeout", "-s", "KILL", "60", process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const [err, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(code).not.toBe(137);
+    expect(code).not.toBe(0);
+    expect(err).toContain("data_dir_unusable");
+    expect(err).toContain("not a regular file");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);
