@@ -35,6 +35,9 @@ export function claudeSettingsFiles(home: string, workspace: string): ClaudeSett
   ];
 }
 
+/** The largest Claude Code settings file read, bytes (real ones are a few KiB). */
+export const MAX_SETTINGS_BYTES = 1 << 20;
+
 /**
  * Reads one settings file as a JSON object: the one reader of Claude Code's settings files.
  * @param what the switch that made airlock read it, for messages (`permissions.import_claude_settings`)
@@ -47,7 +50,9 @@ export function readSettingsFile(file: string, what: string): Record<string, unk
   try {
     // opened without blocking (config/paths.ts): a project's file is in a workspace the model writes, and a FIFO
     // there would freeze the server's thread in open(2); it is refused as not a regular file
-    text = readRegularFile(file).toString("utf8");
+    // and at most MAX_SETTINGS_BYTES, checked before the read: a sparse file of gigabytes (one `truncate` away for
+    // the model) would have the serving thread read and decode all of it
+    text = readRegularFile(file, { maxBytes: MAX_SETTINGS_BYTES }).toString("utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return null;
