@@ -108,6 +108,9 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   } catch {
     return undefined;
   }
+  // an empty (or blank) token is no secret, so no key: the runtime refuses it too (ensureTokens), but only after the
+  // early request went out with a config anyone could have keyed
+  if (token.toString("utf8").trim() === "") return undefined;
   const h = new Bun.CryptoHasher("sha256", token);
   h.update(JSON.stringify({ v: CACHE_VERSION, build: buildId(), dataDir, configPath, explicit, env: CONFIG_ENV_INPUTS.map((n) => env[n] ?? null) }));
   h.update(bytes === null ? "\0absent" : "\0file\0");
