@@ -5,7 +5,8 @@
  * dir and its tokens, the config, the provider (reached without spending tokens), the server port, and
  * each MCP server started once with its tools listed. Exit 0 when nothing failed, 1 otherwise.
  */
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, readFileSync, statSync, type Stats } from "node:fs";
+import { MAX_TOKEN_FILE_BYTES, readRegularFile } from "../config/paths.ts";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
@@ -193,6 +194,7 @@ function dataDirChecks(dir: string): Check[] {
   const missing: string[] = [];
   const loose: string[] = [];
   const foreign: string[] = [];
+  const unusable: string[] = [];
   for (const f of ["api-token", "approver-token"]) {
     const p = join(dir, f);
     if (!existsSync(p)) {
@@ -202,13 +204,31 @@ function dataDirChecks(dir: string): Check[] {
     const tst = statSync(p);
     // the runtime refuses a token another user owns (config/paths.ts ensureTokens): that user knows it
     if (uid !== undefined && tst.uid !== uid) foreign.push(`${f} (uid ${tst.uid})`);
+    else if (unusableToken(p, tst)) unusable.push(`${f} (${unusableToken(p, tst)})`);
     else if ((tst.mode & 0o777) !== 0o600) loose.push(`${f} (mode 0${(tst.mode & 0o777).toString(8)})`);
   }
-  if (foreign.length) checks.push({ name: "tokens", status: "fail", message: `token files owned by another user: ${foreign.join(", ")}; airlock refuses them`, fix: `delete them (new tokens are created), or use your own data dir with --data-dir` });
+  if (unusable.length) checks.push({ name: "tokens", status: "fail", message: `token files airlock refuses: ${unusable.join(", ")}`, fix: `delete them; a new token is created (airlock token)` });
+  else if (foreign.length) checks.push({ name: "tokens", status: "fail", message: `token files owned by another user: ${foreign.join(", ")}; airlock refuses them`, fix: `delete them (new tokens are created), or use your own data dir with --data-dir` });
   else if (loose.length) checks.push({ name: "tokens", status: "fail", message: `token files readable by others: ${loose.join(", ")}`, fix: `chmod 600 ${join(dir, "api-token")} ${join(dir, "approver-token")}` });
   else if (missing.length) checks.push({ name: "tokens", status: "warn", message: `not created yet: ${missing.join(", ")}`, fix: "`airlock token` (or the first `airlock serve`) creates them with mode 0600" });
   else checks.push({ name: "tokens", status: "ok", message: "api-token and approver-token present, mode 0600" });
   return checks;
+}
+
+/**
+ * Why the runtime (config/paths.ts ensureTokens) would refuse the token file `p` of this user, or undefined: not a
+ * regular file (read without blocking), larger than 4 KiB, blank, or a link to a file others can read.
+ */
+function unusableToken(p: string, st: Stats): string | undefined {
+  try {
+    const l = lstatSync(p);
+    if ((st.mode & 0o077) !== 0 && (l.isSymbolicLink() || st.nlink > 1)) return "a link to a file others can read";
+    if (readRegularFile(p, { maxBytes: MAX_TOKEN_FILE_BYTES }).toString("utf8").trim() === "") return "empty";
+    return undefined;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === "EFBIG" ? `larger than ${MAX_TOKEN_FILE_BYTES} bytes` : code === "ENOTREG" || code === "EISDIR" ? "not a regular file" : `unreadable: ${code ?? (e as Error).message}`;
+  }
 }
 
 /** Names a well-known local model server by its port (for messages). */

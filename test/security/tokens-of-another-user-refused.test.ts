@@ -147,3 +147,34 @@ describe("a token reached through a link to a file others can read is refused, a
     }
   }
 });
+
+/**
+ * `airlock doctor` said "tokens ok" for token files every command refuses (a FIFO, 4097 bytes, an empty file, a link
+ * to a file others can read): it only looked at owner and mode. It now fails the check, naming why — without
+ * blocking on the FIFO.
+ */
+describe("airlock doctor fails its tokens check for a token file the runtime refuses", () => {
+  const cases: [string, (p: string) => void, string][] = [
+    ["a FIFO", (p) => expect(Bun.spawnSync(["mkfifo", "-m", "600", p]).exitCode).toBe(0), "not a regular file"],
+    ["4097 bytes", (p) => writeFileSync(p, "a".repeat(4097), { mode: 0o600 }), "larger than 4096 bytes"],
+    ["empty", (p) => writeFileSync(p, "", { mode: 0o600 }), "empty"],
+    ["a symbolic link to a 0644 file", (p) => {
+      const target = join(p, "..", "..", "known.txt");
+      writeFileSync(target, `${PLANTED}\n`, { mode: 0o644 });
+      chmodSync(target, 0o644);
+      symlinkSync(target, p);
+    }, "a link to a file others can read"],
+  ];
+  for (const [what, plant, why] of cases) {
+    test(`approver-token as ${what}`, async () => {
+      const user = testUsers()[0]!;
+      const { data, home } = dataDirOf(user);
+      writeFileSync(join(data, "api-token"), `${PLANTED}\n`, { mode: 0o600 });
+      plant(join(data, "approver-token"));
+      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], home);
+      const tokens = (JSON.parse(r.stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((c) => c.name === "tokens");
+      expect(tokens?.status).toBe("fail");
+      expect(tokens?.message).toContain(`approver-token (${why})`);
+    });
+  }
+});
