@@ -224,6 +224,14 @@ export interface RegularFileOptions {
  */
 export function readRegularFile(path: string, opts: RegularFileOptions = {}): Buffer {
   const flags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (opts.follow === false ? constants.O_NOFOLLOW : 0);
+  // Not opened at all when it is no regular file now: opening a device has effects of its own (a link the model put in
+  // a workspace to /dev/watchdog arms the host's watchdog when airlock runs as root; a FIFO's open releases a writer
+  // waiting on it). The fstat below still decides, on the descriptor: a swap after this check is refused there.
+  const pre = opts.follow === false ? lstatSync(path) : statSync(path);
+  if (!pre.isFile() && !(opts.follow === false && pre.isSymbolicLink())) {
+    const code = pre.isDirectory() ? "EISDIR" : "ENOTREG";
+    throw fileError(code, `${path} is not a regular file`);
+  }
   const fd = openSync(path, flags);
   try {
     const st = fstatSync(fd);
