@@ -82,12 +82,14 @@ export function ensureTokens(dataDir: string, opts: { warn?: (msg: string) => vo
   const warn = opts.warn ?? ((msg: string) => process.stderr.write(`airlock: warning: ${msg}\n`));
   const apiTokenPath = join(dataDir, API_TOKEN_FILE);
   const approverTokenPath = join(dataDir, APPROVER_TOKEN_FILE);
-  return {
-    apiToken: ensureTokenFile(apiTokenPath, warn),
-    approverToken: ensureTokenFile(approverTokenPath, warn),
-    apiTokenPath,
-    approverTokenPath,
-  };
+  const apiToken = ensureTokenFile(apiTokenPath, warn);
+  const approverToken = ensureTokenFile(approverTokenPath, warn);
+  // one token for both (approver-token a link to api-token, or a copy): whoever may call the API — a tool process
+  // with the API token in reach, the console link — could then answer the cards that need user proof
+  if (apiToken === approverToken) {
+    throw new AirlockError("config_invalid", `the approver token ${approverTokenPath} is the API token (${apiTokenPath}): it would prove nothing the API token does not; delete ${approverTokenPath} and a new one will be created`);
+  }
+  return { apiToken, approverToken, apiTokenPath, approverTokenPath };
 }
 
 function ensureTokenFile(path: string, warn: (msg: string) => void): string {

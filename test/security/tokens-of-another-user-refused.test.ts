@@ -178,3 +178,31 @@ describe("airlock doctor fails its tokens check for a token file the runtime ref
     });
   }
 });
+
+/**
+ * approver-token made a link to api-token (both this user's, 0600: every check above passes) by whoever could write
+ * the data dir — the lower-privileged owner of a data dir `sudo airlock` uses — turned the approver token into the API
+ * token: any process that may call the API (a tool with the API token in reach, the console link) could answer the
+ * cards that need user proof. One token for both is refused.
+ */
+describe("an approver token that is the API token is refused", () => {
+  for (const user of testUsers()) {
+    for (const kind of ["symbolic link", "copy"] as const) {
+      test(`as ${user.name}: approver-token as a ${kind} of api-token`, async () => {
+        const { data, home } = dataDirOf(user);
+        const api = join(data, "api-token");
+        writeFileSync(api, `${PLANTED}\n`, { mode: 0o600 });
+        chownSync(api, user.uid, user.uid);
+        if (kind === "symbolic link") symlinkSync(api, join(data, "approver-token"));
+        else {
+          writeFileSync(join(data, "approver-token"), `${PLANTED}\n`, { mode: 0o600 });
+          chownSync(join(data, "approver-token"), user.uid, user.uid);
+        }
+        const r = await airlockAs(user, ["token", "--data-dir", data], home);
+        expect(r.stderr).toContain("is the API token");
+        expect(r.code).toBe(2);
+        expect(r.stdout).not.toContain("API token:");
+      });
+    }
+  }
+});
