@@ -5,6 +5,8 @@
  * file: no disk used) made the server read 768 MiB of zeros and build a string of them — ~25 s frozen and over 1 GiB
  * of memory per request at this machine's load, every session stalled meanwhile (a larger one: minutes). Settings
  * files are read up to 1 MiB (config/claude-settings.ts); a larger one is refused before it is read, as unreadable.
+ * The same for `POST /schedules` with a `recipe_path` (any caller with the API token, a tool process included, names
+ * it): up to 4 MiB, else 400 `recipe_invalid` before the read.
  */
 import { expect, test } from "bun:test";
 import { mkdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
@@ -38,6 +40,29 @@ test("a sparse 768 MiB .claude/settings.json of a trusted workspace is refused u
     expect(warnings).toContain("settings.json: cannot be read for hooks.import_claude_settings");
     expect(warnings).toContain("larger than 1048576 bytes");
     expect(warnings).toContain("every tool call of this session is refused");
+  } finally {
+    sp.proc.kill("SIGKILL");
+    await sp.proc.exited;
+  }
+}, 120_000);
+
+test("POST /schedules naming a sparse 768 MiB recipe_path: 400 recipe_invalid, refused unread", async () => {
+  const recipe = join(fx.dir, "huge-recipe.yaml");
+  writeFileSync(recipe, "");
+  truncateSync(recipe, 768 * 1024 * 1024);
+  const sp = await fx.serve();
+  try {
+    const token = readFileSync(join(fx.dir, "api-token"), "utf8").trim();
+    const res = await fetch(`${sp.url}/schedules`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ cron: "0 3 * * *", recipe_path: recipe }),
+      signal: AbortSignal.timeout(110_000),
+    });
+    const body = (await res.json()) as { error: string; message: string };
+    expect(res.status).toBe(400);
+    expect(body.error).toBe("recipe_invalid");
+    expect(body.message).toContain("EFBIG: larger than 4194304 bytes");
   } finally {
     sp.proc.kill("SIGKILL");
     await sp.proc.exited;

@@ -16,6 +16,9 @@ import type { Run } from "../../scheduler/store.ts";
 import type { RunList, RunView, Schedule, ScheduleDeleted, ScheduleList } from "../api-schemas.ts";
 import { apiErrorHandler, errorResponse } from "../error-response.ts";
 
+/** The largest recipe file the server reads for `POST /schedules` (`recipe_text` is capped by limits.max_body_bytes), bytes. */
+export const MAX_RECIPE_FILE_BYTES = 4 << 20;
+
 /** `POST /schedules` body. Give the recipe's absolute path (read by the server) and/or its text. */
 export const NewScheduleBody = z.strictObject({
   cron: z.string().min(1),
@@ -97,10 +100,12 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: SchedulePort = sch
     if (text === undefined) {
       try {
         // never a blocking open on the serving thread: a FIFO there would freeze every session (config/paths.ts)
-        text = readRegularFile(b.recipe_path).toString("utf8");
+        // and at most MAX_RECIPE_FILE_BYTES, checked before the read: a sparse file of gigabytes (any caller with the
+        // API token, a tool process included, can make one and name it) would have this thread read all of it
+        text = readRegularFile(b.recipe_path, { maxBytes: MAX_RECIPE_FILE_BYTES }).toString("utf8");
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        const why = code === "ENOTREG" || code === "EISDIR" ? `${code}: not a regular file` : (code ?? (e as Error).message);
+        const why = code === "ENOTREG" || code === "EISDIR" ? `${code}: not a regular file` : code === "EFBIG" ? `EFBIG: larger than ${MAX_RECIPE_FILE_BYTES} bytes` : (code ?? (e as Error).message);
         throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${why}); send recipe_text`);
       }
     }
