@@ -6,8 +6,8 @@
  * their chain); every card surfaced at the root becomes `session/request_permission`, answered through the
  * same authority rules as any surface. Stdout carries the protocol only: everything else goes to stderr.
  */
-import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
+import { readTokenIfUsable } from "../config/paths.ts";
 import type * as Acp from "@agentclientprotocol/sdk";
 import type { AnyEvent, TypedEvent } from "../bus/bus.ts";
 import type { Card } from "../bus/events.ts";
@@ -248,7 +248,7 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
     }
     let approverToken: string | null = null;
     if (decision !== "deny" && card.requires_user_proof) {
-      approverToken = readApproverToken(rt.tokens.approverTokenPath);
+      approverToken = readTokenIfUsable(rt.tokens.approverTokenPath);
       if (!approverToken) {
         opts.log(
           `airlock acp: ${card.request_id} needs user proof and the approver token could not be read from ${rt.tokens.approverTokenPath}: the card is refused (denied), never allowed`,
@@ -437,12 +437,4 @@ function resultText(result: unknown): string {
   return text.length > 65_536 ? `${text.slice(0, 65_536)}\n… (cut)` : text;
 }
 
-/** The approver token in the data dir, read now (trimmed); null when it cannot be read or is empty. */
-function readApproverToken(path: string): string | null {
-  try {
-    return readFileSync(path, "utf8").trim() || null;
-  } catch {
-    return null;
-  }
-}
 

@@ -6,11 +6,10 @@
  * `--plain` (or when stdin is not a terminal) decisions are lines on stdin (`y <id>`, `n <id> [reason]`,
  * `a <id>`). The streams come from cli/attach-follow.ts, the lines from cli/attach-format.ts. docs/attach.md.
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { ActionResolved } from "../bus/events.ts";
-import { APPROVER_TOKEN_FILE } from "../config/paths.ts";
+import { APPROVER_TOKEN_FILE, readTokenIfUsable } from "../config/paths.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { AirlockError, assertNever } from "../errors.ts";
 import { cardBlock, chainLabel, colorsFor, eventText, OUTCOME, safe, type Colors } from "./attach-format.ts";
@@ -71,15 +70,6 @@ export async function pickSession(base: string, apiToken: string): Promise<strin
   return [...busy][0] ?? null;
 }
 
-/** Reads the approver token from the data dir without creating it; null when it is missing or unreadable. */
-function readApproverToken(dataDir: string): string | null {
-  try {
-    const t = readFileSync(join(dataDir, APPROVER_TOKEN_FILE), "utf8").trim();
-    return t || null;
-  } catch {
-    return null;
-  }
-}
 
 /**
  * A function that drops what was typed on terminal `fd` but not yet read (`tcflush(fd, TCIFLUSH)` from libc
@@ -189,7 +179,7 @@ class AttachUi {
     private readonly o: UiOptions,
   ) {
     this.c = o.colors;
-    this.approver = readApproverToken(client.dataDir);
+    this.approver = readTokenIfUsable(join(client.dataDir, APPROVER_TOKEN_FILE));
   }
 
   /** Writes to stdout synchronously. */
@@ -431,7 +421,7 @@ class AttachUi {
   private async decide(card: ConsoleCard, decision: Decision, reason?: string): Promise<boolean> {
     const headers: Record<string, string> = {};
     if (decision !== "deny") {
-      if (!this.approver) this.approver = readApproverToken(this.client.dataDir);
+      if (!this.approver) this.approver = readTokenIfUsable(join(this.client.dataDir, APPROVER_TOKEN_FILE));
       if (this.approver) headers["X-Airlock-Approver"] = this.approver;
       else if (card.requires_user_proof) {
         if (this.o.tty) {

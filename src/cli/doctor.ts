@@ -5,7 +5,8 @@
  * dir and its tokens, the config, the provider (reached without spending tokens), the server port, and
  * each MCP server started once with its tools listed. Exit 0 when nothing failed, 1 otherwise.
  */
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, readFileSync, statSync, type Stats } from "node:fs";
+import { MAX_TOKEN_FILE_BYTES, readRegularFile } from "../config/paths.ts";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
@@ -165,7 +166,7 @@ async function pythonCheck(): Promise<Check> {
   return { name: "python3", status: "ok", message: `${(out || err).trim()} (${py})` };
 }
 
-/** The `data_dir` and `tokens` checks: the data dir exists, is this user's, mode 0700 and writable; the tokens exist with mode 0600. Creates nothing. */
+/** The `data_dir` and `tokens` checks: the data dir exists, is this user's, mode 0700 and writable; the tokens exist, are this user's, with mode 0600. Creates nothing. */
 function dataDirChecks(dir: string): Check[] {
   let st;
   try {
@@ -177,7 +178,7 @@ function dataDirChecks(dir: string): Check[] {
     ];
   }
   const checks: Check[] = [];
-  const uid = process.getuid?.();
+  const uid = process.geteuid?.();
   const mode = st.mode & 0o777;
   let writable = true;
   try {
@@ -192,15 +193,42 @@ function dataDirChecks(dir: string): Check[] {
   else checks.push({ name: "data_dir", status: "ok", message: `${dir} (yours, mode 0700, writable)` });
   const missing: string[] = [];
   const loose: string[] = [];
+  const foreign: string[] = [];
+  const unusable: string[] = [];
   for (const f of ["api-token", "approver-token"]) {
     const p = join(dir, f);
-    if (!existsSync(p)) missing.push(f);
-    else if ((statSync(p).mode & 0o777) !== 0o600) loose.push(`${f} (mode 0${(statSync(p).mode & 0o777).toString(8)})`);
+    if (!existsSync(p)) {
+      missing.push(f);
+      continue;
+    }
+    const tst = statSync(p);
+    // the runtime refuses a token another user owns (config/paths.ts ensureTokens): that user knows it
+    if (uid !== undefined && tst.uid !== uid) foreign.push(`${f} (uid ${tst.uid})`);
+    else if (unusableToken(p, tst)) unusable.push(`${f} (${unusableToken(p, tst)})`);
+    else if ((tst.mode & 0o777) !== 0o600) loose.push(`${f} (mode 0${(tst.mode & 0o777).toString(8)})`);
   }
-  if (loose.length) checks.push({ name: "tokens", status: "fail", message: `token files readable by others: ${loose.join(", ")}`, fix: `chmod 600 ${join(dir, "api-token")} ${join(dir, "approver-token")}` });
+  if (unusable.length) checks.push({ name: "tokens", status: "fail", message: `token files airlock refuses: ${unusable.join(", ")}`, fix: `delete them; a new token is created (airlock token)` });
+  else if (foreign.length) checks.push({ name: "tokens", status: "fail", message: `token files owned by another user: ${foreign.join(", ")}; airlock refuses them`, fix: `delete them (new tokens are created), or use your own data dir with --data-dir` });
+  else if (loose.length) checks.push({ name: "tokens", status: "fail", message: `token files readable by others: ${loose.join(", ")}`, fix: `chmod 600 ${join(dir, "api-token")} ${join(dir, "approver-token")}` });
   else if (missing.length) checks.push({ name: "tokens", status: "warn", message: `not created yet: ${missing.join(", ")}`, fix: "`airlock token` (or the first `airlock serve`) creates them with mode 0600" });
   else checks.push({ name: "tokens", status: "ok", message: "api-token and approver-token present, mode 0600" });
   return checks;
+}
+
+/**
+ * Why the runtime (config/paths.ts ensureTokens) would refuse the token file `p` of this user, or undefined: not a
+ * regular file (read without blocking), larger than 4 KiB, blank, or a link to a file others can read.
+ */
+function unusableToken(p: string, st: Stats): string | undefined {
+  try {
+    const l = lstatSync(p);
+    if ((st.mode & 0o077) !== 0 && (l.isSymbolicLink() || st.nlink > 1)) return "a link to a file others can read";
+    if (readRegularFile(p, { maxBytes: MAX_TOKEN_FILE_BYTES }).toString("utf8").trim() === "") return "empty";
+    return undefined;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === "EFBIG" ? `larger than ${MAX_TOKEN_FILE_BYTES} bytes` : code === "ENOTREG" || code === "EISDIR" ? "not a regular file" : `unreadable: ${code ?? (e as Error).message}`;
+  }
 }
 
 /** Names a well-known local model server by its port (for messages). */
@@ -266,7 +294,9 @@ async function portCheck(config: Readonly<Config>, dataDir: string): Promise<Che
   if (!free) return { name: "server_port", status: "ok", message: `${host}:${port} is free for airlock serve` };
   if (free.code === "EADDRINUSE") {
     try {
-      const lock = JSON.parse(readFileSync(join(dataDir, "serve.lock"), "utf8")) as { pid: number; url: string | null };
+      const { readRegularFile } = await import("../config/paths.ts");
+      // never a blocking open: a FIFO at serve.lock would hang doctor (config/paths.ts)
+      const lock = JSON.parse(readRegularFile(join(dataDir, "serve.lock")).toString("utf8")) as { pid: number; url: string | null };
       process.kill(lock.pid, 0);
       if (lock.url && new URL(lock.url).port === String(port)) return { name: "server_port", status: "ok", message: `${host}:${port} is held by this data dir's airlock serve (pid ${lock.pid})` };
     } catch {

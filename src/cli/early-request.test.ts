@@ -53,6 +53,19 @@ describe("the validated-config cache's key", () => {
     }
   });
 
+  test("no key under an empty or blank approver token (no secret: anyone could key a cache entry; the runtime refuses it)", () => {
+    const home = tempDir();
+    const data = join(home, "data");
+    mkdirSync(data);
+    const env = { HOME: home, AIRLOCK_HOME: data };
+    for (const blank of ["", "\n", "  \n\t"]) {
+      writeFileSync(join(data, "approver-token"), blank, { mode: 0o600 });
+      expect(configCacheKey({}, env)).toBeUndefined();
+    }
+    writeFileSync(join(data, "approver-token"), "a".repeat(64), { mode: 0o600 });
+    expect(configCacheKey({}, env)?.key).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   test("changes with each input: every env variable, the config bytes, --config, --data-dir; a missing default config is a key too", () => {
     const home = tempDir();
     const data = join(home, "data");

@@ -10,9 +10,9 @@
  * normal path will make ({@link earlyRefusal}); when in doubt, nothing is sent. No zod, no SDK, no store
  * is loaded here (test/startup-closure.test.ts).
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, constants, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { pickDataDir, readRegularFile } from "../config/paths.ts";
+import { APPROVER_TOKEN_FILE, MAX_TOKEN_FILE_BYTES, pickDataDir, readRegularFile } from "../config/paths.ts";
 import type { Config } from "../config/schema.ts";
 import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/context-size.ts";
 import { offerEarlyRequest } from "../agent/providers/early.ts";
@@ -55,8 +55,6 @@ export function earlySwitchedOff(env: Env): boolean {
 export const CONFIG_ENV_INPUTS = ["AIRLOCK_HOME", "XDG_DATA_HOME", "HOME"] as const;
 /** The largest cache file read, bytes. */
 const MAX_CACHE_BYTES = 1 << 20;
-/** The largest approver token read for the cache key, bytes. */
-const MAX_TOKEN_BYTES = 4096;
 /** The cache file's format version. */
 const CACHE_VERSION = 1;
 
@@ -103,28 +101,21 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   // so none can forge a cache entry the early request would trust; no token yet (a first run): no key until the runtime made one
   // only a regular file, not followed through a symbolic link, opened without blocking: a FIFO or a device there
   // would hang (or fill) this read before the normal path could refuse it (config/paths.ts)
-  const token = readSmallRegularFile(join(dataDir, "approver-token"), MAX_TOKEN_BYTES);
-  if (token === undefined) return undefined;
+  // and owned by this user, as the runtime requires of it (config/paths.ts ensureTokens: it refuses another's token)
+  let token: Buffer;
+  try {
+    token = readRegularFile(join(dataDir, APPROVER_TOKEN_FILE), { follow: false, maxBytes: MAX_TOKEN_FILE_BYTES, owner: "self" });
+  } catch {
+    return undefined;
+  }
+  // an empty (or blank) token is no secret, so no key: the runtime refuses it too (ensureTokens), but only after the
+  // early request went out with a config anyone could have keyed
+  if (token.toString("utf8").trim() === "") return undefined;
   const h = new Bun.CryptoHasher("sha256", token);
   h.update(JSON.stringify({ v: CACHE_VERSION, build: buildId(), dataDir, configPath, explicit, env: CONFIG_ENV_INPUTS.map((n) => env[n] ?? null) }));
   h.update(bytes === null ? "\0absent" : "\0file\0");
   if (bytes !== null) h.update(bytes);
   return { dataDir, configPath, key: h.digest("hex"), text: bytes === null ? null : bytes.toString("utf8") };
-}
-
-/** The bytes of `path` when it is a regular file (not a symbolic link) of at most `max` bytes; undefined otherwise. Never blocks on a FIFO. */
-function readSmallRegularFile(path: string, max: number): Buffer | undefined {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size > max) return undefined;
-    return readFileSync(fd);
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 /**
@@ -133,20 +124,15 @@ function readSmallRegularFile(path: string, max: number): Buffer | undefined {
  * counts; anything else (absent, stale, tampered, unreadable, not JSON, a FIFO or a device: never blocks) is a miss.
  */
 export function readConfigCache(slot: ConfigCacheSlot): Readonly<Config> | undefined {
-  let fd: number | undefined;
   try {
     // opened without blocking: a FIFO put there (by anyone who can write the data dir) would otherwise hang the run
-    // in open(2) until a writer came; fstat then finds it is no regular file, a miss
-    fd = openSync(join(slot.dataDir, CONFIG_CACHE_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0 || st.size > MAX_CACHE_BYTES) return undefined;
-    const saved = JSON.parse(readFileSync(fd, "utf8")) as { v?: unknown; key?: unknown; config?: unknown };
+    // in open(2) until a writer came; it is no regular file, a miss
+    const bytes = readRegularFile(join(slot.dataDir, CONFIG_CACHE_FILE), { follow: false, maxBytes: MAX_CACHE_BYTES, owner: "self", notWritableByOthers: true });
+    const saved = JSON.parse(bytes.toString("utf8")) as { v?: unknown; key?: unknown; config?: unknown };
     if (saved.v !== CACHE_VERSION || saved.key !== slot.key || typeof saved.config !== "object" || saved.config === null) return undefined;
     return saved.config as Config;
   } catch {
     return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
 }
 

@@ -4,7 +4,7 @@
  * Schedules live in the running `airlock serve`, so these commands talk HTTP to it: base URL from
  * `--url`, else `$AIRLOCK_URL`, else the config's `server.host:port` (default http://127.0.0.1:7420).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 import type { ServerClientOptions } from "./server-client.ts";
@@ -63,7 +63,15 @@ export async function scheduleAdd(opts: ScheduleAddOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
   const { recipePath } = await checkScheduleAdd(opts);
   const { parseRecipe, resolveParams } = await import("../scheduler/recipe.ts");
-  const text = readFileSync(recipePath, "utf8");
+  const { readRegularFile } = await import("../config/paths.ts");
+  let text: string;
+  try {
+    // never a blocking open: a FIFO at the recipe's path would hang the command (config/paths.ts)
+    text = readRegularFile(recipePath).toString("utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new AirlockError("recipe_invalid", `recipe ${recipePath}: cannot be read (${code === "ENOTREG" || code === "EISDIR" ? `${code}: not a regular file` : (code ?? (e as Error).message)})`);
+  }
   resolveParams(parseRecipe(text, opts.recipe), opts.param ?? {}, opts.recipe); // fail fast, locally, with exit 2
   const { c } = await client(opts);
   const body = { cron: opts.cron, recipe_path: recipePath, recipe_text: text, ...(opts.name ? { name: opts.name } : {}), params: opts.param ?? {} };

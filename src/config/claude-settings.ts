@@ -5,7 +5,7 @@
  * and the `hooks` block as airlock's hook groups, each command tagged with where it came from. The
  * `permissions` block is read from the same objects by gate/rules/start.ts.
  */
-import { readFileSync } from "node:fs";
+import { readRegularFile } from "./paths.ts";
 import path from "node:path";
 import { AirlockError } from "../errors.ts";
 import { HOOK_EVENTS, type HookCommand, type HookEvent, type HookMatcher } from "./schema.ts";
@@ -35,6 +35,9 @@ export function claudeSettingsFiles(home: string, workspace: string): ClaudeSett
   ];
 }
 
+/** The largest Claude Code settings file read, bytes (real ones are a few KiB). */
+export const MAX_SETTINGS_BYTES = 1 << 20;
+
 /**
  * Reads one settings file as a JSON object: the one reader of Claude Code's settings files.
  * @param what the switch that made airlock read it, for messages (`permissions.import_claude_settings`)
@@ -45,7 +48,11 @@ export function claudeSettingsFiles(home: string, workspace: string): ClaudeSett
 export function readSettingsFile(file: string, what: string): Record<string, unknown> | null {
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    // opened without blocking (config/paths.ts): a project's file is in a workspace the model writes, and a FIFO
+    // there would freeze the server's thread in open(2); it is refused as not a regular file
+    // and at most MAX_SETTINGS_BYTES, checked before the read: a sparse file of gigabytes (one `truncate` away for
+    // the model) would have the serving thread read and decode all of it
+    text = readRegularFile(file, { maxBytes: MAX_SETTINGS_BYTES }).toString("utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return null;

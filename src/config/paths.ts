@@ -3,7 +3,7 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { chmodSync, closeSync, constants, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 
@@ -81,19 +81,23 @@ export interface Tokens {
  * in hex (64 chars). New files are written under a temporary name opened with `O_EXCL` and mode 0600,
  * then hard-linked into place (so a concurrent reader sees no file or the whole token, and two racing
  * processes agree on one token). An existing file with permissions wider than 0600 is tightened to
- * 0600 and a warning goes to `warn` (default: stderr).
- * @throws AirlockError `config_invalid` when a token file exists but is empty or not a regular file.
+ * 0600 and a warning goes to `warn` (default: stderr). Each file is read through one descriptor opened without
+ * blocking ({@link readRegularFile}).
+ * @throws AirlockError `config_invalid` when a token file exists but is empty, larger than
+ *   {@link MAX_TOKEN_FILE_BYTES}, not a regular file, or owned by another user than the one airlock runs as.
  */
 export function ensureTokens(dataDir: string, opts: { warn?: (msg: string) => void } = {}): Tokens {
   const warn = opts.warn ?? ((msg: string) => process.stderr.write(`airlock: warning: ${msg}\n`));
   const apiTokenPath = join(dataDir, API_TOKEN_FILE);
   const approverTokenPath = join(dataDir, APPROVER_TOKEN_FILE);
-  return {
-    apiToken: ensureTokenFile(apiTokenPath, warn),
-    approverToken: ensureTokenFile(approverTokenPath, warn),
-    apiTokenPath,
-    approverTokenPath,
-  };
+  const apiToken = ensureTokenFile(apiTokenPath, warn);
+  const approverToken = ensureTokenFile(approverTokenPath, warn);
+  // one token for both (approver-token a link to api-token, or a copy): whoever may call the API — a tool process
+  // with the API token in reach, the console link — could then answer the cards that need user proof
+  if (apiToken === approverToken) {
+    throw new AirlockError("config_invalid", `the approver token ${approverTokenPath} is the API token (${apiTokenPath}): it would prove nothing the API token does not; delete ${approverTokenPath} and a new one will be created`);
+  }
+  return { apiToken, approverToken, apiTokenPath, approverTokenPath };
 }
 
 function ensureTokenFile(path: string, warn: (msg: string) => void): string {
@@ -106,29 +110,76 @@ function ensureTokenFile(path: string, warn: (msg: string) => void): string {
   throw new AirlockError("internal", `could not create the token file ${path}; check the data dir's permissions`);
 }
 
-/** Returns the token in `path`, or undefined when the file does not exist. */
+/**
+ * Returns the token in `path`, or undefined when the file does not exist. Read through one descriptor opened
+ * without blocking (a FIFO put there between a check and the read cannot hang the process), following a link.
+ * A file with permissions wider than 0600 is tightened through that descriptor (`fchmod`), with a warning.
+ * @throws AirlockError `config_invalid` when the file is not a regular file, is owned by another user than the one
+ *   airlock runs as (whoever owns it can read it, so could answer this user's cards with it, or chose it), is empty,
+ *   or cannot be read.
+ */
 function readExisting(path: string, warn: (msg: string) => void): string | undefined {
-  let st;
+  let bytes: Buffer;
   try {
-    st = statSync(path);
+    bytes = readRegularFile(path, {
+      maxBytes: MAX_TOKEN_FILE_BYTES,
+      check: (fd, st) => {
+        const mode = st.mode & 0o777;
+        if ((mode & 0o077) === 0) return;
+        // Readable by others and not this data dir's own file (reached through a symbolic link, or a hard link
+        // of a file kept elsewhere): whoever made the link chose a file whose contents they may know (a
+        // world-readable file of this user; as root any 0644 root file, e.g. /etc/hostname), and tightening it
+        // would change the mode of that other file (as root: chmod 600 /etc/passwd). Refused, nothing changed.
+        const l = lstatSync(path);
+        if (l.isSymbolicLink() || l.dev !== st.dev || l.ino !== st.ino || st.nlink > 1) {
+          throw fileError("ELINKED", `${path} is a link to a file other users can read (mode ${mode.toString(8).padStart(4, "0")})`);
+        }
+        fchmodSync(fd, 0o600);
+        warn(`${path} was accessible to other users (mode ${mode.toString(8).padStart(4, "0")}); tightened it to 0600. Consider replacing the token: delete the file and run 'airlock token'.`);
+      },
+      owner: "self",
+    });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    if (code === "EISDIR" || code === "ENOTREG") {
+      throw new AirlockError("config_invalid", `the token file ${path} is not a regular file; remove it and a new token will be created`);
+    }
+    if (code === "EOWNER") {
+      const { uid } = e as NodeJS.ErrnoException & { uid?: number };
+      throw new AirlockError("config_invalid", `the token file ${path} belongs to uid ${uid}, not to the user airlock runs as (uid ${process.geteuid?.()}): whoever owns it knows the token and could answer your cards with it; remove it (a new token will be created) or use a data dir of your own with --data-dir`);
+    }
+    if (code === "ELINKED") {
+      throw new AirlockError("config_invalid", `the token file ${path} is a link to a file other users can read: they may know its contents, so it is no token; remove the link (a new token will be created)`);
+    }
+    if (code === "EFBIG") {
+      throw new AirlockError("config_invalid", `the token file ${path} is larger than ${MAX_TOKEN_FILE_BYTES} bytes, so it holds no token airlock made; delete it and run 'airlock token' to create a new one`);
+    }
     throw new AirlockError("config_invalid", `cannot read the token file ${path}: ${(e as Error).message}`);
   }
-  if (!st.isFile()) {
-    throw new AirlockError("config_invalid", `the token file ${path} is not a regular file; remove it and a new token will be created`);
-  }
-  const mode = st.mode & 0o777;
-  if ((mode & 0o077) !== 0) {
-    chmodSync(path, 0o600);
-    warn(`${path} was accessible to other users (mode ${mode.toString(8).padStart(4, "0")}); tightened it to 0600. Consider replacing the token: delete the file and run 'airlock token'.`);
-  }
-  const token = readFileSync(path, "utf8").trim();
+  const token = bytes.toString("utf8").trim();
   if (token.length === 0) {
     throw new AirlockError("config_invalid", `the token file ${path} is empty; delete it and run 'airlock token' to create a new one`);
   }
   return token;
 }
+
+/**
+ * A token as a client reads it at the moment it needs it (`airlock attach` and `airlock acp` answering a proof card):
+ * never created, and `null` when it is missing, unreadable, empty, not a regular file (a FIFO there never blocks),
+ * larger than {@link MAX_TOKEN_FILE_BYTES}, or owned by another user than the one airlock runs as. Never throws.
+ * @returns the trimmed token, or null.
+ */
+export function readTokenIfUsable(path: string): string | null {
+  try {
+    return readRegularFile(path, { maxBytes: MAX_TOKEN_FILE_BYTES, owner: "self" }).toString("utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** A token file airlock writes holds 65 bytes; larger ones (up to this, bytes) are read for tokens set by hand. */
+export const MAX_TOKEN_FILE_BYTES = 4096;
 
 /** Creates the token file atomically (0600 from the first byte); does nothing if another process created it first. */
 function createToken(path: string): void {
@@ -156,24 +207,61 @@ function randomHex(n: number): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("hex");
 }
 
+/** What {@link readRegularFile} checks beyond "a regular file". */
+export interface RegularFileOptions {
+  /** Follow a symbolic link at `path` (default true); false opens with `O_NOFOLLOW` (a link is `ELOOP`). */
+  follow?: boolean;
+  /** Refuse a file larger than this many bytes (`EFBIG`), before reading it. */
+  maxBytes?: number;
+  /** `"self"`: refuse a file not owned by the effective user airlock runs as (`EOWNER`). */
+  owner?: "self";
+  /** Refuse a file group or others may write (`EWRITABLE`). */
+  notWritableByOthers?: boolean;
+  /** Runs after the checks above, before the read, with the open descriptor and its `fstat`; may throw. */
+  check?: (fd: number, st: Stats) => void;
+}
+
 /**
- * Reads a whole file the user names (`airlock.yaml`, a recipe), following links but never blocking: it is opened
- * with `O_NONBLOCK` and read only when it is a regular file, so a FIFO, a device or a socket put there cannot hang
- * the command.
+ * Reads a whole file, never blocking: it is opened with `O_NONBLOCK` (and `O_NOCTTY`), checked with `fstat` on that
+ * same descriptor and read only when it is a regular file, so a FIFO, a device or a socket put there — also one
+ * swapped in after a check by path — cannot hang the process. Used for the files a user names (`airlock.yaml`, a
+ * recipe), the tokens, and the early request's cache and key.
+ * @param opts see {@link RegularFileOptions}; defaults: follow links, any size, any owner.
  * @returns the file's bytes.
- * @throws NodeJS.ErrnoException from the open or read (`ENOENT`, `EACCES`, …); code `EISDIR` for a folder and
- *   `ENOTREG` for anything else that is not a regular file.
+ * @throws NodeJS.ErrnoException from the open or read (`ENOENT`, `EACCES`, `ELOOP` for a link when not followed, …);
+ *   code `EISDIR` for a folder, `ENOTREG` for anything else that is not a regular file, `EFBIG` over `maxBytes`,
+ *   `EOWNER` for another owner (with its `uid`), `EWRITABLE` for a group- or other-writable file.
  */
-export function readRegularFile(path: string): Buffer {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+export function readRegularFile(path: string, opts: RegularFileOptions = {}): Buffer {
+  const flags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (opts.follow === false ? constants.O_NOFOLLOW : 0);
+  // Not opened at all when it is no regular file now: opening a device has effects of its own (a link the model put in
+  // a workspace to /dev/watchdog arms the host's watchdog when airlock runs as root; a FIFO's open releases a writer
+  // waiting on it). The fstat below still decides, on the descriptor: a swap after this check is refused there.
+  const pre = opts.follow === false ? lstatSync(path) : statSync(path);
+  if (!pre.isFile() && !(opts.follow === false && pre.isSymbolicLink())) {
+    const code = pre.isDirectory() ? "EISDIR" : "ENOTREG";
+    throw fileError(code, `${path} is not a regular file`);
+  }
+  const fd = openSync(path, flags);
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) {
       const code = st.isDirectory() ? "EISDIR" : "ENOTREG";
-      throw Object.assign(new Error(`${code}: ${path} is not a regular file`), { code });
+      throw fileError(code, `${path} is not a regular file`);
     }
+    if (opts.maxBytes !== undefined && st.size > opts.maxBytes) throw fileError("EFBIG", `${path} is larger than ${opts.maxBytes} bytes`);
+    if (opts.owner === "self") {
+      const me = process.geteuid?.();
+      if (me === undefined || st.uid !== me) throw Object.assign(fileError("EOWNER", `${path} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me ?? "unknown"})`), { uid: st.uid });
+    }
+    if (opts.notWritableByOthers && (st.mode & 0o022) !== 0) throw fileError("EWRITABLE", `${path} is writable by group or others`);
+    opts.check?.(fd, st);
     return readFileSync(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+function fileError(code: string, message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: ${message}`), { code });
 }

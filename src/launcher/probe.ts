@@ -137,7 +137,9 @@ export function probeFingerprint(bwrapPath: string): string | undefined {
 function cachedWorks(dir: string, fingerprint: string): boolean {
   let fd: number | undefined;
   try {
-    fd = openSync(path.join(dir, PROBE_CACHE_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+    // opened without blocking: a FIFO put in the data dir (a hook can write there) would hang airlock in open(2); fstat
+    // below then finds it is no regular file, a miss
+    fd = openSync(path.join(dir, PROBE_CACHE_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
     const st = fstatSync(fd);
     if (!st.isFile() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0 || st.size > 4096) return false;
     const saved = JSON.parse(readFileSync(fd, "utf8")) as { fingerprint?: unknown; works?: unknown };

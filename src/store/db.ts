@@ -4,7 +4,7 @@
  * Migrations are idempotent: each runs once, in its own transaction, recorded in `schema_version`.
  */
 import { Database } from "bun:sqlite";
-import { chmodSync, closeSync, openSync, statfsSync } from "node:fs";
+import { chmodSync, closeSync, constants, fstatSync, openSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { FLEET_MIGRATIONS_SQLITE } from "./fleet-schema.ts";
@@ -227,7 +227,20 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Da
  * SQLite gives the `-wal` and `-shm` files the mode of the database file (its unix VFS), so they follow.
  */
 function ownerOnly(path: string): void {
-  closeSync(openSync(path, "a", 0o600));
+  // never a blocking open: a FIFO at the database's place (anyone who can write the data dir) would hang every
+  // command in open(2); without a reader that is ENXIO, with one fstat finds it is no regular file
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_NONBLOCK | constants.O_NOCTTY, 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENXIO") throw e;
+    throw new AirlockError("data_dir_unusable", `the database ${path} is not a regular file (a FIFO or a device); remove it`);
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw new AirlockError("data_dir_unusable", `the database ${path} is not a regular file; remove it`);
+  } finally {
+    closeSync(fd);
+  }
   try {
     chmodSync(path, 0o600);
   } catch {

@@ -5,8 +5,9 @@
  * checked for liveness with the owner's pid + start identity (store/owner.ts), so a lock left by a
  * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock.
  */
-import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { linkSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { readRegularFile } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
 import { storageError } from "./db.ts";
 import { currentOwner, ownerIsGone } from "./owner.ts";
@@ -92,7 +93,9 @@ export function acquireServeLock(dataDir: string): ServeLock {
 function readLock(path: string): ServeLockInfo | "missing" | "unreadable" {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    // never a blocking open: a FIFO at the lock's place (anyone who can write the data dir, a hook included) would
+    // hang the start in open(2); not a regular file is "unreadable", set aside like a stale lock (config/paths.ts)
+    text = readRegularFile(path).toString("utf8");
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "unreadable";
   }

@@ -24,9 +24,9 @@
  * step: the missing lines are appended when the file is an exact prefix of what the store holds, else
  * the whole file is rebuilt from the store and renamed into place. Files are 0600, the folder 0700.
  */
-import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
-import { TRANSCRIPTS_DIR } from "../config/paths.ts";
+import { readRegularFile, TRANSCRIPTS_DIR } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
 import type { Message, Session } from "../session/types.ts";
 import type { Store } from "./store.ts";
@@ -302,7 +302,9 @@ export class Transcripts {
   private write(file: string, text: string, how: "append" | "replace"): number {
     this.checkFolder();
     const target = how === "append" ? file : `${file}.tmp-${process.pid}-${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}`;
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (how === "append" ? constants.O_APPEND : constants.O_EXCL);
+    // O_NONBLOCK: a FIFO a hook put at the path (it is handed the path; an empty transcript has a FIFO's size, 0, so
+    // the size check in append() passes) would block this open until a reader came; now ENXIO, or not a regular file below
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY | (how === "append" ? constants.O_APPEND : constants.O_EXCL);
     let fd: number;
     try {
       fd = openSync(target, flags, 0o600);
@@ -356,11 +358,14 @@ function currentSize(file: string): number {
   }
 }
 
-/** The file's text, or null when it does not exist. A symlink or other non-file reads as null (it is replaced). */
+/**
+ * The file's text, or null when it does not exist. A symlink or other non-file reads as null (it is replaced).
+ * Checked on the descriptor read (config/paths.ts `readRegularFile`): a FIFO swapped in after a check by path
+ * cannot block the read.
+ */
 function readExisting(file: string): string | null {
   try {
-    if (!lstatSync(file).isFile()) return null;
-    return readFileSync(file, "utf8");
+    return readRegularFile(file, { follow: false }).toString("utf8");
   } catch {
     return null;
   }

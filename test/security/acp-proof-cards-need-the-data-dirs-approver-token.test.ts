@@ -2,10 +2,13 @@
  * `airlock acp` (issue 21): the editor is the person's surface for its root, and an allow on a card that needs
  * user proof (here the security floor's ask for a file-tool write under `.git`) carries the approver token read
  * from the data dir `airlock acp` runs with, at the moment of the answer. With no token readable there, the
- * editor's allow does not allow: the card is denied, and the model's result and stderr say why.
+ * editor's allow does not allow: the card is denied, and the model's result and stderr say why. A FIFO put where
+ * the token was (anyone who can write the data dir can) is no token: the card is denied at once, and the agent
+ * does not hang in the read (it did: the token was read by path with a blocking open).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
@@ -54,5 +57,20 @@ describe("proof cards answered from an editor need the data dir's approver token
     expect(JSON.stringify(write.at(-1))).toContain("approver token");
     expect(existsSync(join(workspace, ".git", "notes.txt"))).toBe(false);
     expect(run.stderr()).toContain("approver token could not be read");
+  }, 120_000);
+
+  test("a FIFO at approver-token is no token: the card is refused at once and the agent keeps answering", async () => {
+    rmSync(join(proofDir, "approver-token"), { force: true });
+    expect(spawnSync("mkfifo", ["-m", "600", join(proofDir, "approver-token")]).status).toBe(0);
+    const { sessionId, workspace } = await newSession(run, "ws-fifo-token", wsDir);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const hung = new Promise<"hung">((r) => (timer = setTimeout(() => r("hung"), 60_000)));
+    const res = await Promise.race([run.ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "note it" }] }), hung]);
+    clearTimeout(timer);
+    expect(res).not.toBe("hung");
+    const write = callUpdates(run, sessionId, /^developer__write_file \.git\/notes\.txt/);
+    expect(statuses(write)).toEqual(["pending", "failed"]);
+    expect(JSON.stringify(write.at(-1))).toContain("approver token");
+    expect(existsSync(join(workspace, ".git", "notes.txt"))).toBe(false);
   }, 120_000);
 });

@@ -4,7 +4,7 @@
  * model is real in tests and demos. Stateless: the turn a session gets is picked from its history
  * (see `createScriptedProvider`), so it survives restarts and needs no bookkeeping by the loop.
  */
-import { readFileSync } from "node:fs";
+import { readRegularFile } from "../../config/paths.ts";
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { AirlockError } from "../../errors.ts";
@@ -109,7 +109,7 @@ export function loadScript(cfg: ProviderConfig, opts: ProviderOptions): Script {
   const file = isAbsolute(cfg.script) ? cfg.script : resolve(opts.configDir, cfg.script);
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readRegularFile(file).toString("utf8"); // a FIFO there never blocks (config/paths.ts)
   } catch (e) {
     const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
     const relative = opts.scriptOrigin

@@ -5,7 +5,7 @@
  * and `GET /runs/:id` (a run's result object, SPEC §7).
  * Mounted behind the auth middleware by server/app.ts. Bodies are zod-validated (400 naming the path).
  */
-import { readFileSync } from "node:fs";
+import { readRegularFile } from "../../config/paths.ts";
 import { isAbsolute, join } from "node:path";
 import { Hono, type Context } from "hono";
 import { z } from "zod";
@@ -15,6 +15,9 @@ import { schedulePortFor, type SchedulePort, type SchedulerHost } from "../../sc
 import type { Run } from "../../scheduler/store.ts";
 import type { RunList, RunView, Schedule, ScheduleDeleted, ScheduleList } from "../api-schemas.ts";
 import { apiErrorHandler, errorResponse } from "../error-response.ts";
+
+/** The largest recipe file the server reads for `POST /schedules` (`recipe_text` is capped by limits.max_body_bytes), bytes. */
+export const MAX_RECIPE_FILE_BYTES = 4 << 20;
 
 /** `POST /schedules` body. Give the recipe's absolute path (read by the server) and/or its text. */
 export const NewScheduleBody = z.strictObject({
@@ -96,9 +99,14 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: SchedulePort = sch
     let text = b.recipe_text;
     if (text === undefined) {
       try {
-        text = readFileSync(b.recipe_path, "utf8");
+        // never a blocking open on the serving thread: a FIFO there would freeze every session (config/paths.ts)
+        // and at most MAX_RECIPE_FILE_BYTES, checked before the read: a sparse file of gigabytes (any caller with the
+        // API token, a tool process included, can make one and name it) would have this thread read all of it
+        text = readRegularFile(b.recipe_path, { maxBytes: MAX_RECIPE_FILE_BYTES }).toString("utf8");
       } catch (e) {
-        throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); send recipe_text`);
+        const code = (e as NodeJS.ErrnoException).code;
+        const why = code === "ENOTREG" || code === "EISDIR" ? `${code}: not a regular file` : code === "EFBIG" ? `EFBIG: larger than ${MAX_RECIPE_FILE_BYTES} bytes` : (code ?? (e as Error).message);
+        throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${why}); send recipe_text`);
       }
     }
     const s = await scheduler.add({ cron: b.cron, recipe_path: b.recipe_path, recipe_text: text, ...(b.name ? { name: b.name } : {}), ...(b.params ? { params: b.params } : {}) });
