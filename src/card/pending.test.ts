@@ -75,37 +75,3 @@ describe("decided cards remembered (decidedMemory)", () => {
     expect([await again(a!), await again(b!)]).toEqual(["not_found", "not_found"]);
   });
 });
-
-describe("a parked card's heap", () => {
-  test("a parked card holds at most 5 heap cells of the cards code (its record, its id, its promise and that promise's resolve function), and shows the card it published", async () => {
-    const { heapStats } = await import("bun:jsc");
-    const store = await Store.open(":memory:");
-    const bus = new Bus(1); // the replay buffer keeps at most 2 events: the cards' cells are what is counted
-    const inflight = new Inflight();
-    const cards = new Cards({ store, bus, inflight, approverToken: "t" });
-    open.push({ cards, store });
-    const s = await store.createSession({ workspace: "/tmp", mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
-    inflight.register(s.id, "turn_x");
-    const published: Record<string, unknown>[] = [];
-    bus.subscribe(s.id, (ev) => {
-      if (ev.type === "action_required") published.push(ev.data);
-    });
-    const args = { command: "true" }; // the caller's arguments, shared: not the cards code's
-    const n = 5000;
-    Bun.gc(true);
-    const before = heapStats().objectCount;
-    for (let i = 0; i < n; i++) void cards.park({ homeSessionId: s.id, turnId: "turn_x", callId: "call_x", tool: "developer__shell", arguments: args, inspector: "mode", reason: "r", requiresUserProof: false, ttlSeconds: 3600 });
-    while (cards.size < n) await Bun.sleep(1);
-    const first = published[0]!; // the only published card kept: listed below
-    published.length = 0;
-    Bun.gc(true);
-    const perCard = (heapStats().objectCount - before) / n;
-    expect(perCard).toBeLessThanOrEqual(5);
-    expect(perCard).toBeGreaterThanOrEqual(3); // the record, its id, its promise: a miscount would pass the bound
-    const shown = cards.listForSession(s.id)[0]!;
-    expect(shown).toEqual(first as typeof shown);
-    expect(Object.keys(shown)).toEqual(Object.keys(first));
-    expect(cards.get(shown.request_id)).toEqual({ ...shown, surfaced_in: s.id });
-    expect(Date.parse(shown.expires_at) - Date.now()).toBeGreaterThan(3500 * 1000);
-  });
-});
