@@ -74,65 +74,16 @@ export interface CardsOptions {
 /** Home sessions whose surfaces `Cards` keeps in memory before it forgets them all (they are read again on use). */
 const SURFACES_MEMORY = 10_000;
 
-/**
- * A pending card: the card's fields and its bookkeeping in one object, so that a parked card holds few heap cells
- * (this record, its id, its promise and that promise's settle function; the caller's arguments are shared, not
- * copied). `expires_at` is kept as ms since the epoch and written as ISO-8601 when the card is shown
- * (docs/performance.md, "Issue 20, the first decisions after 100,000 parks", ninth session).
- */
-class PendingCard {
-  /** The turn's abort signal and the listener withdrawing the card (only for a card parked with a signal). */
-  signal: AbortSignal | undefined = undefined;
-  onAbort: (() => void) | undefined = undefined;
+interface PendingCard {
+  base: Omit<Card, "surfaced_in">;
+  /** Shared by every card of the same home (frozen; see `Cards.surfacesOf`). */
+  surfaces: readonly string[];
+  turnId: string;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+  settle: (o: CardOutcome) => void;
   /** Set while an accepted answer is being written (one answer at a time). */
-  deciding = false;
-
-  constructor(
-    readonly request_id: string,
-    readonly home_session_id: string,
-    readonly tool: string,
-    readonly args: unknown,
-    readonly inspector: string,
-    readonly reason: string,
-    readonly requires_user_proof: boolean,
-    /** When the card expires, ms since the epoch (shown as `expires_at`, ISO-8601). */
-    readonly expiresAtMs: number,
-    readonly files: FileBinding[] | undefined,
-    readonly replaces: string | undefined,
-    readonly suggested_rule: string | undefined,
-    readonly will_fail: string | undefined,
-    /** Shared by every card of the same home (frozen; see `Cards.surfacesOf`). */
-    readonly surfaces: readonly string[],
-    readonly turnId: string,
-    readonly settle: (o: CardOutcome) => void,
-  ) {}
-
-  /** The card as published and listed (SPEC §5) without `surfaced_in`; `expiresAt`: its `expires_at`, when already written. */
-  base(expiresAt = new Date(this.expiresAtMs).toISOString()): Omit<Card, "surfaced_in"> {
-    const c: Omit<Card, "surfaced_in"> = {
-      request_id: this.request_id,
-      home_session_id: this.home_session_id,
-      tool: this.tool,
-      arguments: this.args,
-      inspector: this.inspector,
-      reason: this.reason,
-      requires_user_proof: this.requires_user_proof,
-      expires_at: expiresAt,
-      user_only: true,
-    };
-    if (this.files?.length) c.files = this.files;
-    if (this.replaces) c.replaces = this.replaces;
-    if (this.suggested_rule) c.suggested_rule = this.suggested_rule;
-    if (this.will_fail) c.will_fail = this.will_fail;
-    return c;
-  }
-
-  /** The card as seen in session `surfacedIn` (SPEC §5). */
-  card(surfacedIn: string, expiresAt?: string): Card {
-    const c = this.base(expiresAt) as Card;
-    c.surfaced_in = surfacedIn;
-    return c;
-  }
+  deciding?: boolean;
 }
 
 interface DecidedCard {
@@ -208,23 +159,22 @@ export class Cards {
   private async record(input: ParkInput, settle: (o: CardOutcome) => void): Promise<void> {
     const surfaces = this.surfacesByHome.get(input.homeSessionId) ?? (await this.surfacesOf(input.homeSessionId));
     const requestId = newId("act");
-    const rec = new PendingCard(
-      requestId,
-      input.homeSessionId,
-      input.tool,
-      input.arguments,
-      input.inspector,
-      input.reason,
-      input.requiresUserProof,
-      Date.now() + input.ttlSeconds * 1000,
-      input.files?.length ? input.files : undefined,
-      input.replaces || undefined,
-      input.suggestedRule && this.opts.sessionRules ? input.suggestedRule : undefined,
-      input.willFail || undefined,
-      surfaces,
-      input.turnId,
-      settle,
-    );
+    const expiresAt = new Date(Date.now() + input.ttlSeconds * 1000);
+    const base: Omit<Card, "surfaced_in"> = {
+      request_id: requestId,
+      home_session_id: input.homeSessionId,
+      tool: input.tool,
+      arguments: input.arguments,
+      inspector: input.inspector,
+      reason: input.reason,
+      requires_user_proof: input.requiresUserProof,
+      expires_at: expiresAt.toISOString(),
+      user_only: true,
+      ...(input.files?.length ? { files: input.files } : {}),
+      ...(input.replaces ? { replaces: input.replaces } : {}),
+      ...(input.suggestedRule && this.opts.sessionRules ? { suggested_rule: input.suggestedRule } : {}),
+      ...(input.willFail ? { will_fail: input.willFail } : {}),
+    };
     if (input.signal?.aborted) return settle({ request_id: requestId, decision: "cancelled" });
     const fleet = this.opts.fleet;
     if (fleet) {
@@ -241,8 +191,8 @@ export class Cards {
         callId: input.callId,
         surfaces,
         requiresUserProof: input.requiresUserProof,
-        card: rec.base(),
-        expiresAt: rec.expiresAtMs,
+        card: base,
+        expiresAt: expiresAt.getTime(),
         auditDetail: {
           tool: input.tool,
           inspector: input.inspector,
@@ -250,8 +200,8 @@ export class Cards {
           requires_user_proof: input.requiresUserProof,
           ...(input.files?.length ? { files: input.files } : {}),
           ...(input.replaces ? { replaces: input.replaces } : {}),
-          ...(rec.suggested_rule ? { suggested_rule: rec.suggested_rule } : {}),
-          ...(rec.will_fail ? { will_fail: rec.will_fail } : {}),
+          ...(base.suggested_rule ? { suggested_rule: base.suggested_rule } : {}),
+          ...(base.will_fail ? { will_fail: base.will_fail } : {}),
         },
       });
       // the row's end (from any process) ends the local card; an allow counts only under a live lease
@@ -275,22 +225,21 @@ export class Cards {
         requires_user_proof: input.requiresUserProof,
         ...(input.files?.length ? { files: input.files } : {}),
         ...(input.replaces ? { replaces: input.replaces } : {}),
-        ...(rec.suggested_rule ? { suggested_rule: rec.suggested_rule } : {}),
-        ...(rec.will_fail ? { will_fail: rec.will_fail } : {}),
+        ...(base.suggested_rule ? { suggested_rule: base.suggested_rule } : {}),
+        ...(base.will_fail ? { will_fail: base.will_fail } : {}),
       },
     });
     // parked in the log: from here on the card is either pending or closed by a card_decision row
-    this.enlist(rec, input.ttlSeconds, input.signal);
+    this.enlist(requestId, base, surfaces, input.turnId, input.ttlSeconds, input.signal, settle);
   }
 
   /**
-   * Indexes and publishes a card whose `card_parked` row is written; its `settle` gets its outcome. Kept apart from
+   * Indexes and publishes a card whose `card_parked` row is written; `settle` gets its outcome. Kept apart from
    * `park` so a pending card holds only its record (no suspended frame with its input, no closure per card
    * unless it has a signal to listen to).
    */
-  private enlist(rec: PendingCard, ttlSeconds: number, signal: AbortSignal | undefined): void {
-    const requestId = rec.request_id;
-    const surfaces = rec.surfaces;
+  private enlist(requestId: string, base: Omit<Card, "surfaced_in">, surfaces: readonly string[], turnId: string, ttlSeconds: number, signal: AbortSignal | undefined, settle: (o: CardOutcome) => void): void {
+    const rec: PendingCard = { base, surfaces, turnId, settle };
     if (signal) {
       rec.signal = signal;
       rec.onAbort = () => this.finish(requestId, { request_id: requestId, decision: "cancelled" }, "turn cancelled");
@@ -307,8 +256,7 @@ export class Cards {
       if (!set) this.bySession.set(s, (set = new Set()));
       set.add(requestId);
     }
-    const expiresAt = new Date(rec.expiresAtMs).toISOString();
-    for (const s of surfaces) this.opts.bus.publish(s, "action_required", rec.card(s, expiresAt));
+    for (const s of surfaces) this.opts.bus.publish(s, "action_required", { ...base, surfaced_in: s });
     if (abortedMeanwhile) rec.onAbort?.();
   }
 
@@ -337,7 +285,7 @@ export class Cards {
     }
     const rec = this.pending.get(requestId);
     const done = rec ? undefined : this.decided.get(requestId);
-    const home = rec?.home_session_id ?? done?.home ?? null;
+    const home = rec?.base.home_session_id ?? done?.home ?? null;
     if (!rec && !done) return this.refuse(requestId, decision, from, home, new AirlockError("not_found", `no card ${requestId}; list the cards you may answer with GET /sessions/${from.sessionId}/actions`));
     const surfaces = rec?.surfaces ?? done!.surfaces;
     const scope = checkAuthority({ requestId, surfaces, requiresUserProof: false, decision, fromSession: from.sessionId });
@@ -346,7 +294,7 @@ export class Cards {
       if (done.outcome.decision === "expired") return this.refuse(requestId, decision, from, home, new AirlockError("expired", `card ${requestId} expired before it was answered; the call was refused`));
       return this.refuse(requestId, decision, from, home, new AirlockError("already_decided", `card ${requestId} was already decided (${done.outcome.decision}); a card is answered once`));
     }
-    const suggested = rec!.suggested_rule;
+    const suggested = rec!.base.suggested_rule;
     if (decision === "allow_session" && (!suggested || !this.opts.sessionRules)) {
       return this.refuse(
         requestId,
@@ -363,7 +311,7 @@ export class Cards {
     const proof = checkAuthority({
       requestId,
       surfaces,
-      requiresUserProof: rec!.requires_user_proof,
+      requiresUserProof: rec!.base.requires_user_proof,
       decision,
       fromSession: from.sessionId,
       approverToken: from.approverToken ?? null,
@@ -376,7 +324,7 @@ export class Cards {
     let stored: { rule: string; id: string } | undefined;
     if (decision === "allow_session") {
       try {
-        stored = await this.opts.sessionRules!.add(rec!.home_session_id, suggested!, {
+        stored = await this.opts.sessionRules!.add(rec!.base.home_session_id, suggested!, {
           request_id: requestId,
           added_in: from.sessionId,
           ...(from.actor ? { actor: from.actor } : {}),
@@ -476,7 +424,7 @@ export class Cards {
     const out: Card[] = this.remote().filter((r) => r.surfaces.includes(sessionId)).map((r) => ({ ...(r.card as Omit<Card, "surfaced_in">), surfaced_in: sessionId }));
     for (const id of ids) {
       const rec = this.pending.get(id);
-      if (rec) out.push(rec.card(sessionId));
+      if (rec) out.push({ ...rec.base, surfaced_in: sessionId });
     }
     return out;
   }
@@ -484,7 +432,7 @@ export class Cards {
   /** Every pending card, as seen at its home, oldest first. */
   listAll(): Card[] {
     const remote = this.remote().map((r) => ({ ...(r.card as Omit<Card, "surfaced_in">), surfaced_in: r.sessionId }));
-    return [...remote, ...[...this.pending.values()].map((rec) => rec.card(rec.home_session_id))];
+    return [...remote, ...[...this.pending.values()].map((rec) => ({ ...rec.base, surfaced_in: rec.base.home_session_id }))];
   }
 
   /** Fleet mode: the pending cards of other processes, as this process's feed last read them (none otherwise). */
@@ -495,7 +443,7 @@ export class Cards {
   /** A pending card by id (as seen at its home), or undefined. */
   get(requestId: string): Card | undefined {
     const rec = this.pending.get(requestId);
-    if (rec) return rec.card(rec.home_session_id);
+    if (rec) return { ...rec.base, surfaced_in: rec.base.home_session_id };
     const row = this.remote().find((r) => r.id === requestId);
     return row ? { ...(row.card as Omit<Card, "surfaced_in">), surfaced_in: row.sessionId } : undefined;
   }
@@ -505,7 +453,7 @@ export class Cards {
     let n = 0;
     for (const id of [...(this.bySession.get(t.sessionId) ?? [])]) {
       const rec = this.pending.get(id);
-      if (rec && rec.home_session_id === t.sessionId && rec.turnId === t.turnId) {
+      if (rec && rec.base.home_session_id === t.sessionId && rec.turnId === t.turnId) {
         this.finish(id, { request_id: id, decision: "cancelled" }, "turn ended");
         n++;
       }
@@ -578,7 +526,7 @@ export class Cards {
         if (set.size === 0) this.bySession.delete(s);
       }
     }
-    this.decided.set(requestId, { surfaces: rec.surfaces, home: rec.home_session_id, outcome });
+    this.decided.set(requestId, { surfaces: rec.surfaces, home: rec.base.home_session_id, outcome });
     const fleet = this.opts.fleet;
     if (fleet && why !== "row") {
       // ended here (TTL, turn ended, shutdown): end the row too, so no process can answer it any more
@@ -592,7 +540,7 @@ export class Cards {
           kind: "card_decision",
           outcome: "recorded",
           request_id: requestId,
-          home_session_id: rec.home_session_id,
+          home_session_id: rec.base.home_session_id,
           decision: outcome.decision,
           detail: why ? { why } : undefined,
         })
