@@ -111,7 +111,7 @@ export async function build(opts: BuildOptions = {}): Promise<BuildResult> {
 }
 
 /** True when process `pid` still runs (signal 0 reaches it). */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -123,9 +123,10 @@ function alive(pid: number): boolean {
 /**
  * Takes the lock folder `<outfile>.lock` (mkdir is atomic), holding the owner's pid; waits while a live
  * process holds it and takes over a lock whose owner is gone (a build killed midway, or one killed before
- * it wrote its pid a minute ago). Returns the release.
+ * it wrote its pid a minute ago). Returns the release. Also used by test/harness-release.ts for the
+ * release folder shared by the test files of one run. Throws the file system's error other than EEXIST.
  */
-async function lockOutput(outfile: string): Promise<() => void> {
+export async function lockOutput(outfile: string): Promise<() => void> {
   const dir = `${outfile}.lock`;
   for (;;) {
     try {

@@ -16,7 +16,7 @@
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { build, compileInputs, ROOT } from "./build.ts";
+import { build, compileInputs, lockOutput, ROOT } from "./build.ts";
 import { readElf } from "./elf.ts";
 
 /** One release target. `pkg` is the npm package carrying its Bun runtime (`bin/bun` in the tarball). */
@@ -106,7 +106,8 @@ function sha256File(path: string): string {
  * Path of the Bun runtime binary for `t`, version `version`. linux-x64: the one npm installed, checked
  * with `--version`. Others: `npm pack PKG@VERSION` into {@link CACHE_DIR} (once), the tarball's sha512
  * compared with package-lock.json's integrity, then `package/bin/bun` unpacked beside it. Throws on a
- * mismatch (the tarball is removed) or a failed npm/tar.
+ * mismatch (the tarball is removed) or a failed npm/tar. Fetches of one runtime are serialised by the lock
+ * folder `<dir>.lock` (build/build.ts `lockOutput`).
  */
 export async function runtimeFor(t: ReleaseTarget, version: string, log: Log = () => {}): Promise<string> {
   if (t.name === "linux-x64") {
@@ -119,6 +120,18 @@ export async function runtimeFor(t: ReleaseTarget, version: string, log: Log = (
   const bin = join(dir, "bun");
   if (existsSync(bin)) return bin;
   mkdirSync(CACHE_DIR, { recursive: true });
+  // Two builds at once (a test run's two release builds) fetch into the same tarball path: one at a time.
+  const unlock = await lockOutput(dir);
+  try {
+    return fetchRuntime(t, version, dir, bin, log);
+  } finally {
+    unlock();
+  }
+}
+
+/** {@link runtimeFor}'s fetch, check and unpack of `t`'s runtime into `dir`, under its lock (another process may have done it meanwhile). */
+function fetchRuntime(t: ReleaseTarget, version: string, dir: string, bin: string, log: Log): string {
+  if (existsSync(bin)) return bin;
   const tgz = join(CACHE_DIR, `${t.pkg.replace("@", "").replace("/", "-")}-${version}.tgz`);
   if (!existsSync(tgz)) {
     log(`fetching ${t.pkg}@${version} from the npm registry (npm pack)`);

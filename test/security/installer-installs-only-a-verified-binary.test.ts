@@ -1,7 +1,8 @@
 /**
  * @module test/security/installer-installs-only-a-verified-binary.test
  * scripts/install.sh against a local HTTP server (Bun.serve on loopback) serving a real release folder
- * (build/release.ts, linux-x64 only): a good install with curl and with wget, a tampered binary refused
+ * (the run's shared release, test/harness-release.ts; the server holds its linux-x64 binary only, with
+ * the release's SHA256SUMS, install.sh and release.json, as a mirror of one build would): a good install with curl and with wget, a tampered binary refused
  * with nothing installed, an architecture with no build refused, a musl machine asking for the musl
  * build, and one the server does not hold refused. Run as root and as an unprivileged user.
  */
@@ -10,7 +11,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSy
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { sharedTempDir, type TestUser, testUsers } from "../as-user.ts";
-import { cachedRelease, REPO } from "../harness-release.ts";
+import { REPO, sharedRelease } from "../harness-release.ts";
 import { toolsDir } from "../tools-dir.ts";
 
 const INSTALL = join(REPO, "scripts", "install.sh");
@@ -20,13 +21,15 @@ let base = "";
 let tampered = "";
 
 beforeAll(async () => {
-  const dir = await cachedRelease(["linux-x64"]);
+  const dir = await sharedRelease();
   // The tampered folder: the same SHA256SUMS, one byte of the binary changed.
   const tdir = sharedTempDir("airlock-tampered-");
   const bytes = readFileSync(join(dir, BIN));
   bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
   writeFileSync(join(tdir, BIN), bytes);
   copyFileSync(join(dir, "SHA256SUMS"), join(tdir, "SHA256SUMS"));
+  // The good folder serves the x64 build only (the arm64 and musl machines below must find no build).
+  const served = new Set([BIN, "SHA256SUMS", "install.sh", "release.json"]);
   const roots: Record<string, string> = { good: dir, tampered: tdir };
   server = Bun.serve({
     hostname: "127.0.0.1",
@@ -34,7 +37,7 @@ beforeAll(async () => {
     fetch(req) {
       const [, root, name, ...rest] = new URL(req.url).pathname.split("/");
       const folder = roots[root ?? ""];
-      if (!folder || !name || rest.length || name.startsWith(".") || !existsSync(join(folder, name))) return new Response("not found", { status: 404 });
+      if (!folder || !name || rest.length || !served.has(name) || !existsSync(join(folder, name))) return new Response("not found", { status: 404 });
       return new Response(Bun.file(join(folder, name)));
     },
   });
