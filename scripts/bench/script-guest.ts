@@ -10,6 +10,7 @@
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { arg } from "./args.ts";
+import { processCpuPerCall } from "./thread-cpu.ts";
 
 const N = arg("--n", 1500);
 const ROUNDS = arg("--rounds", 7);
@@ -47,13 +48,7 @@ async function side(root: string): Promise<Side> {
 }
 
 const sides: Record<string, Side> = { this: await side(resolve(import.meta.dir, "../..")), base: await side(base) };
-const cpuPer = async (f: () => unknown): Promise<number> => {
-  for (let i = 0; i < 200; i++) await f();
-  const c0 = process.cpuUsage();
-  for (let i = 0; i < N; i++) await f();
-  const c = process.cpuUsage(c0);
-  return Math.round((c.user + c.system) / N);
-};
+const cpuPer = (f: () => unknown): Promise<number> => processCpuPerCall(N, f);
 const figs: Record<string, Record<string, number[]>> = { this: { bare: [], prepared: [], run: [] }, base: { bare: [], prepared: [], run: [] } };
 const load = [Math.round(loadavg()[0]! * 10) / 10];
 for (let r = 0; r < ROUNDS; r++) {

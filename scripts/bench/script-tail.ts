@@ -17,6 +17,7 @@ import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import Tinypool from "tinypool";
 import type { RunOptions, ScriptPool as Pool } from "../../src/script/pool.ts";
+import { processCpuPerCall } from "./thread-cpu.ts";
 
 const arg = (name: string, dflt: string): string => {
   const i = process.argv.indexOf(`--${name}`);
@@ -131,13 +132,7 @@ if (only === "steps") {
   const { prepareGuest, ScriptRun } = (await import(resolve(root, "src/script/vm.ts"))) as typeof import("../../src/script/vm.ts");
   const inst = await (await Instances.create(64)).take();
   const meter = new Float64Array(8);
-  const cpuPer = async (f: () => unknown): Promise<number> => {
-    for (let i = 0; i < 200; i++) await f();
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < N; i++) await f();
-    const c = process.cpuUsage(c0);
-    return Math.round((c.user + c.system) / N);
-  };
+  const cpuPer = (f: () => unknown): Promise<number> => processCpuPerCall(N, f);
   const bare = await cpuPer(() => {
     const rt = inst.module.newRuntime();
     rt.setMemoryLimit(64 * 2 ** 20);

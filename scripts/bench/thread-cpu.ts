@@ -14,3 +14,15 @@ export function threadCpuNs(): number {
   libc.symbols.clock_gettime(3, tsPtr);
   return Number(tsBuf[0]) * 1e9 + Number(tsBuf[1]);
 }
+
+/**
+ * The process's CPU (all threads, user + system) per call of `f`, µs, rounded: `warm` calls untimed, then `n` timed,
+ * one after another (each awaited).
+ */
+export async function processCpuPerCall(n: number, f: () => unknown, warm = 200): Promise<number> {
+  for (let i = 0; i < warm; i++) await f();
+  const c0 = process.cpuUsage();
+  for (let i = 0; i < n; i++) await f();
+  const c = process.cpuUsage(c0);
+  return Math.round((c.user + c.system) / n);
+}
