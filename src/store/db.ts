@@ -195,6 +195,36 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       DROP INDEX IF EXISTS audit_request;
     `,
   },
+  {
+    version: 14,
+    name: "decision log: audit ids without AUTOINCREMENT",
+    // AUTOINCREMENT made every audit insert rewrite sqlite_sequence's page too: one 4 KB page of the WAL in four
+    // for a card_parked row, one in five for a card_decision row (issue 20; docs/performance.md, branch wip/park3).
+    // Rows are never deleted from the audit log, so a plain INTEGER PRIMARY KEY (the largest id + 1) numbers new
+    // rows as AUTOINCREMENT did. The table is copied with its ids (one transaction: all or nothing at a crash).
+    sql: `
+      CREATE TABLE audit_v14 (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        request_id TEXT,
+        session_id TEXT,
+        home_session_id TEXT,
+        decision TEXT,
+        outcome TEXT NOT NULL,
+        code TEXT,
+        actor TEXT,
+        detail TEXT
+      );
+      INSERT INTO audit_v14 (id, at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail)
+        SELECT id, at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail FROM audit ORDER BY id;
+      DROP TABLE audit;
+      ALTER TABLE audit_v14 RENAME TO audit;
+      CREATE INDEX audit_session ON audit(session_id, id);
+      CREATE INDEX audit_home_session ON audit(home_session_id, id);
+      CREATE INDEX audit_decision_request ON audit(request_id) WHERE kind = 'card_decision';
+    `,
+  },
 ];
 
 /**

@@ -188,4 +188,11 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       DROP INDEX IF EXISTS audit_request;
     `,
   },
+  {
+    version: 14,
+    name: "decision log: audit ids without AUTOINCREMENT",
+    // SQLite only (its AUTOINCREMENT rewrote sqlite_sequence on every insert); a BIGSERIAL writes no such page. Kept
+    // in this list so both lists have the same versions and names (test/contract/migrations.test.ts).
+    sql: `SELECT 1`,
+  },
 ];

@@ -93,6 +93,7 @@ async function reads(sql: Sql): Promise<unknown> {
 contract("audit request index (schema version 13)", (backend) => {
   const list: readonly Migration[] = backend.dialect === "postgres" ? PG_MIGRATIONS : MIGRATIONS;
   const upTo12 = list.filter((m) => m.version <= 12);
+  const upTo13 = list.filter((m) => m.version <= 13); // version 14 (audit ids) has its own test: audit-ids.test.ts
 
   for (const stopAt of ["CREATE INDEX IF NOT EXISTS audit_decision_request", "DROP INDEX IF EXISTS audit_request"]) {
     test(`SIGKILL inside version 13 after "${stopAt}": opens at version 12 with its index and every row; the next start applies it`, async () => {
@@ -109,7 +110,7 @@ contract("audit request index (schema version 13)", (backend) => {
       expect(await schemaVersionSql(again)).toBe(12);
       expect(await auditIndexes(again)).toEqual(["audit_home_session", "audit_request", "audit_session"]);
       expect(await again.all("SELECT * FROM audit ORDER BY id")).toEqual(rows);
-      expect(await migrateSql(again, list)).toEqual([13]);
+      expect(await migrateSql(again, upTo13)).toEqual([13]);
       expect(await auditIndexes(again)).toEqual(["audit_decision_request", "audit_home_session", "audit_session"]);
       expect(await again.all("SELECT * FROM audit ORDER BY id")).toEqual(rows);
     }, 120_000);
@@ -122,7 +123,7 @@ contract("audit request index (schema version 13)", (backend) => {
     await migrateSql(cur, upTo12);
     await fill(old);
     await fill(cur);
-    expect(await migrateSql(cur, list)).toEqual([13]);
+    expect(await migrateSql(cur, upTo13)).toEqual([13]);
     expect(await auditIndexes(cur)).toEqual(["audit_decision_request", "audit_home_session", "audit_session"]);
     // the rows' times differ between the two databases (written a moment apart): compared without them
     const timeless = (x: unknown): unknown => JSON.parse(JSON.stringify(x, (k, v: unknown) => (k === "at" ? "" : v)));
