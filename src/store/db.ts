@@ -197,11 +197,14 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
   },
   {
     version: 14,
-    name: "decision log: audit ids without AUTOINCREMENT",
-    // AUTOINCREMENT made every audit insert rewrite sqlite_sequence's page too: one 4 KB page of the WAL in four
-    // for a card_parked row, one in five for a card_decision row (issue 20; docs/performance.md, branch wip/park3).
-    // Rows are never deleted from the audit log, so a plain INTEGER PRIMARY KEY (the largest id + 1) numbers new
-    // rows as AUTOINCREMENT did. The table is copied with its ids (one transaction: all or nothing at a crash).
+    name: "decision log: audit ids without AUTOINCREMENT, the home index only where home and session differ",
+    // Fewer WAL pages per audit row (issue 20; docs/performance.md, branch wip/park3). AUTOINCREMENT made every
+    // audit insert rewrite sqlite_sequence's page too: one 4 KB page of the WAL in four for a card_parked row, one
+    // in five for a card_decision row. Rows are never deleted from the audit log, so a plain INTEGER PRIMARY KEY
+    // (the largest id + 1) numbers new rows as AUTOINCREMENT did. The table is copied with its ids (one
+    // transaction: all or nothing at a crash). audit_home_session serves only the session tree's filter,
+    // "session_id IN tree OR home_session_id IN tree" (store/audit-log.ts), whose first half already finds a row
+    // whose home is its session (card_parked, call_judged): those rows leave it out, one page less per such row.
     sql: `
       CREATE TABLE audit_v14 (
         id INTEGER PRIMARY KEY,
@@ -221,7 +224,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       DROP TABLE audit;
       ALTER TABLE audit_v14 RENAME TO audit;
       CREATE INDEX audit_session ON audit(session_id, id);
-      CREATE INDEX audit_home_session ON audit(home_session_id, id);
+      CREATE INDEX audit_home_session ON audit(home_session_id, id) WHERE home_session_id IS DISTINCT FROM session_id;
       CREATE INDEX audit_decision_request ON audit(request_id) WHERE kind = 'card_decision';
     `,
   },

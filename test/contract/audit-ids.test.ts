@@ -1,11 +1,13 @@
 /**
  * @module test/contract/audit-ids.test
  * Schema version 14 (SQLite: the `audit` table's ids without AUTOINCREMENT, so an audit row no longer rewrites
- * `sqlite_sequence`'s page in the WAL: issue 20; PostgreSQL: nothing to do). On both backends: the rows, their ids
- * and the indexes are kept, and new rows are numbered after the largest id. On SQLite: a process SIGKILLed inside
- * the version's transaction — after the copy, after the old table's DROP, after the RENAME — leaves a database that
- * opens at version 13 with its table and every row, and the next start applies it; a `card_parked` row's commit then
- * writes three pages to the WAL (the table's leaf and its two session indexes), not four.
+ * `sqlite_sequence`'s page in the WAL, and `audit_home_session` only for rows whose home is not their session: issue
+ * 20; PostgreSQL: nothing to do). On both backends: the rows, their ids and the indexes are kept, and new rows are
+ * numbered after the largest id. On SQLite: a process SIGKILLed inside the version's transaction — after the copy,
+ * after the old table's DROP, after the RENAME — leaves a database that opens at version 13 with its table and every
+ * row, and the next start applies it; a `card_parked` row's commit then writes two pages to the WAL (the table's leaf
+ * and `audit_session`), not four, and a `card_decision` row's four, not five. (The decision log's reads return the
+ * same rows at versions 12, 13 and 14: audit-index.test.ts.)
  */
 import { expect, test } from "bun:test";
 import { spawn } from "node:child_process";
@@ -110,21 +112,31 @@ contract("audit ids (schema version 14)", (backend) => {
     }, 120_000);
   }
 
-  test("a card_parked row's commit writes three pages to the WAL: the table's leaf and its two session indexes", async () => {
+  test("a card_parked row's commit writes two pages to the WAL (the table's leaf, audit_session), a card_decision row's four", async () => {
     const db = await backend.fresh();
     const sql = db.open();
     await migrateSql(sql, list);
     await fill(sql); // the table and its indexes past their first pages
+    await sql.run("INSERT INTO sessions (id, parent_session_id, workspace, mode, sandbox, provider, created_at, updated_at) VALUES ('ses_b', 'ses_a', '/w', 'smart', 'read-only', 'scripted', 'x', 'x')");
     const store = new Store(sql);
     const frame = 4096 + 24; // SQLite's default page size, and a WAL frame's header
-    const frames: number[] = [];
+    const parked: number[] = [];
+    const decided: number[] = [];
     for (let i = 0; i < 21; i++) {
-      const before = statSync(`${db.target}-wal`).size;
-      await store.audit({ kind: "card_parked", outcome: "recorded", request_id: `act_p${i}`, session_id: "ses_a", home_session_id: "ses_a", detail: { tool: "developer__shell" } });
-      frames.push((statSync(`${db.target}-wal`).size - before) / frame);
+      let before = statSync(`${db.target}-wal`).size;
+      await store.audit({ kind: "card_parked", outcome: "recorded", request_id: `act_p${i}`, session_id: "ses_b", home_session_id: "ses_b", detail: { tool: "developer__shell" } });
+      parked.push((statSync(`${db.target}-wal`).size - before) / frame);
+      before = statSync(`${db.target}-wal`).size;
+      // answered from the root: its session is not its home
+      await store.audit({ kind: "card_decision", outcome: "accepted", request_id: `act_p${i}`, session_id: "ses_a", home_session_id: "ses_b", decision: "deny", detail: { proof: false } });
+      decided.push((statSync(`${db.target}-wal`).size - before) / frame);
     }
-    frames.sort((a, b) => a - b);
-    // the median commit (a leaf split now and then adds pages to one commit); before version 14 it was 4 (sqlite_sequence)
-    expect(frames[10]).toBe(3);
+    parked.sort((a, b) => a - b);
+    decided.sort((a, b) => a - b);
+    // the median commit (a leaf split now and then adds pages to one commit); before version 14: 4 and 5
+    // (sqlite_sequence's page in each, audit_home_session's in the card_parked one)
+    expect([parked[10], decided[10]]).toEqual([2, 4]);
+    // and the decision is found through its home by the tree filter (the partial index holds it)
+    expect((await sql.all<{ request_id: string }>("SELECT request_id FROM audit WHERE home_session_id = 'ses_b' AND home_session_id IS DISTINCT FROM session_id")).length).toBe(21);
   }, 120_000);
 });
