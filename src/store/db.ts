@@ -8,6 +8,7 @@ import { chmodSync, closeSync, openSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { FLEET_MIGRATIONS_SQLITE } from "./fleet-schema.ts";
+import type { Migration } from "./migrate.ts";
 
 /** True when the file system holding `path` has no block left for this user (an I/O error there means "full"). */
 function noSpaceLeft(path: string): boolean {
@@ -19,7 +20,7 @@ function noSpaceLeft(path: string): boolean {
 }
 
 /** Numbered migrations. Append only; never edit a released one. */
-export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: "sessions, turns, messages, audit",
@@ -198,6 +199,13 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
   {
     version: 14,
     name: "decision log: audit ids without AUTOINCREMENT, the home index only where home and session differ",
+    // the copy holds the write lock ~12-25 s per million rows on 2 busy cores: said on stderr from 100,000 rows on
+    // (ids are never deleted, so the largest is the count, read without a scan)
+    notice: {
+      rows: "SELECT MAX(id) AS n FROM audit",
+      min: 100_000,
+      text: "upgrading the database to schema version 14: copying the decision log ({n} rows) once; this takes about 20 s per million rows, and other airlock processes on this data dir wait for it",
+    },
     // Fewer WAL pages per audit row (issue 20; docs/performance.md, branch wip/park3). AUTOINCREMENT made every
     // audit insert rewrite sqlite_sequence's page too: one 4 KB page of the WAL in four for a card_parked row, one
     // in five for a card_decision row. Rows are never deleted from the audit log, so a plain INTEGER PRIMARY KEY
