@@ -89,6 +89,16 @@ export function acquireServeLock(dataDir: string): ServeLock {
   throw new AirlockError("data_dir_in_use", `could not take the serve lock ${path} (other servers are starting on the same data dir); try again`);
 }
 
+/**
+ * The lock of a live `airlock serve` on `dataDir` other than this process (null when none: missing, unreadable, stale,
+ * or ours). store/open.ts refuses a long migration beside it (an older airlock's server: its writes wait 5 s at most).
+ */
+export function liveServeLock(dataDir: string): ServeLockInfo | null {
+  const other = readLock(join(dataDir, SERVE_LOCK_FILE));
+  if (typeof other !== "object" || other.pid === process.pid || ownerIsGone({ pid: other.pid, start: other.start })) return null;
+  return other;
+}
+
 function readLock(path: string): ServeLockInfo | "missing" | "unreadable" {
   let text: string;
   try {

@@ -36,6 +36,8 @@ async function v13(dir: string, rows: number): Promise<string> {
   return dataDir;
 }
 
+const OLD_SERVE = join(import.meta.dir, "old-serve-child.ts");
+
 function audit(dataDir: string): Promise<{ code: number | null; err: string }> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [MAIN, "audit", "--data-dir", dataDir, "--limit", "1", "--json"], { stdio: ["ignore", "pipe", "pipe"] });
@@ -63,6 +65,47 @@ test("applying version 14 to a large audit log says so on stderr first; a small 
       expect(await schemaVersionSql(sql)).toBe(14);
       await sql.close();
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 180_000);
+
+test("version 14 is not applied to a large log while an older airlock serve holds the data dir: data_dir_in_use, its writes go on", async () => {
+  // Without the refusal the copy (~20 s per million rows) holds the write lock past that server's 5 s busy timeout:
+  // measured with main's serve code beside 1,000,000 rows, 7 of its audit writes failed `database is locked`.
+  const dir = mkdtempSync(join(tmpdir(), "airlock-v14-beside-serve-"));
+  try {
+    const dataDir = await v13(dir, 100_000);
+    const old = spawn(process.execPath, [OLD_SERVE, dataDir], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let oldErr = "";
+    old.stderr.on("data", (d) => (oldErr += d));
+    const closed = new Promise<void>((r) => old.on("close", () => r()));
+    await new Promise<void>((resolve, reject) => {
+      old.stdout.on("data", (d) => {
+        out += d;
+        if (out.includes("held\n")) resolve();
+      });
+      old.on("close", () => reject(new Error(`the old server ended before it held the lock: ${out} ${oldErr}`)));
+    });
+    const a = await audit(dataDir);
+    old.kill("SIGTERM");
+    await closed;
+    expect(a.code).toBe(2);
+    expect(a.err).toContain("data_dir_in_use");
+    expect(a.err).toContain(`an airlock serve of an older airlock (pid ${old.pid})`);
+    const sql = openSqliteFile(join(dataDir, "airlock.db"));
+    expect(await schemaVersionSql(sql)).toBe(13);
+    await sql.close();
+    const report = JSON.parse(out.split("\n").filter((l) => l.startsWith("{")).at(-1)!) as { ok: number; failed: string[] };
+    expect(report.failed).toEqual([]);
+    expect(report.ok).toBeGreaterThan(0);
+    // the server gone (its lock released), the next start applies the version
+    const b = await audit(dataDir);
+    expect(b.code).toBe(0);
+    const again = openSqliteFile(join(dataDir, "airlock.db"));
+    expect(await schemaVersionSql(again)).toBe(14);
+    await again.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
