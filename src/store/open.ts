@@ -40,10 +40,11 @@ export async function openStore(config: { storage?: string }, dataDir: string, o
 /**
  * SQLite: a migration that holds the write lock for many seconds (one with a `notice`, at or past its size: version
  * 14 copies the audit table, ~20 s per million rows) is not started while a live `airlock serve` of another process
- * holds the data dir's serve lock. That server is an older airlock (this one would have applied the version when it
- * started): its writes wait 5 s for the lock, then fail `database is locked`, and the audit rows they carried are
- * lost. The user stops it and starts the new server, which applies the version itself. (An older `airlock run` takes
- * no lock and cannot be seen.)
+ * holds the data dir's serve lock and does not know the version (its lock's `schema`): an older airlock, whose writes
+ * wait 5 s for the lock, then fail `database is locked`, and the audit rows they carried are lost. The user stops it
+ * and starts the new server, which applies the version itself. A server that knows the version took its lock and is
+ * applying it: this start waits for that, as for any process's migration. (An older `airlock run` takes no lock and
+ * cannot be seen.)
  * @throws AirlockError `data_dir_in_use` naming the server's pid, the version and the size.
  */
 async function refuseLongMigrationBesideServe(sql: Sql, dataDir: string): Promise<void> {
@@ -56,7 +57,8 @@ async function refuseLongMigrationBesideServe(sql: Sql, dataDir: string): Promis
     return; // a fresh database: nothing long to do
   }
   for (const m of MIGRATIONS) {
-    if (!m.notice || done.has(m.version)) continue;
+    // a server that knows the version applies it itself (it took the lock, then migrates): this start waits for it
+    if (!m.notice || done.has(m.version) || (other.schema ?? 0) >= m.version) continue;
     const n = Number((await sql.get<{ n: number | null }>(m.notice.rows).catch(() => undefined))?.n ?? 0);
     if (n < m.notice.min) continue;
     throw new AirlockError(

@@ -8,7 +8,7 @@
 import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
-import { storageError } from "./db.ts";
+import { MIGRATIONS, storageError } from "./db.ts";
 import { currentOwner, ownerIsGone } from "./owner.ts";
 
 /** The lock file's name inside the data dir. */
@@ -20,6 +20,12 @@ export interface ServeLockInfo {
   start: string | null;
   url: string | null;
   started_at: string;
+  /**
+   * The highest SQLite schema version the server's airlock knows (absent in the locks of airlocks before schema
+   * version 14): store/open.ts tells an older server, whose writes a long migration would fail, from a current one
+   * applying that migration itself (the start waits for it then).
+   */
+  schema?: number;
 }
 
 /** A held lock. `release()` is idempotent and removes the file only while it is still ours. */
@@ -38,7 +44,7 @@ export interface ServeLock {
 export function acquireServeLock(dataDir: string): ServeLock {
   const path = join(dataDir, SERVE_LOCK_FILE);
   const me = currentOwner();
-  const info: ServeLockInfo = { pid: me.pid, start: me.start, url: null, started_at: new Date().toISOString() };
+  const info: ServeLockInfo = { pid: me.pid, start: me.start, url: null, started_at: new Date().toISOString(), schema: Math.max(...MIGRATIONS.map((m) => m.version)) };
   for (let attempt = 0; attempt < 5; attempt++) {
     const tmp = `${path}.${me.pid}.tmp`;
     try {

@@ -76,7 +76,7 @@ test("version 14 is not applied to a large log while an older airlock serve hold
   const dir = mkdtempSync(join(tmpdir(), "airlock-v14-beside-serve-"));
   try {
     const dataDir = await v13(dir, 100_000);
-    const old = spawn(process.execPath, [OLD_SERVE, dataDir], { stdio: ["ignore", "pipe", "pipe"] });
+    const old = spawn(process.execPath, [OLD_SERVE, dataDir, "old"], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let oldErr = "";
     old.stderr.on("data", (d) => (oldErr += d));
@@ -106,6 +106,37 @@ test("version 14 is not applied to a large log while an older airlock serve hold
     const again = openSqliteFile(join(dataDir, "airlock.db"));
     expect(await schemaVersionSql(again)).toBe(14);
     await again.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 180_000);
+
+test("a current airlock serve holding the lock (it applies version 14 itself) is not taken for an older one: the start applies or waits, exit 0", async () => {
+  // the refusal above first read any live lock as an older server's: an `airlock audit` started while a new
+  // `airlock serve` was still copying 1,000,000 rows exited 2 data_dir_in_use "an airlock serve of an older airlock"
+  const dir = mkdtempSync(join(tmpdir(), "airlock-v14-beside-new-serve-"));
+  try {
+    const dataDir = await v13(dir, 100_000);
+    const cur = spawn(process.execPath, [OLD_SERVE, dataDir, "new"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let curErr = "";
+    cur.stderr.on("data", (d) => (curErr += d));
+    const closed = new Promise<void>((r) => cur.on("close", () => r()));
+    await new Promise<void>((resolve, reject) => {
+      cur.stdout.on("data", (d) => {
+        out += d;
+        if (out.includes("held\n")) resolve();
+      });
+      cur.on("close", () => reject(new Error(`the server ended before it held the lock: ${out} ${curErr}`)));
+    });
+    const a = await audit(dataDir);
+    cur.kill("SIGTERM");
+    await closed;
+    expect(a.err).not.toContain("data_dir_in_use");
+    expect(a.code).toBe(0);
+    const sql = openSqliteFile(join(dataDir, "airlock.db"));
+    expect(await schemaVersionSql(sql)).toBe(14);
+    await sql.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
