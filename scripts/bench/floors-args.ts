@@ -6,7 +6,7 @@
  */
 
 /** The steps `--only` may name, in the order they run. */
-export const FLOOR_STEPS = ["startup", "first", "confined", "gate", "bridge", "park", "park-idle"] as const;
+export const FLOOR_STEPS = ["startup", "first", "confined", "gate", "bridge", "park", "park-idle", "park-proc", "park-idle-proc"] as const;
 
 export const FLOORS_USAGE =
   `usage: bun scripts/bench/floors.ts [--pairs N] [--binary PATH] [--only STEP,...]\n` +

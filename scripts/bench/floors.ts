@@ -11,7 +11,8 @@
  * - the raw bridge against bare round trips between two Bun threads with its crossings (Atomics down, postMessage up) and with postMessage both ways;
  * - park → the root's SSE client against a bare `bus.publish` → the same SSE client: back to back (`park`), and each
  *   after a pause of the writes (`park-idle`: 150 ms before each sample, as a card comes after a model's reply, with
- *   the WAL past the checkpoint thread's start size).
+ *   the WAL past the checkpoint thread's start size); `park-proc` and `park-idle-proc` the same with the SSE client in
+ *   its own process (`sse-proc-client.ts`), as a user's console or `attach` is.
  * Pairs are interleaved (which side goes first alternates), the ratio is taken per pair, and the
  * headline is the median of the ratios; absolute medians are given beside them, with the machine
  * (CPU model, cores, load average before and after).
@@ -47,6 +48,7 @@ import { Store } from "../../src/store/store.ts";
 import { defineTool, type ToolDef, type ToolOutcome } from "../../src/tool/tool.ts";
 import { startFakeOpenAI, textChunks } from "../../test/fixtures/fake-openai.ts";
 import { FLOORS_USAGE, parseFloorsArgs, type FloorsArgs } from "./floors-args.ts";
+import { monoMs } from "./mono-clock.ts";
 
 const CHILD = process.argv[2] === "--first-call-child";
 let parsed: FloorsArgs;
@@ -412,37 +414,69 @@ async function bridge(): Promise<{ vs_crossings: Ratio; vs_message_port: Ratio; 
 /**
  * Park (a child session's card) → the root's SSE client, against `bus.publish` on the root → the same client.
  * `pauseMs`: a pause before each sample (the writes idle), after warm-up parks that take the WAL past 1 MB.
+ * `client`: `in-process` is Bun's `fetch` in this process (the figure of every session before the ninth: the
+ * client's wake-up and parse share this event loop and sit in every interval, from the park's call to the
+ * `await` after the frame); `own-process` is `sse-proc-client.ts`, a second process reading the frame off its
+ * own socket, as a user's console or `attach` does: from CLOCK_MONOTONIC here before the call to CLOCK_MONOTONIC
+ * there at the socket read that completed the frame (`mono-clock.ts`).
  */
-async function park(samples: number, pauseMs = 0): Promise<Ratio & { park_p99_ms: number; publish_p99_ms: number; park_p50_ms: number; publish_p50_ms: number }> {
+async function park(samples: number, pauseMs = 0, client: "in-process" | "own-process" = "in-process"): Promise<Ratio & { client: string; park_min_ms: number; publish_min_ms: number; park_p99_ms: number; publish_p99_ms: number; park_p50_ms: number; publish_p50_ms: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), "airlock-bench-park-"));
   const rt = await createRuntime({ config: Config.parse({ limits: { script_workers: 1 } }), configDir: dataDir, dataDir, env: {} });
   const server = startServer(rt, { host: "127.0.0.1", port: 0 });
   const abort = new AbortController();
+  let child: ReturnType<typeof Bun.spawn> | undefined;
   try {
     const root = await rt.store.createSession({ workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
-    const child = await rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
+    const sub = await rt.store.createSession({ parent_session_id: root.id, workspace: dataDir, mode: "smart", sandbox: "workspace-write", privacy: "public", headless: false, provider: "scripted" });
     const turnId = newId("turn");
-    rt.inflight.register(child.id, turnId);
+    rt.inflight.register(sub.id, turnId);
     const cards = rt.cards as Cards;
-    let wake: ((ev: { event: string; data: string }) => void) | undefined;
+    /** A frame the bench waits for: its event, the card's request id (`action_required`), the client's time of it (own-process only). */
+    type Frame = { event: string; requestId: string; at: number };
+    let wake: ((f: Frame) => void) | undefined;
     let ready!: () => void;
     const snapshot = new Promise<void>((r) => (ready = r));
-    const parser = createParser({
-      onEvent(m) {
-        if (m.event === "snapshot") ready();
-        if (m.event === "action_required" || m.event === "delta") wake?.({ event: m.event, data: m.data });
-      },
-    });
-    const res = await fetch(`${server.url}/sessions/${root.id}/events`, { headers: { authorization: `Bearer ${rt.tokens.apiToken}` }, signal: abort.signal });
-    void (async () => {
-      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        parser.feed(value);
-      }
-    })().catch(() => {});
+    const eventsUrl = `${server.url}/sessions/${root.id}/events`.replace("localhost", "127.0.0.1");
+    if (client === "in-process") {
+      const parser = createParser({
+        onEvent(m) {
+          if (m.event === "snapshot") ready();
+          if (m.event === "action_required") wake?.({ event: m.event, requestId: JSON.parse(m.data).request_id, at: 0 });
+          if (m.event === "delta") wake?.({ event: m.event, requestId: "", at: 0 });
+        },
+      });
+      const res = await fetch(eventsUrl, { headers: { authorization: `Bearer ${rt.tokens.apiToken}` }, signal: abort.signal });
+      void (async () => {
+        const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          parser.feed(value);
+        }
+      })().catch(() => {});
+    } else {
+      child = Bun.spawn([process.execPath, join(import.meta.dir, "sse-proc-client.ts"), eventsUrl], { env: { ...process.env, AIRLOCK_BENCH_TOKEN: rt.tokens.apiToken }, stdout: "pipe", stderr: "inherit" });
+      const lines = (child.stdout as ReadableStream<Uint8Array>).getReader();
+      const dec = new TextDecoder();
+      void (async () => {
+        let buf = "";
+        for (;;) {
+          const { value, done } = await lines.read();
+          if (done) break;
+          buf += dec.decode(value, { stream: true });
+          let nl: number;
+          while ((nl = buf.indexOf("\n")) >= 0) {
+            const [event, at, requestId] = buf.slice(0, nl).split(" ");
+            buf = buf.slice(nl + 1);
+            if (event === "ready") ready();
+            else wake?.({ event: event!, requestId: requestId!, at: Number(at) });
+          }
+        }
+      })().catch(() => {});
+    }
     await snapshot;
+    const own = client === "own-process";
     const parkLat: number[] = [];
     const pubLat: number[] = [];
     let i = 0;
@@ -452,22 +486,22 @@ async function park(samples: number, pauseMs = 0): Promise<Ratio & { park_p99_ms
     };
     const viaPark = async () => {
       await pause();
-      const arrived = new Promise<string>((r) => (wake = (ev) => ev.event === "action_required" && r(JSON.parse(ev.data).request_id)));
-      const t0 = performance.now();
-      void cards.park({ homeSessionId: child.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch f${i++}` }, inspector: "mode", reason: "bench", requiresUserProof: false, ttlSeconds: 3600 });
-      const id = await arrived;
-      const ms = performance.now() - t0;
-      await cards.resolve(id, "deny", { sessionId: root.id });
+      const arrived = new Promise<Frame>((r) => (wake = (f) => f.event === "action_required" && r(f)));
+      const t0 = own ? monoMs() : performance.now();
+      void cards.park({ homeSessionId: sub.id, turnId, callId: newId("call"), tool: "developer__shell", arguments: { command: `touch f${i++}` }, inspector: "mode", reason: "bench", requiresUserProof: false, ttlSeconds: 3600 });
+      const f = await arrived;
+      const ms = own ? f.at - t0 : performance.now() - t0;
+      await cards.resolve(f.requestId, "deny", { sessionId: root.id });
       parkLat.push(ms);
       return ms;
     };
     const viaPublish = async () => {
       await pause();
-      const arrived = new Promise<void>((r) => (wake = (ev) => ev.event === "delta" && r()));
-      const t0 = performance.now();
+      const arrived = new Promise<Frame>((r) => (wake = (f) => f.event === "delta" && r(f)));
+      const t0 = own ? monoMs() : performance.now();
       rt.bus.publish(root.id, "delta", { session_id: root.id, turn_id: "turn_bench", text: `${i++}` });
-      await arrived;
-      const ms = performance.now() - t0;
+      const f = await arrived;
+      const ms = own ? f.at - t0 : performance.now() - t0;
       pubLat.push(ms);
       return ms;
     };
@@ -481,9 +515,12 @@ async function park(samples: number, pauseMs = 0): Promise<Ratio & { park_p99_ms
     pubLat.length = 0;
     pausing = pauseMs > 0;
     const out = await pairs(samples, viaPark, viaPublish, 0);
-    return { ...out, park_p99_ms: r3(pct(parkLat, 0.99)), publish_p99_ms: r3(pct(pubLat, 0.99)), park_p50_ms: r3(pct(parkLat, 0.5)), publish_p50_ms: r3(pct(pubLat, 0.5)) };
+    // a negative interval would mean the two processes' clocks differ: CLOCK_MONOTONIC must not
+    if (Math.min(...parkLat, ...pubLat) < 0) throw new Error(`park: a negative interval (${r3(Math.min(...parkLat, ...pubLat))} ms): the client's clock is not this process's`);
+    return { client, ...out, park_p99_ms: r3(pct(parkLat, 0.99)), publish_p99_ms: r3(pct(pubLat, 0.99)), park_p50_ms: r3(pct(parkLat, 0.5)), publish_p50_ms: r3(pct(pubLat, 0.5)), park_min_ms: r3(Math.min(...parkLat)), publish_min_ms: r3(Math.min(...pubLat)) };
   } finally {
     abort.abort();
+    child?.kill();
     server.stop?.();
     await rt.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -509,5 +546,7 @@ await step("gate", gated);
 await step("bridge", bridge);
 await step("park", () => park(Math.max(PAIRS, 500)));
 await step("park-idle", () => park(60, 150)); // 60 pairs whatever --pairs says: each sample waits 150 ms
+await step("park-proc", () => park(Math.max(PAIRS, 500), 0, "own-process"));
+await step("park-idle-proc", () => park(60, 150, "own-process"));
 console.log(JSON.stringify({ machine: { ...machine, load_after: loadavg().map((x) => Math.round(x * 100) / 100) }, date: new Date().toISOString(), results }, null, 2));
 process.exit(0);

@@ -75,7 +75,9 @@ async function whereOf(store: Store, q: AuditQuery): Promise<{ cte: string; cond
     await store.requireSession(q.session);
     cte = `WITH RECURSIVE tree(id, depth) AS (SELECT ?, 0 UNION SELECT s.id, tree.depth + 1 FROM sessions s JOIN tree ON s.parent_session_id = tree.id WHERE tree.depth < ${TREE_MAX_DEPTH}) `;
     params.push(q.session);
-    conds.push("(session_id IN (SELECT id FROM tree) OR home_session_id IN (SELECT id FROM tree))");
+    // a row whose home is its session is found by the first half; the second half's extra term is the one SQLite's
+    // audit_home_session index holds (a partial index, schema version 14), and lets the planner use it
+    conds.push("(session_id IN (SELECT id FROM tree) OR (home_session_id IN (SELECT id FROM tree) AND home_session_id IS DISTINCT FROM session_id))");
   }
   if (q.since) {
     if ("id" in q.since) {

@@ -8,6 +8,7 @@ import { chmodSync, closeSync, constants, fstatSync, openSync, statfsSync } from
 import { dirname } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { FLEET_MIGRATIONS_SQLITE } from "./fleet-schema.ts";
+import type { Migration } from "./migrate.ts";
 
 /** True when the file system holding `path` has no block left for this user (an I/O error there means "full"). */
 function noSpaceLeft(path: string): boolean {
@@ -19,7 +20,7 @@ function noSpaceLeft(path: string): boolean {
 }
 
 /** Numbered migrations. Append only; never edit a released one. */
-export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: "sessions, turns, messages, audit",
@@ -193,6 +194,46 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     sql: `
       CREATE INDEX IF NOT EXISTS audit_decision_request ON audit(request_id) WHERE kind = 'card_decision';
       DROP INDEX IF EXISTS audit_request;
+    `,
+  },
+  {
+    version: 14,
+    name: "decision log: audit ids without AUTOINCREMENT, the home index only where home and session differ",
+    // the copy holds the write lock ~12-25 s per million rows on 2 busy cores: said on stderr from 100,000 rows on
+    // (ids are never deleted, so the largest is the count, read without a scan)
+    notice: {
+      rows: "SELECT MAX(id) AS n FROM audit",
+      min: 100_000,
+      text: "upgrading the database to schema version 14: copying the decision log ({n} rows) once; this takes about 20 s per million rows, and other airlock processes on this data dir wait for it",
+    },
+    // Fewer WAL pages per audit row (issue 20; docs/performance.md, branch wip/park3). AUTOINCREMENT made every
+    // audit insert rewrite sqlite_sequence's page too: one 4 KB page of the WAL in four for a card_parked row, one
+    // in five for a card_decision row. Rows are never deleted from the audit log, so a plain INTEGER PRIMARY KEY
+    // (the largest id + 1) numbers new rows as AUTOINCREMENT did. The table is copied with its ids (one
+    // transaction: all or nothing at a crash). audit_home_session serves only the session tree's filter,
+    // "session_id IN tree OR home_session_id IN tree" (store/audit-log.ts), whose first half already finds a row
+    // whose home is its session (card_parked, call_judged): those rows leave it out, one page less per such row.
+    sql: `
+      CREATE TABLE audit_v14 (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        request_id TEXT,
+        session_id TEXT,
+        home_session_id TEXT,
+        decision TEXT,
+        outcome TEXT NOT NULL,
+        code TEXT,
+        actor TEXT,
+        detail TEXT
+      );
+      INSERT INTO audit_v14 (id, at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail)
+        SELECT id, at, kind, request_id, session_id, home_session_id, decision, outcome, code, actor, detail FROM audit ORDER BY id;
+      DROP TABLE audit;
+      ALTER TABLE audit_v14 RENAME TO audit;
+      CREATE INDEX audit_session ON audit(session_id, id);
+      CREATE INDEX audit_home_session ON audit(home_session_id, id) WHERE home_session_id IS DISTINCT FROM session_id;
+      CREATE INDEX audit_decision_request ON audit(request_id) WHERE kind = 'card_decision';
     `,
   },
 ];

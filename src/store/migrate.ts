@@ -23,6 +23,13 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * A version that can take long on a large database (it copies a whole table while holding the write lock): `rows`
+   * is a query giving `n`, the size of that work (cheap: no scan); from `min` on, the process that applies the
+   * version says `text` (with `{n}` replaced) on stderr before it starts, so a start that blocks for many seconds
+   * is not silent.
+   */
+  notice?: { rows: string; min: number; text: string };
 }
 
 /** The PostgreSQL advisory lock key (a bigint) that serializes migrations across processes. */
@@ -129,6 +136,10 @@ export async function migrateSql(sql: Sql, list: readonly Migration[]): Promise<
         sql.transaction(async (tx) => {
           await lock(tx);
           if (await tx.get("SELECT 1 AS one FROM schema_version WHERE version = ?", [m.version])) return false;
+          if (m.notice) {
+            const n = Number((await tx.get<{ n: number | null }>(m.notice.rows))?.n ?? 0);
+            if (n >= m.notice.min) console.error(`airlock: ${m.notice.text.replace("{n}", n.toLocaleString("en-US"))}`);
+          }
           for (const s of statements(m.sql)) await tx.run(s);
           await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, new Date().toISOString()]);
           return true;

@@ -188,4 +188,12 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       DROP INDEX IF EXISTS audit_request;
     `,
   },
+  {
+    version: 14,
+    name: "decision log: audit ids without AUTOINCREMENT, the home index only where home and session differ",
+    // SQLite only (its AUTOINCREMENT rewrote sqlite_sequence on every insert, and its WAL holds whole pages); a
+    // BIGSERIAL writes no such page, and the full audit_home_session index answers the same filter. Kept in this list
+    // so both lists have the same versions and names (test/contract/migrations.test.ts).
+    sql: `SELECT 1`,
+  },
 ];

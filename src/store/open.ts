@@ -5,10 +5,12 @@
  * `$AIRLOCK_DATABASE_URL` / `storage:`. Either way the dialect's migrations run first (store/migrate.ts
  * `migrateSql`), so the store is at the current schema version when this resolves.
  */
-import { join } from "node:path";
-import { assertNever } from "../errors.ts";
+import { dirname, join } from "node:path";
+import { AirlockError, assertNever } from "../errors.ts";
 import { MIGRATIONS, openDatabase, storageError } from "./db.ts";
 import { migrateSql, schemaVersionSql } from "./migrate.ts";
+import { liveServeLock } from "./serve-lock.ts";
+import type { Sql } from "./sql.ts";
 import { sqliteSql } from "./sql-sqlite.ts";
 import { chooseStorage, type StorageChoice } from "./storage.ts";
 import { Store } from "./store.ts";
@@ -35,12 +37,47 @@ export async function openStore(config: { storage?: string }, dataDir: string, o
   return openChosen(choice, opts.dbPath ?? join(dataDir, "airlock.db"));
 }
 
+/**
+ * SQLite: a migration that holds the write lock for many seconds (one with a `notice`, at or past its size: version
+ * 14 copies the audit table, ~20 s per million rows) is not started while a live `airlock serve` of another process
+ * holds the data dir's serve lock and does not know the version (its lock's `schema`): an older airlock, whose writes
+ * wait 5 s for the lock, then fail `database is locked`, and the audit rows they carried are lost. The user stops it
+ * and starts the new server, which applies the version itself. A server that knows the version took its lock and is
+ * applying it: this start waits for that, as for any process's migration. (An older `airlock run` takes no lock and
+ * cannot be seen.)
+ * @throws AirlockError `data_dir_in_use` naming the server's pid, the version and the size.
+ */
+async function refuseLongMigrationBesideServe(sql: Sql, dataDir: string): Promise<void> {
+  const other = liveServeLock(dataDir);
+  if (!other) return;
+  let done: Set<number>;
+  try {
+    done = new Set((await sql.all<{ version: number }>("SELECT version FROM schema_version")).map((r) => Number(r.version)));
+  } catch {
+    return; // a fresh database: nothing long to do
+  }
+  for (const m of MIGRATIONS) {
+    // a server that knows the version applies it itself (it took the lock, then migrates): this start waits for it
+    if (!m.notice || done.has(m.version) || (other.schema ?? 0) >= m.version) continue;
+    const n = Number((await sql.get<{ n: number | null }>(m.notice.rows).catch(() => undefined))?.n ?? 0);
+    if (n < m.notice.min) continue;
+    throw new AirlockError(
+      "data_dir_in_use",
+      `an airlock serve of an older airlock (pid ${other.pid}${other.url ? `, listening on ${other.url}` : ""}) uses the data dir ${dataDir}, and this airlock must first apply schema version ${m.version} (${m.name}: ${n.toLocaleString("en-US")} rows), ` +
+        `which holds the database's write lock longer than that server's writes wait (5 s): they would fail and their audit rows be lost. ` +
+        `Stop that server and start this airlock's serve (it applies the version), then run this again`,
+      { pid: other.pid, url: other.url, data_dir: dataDir, version: m.version },
+    );
+  }
+}
+
 /** Opens the store of an already made choice (see {@link openStore}). */
 export async function openChosen(choice: StorageChoice, sqlitePath: string): Promise<Store> {
   switch (choice.kind) {
     case "sqlite": {
       const sql = sqliteSql(openDatabase(sqlitePath, { migrate: false }));
       try {
+        await refuseLongMigrationBesideServe(sql, dirname(sqlitePath));
         await migrateSql(sql, MIGRATIONS);
       } catch (e) {
         await sql.close().catch(() => {});

@@ -9,7 +9,7 @@ import { linkSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readRegularFile } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
-import { storageError } from "./db.ts";
+import { MIGRATIONS, storageError } from "./db.ts";
 import { currentOwner, ownerIsGone } from "./owner.ts";
 
 /** The lock file's name inside the data dir. */
@@ -21,6 +21,12 @@ export interface ServeLockInfo {
   start: string | null;
   url: string | null;
   started_at: string;
+  /**
+   * The highest SQLite schema version the server's airlock knows (absent in the locks of airlocks before schema
+   * version 14): store/open.ts tells an older server, whose writes a long migration would fail, from a current one
+   * applying that migration itself (the start waits for it then).
+   */
+  schema?: number;
 }
 
 /** A held lock. `release()` is idempotent and removes the file only while it is still ours. */
@@ -39,7 +45,7 @@ export interface ServeLock {
 export function acquireServeLock(dataDir: string): ServeLock {
   const path = join(dataDir, SERVE_LOCK_FILE);
   const me = currentOwner();
-  const info: ServeLockInfo = { pid: me.pid, start: me.start, url: null, started_at: new Date().toISOString() };
+  const info: ServeLockInfo = { pid: me.pid, start: me.start, url: null, started_at: new Date().toISOString(), schema: Math.max(...MIGRATIONS.map((m) => m.version)) };
   for (let attempt = 0; attempt < 5; attempt++) {
     const tmp = `${path}.${me.pid}.tmp`;
     try {
@@ -88,6 +94,16 @@ export function acquireServeLock(dataDir: string): ServeLock {
     }
   }
   throw new AirlockError("data_dir_in_use", `could not take the serve lock ${path} (other servers are starting on the same data dir); try again`);
+}
+
+/**
+ * The lock of a live `airlock serve` on `dataDir` other than this process (null when none: missing, unreadable, stale,
+ * or ours). store/open.ts refuses a long migration beside it (an older airlock's server: its writes wait 5 s at most).
+ */
+export function liveServeLock(dataDir: string): ServeLockInfo | null {
+  const other = readLock(join(dataDir, SERVE_LOCK_FILE));
+  if (typeof other !== "object" || other.pid === process.pid || ownerIsGone({ pid: other.pid, start: other.start })) return null;
+  return other;
 }
 
 function readLock(path: string): ServeLockInfo | "missing" | "unreadable" {
