@@ -10,32 +10,16 @@
  * same rows at versions 12, 13 and 14: audit-index.test.ts.)
  */
 import { expect, test } from "bun:test";
-import { spawn } from "node:child_process";
 import { statSync } from "node:fs";
-import { join } from "node:path";
 import { MIGRATIONS } from "../../src/store/db.ts";
 import { migrateSql, schemaVersionSql, type Migration } from "../../src/store/migrate.ts";
 import { PG_MIGRATIONS } from "../../src/store/migrations-pg.ts";
 import type { Sql } from "../../src/store/sql.ts";
 import { Store } from "../../src/store/store.ts";
 import { contract } from "./backends.ts";
+import { killInsideMigration } from "./migrate-kill.ts";
 
-const CHILD = join(import.meta.dir, "migrate-stop-child.ts");
 
-/** Starts the kill child, waits for its `stopped` line (it is inside the version's transaction), SIGKILLs it. */
-function killInside(dialect: string, target: string, stopAt: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CHILD, dialect, target, stopAt, "forever"], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    p.stdout.on("data", (d) => {
-      out += d;
-      if (out.includes("stopped\n")) p.kill("SIGKILL");
-    });
-    p.stderr.on("data", (d) => (err += d));
-    p.on("close", (_code, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error(`the child was not killed inside the migration: ${out} ${err}`))));
-  });
-}
 
 async function auditIndexes(sql: Sql): Promise<string[]> {
   const rows =
@@ -98,7 +82,7 @@ contract("audit ids (schema version 14)", (backend) => {
       const before = await auditTableSql(sql);
       expect(before).toMatch(/AUTOINCREMENT/i);
 
-      await killInside(backend.dialect, db.target, stopAt);
+      await killInsideMigration(backend.dialect, db.target, stopAt);
 
       const again = db.open();
       expect(await schemaVersionSql(again)).toBe(13);

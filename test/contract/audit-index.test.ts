@@ -6,8 +6,6 @@
  * it; and the decision log's reads return the same rows on versions 12 and 13.
  */
 import { expect, test } from "bun:test";
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { interruptOrphanCards } from "../../src/card/recovery.ts";
 import { MIGRATIONS } from "../../src/store/db.ts";
 import { migrateSql, schemaVersionSql, type Migration } from "../../src/store/migrate.ts";
@@ -16,23 +14,9 @@ import { exportAudit, queryAudit } from "../../src/store/audit-log.ts";
 import type { Sql } from "../../src/store/sql.ts";
 import { Store } from "../../src/store/store.ts";
 import { contract } from "./backends.ts";
+import { killInsideMigration } from "./migrate-kill.ts";
 
-const CHILD = join(import.meta.dir, "migrate-stop-child.ts");
 
-/** Starts the kill child, waits for its `stopped` line (it is inside the version's transaction), SIGKILLs it. */
-function killInside(dialect: string, target: string, stopAt: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CHILD, dialect, target, stopAt, "forever"], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    p.stdout.on("data", (d) => {
-      out += d;
-      if (out.includes("stopped\n")) p.kill("SIGKILL");
-    });
-    p.stderr.on("data", (d) => (err += d));
-    p.on("close", (_code, signal) => (signal === "SIGKILL" ? resolve(out) : reject(new Error(`the child was not killed inside the migration: ${out} ${err}`))));
-  });
-}
 
 async function auditIndexes(sql: Sql): Promise<string[]> {
   const rows =
@@ -104,7 +88,7 @@ contract("audit request index (schema version 13)", (backend) => {
       const rows = await sql.all("SELECT * FROM audit ORDER BY id");
       expect(await auditIndexes(sql)).toEqual(["audit_home_session", "audit_request", "audit_session"]);
 
-      await killInside(backend.dialect, db.target, stopAt);
+      await killInsideMigration(backend.dialect, db.target, stopAt);
 
       const again = db.open();
       expect(await schemaVersionSql(again)).toBe(12);

@@ -43,34 +43,34 @@ function serve(dir: string) {
   return spawnServe(["timeout", "-s", "KILL", "60", process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir]);
 }
 
+/** Starts `airlock serve` on `dir`, runs `body` with its URL, then SIGKILLs it and removes `dir`. */
+async function whileServing(dir: string, body: (url: string) => Promise<unknown>): Promise<void> {
+  const sp = await serve(dir);
+  try {
+    await body(sp.url);
+  } finally {
+    sp.proc.kill("SIGKILL");
+    await sp.proc.exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("a FIFO in the data dir never freezes airlock", () => {
   test("bwrap-probe.json as a FIFO: airlock serve keeps answering", async () => {
     const dir = dataDir();
     fifo(join(dir, "bwrap-probe.json"));
-    const sp = await serve(dir);
-    try {
+    await whileServing(dir, async (url) => {
       // twice: the launcher is warmed off the path to the first request, so the second finds it done
-      expect(await health(sp.url, dir)).toBe(200);
+      expect(await health(url, dir)).toBe(200);
       await Bun.sleep(500);
-      expect(await health(sp.url, dir)).toBe(200);
-    } finally {
-      sp.proc.kill("SIGKILL");
-      await sp.proc.exited;
-      rmSync(dir, { recursive: true, force: true });
-    }
+      expect(await health(url, dir)).toBe(200);
+    });
   }, 120_000);
 
   test("serve.lock as a FIFO: airlock serve starts (an unreadable lock is set aside) and answers", async () => {
     const dir = dataDir();
     fifo(join(dir, "serve.lock"));
-    const sp = await serve(dir);
-    try {
-      expect(await health(sp.url, dir)).toBe(200);
-    } finally {
-      sp.proc.kill("SIGKILL");
-      await sp.proc.exited;
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await whileServing(dir, async (url) => expect(await health(url, dir)).toBe(200));
   }, 120_000);
 
   test("serve.lock as a FIFO while the configured port is in use: airlock doctor finishes and fails server_port", async () => {
