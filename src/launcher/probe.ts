@@ -5,9 +5,10 @@
  * A successful probe is remembered in the data dir while what it depends on holds (`useProbeCache`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, constants, existsSync, fstatSync, mkdtempSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { readRegularFile } from "../config/paths.ts";
 import { unixSocketFilter } from "./bwrap.ts";
 import { sanitizedEnv } from "./env.ts";
 import { findInPath, resolveRealPath } from "./resolve.ts";
@@ -135,19 +136,13 @@ export function probeFingerprint(bwrapPath: string): string | undefined {
  * `{fingerprint, works: true}` counts; anything else (absent, stale, tampered, unreadable) is a miss.
  */
 function cachedWorks(dir: string, fingerprint: string): boolean {
-  let fd: number | undefined;
   try {
-    // opened without blocking: a FIFO put in the data dir (a hook can write there) would hang airlock in open(2); fstat
-    // below then finds it is no regular file, a miss
-    fd = openSync(path.join(dir, PROBE_CACHE_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0 || st.size > 4096) return false;
-    const saved = JSON.parse(readFileSync(fd, "utf8")) as { fingerprint?: unknown; works?: unknown };
+    // never a blocking open (config/paths.ts): a FIFO put in the data dir (a hook can write there) is a miss
+    const bytes = readRegularFile(path.join(dir, PROBE_CACHE_FILE), { follow: false, maxBytes: 4096, owner: "self", notWritableByOthers: true });
+    const saved = JSON.parse(bytes.toString("utf8")) as { fingerprint?: unknown; works?: unknown };
     return saved.works === true && saved.fingerprint === fingerprint;
   } catch {
     return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
 }
 
