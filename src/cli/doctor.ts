@@ -5,8 +5,8 @@
  * dir and its tokens, the config, the provider (reached without spending tokens), the server port, and
  * each MCP server started once with its tools listed. Exit 0 when nothing failed, 1 otherwise.
  */
-import { accessSync, constants, existsSync, lstatSync, readFileSync, statSync, type Stats } from "node:fs";
-import { MAX_TOKEN_FILE_BYTES, readRegularFile } from "../config/paths.ts";
+import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { MAX_TOKEN_FILE_BYTES, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
@@ -201,11 +201,14 @@ function dataDirChecks(dir: string): Check[] {
       missing.push(f);
       continue;
     }
-    const tst = statSync(p);
+    const problem = tokenFileProblem(p);
     // the runtime refuses a token another user owns (config/paths.ts ensureTokens): that user knows it
-    if (uid !== undefined && tst.uid !== uid) foreign.push(`${f} (uid ${tst.uid})`);
-    else if (unusableToken(p, tst)) unusable.push(`${f} (${unusableToken(p, tst)})`);
-    else if ((tst.mode & 0o777) !== 0o600) loose.push(`${f} (mode 0${(tst.mode & 0o777).toString(8)})`);
+    if (problem?.code === "EOWNER") foreign.push(`${f} (uid ${problem.uid})`);
+    else if (problem) unusable.push(`${f} (${tokenProblemText(problem)})`);
+    else {
+      const mode = statSync(p).mode & 0o777;
+      if (mode !== 0o600) loose.push(`${f} (mode 0${mode.toString(8)})`);
+    }
   }
   if (unusable.length) checks.push({ name: "tokens", status: "fail", message: `token files airlock refuses: ${unusable.join(", ")}`, fix: `delete them; a new token is created (airlock token)` });
   else if (foreign.length) checks.push({ name: "tokens", status: "fail", message: `token files owned by another user: ${foreign.join(", ")}; airlock refuses them`, fix: `delete them (new tokens are created), or use your own data dir with --data-dir` });
@@ -215,19 +218,25 @@ function dataDirChecks(dir: string): Check[] {
   return checks;
 }
 
-/**
- * Why the runtime (config/paths.ts ensureTokens) would refuse the token file `p` of this user, or undefined: not a
- * regular file (read without blocking), larger than 4 KiB, blank, or a link to a file others can read.
- */
-function unusableToken(p: string, st: Stats): string | undefined {
-  try {
-    const l = lstatSync(p);
-    if ((st.mode & 0o077) !== 0 && (l.isSymbolicLink() || st.nlink > 1)) return "a link to a file others can read";
-    if (readRegularFile(p, { maxBytes: MAX_TOKEN_FILE_BYTES }).toString("utf8").trim() === "") return "empty";
-    return undefined;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    return code === "EFBIG" ? `larger than ${MAX_TOKEN_FILE_BYTES} bytes` : code === "ENOTREG" || code === "EISDIR" ? "not a regular file" : `unreadable: ${code ?? (e as Error).message}`;
+/** A {@link TokenFileProblem} in a few words, for the tokens check. */
+function tokenProblemText(p: TokenFileProblem): string {
+  switch (p.code) {
+    case "ENOTREG":
+      return "not a regular file";
+    case "EOWNER":
+      return `owned by uid ${p.uid}`;
+    case "ELINKED":
+      return "a link to a file others can read";
+    case "EFBIG":
+      return `larger than ${MAX_TOKEN_FILE_BYTES} bytes`;
+    case "EMPTY":
+      return "empty";
+    case "EUNREADABLE":
+      return `unreadable: ${p.message}`;
+    default: {
+      const never: never = p;
+      return `unknown: ${JSON.stringify(never)}`;
+    }
   }
 }
 

@@ -111,18 +111,31 @@ function ensureTokenFile(path: string, warn: (msg: string) => void): string {
 }
 
 /**
- * Returns the token in `path`, or undefined when the file does not exist. Read through one descriptor opened
- * without blocking (a FIFO put there between a check and the read cannot hang the process), following a link.
- * A file with permissions wider than 0600 is tightened through that descriptor (`fchmod`), with a warning.
- * @throws AirlockError `config_invalid` when the file is not a regular file, is owned by another user than the one
- *   airlock runs as (whoever owns it can read it, so could answer this user's cards with it, or chose it), is empty,
- *   or cannot be read.
+ * Why airlock refuses a token file ({@link ensureTokens}; `airlock doctor` reports the same): not a regular file,
+ * owned by another user than the one airlock runs as (whoever owns it knows the token, or chose it), a link (symbolic,
+ * or a hard link / a file reached through one) to a file others can read (they may know its contents; tightening it
+ * would change that other file), larger than {@link MAX_TOKEN_FILE_BYTES}, blank, or unreadable.
  */
-function readExisting(path: string, warn: (msg: string) => void): string | undefined {
+export type TokenFileProblem =
+  | { code: "ENOTREG" }
+  | { code: "EOWNER"; uid: number }
+  | { code: "ELINKED"; mode: number }
+  | { code: "EFBIG" }
+  | { code: "EMPTY" }
+  | { code: "EUNREADABLE"; message: string };
+
+/**
+ * Reads the token file `path` through one descriptor opened without blocking ({@link readRegularFile}), following a
+ * link. `tighten`, when given, is called with that descriptor for this user's own single-link file whose mode is wider
+ * than 0600 (the only change ever made, and only by {@link ensureTokens}). Never throws.
+ * @returns the trimmed token, `missing` when there is no file, or what is wrong with it.
+ */
+function readTokenFile(path: string, tighten?: (fd: number, mode: number) => void): { token: string } | { missing: true } | { problem: TokenFileProblem } {
   let bytes: Buffer;
   try {
     bytes = readRegularFile(path, {
       maxBytes: MAX_TOKEN_FILE_BYTES,
+      owner: "self",
       check: (fd, st) => {
         const mode = st.mode & 0o777;
         if ((mode & 0o077) === 0) return;
@@ -131,37 +144,73 @@ function readExisting(path: string, warn: (msg: string) => void): string | undef
         // world-readable file of this user; as root any 0644 root file, e.g. /etc/hostname), and tightening it
         // would change the mode of that other file (as root: chmod 600 /etc/passwd). Refused, nothing changed.
         const l = lstatSync(path);
-        if (l.isSymbolicLink() || l.dev !== st.dev || l.ino !== st.ino || st.nlink > 1) {
-          throw fileError("ELINKED", `${path} is a link to a file other users can read (mode ${mode.toString(8).padStart(4, "0")})`);
-        }
-        fchmodSync(fd, 0o600);
-        warn(`${path} was accessible to other users (mode ${mode.toString(8).padStart(4, "0")}); tightened it to 0600. Consider replacing the token: delete the file and run 'airlock token'.`);
+        if (l.isSymbolicLink() || l.dev !== st.dev || l.ino !== st.ino || st.nlink > 1) throw Object.assign(fileError("ELINKED", `${path} is a link to a file other users can read`), { mode });
+        tighten?.(fd, mode);
       },
-      owner: "self",
     });
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return undefined;
-    if (code === "EISDIR" || code === "ENOTREG") {
-      throw new AirlockError("config_invalid", `the token file ${path} is not a regular file; remove it and a new token will be created`);
+    const err = e as NodeJS.ErrnoException & { uid?: number; mode?: number };
+    switch (err.code) {
+      case "ENOENT":
+        return { missing: true };
+      case "EISDIR":
+      case "ENOTREG":
+        return { problem: { code: "ENOTREG" } };
+      case "EOWNER":
+        return { problem: { code: "EOWNER", uid: err.uid ?? -1 } };
+      case "ELINKED":
+        return { problem: { code: "ELINKED", mode: err.mode ?? 0 } };
+      case "EFBIG":
+        return { problem: { code: "EFBIG" } };
+      default:
+        return { problem: { code: "EUNREADABLE", message: err.message } };
     }
-    if (code === "EOWNER") {
-      const { uid } = e as NodeJS.ErrnoException & { uid?: number };
-      throw new AirlockError("config_invalid", `the token file ${path} belongs to uid ${uid}, not to the user airlock runs as (uid ${process.geteuid?.()}): whoever owns it knows the token and could answer your cards with it; remove it (a new token will be created) or use a data dir of your own with --data-dir`);
-    }
-    if (code === "ELINKED") {
-      throw new AirlockError("config_invalid", `the token file ${path} is a link to a file other users can read: they may know its contents, so it is no token; remove the link (a new token will be created)`);
-    }
-    if (code === "EFBIG") {
-      throw new AirlockError("config_invalid", `the token file ${path} is larger than ${MAX_TOKEN_FILE_BYTES} bytes, so it holds no token airlock made; delete it and run 'airlock token' to create a new one`);
-    }
-    throw new AirlockError("config_invalid", `cannot read the token file ${path}: ${(e as Error).message}`);
   }
   const token = bytes.toString("utf8").trim();
-  if (token.length === 0) {
-    throw new AirlockError("config_invalid", `the token file ${path} is empty; delete it and run 'airlock token' to create a new one`);
+  return token.length === 0 ? { problem: { code: "EMPTY" } } : { token };
+}
+
+/**
+ * What is wrong with the token file `path`, as {@link ensureTokens} would find it, without changing anything (for
+ * `airlock doctor`). A file that is only too widely readable is no problem here: the runtime tightens it.
+ * @returns undefined when the file is usable or missing.
+ */
+export function tokenFileProblem(path: string): TokenFileProblem | undefined {
+  const r = readTokenFile(path);
+  return "problem" in r ? r.problem : undefined;
+}
+
+/**
+ * Returns the token in `path`, or undefined when the file does not exist ({@link readTokenFile}). A file with
+ * permissions wider than 0600 is tightened through the descriptor it was read by (`fchmod`), with a warning.
+ * @throws AirlockError `config_invalid` for any {@link TokenFileProblem}.
+ */
+function readExisting(path: string, warn: (msg: string) => void): string | undefined {
+  const r = readTokenFile(path, (fd, mode) => {
+    fchmodSync(fd, 0o600);
+    warn(`${path} was accessible to other users (mode ${mode.toString(8).padStart(4, "0")}); tightened it to 0600. Consider replacing the token: delete the file and run 'airlock token'.`);
+  });
+  if ("token" in r) return r.token;
+  if ("missing" in r) return undefined;
+  const p = r.problem;
+  switch (p.code) {
+    case "ENOTREG":
+      throw new AirlockError("config_invalid", `the token file ${path} is not a regular file; remove it and a new token will be created`);
+    case "EOWNER":
+      throw new AirlockError("config_invalid", `the token file ${path} belongs to uid ${p.uid}, not to the user airlock runs as (uid ${process.geteuid?.()}): whoever owns it knows the token and could answer your cards with it; remove it (a new token will be created) or use a data dir of your own with --data-dir`);
+    case "ELINKED":
+      throw new AirlockError("config_invalid", `the token file ${path} is a link to a file other users can read (mode ${p.mode.toString(8).padStart(4, "0")}): they may know its contents, so it is no token; remove the link (a new token will be created)`);
+    case "EFBIG":
+      throw new AirlockError("config_invalid", `the token file ${path} is larger than ${MAX_TOKEN_FILE_BYTES} bytes, so it holds no token airlock made; delete it and run 'airlock token' to create a new one`);
+    case "EMPTY":
+      throw new AirlockError("config_invalid", `the token file ${path} is empty; delete it and run 'airlock token' to create a new one`);
+    case "EUNREADABLE":
+      throw new AirlockError("config_invalid", `cannot read the token file ${path}: ${p.message}`);
+    default: {
+      const never: never = p;
+      throw new AirlockError("internal", `unknown token file problem ${JSON.stringify(never)}`);
+    }
   }
-  return token;
 }
 
 /**
@@ -242,6 +291,8 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
     const code = pre.isDirectory() ? "EISDIR" : "ENOTREG";
     throw fileError(code, `${path} is not a regular file`);
   }
+  // nor one of another owner (which this user often may not open anyway: EACCES would hide why it is refused)
+  if (opts.owner === "self" && pre.isFile()) ownedBySelf(path, pre);
   const fd = openSync(path, flags);
   try {
     const st = fstatSync(fd);
@@ -250,16 +301,19 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
       throw fileError(code, `${path} is not a regular file`);
     }
     if (opts.maxBytes !== undefined && st.size > opts.maxBytes) throw fileError("EFBIG", `${path} is larger than ${opts.maxBytes} bytes`);
-    if (opts.owner === "self") {
-      const me = process.geteuid?.();
-      if (me === undefined || st.uid !== me) throw Object.assign(fileError("EOWNER", `${path} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me ?? "unknown"})`), { uid: st.uid });
-    }
+    if (opts.owner === "self") ownedBySelf(path, st);
     if (opts.notWritableByOthers && (st.mode & 0o022) !== 0) throw fileError("EWRITABLE", `${path} is writable by group or others`);
     opts.check?.(fd, st);
     return readFileSync(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+/** @throws `EOWNER` (with its `uid`) when `st` is not owned by the effective user airlock runs as. */
+function ownedBySelf(path: string, st: Stats): void {
+  const me = process.geteuid?.();
+  if (me === undefined || st.uid !== me) throw Object.assign(fileError("EOWNER", `${path} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me ?? "unknown"})`), { uid: st.uid });
 }
 
 function fileError(code: string, message: string): NodeJS.ErrnoException {
