@@ -5,7 +5,7 @@
  * Dropping privileges uses util-linux `setpriv`; when the tests already run unprivileged the second
  * pass is skipped and says so (the first pass is then the unprivileged one).
  */
-import { accessSync, chmodSync, constants, mkdtempSync, statSync } from "node:fs";
+import { accessSync, chmodSync, chownSync, constants, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { removeAfterAllTests } from "./cleanup.ts";
@@ -64,5 +64,16 @@ export function sharedTempDir(prefix = "airlock-user-", parent = tmpdir()): stri
   const dir = mkdtempSync(join(parent, prefix));
   chmodSync(dir, 0o777);
   removeAfterAllTests(dir);
+  return dir;
+}
+
+/**
+ * Makes `dir` (an existing folder, e.g. made 0777 inside a {@link sharedTempDir}) a data dir `user` may use: owned by
+ * `user`, mode 0700. airlock refuses a data dir of another user, or one its group or others may write (SPEC §2
+ * "Data dir"). Files already in it keep their owner (a config root wrote stays readable where its mode allows).
+ */
+export function dataDirFor(dir: string, user: TestUser): string {
+  if (IS_ROOT) chownSync(dir, user.uid, user.uid);
+  chmodSync(dir, 0o700);
   return dir;
 }

@@ -6,7 +6,7 @@
  * each MCP server started once with its tools listed. Exit 0 when nothing failed, 1 otherwise.
  */
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
-import { MAX_TOKEN_FILE_BYTES, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
+import { dataDirOwnershipProblem, MAX_TOKEN_FILE_BYTES, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
@@ -178,7 +178,6 @@ function dataDirChecks(dir: string): Check[] {
     ];
   }
   const checks: Check[] = [];
-  const uid = process.geteuid?.();
   const mode = st.mode & 0o777;
   let writable = true;
   try {
@@ -187,7 +186,10 @@ function dataDirChecks(dir: string): Check[] {
     writable = false;
   }
   if (!st.isDirectory()) checks.push({ name: "data_dir", status: "fail", message: `${dir} is not a directory`, fix: "remove it, or pick another data dir with --data-dir or $AIRLOCK_HOME" });
-  else if (uid !== undefined && st.uid !== uid) checks.push({ name: "data_dir", status: "fail", message: `${dir} is owned by uid ${st.uid}, not by this user (uid ${uid})`, fix: `sudo chown -R ${uid} ${dir}, or use your own with --data-dir` });
+  else if (dataDirOwnershipProblem(st)) {
+    const problem = dataDirOwnershipProblem(st)!;
+    checks.push({ name: "data_dir", status: "fail", message: `${dir} ${problem.text}; airlock refuses it (data_dir_unusable)`, fix: problem.fix(dir) });
+  }
   else if (!writable) checks.push({ name: "data_dir", status: "fail", message: `${dir} is not writable`, fix: `chmod u+w ${dir}, or pick another with --data-dir` });
   else if (mode & 0o077) checks.push({ name: "data_dir", status: "warn", message: `${dir} has mode 0${mode.toString(8)}: other users can look inside`, fix: `chmod 700 ${dir}` });
   else checks.push({ name: "data_dir", status: "ok", message: `${dir} (yours, mode 0700, writable)` });

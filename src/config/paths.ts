@@ -63,7 +63,29 @@ export function resolveDataDir(opts: { flag?: string; env: Record<string, string
   if (!st.isDirectory()) {
     throw new AirlockError("usage", `the data dir ${dir} (from ${from}) is not a directory; pick another with --data-dir or $AIRLOCK_HOME`);
   }
+  const problem = dataDirOwnershipProblem(st);
+  if (problem) throw new AirlockError("data_dir_unusable", `the data dir ${dir} (from ${from}) ${problem.text}; ${problem.fix(dir)}`);
   return dir;
+}
+
+/**
+ * Why a data dir (its `stat`, links followed) may not be used: owned by another user than the one airlock runs as, or
+ * writable by its group or others (sticky or not: whoever may create files there could put an `airlock.yaml` with
+ * hooks of their own, or, without the sticky bit, replace `airlock.db` with one that trusts their folders). Its
+ * owner, or they, could then run commands as this user, or answer this user's cards. Shared by the runtime
+ * ({@link resolveDataDir}) and `airlock doctor`.
+ * @returns undefined when the folder is this user's and not writable by others; else the problem and its fix.
+ */
+export function dataDirOwnershipProblem(st: Stats): { text: string; fix: (dir: string) => string } | undefined {
+  const me = process.geteuid?.();
+  if (me !== undefined && st.uid !== me) {
+    return { text: `belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me}): its owner could change what airlock reads there`, fix: () => "use a data dir of your own with --data-dir or $AIRLOCK_HOME" };
+  }
+  const mode = st.mode & 0o7777;
+  if ((mode & 0o022) !== 0) {
+    return { text: `is writable by ${[mode & 0o020 ? "its group" : "", mode & 0o002 ? "other users" : ""].filter(Boolean).join(" and ")} (mode 0${mode.toString(8)}): they could put files there that airlock reads`, fix: (dir) => `chmod go-w ${dir} (airlock creates its data dir with mode 0700), or pick another with --data-dir` };
+  }
+  return undefined;
 }
 
 /** The two bearer tokens and their files. */

@@ -5,7 +5,7 @@
  * a read-only or full data dir is a clear `data_dir_unusable` error (exit 2), as root and as nobody.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { IS_ROOT, sharedTempDir, testUsers } from "../as-user.ts";
@@ -113,6 +113,7 @@ describe("unusable data dir", () => {
       const shared = sharedTempDir("airlock-ro-");
       const dir = join(shared, "data");
       mkdirSync(dir);
+      if (IS_ROOT) chownSync(dir, user.uid, user.uid); // this user's own folder: what is refused is the write, not the owner
       chmodSync(dir, 0o555);
       writeFileSync(join(shared, "run.yaml"), "provider: { name: scripted }\n");
       // root ignores file modes: a read-only bind mount makes the directory read-only for it too
@@ -142,7 +143,7 @@ describe("unusable data dir", () => {
     const run = `"${process.execPath}" "${MAIN}" run --headless --data-dir "${dir}" --config "${join(shared, "run.yaml")}" --workspace "${shared}" hi`;
     // a private tmpfs of 1 MiB: one run creates the database, then the disk is filled, then a run on it; then a new database on the full disk
     const script = [
-      `mount -t tmpfs -o size=1m tmpfs "${dir}"`,
+      `mount -t tmpfs -o size=1m,mode=0700 tmpfs "${dir}"`,
       `${run} >/dev/null 2>&1 || { echo "first run failed"; exit 9; }`,
       `dd if=/dev/zero of="${dir}/fill" bs=4k >/dev/null 2>&1`,
       `${run}; echo "rc=$?"`,
@@ -167,7 +168,7 @@ describe("unusable data dir", () => {
     // in a private mount namespace: serve on a 2 MiB tmpfs, wait for its listening line, fill the disk, create a session
     const script = [
       "set -e",
-      `mount -t tmpfs -o size=2m tmpfs "${dir}"`,
+      `mount -t tmpfs -o size=2m,mode=0700 tmpfs "${dir}"`,
       `"${process.execPath}" "${MAIN}" serve --port 0 --data-dir "${dir}" 2>"${log}" &`,
       "SP=$!",
       `until grep -q "listening on" "${log}"; do kill -0 $SP; sleep 0.1; done`,

@@ -213,7 +213,7 @@ describe("as root and as an unprivileged user (the compiled binary)", () => {
       expect(check(r, "user_namespaces").message.startsWith("running as root")).toBe(asRoot);
       expect(check(r, "root").status).toBe(asRoot ? "warn" : "ok");
       if (user.name === "nobody") {
-        expect(check(r, "data_dir")).toMatchObject({ status: "fail", message: expect.stringContaining("is owned by uid 0, not by this user (uid 65534)") });
+        expect(check(r, "data_dir")).toMatchObject({ status: "fail", message: expect.stringContaining("belongs to uid 0, not to the user airlock runs as (uid 65534)") });
         expect(code).toBe(1);
       } else {
         expect(check(r, "data_dir").status).toBe("ok");

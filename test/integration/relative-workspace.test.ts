@@ -11,7 +11,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { stringify } from "yaml";
-import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { dataDirFor, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 import { startHarness, type Harness } from "../harness.ts";
 
 const ROOT = path.resolve(import.meta.dir, "../..");
@@ -66,6 +66,7 @@ for (const user of testUsers()) {
   describe(`as ${user.name}: airlock run with a relative --workspace`, () => {
     test("--workspace ws starts the MCP server in <cwd>/ws and reads the workspace file", async () => {
       const { dir, data, ws } = setup();
+      dataDirFor(data, user);
       const v = await runScript(user, dir, "ws", data);
       expect(v.roots.ok).toBe(true);
       expect(text(v.roots.value)).toContain(realpathSync(ws));
@@ -75,6 +76,7 @@ for (const user of testUsers()) {
 
     test("--workspace . roots the filesystem server at the workspace, so /etc/hostname is refused, as with an absolute path", async () => {
       const { data, ws } = setup();
+      dataDirFor(data, user);
       const rel = await runScript(user, ws, ".", data);
       const abs = await runScript(user, ws, ws, data);
       expect(rel.host.ok).toBe(false);

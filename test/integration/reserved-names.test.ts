@@ -13,7 +13,7 @@ import { RESERVED_SERVER_NAMES } from "../../src/config/schema.ts";
 import { modeVerdict } from "../../src/gate/inspectors/mode.ts";
 import { subagentTools, type SubagentPort } from "../../src/tool/subagent.ts";
 import { ToolRegistry } from "../../src/tool/registry.ts";
-import { sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { dataDirFor, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 
 const MAIN = path.join(import.meta.dir, "../../src/main.ts");
 
@@ -36,6 +36,7 @@ for (const user of testUsers()) {
       mkdirSync(data);
       chmodSync(data, 0o777);
       writeFileSync(path.join(data, "airlock.yaml"), stringify({ mode: "smart", mcp_servers: { [name]: { command: "node", args: ["server.js"] } } }));
+      dataDirFor(data, user);
       const r = await airlockRun(user, data);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("config_invalid");

@@ -11,7 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { stringify } from "yaml";
-import { sharedTempDir, testUsers } from "../as-user.ts";
+import { dataDirFor, sharedTempDir, testUsers } from "../as-user.ts";
 
 const MAIN = path.join(import.meta.dir, "../../src/main.ts");
 const FS_SERVER = path.join(import.meta.dir, "../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
@@ -87,6 +87,7 @@ for (const user of testUsers()) {
   describe(`as ${user.name}`, () => {
     test("a confined interpreter and a confined MCP server see no listed credential; a server reads the one it names", async () => {
       const b = box();
+      dataDirFor(b.data, user);
       const p = Bun.spawn([...user.prefix, process.execPath, MAIN, "run", "go", "--headless", "--output-format", "json", "--data-dir", b.data], {
         cwd: b.ws,
         stdin: "ignore",

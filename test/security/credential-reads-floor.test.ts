@@ -12,7 +12,7 @@ import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, w
 import path from "node:path";
 import { stringify } from "yaml";
 import { judgeCall, securityFloor, type FloorEnv } from "../../src/gate/inspectors/security-floor.ts";
-import { sharedTempDir, testUsers } from "../as-user.ts";
+import { dataDirFor, sharedTempDir, testUsers } from "../as-user.ts";
 
 const root = realpathSync(mkdtempSync("/var/tmp/airlock-creds-floor-"));
 const home = path.join(root, "home");
@@ -107,6 +107,7 @@ for (const user of testUsers()) {
       mkdirSync(d);
       chmodSync(d, 0o777);
     }
+    dataDirFor(data, user);
     writeFileSync(path.join(data, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous", sandbox: "danger-full-access" }));
     writeFileSync(
       path.join(data, "turns.yaml"),

@@ -11,7 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { stringify } from "yaml";
-import { sharedTempDir, testUsers } from "../as-user.ts";
+import { dataDirFor, sharedTempDir, testUsers } from "../as-user.ts";
 
 const MAIN = path.join(import.meta.dir, "../../src/main.ts");
 const NEEDLE = "needle-secret-6d1f";
@@ -106,6 +106,7 @@ for (const user of testUsers()) {
     for (const mode of ["autonomous", "smart"]) {
       test(`${mode}: credential stores and other processes' environ ask; the data dir is refused with no card; the parent lists`, async () => {
         const b = box(mode);
+        dataDirFor(b.data, user);
         const r = await runAs(user.prefix, b);
         expect(r.status).toBe("completed");
         const codes = r.refused_calls.map((c) => c.code);

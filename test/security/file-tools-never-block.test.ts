@@ -15,7 +15,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, 
 import { createServer } from "node:net";
 import path from "node:path";
 import { stringify } from "yaml";
-import { sharedTempDir, testUsers } from "../as-user.ts";
+import { dataDirFor, sharedTempDir, testUsers } from "../as-user.ts";
 import { spawnServe } from "../harness-serve.ts";
 
 const MAIN = path.join(import.meta.dir, "../../src/main.ts");
@@ -94,6 +94,7 @@ for (const user of testUsers()) {
   describe(`as ${user.name}`, () => {
     test("airlock serve: read_file of a FIFO is refused; /health and POST /cancel answer meanwhile", async () => {
       const { data, ws } = dirs("airlock-fifo-serve-");
+      dataDirFor(data, user);
       mkfifo(path.join(ws, "notes.txt"));
       writeFileSync(path.join(data, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous" }));
       writeFileSync(
@@ -128,6 +129,7 @@ for (const user of testUsers()) {
 
     test("airlock run: FIFOs, devices, sockets are refused for every file tool; a huge file is capped", async () => {
       const { data, ws } = dirs("airlock-fifo-run-");
+      dataDirFor(data, user);
       mkfifo(path.join(ws, "fifo-read"));
       mkfifo(path.join(ws, "fifo-write"));
       mkfifo(path.join(ws, "fifo-edit"));

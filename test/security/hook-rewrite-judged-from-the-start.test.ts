@@ -16,7 +16,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import path from "node:path";
 import { stringify } from "yaml";
 import type { AnyEvent } from "../../src/bus/events.ts";
-import { sharedTempDir, testUsers } from "../as-user.ts";
+import { dataDirFor, sharedTempDir, testUsers } from "../as-user.ts";
 import { type Harness } from "../harness.ts";
 import { decide, startGateHarness } from "../integration/gate-helpers.ts";
 
@@ -42,6 +42,7 @@ for (const user of testUsers()) {
       mkdirSync(d);
       chmodSync(d, 0o777);
     }
+    dataDirFor(data, user);
     writeFileSync(path.join(ssh, "id_rsa"), `${KEY}\n`);
     chmodSync(path.join(ssh, "id_rsa"), 0o644); // readable by either user: only the floor stands between the hook and the key
     // danger-full-access: no sandbox hides ~/.ssh, so the floor's judgement of the NEW input is the wall

@@ -16,7 +16,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { stringify } from "yaml";
-import { ramTempParent, sharedTempDir, testUsers } from "../as-user.ts";
+import { dataDirFor, ramTempParent, sharedTempDir, testUsers } from "../as-user.ts";
 import { spawnServe } from "../harness-serve.ts";
 import { waitFor } from "../processes.ts";
 
@@ -97,6 +97,7 @@ for (const user of testUsers()) {
   describe(`the repository-metadata scan never blocks the server (airlock as ${user.name})`, () => {
     test("while the check after a call walks 100,000 folders the call made, /health and POST /cancel answer", async () => {
       const { data, ws } = dirs("airlock-scan-huge-");
+      dataDirFor(data, user);
       writeFileSync(
         path.join(ws, "plant.py"),
         [
@@ -140,6 +141,7 @@ for (const user of testUsers()) {
 
     test("a tree over sandbox_scan_max_folders: the call's check is INCOMPLETE, later calls are refused, and the owed check quarantines what was planted", async () => {
       const { data, ws } = dirs("airlock-scan-limit-");
+      dataDirFor(data, user);
       writeFileSync(
         path.join(ws, "plant.py"),
         ["import os", "for b in ('big1', 'big2'):", "    for i in range(600):", "        os.makedirs(f'{b}/d{i}')", "    os.makedirs(b + '/x/.g' + 'it/hooks')", ""].join("\n"),

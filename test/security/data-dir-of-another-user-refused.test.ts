@@ -1,0 +1,99 @@
+/**
+ * @module test/security/data-dir-of-another-user-refused
+ * A data dir another user can change is never used (SPEC §2 "Data dir"). Its owner, or anyone who may create files
+ * in it, could put an `airlock.yaml` there with hooks of their own (commands run as the user airlock runs as), or
+ * replace `airlock.db` with one that trusts their folders; the token checks alone do not cover that. Every command
+ * that resolves the data dir refuses it with `data_dir_unusable` (exit 2) and creates nothing in it, and
+ * `airlock doctor` fails its `data_dir` check, naming why. Planting a folder for another user needs root: those
+ * cases run only as root (as CI does); the writable-by-others cases run as each test user.
+ */
+import { describe, expect, test } from "bun:test";
+import { chmodSync, chownSync, mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+
+const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
+
+/** Runs `bun src/main.ts ARGS` as `user` with stdin closed; killed (and failed) after 60 s so a hang cannot pass. */
+async function airlockAs(user: TestUser, args: string[], home: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([...user.prefix, process.execPath, MAIN, ...args], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, AIRLOCK_HOME: "" },
+  });
+  const guard = setTimeout(() => proc.kill("SIGKILL"), 60_000);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(guard);
+  expect(proc.signalCode).toBeNull();
+  return { code, stdout, stderr };
+}
+
+/** An empty data dir owned by `owner` with `mode`, in a folder every test user can enter; and a HOME of `user`'s. */
+function dataDir(user: TestUser, owner: number, mode: number): { data: string; home: string } {
+  const base = sharedTempDir("airlock-foreign-data-dir-");
+  const data = join(base, "data");
+  const home = join(base, "home");
+  mkdirSync(data);
+  mkdirSync(home, { mode: 0o700 });
+  chownSync(data, owner, owner);
+  chmodSync(data, mode);
+  chownSync(home, user.uid, user.uid);
+  return { data, home };
+}
+
+function dataDirCheck(stdout: string): { status: string; message: string } | undefined {
+  return (JSON.parse(stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((c) => c.name === "data_dir");
+}
+
+describe.skipIf(!IS_ROOT)("a data dir owned by another user is refused (needs root to plant it)", () => {
+  for (const user of testUsers()) {
+    const other = user.uid === 0 ? NOBODY : 0;
+    test(`as ${user.name}: \`airlock token\` refuses a data dir of uid ${other} (mode 0777), and creates nothing in it`, async () => {
+      // 0777 so that, without the check, this user could create its tokens there
+      const { data, home } = dataDir(user, other, 0o777);
+      const r = await airlockAs(user, ["token", "--data-dir", data], home);
+      expect(r.stderr).toContain(`belongs to uid ${other}, not to the user airlock runs as (uid ${user.uid})`);
+      expect(r.stderr).toContain("data_dir_unusable");
+      expect(r.code).toBe(2);
+      expect(readdirSync(data)).toEqual([]);
+    });
+
+    test(`as ${user.name}: \`airlock doctor\` fails its data_dir check for a data dir of uid ${other}`, async () => {
+      const { data, home } = dataDir(user, other, 0o755);
+      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], home);
+      const check = dataDirCheck(r.stdout);
+      expect(check?.status).toBe("fail");
+      expect(check?.message).toContain(`belongs to uid ${other}`);
+    });
+  }
+});
+
+describe("a data dir others may write is refused", () => {
+  for (const user of testUsers()) {
+    for (const mode of [0o777, 0o1777, 0o770]) {
+      test(`as ${user.name}: \`airlock token\` refuses this user's data dir with mode 0${mode.toString(8)}, and creates nothing in it`, async () => {
+        const { data, home } = dataDir(user, user.uid, mode);
+        const r = await airlockAs(user, ["token", "--data-dir", data], home);
+        expect(r.stderr).toContain(`is writable by ${mode === 0o770 ? "its group" : "its group and other users"} (mode 0${mode.toString(8)})`);
+        expect(r.stderr).toContain("data_dir_unusable");
+        expect(r.stderr).toContain("chmod go-w");
+        expect(r.code).toBe(2);
+        expect(readdirSync(data)).toEqual([]);
+      });
+    }
+    test(`as ${user.name}: \`airlock doctor\` fails its data_dir check for a data dir with mode 01777`, async () => {
+      const { data, home } = dataDir(user, user.uid, 0o1777);
+      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], home);
+      const check = dataDirCheck(r.stdout);
+      expect(check?.status).toBe("fail");
+      expect(check?.message).toContain("is writable by its group and other users (mode 01777)");
+    });
+    test(`as ${user.name}: this user's data dir with mode 0700 is used`, async () => {
+      const { data, home } = dataDir(user, user.uid, 0o700);
+      const r = await airlockAs(user, ["token", "--data-dir", data], home);
+      expect(r.code).toBe(0);
+      expect(readdirSync(data).sort()).toEqual(["api-token", "approver-token"]);
+    });
+  }
+});
