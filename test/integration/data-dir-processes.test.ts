@@ -101,7 +101,8 @@ describe("one data dir, several processes", () => {
     const dir = dataDir();
     const args = ["run", "--headless", "--output-format", "json", "--data-dir", dir, "--config", join(dir, "run.yaml"), "--workspace", join(dir, "ws"), "hello"];
     const runs = await Promise.all(Array.from({ length: 6 }, () => airlock(args)));
-    expect(runs.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0]);
+    // a failed run's stderr in the diff: what went wrong, not only that it did
+    expect(runs.map((r) => (r.code === 0 ? 0 : `exit ${r.code}: ${r.err}`))).toEqual([0, 0, 0, 0, 0, 0]);
     expect(runs.map((r) => JSON.parse(r.out).status)).toEqual(Array(6).fill("completed"));
     expect(runs.filter((r) => r.err.includes("interrupted"))).toEqual([]);
   }, 120_000);
