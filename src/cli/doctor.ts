@@ -395,12 +395,30 @@ export async function mcpCheck(config: Readonly<Config>, name: string, o: { work
   }
 }
 
-/** Loads the context without creating the data dir: the data dir path, and the config or the `config` check's failure. */
+/**
+ * Loads the context without creating the data dir: the data dir path, and the config or the `config` check's failure.
+ * The data dir's own `airlock.yaml` is not read when the runtime refuses that data dir ({@link dataDirOwnershipProblem}:
+ * another user's, or one its group or others may write): whoever could put it there would choose the MCP servers the
+ * doctor starts as this user and the provider URL it sends this user's API key to. A `--config` file is read.
+ */
 async function loadForDoctor(opts: CommonOptions): Promise<{ dataDir: string; loaded?: import("../config/load.ts").LoadedConfig; configCheck: Check[] }> {
   const { pickDataDir } = await import("../config/paths.ts");
   const { loadConfig } = await import("../config/load.ts");
   const { configWarnings } = await import("../config/warnings.ts");
   const { dir } = pickDataDir({ flag: opts.dataDir, env: process.env });
+  if (opts.config === undefined || opts.config === "") {
+    let st;
+    try {
+      st = statSync(dir);
+    } catch {
+      st = undefined; // no data dir yet: no airlock.yaml in it either (loadConfig says so)
+    }
+    const problem = st ? dataDirOwnershipProblem(st) : undefined;
+    if (problem) {
+      const message = `data_dir_unusable: ${join(dir, "airlock.yaml")} not read: the data dir ${problem.text}`;
+      return { dataDir: dir, configCheck: [{ name: "config", status: "fail", message, fix: problem.fix(dir) }] };
+    }
+  }
   try {
     const loaded = loadConfig({ configPath: opts.config, dataDir: dir });
     const warnings = configWarnings(loaded.config, loaded.dir, loaded.path);
