@@ -3,7 +3,7 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 
@@ -47,7 +47,7 @@ function accountHome(): string {
 /**
  * Resolves the data dir (see `pickDataDir` for the order) and creates it, with mode 0700, if missing.
  * An existing directory is used as it is (its mode is not changed).
- * @returns the absolute path of the data dir.
+ * @returns the data dir's real path (absolute, links resolved): the folder that was checked, used from then on.
  * @throws AirlockError `usage` when the path exists but is not a directory, or cannot be created.
  */
 export function resolveDataDir(opts: { flag?: string; env: Record<string, string | undefined> }): string {
@@ -59,13 +59,24 @@ export function resolveDataDir(opts: { flag?: string; env: Record<string, string
     const err = e as NodeJS.ErrnoException;
     throw new AirlockError("usage", `cannot create the data dir ${dir} (from ${from}): ${err.code ?? err.message}; pick another with --data-dir or $AIRLOCK_HOME`);
   }
-  const st = statSync(dir);
+  // the folder checked is the folder used: its real path, links resolved, is what every later use opens (a link on
+  // the way that another user may change — one they own, or one in a folder they may write — could otherwise be
+  // aimed at a folder of theirs once this check passed, and its airlock.yaml read next)
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new AirlockError("usage", `cannot resolve the data dir ${dir} (from ${from}): ${err.code ?? err.message}; pick another with --data-dir or $AIRLOCK_HOME`);
+  }
+  const st = lstatSync(real);
   if (!st.isDirectory()) {
     throw new AirlockError("usage", `the data dir ${dir} (from ${from}) is not a directory; pick another with --data-dir or $AIRLOCK_HOME`);
   }
+  const shown = real === dir ? dir : `${dir} (${real})`;
   const problem = dataDirOwnershipProblem(st);
-  if (problem) throw new AirlockError("data_dir_unusable", `the data dir ${dir} (from ${from}) ${problem.text}; ${problem.fix(dir)}`);
-  return dir;
+  if (problem) throw new AirlockError("data_dir_unusable", `the data dir ${shown} (from ${from}) ${problem.text}; ${problem.fix(real)}`);
+  return real;
 }
 
 /**
