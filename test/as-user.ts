@@ -57,12 +57,14 @@ export function ramTempParent(): string {
 }
 
 /**
- * A fresh temp directory every test user may read, write and enter (mode 0777 on the directory
- * itself; its parent, `/tmp` or `parent`, is world-writable already). Removed after the last test of the run (test/cleanup.ts).
+ * A fresh temp directory every test user may read, write and enter (mode 01777 on the directory
+ * itself, sticky as `/tmp`: each user may rename or remove only its own entries, so a data dir made in it is not
+ * another user's to replace, which airlock refuses: SPEC §2 "Data dir"; its parent, `/tmp` or `parent`, is
+ * world-writable already). Removed after the last test of the run (test/cleanup.ts).
  */
 export function sharedTempDir(prefix = "airlock-user-", parent = tmpdir()): string {
   const dir = mkdtempSync(join(parent, prefix));
-  chmodSync(dir, 0o777);
+  chmodSync(dir, 0o1777);
   removeAfterAllTests(dir);
   return dir;
 }

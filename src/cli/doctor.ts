@@ -5,8 +5,8 @@
  * dir and its tokens, the config, the provider (reached without spending tokens), the server port, and
  * each MCP server started once with its tools listed. Exit 0 when nothing failed, 1 otherwise.
  */
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
-import { dataDirOwnershipProblem, MAX_TOKEN_FILE_BYTES, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
+import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { dataDirProblem, MAX_TOKEN_FILE_BYTES, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
@@ -186,8 +186,8 @@ function dataDirChecks(dir: string): Check[] {
     writable = false;
   }
   if (!st.isDirectory()) checks.push({ name: "data_dir", status: "fail", message: `${dir} is not a directory`, fix: "remove it, or pick another data dir with --data-dir or $AIRLOCK_HOME" });
-  else if (dataDirOwnershipProblem(st)) {
-    const problem = dataDirOwnershipProblem(st)!;
+  else if (dataDirProblem(dir)) {
+    const problem = dataDirProblem(dir)!;
     checks.push({ name: "data_dir", status: "fail", message: `${dir} ${problem.text}; airlock refuses it (data_dir_unusable)`, fix: problem.fix(dir) });
   }
   else if (!writable) checks.push({ name: "data_dir", status: "fail", message: `${dir} is not writable`, fix: `chmod u+w ${dir}, or pick another with --data-dir` });
@@ -397,23 +397,24 @@ export async function mcpCheck(config: Readonly<Config>, name: string, o: { work
 
 /**
  * Loads the context without creating the data dir: the data dir path, and the config or the `config` check's failure.
- * The data dir's own `airlock.yaml` is not read when the runtime refuses that data dir ({@link dataDirOwnershipProblem}:
- * another user's, or one its group or others may write): whoever could put it there would choose the MCP servers the
+ * The data dir's own `airlock.yaml` is not read when the runtime refuses that data dir ({@link dataDirProblem}:
+ * another user's, one its group or others may write, or one under a folder another user may change): whoever could put it there would choose the MCP servers the
  * doctor starts as this user and the provider URL it sends this user's API key to. A `--config` file is read.
  */
 async function loadForDoctor(opts: CommonOptions): Promise<{ dataDir: string; loaded?: import("../config/load.ts").LoadedConfig; configCheck: Check[] }> {
   const { pickDataDir } = await import("../config/paths.ts");
   const { loadConfig } = await import("../config/load.ts");
   const { configWarnings } = await import("../config/warnings.ts");
-  const { dir } = pickDataDir({ flag: opts.dataDir, env: process.env });
+  const picked = pickDataDir({ flag: opts.dataDir, env: process.env }).dir;
+  // the folder checked is the folder read, as the runtime does (config/paths.ts resolveDataDir): its real path
+  let dir = picked;
+  try {
+    dir = realpathSync(picked);
+  } catch {
+    // not made yet (or unresolvable: dataDirChecks says so)
+  }
   if (opts.config === undefined || opts.config === "") {
-    let st;
-    try {
-      st = statSync(dir);
-    } catch {
-      st = undefined; // no data dir yet: no airlock.yaml in it either (loadConfig says so)
-    }
-    const problem = st ? dataDirOwnershipProblem(st) : undefined;
+    const problem = dataDirProblem(dir); // none for a data dir not made yet: no airlock.yaml in it either (loadConfig says so)
     if (problem) {
       const message = `data_dir_unusable: ${join(dir, "airlock.yaml")} not read: the data dir ${problem.text}`;
       return { dataDir: dir, configCheck: [{ name: "config", status: "fail", message, fix: problem.fix(dir) }] };

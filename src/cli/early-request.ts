@@ -12,7 +12,7 @@
  */
 import { closeSync, constants, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { APPROVER_TOKEN_FILE, dataDirOwnershipProblem, MAX_TOKEN_FILE_BYTES, pickDataDir, readRegularFile } from "../config/paths.ts";
+import { APPROVER_TOKEN_FILE, dataDirProblem, MAX_TOKEN_FILE_BYTES, pickDataDir, readRegularFile } from "../config/paths.ts";
 import type { Config } from "../config/schema.ts";
 import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/context-size.ts";
 import { offerEarlyRequest } from "../agent/providers/early.ts";
@@ -88,9 +88,9 @@ function buildId(): string {
  */
 export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">, env: Env): ConfigCacheSlot | undefined {
   const dataDir = pickDataDir({ flag: opts.dataDir, env }).dir;
-  // nothing of a data dir the runtime refuses (another user's, or one its group or others may write:
-  // config/paths.ts dataDirOwnershipProblem) is read here, nor sent from: the run exits 2 before reading it
-  if (dataDirRefused(dataDir)) return undefined;
+  // nothing of a data dir the runtime refuses (another user's, one its group or others may write, or one under a folder
+  // another user may change: config/paths.ts dataDirProblem) is read here, nor sent from: the run exits 2 before reading it
+  if (dataDirProblem(dataDir) !== undefined) return undefined;
   const explicit = opts.config !== undefined && opts.config !== "";
   const configPath = explicit ? resolve(opts.config!) : join(dataDir, "airlock.yaml");
   let bytes: Buffer | null;
@@ -119,17 +119,6 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   h.update(bytes === null ? "\0absent" : "\0file\0");
   if (bytes !== null) h.update(bytes);
   return { dataDir, configPath, key: h.digest("hex"), text: bytes === null ? null : bytes.toString("utf8") };
-}
-
-/** Whether the runtime would refuse the data dir `dir` as it is now (not a folder, or {@link dataDirOwnershipProblem}); a missing one is not refused (it is created). */
-function dataDirRefused(dir: string): boolean {
-  let st;
-  try {
-    st = statSync(dir);
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code !== "ENOENT";
-  }
-  return !st.isDirectory() || dataDirOwnershipProblem(st) !== undefined;
 }
 
 /**

@@ -4,7 +4,7 @@
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
 import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 
 /** File names of the two tokens inside the data dir. */
@@ -74,9 +74,56 @@ export function resolveDataDir(opts: { flag?: string; env: Record<string, string
     throw new AirlockError("usage", `the data dir ${dir} (from ${from}) is not a directory; pick another with --data-dir or $AIRLOCK_HOME`);
   }
   const shown = real === dir ? dir : `${dir} (${real})`;
-  const problem = dataDirOwnershipProblem(st);
+  const problem = dataDirOwnershipProblem(st) ?? dataDirParentProblem(real);
   if (problem) throw new AirlockError("data_dir_unusable", `the data dir ${shown} (from ${from}) ${problem.text}; ${problem.fix(real)}`);
   return real;
+}
+
+/**
+ * Why the folders above the data dir's real path `real` would let another user replace it, or undefined: one owned by
+ * another user than root or the one airlock runs as, or one its group or others may write without the sticky bit
+ * (`/tmp` is fine). Whoever may rename what is in such a folder can move the data dir away and put a folder of theirs
+ * (an `airlock.yaml` with hooks, an `airlock.db` that trusts their folders) in its place between the check and a use.
+ * Shared by the runtime ({@link resolveDataDir}), `airlock doctor` and the early request (cli/early-request.ts).
+ */
+export function dataDirParentProblem(real: string): DataDirProblem | undefined {
+  const me = process.geteuid?.();
+  if (me === undefined) return undefined;
+  for (let p = dirname(real); ; p = dirname(p)) {
+    const st = lstatSync(p);
+    const fix = () => `use a data dir under folders only you (or root) can change, with --data-dir or $AIRLOCK_HOME`;
+    if (st.uid !== 0 && st.uid !== me) return { text: `is in a folder another user may change: ${p} belongs to uid ${st.uid}, who could move the data dir away and put their own in its place`, fix };
+    const mode = st.mode & 0o7777;
+    if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
+      const who = [mode & 0o020 ? "its group" : "", mode & 0o002 ? "other users" : ""].filter(Boolean).join(" and ");
+      return { text: `is in a folder others may change: ${p} is writable by ${who} (mode 0${mode.toString(8)}, not sticky), who could move the data dir away and put their own in its place`, fix: () => `chmod go-w ${p} (or chmod +t), or ${fix()}` };
+    }
+    if (p === dirname(p)) return undefined;
+  }
+}
+
+/** What is wrong with a data dir, and its fix ({@link dataDirOwnershipProblem}, {@link dataDirParentProblem}). */
+export interface DataDirProblem {
+  text: string;
+  fix: (dir: string) => string;
+}
+
+/**
+ * Why the runtime refuses the data dir at `dir` as it is now ({@link resolveDataDir}'s checks, without creating it):
+ * not a folder, {@link dataDirOwnershipProblem} or {@link dataDirParentProblem} of its real path. For `airlock doctor`
+ * and the early request. @returns undefined when it is usable or does not exist.
+ */
+export function dataDirProblem(dir: string): DataDirProblem | undefined {
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return { text: `cannot be resolved (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, fix: () => "pick another with --data-dir or $AIRLOCK_HOME" };
+  }
+  const st = lstatSync(real);
+  if (!st.isDirectory()) return { text: "is not a directory", fix: () => "remove it, or pick another data dir with --data-dir or $AIRLOCK_HOME" };
+  return dataDirOwnershipProblem(st) ?? dataDirParentProblem(real);
 }
 
 /**
@@ -87,7 +134,7 @@ export function resolveDataDir(opts: { flag?: string; env: Record<string, string
  * ({@link resolveDataDir}) and `airlock doctor`.
  * @returns undefined when the folder is this user's and not writable by others; else the problem and its fix.
  */
-export function dataDirOwnershipProblem(st: Stats): { text: string; fix: (dir: string) => string } | undefined {
+export function dataDirOwnershipProblem(st: Stats): DataDirProblem | undefined {
   const me = process.geteuid?.();
   if (me !== undefined && st.uid !== me) {
     return { text: `belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me}): its owner could change what airlock reads there`, fix: () => "use a data dir of your own with --data-dir or $AIRLOCK_HOME" };

@@ -10,7 +10,7 @@
  * calls, where another user's loop would win the race (an attacker needs no timing: it may flip the link forever).
  */
 import { describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, lchownSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { IS_ROOT, NOBODY, sharedTempDir, testUsers } from "../as-user.ts";
 
@@ -34,6 +34,8 @@ describe("a data dir reached through a link is used as the folder that was check
       chmodSync(join(theirs, "airlock.yaml"), 0o644);
       if (IS_ROOT) chownSync(theirs, user.uid === 0 ? NOBODY : 0, user.uid === 0 ? NOBODY : 0);
       symlinkSync(mine, link);
+      // the child plays the other user who may change the link (its owner, here)
+      if (IS_ROOT) lchownSync(link, user.uid, user.uid);
       const script = join(base, "child.ts");
       writeFileSync(
         script,
