@@ -12,7 +12,7 @@ import type { Node as YamlNode } from "yaml";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
 import { Config, HOOK_EVENTS, HooksConfig, Mode, ProviderConfig, SandboxPolicyName } from "./schema.ts";
-import { readRegularFile } from "./paths.ts";
+import { dataDirConfigCheck, readRegularFile } from "./paths.ts";
 import { parseSimpleYaml } from "./simple-yaml.ts";
 
 /**
@@ -71,7 +71,8 @@ export function loadConfig(opts: { configPath?: string; dataDir: string; text?: 
   const shown = explicit ? opts.configPath! : path;
   let text: string;
   try {
-    text = opts.text ?? readRegularFile(path).toString("utf8");
+    // the data dir's own file only when no other user may change it (config/paths.ts dataDirConfigCheck); --config is the user's choice
+    text = opts.text ?? readRegularFile(path, explicit ? {} : { check: (_fd, st) => dataDirConfigCheck(path, st) }).toString("utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT" && !explicit) {
@@ -82,6 +83,11 @@ export function loadConfig(opts: { configPath?: string; dataDir: string; text?: 
     }
     if (err.code === "EISDIR") {
       throw new AirlockError("config_invalid", `config file ${shown} is a directory; point --config at a YAML file`, { path });
+    }
+    if (err.code === "EOWNER" || err.code === "EWRITABLE") {
+      const { uid, mode } = err as NodeJS.ErrnoException & { uid?: number; mode?: number };
+      const why = err.code === "EOWNER" ? `belongs to uid ${uid}, not to the user airlock runs as (uid ${process.geteuid?.()}) or root` : `is writable by its group or others (mode 0${(mode ?? 0).toString(8)})`;
+      throw new AirlockError("config_invalid", `config file ${shown} ${why}: another user could change the hooks and MCP servers airlock runs as you; check what it says, then make it yours with mode 0600 (cp it to a new file and replace it), or remove it`, { path });
     }
     if (err.code === "ENOTREG") {
       throw new AirlockError("config_invalid", `config file ${shown} is not a regular file (a FIFO, a device or a socket); point --config at a YAML file`, { path });

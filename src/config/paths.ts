@@ -390,6 +390,21 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
   }
 }
 
+/**
+ * The check {@link readRegularFile} runs on the data dir's own `airlock.yaml` (config/load.ts; the early request's key
+ * too): it chooses hooks and MCP servers, commands run as this user, so it is read only when no other user may change
+ * it — owned by the user airlock runs as or root, and not writable by its group or others. A file another user put in
+ * the data dir while it was open to them (refused since: {@link dataDirOwnershipProblem}) stays theirs after
+ * `chmod go-w DIR`.
+ * @throws `EOWNER` (with its `uid`) for another owner, `EWRITABLE` (with its `mode`) for a group- or other-writable file.
+ */
+export function dataDirConfigCheck(path: string, st: Stats): void {
+  const me = process.geteuid?.();
+  if (me !== undefined && st.uid !== me && st.uid !== 0) throw Object.assign(fileError("EOWNER", `${path} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me}) or root`), { uid: st.uid });
+  const mode = st.mode & 0o7777;
+  if ((mode & 0o022) !== 0) throw Object.assign(fileError("EWRITABLE", `${path} is writable by its group or others (mode 0${mode.toString(8)})`), { mode });
+}
+
 /** @throws `EOWNER` (with its `uid`) when `st` is not owned by the effective user airlock runs as. */
 function ownedBySelf(path: string, st: Stats): void {
   const me = process.geteuid?.();

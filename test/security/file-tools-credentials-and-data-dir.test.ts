@@ -75,7 +75,7 @@ function box(mode: string) {
   symlinkSync(path.join(home, ".kube/config"), path.join(ws, "kube-link"));
   writeFileSync(path.join(data, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode, sandbox: "workspace-write" }));
   writeFileSync(path.join(data, "turns.yaml"), stringify({ turns: [{ tool_calls: calls }, { text: "done" }] }));
-  chmodSync(path.join(data, "airlock.yaml"), 0o666);
+  chmodSync(path.join(data, "airlock.yaml"), 0o644);
   return { base, home, data, ws, calls };
 }
 
