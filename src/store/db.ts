@@ -4,7 +4,7 @@
  * Migrations are idempotent: each runs once, in its own transaction, recorded in `schema_version`.
  */
 import { Database } from "bun:sqlite";
-import { chmodSync, closeSync, constants, fstatSync, openSync, statfsSync } from "node:fs";
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, openSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { FLEET_MIGRATIONS_SQLITE } from "./fleet-schema.ts";
@@ -278,15 +278,41 @@ function ownerOnly(path: string): void {
     throw new AirlockError("data_dir_unusable", `the database ${path} is not a regular file (a FIFO or a device); remove it`);
   }
   try {
-    if (!fstatSync(fd).isFile()) throw new AirlockError("data_dir_unusable", `the database ${path} is not a regular file; remove it`);
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new AirlockError("data_dir_unusable", `the database ${path} is not a regular file; remove it`);
+    foreignDatabaseFile(path, st.uid);
   } finally {
     closeSync(fd);
+  }
+  // SQLite opens the -wal, -shm and -journal files it finds beside the database: one another user put there is as
+  // much theirs to rewrite as the database
+  for (const suffix of ["-wal", "-shm", "-journal"]) {
+    let uid: number;
+    try {
+      uid = lstatSync(`${path}${suffix}`).uid;
+    } catch {
+      continue;
+    }
+    foreignDatabaseFile(`${path}${suffix}`, uid);
   }
   try {
     chmodSync(path, 0o600);
   } catch {
     // not ours to change (another user's file): left as it is
   }
+}
+
+/**
+ * Refuses a database file (or its -wal, -shm, -journal) owned by another user than the one airlock runs as or root:
+ * one put in the data dir while that user could write it (refused since: config/paths.ts dataDirOwnershipProblem)
+ * stays theirs after `chmod go-w`, and they could go on rewriting it — the trusted folders, the session rules — or
+ * reading every conversation (airlock cannot take its mode bits off a file it does not own).
+ * @throws AirlockError `data_dir_unusable` naming the file, its owner and the fix.
+ */
+function foreignDatabaseFile(path: string, uid: number): void {
+  const me = process.geteuid?.();
+  if (me === undefined || uid === me || uid === 0) return;
+  throw new AirlockError("data_dir_unusable", `the database file ${path} belongs to uid ${uid}, not to the user airlock runs as (uid ${me}): its owner could rewrite it (trusted folders, rules) or read your conversations; remove it (a new database is made) or use a data dir of your own with --data-dir`);
 }
 
 /**
