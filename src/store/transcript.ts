@@ -187,7 +187,8 @@ export class Transcripts {
   /**
    * Creates the folder (0700) if missing, tightens a wider mode to 0700, and remembers its identity.
    * Call at start, before any host process is launched: the launcher hides the folder only when it exists.
-   * @throws AirlockError `data_dir_unusable` when it cannot be created or is not a real folder (a symlink).
+   * @throws AirlockError `data_dir_unusable` when it cannot be created, is not a real folder (a symlink), or belongs to
+   *   another user than airlock's or root.
    */
   ensureDir(): string {
     try {
@@ -197,6 +198,10 @@ export class Transcripts {
     }
     const st = lstatSync(this.dir);
     if (!st.isDirectory()) throw new AirlockError("data_dir_unusable", `${this.dir} is not a folder (a symlink or a file); remove it and airlock makes the transcripts folder again`);
+    // one another user put there while the data dir was open to them stays theirs (they may change its mode back,
+    // rename or replace the transcripts hooks read): refused, as a database file of theirs is (store/db.ts)
+    const me = process.geteuid?.();
+    if (me !== undefined && st.uid !== me && st.uid !== 0) throw new AirlockError("data_dir_unusable", `${this.dir} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me}): its owner could replace the transcripts hooks read; remove it and airlock makes the transcripts folder again`);
     if ((st.mode & 0o077) !== 0) chmodSync(this.dir, 0o700);
     this.folder = { dev: st.dev, ino: st.ino };
     return this.dir;
