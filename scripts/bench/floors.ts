@@ -194,11 +194,12 @@ async function firstCallChild(dataDir: string, ws: string, mode: string): Promis
   const probe: { useProbeCache?: (d: string) => void } = await import("../../src/launcher/probe.ts");
   const setup: { warmLauncher?: () => void } = await import("../../src/launcher/setup.ts");
   // the runtime's warm-up: spawn.ts warmLaunch where this checkout has it (older ones: setup.ts warmLauncher)
-  const spawned: { warmLaunch?: (config: Config) => Promise<void> } = await import("../../src/launcher/spawn.ts");
+  const spawned: { warmLaunch?: (config: Config, dataDirs?: string[]) => Promise<void> } = await import("../../src/launcher/spawn.ts");
   if (mode !== "nocache") probe.useProbeCache?.(dataDir);
   const config = Config.parse({});
   if (mode === "warm") {
-    if (spawned.warmLaunch) void spawned.warmLaunch(config);
+    // as the runtime calls it: with the data dir every call hides
+    if (spawned.warmLaunch) void spawned.warmLaunch(config, [dataDir]);
     else setup.warmLauncher?.();
     await Bun.sleep(100);
   }

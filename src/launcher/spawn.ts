@@ -170,13 +170,16 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
 
 /**
  * The launcher's warm-up, off the path to the first model request: ./setup.ts {@link warmLauncher} (probe cache,
- * seccomp filter, credential stores, a dry `workspace-write` plan, the reaper), then one {@link launch} of
- * {@link refusedLaunchOptions}, refused at once, so JavaScriptCore has compiled `launch` (about 0.5 ms of CPU a
- * first confined call paid: docs/performance.md, issue 20, branch `wip/cold`), and the launch's pipe check
- * ({@link outputPipes}) asked once of airlock's own fds. Starts no process but the reaper. Never rejects.
+ * seccomp filter, credential stores, the confinement decided and a dry `workspace-write` plan hiding `dataDirs`
+ * (airlock's data dir, as every call hides it), the reaper), then one {@link launch} of {@link refusedLaunchOptions},
+ * refused at once, so JavaScriptCore has compiled `launch` (about 0.5 ms of CPU a first confined call paid:
+ * docs/performance.md, issue 20, branch `wip/cold`), and the launch's pipe check ({@link outputPipes}) asked
+ * once of airlock's own fds; on a probe-cache hit, also the code a call runs once its process has exited: the
+ * result built from captured output ({@link resultOf}) and the wait for the tree to be gone ({@link waitGone},
+ * asked of airlock's own pid with no time to wait). Starts no process but the reaper. Never rejects.
  */
-export async function warmLaunch(config: Config, homes?: readonly (string | undefined)[]): Promise<void> {
-  await warmLauncher(homes);
+export async function warmLaunch(config: Config, dataDirs: readonly string[] = [], homes?: readonly (string | undefined)[]): Promise<void> {
+  const bwrap = await warmLauncher(homes, dataDirs);
   try {
     await launch(refusedLaunchOptions(config));
   } catch {
@@ -184,6 +187,12 @@ export async function warmLaunch(config: Config, homes?: readonly (string | unde
   }
   try {
     outputPipes(process.pid);
+    if (bwrap === undefined) return;
+    const out = new Capture(1);
+    out.push(Buffer.from("warm"));
+    resultOf({ code: 0, signal: null }, out, new Capture(1), { timedOut: false, cancelled: false }, { policy: "workspace-write", unconfined: false });
+    /"child-pid":\s*(\d+)/.exec('{"child-pid": 1}');
+    await waitGone([process.pid], 0);
   } catch {
     // only a warm-up
   }
