@@ -188,14 +188,32 @@ export async function warmLaunch(config: Config, dataDirs: readonly string[] = [
   try {
     outputPipes(process.pid);
     if (bwrap === undefined) return;
-    const out = new Capture(1);
-    out.push(Buffer.from("warm"));
-    resultOf({ code: 0, signal: null }, out, new Capture(1), { timedOut: false, cancelled: false }, { policy: "workspace-write", unconfined: false });
-    /"child-pid":\s*(\d+)/.exec('{"child-pid": 1}');
-    await waitGone([process.pid], 0);
+    await watchInert(refusedLaunchOptions(config));
+    checkWarning({ quarantined: [], incomplete: [] });
   } catch {
     // only a warm-up
   }
+}
+
+/**
+ * Runs {@link watch} — what a launch runs from its spawn to its result — once over an inert stand-in for a
+ * child, for {@link warmLaunch}: an event emitter with no pid whose stdout and stderr are in-memory streams, which
+ * end after a few bytes, then an exit and a close are reported. Nothing is spawned or signalled: with no pid
+ * there is no tree or group to kill and no pipe to look for holders of, and no bubblewrap fds are read. `opts`
+ * gives the cap (its `timeoutMs` timer is cleared when the result is built).
+ */
+async function watchInert(opts: LaunchOptions): Promise<void> {
+  const [{ EventEmitter }, { PassThrough }] = await Promise.all([import("node:events"), import("node:stream")]);
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const inert = Object.assign(new EventEmitter(), { pid: undefined, stdin: null, stdout, stderr, stdio: [null, stdout, stderr] }) as unknown as ChildProcess;
+  const result = watch(inert, "the launcher's warm-up", { ...opts, timeoutMs: 60_000 }, { policy: opts.policy, unconfined: false });
+  stdout.end("warm-up");
+  stderr.end();
+  await new Promise((r) => setImmediate(r));
+  inert.emit("exit", 0, null);
+  inert.emit("close", 0, null);
+  await result;
 }
 
 /**
@@ -244,19 +262,28 @@ function resultOf(exit: { code: number | null; signal: NodeJS.Signals | null } |
  * Rejects with AirlockError `tool_failed` when the process cannot start.
  */
 function run(full: string[], env: Record<string, string>, opts: LaunchOptions, meta: RunMeta): Promise<LaunchResult> {
+  let child: ChildProcess;
+  try {
+    // own session + process group: the tree can be killed as one. The lifeline (bwrap.ts withLifeline):
+    // airlock keeps its end, unwritten, until the tree is gone.
+    child = spawn(full[0]!, full.slice(1), { cwd: opts.cwd, env, detached: true, stdio: childStdio(opts, meta.setup) });
+  } catch (e) {
+    return Promise.reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${(e as Error).message}`));
+  }
+  return watch(child, full[0]!, opts, meta);
+}
+
+/**
+ * The rest of {@link run} once `child` (started as `name`) is spawned: feeds stdin, captures output up to the
+ * cap, kills the tree on timeout or abort, and resolves once every process it killed is gone. Rejects with
+ * AirlockError `tool_failed` when the child reports it could not start.
+ */
+function watch(child: ChildProcess, name: string, opts: LaunchOptions, meta: RunMeta): Promise<LaunchResult> {
   const fds = meta.setup?.fds;
   return new Promise<LaunchResult>((resolve, reject) => {
     const out = new Capture(opts.maxOutputBytes);
     const err = new Capture(opts.maxOutputBytes);
     const ended = { timedOut: false, cancelled: false };
-    let child: ChildProcess;
-    try {
-      // own session + process group: the tree can be killed as one. The lifeline (bwrap.ts withLifeline):
-      // airlock keeps its end, unwritten, until the tree is gone.
-      child = spawn(full[0]!, full.slice(1), { cwd: opts.cwd, env, detached: true, stdio: childStdio(opts, meta.setup) });
-    } catch (e) {
-      return reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${(e as Error).message}`));
-    }
     const pid = child.pid;
     child.stdout!.on("data", (b: Buffer) => out.push(b));
     child.stderr!.on("data", (b: Buffer) => err.push(b));
@@ -307,7 +334,7 @@ function run(full: string[], env: Record<string, string>, opts: LaunchOptions, m
       done = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onAbort);
-      reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${e.message}`));
+      reject(new AirlockError("tool_failed", `could not start ${name}: ${e.message}`));
     });
     child.on("exit", (code, signal) => {
       exit = { code, signal };
