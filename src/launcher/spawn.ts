@@ -170,13 +170,15 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
 
 /**
  * The launcher's warm-up, off the path to the first model request: ./setup.ts {@link warmLauncher} (probe cache,
- * seccomp filter, credential stores, the confinement decided and a dry `workspace-write` plan hiding `dataDirs`
- * (airlock's data dir, as every call hides it), the reaper), then one {@link launch} of {@link refusedLaunchOptions},
- * refused at once, so JavaScriptCore has compiled `launch` (about 0.5 ms of CPU a first confined call paid:
- * docs/performance.md, issue 20, branch `wip/cold`), and the launch's pipe check ({@link outputPipes}) asked
- * once of airlock's own fds; on a probe-cache hit, also the code a call runs once its process has exited: the
- * result built from captured output ({@link resultOf}) and the wait for the tree to be gone ({@link waitGone},
- * asked of airlock's own pid with no time to wait). Starts no process but the reaper. Never rejects.
+ * seccomp filter, credential stores, and on a probe-cache hit the confinement decided and a dry `workspace-write`
+ * plan hiding `dataDirs` — airlock's data dir, as every call hides it —, the reaper), then one {@link launch} of
+ * {@link refusedLaunchOptions}, refused at once, so JavaScriptCore has compiled `launch` (about 0.5 ms of CPU a
+ * first confined call paid: docs/performance.md, issue 20, branch `wip/cold`), and the launch's pipe check
+ * ({@link outputPipes}) asked once of airlock's own fds; on a probe-cache hit, also the code a call runs from its
+ * spawn to its result ({@link watchInert}), the warning of its metadata check ({@link checkWarning}) and the
+ * wait for killed processes to be gone ({@link waitGone}, asked of airlock's own pid with no time to wait), so a
+ * first confined call runs none of it cold (docs/performance.md, issue 20, branch `wip/first2`). Starts no process
+ * but the reaper, signals none. Never rejects. `homes`: as {@link warmLauncher}'s.
  */
 export async function warmLaunch(config: Config, dataDirs: readonly string[] = [], homes?: readonly (string | undefined)[]): Promise<void> {
   const bwrap = await warmLauncher(homes, dataDirs);
@@ -190,6 +192,8 @@ export async function warmLaunch(config: Config, dataDirs: readonly string[] = [
     if (bwrap === undefined) return;
     await watchInert(refusedLaunchOptions(config));
     checkWarning({ quarantined: [], incomplete: [] });
+    // the check a call's end runs on the processes it killed, asked of airlock itself (signal 0: a liveness check) with no time to wait
+    await waitGone([process.pid], 0);
   } catch {
     // only a warm-up
   }
@@ -197,23 +201,24 @@ export async function warmLaunch(config: Config, dataDirs: readonly string[] = [
 
 /**
  * Runs {@link watch} — what a launch runs from its spawn to its result — once over an inert stand-in for a
- * child, for {@link warmLaunch}: an event emitter with no pid whose stdout and stderr are in-memory streams, which
- * end after a few bytes, then an exit and a close are reported. Nothing is spawned or signalled: with no pid
- * there is no tree or group to kill and no pipe to look for holders of, and no bubblewrap fds are read. `opts`
- * gives the cap (its `timeoutMs` timer is cleared when the result is built).
+ * child, for {@link warmLaunch}: an event emitter with no pid whose stdout and stderr are in-memory streams,
+ * which end after writing `warm-up` on stdout, then an exit (code 0) and a close are reported. Nothing is
+ * spawned or signalled: with no pid there is no tree or group to kill and no pipe to look for holders of, and
+ * without a sandbox setup no bubblewrap fd is read. `opts` gives the policy and the output cap (its `timeoutMs`
+ * is replaced by 60 s, a timer cleared when the result is built). Resolves to that result.
  */
-async function watchInert(opts: LaunchOptions): Promise<void> {
+export async function watchInert(opts: LaunchOptions): Promise<LaunchResult> {
   const [{ EventEmitter }, { PassThrough }] = await Promise.all([import("node:events"), import("node:stream")]);
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const inert = Object.assign(new EventEmitter(), { pid: undefined, stdin: null, stdout, stderr, stdio: [null, stdout, stderr] }) as unknown as ChildProcess;
-  const result = watch(inert, "the launcher's warm-up", { ...opts, timeoutMs: 60_000 }, { policy: opts.policy, unconfined: false });
+  const result = watch(inert, "the launcher's warm-up", { ...opts, timeoutMs: 60_000, stdin: undefined, signal: undefined }, { policy: opts.policy, unconfined: false });
   stdout.end("warm-up");
   stderr.end();
   await new Promise((r) => setImmediate(r));
   inert.emit("exit", 0, null);
   inert.emit("close", 0, null);
-  await result;
+  return result;
 }
 
 /**
