@@ -441,8 +441,9 @@ class AirlockRuntime implements Runtime {
       checkToolPermissions(this.config, this.registry, opts.configPath);
       checkRuleToolNames(this.config.permissions, this.registry);
       runPermissionTests(this.config, { registry: this.registry, inspectors: testInspectors({ dataDir: realDataDir }), workspace: realWorkspace(this.workspace) });
-      // off the path to the first model request: what a first confined call would do cold (runs nothing)
-      if (this.config.execution_backend !== "external") setTimeout(() => void warmLaunch(this.config), 0).unref();
+      // off the path to the first model request: what a first confined call would do cold, hiding the data dir as
+      // every call does (runs nothing but the reaper)
+      if (this.config.execution_backend !== "external") setTimeout(() => void warmLaunch(this.config, [realDataDir]), 0).unref();
     } catch (e) {
       // nothing has started but the pool's workers (MCP servers start lazily): release them and the database
       void (this as { scripts?: ScriptPool }).scripts?.close().catch(() => {});

@@ -5,7 +5,8 @@
  *   model request (a local fake OpenAI-compatible server), each against a trivial `bun build --compile`
  *   binary of `console.log(1)` built here (spawn → exit; for `run`, spawn → request received);
  * - the first confined call of a fresh process against a later call of the same process
- *   (`launch()` of `true` under `workspace-write`), with the probe cache warm and without it;
+ *   (`launch()` of `true` under `workspace-write`), with the probe cache warm and without it, in wall time
+ *   and in airlock's own CPU time (`cpu_ratio`);
  * - a confined call (`launch()`) against bare `bwrap` run with the very argv and fds the launcher planned;
  * - a gated tool call from a script against the raw bridge (the same script, answered at once);
  * - the raw bridge against bare round trips between two Bun threads with its crossings (Atomics down, postMessage up) and with postMessage both ways;
@@ -185,8 +186,8 @@ async function startup(): Promise<Record<string, Ratio>> {
 }
 
 /**
- * Child mode: in this fresh process, time 6 confined calls; print `{first, later}` (ms; later = median of
- * calls 2–6). `mode`: `nocache` (the probe runs in the first call, as before the cache), `cache` (the probe
+ * Child mode: in this fresh process, time 6 confined calls; print `{first, later, first_cpu, later_cpu}` (ms of
+ * wall time, and of this process's CPU time per call; later = median of calls 2–6). `mode`: `nocache` (the probe runs in the first call, as before the cache), `cache` (the probe
  * cache in `dataDir` is warm), `warm` (cache, and the runtime's warm-up — spawn.ts `warmLaunch`, or setup.ts
  * `warmLauncher` in checkouts without it — then 100 ms, a model's first answer).
  */
@@ -194,22 +195,27 @@ async function firstCallChild(dataDir: string, ws: string, mode: string): Promis
   const probe: { useProbeCache?: (d: string) => void } = await import("../../src/launcher/probe.ts");
   const setup: { warmLauncher?: () => void } = await import("../../src/launcher/setup.ts");
   // the runtime's warm-up: spawn.ts warmLaunch where this checkout has it (older ones: setup.ts warmLauncher)
-  const spawned: { warmLaunch?: (config: Config) => Promise<void> } = await import("../../src/launcher/spawn.ts");
+  const spawned: { warmLaunch?: (config: Config, dataDirs?: string[]) => Promise<void> } = await import("../../src/launcher/spawn.ts");
   if (mode !== "nocache") probe.useProbeCache?.(dataDir);
   const config = Config.parse({});
   if (mode === "warm") {
-    if (spawned.warmLaunch) void spawned.warmLaunch(config);
+    // as the runtime calls it: with the data dir every call hides
+    if (spawned.warmLaunch) void spawned.warmLaunch(config, [dataDir]);
     else setup.warmLauncher?.();
     await Bun.sleep(100);
   }
   const times: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < 6; i++) {
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     const r = await launch({ policy: "workspace-write", argv: ["true"], cwd: ws, workspace: ws, timeoutMs: 60_000, maxOutputBytes: 1 << 16, config, hiddenPaths: [dataDir] });
+    const c = process.cpuUsage(c0);
     times.push(performance.now() - t0);
+    cpu.push((c.user + c.system) / 1000);
     if (r.exit_code !== 0) throw new Error(`true exited ${r.exit_code}: ${r.stderr}`);
   }
-  console.log(JSON.stringify({ first: times[0], later: median(times.slice(1)) }));
+  console.log(JSON.stringify({ first: times[0], later: median(times.slice(1)), first_cpu: cpu[0], later_cpu: median(cpu.slice(1)) }));
 }
 
 /** The first confined call of a fresh process against a later one, over `n` processes. */
@@ -221,19 +227,23 @@ async function firstCall(n: number): Promise<Record<string, unknown>> {
     const p = Bun.spawn([process.execPath, import.meta.path, "--first-call-child", dir, ws, mode], { stdout: "pipe", stderr: "pipe" });
     const [code, out, err] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
     if (code !== 0) throw new Error(`first-call child exited ${code}: ${err}`);
-    return JSON.parse(out) as { first: number; later: number };
+    return JSON.parse(out) as { first: number; later: number; first_cpu: number; later_cpu: number };
   };
   try {
     await child("cache"); // fills the cache
     const modes = ["nocache", "cache", "warm"];
-    const sides: Record<string, { first: number; later: number }[]> = { cache: [], nocache: [], warm: [] };
+    const sides: Record<string, { first: number; later: number; first_cpu: number; later_cpu: number }[]> = { cache: [], nocache: [], warm: [] };
     for (let i = 0; i < n; i++) {
       for (const m of i % 2 ? [...modes].reverse() : modes) sides[m]!.push(await child(m));
     }
-    const summary = (xs: { first: number; later: number }[]) => ({
+    // cpu_*: airlock's own CPU time (process.cpuUsage, all its threads, not bubblewrap's) per call: less moved by load than wall time
+    const summary = (xs: { first: number; later: number; first_cpu: number; later_cpu: number }[]) => ({
       ratio: r3(median(xs.map((x) => x.first / x.later))),
       first_ms: r3(median(xs.map((x) => x.first))),
       later_ms: r3(median(xs.map((x) => x.later))),
+      cpu_ratio: r3(median(xs.map((x) => x.first_cpu / x.later_cpu))),
+      first_cpu_ms: r3(median(xs.map((x) => x.first_cpu))),
+      later_cpu_ms: r3(median(xs.map((x) => x.later_cpu))),
       processes: xs.length,
     });
     return { probe_not_cached: summary(sides.nocache!), probe_cached: summary(sides.cache!), probe_cached_and_warmed: summary(sides.warm!) };

@@ -100,7 +100,9 @@ export function reaperMark(): number {
   // stdout and stderr are pipes too, and fd 4 a socket (it writes one byte on each and closes them at once):
   // the same stdio a launch has, so this spawn also runs the child-process and output-reading paths a first
   // launch would otherwise run cold (docs/performance.md)
-  const child = spawn("/bin/sh", ["-c", SCRIPT, "airlock-reaper"], { stdio: ["pipe", "pipe", "pipe", markFd, "pipe"], env: { PATH: "/usr/bin:/bin" } });
+  // its working directory is `/`, as a launch names one: that runs the working-directory checks a launch's spawn
+  // runs, and the reaper holds no folder of airlock's busy
+  const child = spawn("/bin/sh", ["-c", SCRIPT, "airlock-reaper"], { cwd: "/", stdio: ["pipe", "pipe", "pipe", markFd, "pipe"], env: { PATH: "/usr/bin:/bin" } });
   // before anything can throw: a spawn that failed reports its error as an event, later, and an
   // 'error' event with no listener ends airlock (seen: /bin/sh not executable)
   child.on("error", () => {});

@@ -38,33 +38,53 @@ export async function confinementFor(
  * Does ahead of time what a process's first confined call would otherwise do cold, and runs nothing:
  * reads the probe cache (probe.ts {@link cachedBwrapWorks}; a miss leaves the probe to the first call),
  * compiles the seccomp filter, lists the credential stores of `homes` (default: airlock's HOME) and, on a
- * cache hit, plans (without spawning) a `workspace-write` launch in an empty temp folder, removed after —
- * which starts the reaper (reaper.ts), whose spawn has a launch's stdio and so runs the child-process
- * path a first launch would run cold —, builds (and drops) an unconnected socket, the kind the launch's extra fds use, and loads `node:stream`
- * (the launch's output pipes are Node streams).
- * Never rejects. The runtime calls it once, off the path to the first model request.
+ * cache hit, decides a `workspace-write` confinement ({@link confinementFor} with the bubblewrap the cache
+ * vouched for, which finds that probe's result in memory and so runs none) and plans (without spawning) a
+ * launch under it in an empty temp folder, removed after, hiding `dataDirs` as a call hides them — which
+ * starts the reaper (reaper.ts), whose spawn has a launch's stdio and so runs the child-process path a first
+ * launch would run cold —, lays out that plan's stdio ({@link extraStdio}), builds (and drops) an unconnected
+ * socket, the kind the launch's extra fds use, and loads `node:stream` (the launch's output pipes are Node streams).
+ * Resolves to the bubblewrap path the cache vouched for (the plan was made), or undefined on a miss or any
+ * failure. Never rejects. The runtime calls it once (through spawn.ts `warmLaunch`), off the path to the first model request.
  */
-export async function warmLauncher(homes: readonly (string | undefined)[] = [process.env.HOME]): Promise<void> {
+export async function warmLauncher(homes: readonly (string | undefined)[] = [process.env.HOME], dataDirs: readonly string[] = []): Promise<string | undefined> {
   let dir: string | undefined;
   try {
     closeSync(openSeccompFilter());
     for (const h of homes) allCredentialPaths(h);
     const bwrap = findInPath("bwrap", sanitizedEnv().PATH);
-    if (!bwrap || !cachedBwrapWorks(bwrap)) return;
+    if (!bwrap || !cachedBwrapWorks(bwrap)) return undefined;
+    // the path is given, and its probe result is now in memory (cachedBwrapWorks): no probe runs here
+    const confinement = await confinementFor("workspace-write", bwrap, undefined, false, TOOL_PROCESS);
+    if (confinement.kind !== "bwrap") return undefined;
     dir = mkdtempSync(path.join(tmpdir(), "airlock-warm-"));
-    const setup = await setUpSandbox(
-      { kind: "bwrap", confined: true, prepareRoots: true, bwrapPath: bwrap },
-      { policy: "workspace-write", options: TOOL_PROCESS, argv: [bwrap], cwd: dir, writableRoots: [dir], homes, dataDirs: [], unixSockets: [], maxFolders: 10, refuse: (why) => new AirlockError("sandbox_unavailable", why) },
-    );
-    closeSeccomp(setup);
-    await releaseRoot(setup.prepared);
+    const setup = await setUpSandbox(confinement, {
+      policy: "workspace-write",
+      options: TOOL_PROCESS,
+      argv: [bwrap],
+      cwd: dir,
+      writableRoots: [dir],
+      homes,
+      dataDirs,
+      unixSockets: [],
+      maxFolders: 10,
+      refuse: (why) => new AirlockError("sandbox_unavailable", why),
+    });
+    try {
+      extraStdio(setup);
+    } finally {
+      closeSeccomp(setup);
+      await releaseRoot(setup.prepared);
+    }
     // a confined launch's extra fds (info pipe, lifeline) are sockets: load that code too (no fd is opened)
     new (await import("node:net")).Socket().destroy();
     // and its stdout and stderr are Node streams: load node:stream too (nothing else at start loads it
     // since node:crypto left the start path; a first call paid for it: docs/performance.md, third round)
     await import("node:stream");
+    return bwrap;
   } catch {
     // only a warm-up: the first call does (and reports) whatever failed here
+    return undefined;
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
   }

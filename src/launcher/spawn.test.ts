@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Config } from "../config/schema.ts";
 import { AirlockError } from "../errors.ts";
 import { bwrapAvailable, unixSocketPlan } from "./probe.ts";
-import { launch, refusedLaunchOptions, warmLaunch, type LaunchOptions } from "./spawn.ts";
+import { launch, refusedLaunchOptions, warmLaunch, watchInert, type LaunchOptions } from "./spawn.ts";
 
 const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-spawn-")));
 afterAll(() => rmSync(ws, { recursive: true, force: true }));
@@ -74,6 +74,42 @@ describe("spawn.warmLaunch", () => {
     expect(existsSync(refusedLaunchOptions(Config.parse({})).cwd)).toBe(false);
     // the warm-up itself never rejects
     expect(await warmLaunch(Config.parse({}))).toBeUndefined();
+  });
+
+  test("its inert watch builds a launch's result from captured output, capped, and starts or signals no process", async () => {
+    const children = () =>
+      readdirSync("/proc")
+        .filter((n) => /^\d+$/.test(n))
+        .filter((n) => {
+          try {
+            const stat = readFileSync(`/proc/${n}/stat`, "utf8");
+            return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === process.pid;
+          } catch {
+            return false;
+          }
+        });
+    const before = children();
+    let signalled = 0;
+    const kill = process.kill;
+    process.kill = ((pid: number, sig?: string | number) => {
+      signalled++;
+      return kill.call(process, pid, sig);
+    }) as typeof process.kill;
+    try {
+      const r = await watchInert({ ...refusedLaunchOptions(config), maxOutputBytes: 3 });
+      expect(r).toEqual({
+        exit_code: 0,
+        stdout: "war\n[airlock: output truncated: 4 of 7 bytes not shown (limit 3 bytes)]",
+        stderr: "",
+        timed_out: false,
+        truncated: true,
+        policy: "workspace-write",
+      });
+    } finally {
+      process.kill = kill;
+    }
+    expect(signalled).toBe(0);
+    expect(children()).toEqual(before);
   });
 });
 

@@ -170,13 +170,18 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
 
 /**
  * The launcher's warm-up, off the path to the first model request: ./setup.ts {@link warmLauncher} (probe cache,
- * seccomp filter, credential stores, a dry `workspace-write` plan, the reaper), then one {@link launch} of
+ * seccomp filter, credential stores, and on a probe-cache hit the confinement decided and a dry `workspace-write`
+ * plan hiding `dataDirs` — airlock's data dir, as every call hides it —, the reaper), then one {@link launch} of
  * {@link refusedLaunchOptions}, refused at once, so JavaScriptCore has compiled `launch` (about 0.5 ms of CPU a
  * first confined call paid: docs/performance.md, issue 20, branch `wip/cold`), and the launch's pipe check
- * ({@link outputPipes}) asked once of airlock's own fds. Starts no process but the reaper. Never rejects.
+ * ({@link outputPipes}) asked once of airlock's own fds; on a probe-cache hit, also the code a call runs from its
+ * spawn to its result ({@link watchInert}), the warning of its metadata check ({@link checkWarning}) and the
+ * wait for killed processes to be gone ({@link waitGone}, asked of airlock's own pid with no time to wait), so a
+ * first confined call runs none of it cold (docs/performance.md, issue 20, branch `wip/first2`). Starts no process
+ * but the reaper, signals none. Never rejects. `homes`: as {@link warmLauncher}'s.
  */
-export async function warmLaunch(config: Config, homes?: readonly (string | undefined)[]): Promise<void> {
-  await warmLauncher(homes);
+export async function warmLaunch(config: Config, dataDirs: readonly string[] = [], homes?: readonly (string | undefined)[]): Promise<void> {
+  const bwrap = await warmLauncher(homes, dataDirs);
   try {
     await launch(refusedLaunchOptions(config));
   } catch {
@@ -184,9 +189,36 @@ export async function warmLaunch(config: Config, homes?: readonly (string | unde
   }
   try {
     outputPipes(process.pid);
+    if (bwrap === undefined) return;
+    await watchInert(refusedLaunchOptions(config));
+    checkWarning({ quarantined: [], incomplete: [] });
+    // the check a call's end runs on the processes it killed, asked of airlock itself (signal 0: a liveness check) with no time to wait
+    await waitGone([process.pid], 0);
   } catch {
     // only a warm-up
   }
+}
+
+/**
+ * Runs {@link watch} — what a launch runs from its spawn to its result — once over an inert stand-in for a
+ * child, for {@link warmLaunch}: an event emitter with no pid whose stdout and stderr are in-memory streams,
+ * which end after writing `warm-up` on stdout, then an exit (code 0) and a close are reported. Nothing is
+ * spawned or signalled: with no pid there is no tree or group to kill and no pipe to look for holders of, and
+ * without a sandbox setup no bubblewrap fd is read. `opts` gives the policy and the output cap (its `timeoutMs`
+ * is replaced by 60 s, a timer cleared when the result is built). Resolves to that result.
+ */
+export async function watchInert(opts: LaunchOptions): Promise<LaunchResult> {
+  const [{ EventEmitter }, { PassThrough }] = await Promise.all([import("node:events"), import("node:stream")]);
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const inert = Object.assign(new EventEmitter(), { pid: undefined, stdin: null, stdout, stderr, stdio: [null, stdout, stderr] }) as unknown as ChildProcess;
+  const result = watch(inert, "the launcher's warm-up", { ...opts, timeoutMs: 60_000, stdin: undefined, signal: undefined }, { policy: opts.policy, unconfined: false });
+  stdout.end("warm-up");
+  stderr.end();
+  await new Promise((r) => setImmediate(r));
+  inert.emit("exit", 0, null);
+  inert.emit("close", 0, null);
+  return result;
 }
 
 /**
@@ -235,19 +267,28 @@ function resultOf(exit: { code: number | null; signal: NodeJS.Signals | null } |
  * Rejects with AirlockError `tool_failed` when the process cannot start.
  */
 function run(full: string[], env: Record<string, string>, opts: LaunchOptions, meta: RunMeta): Promise<LaunchResult> {
+  let child: ChildProcess;
+  try {
+    // own session + process group: the tree can be killed as one. The lifeline (bwrap.ts withLifeline):
+    // airlock keeps its end, unwritten, until the tree is gone.
+    child = spawn(full[0]!, full.slice(1), { cwd: opts.cwd, env, detached: true, stdio: childStdio(opts, meta.setup) });
+  } catch (e) {
+    return Promise.reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${(e as Error).message}`));
+  }
+  return watch(child, full[0]!, opts, meta);
+}
+
+/**
+ * The rest of {@link run} once `child` (started as `name`) is spawned: feeds stdin, captures output up to the
+ * cap, kills the tree on timeout or abort, and resolves once every process it killed is gone. Rejects with
+ * AirlockError `tool_failed` when the child reports it could not start.
+ */
+function watch(child: ChildProcess, name: string, opts: LaunchOptions, meta: RunMeta): Promise<LaunchResult> {
   const fds = meta.setup?.fds;
   return new Promise<LaunchResult>((resolve, reject) => {
     const out = new Capture(opts.maxOutputBytes);
     const err = new Capture(opts.maxOutputBytes);
     const ended = { timedOut: false, cancelled: false };
-    let child: ChildProcess;
-    try {
-      // own session + process group: the tree can be killed as one. The lifeline (bwrap.ts withLifeline):
-      // airlock keeps its end, unwritten, until the tree is gone.
-      child = spawn(full[0]!, full.slice(1), { cwd: opts.cwd, env, detached: true, stdio: childStdio(opts, meta.setup) });
-    } catch (e) {
-      return reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${(e as Error).message}`));
-    }
     const pid = child.pid;
     child.stdout!.on("data", (b: Buffer) => out.push(b));
     child.stderr!.on("data", (b: Buffer) => err.push(b));
@@ -298,7 +339,7 @@ function run(full: string[], env: Record<string, string>, opts: LaunchOptions, m
       done = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onAbort);
-      reject(new AirlockError("tool_failed", `could not start ${full[0]}: ${e.message}`));
+      reject(new AirlockError("tool_failed", `could not start ${name}: ${e.message}`));
     });
     child.on("exit", (code, signal) => {
       exit = { code, signal };
