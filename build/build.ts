@@ -2,13 +2,17 @@
  * @module build/build
  * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --splitting
  * --format=esm` from src/boot.ts), with the sandbox worker and tinypool's worker entry embedded as extra
- * entrypoints. No JavaScriptCore bytecode: in Bun 1.4 it embeds about 3.2 bytes per byte of source
- * (+7.7 MB of the binary, past issue 22's 8 MB over the runtime) though it saves the parse of what a
- * command loads: callgrind instructions −26 % for `--version`, −40 % for `--help`, −70 % for `airlock run`
- * up to its early request, about 12 ms of CPU for commands that load main.ts (docs/performance.md, release
- * size; issue 20, eighth session). Bun embeds it for every chunk or none. The rarely used big dependencies and the QuickJS WASM are embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP, hono, the
- * script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and usage
- * errors evaluate only what they need (docs/performance.md, cold start).
+ * entrypoints. JavaScriptCore bytecode for the start path only (build/bytecode.ts, {@link START_PATH}): Bun 1.4
+ * embeds bytecode for every chunk or none (all: +7.7 MB, past issue 22's 8 MB over the runtime), so the
+ * binary is compiled with bytecode and its embedded module graph is then rewritten to keep it only for the
+ * chunks of boot, the usage table's reader, run-argv and the early request (and what they import), plus
+ * the parts that bytecode needs (the bytecode string table, the pre-linked module graph) and Bun's bytecode
+ * for its JS builtins (`node:fs` and the rest). Callgrind instructions of `airlock run` to its early
+ * request 27.0M → 11.2M, `--version` 4.93M → 3.61M, `--help` 6.81M → 4.88M, argument error 6.54M → 4.17M
+ * (docs/performance.md, issue 20, tenth session). The rarely used big dependencies and the QuickJS WASM are
+ * embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP,
+ * hono, the script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and
+ * usage errors evaluate only what they need (docs/performance.md, cold start).
  * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.
  * Builds of one output file are serialised by a lock folder beside it (`<outfile>.lock`), and the binary
  * is written under a temporary name then renamed, so test files running at once (`bun test --parallel`)
@@ -17,6 +21,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
 import { recordHelpTexts } from "./help-texts.ts";
+import { keepBytecode, startPathChunks } from "./bytecode.ts";
 import { buildSide } from "./side.ts";
 
 export const ROOT = join(import.meta.dir, "..");
@@ -68,8 +73,12 @@ export interface BuildOptions {
   executablePath?: string;
   /** Identifier → JS expression text (`--define`). */
   define?: Record<string, string>;
-  /** Embed JavaScriptCore bytecode beside each chunk (default false, see the module note; true for comparisons). */
-  bytecode?: boolean;
+  /**
+   * Which chunks carry JavaScriptCore bytecode: `"start"` (default) the start path's ({@link START_PATH},
+   * build/bytecode.ts), `"none"` none, `"all"` every chunk (Bun's own `bytecode: true`, for comparisons; past
+   * issue 22's size limit). See the module note.
+   */
+  bytecode?: "none" | "start" | "all";
   /** The target-independent inputs, recorded once by the caller ({@link compileInputs}); default: recorded for this build. */
   inputs?: CompileInputs;
 }
@@ -213,9 +222,16 @@ export async function compileInputs(): Promise<CompileInputs> {
   };
 }
 
+/**
+ * The modules whose chunks (and what those import statically) keep their bytecode: the binary's entry and
+ * what `airlock run` loads up to its early request (src/boot.ts `handOff`). Paths relative to the bundle root.
+ */
+export const START_PATH: readonly string[] = ["src/boot.ts", "src/cli/run-argv.ts", "src/cli/early-request.ts"];
+
 /** Bundles and compiles the binary into `outfile` (see {@link build}). */
 async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   const inputs = opts.inputs ?? (await compileInputs());
+  const bytecode = opts.bytecode ?? "start";
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
@@ -225,7 +241,8 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
     root: ROOT,
     format: "esm",
     minify: true,
-    bytecode: opts.bytecode ?? false,
+    bytecode: bytecode !== "none",
+    metafile: bytecode === "start",
     splitting: true,
     target: "bun",
     compile: {
@@ -240,6 +257,22 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   }).finally(() => process.chdir(cwd));
   if (!result.success) {
     throw new Error(`bun build failed:\n${result.logs.map((l) => String(l)).join("\n")}`);
+  }
+  switch (bytecode) {
+    case "none":
+    case "all":
+      return;
+    case "start": {
+      if (!result.metafile) throw new Error("bun build gave no metafile: the start path's chunks cannot be told apart");
+      const keep = startPathChunks(result.metafile, START_PATH);
+      const { bytes } = keepBytecode(new Uint8Array(readFileSync(outfile)), keep);
+      writeFileSync(outfile, bytes, { mode: 0o755 });
+      return;
+    }
+    default: {
+      const unknown: never = bytecode;
+      throw new Error(`unknown bytecode choice ${String(unknown)}`);
+    }
   }
 }
 
