@@ -7,8 +7,9 @@
  * binary is compiled with bytecode and its embedded module graph is then rewritten to keep it only for the
  * chunks of boot, the usage table's reader, run-argv and the early request (and what they import), plus
  * the parts that bytecode needs (the bytecode string table, the pre-linked module graph) and Bun's bytecode
- * for its JS builtins (`node:fs` and the rest). Callgrind instructions of `airlock run` to its early
- * request 27.0M → 11.2M, `--version` 4.93M → 3.61M, `--help` 6.81M → 4.88M, argument error 6.54M → 4.17M
+ * for the three JS builtins the early path loads ({@link START_BUILTINS}): +1.0 MB. Callgrind instructions
+ * of `airlock run` to its early request 27.0M → 11.6M, `--version` 4.93M → 3.61M, `--help` 6.81M → 4.88M,
+ * argument error 6.54M → 4.17M
  * (docs/performance.md, issue 20, tenth session). The rarely used big dependencies and the QuickJS WASM are
  * embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP,
  * hono, the script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and
@@ -228,6 +229,16 @@ export async function compileInputs(): Promise<CompileInputs> {
  */
 export const START_PATH: readonly string[] = ["src/boot.ts", "src/cli/run-argv.ts", "src/cli/early-request.ts"];
 
+/**
+ * Bun's JS builtins (internal module registry ids, per Bun version) whose bytecode the binary keeps: the
+ * ones `airlock run` loads before its early request, found by dropping each in turn from a binary with all
+ * 109 and counting callgrind instructions to the request (docs/performance.md, issue 20, tenth session:
+ * these three take it from 17.5M with none to 11.6M; all 109, 1.9 MB, to 11.2M). The ids mean nothing to
+ * another Bun: for a version not listed every builtin's bytecode is kept (the release size test then
+ * fails until the list is measured again).
+ */
+export const START_BUILTINS: Readonly<Record<string, readonly number[]>> = { "1.4.4": [159, 71, 127] };
+
 /** Bundles and compiles the binary into `outfile` (see {@link build}). */
 async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   const inputs = opts.inputs ?? (await compileInputs());
@@ -265,7 +276,9 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
     case "start": {
       if (!result.metafile) throw new Error("bun build gave no metafile: the start path's chunks cannot be told apart");
       const keep = startPathChunks(result.metafile, START_PATH);
-      const { bytes } = keepBytecode(new Uint8Array(readFileSync(outfile)), keep);
+      const builtins = START_BUILTINS[Bun.version];
+      if (builtins === undefined) process.stderr.write(`build: no start-path builtin list for Bun ${Bun.version}: keeping every builtin's bytecode\n`);
+      const { bytes } = keepBytecode(new Uint8Array(readFileSync(outfile)), keep, { builtins: builtins ? new Set(builtins) : "all" });
       writeFileSync(outfile, bytes, { mode: 0o755 });
       return;
     }

@@ -14,7 +14,7 @@
  * `compile-corrupted-graph` test; every part is checked, and anything else is refused with
  * {@link GraphFormatError}, so a Bun upgrade that changes it fails the build instead of shipping a broken binary):
  * - a section named `.bun`, the last part of a `PT_LOAD` segment whose file and memory sizes are equal and
- *   end at the section's end rounded up to 4 KiB. It holds a u64 little-endian payload length, then the
+ *   end at the section's end rounded up to the segment's alignment (4 KiB on x64, 64 KiB on arm64). It holds a u64 little-endian payload length, then the
  *   payload (the graph). Only non-allocated sections (`.comment`, symbol tables, …) and the section header
  *   table follow that segment in the file. The runtime finds the section through the address stored in the
  *   `BUN_COMPILED` symbol, which does not move.
@@ -26,8 +26,9 @@
  * - right after the module table, one part per flag bit, in bit order: bit 5 a u32 source hash per module;
  *   bit 6 the builtin bytecode table (u32 count, then count × {u32 builtin id, u32 offset, u32 length});
  *   bit 7 the bytecode string table's pointer; bit 8 one u32; bits 9 and 11 (together) the pre-linked
- *   module graph: two pointers, a u32 count and that many u32 module indices. Bits 0–4 are the autoload
- *   switches (no data); any other bit is refused.
+ *   module graph: two pointers, a u32 count and that many u32 module indices. Bits 0–4 (the autoload
+ *   switches) and 10 (set in arm64 builds) carry no data; any other bit is refused, and so is anything
+ *   unread between the last part and the exec-argv string that Bun writes next.
  * - every bytecode blob (a module's, a builtin's, the string table) starts 128-byte aligned in memory: its
  *   payload offset plus 8 (the length before the payload), the section being page-aligned.
  * Deterministic: the same executable and the same choice give the same bytes.
@@ -56,15 +57,15 @@ const ORIGIN = 5;
 const PAGE = 0x1000;
 /** Bun aligns each bytecode blob to this many bytes of memory. */
 const BYTECODE_ALIGN = 128;
-/** `Offsets.flags` bits: the autoload switches (no data) and the parts after the module table. */
-const AUTOLOAD_BITS = 0x1f;
+/** `Offsets.flags` bits: switches without data (the autoload ones, 0–4, and bit 10, set in arm64 builds) and the parts after the module table. */
+const SWITCH_BITS = 0x1f | (1 << 10);
 const SOURCE_HASHES = 1 << 5;
 const BUILTIN_BYTECODE = 1 << 6;
 const STRING_TABLE = 1 << 7;
 const BIT8_WORD = 1 << 8;
 const PRELINKED_A = 1 << 9;
 const PRELINKED_B = 1 << 11;
-const KNOWN_BITS = AUTOLOAD_BITS | SOURCE_HASHES | BUILTIN_BYTECODE | STRING_TABLE | BIT8_WORD | PRELINKED_A | PRELINKED_B;
+const KNOWN_BITS = SWITCH_BITS | SOURCE_HASHES | BUILTIN_BYTECODE | STRING_TABLE | BIT8_WORD | PRELINKED_A | PRELINKED_B;
 /** The `/$bunfs/root/` prefix of every module name on Linux. */
 export const BUNFS_ROOT = "/$bunfs/root/";
 
@@ -106,6 +107,8 @@ interface Located {
   /** File offset of the program header of the `PT_LOAD` segment holding it. */
   segmentHeader: number;
   segmentOffset: number;
+  /** The segment's `p_align`: its end is the section's end rounded up to it. */
+  segmentAlign: number;
   /** File offset where the sections after the segment start (the segment's end). */
   tailStart: number;
   payload: Uint8Array;
@@ -217,7 +220,10 @@ function locate(bin: Uint8Array): Located {
   const segmentEnd = segmentOffset + u64(view, ph + 32);
   if (u64(view, ph + 32) !== u64(view, ph + 40)) throw new GraphFormatError("the .bun segment's file and memory sizes differ");
   if (u64(view, ph + 16) - segmentOffset !== vaddr - sectionOffset) throw new GraphFormatError("the .bun section's address does not match its segment's");
-  if (segmentEnd !== roundUp(sectionOffset + sectionSize, PAGE)) throw new GraphFormatError("the .bun section is not its segment's last, page-padded part");
+  // The segment ends at the section's end rounded up to its alignment (4 KiB on x64, 64 KiB on arm64).
+  const segmentAlign = u64(view, ph + 48);
+  if (segmentAlign < PAGE || (segmentAlign & (segmentAlign - 1)) !== 0) throw new GraphFormatError(`the .bun segment's alignment ${segmentAlign} is not a power of two of at least a page`);
+  if (segmentEnd !== roundUp(sectionOffset + sectionSize, segmentAlign)) throw new GraphFormatError("the .bun section is not its segment's last, padded part");
   for (let i = 0; i < shnum; i++) {
     const o = shoff + i * 64;
     // An allocated section other than NOBITS after the segment would be loaded from bytes this rewrite moves.
@@ -276,6 +282,7 @@ function locate(bin: Uint8Array): Located {
     sectionHeader: sh,
     segmentHeader: ph,
     segmentOffset,
+    segmentAlign,
     tailStart: segmentEnd,
     payload,
     records,
@@ -333,7 +340,7 @@ export interface KeepResult {
  * named in `keep` (`/$bunfs/root/…` names) and the builtins `opts.builtins` names: the graph is written
  * anew (each module's name, contents, source map and origin path, the kept bytecode blobs with Bun's
  * alignment, the parts after the module table with their pointers moved), the `.bun` section, its segment
- * and the file shrink, and the sections after it move down by whole pages. The result is read back and
+ * and the file shrink, and the sections after it move down by whole multiples of the segment's alignment. The result is read back and
  * compared. @throws GraphFormatError when the layout is not the expected one, a name in `keep` is not in
  * the graph or has no bytecode, a builtin id is not in the table, or the rewritten file does not read back
  * as written.
@@ -444,7 +451,7 @@ export function keepBytecode(bin: Uint8Array, keep: ReadonlySet<string>, opts: K
   const payloadLength = size;
 
   const sectionSize = 8 + payloadLength;
-  const newTail = roundUp(g.sectionOffset + sectionSize, PAGE);
+  const newTail = roundUp(g.sectionOffset + sectionSize, g.segmentAlign);
   const delta = newTail - g.tailStart;
   const result = new Uint8Array(g.bin.length + delta);
   result.set(g.bin.subarray(0, g.sectionOffset), 0);
