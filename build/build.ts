@@ -7,8 +7,8 @@
  * binary is compiled with bytecode and its embedded module graph is then rewritten to keep it only for the
  * chunks of boot, the usage table's reader, run-argv and the early request (and what they import), plus
  * the parts that bytecode needs (the bytecode string table, the pre-linked module graph) and Bun's bytecode
- * for the three JS builtins the early path loads ({@link START_BUILTINS}): +1.0 MB. Callgrind instructions
- * of `airlock run` to its early request 27.0M → 11.6M, `--version` 4.93M → 3.61M, `--help` 6.81M → 4.88M,
+ * for the three JS builtins the early path loads ({@link START_BUILTINS}): +1.1 MB. Callgrind instructions
+ * of `airlock run` to its early request 26.8M → 11.6M, `--version` 4.93M → 3.61M, `--help` 6.80M → 4.89M,
  * argument error 6.54M → 4.17M
  * (docs/performance.md, issue 20, tenth session). The rarely used big dependencies and the QuickJS WASM are
  * embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP,
