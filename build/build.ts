@@ -2,13 +2,18 @@
  * @module build/build
  * Compiles airlock into one executable, `dist/airlock` (`bun build --compile --minify --splitting
  * --format=esm` from src/boot.ts), with the sandbox worker and tinypool's worker entry embedded as extra
- * entrypoints. No JavaScriptCore bytecode: in Bun 1.4 it embeds about 3.2 bytes per byte of source
- * (+7.7 MB of the binary, past issue 22's 8 MB over the runtime) though it saves the parse of what a
- * command loads: callgrind instructions −26 % for `--version`, −40 % for `--help`, −70 % for `airlock run`
- * up to its early request, about 12 ms of CPU for commands that load main.ts (docs/performance.md, release
- * size; issue 20, eighth session). Bun embeds it for every chunk or none. The rarely used big dependencies and the QuickJS WASM are embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP, hono, the
- * script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and usage
- * errors evaluate only what they need (docs/performance.md, cold start).
+ * entrypoints. JavaScriptCore bytecode for the start path only (build/bytecode.ts, {@link START_PATH}): Bun 1.4
+ * embeds bytecode for every chunk or none (all: +7.7 MB, past issue 22's 8 MB over the runtime), so the
+ * binary is compiled with bytecode and its embedded module graph is then rewritten to keep it only for the
+ * chunks of boot, the usage table's reader, run-argv and the early request (and what they import), plus
+ * the parts that bytecode needs (the bytecode string table, the pre-linked module graph) and Bun's bytecode
+ * for the three JS builtins the early path loads ({@link START_BUILTINS}): +1.1 MB. Callgrind instructions
+ * of `airlock run` to its early request 26.8M → 11.6M, `--version` 4.93M → 3.61M, `--help` 6.80M → 4.89M,
+ * argument error 6.54M → 4.17M
+ * (docs/performance.md, issue 20, tenth session). The rarely used big dependencies and the QuickJS WASM are
+ * embedded zstd-compressed (build/side.ts). Code splitting keeps each command's modules (providers, MCP,
+ * hono, the script worker's WASM, zod schemas) in chunks loaded on first use, so `--version`, `--help` and
+ * usage errors evaluate only what they need (docs/performance.md, cold start).
  * Skips the build when the binary is newer than every source file, unless `--force`. Reports on stderr.
  * Builds of one output file are serialised by a lock folder beside it (`<outfile>.lock`), and the binary
  * is written under a temporary name then renamed, so test files running at once (`bun test --parallel`)
@@ -17,6 +22,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
 import { recordHelpTexts } from "./help-texts.ts";
+import { keepBytecode, startPathChunks } from "./bytecode.ts";
 import { buildSide } from "./side.ts";
 
 export const ROOT = join(import.meta.dir, "..");
@@ -68,8 +74,12 @@ export interface BuildOptions {
   executablePath?: string;
   /** Identifier → JS expression text (`--define`). */
   define?: Record<string, string>;
-  /** Embed JavaScriptCore bytecode beside each chunk (default false, see the module note; true for comparisons). */
-  bytecode?: boolean;
+  /**
+   * Which chunks carry JavaScriptCore bytecode: `"start"` (default) the start path's ({@link START_PATH},
+   * build/bytecode.ts), `"none"` none, `"all"` every chunk (Bun's own `bytecode: true`, for comparisons; past
+   * issue 22's size limit). See the module note.
+   */
+  bytecode?: "none" | "start" | "all";
   /** The target-independent inputs, recorded once by the caller ({@link compileInputs}); default: recorded for this build. */
   inputs?: CompileInputs;
 }
@@ -213,9 +223,26 @@ export async function compileInputs(): Promise<CompileInputs> {
   };
 }
 
+/**
+ * The modules whose chunks (and what those import statically) keep their bytecode: the binary's entry and
+ * what `airlock run` loads up to its early request (src/boot.ts `handOff`). Paths relative to the bundle root.
+ */
+export const START_PATH: readonly string[] = ["src/boot.ts", "src/cli/run-argv.ts", "src/cli/early-request.ts"];
+
+/**
+ * Bun's JS builtins (internal module registry ids, per Bun version) whose bytecode the binary keeps: the
+ * ones `airlock run` loads before its early request, found by dropping each in turn from a binary with all
+ * 109 and counting callgrind instructions to the request (docs/performance.md, issue 20, tenth session:
+ * these three take it from 17.5M with none to 11.6M; all 109, 1.9 MB, to 11.2M). The ids mean nothing to
+ * another Bun: for a version not listed every builtin's bytecode is kept (the release size test then
+ * fails until the list is measured again).
+ */
+export const START_BUILTINS: Readonly<Record<string, readonly number[]>> = { "1.4.4": [159, 71, 127] };
+
 /** Bundles and compiles the binary into `outfile` (see {@link build}). */
 async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   const inputs = opts.inputs ?? (await compileInputs());
+  const bytecode = opts.bytecode ?? "start";
   const cwd = process.cwd();
   process.chdir(ROOT);
   const result = await Bun.build({
@@ -225,7 +252,8 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
     root: ROOT,
     format: "esm",
     minify: true,
-    bytecode: opts.bytecode ?? false,
+    bytecode: bytecode !== "none",
+    metafile: bytecode === "start",
     splitting: true,
     target: "bun",
     compile: {
@@ -240,6 +268,24 @@ async function compile(opts: BuildOptions, outfile: string): Promise<void> {
   }).finally(() => process.chdir(cwd));
   if (!result.success) {
     throw new Error(`bun build failed:\n${result.logs.map((l) => String(l)).join("\n")}`);
+  }
+  switch (bytecode) {
+    case "none":
+    case "all":
+      return;
+    case "start": {
+      if (!result.metafile) throw new Error("bun build gave no metafile: the start path's chunks cannot be told apart");
+      const keep = startPathChunks(result.metafile, START_PATH);
+      const builtins = START_BUILTINS[Bun.version];
+      if (builtins === undefined) process.stderr.write(`build: no start-path builtin list for Bun ${Bun.version}: keeping every builtin's bytecode\n`);
+      const { bytes } = keepBytecode(new Uint8Array(readFileSync(outfile)), keep, { builtins: builtins ? new Set(builtins) : "all" });
+      writeFileSync(outfile, bytes, { mode: 0o755 });
+      return;
+    }
+    default: {
+      const unknown: never = bytecode;
+      throw new Error(`unknown bytecode choice ${String(unknown)}`);
+    }
   }
 }
 

@@ -53,10 +53,12 @@ test("npm run release builds the three Linux artifacts with SHA256SUMS and relea
 
 /**
  * The size guard (issue 22: within 8 MB of the Bun runtime an artifact carries). Measured 3,981,608 B
- * over on 2026-12-02 with pg-boss counted in (docs/performance.md, release size); the bound leaves room
- * for growth without letting a plainly bundled big dependency or bytecode back in unnoticed.
+ * over on 2026-12-02 with pg-boss counted in (docs/performance.md, release size), and ~1.1 MB more from
+ * 2026-12-03 with the start path's bytecode (build/bytecode.ts: its chunks, the bytecode string table, the
+ * pre-linked graph, three builtins; issue 20, tenth session). The bound still leaves room for growth
+ * without letting a plainly bundled big dependency or every chunk's bytecode (+7.7 MB) in unnoticed.
  */
-const MAX_OVER_RUNTIME_BYTES = 4_500_000;
+const MAX_OVER_RUNTIME_BYTES = 5_800_000;
 
 test(`each artifact is at most ${MAX_OVER_RUNTIME_BYTES} bytes over the Bun runtime it carries`, async () => {
   const dir = await sharedRelease();
