@@ -8,7 +8,8 @@
  * Runs inside a sandbox worker; knows nothing of tinypool or the gate.
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
-import { copyString, installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge } from "./bridge.ts";
+import { copyString, installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge, type SettleKind } from "./bridge.ts";
+import { assertNever } from "../errors.ts";
 import { DirectCalls } from "./direct.ts";
 import { METER } from "./meter.ts";
 import type { CallRequest, ScriptFailure, ScriptLimits, WorkerOutcome } from "./protocol.ts";
@@ -97,7 +98,7 @@ export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackB
     const bridge = installBridge(ctx, {
       flush: (batch) => (guest?.hooks ? guest.hooks.flush(batch) : refuse()),
       log: (level, line) => (guest?.hooks ? guest.hooks.log(level, line) : refuse()),
-      settle: (ok, value) => guest?.hooks?.settle(ok, value),
+      settle: (end, value) => guest?.hooks?.settle(end, value),
     });
     guest = new PreparedGuest(mod, rt, ctx, bridge);
     return guest;
@@ -178,7 +179,7 @@ export class ScriptRun {
           return refused === undefined ? undefined : { error: this.#ctx!.newError({ name: "Error", message: refused }) };
         },
         log: (level, line) => this.#onLog(level, line),
-        settle: (ok, value) => this.#onSettle(ok, value),
+        settle: (end, value) => this.#onSettle(end, value),
       };
       let ctx: QuickJSContext;
       if (prepared && prepared.module === this.mod && prepared.take()) {
@@ -434,10 +435,20 @@ export class ScriptRun {
     this.#logs.push(entry);
   }
 
-  #onSettle(ok: boolean, value: QuickJSHandle): void {
+  #onSettle(end: SettleKind, value: QuickJSHandle): void {
     if (this.#settled) return;
     this.#ended = true;
-    if (!ok) return this.#settleFromError(value);
+    switch (end) {
+      case "threw":
+        return this.#settleFromError(value);
+      case "unserialisable":
+      case "calledLate":
+        return this.#settleUnsent(end, value);
+      case "returned":
+        break;
+      default:
+        assertNever(end, "script end");
+    }
     const ctx = this.#ctx!;
     const json = ctx.typeof(value) === "string" ? copyString(ctx, value) : undefined;
     const { maxResultBytes } = this.#opts.limits;
@@ -447,6 +458,25 @@ export class ScriptRun {
     } else if (json !== undefined && byteLength(json) > maxResultBytes) {
       this.#settled = { ok: false, error: { code: "script_output_too_large", message: `the script's return value is more than ${maxResultBytes} bytes of JSON (limits.script_max_result_bytes); return less (e.g. a summary)` } };
     } else this.#settled = { ok: true, json };
+  }
+
+  /**
+   * Records why the script's return value was not sent: `script_result_invalid` when `JSON.stringify` threw
+   * (`unserialisable`, `value` what it threw) or a getter or `toJSON` it ran made tool calls (`calledLate`, `value`
+   * their count; the bridge refused them). What it threw stays a limit when it is one (out of memory, stack, deadline).
+   */
+  #settleUnsent(end: "unserialisable" | "calledLate", value: QuickJSHandle): void {
+    const advice = "; return plain data (no getters, toJSON, cycles or BigInt)";
+    let f: ScriptFailure;
+    if (end === "calledLate") {
+      const ctx = this.#ctx!;
+      const n = ctx.typeof(value) === "number" ? ctx.getNumber(value) : 0;
+      f = this.#stop ?? { code: "script_result_invalid", message: `the script's return value was not sent: serialising it as JSON ran ${n} tool call(s) (a getter or toJSON), and no call made once the script's value is decided is sent${advice}` };
+    } else {
+      f = this.#classify(value);
+      if (f.code === "script_error") f = { code: "script_result_invalid", message: cutBytes(`the script's return value was not sent: it cannot be serialised as JSON: ${f.message}${advice}`, this.#opts.limits.maxResultBytes) };
+    }
+    this.#settled = { ok: false, error: f };
   }
 
   /** Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. */

@@ -96,6 +96,21 @@ describe("a guest whose return value cannot be copied out (real workers)", () =>
   }, 120_000);
 });
 
+describe("calls made while the return value is serialised (real workers)", () => {
+  test("a getter or toJSON of the returned value starts no tool call, and the result says why nothing was returned", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 64, stackKb: 512 });
+    const started: string[] = [];
+    const tool = async (name: string) => (started.push(name), { ok: true as const, result: 1 });
+    const r = await one.run("await tools.before(1); return { get x() { tools.inGetter(1); return 1; }, toJSON() { for (let i = 0; i < 40; i++) tools.inJson(i); return {}; } };", LIMITS, tool);
+    expect(r.ok ? "ok" : r.error.code).toBe("script_result_invalid");
+    expect(r.ok ? "" : r.error.message).toContain("40 tool call(s)");
+    expect(started).toEqual(["before"]);
+    const cyclic = await one.run("const a = []; a.push(a); return a;", LIMITS, tool);
+    expect(cyclic.ok ? "ok" : cyclic.error.message).toMatch(/^the script's return value was not sent: it cannot be serialised as JSON: TypeError/);
+    expect(await one.run("return 'next'", LIMITS, tool)).toMatchObject({ ok: true, value: "next" });
+  }, 60_000);
+});
+
 describe("calls after a cancel (real workers)", () => {
   // FINDING (medium): a script busy making calls went on sending them after its caller aborted, until its interrupt
   // handler saw the cancel word; the host ran every call that arrived meanwhile (575 of 576 in one run) with a signal
@@ -127,7 +142,16 @@ describe("calls made after the script's function ended", () => {
         ["tools.before(1); (async () => { for (let i = 0; i < 5; i++) await null; tools.late(1); })(); return 1;", ["before"], "ok"],
         ["tools.before(1); (async () => { for (let i = 0; i < 5; i++) await null; for (let i = 0; i < 40; i++) tools.late(i); })(); return 1;", ["before"], "ok"],
         ["tools.before(1); throw { name: 'E', get message() { for (let i = 0; i < 40; i++) tools.getter(i); return 'm'; } };", ["before"], "script_error"],
-        ["const r = await tools.first(1); return { toJSON() { tools.inJson(r); return r; } };", ["first", "inJson"], "ok"],
+        // FINDING (medium): a call made in a getter or toJSON of the return value (run while the bridge serialised it,
+        // before its end was reported) was sent. Fixed: the door closes before the value is serialised; the script
+        // ends script_result_invalid saying so (also past 32 calls, the bridge's own flush)
+        ["const r = await tools.first(1); return { toJSON() { tools.inJson(r); return r; } };", ["first"], "script_result_invalid"],
+        ["await tools.first(1); return { a: 1, get b() { for (let i = 0; i < 40; i++) tools.getter(i); return 2; } };", ["first"], "script_result_invalid"],
+        ["await tools.first(1); return [{ toJSON() { try { tools.inJson(1); } catch (e) {} return 1; } }];", ["first"], "script_result_invalid"],
+        // a value JSON cannot carry is said to be that, not a guest error the script threw
+        ["const o = { n: await tools.first(1) }; o.self = o; return o;", ["first"], "script_result_invalid"],
+        ["await tools.first(1); return { n: 1n };", ["first"], "script_result_invalid"],
+        ["await tools.first(1); return { toJSON() { throw new Error('no'); } };", ["first"], "script_result_invalid"],
       ];
       for (const [script, names, end] of cases) {
         const seen: CallRequest[] = [];
