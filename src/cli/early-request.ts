@@ -12,7 +12,7 @@
  */
 import { closeSync, constants, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { APPROVER_TOKEN_FILE, MAX_TOKEN_FILE_BYTES, pickDataDir, readRegularFile } from "../config/paths.ts";
+import { APPROVER_TOKEN_FILE, MAX_CONFIG_FILE_BYTES, MAX_TOKEN_FILE_BYTES, pickDataDir, readRegularFile } from "../config/paths.ts";
 import type { Config } from "../config/schema.ts";
 import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/context-size.ts";
 import { offerEarlyRequest } from "../agent/providers/early.ts";
@@ -92,7 +92,7 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   const configPath = explicit ? resolve(opts.config!) : join(dataDir, "airlock.yaml");
   let bytes: Buffer | null;
   try {
-    bytes = readRegularFile(configPath);
+    bytes = readRegularFile(configPath, { maxBytes: MAX_CONFIG_FILE_BYTES }); // over it: the normal path says so
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT" || explicit) return undefined;
     bytes = null;

@@ -12,7 +12,7 @@ import type { Node as YamlNode } from "yaml";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
 import { Config, HOOK_EVENTS, HooksConfig, Mode, ProviderConfig, SandboxPolicyName } from "./schema.ts";
-import { readRegularFile } from "./paths.ts";
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from "./paths.ts";
 import { parseSimpleYaml } from "./simple-yaml.ts";
 
 /**
@@ -71,7 +71,7 @@ export function loadConfig(opts: { configPath?: string; dataDir: string; text?: 
   const shown = explicit ? opts.configPath! : path;
   let text: string;
   try {
-    text = opts.text ?? readRegularFile(path).toString("utf8");
+    text = opts.text ?? readRegularFile(path, { maxBytes: MAX_CONFIG_FILE_BYTES }).toString("utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT" && !explicit) {
@@ -85,6 +85,9 @@ export function loadConfig(opts: { configPath?: string; dataDir: string; text?: 
     }
     if (err.code === "ENOTREG") {
       throw new AirlockError("config_invalid", `config file ${shown} is not a regular file (a FIFO, a device or a socket); point --config at a YAML file`, { path });
+    }
+    if (err.code === "EFBIG") {
+      throw new AirlockError("config_invalid", `config file ${shown} is larger than ${MAX_CONFIG_FILE_BYTES} bytes (1 MiB), the most a config may hold; point --config at the YAML file you meant`, { path });
     }
     throw new AirlockError("config_invalid", `cannot read config file ${shown}: ${err.message}; check its permissions`, { path });
   }

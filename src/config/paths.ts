@@ -3,7 +3,7 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 
@@ -178,6 +178,14 @@ export function readTokenIfUsable(path: string): string | null {
   }
 }
 
+/**
+ * The most `airlock.yaml` (or a `--config` file) may hold, bytes: 1 MiB, as Claude Code's settings files (config/
+ * claude-settings.ts). A config is written by hand — the largest shipped example is a few KiB, and even hundreds of
+ * rules and hooks stay far below — while a sparse or endless file put at its path would stall every command reading it
+ * (and the YAML parser holds several copies of its text).
+ */
+export const MAX_CONFIG_FILE_BYTES = 1 << 20;
+
 /** A token file airlock writes holds 65 bytes; larger ones (up to this, bytes) are read for tokens set by hand. */
 export const MAX_TOKEN_FILE_BYTES = 4096;
 
@@ -211,7 +219,7 @@ function randomHex(n: number): string {
 export interface RegularFileOptions {
   /** Follow a symbolic link at `path` (default true); false opens with `O_NOFOLLOW` (a link is `ELOOP`). */
   follow?: boolean;
-  /** Refuse a file larger than this many bytes (`EFBIG`), before reading it. */
+  /** Refuse a file larger than this many bytes (`EFBIG`): its size is checked before the read, and the read stops past it. */
   maxBytes?: number;
   /** `"self"`: refuse a file not owned by the effective user airlock runs as (`EOWNER`). */
   owner?: "self";
@@ -256,9 +264,26 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
     }
     if (opts.notWritableByOthers && (st.mode & 0o022) !== 0) throw fileError("EWRITABLE", `${path} is writable by group or others`);
     opts.check?.(fd, st);
-    return readFileSync(fd);
+    return opts.maxBytes === undefined ? readFileSync(fd) : readAtMost(fd, path, opts.maxBytes);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Reads `fd` to its end, refusing (`EFBIG`) once more than `max` bytes came: a file that grows while it is read, or one
+ * whose size fstat does not tell (size 0 in /proc, a FUSE file), ends at the cap, never at the memory's end.
+ */
+function readAtMost(fd: number, path: string, max: number): Buffer {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(Math.min(max + 1 - total, 1 << 20));
+    const n = readSync(fd, chunk, 0, chunk.length, null);
+    if (n === 0) return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+    total += n;
+    if (total > max) throw fileError("EFBIG", `${path} is larger than ${max} bytes`);
+    chunks.push(n === chunk.length ? chunk : chunk.subarray(0, n));
   }
 }
 

@@ -15,6 +15,9 @@ import { currentOwner, ownerIsGone } from "./owner.ts";
 /** The lock file's name inside the data dir. */
 export const SERVE_LOCK_FILE = "serve.lock";
 
+/** The most a lock file is read, bytes (one holds ~200): a larger one is unreadable, set aside like a stale lock. */
+export const MAX_SERVE_LOCK_BYTES = 4096;
+
 /** What the lock file holds. `url` is null until the server listens. */
 export interface ServeLockInfo {
   pid: number;
@@ -177,7 +180,7 @@ function readLock(path: string): ServeLockInfo | "missing" | "unreadable" {
   try {
     // never a blocking open: a FIFO at the lock's place (anyone who can write the data dir, a hook included) would
     // hang the start in open(2); not a regular file is "unreadable", set aside like a stale lock (config/paths.ts)
-    text = readRegularFile(path).toString("utf8");
+    text = readRegularFile(path, { maxBytes: MAX_SERVE_LOCK_BYTES }).toString("utf8");
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "unreadable";
   }
