@@ -16,6 +16,13 @@ const PAGE = 65536;
 const INITIAL_PAGES = 256;
 /** Room above the script's malloc limit for the module's own data and C stack, pages (16 MiB). */
 const HEADROOM_PAGES = 256;
+/**
+ * An instance's memory counts as exhausted within 1/this of its cap: emscripten's heap resize grows the memory by at
+ * least 5% of its size at a time (its smallest over-growth step, which it asks for even for a small allocation), so a
+ * heap whose next growth cannot fit stops up to ~4.8% below the cap and QuickJS then fails there. (QuickJS's own malloc
+ * limit does not catch it first: on emscripten its counter adds 8 bytes per allocation, not the allocation's size.)
+ */
+const GROWTH_SLACK_DIVISOR = 16;
 /** Idle instances kept for reuse per worker. */
 const IDLE_MAX = 4;
 /** An instance whose memory grew past this is dropped after its script, not reused (bytes). */
@@ -25,7 +32,10 @@ const REUSE_MAX_BYTES = 32 * 2 ** 20;
 export interface Instance {
   readonly module: QuickJSWASMModule;
   readonly memory: WebAssembly.Memory;
-  /** True when the memory cannot grow by `wantBytes` (default 0: it has reached its cap; a `null` guest error then means out of memory). */
+  /**
+   * True when the memory cannot be relied on to grow by `wantBytes` (default 0: it has reached its cap, within the last
+   * growth step, `GROWTH_SLACK_DIVISOR`); a guest failure that QuickJS makes out of a failed allocation then means out of memory.
+   */
   exhausted(wantBytes?: number): boolean;
 }
 
@@ -91,7 +101,8 @@ export class Instances {
 
   /** Returns `inst` after its script. `clean`: its runtime was freed without error; only then may it be reused. */
   give(inst: Instance, clean: boolean): void {
-    if (clean && this.#idle.length < IDLE_MAX && inst.memory.buffer.byteLength <= REUSE_MAX_BYTES) this.#idle.push(inst);
+    // one that reached its cap is not reused: the next script would count as out of memory from its start
+    if (clean && this.#idle.length < IDLE_MAX && inst.memory.buffer.byteLength <= REUSE_MAX_BYTES && !inst.exhausted()) this.#idle.push(inst);
   }
 }
 
@@ -109,7 +120,8 @@ async function instantiate(compiled: WebAssembly.Module | undefined, maxPages: n
   // An abort inside QuickJS surfaces as a thrown RuntimeError (handled by script/vm.ts); its stderr copy is noise.
   const emscriptenModule = { printErr: quiet, print: quiet } as unknown as CustomizeVariantOptions["emscriptenModule"];
   const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, compiled ? { wasmModule: compiled, wasmMemory: memory, emscriptenModule } : { wasmMemory: memory, emscriptenModule }));
-  return { module, memory, exhausted: (wantBytes = 0) => memory.buffer.byteLength + wantBytes >= maxPages * PAGE };
+  const cap = maxPages * PAGE;
+  return { module, memory, exhausted: (wantBytes = 0) => memory.buffer.byteLength + wantBytes >= cap - cap / GROWTH_SLACK_DIVISOR };
 }
 
 function quiet(): void {}

@@ -26,7 +26,11 @@ export interface VmOptions {
   stackBytes: number;
   /** Shared meter the host watchdog reads (see METER). */
   meter: Float64Array;
-  /** True when the script's instance memory cannot grow by `wantBytes` (default 0: it has reached its cap; a `null` error then means out of memory). */
+  /**
+   * True when the script's instance memory cannot be relied on to grow by `wantBytes` (default 0: it has reached its cap,
+   * within its last growth step; script/instances.ts): a `null` error, a QuickJS error without its message, a syntax
+   * error or a lost job then mean out of memory.
+   */
   memoryExhausted(wantBytes?: number): boolean;
   /** Sends a tool call to the host. */
   post(msg: CallRequest): void;
@@ -502,6 +506,9 @@ export class ScriptRun {
       return this.#opts.memoryExhausted() ? oom : { code: "script_error", message: `the script threw ${stack ?? "a non-error value"}` };
     }
     if (message === "out of memory") return oom;
+    // what QuickJS throws when an allocation fails where it cannot say so (an error object with no room for its message;
+    // the parser reading a failed allocation as bad syntax): in a full guest, that is the memory limit, not the code
+    if ((name === "InternalError" || name === "SyntaxError" || message === "" || message === undefined) && this.#opts.memoryExhausted()) return oom;
     if (message === "stack overflow" || message === "Maximum call stack size exceeded") {
       return { code: "script_stack_overflow", message: `the script overflowed its stack (${this.#opts.stackBytes >> 10} KiB, limits.script_stack_kb); avoid deep recursion` };
     }
@@ -520,6 +527,8 @@ export class ScriptRun {
     if (this.#stop) return this.#finish(this.#stop, false);
     if (this.#settled) return this.#finish(this.#settled, false);
     if (this.#outstanding.size === 0) {
+      // a full guest loses the job that would have settled it (QuickJS could not queue it): its memory limit
+      if (this.#opts.memoryExhausted()) return this.#finish(this.#oom(), false);
       this.#finish({ code: "script_error", message: "the script is waiting on a promise that can never settle (no tool call is pending); await tools.* calls or return a value" }, false);
     }
   }

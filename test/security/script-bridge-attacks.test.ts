@@ -111,6 +111,35 @@ describe("calls made while the return value is serialised (real workers)", () =>
   }, 60_000);
 });
 
+describe("a guest that fills its memory and then compiles or takes its next step (real workers)", () => {
+  // FINDING (medium): a guest whose memory was full when the VM compiled (eval, new Function, a regular expression) or
+  // ran its next step (the job after an await) did not end with the memory error: it ended script_error "threw a
+  // non-error value" (QuickJS could not make the error object and threw null), "InternalError: " with no message,
+  // "SyntaxError: invalid assignment left-hand side" (the parser read a failed allocation as bad syntax), "waiting on
+  // a promise that can never settle" (the job was lost), or internal "the script sandbox failed: Out of bounds memory
+  // access" (a fault inside QuickJS) — each telling the model to fix code that was fine, or to retry. The instance's
+  // memory stops short of its cap by up to one growth step (emscripten grows it by at least 5% at a time), and the
+  // check for "full" wanted it exactly at the cap. Fixed: within 1/16 of the cap counts as full, and those failures of
+  // a full guest end script_memory_limit (the instance is then not reused). QuickJS's own malloc counter does not see
+  // these (on emscripten it counts 8 bytes per allocation), so the memory's cap is the wall.
+  test("every such failure ends script_memory_limit (or the script succeeds), and the next script runs", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: MEMORY_MB, stackKb: 512 });
+    const tool = async () => ({ ok: true as const, result: 1 });
+    const steps = ['eval("(function (a) { return a + 1; })(1)")', 'new Function("a", "return a + 1")(1)', 'new RegExp("a(b|c)+d").test("abd")', "(await null, 1)"];
+    const ends: string[] = [];
+    for (const step of steps) {
+      for (const k of [0, 1, 2, 3, 4, 5, 8, 16, 27, 64]) {
+        const script = `let head = null; try { for (;;) head = { n: head }; } catch (e) {} for (let i = 0; i < ${k} && head; i++) head = head.n; globalThis.h = head; return ${step};`;
+        const r = await one.run(script, LIMITS, tool);
+        const end = r.ok ? "ok" : r.error.code;
+        if (end !== "ok" && end !== "script_memory_limit") ends.push(`${step} k=${k}: ${end} ${r.ok ? "" : r.error.message.slice(0, 80)}`);
+      }
+    }
+    expect(ends).toEqual([]);
+    expect(await one.run("return 'next'", LIMITS, tool)).toMatchObject({ ok: true, value: "next" });
+  }, 120_000);
+});
+
 describe("calls after a cancel (real workers)", () => {
   // FINDING (medium): a script busy making calls went on sending them after its caller aborted, until its interrupt
   // handler saw the cancel word; the host ran every call that arrived meanwhile (575 of 576 in one run) with a signal
