@@ -264,7 +264,7 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
     }
     if (opts.notWritableByOthers && (st.mode & 0o022) !== 0) throw fileError("EWRITABLE", `${path} is writable by group or others`);
     opts.check?.(fd, st);
-    return opts.maxBytes === undefined ? readFileSync(fd) : readAtMost(fd, path, opts.maxBytes);
+    return opts.maxBytes === undefined ? readFileSync(fd) : readAtMost(fd, path, opts.maxBytes, st.size);
   } finally {
     closeSync(fd);
   }
@@ -272,18 +272,22 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
 
 /**
  * Reads `fd` to its end, refusing (`EFBIG`) once more than `max` bytes came: a file that grows while it is read, or one
- * whose size fstat does not tell (size 0 in /proc, a FUSE file), ends at the cap, never at the memory's end.
+ * whose size fstat does not tell (size 0 in /proc, a FUSE file), ends at the cap, never at the memory's end. `size` (the
+ * fstat size) sizes the first buffer one byte past it, so a file that kept its size takes two reads, as `readFileSync`.
  */
-function readAtMost(fd: number, path: string, max: number): Buffer {
-  const chunks: Buffer[] = [];
+function readAtMost(fd: number, path: string, max: number, size: number): Buffer {
+  let buf = Buffer.allocUnsafe(Math.min(max + 1, size > 0 ? size + 1 : 64 << 10));
   let total = 0;
   for (;;) {
-    const chunk = Buffer.allocUnsafe(Math.min(max + 1 - total, 1 << 20));
-    const n = readSync(fd, chunk, 0, chunk.length, null);
-    if (n === 0) return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+    if (total === buf.length) {
+      const grown = Buffer.allocUnsafe(Math.min(max + 1, buf.length * 2));
+      buf.copy(grown, 0, 0, total);
+      buf = grown;
+    }
+    const n = readSync(fd, buf, total, buf.length - total, null);
+    if (n === 0) return buf.subarray(0, total);
     total += n;
     if (total > max) throw fileError("EFBIG", `${path} is larger than ${max} bytes`);
-    chunks.push(n === chunk.length ? chunk : chunk.subarray(0, n));
   }
 }
 
