@@ -107,8 +107,8 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
   // the calls made before the script's value was decided go out before its end is reported, and the door closes
   // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
   function close() {
+    open = false; // first: a refused flush throws, and the door must be shut already
     if (count !== 0) hostFlush(takeText());
-    open = false;
   }
   async function main(fn) {
     let value;
