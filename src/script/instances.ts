@@ -37,6 +37,12 @@ export interface Instance {
    * growth step, `GROWTH_SLACK_DIVISOR`); a guest failure that QuickJS makes out of a failed allocation then means out of memory.
    */
   exhausted(wantBytes?: number): boolean;
+  /**
+   * True when the latest attempt to grow the memory failed: an allocation QuickJS asked for could not be had for want of
+   * memory (a later growth that succeeds clears it). Read by the script's interrupt handler: a guest that hit the wall
+   * ends `script_memory_limit` at its next check, whether or not it caught the error.
+   */
+  atWall(): boolean;
 }
 
 /** The instances of one worker. Create with `await Instances.create(memoryMb)`. */
@@ -102,7 +108,7 @@ export class Instances {
   /** Returns `inst` after its script. `clean`: its runtime was freed without error; only then may it be reused. */
   give(inst: Instance, clean: boolean): void {
     // one that reached its cap is not reused: the next script would count as out of memory from its start
-    if (clean && this.#idle.length < IDLE_MAX && inst.memory.buffer.byteLength <= REUSE_MAX_BYTES && !inst.exhausted()) this.#idle.push(inst);
+    if (clean && this.#idle.length < IDLE_MAX && inst.memory.buffer.byteLength <= REUSE_MAX_BYTES && !inst.exhausted() && !inst.atWall()) this.#idle.push(inst);
   }
 }
 
@@ -117,11 +123,27 @@ export async function compileQuickJS(): Promise<WebAssembly.Module> {
 
 async function instantiate(compiled: WebAssembly.Module | undefined, maxPages: number): Promise<Instance> {
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: maxPages });
+  // emscripten's heap resize calls this memory's `grow` (up to three sizes, then malloc returns NULL): its outcome is the
+  // one exact sign that the guest ran out of memory, which QuickJS's own counter does not see (GROWTH_SLACK_DIVISOR)
+  const wall = { hit: false };
+  const grow = memory.grow.bind(memory);
+  Object.defineProperty(memory, "grow", {
+    value: (delta: number): number => {
+      try {
+        const before = grow(delta);
+        wall.hit = false;
+        return before;
+      } catch (e) {
+        wall.hit = true;
+        throw e;
+      }
+    },
+  });
   // An abort inside QuickJS surfaces as a thrown RuntimeError (handled by script/vm.ts); its stderr copy is noise.
   const emscriptenModule = { printErr: quiet, print: quiet } as unknown as CustomizeVariantOptions["emscriptenModule"];
   const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, compiled ? { wasmModule: compiled, wasmMemory: memory, emscriptenModule } : { wasmMemory: memory, emscriptenModule }));
   const cap = maxPages * PAGE;
-  return { module, memory, exhausted: (wantBytes = 0) => memory.buffer.byteLength + wantBytes >= cap - cap / GROWTH_SLACK_DIVISOR };
+  return { module, memory, exhausted: (wantBytes = 0) => wall.hit || memory.buffer.byteLength + wantBytes >= cap - cap / GROWTH_SLACK_DIVISOR, atWall: () => wall.hit };
 }
 
 function quiet(): void {}

@@ -32,6 +32,12 @@ export interface VmOptions {
    * error or a lost job then mean out of memory.
    */
   memoryExhausted(wantBytes?: number): boolean;
+  /**
+   * True once an allocation of the guest failed for want of memory (script/instances.ts `atWall`): the interrupt handler
+   * then ends the script `script_memory_limit` at once, so a guest that catches the error and retries (a compile in a
+   * loop) does not spin until its CPU deadline. Absent: not checked (tests).
+   */
+  memoryWallHit?(): boolean;
   /** Sends a tool call to the host. */
   post(msg: CallRequest): void;
   /** True once the host cancelled the script (its shared cancel word): read by the interrupt handler, so a busy guest stops too. */
@@ -291,6 +297,10 @@ export class ScriptRun {
     if (this.#stop) return true;
     if (this.#opts.cancelRequested?.()) {
       this.#stop = { code: "cancelled", message: "the script was cancelled by its caller" };
+      return true;
+    }
+    if (this.#opts.memoryWallHit?.()) {
+      this.#stop = this.#oom();
       return true;
     }
     const { cpuTimeoutMs } = this.#opts.limits;

@@ -138,6 +138,28 @@ describe("a guest that fills its memory and then compiles or takes its next step
     expect(ends).toEqual([]);
     expect(await one.run("return 'next'", LIMITS, tool)).toMatchObject({ ok: true, value: "next" });
   }, 120_000);
+
+  // FINDING (medium): a guest that caught the memory error of a compile and tried again (a retry loop, as model code
+  // writes) spun until its CPU deadline (30 s by default) and ended script_timeout: each compile failed at once, the
+  // interrupt handler saw nothing wrong until the deadline. Fixed: a failed growth of the instance's memory (the one
+  // exact sign that an allocation could not be had) ends the script script_memory_limit at its next interrupt check.
+  test("a guest retrying a compile in a full memory ends script_memory_limit, not at its CPU deadline", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: MEMORY_MB, stackKb: 512 });
+    const tool = async () => ({ ok: true as const, result: 1 });
+    const retries = ['new Function("return " + n)()', 'eval("let x = 0;" + "x += 1;".repeat(300) + "x")'];
+    const ends: string[] = [];
+    for (const retry of retries) {
+      for (const k of [30, 50, 100]) {
+        const script = `let head = null; try { for (;;) head = { n: head }; } catch (e) {} for (let i = 0; i < ${k} && head; i++) head = head.n; globalThis.h = head;
+          let n = 0; for (;;) { n++; try { return ${retry}; } catch (e) {} }`;
+        // a CPU deadline far above what the fixed script takes: an end at it is the spin, whatever the machine's load
+        const r = await one.run(script, { ...LIMITS, cpuTimeoutMs: 10_000 }, tool);
+        const end = r.ok ? "ok" : r.error.code;
+        if (end !== "ok" && end !== "script_memory_limit") ends.push(`${retry} k=${k}: ${end}`);
+      }
+    }
+    expect(ends).toEqual([]);
+  }, 120_000);
 });
 
 describe("calls after a cancel (real workers)", () => {
