@@ -212,3 +212,34 @@ describe("calls made after the script's function ended", () => {
     }, 60_000);
   }
 });
+
+describe("other guest code run once the value is decided (real workers)", () => {
+  // Tried against the closed door (no finding): every other way QuickJS runs guest code while the bridge serialises the
+  // return value or the host reads a thrown one — Proxy traps, a toJSON getter on Object.prototype, Array.prototype.toJSON,
+  // a wrapper object's Symbol.toPrimitive / toString, console.log of a value with toJSON inside a getter, jobs a getter
+  // queues (they run after the end), a then-able return whose value has getters, a thrown or rejected value whose
+  // name/message/stack/code are getters. No such call starts; a call made before the value is decided (in `then`, or a
+  // Proxy's `get` asked for `then` by the await) still does.
+  test("no call made by them starts, and each ends as the door says", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: MEMORY_MB, stackKb: 512 });
+    const cases: Array<[string, string, string[]]> = [
+      ["return new Proxy({ a: 1 }, { ownKeys(t) { tools.late(1); return Reflect.ownKeys(t); }, get(t, k) { if (k !== 'then') tools.late(2); else tools.beforeThen(1); return t[k]; } });", "script_result_invalid", ["beforeThen"]],
+      ["Object.defineProperty(Object.prototype, 'toJSON', { get() { tools.late(1); return undefined; } }); return { a: { b: 1 } };", "script_result_invalid", []],
+      ["Array.prototype.toJSON = function () { tools.late(1); return 1; }; return [[1]];", "script_result_invalid", []],
+      ["const n = new Number(1); n[Symbol.toPrimitive] = () => { tools.late(1); return 2; }; return { n };", "script_result_invalid", []],
+      ["const s = new String('a'); s.toString = () => { tools.late(1); return 'b'; }; return [s];", "script_result_invalid", []],
+      ["return { get x() { console.log({ toJSON() { tools.late(1); return 1; } }); return 1; } };", "script_result_invalid", []],
+      ["return { get x() { Promise.resolve().then(() => { for (let i = 0; i < 40; i++) tools.late(i); }); return 1; } };", "ok", []],
+      ["return { then(r) { tools.inThen(1); r({ get x() { tools.late(1); return 1; } }); } };", "script_result_invalid", ["inThen"]],
+      ["throw { get name() { tools.late(1); return 'E'; }, get message() { tools.late(2); return 'm'; }, get stack() { tools.late(3); return 's'; }, get code() { tools.late(4); return 'c'; } };", "script_error", []],
+      ["return Promise.reject({ get message() { for (let i = 0; i < 40; i++) tools.late(i); return 'm'; } });", "script_error", []],
+      ["return { toJSON() { throw { get message() { tools.late(1); return 'm'; } }; } };", "script_result_invalid", []],
+    ];
+    for (const [script, end, names] of cases) {
+      const started: string[] = [];
+      const r = await one.run(script, LIMITS, async (name: string) => (started.push(name), { ok: true as const, result: 1 }));
+      expect({ script, end: r.ok ? "ok" : r.error.code, started }).toEqual({ script, end, started: names });
+    }
+    expect(await one.run("return 'next'", LIMITS, async () => ({ ok: true as const, result: 1 }))).toMatchObject({ ok: true, value: "next" });
+  }, 60_000);
+});
