@@ -17,6 +17,14 @@ const INITIAL_PAGES = 256;
 /** Room above the script's malloc limit for the module's own data and C stack, pages (16 MiB). */
 const HEADROOM_PAGES = 256;
 /**
+ * The most pages an instance's memory may be capped at: 2 GiB less 16 MiB. The QuickJS build declares a 2 GiB maximum
+ * (32768 pages): a memory capped above it fails to instantiate (every script then ended `script_worker_lost` at
+ * `limits.script_memory_mb` 2033..2048), and emscripten's heap resize refuses a size past 2 GiB without trying to grow
+ * the memory, so near 2 GiB a failed allocation would never reach the wall check (`atWall`). 16 MiB below it, an
+ * allocation of up to 16 MiB at a full heap still tries (and fails) to grow.
+ */
+const MAX_CAP_PAGES = 32768 - HEADROOM_PAGES;
+/**
  * An instance's memory counts as exhausted within 1/this of its cap: emscripten's heap resize grows the memory by at
  * least 5% of its size at a time (its smallest over-growth step, which it asks for even for a small allocation), so a
  * heap whose next growth cannot fit stops up to ~4.8% below the cap and QuickJS then fails there. (QuickJS's own malloc
@@ -63,12 +71,12 @@ export class Instances {
 
   /**
    * The instances of one worker, with a first instance made. `memoryMb` is the per-script malloc limit,
-   * MiB; each instance's memory is capped at `memoryMb` + 16 MiB (and at least 16 MiB). `compiled`: the
+   * MiB; each instance's memory is capped at `memoryMb` + 16 MiB (at least 16 MiB, at most 2032 MiB: `MAX_CAP_PAGES`). `compiled`: the
    * module from `compileQuickJS()` (another thread's is fine); without it, the WASM is compiled here.
    * @throws Error when the WASM module cannot be compiled or instantiated (the worker cannot start).
    */
   static async create(memoryMb: number, compiled?: WebAssembly.Module): Promise<Instances> {
-    const maxPages = Math.max(INITIAL_PAGES, memoryMb * 16 + HEADROOM_PAGES);
+    const maxPages = Math.min(MAX_CAP_PAGES, Math.max(INITIAL_PAGES, memoryMb * 16 + HEADROOM_PAGES));
     if (compiled) return new Instances(compiled, maxPages, await instantiate(compiled, maxPages));
     return Instances.#compileAndCreate(maxPages);
   }

@@ -162,6 +162,33 @@ describe("a guest that fills its memory and then compiles or takes its next step
   }, 120_000);
 });
 
+describe("a script memory near the QuickJS module's 2 GiB (real workers)", () => {
+  // FINDING (medium): limits.script_memory_mb accepts up to 2048, and an instance's memory was capped at it + 16 MiB; the
+  // QuickJS build declares a 2 GiB maximum, so from 2033 every instance failed to instantiate and every script, however
+  // healthy, ended script_worker_lost; at 2032 (a cap of exactly 2 GiB) emscripten's heap resize refused each allocation
+  // past 2 GiB without trying to grow the memory, so the wall check never fired and a guest retrying a compile in a full
+  // memory spun to its CPU deadline (script_timeout). Fixed: the cap is at most 2 GiB less 16 MiB (script/instances.ts
+  // MAX_CAP_PAGES).
+  const tool = async () => ({ ok: true as const, result: 1 });
+  test("a script runs at script_memory_mb 2033 and 2048", async () => {
+    for (const memoryMb of [2033, 2048]) {
+      await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb, stackKb: 512 });
+      const r = await one.run("return 1", LIMITS, tool);
+      expect({ memoryMb, end: r.ok ? "ok" : `${r.error.code} ${r.error.message}` }).toEqual({ memoryMb, end: "ok" });
+    }
+  }, 60_000);
+
+  // fills 2 GiB (about 10 s on a loaded machine); the CPU deadline is far above what the fixed script takes
+  test("a guest retrying a compile in a full 2032 MiB memory ends script_memory_limit, not at its CPU deadline", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 2032, stackKb: 512 });
+    const script = `const keep = globalThis.keep = []; for (const sz of [1 << 20, 1 << 16, 1 << 12, 256]) { try { for (;;) keep.push("z".repeat(sz) + keep.length); } catch (e) {} }
+      let head = null; try { for (;;) head = { n: head }; } catch (e) {} globalThis.h = head;
+      let n = 0; for (;;) { n++; try { return new Function("return " + n)(); } catch (e) {} }`;
+    const r = await one.run(script, { ...LIMITS, cpuTimeoutMs: 45_000, wallTimeoutMs: 90_000 }, tool);
+    expect(r.ok ? "ok" : r.error.code).toMatch(/^(ok|script_memory_limit)$/);
+  }, 120_000);
+});
+
 describe("calls after a cancel (real workers)", () => {
   // FINDING (medium): a script busy making calls went on sending them after its caller aborted, until its interrupt
   // handler saw the cancel word; the host ran every call that arrived meanwhile (575 of 576 in one run) with a signal
