@@ -79,6 +79,7 @@ const EXPECTED: Record<string, [number, number]> = {
   script_too_many_calls:           [500, 1],
   script_output_too_large:         [500, 1],
   script_error:                    [500, 1],
+  script_result_invalid:           [500, 1],
   script_worker_lost:              [503, 1],
   mcp_server_unavailable:          [500, 1],
   mcp_timeout:                     [500, 1],

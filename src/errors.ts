@@ -100,6 +100,8 @@ export const ERROR_CODES = [
   "script_too_many_calls",
   "script_output_too_large",
   "script_error",
+  /** A script's return value was not sent: it cannot be serialised as JSON, or serialising it made tool calls (never sent). */
+  "script_result_invalid",
   /** The script's worker thread went away before the script ended (the pool closed, the thread died); retryable. */
   "script_worker_lost",
   // mcp
@@ -217,6 +219,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, HttpErrorStatus>> = {
   script_too_many_calls: 500,
   script_output_too_large: 500,
   script_error: 500,
+  script_result_invalid: 500,
   script_worker_lost: 503,
   mcp_server_unavailable: 500,
   mcp_timeout: 500,
@@ -309,6 +312,7 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   script_too_many_calls: EXIT.failed,
   script_output_too_large: EXIT.failed,
   script_error: EXIT.failed,
+  script_result_invalid: EXIT.failed,
   script_worker_lost: EXIT.failed,
   mcp_server_unavailable: EXIT.failed,
   mcp_timeout: EXIT.failed,

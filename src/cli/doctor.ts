@@ -307,7 +307,7 @@ async function portCheck(config: Readonly<Config>, dataDir: string): Promise<Che
     try {
       const { readRegularFile } = await import("../config/paths.ts");
       // never a blocking open: a FIFO at serve.lock would hang doctor (config/paths.ts)
-      const lock = JSON.parse(readRegularFile(join(dataDir, "serve.lock")).toString("utf8")) as { pid: number; url: string | null };
+      const lock = JSON.parse(readRegularFile(join(dataDir, "serve.lock"), { maxBytes: 4096 /* store/serve-lock.ts MAX_SERVE_LOCK_BYTES */ }).toString("utf8")) as { pid: number; url: string | null };
       process.kill(lock.pid, 0);
       if (lock.url && new URL(lock.url).port === String(port)) return { name: "server_port", status: "ok", message: `${host}:${port} is held by this data dir's airlock serve (pid ${lock.pid})` };
     } catch {

@@ -12,7 +12,7 @@
  */
 import { closeSync, constants, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { APPROVER_TOKEN_FILE, dataDirConfigCheck, dataDirProblem, MAX_TOKEN_FILE_BYTES, pickDataDir, readRegularFile } from "../config/paths.ts";
+import { APPROVER_TOKEN_FILE, dataDirConfigCheck, dataDirProblem, MAX_CONFIG_FILE_BYTES, MAX_TOKEN_FILE_BYTES, pickDataDir, readRegularFile } from "../config/paths.ts";
 import type { Config } from "../config/schema.ts";
 import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/context-size.ts";
 import { offerEarlyRequest } from "../agent/providers/early.ts";
@@ -95,8 +95,8 @@ export function configCacheKey(opts: Pick<EarlyRunOptions, "dataDir" | "config">
   const configPath = explicit ? resolve(opts.config!) : join(dataDir, "airlock.yaml");
   let bytes: Buffer | null;
   try {
-    // the data dir's own file as loadConfig reads it: only one no other user may change (config/paths.ts dataDirConfigCheck)
-    bytes = readRegularFile(configPath, explicit ? {} : { check: (_fd, st) => dataDirConfigCheck(configPath, st) });
+    // the data dir's own file as loadConfig reads it: only one no other user may change (config/paths.ts dataDirConfigCheck); over the cap: the normal path says so
+    bytes = readRegularFile(configPath, explicit ? { maxBytes: MAX_CONFIG_FILE_BYTES } : { maxBytes: MAX_CONFIG_FILE_BYTES, check: (_fd, st) => dataDirConfigCheck(configPath, st) });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT" || explicit) return undefined;
     bytes = null;

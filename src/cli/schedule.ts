@@ -62,15 +62,14 @@ export async function checkScheduleAdd(opts: ScheduleAddOptions): Promise<{ cron
 export async function scheduleAdd(opts: ScheduleAddOptions): Promise<number> {
   const { writeStdout, writeJson } = await import("./output.ts");
   const { recipePath } = await checkScheduleAdd(opts);
-  const { parseRecipe, resolveParams } = await import("../scheduler/recipe.ts");
+  const { MAX_RECIPE_FILE_BYTES, parseRecipe, recipeReadProblem, resolveParams } = await import("../scheduler/recipe.ts");
   const { readRegularFile } = await import("../config/paths.ts");
   let text: string;
   try {
     // never a blocking open: a FIFO at the recipe's path would hang the command (config/paths.ts)
-    text = readRegularFile(recipePath).toString("utf8");
+    text = readRegularFile(recipePath, { maxBytes: MAX_RECIPE_FILE_BYTES }).toString("utf8");
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new AirlockError("recipe_invalid", `recipe ${recipePath}: cannot be read (${code === "ENOTREG" || code === "EISDIR" ? `${code}: not a regular file` : (code ?? (e as Error).message)})`);
+    throw new AirlockError("recipe_invalid", `recipe ${recipePath}: cannot be read (${recipeReadProblem(e)})`);
   }
   resolveParams(parseRecipe(text, opts.recipe), opts.param ?? {}, opts.recipe); // fail fast, locally, with exit 2
   const { c } = await client(opts);

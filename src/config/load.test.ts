@@ -261,7 +261,7 @@ describe("a config or recipe that is not a regular file", () => {
       expect(out).toEqual([
         expect.stringMatching(/^config_invalid: config file .*airlock\.yaml is not a regular file/),
         expect.stringMatching(/^config_invalid: config file .*airlock\.yaml is not a regular file/),
-        expect.stringMatching(/^recipe_invalid: recipe .*: cannot read the file \(ENOTREG\)/),
+        expect.stringMatching(/^recipe_invalid: recipe .*: cannot read the file \(ENOTREG: not a regular file\)/),
       ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -12,7 +12,7 @@ import type { Node as YamlNode } from "yaml";
 import { z } from "zod";
 import { AirlockError } from "../errors.ts";
 import { Config, HOOK_EVENTS, HooksConfig, Mode, ProviderConfig, SandboxPolicyName } from "./schema.ts";
-import { dataDirConfigCheck, readRegularFile } from "./paths.ts";
+import { dataDirConfigCheck, MAX_CONFIG_FILE_BYTES, readRegularFile } from "./paths.ts";
 import { parseSimpleYaml } from "./simple-yaml.ts";
 
 /**
@@ -72,7 +72,7 @@ export function loadConfig(opts: { configPath?: string; dataDir: string; text?: 
   let text: string;
   try {
     // the data dir's own file only when no other user may change it (config/paths.ts dataDirConfigCheck); --config is the user's choice
-    text = opts.text ?? readRegularFile(path, explicit ? {} : { check: (_fd, st) => dataDirConfigCheck(path, st) }).toString("utf8");
+    text = opts.text ?? readRegularFile(path, explicit ? { maxBytes: MAX_CONFIG_FILE_BYTES } : { maxBytes: MAX_CONFIG_FILE_BYTES, check: (_fd, st) => dataDirConfigCheck(path, st) }).toString("utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT" && !explicit) {
@@ -91,6 +91,9 @@ export function loadConfig(opts: { configPath?: string; dataDir: string; text?: 
     }
     if (err.code === "ENOTREG") {
       throw new AirlockError("config_invalid", `config file ${shown} is not a regular file (a FIFO, a device or a socket); point --config at a YAML file`, { path });
+    }
+    if (err.code === "EFBIG") {
+      throw new AirlockError("config_invalid", `config file ${shown} is larger than ${MAX_CONFIG_FILE_BYTES} bytes (1 MiB), the most a config may hold; point --config at the YAML file you meant`, { path });
     }
     throw new AirlockError("config_invalid", `cannot read config file ${shown}: ${err.message}; check its permissions`, { path });
   }

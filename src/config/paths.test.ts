@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, wr
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
-import { ensureTokens, pickDataDir, resolveDataDir } from "./paths.ts";
+import { ensureTokens, pickDataDir, readRegularFile, resolveDataDir } from "./paths.ts";
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -150,5 +150,29 @@ describe("ensureTokens", () => {
     expect(new Set(outs).size).toBe(1);
     expect(outs[0]).toMatch(/^[0-9a-f]{64} [0-9a-f]{64}$/);
     expect(readdirSync(dir).sort()).toEqual(["api-token", "approver-token"]);
+  });
+});
+
+describe("readRegularFile with maxBytes", () => {
+  test("a file whose size fstat does not tell (size 0 in /proc) is read only up to the cap: EFBIG past it", () => {
+    expect(statSync("/proc/self/maps").size).toBe(0);
+    let code: string | undefined;
+    try {
+      readRegularFile("/proc/self/maps", { maxBytes: 64 });
+    } catch (e) {
+      code = (e as NodeJS.ErrnoException).code;
+    }
+    expect(code).toBe("EFBIG");
+    expect(readRegularFile("/proc/self/maps", { maxBytes: 1 << 24 }).length).toBeGreaterThan(64);
+  });
+
+  test("a file of exactly the cap is read whole", () => {
+    const d = mkdtempSync(join(tmpdir(), "airlock-paths-cap-"));
+    try {
+      writeFileSync(join(d, "f"), "x".repeat(3 << 20));
+      expect(readRegularFile(join(d, "f"), { maxBytes: 3 << 20 }).toString()).toBe("x".repeat(3 << 20));
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
   });
 });

@@ -3,7 +3,7 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, realpathSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 
@@ -307,6 +307,14 @@ export function readTokenIfUsable(path: string): string | null {
   }
 }
 
+/**
+ * The most `airlock.yaml` (or a `--config` file) may hold, bytes: 1 MiB, as Claude Code's settings files (config/
+ * claude-settings.ts). A config is written by hand — the largest shipped example is a few KiB, and even hundreds of
+ * rules and hooks stay far below — while a sparse or endless file put at its path would stall every command reading it
+ * (and the YAML parser holds several copies of its text).
+ */
+export const MAX_CONFIG_FILE_BYTES = 1 << 20;
+
 /** A token file airlock writes holds 65 bytes; larger ones (up to this, bytes) are read for tokens set by hand. */
 export const MAX_TOKEN_FILE_BYTES = 4096;
 
@@ -340,7 +348,7 @@ function randomHex(n: number): string {
 export interface RegularFileOptions {
   /** Follow a symbolic link at `path` (default true); false opens with `O_NOFOLLOW` (a link is `ELOOP`). */
   follow?: boolean;
-  /** Refuse a file larger than this many bytes (`EFBIG`), before reading it. */
+  /** Refuse a file larger than this many bytes (`EFBIG`): its size is checked before the read, and the read stops past it. */
   maxBytes?: number;
   /** `"self"`: refuse a file not owned by the effective user airlock runs as (`EOWNER`). */
   owner?: "self";
@@ -384,7 +392,7 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
     if (opts.owner === "self") ownedBySelf(path, st);
     if (opts.notWritableByOthers && (st.mode & 0o022) !== 0) throw fileError("EWRITABLE", `${path} is writable by group or others`);
     opts.check?.(fd, st);
-    return readFileSync(fd);
+    return opts.maxBytes === undefined ? readFileSync(fd) : readAtMost(fd, path, opts.maxBytes, st.size);
   } finally {
     closeSync(fd);
   }
@@ -409,6 +417,27 @@ export function dataDirConfigCheck(path: string, st: Stats): void {
 function ownedBySelf(path: string, st: Stats): void {
   const me = process.geteuid?.();
   if (me === undefined || st.uid !== me) throw Object.assign(fileError("EOWNER", `${path} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me ?? "unknown"})`), { uid: st.uid });
+}
+
+/**
+ * Reads `fd` to its end, refusing (`EFBIG`) once more than `max` bytes came: a file that grows while it is read, or one
+ * whose size fstat does not tell (size 0 in /proc, a FUSE file), ends at the cap, never at the memory's end. `size` (the
+ * fstat size) sizes the first buffer one byte past it, so a file that kept its size takes two reads, as `readFileSync`.
+ */
+function readAtMost(fd: number, path: string, max: number, size: number): Buffer {
+  let buf = Buffer.allocUnsafe(Math.min(max + 1, size > 0 ? size + 1 : 64 << 10));
+  let total = 0;
+  for (;;) {
+    if (total === buf.length) {
+      const grown = Buffer.allocUnsafe(Math.min(max + 1, buf.length * 2));
+      buf.copy(grown, 0, 0, total);
+      buf = grown;
+    }
+    const n = readSync(fd, buf, total, buf.length - total, null);
+    if (n === 0) return buf.subarray(0, total);
+    total += n;
+    if (total > max) throw fileError("EFBIG", `${path} is larger than ${max} bytes`);
+  }
 }
 
 function fileError(code: string, message: string): NodeJS.ErrnoException {

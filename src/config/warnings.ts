@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { HOOK_EVENTS, defaultConfig, type Config, type ProviderName } from "./schema.ts";
 import { parseYaml, type SourcePos } from "./load.ts";
-import { readRegularFile } from "./paths.ts";
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from "./paths.ts";
 
 /** Provider keys read by only some providers (src/agent/providers/): the providers that read each. */
 const PROVIDER_ONLY: Readonly<Record<string, readonly ProviderName[]>> = {
@@ -85,7 +85,7 @@ export function locator(configPath?: string | null): (path: readonly PropertyKey
   return (path) => {
     if (locate === undefined) {
       try {
-        locate = parseYaml(readRegularFile(configPath).toString("utf8"), configPath).locate;
+        locate = parseYaml(readRegularFile(configPath, { maxBytes: MAX_CONFIG_FILE_BYTES }).toString("utf8"), configPath).locate;
       } catch {
         locate = null;
       }

@@ -124,16 +124,31 @@ export function parseRecipe(text: string, source: string): Recipe {
 }
 
 /**
- * Reads and parses a recipe file.
+ * The most a recipe file may hold, bytes: 4 MiB, wherever it is read (`airlock run --recipe`, `airlock schedule add`,
+ * `POST /schedules`'s `recipe_path`). A recipe is YAML written by hand whose instructions may carry a long prompt; a
+ * sparse or endless file of gigabytes would otherwise stall the reading command or the serving thread.
+ */
+export const MAX_RECIPE_FILE_BYTES = 4 << 20;
+
+/** Why a recipe file could not be read, for `recipe_invalid` messages (the code of {@link readRegularFile}'s error). */
+export function recipeReadProblem(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ENOTREG" || code === "EISDIR") return `${code}: not a regular file`;
+  if (code === "EFBIG") return `EFBIG: larger than ${MAX_RECIPE_FILE_BYTES} bytes (4 MiB), the most a recipe may hold`;
+  return code ?? (e as Error).message;
+}
+
+/**
+ * Reads and parses a recipe file (at most {@link MAX_RECIPE_FILE_BYTES}).
  * @throws AirlockError `recipe_invalid` when the file cannot be read or is invalid.
  */
 export function loadRecipe(path: string, cwd = process.cwd()): LoadedRecipe {
   const abs = resolve(cwd, path);
   let text: string;
   try {
-    text = readRegularFile(abs).toString("utf8");
+    text = readRegularFile(abs, { maxBytes: MAX_RECIPE_FILE_BYTES }).toString("utf8");
   } catch (e) {
-    throw new AirlockError("recipe_invalid", `recipe ${path}: cannot read the file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); pass an existing YAML file to --recipe`);
+    throw new AirlockError("recipe_invalid", `recipe ${path}: cannot read the file (${recipeReadProblem(e)}); pass an existing YAML file to --recipe`);
   }
   return { recipe: parseRecipe(text, path), path: abs, dir: dirname(abs), text };
 }

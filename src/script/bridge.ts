@@ -10,12 +10,23 @@ import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 /** The file name guest stacks show for the user's script. */
 export const SCRIPT_FILENAME = "script.js";
 
+/**
+ * How the guest's `main` ended, as it passes it to the host's `settle` (a number: the bootstrap compares with operators only),
+ * and the value passed with it: `returned`, the return value's JSON text (or undefined); `threw`, the thrown guest value;
+ * `unserialisable`, what `JSON.stringify` of the return value threw; `calledLate`, how many tool calls a getter or
+ * `toJSON` made while it was serialised (refused in the guest, never sent).
+ */
+export const SETTLE = { returned: 0, threw: 1, unserialisable: 2, calledLate: 3 } as const;
+export type SettleKind = keyof typeof SETTLE;
+
 /** Calls the guest queues before it hands them to the host without waiting for its slice to end (`hostFlush`). */
 export const FLUSH_AT = 32;
 
 /**
  * Guest bootstrap. Evaluated once per context; it returns `[main, take, deliver]`:
- * - `main(fn)` runs the user's async function, hands the host the calls it made (`flush`), then reports through `settle(ok, jsonOrError)`;
+ * - `main(fn)` runs the user's async function, hands the host the calls it made (`flush`), closes the door (a later
+ *   `tools.*` call is refused in the guest and never queued), then serialises the return value and reports through
+ *   `settle(SETTLE kind, jsonOrErrorOrReason)`;
  * - `take()` hands the host the tool calls made since the last take, as the JSON text of an array of
  *   `[id, name, argsJson]` (both strings), or `""` when none was made;
  * - `deliver(text)` settles call `id`'s promise from the JSON text `[id, {ok, result | error}]`.
@@ -32,7 +43,9 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
   const reflectGet = Reflect.get, reserved = new Set(Object.getOwnPropertyNames(Object.prototype));
   const freeze = Object.freeze, defineProperty = Object.defineProperty;
   const waiting = Object.create(null);
-  let nextId = 1, queued = "", count = 0;
+  // open until the script's value is decided (its function returned or threw): a call made after is refused here, never
+  // queued, and counted in late (a getter or toJSON run while its return value is serialised)
+  let nextId = 1, queued = "", count = 0, open = true, late = 0;
   function takeText() {
     const text = "[" + queued + "]";
     queued = "";
@@ -40,6 +53,10 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
     return text;
   }
   function callTool(name, args) {
+    if (!open) {
+      late++;
+      return GuestPromise.reject(new GuestError("tools." + name + ": the script has ended (its value is decided); a tool call made after that is not sent"));
+    }
     const json = args === undefined ? "{}" : stringify(args);
     if (typeof json !== "string") return GuestPromise.reject(new TypeErr("tools." + name + ": arguments must be a JSON-serialisable value"));
     const id = nextId++;
@@ -87,25 +104,36 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
   const console = freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
   defineProperty(globalThis, "tools", { value: tools, writable: false, enumerable: false, configurable: false });
   defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
-  // the calls made before the script's function ended go out before its end is reported: the host sends none made after
-  function send() {
+  // the calls made before the script's value was decided go out before its end is reported, and the door closes
+  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
+  function close() {
+    open = false; // first: a refused flush throws, and the door must be shut already
     if (count !== 0) hostFlush(takeText());
   }
   async function main(fn) {
-    let json;
+    let value;
     try {
-      const value = await fn();
-      json = value === undefined ? undefined : stringify(value);
+      value = await fn();
     } catch (e) {
-      send();
-      hostSettle(false, e);
+      close();
+      hostSettle(${SETTLE.threw}, e);
       return;
     }
-    send();
-    hostSettle(true, json);
+    close();
+    let json, failed = false, failure;
+    try {
+      json = value === undefined ? undefined : stringify(value);
+    } catch (e) {
+      failed = true;
+      failure = e;
+    }
+    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
+    else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
+    else hostSettle(${SETTLE.returned}, json);
   }
   return [main, take, deliver];
 })`;
+
 
 /** What the bridge asks of the run that owns the context. Each returns nothing or a guest error to throw. */
 export interface BridgeHooks {
@@ -116,8 +144,10 @@ export interface BridgeHooks {
   flush(batchJson: string | null): { error: QuickJSHandle } | void;
   /** One `console.*` line. */
   log(level: string, line: string): { error: QuickJSHandle } | void;
-  /** The user's function finished: `ok` with JSON text (or undefined), or failed with `error` (a guest value handle, borrowed). */
-  settle(ok: boolean, value: QuickJSHandle): void;
+  /**
+   * The user's function finished (`SETTLE`: `value`, a borrowed handle, is what that kind passes).
+   */
+  settle(end: SettleKind, value: QuickJSHandle): void;
 }
 
 /** The guest functions the host drives (handles owned by whoever installed the bridge; `dispose()` frees them). */
@@ -142,8 +172,10 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBri
     return hooks.flush(copyString(ctx, batchH));
   });
   const hostLog = ctx.newFunction("log", (levelH, lineH) => hooks.log(str(levelH) ?? "log", str(lineH) ?? ""));
-  const hostSettle = ctx.newFunction("settle", (okH, valueH) => {
-    hooks.settle(ctx.typeof(okH) === "boolean" && ctx.dump(okH) === true, valueH);
+  const hostSettle = ctx.newFunction("settle", (endH, valueH) => {
+    const n = ctx.typeof(endH) === "number" ? ctx.getNumber(endH) : -1;
+    // only the bootstrap holds this function, so another number is a bug: reported as what the guest threw
+    hooks.settle(n === SETTLE.returned ? "returned" : n === SETTLE.unserialisable ? "unserialisable" : n === SETTLE.calledLate ? "calledLate" : "threw", valueH);
   });
   try {
     const boot = ctx.unwrapResult(ctx.evalCode(BOOTSTRAP, "airlock:bootstrap.js"));

@@ -16,6 +16,21 @@ const PAGE = 65536;
 const INITIAL_PAGES = 256;
 /** Room above the script's malloc limit for the module's own data and C stack, pages (16 MiB). */
 const HEADROOM_PAGES = 256;
+/**
+ * The most pages an instance's memory may be capped at: 2 GiB less 16 MiB. The QuickJS build declares a 2 GiB maximum
+ * (32768 pages): a memory capped above it fails to instantiate (every script then ended `script_worker_lost` at
+ * `limits.script_memory_mb` 2033..2048), and emscripten's heap resize refuses a size past 2 GiB without trying to grow
+ * the memory, so near 2 GiB a failed allocation would never reach the wall check (`atWall`). 16 MiB below it, an
+ * allocation of up to 16 MiB at a full heap still tries (and fails) to grow.
+ */
+const MAX_CAP_PAGES = 32768 - HEADROOM_PAGES;
+/**
+ * An instance's memory counts as exhausted within 1/this of its cap: emscripten's heap resize grows the memory by at
+ * least 5% of its size at a time (its smallest over-growth step, which it asks for even for a small allocation), so a
+ * heap whose next growth cannot fit stops up to ~4.8% below the cap and QuickJS then fails there. (QuickJS's own malloc
+ * limit does not catch it first: on emscripten its counter adds 8 bytes per allocation, not the allocation's size.)
+ */
+const GROWTH_SLACK_DIVISOR = 16;
 /** Idle instances kept for reuse per worker. */
 const IDLE_MAX = 4;
 /** An instance whose memory grew past this is dropped after its script, not reused (bytes). */
@@ -25,8 +40,17 @@ const REUSE_MAX_BYTES = 32 * 2 ** 20;
 export interface Instance {
   readonly module: QuickJSWASMModule;
   readonly memory: WebAssembly.Memory;
-  /** True when the memory cannot grow by `wantBytes` (default 0: it has reached its cap; a `null` guest error then means out of memory). */
+  /**
+   * True when the memory cannot be relied on to grow by `wantBytes` (default 0: it has reached its cap, within the last
+   * growth step, `GROWTH_SLACK_DIVISOR`); a guest failure that QuickJS makes out of a failed allocation then means out of memory.
+   */
   exhausted(wantBytes?: number): boolean;
+  /**
+   * True when the latest attempt to grow the memory failed: an allocation QuickJS asked for could not be had for want of
+   * memory (a later growth that succeeds clears it). Read by the script's interrupt handler: a guest that hit the wall
+   * ends `script_memory_limit` at its next check, whether or not it caught the error.
+   */
+  atWall(): boolean;
 }
 
 /** The instances of one worker. Create with `await Instances.create(memoryMb)`. */
@@ -47,12 +71,12 @@ export class Instances {
 
   /**
    * The instances of one worker, with a first instance made. `memoryMb` is the per-script malloc limit,
-   * MiB; each instance's memory is capped at `memoryMb` + 16 MiB (and at least 16 MiB). `compiled`: the
+   * MiB; each instance's memory is capped at `memoryMb` + 16 MiB (at least 16 MiB, at most 2032 MiB: `MAX_CAP_PAGES`). `compiled`: the
    * module from `compileQuickJS()` (another thread's is fine); without it, the WASM is compiled here.
    * @throws Error when the WASM module cannot be compiled or instantiated (the worker cannot start).
    */
   static async create(memoryMb: number, compiled?: WebAssembly.Module): Promise<Instances> {
-    const maxPages = Math.max(INITIAL_PAGES, memoryMb * 16 + HEADROOM_PAGES);
+    const maxPages = Math.min(MAX_CAP_PAGES, Math.max(INITIAL_PAGES, memoryMb * 16 + HEADROOM_PAGES));
     if (compiled) return new Instances(compiled, maxPages, await instantiate(compiled, maxPages));
     return Instances.#compileAndCreate(maxPages);
   }
@@ -91,7 +115,8 @@ export class Instances {
 
   /** Returns `inst` after its script. `clean`: its runtime was freed without error; only then may it be reused. */
   give(inst: Instance, clean: boolean): void {
-    if (clean && this.#idle.length < IDLE_MAX && inst.memory.buffer.byteLength <= REUSE_MAX_BYTES) this.#idle.push(inst);
+    // one that reached its cap is not reused: the next script would count as out of memory from its start
+    if (clean && this.#idle.length < IDLE_MAX && inst.memory.buffer.byteLength <= REUSE_MAX_BYTES && !inst.exhausted() && !inst.atWall()) this.#idle.push(inst);
   }
 }
 
@@ -106,10 +131,27 @@ export async function compileQuickJS(): Promise<WebAssembly.Module> {
 
 async function instantiate(compiled: WebAssembly.Module | undefined, maxPages: number): Promise<Instance> {
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: maxPages });
+  // emscripten's heap resize calls this memory's `grow` (up to three sizes, then malloc returns NULL): its outcome is the
+  // one exact sign that the guest ran out of memory, which QuickJS's own counter does not see (GROWTH_SLACK_DIVISOR)
+  const wall = { hit: false };
+  const grow = memory.grow.bind(memory);
+  Object.defineProperty(memory, "grow", {
+    value: (delta: number): number => {
+      try {
+        const before = grow(delta);
+        wall.hit = false;
+        return before;
+      } catch (e) {
+        wall.hit = true;
+        throw e;
+      }
+    },
+  });
   // An abort inside QuickJS surfaces as a thrown RuntimeError (handled by script/vm.ts); its stderr copy is noise.
   const emscriptenModule = { printErr: quiet, print: quiet } as unknown as CustomizeVariantOptions["emscriptenModule"];
   const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, compiled ? { wasmModule: compiled, wasmMemory: memory, emscriptenModule } : { wasmMemory: memory, emscriptenModule }));
-  return { module, memory, exhausted: (wantBytes = 0) => memory.buffer.byteLength + wantBytes >= maxPages * PAGE };
+  const cap = maxPages * PAGE;
+  return { module, memory, exhausted: (wantBytes = 0) => wall.hit || memory.buffer.byteLength + wantBytes >= cap - cap / GROWTH_SLACK_DIVISOR, atWall: () => wall.hit };
 }
 
 function quiet(): void {}

@@ -122,6 +122,7 @@ export const ScriptErrorCode = z.enum([
   "script_too_many_calls",
   "script_output_too_large",
   "script_error",
+  "script_result_invalid",
   "cancelled",
   "internal",
 ]);

@@ -8,7 +8,8 @@
  * Runs inside a sandbox worker; knows nothing of tinypool or the gate.
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
-import { copyString, installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge } from "./bridge.ts";
+import { copyString, installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge, type SettleKind } from "./bridge.ts";
+import { assertNever } from "../errors.ts";
 import { DirectCalls } from "./direct.ts";
 import { METER } from "./meter.ts";
 import type { CallRequest, ScriptFailure, ScriptLimits, WorkerOutcome } from "./protocol.ts";
@@ -25,8 +26,18 @@ export interface VmOptions {
   stackBytes: number;
   /** Shared meter the host watchdog reads (see METER). */
   meter: Float64Array;
-  /** True when the script's instance memory cannot grow by `wantBytes` (default 0: it has reached its cap; a `null` error then means out of memory). */
+  /**
+   * True when the script's instance memory cannot be relied on to grow by `wantBytes` (default 0: it has reached its cap,
+   * within its last growth step; script/instances.ts): a `null` error, a QuickJS error without its message, a syntax
+   * error or a lost job then mean out of memory.
+   */
   memoryExhausted(wantBytes?: number): boolean;
+  /**
+   * True once an allocation of the guest failed for want of memory (script/instances.ts `atWall`): the interrupt handler
+   * then ends the script `script_memory_limit` at once, so a guest that catches the error and retries (a compile in a
+   * loop) does not spin until its CPU deadline. Absent: not checked (tests).
+   */
+  memoryWallHit?(): boolean;
   /** Sends a tool call to the host. */
   post(msg: CallRequest): void;
   /** True once the host cancelled the script (its shared cancel word): read by the interrupt handler, so a busy guest stops too. */
@@ -97,7 +108,7 @@ export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackB
     const bridge = installBridge(ctx, {
       flush: (batch) => (guest?.hooks ? guest.hooks.flush(batch) : refuse()),
       log: (level, line) => (guest?.hooks ? guest.hooks.log(level, line) : refuse()),
-      settle: (ok, value) => guest?.hooks?.settle(ok, value),
+      settle: (end, value) => guest?.hooks?.settle(end, value),
     });
     guest = new PreparedGuest(mod, rt, ctx, bridge);
     return guest;
@@ -178,7 +189,7 @@ export class ScriptRun {
           return refused === undefined ? undefined : { error: this.#ctx!.newError({ name: "Error", message: refused }) };
         },
         log: (level, line) => this.#onLog(level, line),
-        settle: (ok, value) => this.#onSettle(ok, value),
+        settle: (end, value) => this.#onSettle(end, value),
       };
       let ctx: QuickJSContext;
       if (prepared && prepared.module === this.mod && prepared.take()) {
@@ -286,6 +297,10 @@ export class ScriptRun {
     if (this.#stop) return true;
     if (this.#opts.cancelRequested?.()) {
       this.#stop = { code: "cancelled", message: "the script was cancelled by its caller" };
+      return true;
+    }
+    if (this.#opts.memoryWallHit?.()) {
+      this.#stop = this.#oom();
       return true;
     }
     const { cpuTimeoutMs } = this.#opts.limits;
@@ -434,10 +449,20 @@ export class ScriptRun {
     this.#logs.push(entry);
   }
 
-  #onSettle(ok: boolean, value: QuickJSHandle): void {
+  #onSettle(end: SettleKind, value: QuickJSHandle): void {
     if (this.#settled) return;
     this.#ended = true;
-    if (!ok) return this.#settleFromError(value);
+    switch (end) {
+      case "threw":
+        return this.#settleFromError(value);
+      case "unserialisable":
+      case "calledLate":
+        return this.#settleUnsent(end, value);
+      case "returned":
+        break;
+      default:
+        assertNever(end, "script end");
+    }
     const ctx = this.#ctx!;
     const json = ctx.typeof(value) === "string" ? copyString(ctx, value) : undefined;
     const { maxResultBytes } = this.#opts.limits;
@@ -447,6 +472,25 @@ export class ScriptRun {
     } else if (json !== undefined && byteLength(json) > maxResultBytes) {
       this.#settled = { ok: false, error: { code: "script_output_too_large", message: `the script's return value is more than ${maxResultBytes} bytes of JSON (limits.script_max_result_bytes); return less (e.g. a summary)` } };
     } else this.#settled = { ok: true, json };
+  }
+
+  /**
+   * Records why the script's return value was not sent: `script_result_invalid` when `JSON.stringify` threw
+   * (`unserialisable`, `value` what it threw) or a getter or `toJSON` it ran made tool calls (`calledLate`, `value`
+   * their count; the bridge refused them). What it threw stays a limit when it is one (out of memory, stack, deadline).
+   */
+  #settleUnsent(end: "unserialisable" | "calledLate", value: QuickJSHandle): void {
+    const advice = "; return plain data (no getters, toJSON, cycles or BigInt)";
+    let f: ScriptFailure;
+    if (end === "calledLate") {
+      const ctx = this.#ctx!;
+      const n = ctx.typeof(value) === "number" ? ctx.getNumber(value) : 0;
+      f = this.#stop ?? { code: "script_result_invalid", message: `the script's return value was not sent: serialising it as JSON ran ${n} tool call(s) (a getter or toJSON), and no call made once the script's value is decided is sent${advice}` };
+    } else {
+      f = this.#classify(value);
+      if (f.code === "script_error") f = { code: "script_result_invalid", message: cutBytes(`the script's return value was not sent: it cannot be serialised as JSON: ${f.message}${advice}`, this.#opts.limits.maxResultBytes) };
+    }
+    this.#settled = { ok: false, error: f };
   }
 
   /** Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. */
@@ -472,6 +516,9 @@ export class ScriptRun {
       return this.#opts.memoryExhausted() ? oom : { code: "script_error", message: `the script threw ${stack ?? "a non-error value"}` };
     }
     if (message === "out of memory") return oom;
+    // what QuickJS throws when an allocation fails where it cannot say so (an error object with no room for its message;
+    // the parser reading a failed allocation as bad syntax): in a full guest, that is the memory limit, not the code
+    if ((name === "InternalError" || name === "SyntaxError" || message === "" || message === undefined) && this.#opts.memoryExhausted()) return oom;
     if (message === "stack overflow" || message === "Maximum call stack size exceeded") {
       return { code: "script_stack_overflow", message: `the script overflowed its stack (${this.#opts.stackBytes >> 10} KiB, limits.script_stack_kb); avoid deep recursion` };
     }
@@ -490,6 +537,8 @@ export class ScriptRun {
     if (this.#stop) return this.#finish(this.#stop, false);
     if (this.#settled) return this.#finish(this.#settled, false);
     if (this.#outstanding.size === 0) {
+      // a full guest loses the job that would have settled it (QuickJS could not queue it): its memory limit
+      if (this.#opts.memoryExhausted()) return this.#finish(this.#oom(), false);
       this.#finish({ code: "script_error", message: "the script is waiting on a promise that can never settle (no tool call is pending); await tools.* calls or return a value" }, false);
     }
   }

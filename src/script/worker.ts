@@ -91,6 +91,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     stackBytes: settings.stackKb * 1024,
     meter,
     memoryExhausted: (wantBytes) => inst.exhausted(wantBytes),
+    memoryWallHit: () => inst.atWall(),
     cancelRequested: () => channel.cancelled,
     post: (msg) => {
       // A slice making many calls (a `Promise.all`) sends them on in batches, so the host serves them while the guest goes on.

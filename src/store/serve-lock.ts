@@ -1,11 +1,11 @@
 /**
  * @module store/serve-lock
  * One `airlock serve` per data dir: a pid file (`serve.lock`, JSON `{pid, start, url, started_at}`)
- * created atomically (write a temp file, then `link` it into place, which fails if one exists) and
+ * created atomically (write a temp file made with O_EXCL|O_NOFOLLOW, then `link` it into place, which fails if one exists) and
  * checked for liveness with the owner's pid + start identity (store/owner.ts), so a lock left by a
  * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock.
  */
-import { linkSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, linkSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { readRegularFile } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
@@ -14,6 +14,9 @@ import { currentOwner, ownerIsGone } from "./owner.ts";
 
 /** The lock file's name inside the data dir. */
 export const SERVE_LOCK_FILE = "serve.lock";
+
+/** The most a lock file is read, bytes (one holds ~200): a larger one is unreadable, set aside like a stale lock. */
+export const MAX_SERVE_LOCK_BYTES = 4096;
 
 /** What the lock file holds. `url` is null until the server listens. */
 export interface ServeLockInfo {
@@ -48,16 +51,14 @@ export function acquireServeLock(dataDir: string): ServeLock {
   const info: ServeLockInfo = { pid: me.pid, start: me.start, url: null, started_at: new Date().toISOString(), schema: Math.max(...MIGRATIONS.map((m) => m.version)) };
   for (let attempt = 0; attempt < 5; attempt++) {
     const tmp = `${path}.${me.pid}.tmp`;
+    writeTemp(tmp, JSON.stringify(info));
     try {
-      writeFileSync(tmp, JSON.stringify(info), { mode: 0o600 });
-      try {
-        linkSync(tmp, path);
-        return held(path, info);
-      } finally {
-        unlinkSync(tmp);
-      }
+      linkSync(tmp, path);
+      return held(path, info);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw storageError(e, path) ?? e;
+    } finally {
+      unlinkQuietly(tmp);
     }
     const other = readLock(path);
     if (other === "missing") continue;
@@ -106,12 +107,80 @@ export function liveServeLock(dataDir: string): ServeLockInfo | null {
   return other;
 }
 
+/**
+ * Writes `text` to the new file `tmp` (mode 0600), created with O_CREAT|O_EXCL|O_NOFOLLOW: a file, link or anything else
+ * someone put at that name in the data dir is never followed, truncated or written through. A leftover of ours (a
+ * regular file of this user: a server with this pid killed mid-write) is removed and the create tried once more;
+ * anything else there is refused.
+ * @throws AirlockError `data_dir_unusable` when something other than our own leftover is at `tmp` (the message says what,
+ *   and that it was left untouched), or the data dir cannot be written (read-only, full).
+ */
+function writeTemp(tmp: string, text: string): void {
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  for (let attempt = 0; ; attempt++) {
+    let fd: number;
+    try {
+      fd = openSync(tmp, flags, 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw storageError(e, tmp) ?? e;
+      const what = leftover(tmp);
+      if (what === "gone" && attempt === 0) continue;
+      if (what === "ours" && attempt === 0) {
+        unlinkQuietly(tmp);
+        continue;
+      }
+      throw new AirlockError(
+        "data_dir_unusable",
+        `the serve lock's temporary file ${tmp} is ${what === "ours" || what === "gone" ? "made again by something else each time airlock removes it" : `already there, ${what}`}; airlock left it untouched and did not start: remove it if nothing of yours made it`,
+        { path: tmp },
+      );
+    }
+    try {
+      const bytes = Buffer.from(text, "utf8");
+      let off = 0;
+      while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    } catch (e) {
+      closeSync(fd);
+      unlinkQuietly(tmp);
+      throw storageError(e, tmp) ?? e;
+    }
+    closeSync(fd);
+    return;
+  }
+}
+
+/**
+ * What is at `tmp`: our own leftover (a regular file of this user, not a link: removing its name writes nothing, also
+ * when it has other names, as one linked into place by a server killed before it removed the temp), gone, or what else
+ * it is (for the refusal).
+ */
+function leftover(tmp: string): "ours" | "gone" | string {
+  let st;
+  try {
+    st = lstatSync(tmp);
+  } catch {
+    return "gone";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return "not a regular file";
+  if (st.uid !== process.geteuid?.()) return `a file of another user (uid ${st.uid})`;
+  return "ours";
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
 function readLock(path: string): ServeLockInfo | "missing" | "unreadable" {
   let text: string;
   try {
     // never a blocking open: a FIFO at the lock's place (anyone who can write the data dir, a hook included) would
     // hang the start in open(2); not a regular file is "unreadable", set aside like a stale lock (config/paths.ts)
-    text = readRegularFile(path).toString("utf8");
+    text = readRegularFile(path, { maxBytes: MAX_SERVE_LOCK_BYTES }).toString("utf8");
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "unreadable";
   }
@@ -135,8 +204,13 @@ function held(path: string, info: ServeLockInfo): ServeLock {
       if (released || !ours()) return;
       info.url = url;
       const tmp = `${path}.${info.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(info), { mode: 0o600 });
-      renameSync(tmp, path);
+      writeTemp(tmp, JSON.stringify(info));
+      try {
+        renameSync(tmp, path);
+      } catch (e) {
+        unlinkQuietly(tmp);
+        throw storageError(e, path) ?? e;
+      }
     },
     release() {
       if (released) return;

@@ -96,6 +96,99 @@ describe("a guest whose return value cannot be copied out (real workers)", () =>
   }, 120_000);
 });
 
+describe("calls made while the return value is serialised (real workers)", () => {
+  test("a getter or toJSON of the returned value starts no tool call, and the result says why nothing was returned", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 64, stackKb: 512 });
+    const started: string[] = [];
+    const tool = async (name: string) => (started.push(name), { ok: true as const, result: 1 });
+    const r = await one.run("await tools.before(1); return { get x() { tools.inGetter(1); return 1; }, toJSON() { for (let i = 0; i < 40; i++) tools.inJson(i); return {}; } };", LIMITS, tool);
+    expect(r.ok ? "ok" : r.error.code).toBe("script_result_invalid");
+    expect(r.ok ? "" : r.error.message).toContain("40 tool call(s)");
+    expect(started).toEqual(["before"]);
+    const cyclic = await one.run("const a = []; a.push(a); return a;", LIMITS, tool);
+    expect(cyclic.ok ? "ok" : cyclic.error.message).toMatch(/^the script's return value was not sent: it cannot be serialised as JSON: TypeError/);
+    expect(await one.run("return 'next'", LIMITS, tool)).toMatchObject({ ok: true, value: "next" });
+  }, 60_000);
+});
+
+describe("a guest that fills its memory and then compiles or takes its next step (real workers)", () => {
+  // FINDING (medium): a guest whose memory was full when the VM compiled (eval, new Function, a regular expression) or
+  // ran its next step (the job after an await) did not end with the memory error: it ended script_error "threw a
+  // non-error value" (QuickJS could not make the error object and threw null), "InternalError: " with no message,
+  // "SyntaxError: invalid assignment left-hand side" (the parser read a failed allocation as bad syntax), "waiting on
+  // a promise that can never settle" (the job was lost), or internal "the script sandbox failed: Out of bounds memory
+  // access" (a fault inside QuickJS) — each telling the model to fix code that was fine, or to retry. The instance's
+  // memory stops short of its cap by up to one growth step (emscripten grows it by at least 5% at a time), and the
+  // check for "full" wanted it exactly at the cap. Fixed: within 1/16 of the cap counts as full, and those failures of
+  // a full guest end script_memory_limit (the instance is then not reused). QuickJS's own malloc counter does not see
+  // these (on emscripten it counts 8 bytes per allocation), so the memory's cap is the wall.
+  test("every such failure ends script_memory_limit (or the script succeeds), and the next script runs", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: MEMORY_MB, stackKb: 512 });
+    const tool = async () => ({ ok: true as const, result: 1 });
+    const steps = ['eval("(function (a) { return a + 1; })(1)")', 'new Function("a", "return a + 1")(1)', 'new RegExp("a(b|c)+d").test("abd")', "(await null, 1)"];
+    const ends: string[] = [];
+    for (const step of steps) {
+      for (const k of [0, 1, 2, 3, 4, 5, 8, 16, 27, 64]) {
+        const script = `let head = null; try { for (;;) head = { n: head }; } catch (e) {} for (let i = 0; i < ${k} && head; i++) head = head.n; globalThis.h = head; return ${step};`;
+        const r = await one.run(script, LIMITS, tool);
+        const end = r.ok ? "ok" : r.error.code;
+        if (end !== "ok" && end !== "script_memory_limit") ends.push(`${step} k=${k}: ${end} ${r.ok ? "" : r.error.message.slice(0, 80)}`);
+      }
+    }
+    expect(ends).toEqual([]);
+    expect(await one.run("return 'next'", LIMITS, tool)).toMatchObject({ ok: true, value: "next" });
+  }, 120_000);
+
+  // FINDING (medium): a guest that caught the memory error of a compile and tried again (a retry loop, as model code
+  // writes) spun until its CPU deadline (30 s by default) and ended script_timeout: each compile failed at once, the
+  // interrupt handler saw nothing wrong until the deadline. Fixed: a failed growth of the instance's memory (the one
+  // exact sign that an allocation could not be had) ends the script script_memory_limit at its next interrupt check.
+  test("a guest retrying a compile in a full memory ends script_memory_limit, not at its CPU deadline", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: MEMORY_MB, stackKb: 512 });
+    const tool = async () => ({ ok: true as const, result: 1 });
+    const retries = ['new Function("return " + n)()', 'eval("let x = 0;" + "x += 1;".repeat(300) + "x")'];
+    const ends: string[] = [];
+    for (const retry of retries) {
+      for (const k of [30, 50, 100]) {
+        const script = `let head = null; try { for (;;) head = { n: head }; } catch (e) {} for (let i = 0; i < ${k} && head; i++) head = head.n; globalThis.h = head;
+          let n = 0; for (;;) { n++; try { return ${retry}; } catch (e) {} }`;
+        // a CPU deadline far above what the fixed script takes: an end at it is the spin, whatever the machine's load
+        const r = await one.run(script, { ...LIMITS, cpuTimeoutMs: 10_000 }, tool);
+        const end = r.ok ? "ok" : r.error.code;
+        if (end !== "ok" && end !== "script_memory_limit") ends.push(`${retry} k=${k}: ${end}`);
+      }
+    }
+    expect(ends).toEqual([]);
+  }, 120_000);
+});
+
+describe("a script memory near the QuickJS module's 2 GiB (real workers)", () => {
+  // FINDING (medium): limits.script_memory_mb accepts up to 2048, and an instance's memory was capped at it + 16 MiB; the
+  // QuickJS build declares a 2 GiB maximum, so from 2033 every instance failed to instantiate and every script, however
+  // healthy, ended script_worker_lost; at 2032 (a cap of exactly 2 GiB) emscripten's heap resize refused each allocation
+  // past 2 GiB without trying to grow the memory, so the wall check never fired and a guest retrying a compile in a full
+  // memory spun to its CPU deadline (script_timeout). Fixed: the cap is at most 2 GiB less 16 MiB (script/instances.ts
+  // MAX_CAP_PAGES).
+  const tool = async () => ({ ok: true as const, result: 1 });
+  test("a script runs at script_memory_mb 2033 and 2048", async () => {
+    for (const memoryMb of [2033, 2048]) {
+      await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb, stackKb: 512 });
+      const r = await one.run("return 1", LIMITS, tool);
+      expect({ memoryMb, end: r.ok ? "ok" : `${r.error.code} ${r.error.message}` }).toEqual({ memoryMb, end: "ok" });
+    }
+  }, 60_000);
+
+  // fills 2 GiB (about 10 s on a loaded machine); the CPU deadline is far above what the fixed script takes
+  test("a guest retrying a compile in a full 2032 MiB memory ends script_memory_limit, not at its CPU deadline", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 2032, stackKb: 512 });
+    const script = `const keep = globalThis.keep = []; for (const sz of [1 << 20, 1 << 16, 1 << 12, 256]) { try { for (;;) keep.push("z".repeat(sz) + keep.length); } catch (e) {} }
+      let head = null; try { for (;;) head = { n: head }; } catch (e) {} globalThis.h = head;
+      let n = 0; for (;;) { n++; try { return new Function("return " + n)(); } catch (e) {} }`;
+    const r = await one.run(script, { ...LIMITS, cpuTimeoutMs: 45_000, wallTimeoutMs: 90_000 }, tool);
+    expect(r.ok ? "ok" : r.error.code).toMatch(/^(ok|script_memory_limit)$/);
+  }, 120_000);
+});
+
 describe("calls after a cancel (real workers)", () => {
   // FINDING (medium): a script busy making calls went on sending them after its caller aborted, until its interrupt
   // handler saw the cancel word; the host ran every call that arrived meanwhile (575 of 576 in one run) with a signal
@@ -127,7 +220,16 @@ describe("calls made after the script's function ended", () => {
         ["tools.before(1); (async () => { for (let i = 0; i < 5; i++) await null; tools.late(1); })(); return 1;", ["before"], "ok"],
         ["tools.before(1); (async () => { for (let i = 0; i < 5; i++) await null; for (let i = 0; i < 40; i++) tools.late(i); })(); return 1;", ["before"], "ok"],
         ["tools.before(1); throw { name: 'E', get message() { for (let i = 0; i < 40; i++) tools.getter(i); return 'm'; } };", ["before"], "script_error"],
-        ["const r = await tools.first(1); return { toJSON() { tools.inJson(r); return r; } };", ["first", "inJson"], "ok"],
+        // FINDING (medium): a call made in a getter or toJSON of the return value (run while the bridge serialised it,
+        // before its end was reported) was sent. Fixed: the door closes before the value is serialised; the script
+        // ends script_result_invalid saying so (also past 32 calls, the bridge's own flush)
+        ["const r = await tools.first(1); return { toJSON() { tools.inJson(r); return r; } };", ["first"], "script_result_invalid"],
+        ["await tools.first(1); return { a: 1, get b() { for (let i = 0; i < 40; i++) tools.getter(i); return 2; } };", ["first"], "script_result_invalid"],
+        ["await tools.first(1); return [{ toJSON() { try { tools.inJson(1); } catch (e) {} return 1; } }];", ["first"], "script_result_invalid"],
+        // a value JSON cannot carry is said to be that, not a guest error the script threw
+        ["const o = { n: await tools.first(1) }; o.self = o; return o;", ["first"], "script_result_invalid"],
+        ["await tools.first(1); return { n: 1n };", ["first"], "script_result_invalid"],
+        ["await tools.first(1); return { toJSON() { throw new Error('no'); } };", ["first"], "script_result_invalid"],
       ];
       for (const [script, names, end] of cases) {
         const seen: CallRequest[] = [];
@@ -136,4 +238,35 @@ describe("calls made after the script's function ended", () => {
       }
     }, 60_000);
   }
+});
+
+describe("other guest code run once the value is decided (real workers)", () => {
+  // Tried against the closed door (no finding): every other way QuickJS runs guest code while the bridge serialises the
+  // return value or the host reads a thrown one — Proxy traps, a toJSON getter on Object.prototype, Array.prototype.toJSON,
+  // a wrapper object's Symbol.toPrimitive / toString, console.log of a value with toJSON inside a getter, jobs a getter
+  // queues (they run after the end), a then-able return whose value has getters, a thrown or rejected value whose
+  // name/message/stack/code are getters. No such call starts; a call made before the value is decided (in `then`, or a
+  // Proxy's `get` asked for `then` by the await) still does.
+  test("no call made by them starts, and each ends as the door says", async () => {
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: MEMORY_MB, stackKb: 512 });
+    const cases: Array<[string, string, string[]]> = [
+      ["return new Proxy({ a: 1 }, { ownKeys(t) { tools.late(1); return Reflect.ownKeys(t); }, get(t, k) { if (k !== 'then') tools.late(2); else tools.beforeThen(1); return t[k]; } });", "script_result_invalid", ["beforeThen"]],
+      ["Object.defineProperty(Object.prototype, 'toJSON', { get() { tools.late(1); return undefined; } }); return { a: { b: 1 } };", "script_result_invalid", []],
+      ["Array.prototype.toJSON = function () { tools.late(1); return 1; }; return [[1]];", "script_result_invalid", []],
+      ["const n = new Number(1); n[Symbol.toPrimitive] = () => { tools.late(1); return 2; }; return { n };", "script_result_invalid", []],
+      ["const s = new String('a'); s.toString = () => { tools.late(1); return 'b'; }; return [s];", "script_result_invalid", []],
+      ["return { get x() { console.log({ toJSON() { tools.late(1); return 1; } }); return 1; } };", "script_result_invalid", []],
+      ["return { get x() { Promise.resolve().then(() => { for (let i = 0; i < 40; i++) tools.late(i); }); return 1; } };", "ok", []],
+      ["return { then(r) { tools.inThen(1); r({ get x() { tools.late(1); return 1; } }); } };", "script_result_invalid", ["inThen"]],
+      ["throw { get name() { tools.late(1); return 'E'; }, get message() { tools.late(2); return 'm'; }, get stack() { tools.late(3); return 's'; }, get code() { tools.late(4); return 'c'; } };", "script_error", []],
+      ["return Promise.reject({ get message() { for (let i = 0; i < 40; i++) tools.late(i); return 'm'; } });", "script_error", []],
+      ["return { toJSON() { throw { get message() { tools.late(1); return 'm'; } }; } };", "script_result_invalid", []],
+    ];
+    for (const [script, end, names] of cases) {
+      const started: string[] = [];
+      const r = await one.run(script, LIMITS, async (name: string) => (started.push(name), { ok: true as const, result: 1 }));
+      expect({ script, end: r.ok ? "ok" : r.error.code, started }).toEqual({ script, end, started: names });
+    }
+    expect(await one.run("return 'next'", LIMITS, async () => ({ ok: true as const, result: 1 }))).toMatchObject({ ok: true, value: "next" });
+  }, 60_000);
 });

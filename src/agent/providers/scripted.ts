@@ -99,7 +99,14 @@ function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 /**
- * Reads and validates the script named by `cfg.script` (relative to `opts.configDir`); no `script` = an empty script.
+ * The most the scripted provider's script file may hold, bytes: 16 MiB. It replays model turns in tests and demos; a
+ * real model's turn is bounded by its output tokens (about 0.5 MiB at 128k), so 16 MiB holds dozens of such turns, and
+ * the parsed turns stay in memory for the process's life; a sparse or endless file named there would stall the start.
+ */
+export const MAX_SCRIPT_FILE_BYTES = 16 << 20;
+
+/**
+ * Reads and validates the script named by `cfg.script` (at most {@link MAX_SCRIPT_FILE_BYTES}) (relative to `opts.configDir`); no `script` = an empty script.
  * The unreadable-file message names where a relative path resolves: `opts.scriptOrigin` when given
  * (e.g. `recipe nightly.yaml`, whose loader already made the path absolute), else the config file's folder.
  * @throws AirlockError `config_invalid` when the file cannot be read or is invalid.
@@ -109,9 +116,10 @@ export function loadScript(cfg: ProviderConfig, opts: ProviderOptions): Script {
   const file = isAbsolute(cfg.script) ? cfg.script : resolve(opts.configDir, cfg.script);
   let text: string;
   try {
-    text = readRegularFile(file).toString("utf8"); // a FIFO there never blocks (config/paths.ts)
+    text = readRegularFile(file, { maxBytes: MAX_SCRIPT_FILE_BYTES }).toString("utf8"); // a FIFO there never blocks (config/paths.ts)
   } catch (e) {
-    const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === "EFBIG" ? `EFBIG: larger than ${MAX_SCRIPT_FILE_BYTES} bytes (16 MiB), the most a script of model turns may hold` : (code ?? (e as Error).message);
     const relative = opts.scriptOrigin
       ? `a relative provider.script resolves against the folder of ${opts.scriptOrigin}`
       : `a relative provider.script resolves against the config file's folder (${opts.configDir})`;

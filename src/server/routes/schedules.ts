@@ -11,13 +11,11 @@ import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { formatZodIssues } from "../../config/load.ts";
 import { AirlockError } from "../../errors.ts";
+import { MAX_RECIPE_FILE_BYTES, recipeReadProblem } from "../../scheduler/recipe.ts";
 import { schedulePortFor, type SchedulePort, type SchedulerHost } from "../../scheduler/service.ts";
 import type { Run } from "../../scheduler/store.ts";
 import type { RunList, RunView, Schedule, ScheduleDeleted, ScheduleList } from "../api-schemas.ts";
 import { apiErrorHandler, errorResponse } from "../error-response.ts";
-
-/** The largest recipe file the server reads for `POST /schedules` (`recipe_text` is capped by limits.max_body_bytes), bytes. */
-export const MAX_RECIPE_FILE_BYTES = 4 << 20;
 
 /** `POST /schedules` body. Give the recipe's absolute path (read by the server) and/or its text. */
 export const NewScheduleBody = z.strictObject({
@@ -100,13 +98,11 @@ export function schedulesRoutes(rt: SchedulerHost, scheduler: SchedulePort = sch
     if (text === undefined) {
       try {
         // never a blocking open on the serving thread: a FIFO there would freeze every session (config/paths.ts)
-        // and at most MAX_RECIPE_FILE_BYTES, checked before the read: a sparse file of gigabytes (any caller with the
-        // API token, a tool process included, can make one and name it) would have this thread read all of it
+        // and at most MAX_RECIPE_FILE_BYTES (recipe_text is capped by limits.max_body_bytes): a sparse file of gigabytes
+        // (any caller with the API token, a tool process included, can make one and name it) would have this thread read all of it
         text = readRegularFile(b.recipe_path, { maxBytes: MAX_RECIPE_FILE_BYTES }).toString("utf8");
       } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        const why = code === "ENOTREG" || code === "EISDIR" ? `${code}: not a regular file` : code === "EFBIG" ? `EFBIG: larger than ${MAX_RECIPE_FILE_BYTES} bytes` : (code ?? (e as Error).message);
-        throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${why}); send recipe_text`);
+        throw new AirlockError("recipe_invalid", `recipe ${b.recipe_path}: the server cannot read it (${recipeReadProblem(e)}); send recipe_text`);
       }
     }
     const s = await scheduler.add({ cron: b.cron, recipe_path: b.recipe_path, recipe_text: text, ...(b.name ? { name: b.name } : {}), ...(b.params ? { params: b.params } : {}) });
