@@ -13,7 +13,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { dataDirFor, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const VICTIM_TEXT = "precious: keep me\n";
@@ -25,7 +25,8 @@ function dataDir(user: TestUser): string {
   writeFileSync(join(dir, "turns.yaml"), 'turns:\n  - text: "done"\n');
   writeFileSync(join(dir, "victim.txt"), VICTIM_TEXT);
   if (user.uid !== process.getuid?.()) expect(Bun.spawnSync(["chown", "-R", `${user.uid}:${user.uid}`, dir]).exitCode).toBe(0);
-  return dir;
+  return dataDirFor(dir, user); // 0700: airlock refuses a data dir others may write
+
 }
 
 /**
