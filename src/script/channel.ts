@@ -7,7 +7,12 @@
  * MessagePort: waking the main thread that way measured cheaper than `Atomics.waitAsync` (docs/performance.md,
  * "Issue 20, the shared-memory bridge").
  *
- * Layout (bytes): an Int32 header of `HEADER_WORDS` words, then `CAPACITY` bytes of mailbox. A frame is a run of
+ * Layout (bytes): an Int32 header of `HEADER_WORDS` words, then up to `CAPACITY` bytes of mailbox. The buffer is a
+ * growable SharedArrayBuffer made with `INITIAL_MAILBOX` bytes of mailbox; the host grows it (never past
+ * `CHANNEL_BYTES`) before it writes a chunk that does not fit. A worker thread counts each buffer it receives
+ * towards its next garbage collection at the buffer's current length (one wrapper per task), so a fixed 16 KiB
+ * mailbox made every script, trivial or not, cost its worker 16 KiB of collector budget (docs/performance.md,
+ * "a trivial script's collections"). A frame is a run of
  * records, integers little-endian u32, a string a u32 UTF-8 byte length and its bytes: 1 reply {id, payload} ·
  * 2 go. A frame larger than `CAPACITY` goes in chunks (`DOWN_TOTAL` says the whole frame's length; the worker
  * empties the mailbox after each chunk and the host writes the next).
@@ -19,8 +24,13 @@
  */
 import type { HostMessage } from "./protocol.ts";
 
-/** Data bytes of the mailbox. */
+/** Data bytes of the mailbox at most (a larger frame goes in chunks of this size). */
 export const CAPACITY = 16 * 1024;
+/**
+ * Data bytes of the mailbox a new buffer starts with: a `go` or a small reply fits; a larger chunk grows the buffer
+ * (`HostChannel`), the mailbox doubled until the chunk fits, up to `CAPACITY`.
+ */
+export const INITIAL_MAILBOX = 224;
 /** Int32 header words (indexes below). */
 export const HEADER_WORDS = 8;
 /** Header word: 1 while the mailbox holds a chunk the worker has not read, else 0. */
@@ -49,9 +59,11 @@ export const HOST_WAITING = 6;
  * one spin, then the thread sleeps).
  */
 export const SPIN_MS = 0.05;
-/** Bytes of the whole buffer. */
+/** Bytes of the whole buffer at most (its `maxByteLength`). */
 export const CHANNEL_BYTES = HEADER_WORDS * 4 + CAPACITY;
 const DOWN_DATA = HEADER_WORDS * 4;
+/** Bytes of a new buffer. */
+export const INITIAL_CHANNEL_BYTES = DOWN_DATA + INITIAL_MAILBOX;
 
 const enum Down {
   Reply = 1,
@@ -61,9 +73,17 @@ const enum Down {
 const encoder = new TextEncoder();
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** A fresh buffer laid out for one script. */
+/** A fresh buffer laid out for one script: growable, `INITIAL_CHANNEL_BYTES` long, at most `CHANNEL_BYTES`. */
 export function newChannelBuffer(): SharedArrayBuffer {
-  return new SharedArrayBuffer(CHANNEL_BYTES);
+  return new SharedArrayBuffer(INITIAL_CHANNEL_BYTES, { maxByteLength: CHANNEL_BYTES });
+}
+
+/**
+ * True for a buffer this module can use as a channel: growable with `maxByteLength` `CHANNEL_BYTES` and at least
+ * the header long, or a fixed buffer of `CHANNEL_BYTES`.
+ */
+export function isChannelBuffer(buf: SharedArrayBuffer): boolean {
+  return buf.growable ? buf.maxByteLength === CHANNEL_BYTES && buf.byteLength >= DOWN_DATA : buf.byteLength === CHANNEL_BYTES;
 }
 
 /**
@@ -219,11 +239,11 @@ export class WorkerChannel {
   /** When the current wait began polling (`performance.now()`), 0 before it did. */
   #spinFrom = 0;
 
-  /** @throws Error when `buf` is not a channel buffer (wrong size). */
+  /** @throws Error when `buf` is not a channel buffer (`isChannelBuffer`: wrong size). */
   constructor(buf: SharedArrayBuffer) {
-    if (buf.byteLength !== CHANNEL_BYTES) throw new Error("the script's channel buffer has the wrong size");
+    if (!isChannelBuffer(buf)) throw new Error("the script's channel buffer has the wrong size");
     this.#i32 = new Int32Array(buf, 0, HEADER_WORDS);
-    this.#u8 = new Uint8Array(buf);
+    this.#u8 = new Uint8Array(buf); // tracks the buffer's length as the host grows it
   }
 
   /** True once the host cancelled the script (read by the guest's interrupt handler too). */
@@ -261,7 +281,8 @@ export class WorkerChannel {
   #takeChunk(): HostMessage[] | null {
     const len = Atomics.load(this.#i32, DOWN_LEN);
     const total = Atomics.load(this.#i32, DOWN_TOTAL);
-    if (len < 0 || len > CAPACITY || total < len || this.#partBytes + len > total) throw new Error("the host wrote a malformed chunk on the script's channel");
+    // the host grows the buffer before it sets DOWN_STATE, so a chunk it wrote is within the length seen here
+    if (len < 0 || len > CAPACITY || DOWN_DATA + len > this.#u8.length || total < len || this.#partBytes + len > total) throw new Error("the host wrote a malformed chunk on the script's channel");
     const chunk = this.#u8.slice(DOWN_DATA, DOWN_DATA + len);
     Atomics.store(this.#i32, DOWN_STATE, 0);
     if (Atomics.load(this.#i32, HOST_WAITING) === 1) Atomics.notify(this.#i32, DOWN_STATE);
@@ -296,9 +317,14 @@ export class HostChannel {
   #pumping = false;
   #closed = false;
 
+  readonly #buf: SharedArrayBuffer;
+
+  /** @throws Error when `buf` is not a channel buffer (`isChannelBuffer`). */
   constructor(buf: SharedArrayBuffer) {
+    if (!isChannelBuffer(buf)) throw new Error("the script's channel buffer has the wrong size");
+    this.#buf = buf;
     this.#i32 = new Int32Array(buf, 0, HEADER_WORDS);
-    this.#u8 = new Uint8Array(buf);
+    this.#u8 = new Uint8Array(buf); // tracks the buffer's length as `#write` grows it
   }
 
   /** Queues `msg` for the worker; it is written as soon as the down mailbox is empty. */
@@ -318,9 +344,28 @@ export class HostChannel {
     void this.#pump();
   }
 
-  /** Writes `chunk` (at most CAPACITY bytes) of a frame of `total` bytes into the empty down mailbox and wakes the worker. */
+  /**
+   * Writes `chunk` (at most CAPACITY bytes) of a frame of `total` bytes into the empty down mailbox, growing the buffer
+   * first when the chunk does not fit (its mailbox doubled from `INITIAL_MAILBOX` until it fits, at most `CAPACITY`),
+   * and wakes the worker.
+   */
   #write(chunk: Uint8Array, total: number): void {
     const i32 = this.#i32;
+    const need = DOWN_DATA + chunk.length;
+    if (this.#buf.byteLength < need) {
+      let mailbox = INITIAL_MAILBOX;
+      while (DOWN_DATA + mailbox < need) mailbox *= 2;
+      try {
+        this.#buf.grow(Math.min(CHANNEL_BYTES, DOWN_DATA + mailbox));
+      } catch {
+        // the worker grew it meanwhile past that length (it may write anything, grow included), or no memory was left
+      }
+      if (this.#buf.byteLength < need) {
+        // cannot happen short of the process running out of memory: nothing more is sent, the script ends at its deadline
+        this.close();
+        return;
+      }
+    }
     this.#u8.set(chunk, DOWN_DATA);
     Atomics.store(i32, DOWN_LEN, chunk.length);
     Atomics.store(i32, DOWN_TOTAL, total);

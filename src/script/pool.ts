@@ -12,7 +12,7 @@ import { AsyncResource } from "node:async_hooks";
 import type { MessagePort as NodeMessagePort } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
-import { HostChannel, newChannelBuffer, resetChannelBuffer } from "./channel.ts";
+import { HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, resetChannelBuffer } from "./channel.ts";
 import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome, type WorkerMessage } from "./protocol.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
@@ -85,9 +85,9 @@ export class ScriptPool {
   #inFlight = 0;
   /**
    * Shared buffers (meter, channel) of ended scripts whose worker returned, kept for the next scripts: a script's
-   * two SharedArrayBuffers (16 KiB and more) were most of what it allocated on the main thread, and what made the
-   * main thread's collector run during a stream of short scripts. Never those of a script whose worker did not
-   * return (lost, replaced, still stuck): that worker might still write them.
+   * two SharedArrayBuffers were most of what it allocated on the main thread, and what made the main thread's
+   * collector run during a stream of short scripts. Never those of a script whose worker did not return (lost,
+   * replaced, still stuck): that worker might still write them; nor a channel a reply grew (script/channel.ts).
    */
   readonly #spareBuffers: Array<{ meter: SharedArrayBuffer; channel: SharedArrayBuffer }> = [];
   /** Worker failures tinypool reports outside any task (a replaced idle worker); kept for diagnostics. */
@@ -147,15 +147,7 @@ export class ScriptPool {
    */
   async run(code: string, opts: RunOptions, callTool: CallTool): Promise<ScriptResult> {
     if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
-    const lim = ScriptLimits.safeParse({
-      cpuTimeoutMs: opts.cpuTimeoutMs,
-      wallTimeoutMs: opts.wallTimeoutMs,
-      maxToolCalls: opts.maxToolCalls,
-      maxLogBytes: opts.maxLogBytes,
-      maxResultBytes: opts.maxResultBytes,
-    });
-    if (!lim.success) throw new AirlockError("bad_request", `script limits are invalid: ${lim.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
-    const limits = lim.data;
+    const limits = parseLimits(opts);
     const signal = opts.signal;
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
 
@@ -274,9 +266,9 @@ export class ScriptPool {
       pool.run({ code, limits, port: port2, meter: meterBuf, channel: channelBuf, go }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
         (raw: unknown) => {
           workerReturned = true;
-          const out = WorkerOutcome.safeParse(raw);
-          if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
-          finish(toResult(out.data));
+          const out = parseOutcome(raw);
+          if (!out) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
+          finish(toResult(out));
         },
         (e: unknown) => finish(workerLost(e, served)),
       );
@@ -333,7 +325,8 @@ export class ScriptPool {
       signal?.removeEventListener("abort", onAbort);
       port1.close();
       channel.close();
-      if (workerReturned && this.#spareBuffers.length < SPARE_BUFFERS) this.#spareBuffers.push({ meter: meterBuf, channel: channelBuf });
+      // a channel a large reply grew is let go: its worker would count all of it again at every later script
+      if (workerReturned && channelBuf.byteLength === INITIAL_CHANNEL_BYTES && this.#spareBuffers.length < SPARE_BUFFERS) this.#spareBuffers.push({ meter: meterBuf, channel: channelBuf });
       callsEnd?.abort(new AirlockError("cancelled", "the script that made this call ended before the call finished, so it was stopped; await every tools.* call"));
     }
   }
@@ -397,6 +390,50 @@ class RunSlots {
     if (next) next();
     else this.#free++;
   }
+}
+
+/**
+ * The script's limits (protocol.ts's `ScriptLimits`). Limits that are plainly valid (five safe integers in range) are
+ * taken as they are; anything else goes through the schema, which makes the error message. Per script, zod's parse
+ * cost ~3 µs and ~2 KB of garbage on the main thread (docs/performance.md, "a trivial script's collections").
+ * @throws AirlockError `bad_request` when the limits are invalid.
+ */
+function parseLimits(o: ScriptLimits): ScriptLimits {
+  const { cpuTimeoutMs, wallTimeoutMs, maxToolCalls, maxLogBytes, maxResultBytes } = o;
+  const whole = (v: number, min: number): boolean => Number.isSafeInteger(v) && v >= min;
+  if (whole(cpuTimeoutMs, 1) && whole(wallTimeoutMs, 1) && whole(maxToolCalls, 0) && whole(maxLogBytes, 0) && whole(maxResultBytes, 0)) {
+    return { cpuTimeoutMs, wallTimeoutMs, maxToolCalls, maxLogBytes, maxResultBytes };
+  }
+  const lim = ScriptLimits.safeParse({ cpuTimeoutMs, wallTimeoutMs, maxToolCalls, maxLogBytes, maxResultBytes });
+  if (!lim.success) throw new AirlockError("bad_request", `script limits are invalid: ${lim.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return lim.data;
+}
+
+/**
+ * A worker's outcome (protocol.ts's `WorkerOutcome`), or null when malformed. The common success (`ok: true`, a
+ * string or no `json`, string logs, a whole number of calls, no other key) is checked by hand and copied; anything
+ * else goes through the schema, so what is accepted is exactly what the schema accepts (zod's parse cost ~1.6 KB of
+ * garbage per script on the main thread).
+ */
+function parseOutcome(raw: unknown): WorkerOutcome | null {
+  if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && Object.getPrototypeOf(raw) === Object.prototype) {
+    const o = raw as Record<string, unknown>;
+    const { ok, json, logs, calls } = o;
+    let keys = 0;
+    for (const k in o) {
+      if (!Object.hasOwn(o, k)) continue;
+      if (k !== "ok" && k !== "json" && k !== "logs" && k !== "calls") {
+        keys = -1;
+        break;
+      }
+      keys++;
+    }
+    if (ok === true && keys === (json === undefined && !Object.hasOwn(o, "json") ? 3 : 4) && (json === undefined || typeof json === "string") && Array.isArray(logs) && logs.every((l) => typeof l === "string") && Number.isSafeInteger(calls)) {
+      return { ok: true, ...(json !== undefined ? { json } : {}), logs: logs as string[], calls: calls as number };
+    }
+  }
+  const out = WorkerOutcome.safeParse(raw);
+  return out.success ? out.data : null;
 }
 
 /**
