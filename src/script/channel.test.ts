@@ -6,7 +6,7 @@
  * test worker (a scribbled channel, malformed messages), and many scripts at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CAPACITY, encodeDown, HostChannel, newChannelBuffer, parseDownFrame, resetChannelBuffer } from "./channel.ts";
+import { CAPACITY, CHANNEL_BYTES, encodeDown, HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, parseDownFrame, resetChannelBuffer } from "./channel.ts";
 import type { ToolOutcome } from "./protocol.ts";
 import { ScriptPool, type RunOptions } from "./pool.ts";
 
@@ -58,6 +58,52 @@ describe("a reused buffer", () => {
       worker.terminate();
     }
   }, 30_000);
+});
+
+describe("a growable buffer", () => {
+  /** Sends one reply of `payload` on `buf` and has a real worker read it with the sandbox worker's own end. */
+  async function deliver(buf: SharedArrayBuffer, payload: string): Promise<unknown> {
+    const host = new HostChannel(buf);
+    const worker = new Worker(new URL("../../test/fixtures/channel-reader-worker.ts", import.meta.url).href);
+    try {
+      const got = new Promise((r) => worker.addEventListener("message", (e) => r(e.data), { once: true }));
+      worker.postMessage({ buf, timeoutMs: 10_000 });
+      host.send({ t: "reply", id: 1, payload });
+      return await got;
+    } finally {
+      host.close();
+      worker.terminate();
+    }
+  }
+
+  // a reply frame is 1 kind byte + u32 id + u32 length + the payload
+  for (const n of [1, INITIAL_CHANNEL_BYTES - 32 - 9, INITIAL_CHANNEL_BYTES - 32 - 8, 5000, CAPACITY - 9, 3 * CAPACITY]) {
+    test(`a new buffer starts at ${INITIAL_CHANNEL_BYTES} bytes; a ${n}-byte reply grows it only as far as needed (at most ${CHANNEL_BYTES}) and arrives whole`, async () => {
+      const buf = newChannelBuffer();
+      expect([buf.growable, buf.byteLength, buf.maxByteLength]).toEqual([true, INITIAL_CHANNEL_BYTES, CHANNEL_BYTES]);
+      expect(await deliver(buf, "r".repeat(n))).toEqual({ t: "messages", lengths: [n] });
+      // the header (32 bytes) and the first chunk; the mailbox doubles from its first size until that fits
+      const need = 32 + Math.min(CAPACITY, 9 + n);
+      let length = INITIAL_CHANNEL_BYTES;
+      while (length < need) length = 32 + (length - 32) * 2;
+      expect(buf.byteLength).toBe(Math.min(CHANNEL_BYTES, length));
+    });
+  }
+
+  test("a buffer the worker grew itself (it may write anything) is used as it is: the reply arrives, nothing thrown on the host", async () => {
+    const buf = newChannelBuffer();
+    buf.grow(INITIAL_CHANNEL_BYTES + 1001); // an odd length no host growth makes
+    expect(await deliver(buf, "w".repeat(900))).toEqual({ t: "messages", lengths: [900] });
+    expect(buf.byteLength).toBe(INITIAL_CHANNEL_BYTES + 1001);
+    expect(await deliver(buf, "w".repeat(1500))).toEqual({ t: "messages", lengths: [1500] });
+    expect(buf.byteLength).toBe(32 + (INITIAL_CHANNEL_BYTES - 32) * 8);
+  });
+
+  test("a fixed buffer of the whole size is still a channel; any other length is refused on both ends", async () => {
+    expect(await deliver(new SharedArrayBuffer(CHANNEL_BYTES), "f".repeat(3 * CAPACITY))).toEqual({ t: "messages", lengths: [3 * CAPACITY] });
+    expect(() => new HostChannel(new SharedArrayBuffer(CHANNEL_BYTES - 1))).toThrow("wrong size");
+    expect(() => new HostChannel(new SharedArrayBuffer(64, { maxByteLength: 2 * CHANNEL_BYTES }))).toThrow("wrong size");
+  });
 });
 
 describe("a worker blocked on the channel", () => {
@@ -261,6 +307,15 @@ describe("a misbehaving worker", () => {
 
   // FINDING (attack on the batched bridge): an outcome whose `json` was not JSON text made the pool's JSON.parse throw
   // inside the task's `then` (an unhandled rejection) and run() wait for the watchdog (`script_timeout`).
+  test("an outcome the hand check does not take goes to the schema: a key too many is internal; a well-formed failure passes as it is", async () => {
+    await using hostile = hostilePool();
+    const tool = async (): Promise<ToolOutcome> => ({ ok: true, result: null });
+    expect(await hostile.run("extra-key", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toMatchObject({ ok: false, error: { code: "internal", message: "the sandbox worker answered with a malformed outcome" } });
+    expect(await hostile.run("json-number", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toMatchObject({ ok: false, error: { code: "internal", message: "the sandbox worker answered with a malformed outcome" } });
+    expect(await hostile.run("failure", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toEqual({ ok: false, error: { code: "script_error", message: "Error: m", stack: "s" }, logs: ["l"], calls: 2 });
+    expect(await hostile.run("no-json", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toEqual({ ok: true, value: null, logs: [], calls: 0 });
+  });
+
   test("an outcome whose return value is not JSON text ends the script internal at once, nothing thrown on the host", async () => {
     await using hostile = hostilePool();
     const r = await hostile.run("bad-json", { ...LIMITS, wallTimeoutMs: 300 }, async () => ({ ok: true, result: null }));
