@@ -17,10 +17,11 @@
  * 2 go. A frame larger than `CAPACITY` goes in chunks (`DOWN_TOTAL` says the whole frame's length; the worker
  * empties the mailbox after each chunk and the host writes the next).
  *
- * The worker can write anything into the buffer. The host reads two words of it, `DOWN_STATE` and `WORKER_PARKED`,
- * and only compares them with 0 (a worker that never empties the mailbox stalls its own script's replies until its
- * deadline; one that claims to be parked costs the host a notify per message); it never reads a length or a byte
- * the worker wrote. Loaded by the worker: no zod, no node modules.
+ * The worker can write anything into the buffer, and grow it (never past `CHANNEL_BYTES`, never shrink it). The host
+ * reads two words of it, `DOWN_STATE` and `WORKER_PARKED`, and only compares them with 0 (a worker that never empties
+ * the mailbox stalls its own script's replies until its deadline; one that claims to be parked costs the host a
+ * notify per message); it reads the buffer's length only to grow it before a write, and never reads a length or a
+ * byte the worker wrote. Loaded by the worker: no zod, no node modules.
  */
 import type { HostMessage } from "./protocol.ts";
 
