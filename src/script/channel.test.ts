@@ -2,8 +2,9 @@
  * @module script/channel.test
  * The shared-memory channel between the script pool and its workers (script/channel.ts), with real worker
  * threads and real QuickJS: cancel and the wall-clock deadline while the worker is blocked in `Atomics.wait`,
- * cancel of a busy guest through the shared cancel word, payloads larger than the mailbox both ways, a misbehaving
- * test worker (a scribbled channel, malformed messages), and many scripts at once.
+ * cancel of a busy guest through the shared cancel word, payloads larger than the mailbox both ways, the growable
+ * buffer (starts small, grown by the host only as far as a chunk needs), a misbehaving test worker (a scribbled
+ * channel, malformed messages, outcomes the pool's hand check leaves to the schema), and many scripts at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CAPACITY, CHANNEL_BYTES, encodeDown, HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, parseDownFrame, resetChannelBuffer } from "./channel.ts";
@@ -305,8 +306,6 @@ describe("a misbehaving worker", () => {
     expect(called).toBe(0);
   });
 
-  // FINDING (attack on the batched bridge): an outcome whose `json` was not JSON text made the pool's JSON.parse throw
-  // inside the task's `then` (an unhandled rejection) and run() wait for the watchdog (`script_timeout`).
   test("an outcome the hand check does not take goes to the schema: a key too many is internal; a well-formed failure passes as it is", async () => {
     await using hostile = hostilePool();
     const tool = async (): Promise<ToolOutcome> => ({ ok: true, result: null });
@@ -316,6 +315,8 @@ describe("a misbehaving worker", () => {
     expect(await hostile.run("no-json", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toEqual({ ok: true, value: null, logs: [], calls: 0 });
   });
 
+  // FINDING (attack on the batched bridge): an outcome whose `json` was not JSON text made the pool's JSON.parse throw
+  // inside the task's `then` (an unhandled rejection) and run() wait for the watchdog (`script_timeout`).
   test("an outcome whose return value is not JSON text ends the script internal at once, nothing thrown on the host", async () => {
     await using hostile = hostilePool();
     const r = await hostile.run("bad-json", { ...LIMITS, wallTimeoutMs: 300 }, async () => ({ ok: true, result: null }));
