@@ -5,6 +5,7 @@
  * and limits end the same through it as through the handle API (one thread, real QuickJS, no worker).
  */
 import { describe, expect, test } from "bun:test";
+import { parseBatch } from "./bridge.ts";
 import { DirectCalls } from "./direct.ts";
 import { Instances } from "./instances.ts";
 import type { CallRequest } from "./protocol.ts";
@@ -66,5 +67,44 @@ describe("the FFI path of a tool call", () => {
     const sum = await runHere(instances, scripts[0]!, true, answer);
     expect(sum).toMatchObject({ ok: true, json: "190", calls: 20 });
     expect(await runHere(instances, scripts[4]!, true, answer)).toMatchObject({ ok: false, error: { code: "script_too_many_calls" } });
+  });
+});
+
+describe("the batch text of a slice's calls (bridge.ts parseBatch)", () => {
+  test("reads records one after another; refuses every cut, sign, overlong number, bad length or non-string name", () => {
+    expect(parseBatch('1:7:6:"echo"{"i":0}12:2:3:"x"{}')).toEqual([
+      { id: 1, name: "echo", args: '{"i":0}' },
+      { id: 12, name: "x", args: "{}" },
+    ]);
+    expect(parseBatch("")).toEqual([]);
+    for (const bad of [
+      '1:7:6:"echo"{"i":0', // args cut short
+      '1:7:6:"echo"{"i":0}1', // a record cut short
+      '0:2:3:"x"{}', // id 0
+      '4294967296:2:3:"x"{}', // id past u32
+      '-1:2:3:"x"{}',
+      '+1:2:3:"x"{}',
+      '1:2:3:"x"{}:',
+      '1::3:"x"{}',
+      '1:2:1:x{}', // a name that is not JSON text
+      '1:2:1:1{}', // JSON text, not a string
+      '1:2:3:"x"{}'.replace("3", "99"),
+      '1:99999999999:3:"x"{}', // 11 digits
+      ':2:3:"x"{}',
+    ]) {
+      expect(parseBatch(bad)).toBeNull();
+    }
+  });
+
+  test("names JSON cannot pass raw (a lone surrogate, quotes, a colon, astral characters) reach the host as the guest wrote them", async () => {
+    const instances = await Instances.create(64);
+    const names: string[] = [];
+    const out = await runHere(instances, 'const r = []; for (const n of ["\\ud800", "a\\"b:c", "é😀", "echo", "echo"]) r.push((await tools[n]({ n })).n); return [r, tools.echo === tools.echo];', true, (c) => {
+      names.push(c.name);
+      return JSON.stringify({ ok: true, result: JSON.parse(c.args) });
+    });
+    expect(out).toMatchObject({ ok: true, calls: 5 });
+    expect(JSON.parse((out as { json: string }).json)).toEqual([["\ud800", 'a"b:c', "é😀", "echo", "echo"], true]);
+    expect(names).toEqual(["\ud800", 'a"b:c', "é😀", "echo", "echo"]);
   });
 });
