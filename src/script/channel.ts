@@ -52,6 +52,8 @@ export const SPIN_MS = 0.05;
 /** Bytes of the whole buffer. */
 export const CHANNEL_BYTES = HEADER_WORDS * 4 + CAPACITY;
 const DOWN_DATA = HEADER_WORDS * 4;
+/** Bytes of a reply record before its payload's UTF-8: kind u8, id u32, payload length u32. */
+const REPLY_HEAD = 9;
 
 const enum Down {
   Reply = 1,
@@ -292,6 +294,9 @@ export class WorkerChannel {
 export class HostChannel {
   readonly #i32: Int32Array;
   readonly #u8: Uint8Array;
+  readonly #view: DataView;
+  /** The mailbox past a reply record's head: where `#writeReply` encodes the payload. */
+  readonly #replyText: Uint8Array;
   #queue: Exclude<HostMessage, { t: "cancel" }>[] = [];
   #pumping = false;
   #closed = false;
@@ -299,11 +304,15 @@ export class HostChannel {
   constructor(buf: SharedArrayBuffer) {
     this.#i32 = new Int32Array(buf, 0, HEADER_WORDS);
     this.#u8 = new Uint8Array(buf);
+    this.#view = new DataView(buf);
+    this.#replyText = new Uint8Array(buf, DOWN_DATA + REPLY_HEAD, CAPACITY - REPLY_HEAD);
   }
 
   /** Queues `msg` for the worker; it is written as soon as the down mailbox is empty. */
   send(msg: Exclude<HostMessage, { t: "cancel" }>): void {
     if (this.#closed) return;
+    // the common case of a sequential call: one reply, nothing queued, the mailbox empty: encoded straight into it
+    if (msg.t === "reply" && !this.#pumping && this.#queue.length === 0 && Atomics.load(this.#i32, DOWN_STATE) === 0 && this.#writeReply(msg.id, msg.payload)) return;
     this.#queue.push(msg);
     if (this.#pumping) return;
     if (Atomics.load(this.#i32, DOWN_STATE) === 0) {
@@ -316,6 +325,26 @@ export class HostChannel {
       }
     }
     void this.#pump();
+  }
+
+  /**
+   * Encodes one reply record straight into the empty down mailbox (the frame `encodeDown` would make) and wakes the
+   * worker; false, with nothing published, when it does not fit in one chunk (the caller then queues it).
+   */
+  #writeReply(id: number, payload: string): boolean {
+    if (payload.length > CAPACITY - REPLY_HEAD) return false; // more UTF-8 bytes than that, surely
+    const { read, written } = encoder.encodeInto(payload, this.#replyText);
+    if (read < payload.length) return false;
+    const u8 = this.#u8;
+    u8[DOWN_DATA] = Down.Reply;
+    this.#view.setUint32(DOWN_DATA + 1, id, true);
+    this.#view.setUint32(DOWN_DATA + 5, written, true);
+    const i32 = this.#i32;
+    Atomics.store(i32, DOWN_LEN, REPLY_HEAD + written);
+    Atomics.store(i32, DOWN_TOTAL, REPLY_HEAD + written);
+    Atomics.store(i32, DOWN_STATE, 1);
+    this.#wake();
+    return true;
   }
 
   /** Writes `chunk` (at most CAPACITY bytes) of a frame of `total` bytes into the empty down mailbox and wakes the worker. */

@@ -196,16 +196,21 @@ export class ScriptPool {
     let holding = false;
     let owed = 0;
     let acquiring: Promise<void> | undefined;
-    const grant = async (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> => {
+    /** Sends `msg` with a run slot: now when the script holds one or one is free (undefined), else once one is (a promise). */
+    const grant = (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> | undefined => {
       if (!holding && !acquiring && !done && this.#slots.tryAcquire()) holding = true; // the common case: a free slot, no wait
-      if (!holding) {
-        acquiring ??= this.#slots.acquire().then(() => {
-          acquiring = undefined;
-          if (done) this.#slots.release();
-          else holding = true;
-        });
-        await acquiring;
-      }
+      if (!holding) return grantLater(msg);
+      if (done) return;
+      owed++;
+      channel.send(msg);
+    };
+    const grantLater = async (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> => {
+      acquiring ??= this.#slots.acquire().then(() => {
+        acquiring = undefined;
+        if (done) this.#slots.release();
+        else holding = true;
+      });
+      await acquiring;
       if (done || !holding) return;
       owed++;
       channel.send(msg);
@@ -227,7 +232,7 @@ export class ScriptPool {
       if (done || signal?.aborted) return;
       served++;
       const payload = await serveCall(req, callTool, (callsEnd ??= new AbortController()).signal);
-      if (!done) await grant({ t: "reply", id: req.id, payload });
+      if (!done) return grant({ t: "reply", id: req.id, payload });
     });
     const receive = (raw: unknown): void => {
       const msg = parseWorkerMessage(raw);
