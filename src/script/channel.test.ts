@@ -6,7 +6,7 @@
  * test worker (a scribbled channel, malformed messages), and many scripts at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CAPACITY, encodeDown, HostChannel, newChannelBuffer, parseDownFrame, resetChannelBuffer } from "./channel.ts";
+import { CAPACITY, encodeDown, HostChannel, newChannelBuffer, parseDownFrame, readDownFrame, resetChannelBuffer } from "./channel.ts";
 import type { ToolOutcome } from "./protocol.ts";
 import { ScriptPool, type RunOptions } from "./pool.ts";
 
@@ -31,6 +31,22 @@ describe("frames", () => {
     const badUtf8 = frame.slice();
     badUtf8[9] = 0xff;
     for (const bad of [frame.slice(0, 12), longPayload, badUtf8, new Uint8Array([9])]) expect(parseDownFrame(bad)).toBeNull();
+    // the worker's reading: the same records, each payload its UTF-8 bytes; the same cuts refused
+    expect(readDownFrame(frame)).toEqual([{ t: "reply", id: 7, payload: new TextEncoder().encode(down[0].payload) }, { t: "go" }]);
+    for (const bad of [frame.slice(0, 12), longPayload, new Uint8Array([9])]) expect(readDownFrame(bad)).toBeNull();
+  });
+
+  test("a reply the host writes straight into the mailbox is the frame encodeDown makes", () => {
+    const buf = newChannelBuffer();
+    const host = new HostChannel(buf);
+    const payload = '{"ok":true,"result":"ß😀"}';
+    host.send({ t: "reply", id: 9, payload });
+    const header = new Int32Array(buf, 0, 8);
+    expect(header[0]).toBe(1); // DOWN_STATE: a chunk waits
+    const written = new Uint8Array(buf, 32, header[1]!).slice();
+    expect(header[2]).toBe(written.length); // the whole frame in one chunk
+    expect(written).toEqual(encodeDown([{ t: "reply", id: 9, payload }]).slice());
+    host.close();
   });
 });
 

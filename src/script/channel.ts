@@ -173,11 +173,15 @@ class FrameReader {
   }
   /** @throws RangeError for a length past the frame's end; TypeError for invalid UTF-8. */
   str(): string {
+    return strictUtf8.decode(this.utf8());
+  }
+  /** A string's UTF-8 bytes, undecoded (a view of the frame). @throws RangeError for a length past the frame's end. */
+  utf8(): Uint8Array {
     const n = this.u32();
     if (n > this.bytes.length - this.pos) throw new RangeError("string length past the frame's end");
-    const s = strictUtf8.decode(this.bytes.subarray(this.pos, this.pos + n));
+    const b = this.bytes.subarray(this.pos, this.pos + n);
     this.pos += n;
-    return s;
+    return b;
   }
 }
 
@@ -208,8 +212,46 @@ export function parseDownFrame(bytes: Uint8Array): HostMessage[] | null {
   return out;
 }
 
+/**
+ * A host message as the worker reads it off the channel: `go`, or a reply whose payload is left as its UTF-8 bytes (a
+ * view of the worker's own copy of the frame), which the worker copies into the guest's memory as they are instead of
+ * decoding them into a string and encoding that again (script/direct.ts `callWithUtf8`).
+ */
+export type DownMessage = { t: "go" } | { t: "reply"; id: number; payload: Uint8Array };
+
+/**
+ * Reads a down frame as `parseDownFrame` does, the replies' payloads left as UTF-8 bytes; null when malformed. Their
+ * UTF-8 is not checked here: the host made them with `TextEncoder` (the worker trusts the host, not the reverse), and
+ * QuickJS reads any bytes as a string without reading past them.
+ */
+export function readDownFrame(bytes: Uint8Array): DownMessage[] | null {
+  const r = new FrameReader(bytes);
+  const out: DownMessage[] = [];
+  try {
+    while (!r.done) {
+      const kind = r.u8();
+      switch (kind) {
+        case Down.Reply: {
+          const id = r.u32();
+          if (id < 1) return null;
+          out.push({ t: "reply", id, payload: r.utf8() });
+          break;
+        }
+        case Down.Go:
+          out.push({ t: "go" });
+          break;
+        default:
+          return null;
+      }
+    }
+  } catch {
+    return null;
+  }
+  return out;
+}
+
 /** What `WorkerChannel.wait` returned: host messages, the cancel word, or the timeout. */
-export type WaitResult = { t: "messages"; msgs: HostMessage[] } | { t: "cancel" } | { t: "timeout" };
+export type WaitResult = { t: "messages"; msgs: DownMessage[] } | { t: "cancel" } | { t: "timeout" };
 
 /** The worker's end: sends without blocking, waits (blocking the thread) for the host. */
 export class WorkerChannel {
@@ -260,7 +302,7 @@ export class WorkerChannel {
   }
 
   /** Takes the chunk in the down mailbox and empties it; the messages once the frame is whole, else null. */
-  #takeChunk(): HostMessage[] | null {
+  #takeChunk(): DownMessage[] | null {
     const len = Atomics.load(this.#i32, DOWN_LEN);
     const total = Atomics.load(this.#i32, DOWN_TOTAL);
     if (len < 0 || len > CAPACITY || total < len || this.#partBytes + len > total) throw new Error("the host wrote a malformed chunk on the script's channel");
@@ -281,7 +323,7 @@ export class WorkerChannel {
       this.#parts = [];
       this.#partBytes = 0;
     }
-    const msgs = parseDownFrame(frame);
+    const msgs = readDownFrame(frame);
     if (!msgs) throw new Error("the host wrote a malformed frame on the script's channel");
     return msgs;
   }

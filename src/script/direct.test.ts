@@ -14,7 +14,7 @@ import { ScriptRun, type RunOutcome } from "./vm.ts";
 const LIMITS = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 50, maxLogBytes: 4096, maxResultBytes: 1 << 20 };
 
 /** Runs `code` to its end in one thread, answering each call from `answer` (JSON text of `{ok, result | error}`). */
-async function runHere(instances: Instances, code: string, directCalls: boolean, answer: (c: CallRequest) => string): Promise<RunOutcome> {
+async function runHere(instances: Instances, code: string, directCalls: boolean, answer: (c: CallRequest) => string, asBytes = false): Promise<RunOutcome> {
   const inst = await instances.take();
   let pending: CallRequest[] = [];
   const run = new ScriptRun(inst.module, { code, limits: LIMITS, memoryBytes: 64 << 20, stackBytes: 512 << 10, meter: new Float64Array(3), memoryExhausted: () => false, post: (m) => pending.push(m), directCalls });
@@ -23,7 +23,7 @@ async function runHere(instances: Instances, code: string, directCalls: boolean,
     const now = pending;
     pending = [];
     if (now.length === 0) break;
-    for (const c of now) run.reply(c.id, answer(c));
+    for (const c of now) run.reply(c.id, asBytes ? new TextEncoder().encode(answer(c)) : answer(c)); // bytes: as the worker reads them off its channel
   }
   const out = await run.done;
   instances.give(inst, !out.fatal);
@@ -46,7 +46,7 @@ describe("the FFI path of a tool call", () => {
     rt.dispose();
   });
 
-  test("a script's calls, results, rejected calls, thrown errors and the call limit end the same through it and through the handle API", async () => {
+  test("a script's calls, results, rejected calls, thrown errors and the call limit end the same through it and through the handle API, replies as strings or UTF-8 bytes", async () => {
     const instances = await Instances.create(64);
     const answer = (c: CallRequest): string => (c.name === "fail" ? JSON.stringify({ ok: false, error: { name: "ToolError", code: "tool_failed", message: `no ${c.args}` } }) : JSON.stringify({ ok: true, result: { echoed: JSON.parse(c.args), name: c.name, big: "€".repeat(3000) } }));
     const scripts = [
@@ -63,6 +63,8 @@ describe("the FFI path of a tool call", () => {
       const viaFfi = await runHere(instances, code, true, answer);
       expect(viaFfi).toEqual(viaHandles);
       expect(viaFfi.fatal).toBe(false);
+      expect(await runHere(instances, code, true, answer, true)).toEqual(viaHandles);
+      expect(await runHere(instances, code, false, answer, true)).toEqual(viaHandles);
     }
     const sum = await runHere(instances, scripts[0]!, true, answer);
     expect(sum).toMatchObject({ ok: true, json: "190", calls: 20 });

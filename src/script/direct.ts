@@ -80,7 +80,7 @@ export class DirectCalls {
    * module's heap has no room for `text`'s UTF-8 copy (nothing was called).
    */
   callWithString(fn: QuickJSHandle, text: string): DirectResult<void> | "no-memory" {
-    const { em, ffi, ctxp } = this;
+    const { em } = this;
     // UTF-8 is at most 3 bytes per UTF-16 unit: a short text gets that bound (no count), a long one its exact length
     const n = (text.length <= 4096 ? text.length * 3 : Buffer.byteLength(text, "utf8")) + 1;
     const chars = em._malloc(n);
@@ -88,12 +88,38 @@ export class DirectCalls {
     const heap = em.HEAPU8; // read after the malloc, which may grow the memory (and replace the view)
     const { written } = utf8.encodeInto(text, heap.subarray(chars, chars + n - 1));
     heap[chars + written] = 0;
+    return this.#callWithChars(fn, chars);
+  }
+
+  /** `fn(the C string at chars)`, which it frees. */
+  #callWithChars(fn: QuickJSHandle, chars: Ptr): DirectResult<void> {
+    const { em, ffi, ctxp } = this;
     const str = ffi.QTS_NewString(ctxp, chars);
     em._free(chars);
     putU32(em.HEAPU8, this.#scratch, str);
     const res = ffi.QTS_Call(ctxp, fn.value as unknown as Ptr, this.undef, 1, this.#scratch);
     ffi.QTS_FreeValuePointer(ctxp, str);
     return this.#result(res, () => undefined);
+  }
+
+  /**
+   * `fn(head + text + tail)` for a guest function `fn` (a handle the caller keeps alive), the result dropped: `head`
+   * and `tail` ASCII, `text` UTF-8 bytes copied into the guest's memory as they are (no string made on this side);
+   * `"no-memory"` when the module's heap has no room for them (nothing was called).
+   */
+  callWithUtf8(fn: QuickJSHandle, head: string, text: Uint8Array, tail: string): DirectResult<void> | "no-memory" {
+    const { em, ffi, ctxp } = this;
+    const n = head.length + text.length + tail.length;
+    const chars = em._malloc(n + 1);
+    if (chars === 0) return "no-memory";
+    const heap = em.HEAPU8; // read after the malloc, which may grow the memory (and replace the view)
+    let at = chars;
+    for (let i = 0; i < head.length; i++) heap[at++] = head.charCodeAt(i);
+    heap.set(text, at);
+    at += text.length;
+    for (let i = 0; i < tail.length; i++) heap[at++] = tail.charCodeAt(i);
+    heap[at] = 0;
+    return this.#callWithChars(fn, chars);
   }
 
   /**

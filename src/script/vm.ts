@@ -38,6 +38,7 @@ export interface VmOptions {
 type Settled = { ok: true; json?: string } | { ok: false; error: ScriptFailure };
 
 const enc = new TextEncoder();
+const utf8Text = new TextDecoder("utf-8");
 const byteLength = (s: string): number => (s.length * 3 <= 1024 ? enc.encode(s).length : Buffer.byteLength(s, "utf8"));
 
 /** True for failures of the WASM module instance itself (that instance must not be used again). */
@@ -220,8 +221,11 @@ export class ScriptRun {
     this.#check();
   }
 
-  /** Delivers the host's answer to tool call `id` (JSON text of `{ok, result | error}`, made by the host) and runs the guest on. */
-  reply(id: number, payload: string): void {
+  /**
+   * Delivers the host's answer to tool call `id` (JSON text of `{ok, result | error}`, made by the host: a string, or
+   * its UTF-8 bytes as the worker read them off the channel) and runs the guest on.
+   */
+  reply(id: number, payload: string | Uint8Array): void {
     if (this.#finished || !this.#outstanding.delete(id)) return;
     // its UTF-8 copy alone would pass the memory limit (a UTF-16 length is at most its UTF-8 byte length): refused
     // before the module is touched, whose capped memory it could only fault
@@ -234,9 +238,8 @@ export class ScriptRun {
       () =>
         this.#enter(() => {
           const ctx = this.#ctx!;
-          const text = `[${id},${payload}]`;
           if (this.#direct) {
-            const r = this.#direct.callWithString(this.#bridge!.deliver, text);
+            const r = typeof payload === "string" ? this.#direct.callWithString(this.#bridge!.deliver, `[${id},${payload}]`) : this.#direct.callWithUtf8(this.#bridge!.deliver, `[${id},`, payload, "]");
             if (r === "no-memory") {
               this.#stop ??= this.#oom(); // the reply's copy does not fit in the script's memory
               return;
@@ -246,7 +249,7 @@ export class ScriptRun {
               r.error.dispose();
             }
           } else {
-            const h = ctx.newString(text);
+            const h = ctx.newString(`[${id},${typeof payload === "string" ? payload : utf8Text.decode(payload)}]`);
             const r = ctx.callFunction(this.#bridge!.deliver, ctx.undefined, h);
             h.dispose();
             if (r.error) {
@@ -256,7 +259,7 @@ export class ScriptRun {
           }
           this.#drain();
         }),
-      () => byteLength(payload),
+      () => (typeof payload === "string" ? byteLength(payload) : payload.length),
     );
     this.#check();
   }

@@ -134,9 +134,6 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
       case "messages":
         for (const m of got.msgs) {
           switch (m.t) {
-            case "cancel":
-              run.cancel();
-              break;
             case "go":
               if (!started) {
                 started = true;
