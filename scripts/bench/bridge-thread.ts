@@ -2,10 +2,13 @@
  * @module scripts/bench/bridge-thread
  * The worker's share of a sequential raw tool call, in one thread (prints JSON): a `ScriptRun` whose calls are
  * answered synchronously after each slice (no worker, no channel, no port), so what is measured is the guest's work
- * plus the host code around it in the worker (`vm.ts`, `direct.ts`, the bridge). Thread CPU per call
- * (`CLOCK_THREAD_CPUTIME_ID`) over `--calls` calls, `--rounds` rounds, this checkout and `AIRLOCK_BENCH_BASE`
- * (optional) interleaved; the minimum and median of the rounds.
- * Usage: `[AIRLOCK_BENCH_BASE=/other/checkout] bun scripts/bench/bridge-thread.ts [--calls 10000] [--rounds 7]`.
+ * plus the host code around it in the worker (`vm.ts`, `direct.ts`, the bridge). With `--channel` each reply goes
+ * the way it goes between the threads, in this one thread: the slice's calls as the worker's JSON batch, parsed as the
+ * pool does, each answered (`{ok: true, result: args}`) through the script's channel (`HostChannel.send`, then
+ * `WorkerChannel.wait`, which finds it at once): every byte of the bridge's work on both sides except the crossings
+ * themselves and the pool's promise chain. Thread CPU per call (`CLOCK_THREAD_CPUTIME_ID`) over `--calls` calls,
+ * `--rounds` rounds, this checkout and `AIRLOCK_BENCH_BASE` (optional) interleaved; the minimum and median of the rounds.
+ * Usage: `[AIRLOCK_BENCH_BASE=/other/checkout] bun scripts/bench/bridge-thread.ts [--calls 10000] [--rounds 7] [--channel]`.
  */
 import { resolve } from "node:path";
 import { arg } from "./args.ts";
@@ -16,14 +19,16 @@ const ROUNDS = arg("--rounds", 7);
 const LIMITS = { cpuTimeoutMs: 60_000, wallTimeoutMs: 600_000, maxToolCalls: 10_000_000, maxLogBytes: 1 << 16, maxResultBytes: 1 << 20 };
 const MEMORY = 64 * 2 ** 20;
 const STACK = 512 * 1024;
+const CHANNEL = process.argv.includes("--channel");
 
 async function side(root: string): Promise<() => Promise<number>> {
   const { Instances } = (await import(resolve(root, "src/script/instances.ts"))) as typeof import("../../src/script/instances.ts");
   const { ScriptRun } = (await import(resolve(root, "src/script/vm.ts"))) as typeof import("../../src/script/vm.ts");
+  const { HostChannel, WorkerChannel, newChannelBuffer } = (await import(resolve(root, "src/script/channel.ts"))) as typeof import("../../src/script/channel.ts");
   const inst = await (await Instances.create(64)).take();
   const meter = new Float64Array(8);
   return async () => {
-    const pending: Array<{ id: number; args: string }> = [];
+    const pending: Array<{ id: number; name: string; args: string }> = [];
     const run = new ScriptRun(inst.module, {
       code: `for (let i = 0; i < ${CALLS}; i++) await tools.echo({ i }); return 1;`,
       limits: LIMITS,
@@ -31,10 +36,28 @@ async function side(root: string): Promise<() => Promise<number>> {
       stackBytes: STACK,
       meter,
       memoryExhausted: () => false,
-      post: (m) => pending.push({ id: m.id, args: m.args }),
+      post: (m) => pending.push({ id: m.id, name: m.name, args: m.args }),
     });
     const t0 = threadCpuNs();
     run.start();
+    if (CHANNEL) {
+      const buf = newChannelBuffer();
+      const host = new HostChannel(buf);
+      const worker = new WorkerChannel(buf);
+      while (!run.finished && pending.length > 0) {
+        // the worker's batch (worker.ts `flush`) and the pool's reading of it (pool.ts), then the reply (`serveCall`)
+        const batch = JSON.stringify([...pending.map((c) => ({ t: "call", ...c })), { t: "yield" }]);
+        pending.length = 0;
+        for (const m of JSON.parse(batch) as Array<{ t: string; id: number; name: string; args: string }>) {
+          if (m.t !== "call" || typeof m.id !== "number" || typeof m.name !== "string" || typeof m.args !== "string") continue;
+          host.send({ t: "reply", id: m.id, payload: JSON.stringify({ ok: true, result: JSON.parse(m.args) }) });
+        }
+        const got = worker.wait(1000);
+        if (got.t !== "messages") throw new Error(`the channel gave ${got.t}`);
+        for (const m of got.msgs) if (m.t === "reply") run.reply(m.id, m.payload as never);
+      }
+      host.close();
+    }
     while (!run.finished && pending.length > 0) {
       const c = pending.shift()!;
       run.reply(c.id, `{"ok":true,"result":${c.args}}`);
@@ -58,4 +81,4 @@ const summary = Object.fromEntries(
     return [k, { min_us: r2(s[0]!), median_us: r2(s[Math.floor(s.length / 2)]!), rounds: v.map(r2) }];
   }),
 );
-console.log(JSON.stringify({ calls: CALLS, load: Number((await Bun.file("/proc/loadavg").text()).split(" ")[0]), us_per_call: summary }));
+console.log(JSON.stringify({ calls: CALLS, channel: CHANNEL, load: Number((await Bun.file("/proc/loadavg").text()).split(" ")[0]), us_per_call: summary }));
