@@ -25,6 +25,15 @@ async function side(root: string): Promise<() => Promise<number>> {
   const { Instances } = (await import(resolve(root, "src/script/instances.ts"))) as typeof import("../../src/script/instances.ts");
   const { ScriptRun } = (await import(resolve(root, "src/script/vm.ts"))) as typeof import("../../src/script/vm.ts");
   const { HostChannel, WorkerChannel, newChannelBuffer } = (await import(resolve(root, "src/script/channel.ts"))) as typeof import("../../src/script/channel.ts");
+  // the up message as that checkout encodes it: batch records (bridge.ts `batchRecord`), or a JSON array of messages before them
+  const { batchRecord, parseBatch } = (await import(resolve(root, "src/script/bridge.ts"))) as Partial<typeof import("../../src/script/bridge.ts")>;
+  type Call = { id: number; name: string; args: string };
+  const up = batchRecord && parseBatch
+    ? { encode: (calls: Call[]): string => "y" + calls.map((c) => batchRecord(c.id, JSON.stringify(c.name), c.args)).join(""), decode: (text: string): Call[] => parseBatch(text, 1) ?? [] }
+    : {
+        encode: (calls: Call[]): string => JSON.stringify([...calls.map((c) => ({ t: "call", ...c })), { t: "yield" }]),
+        decode: (text: string): Call[] => (JSON.parse(text) as Array<Call & { t: string }>).filter((m) => m.t === "call" && typeof m.id === "number" && typeof m.name === "string" && typeof m.args === "string"),
+      };
   const inst = await (await Instances.create(64)).take();
   const meter = new Float64Array(8);
   return async () => {
@@ -46,12 +55,9 @@ async function side(root: string): Promise<() => Promise<number>> {
       const worker = new WorkerChannel(buf);
       while (!run.finished && pending.length > 0) {
         // the worker's batch (worker.ts `flush`) and the pool's reading of it (pool.ts), then the reply (`serveCall`)
-        const batch = JSON.stringify([...pending.map((c) => ({ t: "call", ...c })), { t: "yield" }]);
+        const batch = up.encode(pending);
         pending.length = 0;
-        for (const m of JSON.parse(batch) as Array<{ t: string; id: number; name: string; args: string }>) {
-          if (m.t !== "call" || typeof m.id !== "number" || typeof m.name !== "string" || typeof m.args !== "string") continue;
-          host.send({ t: "reply", id: m.id, payload: JSON.stringify({ ok: true, result: JSON.parse(m.args) }) });
-        }
+        for (const m of up.decode(batch)) host.send({ t: "reply", id: m.id, payload: JSON.stringify({ ok: true, result: JSON.parse(m.args) }) });
         const got = worker.wait(1000);
         if (got.t !== "messages") throw new Error(`the channel gave ${got.t}`);
         for (const m of got.msgs) if (m.t === "reply") run.reply(m.id, m.payload as never);

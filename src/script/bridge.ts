@@ -215,13 +215,15 @@ export interface BatchCall {
  * through the UTF-8 copy out of QuickJS). The arguments are not escaped a second time, which JSON text of
  * `[[id, name, argsJson], …]` cost the guest (and the host's parse undid). Only the id's range and the records'
  * shape are checked here; the caller checks the rest (ids outstanding, names, limits).
+ * The worker sends the host its checked calls in the same records (`batchRecord`; script/protocol.ts `WorkerBatch`).
+ * @param from where the records begin in `text` (default 0).
  * @returns the calls in order, or null when `text` is not such a batch (only a guest that broke the bootstrap's
- * closure, or a bug, makes one).
+ * closure, a compromised worker, or a bug makes one).
  */
-export function parseBatch(text: string): BatchCall[] | null {
+export function parseBatch(text: string, from = 0): BatchCall[] | null {
   const calls: BatchCall[] = [];
   const end = text.length;
-  let at = 0;
+  let at = from;
   /** The decimal integer at `at` up to its ":" (`at` then past it), or -1. */
   const int = (): number => {
     let v = 0;
@@ -249,6 +251,11 @@ export function parseBatch(text: string): BatchCall[] | null {
     at += argsLength;
   }
   return calls;
+}
+
+/** One call as a batch record (`parseBatch` reads it); `nameJson` is `JSON.stringify(name)`. */
+export function batchRecord(id: number, nameJson: string, args: string): string {
+  return `${id}:${args.length}:${nameJson.length}:${nameJson}${args}`;
 }
 
 /** Wraps user code as the body of an async arrow function; line numbers in stacks match the user's. */

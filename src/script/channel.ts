@@ -19,6 +19,15 @@
  */
 import type { HostMessage } from "./protocol.ts";
 
+/**
+ * The first character of a message the worker sends on the script's port (protocol.ts `WorkerBatch`): calls of a
+ * slice still running (`c`), a slice's last calls and its end (`y`: the script waits on tools again), or `ready` (`r`,
+ * alone). The calls follow it as batch records (script/bridge.ts `parseBatch`).
+ */
+export const UP_CALLS = "c";
+export const UP_YIELD = "y";
+export const UP_READY = "r";
+
 /** Data bytes of the mailbox. */
 export const CAPACITY = 16 * 1024;
 /** Int32 header words (indexes below). */
