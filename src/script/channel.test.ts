@@ -7,7 +7,7 @@
  * channel, malformed messages, outcomes the pool's hand check leaves to the schema), and many scripts at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CAPACITY, CHANNEL_BYTES, encodeDown, HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, parseDownFrame, resetChannelBuffer } from "./channel.ts";
+import { CAPACITY, CHANNEL_BYTES, encodeDown, HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, parseDownFrame, readDownFrame, resetChannelBuffer } from "./channel.ts";
 import type { ToolOutcome } from "./protocol.ts";
 import { ScriptPool, type RunOptions } from "./pool.ts";
 
@@ -32,6 +32,22 @@ describe("frames", () => {
     const badUtf8 = frame.slice();
     badUtf8[9] = 0xff;
     for (const bad of [frame.slice(0, 12), longPayload, badUtf8, new Uint8Array([9])]) expect(parseDownFrame(bad)).toBeNull();
+    // the worker's reading: the same records, each payload its UTF-8 bytes; the same cuts refused
+    expect(readDownFrame(frame)).toEqual([{ t: "reply", id: 7, payload: new TextEncoder().encode(down[0].payload) }, { t: "go" }]);
+    for (const bad of [frame.slice(0, 12), longPayload, new Uint8Array([9])]) expect(readDownFrame(bad)).toBeNull();
+  });
+
+  test("a reply the host writes straight into the mailbox is the frame encodeDown makes", () => {
+    const buf = newChannelBuffer();
+    const host = new HostChannel(buf);
+    const payload = '{"ok":true,"result":"ß😀"}';
+    host.send({ t: "reply", id: 9, payload });
+    const header = new Int32Array(buf, 0, 8);
+    expect(header[0]).toBe(1); // DOWN_STATE: a chunk waits
+    const written = new Uint8Array(buf, 32, header[1]!).slice();
+    expect(header[2]).toBe(written.length); // the whole frame in one chunk
+    expect(written).toEqual(encodeDown([{ t: "reply", id: 9, payload }]).slice());
+    host.close();
   });
 });
 
@@ -104,6 +120,8 @@ describe("a growable buffer", () => {
     expect(await deliver(new SharedArrayBuffer(CHANNEL_BYTES), "f".repeat(3 * CAPACITY))).toEqual({ t: "messages", lengths: [3 * CAPACITY] });
     expect(() => new HostChannel(new SharedArrayBuffer(CHANNEL_BYTES - 1))).toThrow("wrong size");
     expect(() => new HostChannel(new SharedArrayBuffer(64, { maxByteLength: 2 * CHANNEL_BYTES }))).toThrow("wrong size");
+    // growable with the right maximum but shorter than a new buffer: none is made so, and the host's mailbox views need it
+    expect(() => new HostChannel(new SharedArrayBuffer(INITIAL_CHANNEL_BYTES - 1, { maxByteLength: CHANNEL_BYTES }))).toThrow("wrong size");
   });
 });
 
@@ -292,6 +310,19 @@ describe("a misbehaving worker", () => {
       } finally {
         clearInterval(ticker);
       }
+    });
+  }
+
+  for (const [size, way] of [[100, "written straight into the mailbox"], [3 * CAPACITY, "queued, the buffer grown past the worker's length"]] as const) {
+    test(`grown-mailbox: a worker that grew and scribbled its buffer: a ${size}-character reply is ${way}, nothing thrown on the host, the script ends at its deadline`, async () => {
+      await using hostile = hostilePool();
+      const seen: unknown[] = [];
+      const r = await hostile.run("grown-mailbox", { ...LIMITS, wallTimeoutMs: 300 }, async (name, args) => {
+        seen.push([name, args]);
+        return { ok: true, result: "g".repeat(size) };
+      });
+      expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
+      expect(seen).toEqual([["probe", {}]]);
     });
   }
 

@@ -12,8 +12,9 @@ import { AsyncResource } from "node:async_hooks";
 import type { MessagePort as NodeMessagePort } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
-import { HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, resetChannelBuffer } from "./channel.ts";
-import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome, type WorkerMessage } from "./protocol.ts";
+import { HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, resetChannelBuffer, UP_CALLS, UP_READY, UP_YIELD } from "./channel.ts";
+import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
+import { parseBatch, type BatchCall } from "./bridge.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
 export type ScriptResult =
@@ -188,16 +189,21 @@ export class ScriptPool {
     let holding = false;
     let owed = 0;
     let acquiring: Promise<void> | undefined;
-    const grant = async (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> => {
+    /** Sends `msg` with a run slot: now when the script holds one or one is free (undefined), else once one is (a promise). */
+    const grant = (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> | undefined => {
       if (!holding && !acquiring && !done && this.#slots.tryAcquire()) holding = true; // the common case: a free slot, no wait
-      if (!holding) {
-        acquiring ??= this.#slots.acquire().then(() => {
-          acquiring = undefined;
-          if (done) this.#slots.release();
-          else holding = true;
-        });
-        await acquiring;
-      }
+      if (!holding) return grantLater(msg);
+      if (done) return;
+      owed++;
+      channel.send(msg);
+    };
+    const grantLater = async (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> => {
+      acquiring ??= this.#slots.acquire().then(() => {
+        acquiring = undefined;
+        if (done) this.#slots.release();
+        else holding = true;
+      });
+      await acquiring;
       if (done || !holding) return;
       owed++;
       channel.send(msg);
@@ -213,43 +219,28 @@ export class ScriptPool {
 
     // Bound here, so each call runs in this run()'s async context (the raw 'message' handler has none).
     let served = 0;
-    const serve = AsyncResource.bind(async (req: CallRequest): Promise<void> => {
+    const serve = AsyncResource.bind(async (req: BatchCall): Promise<void> => {
       // the script already ended, or its caller cancelled it (a busy guest sends calls until its interrupt handler sees
       // the cancel word): nobody awaits this call, and it must not start
       if (done || signal?.aborted) return;
       served++;
       const payload = await serveCall(req, callTool, (callsEnd ??= new AbortController()).signal);
-      if (!done) await grant({ t: "reply", id: req.id, payload });
+      if (!done) return grant({ t: "reply", id: req.id, payload });
     });
-    const receive = (raw: unknown): void => {
-      const msg = parseWorkerMessage(raw);
-      if (!msg) return;
-      switch (msg.t) {
-        case "call":
-          void serve(msg);
-          return;
-        case "ready":
-          if (!go) void grant({ t: "go" }); // a task sent with its slot never waits for one
-          return;
-        case "yield":
-          sliceEnded();
-          return;
-        default:
-          assertNever(msg, "worker message");
-      }
-    };
     // The worker's messages come on the port; the host's go on the shared channel (the worker blocks on it between slices).
     port1.on("message", (raw: unknown) => {
-      // a batch is the JSON text of an array of messages (protocol.ts `WorkerBatch`); anything else is dropped
+      // protocol.ts `WorkerBatch`: a kind, then calls as batch records; anything else is dropped whole
       if (typeof raw !== "string") return;
-      let batch: unknown;
-      try {
-        batch = JSON.parse(raw);
-      } catch {
+      const kind = raw[0];
+      if (kind === UP_READY) {
+        if (raw.length === 1 && !go) void grant({ t: "go" }); // a task sent with its slot never waits for one
         return;
       }
-      if (!Array.isArray(batch)) return;
-      for (const m of batch) receive(m);
+      if (kind !== UP_CALLS && kind !== UP_YIELD) return;
+      const calls = parseBatch(raw, 1);
+      if (calls === null) return;
+      for (const c of calls) void serve(c);
+      if (kind === UP_YIELD) sliceEnded();
     });
     const channel = new HostChannel(channelBuf);
 
@@ -437,27 +428,6 @@ function parseOutcome(raw: unknown): WorkerOutcome | null {
 }
 
 /**
- * One message from a worker (protocol.ts's `WorkerMessage`, checked by hand: zod on every tool call
- * costs more than the call's own bookkeeping), or null for anything malformed (dropped, as before).
- */
-function parseWorkerMessage(v: unknown): WorkerMessage | null {
-  if (typeof v !== "object" || v === null) return null;
-  const m = v as Record<string, unknown>;
-  switch (m.t) {
-    case "call": {
-      const id = m.id;
-      if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || typeof m.name !== "string" || typeof m.args !== "string") return null;
-      return { t: "call", id, name: m.name, args: m.args };
-    }
-    case "ready":
-    case "yield":
-      return { t: m.t };
-    default:
-      return null;
-  }
-}
-
-/**
  * The outcome of a script whose worker thread went away under it (the pool closed, or the thread died): `script_worker_lost`, retryable, saying how many of its tool calls
  * already ran, so a caller can judge whether running it again repeats effects.
  */
@@ -486,7 +456,7 @@ function toResult(o: WorkerOutcome): ScriptResult {
 }
 
 /** Runs one guest tool call and encodes the answer as the JSON text the guest parses. Never throws. */
-async function serveCall(req: CallRequest, callTool: CallTool, signal: AbortSignal): Promise<string> {
+async function serveCall(req: BatchCall, callTool: CallTool, signal: AbortSignal): Promise<string> {
   let outcome: ToolOutcome;
   if (!TOOL_NAME.test(req.name)) {
     outcome = { ok: false, error: { code: "unknown_tool", message: `no tool is named ${JSON.stringify(req.name.slice(0, 140))}; call code_execution__list_tools for the names` } };
