@@ -9,7 +9,10 @@
  * GC counts stand beside the wall time. The children run with `BUN_JSC_logGC=1`; the parent reads their stderr.
  * `steps`: in one thread (no worker), the CPU per script of a bare runtime + context, of the guest the pool prepares
  * (runtime, context, limits, the bridge: script/vm.ts `prepareGuest`) and of that guest plus the run of `return 1 + 1`.
- * Usage: `bun scripts/bench/script-tail.ts [--n 2000] [--rounds 3] [--only pool,floor,noop,steps]`
+ * Bun runs its own collector timer on every thread (an eden collection about once a second while the heap changes), so
+ * a count per N mixes garbage with the run's length; `--gc-timer off` turns that timer off in the children
+ * (`BUN_GC_TIMER_DISABLE`), leaving the collections the garbage itself triggers (compare sides with it; use a larger `--n`).
+ * Usage: `bun scripts/bench/script-tail.ts [--n 2000] [--rounds 3] [--only pool,floor,noop,steps] [--gc-timer on|off]`
  * (`AIRLOCK_BENCH_ROOT=/other/checkout` measures that checkout's `src/script/pool.ts`).
  */
 import { spawnSync } from "node:child_process";
@@ -26,6 +29,9 @@ const arg = (name: string, dflt: string): string => {
 const N = Number(arg("n", "2000"));
 const ROUNDS = Number(arg("rounds", "3"));
 const ONLY = arg("only", "pool,floor,noop,steps").split(",");
+/** `off`: the children run with Bun's collector timer disabled (`BUN_GC_TIMER_DISABLE`), so only garbage triggers a collection. */
+const GC_TIMER = arg("gc-timer", "on");
+if (GC_TIMER !== "on" && GC_TIMER !== "off") throw new Error("--gc-timer is on or off");
 const MARK = "@@script-tail";
 
 type Gc = { count: number; pause_ms_sum: number; pause_ms_max: number; main: number; workers: number[] };
@@ -79,7 +85,11 @@ if (process.env.BUN_JSC_logGC !== "1") {
     const order = r % 2 === 0 ? ["pool", "floor", "noop", "steps"] : ["steps", "noop", "floor", "pool"];
     for (const name of order) {
       if (!ONLY.includes(name)) continue;
-      const child = spawnSync(process.execPath, [import.meta.path, "--n", String(N), "--only", name], { env: { ...process.env, BUN_JSC_logGC: "1" }, encoding: "utf8", maxBuffer: 1 << 30 });
+      const env: Record<string, string | undefined> = { ...process.env, BUN_JSC_logGC: "1" };
+      // Bun's own collector timer (an eden collection about every second on each thread whose heap changed) off: what
+      // is left is the collections the garbage itself triggers, a count that does not grow with the run's length
+      if (GC_TIMER === "off") env.BUN_GC_TIMER_DISABLE = "1";
+      const child = spawnSync(process.execPath, [import.meta.path, "--n", String(N), "--only", name], { env, encoding: "utf8", maxBuffer: 1 << 30 });
       if (child.status !== 0) {
         process.stderr.write(child.stderr.split("\n").filter((l) => !l.includes("[GC<") && !l.startsWith("Requesting GC") && l !== "GC END!").join("\n"));
         process.exit(child.status ?? 1);
@@ -94,7 +104,7 @@ if (process.env.BUN_JSC_logGC !== "1") {
     rounds.push(round);
     load.push(Math.round(loadavg()[0]! * 10) / 10);
   }
-  console.log(JSON.stringify({ bench: "script-tail", root: process.env.AIRLOCK_BENCH_ROOT ?? resolve(import.meta.dir, "../.."), n: N, load_1min: load, pool_threads_after: threads, rounds }, null, 2));
+  console.log(JSON.stringify({ bench: "script-tail", root: process.env.AIRLOCK_BENCH_ROOT ?? resolve(import.meta.dir, "../.."), n: N, gc_timer: GC_TIMER, load_1min: load, pool_threads_after: threads, rounds }, null, 2));
   process.exit(0);
 }
 

@@ -27,8 +27,8 @@ export const FLUSH_AT = 32;
  * - `main(fn)` runs the user's async function, hands the host the calls it made (`flush`), closes the door (a later
  *   `tools.*` call is refused in the guest and never queued), then serialises the return value and reports through
  *   `settle(SETTLE kind, jsonOrErrorOrReason)`;
- * - `take()` hands the host the tool calls made since the last take, as the JSON text of an array of
- *   `[id, name, argsJson]` (both strings), or `""` when none was made;
+ * - `take()` hands the host the tool calls made since the last take as one batch text (`parseBatch` reads it), or
+ *   `""` when none was made;
  * - `deliver(text)` settles call `id`'s promise from the JSON text `[id, {ok, result | error}]`.
  * A tool call is a guest promise whose resolver stays in this closure: the host never creates, holds or
  * resolves a guest promise, and a call crosses into the host only in a batch (`take`, or `flush` once
@@ -47,12 +47,12 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
   // queued, and counted in late (a getter or toJSON run while its return value is serialised)
   let nextId = 1, queued = "", count = 0, open = true, late = 0;
   function takeText() {
-    const text = "[" + queued + "]";
+    const text = queued;
     queued = "";
     count = 0;
     return text;
   }
-  function callTool(name, args) {
+  function callTool(name, head, args) {
     if (!open) {
       late++;
       return GuestPromise.reject(new GuestError("tools." + name + ": the script has ended (its value is decided); a tool call made after that is not sent"));
@@ -69,7 +69,7 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
         reject(e);
       };
     });
-    queued += (count === 0 ? "[" : ",[") + id + "," + stringify(name) + "," + stringify(json) + "]";
+    queued += id + ":" + json.length + ":" + head + json;
     if (++count >= ${FLUSH_AT}) hostFlush(takeText());
     return p;
   }
@@ -83,10 +83,17 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
     delete waiting[id];
     settle(r[1]);
   }
+  // each tool's function is made once, with its record head (the name's JSON text and its length)
+  const named = Object.create(null);
   const tools = new Proxy(freeze({}), {
     get(target, name) {
+      const known = named[name];
+      if (known !== undefined) return known;
       if (typeof name !== "string" || name === "then" || reserved.has(name)) return reflectGet(target, name);
-      return function (args) { return callTool(name, args); };
+      const nameJson = stringify(name), head = nameJson.length + ":" + nameJson;
+      const f = function (args) { return callTool(name, head, args); };
+      named[name] = freeze(f);
+      return f;
     },
   });
   function show(v) {
@@ -154,7 +161,7 @@ export interface BridgeHooks {
 export interface GuestBridge {
   /** `main(fn)`: runs the user's function `fn`. */
   readonly main: QuickJSHandle;
-  /** `take()`: the calls made since the last take, JSON text of `[[id, name, argsJson], …]`, or `""`. */
+  /** `take()`: the calls made since the last take, a batch text (`parseBatch`), or `""`. */
   readonly take: QuickJSHandle;
   /** `deliver(text)`: settles one call from `[id, reply]` JSON text. */
   readonly deliver: QuickJSHandle;
@@ -223,6 +230,64 @@ export function copyString(ctx: QuickJSContext, h: QuickJSHandle): string | null
   } finally {
     empty.dispose();
   }
+}
+
+/** One tool call of a batch: its id, the tool's name and its arguments as JSON text. */
+export interface BatchCall {
+  id: number;
+  name: string;
+  args: string;
+}
+
+/**
+ * Reads a batch of calls the bootstrap made (`take()`, `hostFlush`): records one after another, each
+ * `ID ":" ARGS_LENGTH ":" NAME_LENGTH ":" NAME_JSON ARGS`, the three integers in decimal (1–10 digits, no sign), the
+ * lengths in UTF-16 code units, `NAME_JSON` the name as a JSON string (`JSON.stringify`), `ARGS` the arguments'
+ * JSON text as the guest's `JSON.stringify` made it (well-formed: a lone surrogate is escaped, so the lengths hold
+ * through the UTF-8 copy out of QuickJS). The arguments are not escaped a second time, which JSON text of
+ * `[[id, name, argsJson], …]` cost the guest (and the host's parse undid). Only the id's range and the records'
+ * shape are checked here; the caller checks the rest (ids outstanding, names, limits).
+ * The worker sends the host its checked calls in the same records (`batchRecord`; script/protocol.ts `WorkerBatch`).
+ * @param from where the records begin in `text` (default 0).
+ * @returns the calls in order, or null when `text` is not such a batch (only a guest that broke the bootstrap's
+ * closure, a compromised worker, or a bug makes one).
+ */
+export function parseBatch(text: string, from = 0): BatchCall[] | null {
+  const calls: BatchCall[] = [];
+  const end = text.length;
+  let at = from;
+  /** The decimal integer at `at` up to its ":" (`at` then past it), or -1. */
+  const int = (): number => {
+    let v = 0;
+    for (let digits = 0; ; digits++) {
+      const c = text.charCodeAt(at++); // NaN past the end: not a digit
+      if (c === 58) return digits === 0 ? -1 : v;
+      if (!(c >= 48 && c <= 57) || digits === 10) return -1;
+      v = v * 10 + (c - 48);
+    }
+  };
+  while (at < end) {
+    const id = int();
+    const argsLength = int();
+    const nameLength = int();
+    if (id < 1 || id > 0xffff_ffff || argsLength < 0 || nameLength < 2 || nameLength > end - at || argsLength > end - at - nameLength) return null;
+    let name: unknown;
+    try {
+      name = JSON.parse(text.slice(at, at + nameLength));
+    } catch {
+      return null;
+    }
+    if (typeof name !== "string") return null;
+    at += nameLength;
+    calls.push({ id, name, args: text.slice(at, at + argsLength) });
+    at += argsLength;
+  }
+  return calls;
+}
+
+/** One call as a batch record (`parseBatch` reads it); `nameJson` is `JSON.stringify(name)`. */
+export function batchRecord(id: number, nameJson: string, args: string): string {
+  return `${id}:${args.length}:${nameJson.length}:${nameJson}${args}`;
 }
 
 /** Wraps user code as the body of an async arrow function; line numbers in stacks match the user's. */

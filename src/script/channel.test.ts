@@ -2,11 +2,12 @@
  * @module script/channel.test
  * The shared-memory channel between the script pool and its workers (script/channel.ts), with real worker
  * threads and real QuickJS: cancel and the wall-clock deadline while the worker is blocked in `Atomics.wait`,
- * cancel of a busy guest through the shared cancel word, payloads larger than the mailbox both ways, a misbehaving
- * test worker (a scribbled channel, malformed messages), and many scripts at once.
+ * cancel of a busy guest through the shared cancel word, payloads larger than the mailbox both ways, the growable
+ * buffer (starts small, grown by the host only as far as a chunk needs), a misbehaving test worker (a scribbled
+ * channel, malformed messages, outcomes the pool's hand check leaves to the schema), and many scripts at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CAPACITY, encodeDown, HostChannel, newChannelBuffer, parseDownFrame, resetChannelBuffer } from "./channel.ts";
+import { CAPACITY, CHANNEL_BYTES, encodeDown, HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, parseDownFrame, readDownFrame, resetChannelBuffer } from "./channel.ts";
 import type { ToolOutcome } from "./protocol.ts";
 import { ScriptPool, type RunOptions } from "./pool.ts";
 
@@ -31,6 +32,22 @@ describe("frames", () => {
     const badUtf8 = frame.slice();
     badUtf8[9] = 0xff;
     for (const bad of [frame.slice(0, 12), longPayload, badUtf8, new Uint8Array([9])]) expect(parseDownFrame(bad)).toBeNull();
+    // the worker's reading: the same records, each payload its UTF-8 bytes; the same cuts refused
+    expect(readDownFrame(frame)).toEqual([{ t: "reply", id: 7, payload: new TextEncoder().encode(down[0].payload) }, { t: "go" }]);
+    for (const bad of [frame.slice(0, 12), longPayload, new Uint8Array([9])]) expect(readDownFrame(bad)).toBeNull();
+  });
+
+  test("a reply the host writes straight into the mailbox is the frame encodeDown makes", () => {
+    const buf = newChannelBuffer();
+    const host = new HostChannel(buf);
+    const payload = '{"ok":true,"result":"ß😀"}';
+    host.send({ t: "reply", id: 9, payload });
+    const header = new Int32Array(buf, 0, 8);
+    expect(header[0]).toBe(1); // DOWN_STATE: a chunk waits
+    const written = new Uint8Array(buf, 32, header[1]!).slice();
+    expect(header[2]).toBe(written.length); // the whole frame in one chunk
+    expect(written).toEqual(encodeDown([{ t: "reply", id: 9, payload }]).slice());
+    host.close();
   });
 });
 
@@ -58,6 +75,54 @@ describe("a reused buffer", () => {
       worker.terminate();
     }
   }, 30_000);
+});
+
+describe("a growable buffer", () => {
+  /** Sends one reply of `payload` on `buf` and has a real worker read it with the sandbox worker's own end. */
+  async function deliver(buf: SharedArrayBuffer, payload: string): Promise<unknown> {
+    const host = new HostChannel(buf);
+    const worker = new Worker(new URL("../../test/fixtures/channel-reader-worker.ts", import.meta.url).href);
+    try {
+      const got = new Promise((r) => worker.addEventListener("message", (e) => r(e.data), { once: true }));
+      worker.postMessage({ buf, timeoutMs: 10_000 });
+      host.send({ t: "reply", id: 1, payload });
+      return await got;
+    } finally {
+      host.close();
+      worker.terminate();
+    }
+  }
+
+  // a reply frame is 1 kind byte + u32 id + u32 length + the payload
+  for (const n of [1, INITIAL_CHANNEL_BYTES - 32 - 9, INITIAL_CHANNEL_BYTES - 32 - 8, 5000, CAPACITY - 9, 3 * CAPACITY]) {
+    test(`a new buffer starts at ${INITIAL_CHANNEL_BYTES} bytes; a ${n}-byte reply grows it only as far as needed (at most ${CHANNEL_BYTES}) and arrives whole`, async () => {
+      const buf = newChannelBuffer();
+      expect([buf.growable, buf.byteLength, buf.maxByteLength]).toEqual([true, INITIAL_CHANNEL_BYTES, CHANNEL_BYTES]);
+      expect(await deliver(buf, "r".repeat(n))).toEqual({ t: "messages", lengths: [n] });
+      // the header (32 bytes) and the first chunk; the mailbox doubles from its first size until that fits
+      const need = 32 + Math.min(CAPACITY, 9 + n);
+      let length = INITIAL_CHANNEL_BYTES;
+      while (length < need) length = 32 + (length - 32) * 2;
+      expect(buf.byteLength).toBe(Math.min(CHANNEL_BYTES, length));
+    });
+  }
+
+  test("a buffer the worker grew itself (it may write anything) is used as it is: the reply arrives, nothing thrown on the host", async () => {
+    const buf = newChannelBuffer();
+    buf.grow(INITIAL_CHANNEL_BYTES + 1001); // an odd length no host growth makes
+    expect(await deliver(buf, "w".repeat(900))).toEqual({ t: "messages", lengths: [900] });
+    expect(buf.byteLength).toBe(INITIAL_CHANNEL_BYTES + 1001);
+    expect(await deliver(buf, "w".repeat(1500))).toEqual({ t: "messages", lengths: [1500] });
+    expect(buf.byteLength).toBe(32 + (INITIAL_CHANNEL_BYTES - 32) * 8);
+  });
+
+  test("a fixed buffer of the whole size is still a channel; any other length is refused on both ends", async () => {
+    expect(await deliver(new SharedArrayBuffer(CHANNEL_BYTES), "f".repeat(3 * CAPACITY))).toEqual({ t: "messages", lengths: [3 * CAPACITY] });
+    expect(() => new HostChannel(new SharedArrayBuffer(CHANNEL_BYTES - 1))).toThrow("wrong size");
+    expect(() => new HostChannel(new SharedArrayBuffer(64, { maxByteLength: 2 * CHANNEL_BYTES }))).toThrow("wrong size");
+    // growable with the right maximum but shorter than a new buffer: none is made so, and the host's mailbox views need it
+    expect(() => new HostChannel(new SharedArrayBuffer(INITIAL_CHANNEL_BYTES - 1, { maxByteLength: CHANNEL_BYTES }))).toThrow("wrong size");
+  });
 });
 
 describe("a worker blocked on the channel", () => {
@@ -248,6 +313,19 @@ describe("a misbehaving worker", () => {
     });
   }
 
+  for (const [size, way] of [[100, "written straight into the mailbox"], [3 * CAPACITY, "queued, the buffer grown past the worker's length"]] as const) {
+    test(`grown-mailbox: a worker that grew and scribbled its buffer: a ${size}-character reply is ${way}, nothing thrown on the host, the script ends at its deadline`, async () => {
+      await using hostile = hostilePool();
+      const seen: unknown[] = [];
+      const r = await hostile.run("grown-mailbox", { ...LIMITS, wallTimeoutMs: 300 }, async (name, args) => {
+        seen.push([name, args]);
+        return { ok: true, result: "g".repeat(size) };
+      });
+      expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
+      expect(seen).toEqual([["probe", {}]]);
+    });
+  }
+
   test("malformed messages on the port are dropped: no tool runs, the script ends at its deadline", async () => {
     await using hostile = hostilePool();
     let called = 0;
@@ -257,6 +335,15 @@ describe("a misbehaving worker", () => {
     });
     expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
     expect(called).toBe(0);
+  });
+
+  test("an outcome the hand check does not take goes to the schema: a key too many is internal; a well-formed failure passes as it is", async () => {
+    await using hostile = hostilePool();
+    const tool = async (): Promise<ToolOutcome> => ({ ok: true, result: null });
+    expect(await hostile.run("extra-key", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toMatchObject({ ok: false, error: { code: "internal", message: "the sandbox worker answered with a malformed outcome" } });
+    expect(await hostile.run("json-number", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toMatchObject({ ok: false, error: { code: "internal", message: "the sandbox worker answered with a malformed outcome" } });
+    expect(await hostile.run("failure", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toEqual({ ok: false, error: { code: "script_error", message: "Error: m", stack: "s" }, logs: ["l"], calls: 2 });
+    expect(await hostile.run("no-json", { ...LIMITS, wallTimeoutMs: 300 }, tool)).toEqual({ ok: true, value: null, logs: [], calls: 0 });
   });
 
   // FINDING (attack on the batched bridge): an outcome whose `json` was not JSON text made the pool's JSON.parse throw

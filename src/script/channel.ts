@@ -7,20 +7,42 @@
  * MessagePort: waking the main thread that way measured cheaper than `Atomics.waitAsync` (docs/performance.md,
  * "Issue 20, the shared-memory bridge").
  *
- * Layout (bytes): an Int32 header of `HEADER_WORDS` words, then `CAPACITY` bytes of mailbox. A frame is a run of
+ * Layout (bytes): an Int32 header of `HEADER_WORDS` words, then up to `CAPACITY` bytes of mailbox. The buffer is a
+ * growable SharedArrayBuffer made with `INITIAL_MAILBOX` bytes of mailbox; the host grows it (never past
+ * `CHANNEL_BYTES`) before it writes a chunk that does not fit. A worker thread counts each buffer it receives
+ * towards its next garbage collection at the buffer's current length (one wrapper per task), so a fixed 16 KiB
+ * mailbox made every script, trivial or not, cost its worker 16 KiB of collector budget (docs/performance.md,
+ * "a trivial script's collections"). A frame is a run of
  * records, integers little-endian u32, a string a u32 UTF-8 byte length and its bytes: 1 reply {id, payload} ·
  * 2 go. A frame larger than `CAPACITY` goes in chunks (`DOWN_TOTAL` says the whole frame's length; the worker
  * empties the mailbox after each chunk and the host writes the next).
  *
- * The worker can write anything into the buffer. The host reads two words of it, `DOWN_STATE` and `WORKER_PARKED`,
- * and only compares them with 0 (a worker that never empties the mailbox stalls its own script's replies until its
- * deadline; one that claims to be parked costs the host a notify per message); it never reads a length or a byte
- * the worker wrote. Loaded by the worker: no zod, no node modules.
+ * The worker can write anything into the buffer, and grow it (never past `CHANNEL_BYTES`, never shrink it). The host
+ * reads two words of it, `DOWN_STATE` and `WORKER_PARKED`, and only compares them with 0 (a worker that never empties
+ * the mailbox stalls its own script's replies until its deadline; one that claims to be parked costs the host a
+ * notify per message); it reads the buffer's length only to see whether a reply fits the mailbox as it is and to grow
+ * it before a write, and never reads a length or a byte the worker wrote. The host's views of the buffer are
+ * length-tracking (made without a length), so a worker that grows it only gives the host more room to write into;
+ * the host grows it itself before each chunk that does not fit. Loaded by the worker: no zod, no node modules.
  */
 import type { HostMessage } from "./protocol.ts";
 
-/** Data bytes of the mailbox. */
+/**
+ * The first character of a message the worker sends on the script's port (protocol.ts `WorkerBatch`): calls of a
+ * slice still running (`c`), a slice's last calls and its end (`y`: the script waits on tools again), or `ready` (`r`,
+ * alone). The calls follow it as batch records (script/bridge.ts `parseBatch`).
+ */
+export const UP_CALLS = "c";
+export const UP_YIELD = "y";
+export const UP_READY = "r";
+
+/** Data bytes of the mailbox at most (a larger frame goes in chunks of this size). */
 export const CAPACITY = 16 * 1024;
+/**
+ * Data bytes of the mailbox a new buffer starts with: a `go` or a small reply fits; a larger chunk grows the buffer
+ * (`HostChannel`), the mailbox doubled until the chunk fits, up to `CAPACITY`.
+ */
+export const INITIAL_MAILBOX = 224;
 /** Int32 header words (indexes below). */
 export const HEADER_WORDS = 8;
 /** Header word: 1 while the mailbox holds a chunk the worker has not read, else 0. */
@@ -49,9 +71,13 @@ export const HOST_WAITING = 6;
  * one spin, then the thread sleeps).
  */
 export const SPIN_MS = 0.05;
-/** Bytes of the whole buffer. */
+/** Bytes of the whole buffer at most (its `maxByteLength`). */
 export const CHANNEL_BYTES = HEADER_WORDS * 4 + CAPACITY;
 const DOWN_DATA = HEADER_WORDS * 4;
+/** Bytes of a new buffer. */
+export const INITIAL_CHANNEL_BYTES = DOWN_DATA + INITIAL_MAILBOX;
+/** Bytes of a reply record before its payload's UTF-8: kind u8, id u32, payload length u32. */
+const REPLY_HEAD = 9;
 
 const enum Down {
   Reply = 1,
@@ -61,9 +87,18 @@ const enum Down {
 const encoder = new TextEncoder();
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** A fresh buffer laid out for one script. */
+/** A fresh buffer laid out for one script: growable, `INITIAL_CHANNEL_BYTES` long, at most `CHANNEL_BYTES`. */
 export function newChannelBuffer(): SharedArrayBuffer {
-  return new SharedArrayBuffer(CHANNEL_BYTES);
+  return new SharedArrayBuffer(INITIAL_CHANNEL_BYTES, { maxByteLength: CHANNEL_BYTES });
+}
+
+/**
+ * True for a buffer this module can use as a channel: growable with `maxByteLength` `CHANNEL_BYTES` and at least
+ * `INITIAL_CHANNEL_BYTES` long (what `newChannelBuffer` makes; neither end can shrink it, so the host's views of the
+ * mailbox can be made), or a fixed buffer of `CHANNEL_BYTES`.
+ */
+export function isChannelBuffer(buf: SharedArrayBuffer): boolean {
+  return buf.growable ? buf.maxByteLength === CHANNEL_BYTES && buf.byteLength >= INITIAL_CHANNEL_BYTES : buf.byteLength === CHANNEL_BYTES;
 }
 
 /**
@@ -171,11 +206,15 @@ class FrameReader {
   }
   /** @throws RangeError for a length past the frame's end; TypeError for invalid UTF-8. */
   str(): string {
+    return strictUtf8.decode(this.utf8());
+  }
+  /** A string's UTF-8 bytes, undecoded (a view of the frame). @throws RangeError for a length past the frame's end. */
+  utf8(): Uint8Array {
     const n = this.u32();
     if (n > this.bytes.length - this.pos) throw new RangeError("string length past the frame's end");
-    const s = strictUtf8.decode(this.bytes.subarray(this.pos, this.pos + n));
+    const b = this.bytes.subarray(this.pos, this.pos + n);
     this.pos += n;
-    return s;
+    return b;
   }
 }
 
@@ -206,8 +245,46 @@ export function parseDownFrame(bytes: Uint8Array): HostMessage[] | null {
   return out;
 }
 
+/**
+ * A host message as the worker reads it off the channel: `go`, or a reply whose payload is left as its UTF-8 bytes (a
+ * view of the worker's own copy of the frame), which the worker copies into the guest's memory as they are instead of
+ * decoding them into a string and encoding that again (script/direct.ts `callWithUtf8`).
+ */
+export type DownMessage = { t: "go" } | { t: "reply"; id: number; payload: Uint8Array };
+
+/**
+ * Reads a down frame as `parseDownFrame` does, the replies' payloads left as UTF-8 bytes; null when malformed. Their
+ * UTF-8 is not checked here: the host made them with `TextEncoder` (the worker trusts the host, not the reverse), and
+ * QuickJS reads any bytes as a string without reading past them.
+ */
+export function readDownFrame(bytes: Uint8Array): DownMessage[] | null {
+  const r = new FrameReader(bytes);
+  const out: DownMessage[] = [];
+  try {
+    while (!r.done) {
+      const kind = r.u8();
+      switch (kind) {
+        case Down.Reply: {
+          const id = r.u32();
+          if (id < 1) return null;
+          out.push({ t: "reply", id, payload: r.utf8() });
+          break;
+        }
+        case Down.Go:
+          out.push({ t: "go" });
+          break;
+        default:
+          return null;
+      }
+    }
+  } catch {
+    return null;
+  }
+  return out;
+}
+
 /** What `WorkerChannel.wait` returned: host messages, the cancel word, or the timeout. */
-export type WaitResult = { t: "messages"; msgs: HostMessage[] } | { t: "cancel" } | { t: "timeout" };
+export type WaitResult = { t: "messages"; msgs: DownMessage[] } | { t: "cancel" } | { t: "timeout" };
 
 /** The worker's end: sends without blocking, waits (blocking the thread) for the host. */
 export class WorkerChannel {
@@ -219,11 +296,11 @@ export class WorkerChannel {
   /** When the current wait began polling (`performance.now()`), 0 before it did. */
   #spinFrom = 0;
 
-  /** @throws Error when `buf` is not a channel buffer (wrong size). */
+  /** @throws Error when `buf` is not a channel buffer (`isChannelBuffer`: wrong size). */
   constructor(buf: SharedArrayBuffer) {
-    if (buf.byteLength !== CHANNEL_BYTES) throw new Error("the script's channel buffer has the wrong size");
+    if (!isChannelBuffer(buf)) throw new Error("the script's channel buffer has the wrong size");
     this.#i32 = new Int32Array(buf, 0, HEADER_WORDS);
-    this.#u8 = new Uint8Array(buf);
+    this.#u8 = new Uint8Array(buf); // tracks the buffer's length as the host grows it
   }
 
   /** True once the host cancelled the script (read by the guest's interrupt handler too). */
@@ -258,10 +335,11 @@ export class WorkerChannel {
   }
 
   /** Takes the chunk in the down mailbox and empties it; the messages once the frame is whole, else null. */
-  #takeChunk(): HostMessage[] | null {
+  #takeChunk(): DownMessage[] | null {
     const len = Atomics.load(this.#i32, DOWN_LEN);
     const total = Atomics.load(this.#i32, DOWN_TOTAL);
-    if (len < 0 || len > CAPACITY || total < len || this.#partBytes + len > total) throw new Error("the host wrote a malformed chunk on the script's channel");
+    // the host grows the buffer before it sets DOWN_STATE, so a chunk it wrote is within the length seen here
+    if (len < 0 || len > CAPACITY || DOWN_DATA + len > this.#u8.length || total < len || this.#partBytes + len > total) throw new Error("the host wrote a malformed chunk on the script's channel");
     const chunk = this.#u8.slice(DOWN_DATA, DOWN_DATA + len);
     Atomics.store(this.#i32, DOWN_STATE, 0);
     if (Atomics.load(this.#i32, HOST_WAITING) === 1) Atomics.notify(this.#i32, DOWN_STATE);
@@ -279,7 +357,7 @@ export class WorkerChannel {
       this.#parts = [];
       this.#partBytes = 0;
     }
-    const msgs = parseDownFrame(frame);
+    const msgs = readDownFrame(frame);
     if (!msgs) throw new Error("the host wrote a malformed frame on the script's channel");
     return msgs;
   }
@@ -292,18 +370,34 @@ export class WorkerChannel {
 export class HostChannel {
   readonly #i32: Int32Array;
   readonly #u8: Uint8Array;
+  readonly #view: DataView;
+  /**
+   * The mailbox past a reply record's head: where `#writeReply` encodes the payload. Length-tracking (made without a
+   * length), like `#u8` and `#view`: it follows the buffer's growth, by the host or the worker, and never reaches past
+   * its current length (a fixed-length view past it would throw when made, and would not see a later growth).
+   */
+  readonly #replyText: Uint8Array;
   #queue: Exclude<HostMessage, { t: "cancel" }>[] = [];
   #pumping = false;
   #closed = false;
 
+  readonly #buf: SharedArrayBuffer;
+
+  /** @throws Error when `buf` is not a channel buffer (`isChannelBuffer`). */
   constructor(buf: SharedArrayBuffer) {
+    if (!isChannelBuffer(buf)) throw new Error("the script's channel buffer has the wrong size");
+    this.#buf = buf;
     this.#i32 = new Int32Array(buf, 0, HEADER_WORDS);
-    this.#u8 = new Uint8Array(buf);
+    this.#u8 = new Uint8Array(buf); // tracks the buffer's length as `#write` grows it
+    this.#view = new DataView(buf);
+    this.#replyText = new Uint8Array(buf, DOWN_DATA + REPLY_HEAD);
   }
 
   /** Queues `msg` for the worker; it is written as soon as the down mailbox is empty. */
   send(msg: Exclude<HostMessage, { t: "cancel" }>): void {
     if (this.#closed) return;
+    // the common case of a sequential call: one reply, nothing queued, the mailbox empty: encoded straight into it
+    if (msg.t === "reply" && !this.#pumping && this.#queue.length === 0 && Atomics.load(this.#i32, DOWN_STATE) === 0 && this.#writeReply(msg.id, msg.payload)) return;
     this.#queue.push(msg);
     if (this.#pumping) return;
     if (Atomics.load(this.#i32, DOWN_STATE) === 0) {
@@ -318,9 +412,52 @@ export class HostChannel {
     void this.#pump();
   }
 
-  /** Writes `chunk` (at most CAPACITY bytes) of a frame of `total` bytes into the empty down mailbox and wakes the worker. */
+  /**
+   * Encodes one reply record straight into the empty down mailbox (the frame `encodeDown` would make) and wakes the
+   * worker; false, with nothing published, when it does not fit in the mailbox at the buffer's current length (the
+   * caller then queues it: the queued way grows the buffer, or sends the frame in chunks). Never grows the buffer.
+   */
+  #writeReply(id: number, payload: string): boolean {
+    // `#replyText` follows the buffer's current length: a reply that does not fit the mailbox as it is now goes the
+    // queued way, whose `#write` grows the buffer first. A string has at most as many UTF-16 units as UTF-8 bytes.
+    const room = this.#replyText;
+    if (payload.length > room.length) return false;
+    const { read, written } = encoder.encodeInto(payload, room);
+    if (read < payload.length) return false; // bytes encoded so far are left unpublished (DOWN_STATE stays 0)
+    const u8 = this.#u8;
+    u8[DOWN_DATA] = Down.Reply;
+    this.#view.setUint32(DOWN_DATA + 1, id, true);
+    this.#view.setUint32(DOWN_DATA + 5, written, true);
+    const i32 = this.#i32;
+    Atomics.store(i32, DOWN_LEN, REPLY_HEAD + written);
+    Atomics.store(i32, DOWN_TOTAL, REPLY_HEAD + written);
+    Atomics.store(i32, DOWN_STATE, 1);
+    this.#wake();
+    return true;
+  }
+
+  /**
+   * Writes `chunk` (at most CAPACITY bytes) of a frame of `total` bytes into the empty down mailbox, growing the buffer
+   * first when the chunk does not fit (its mailbox doubled from `INITIAL_MAILBOX` until it fits, at most `CAPACITY`),
+   * and wakes the worker.
+   */
   #write(chunk: Uint8Array, total: number): void {
     const i32 = this.#i32;
+    const need = DOWN_DATA + chunk.length;
+    if (this.#buf.byteLength < need) {
+      let mailbox = INITIAL_MAILBOX;
+      while (DOWN_DATA + mailbox < need) mailbox *= 2;
+      try {
+        this.#buf.grow(Math.min(CHANNEL_BYTES, DOWN_DATA + mailbox));
+      } catch {
+        // the worker grew it meanwhile past that length (it may write anything, grow included), or no memory was left
+      }
+      if (this.#buf.byteLength < need) {
+        // cannot happen short of the process running out of memory: nothing more is sent, the script ends at its deadline
+        this.close();
+        return;
+      }
+    }
     this.#u8.set(chunk, DOWN_DATA);
     Atomics.store(i32, DOWN_LEN, chunk.length);
     Atomics.store(i32, DOWN_TOTAL, total);

@@ -31,6 +31,10 @@ interface Ffi {
   QTS_FreeCString(ctx: Ptr, s: Ptr): void;
 }
 
+const utf8 = new TextEncoder();
+/** Decodes as emscripten's `UTF8ToString` does (an invalid sequence becomes U+FFFD, never an error). */
+const utf8Text = new TextDecoder("utf-8");
+
 /** What a direct call returned: `ok`, or a guest exception as a handle the caller owns (and disposes). */
 export type DirectResult<T> = { ok: true; value: T } | { ok: false; error: QuickJSHandle };
 
@@ -76,17 +80,46 @@ export class DirectCalls {
    * module's heap has no room for `text`'s UTF-8 copy (nothing was called).
    */
   callWithString(fn: QuickJSHandle, text: string): DirectResult<void> | "no-memory" {
-    const { em, ffi, ctxp } = this;
-    const n = em.lengthBytesUTF8(text) + 1;
+    const { em } = this;
+    // UTF-8 is at most 3 bytes per UTF-16 unit: a short text gets that bound (no count), a long one its exact length
+    const n = (text.length <= 4096 ? text.length * 3 : Buffer.byteLength(text, "utf8")) + 1;
     const chars = em._malloc(n);
     if (chars === 0) return "no-memory";
-    em.stringToUTF8(text, chars, n);
+    const heap = em.HEAPU8; // read after the malloc, which may grow the memory (and replace the view)
+    const { written } = utf8.encodeInto(text, heap.subarray(chars, chars + n - 1));
+    heap[chars + written] = 0;
+    return this.#callWithChars(fn, chars);
+  }
+
+  /** `fn(the C string at chars)`, which it frees. */
+  #callWithChars(fn: QuickJSHandle, chars: Ptr): DirectResult<void> {
+    const { em, ffi, ctxp } = this;
     const str = ffi.QTS_NewString(ctxp, chars);
     em._free(chars);
     putU32(em.HEAPU8, this.#scratch, str);
     const res = ffi.QTS_Call(ctxp, fn.value as unknown as Ptr, this.undef, 1, this.#scratch);
     ffi.QTS_FreeValuePointer(ctxp, str);
     return this.#result(res, () => undefined);
+  }
+
+  /**
+   * `fn(head + text + tail)` for a guest function `fn` (a handle the caller keeps alive), the result dropped: `head`
+   * and `tail` ASCII, `text` UTF-8 bytes copied into the guest's memory as they are (no string made on this side);
+   * `"no-memory"` when the module's heap has no room for them (nothing was called).
+   */
+  callWithUtf8(fn: QuickJSHandle, head: string, text: Uint8Array, tail: string): DirectResult<void> | "no-memory" {
+    const { em, ffi, ctxp } = this;
+    const n = head.length + text.length + tail.length;
+    const chars = em._malloc(n + 1);
+    if (chars === 0) return "no-memory";
+    const heap = em.HEAPU8; // read after the malloc, which may grow the memory (and replace the view)
+    let at = chars;
+    for (let i = 0; i < head.length; i++) heap[at++] = head.charCodeAt(i);
+    heap.set(text, at);
+    at += text.length;
+    for (let i = 0; i < tail.length; i++) heap[at++] = tail.charCodeAt(i);
+    heap[at] = 0;
+    return this.#callWithChars(fn, chars);
   }
 
   /**
@@ -105,7 +138,9 @@ export class DirectCalls {
       const chars = ffi.QTS_GetString(ctxp, res);
       if (chars === 0) return "no-memory";
       try {
-        return { ok: true, value: em.UTF8ToString(chars) };
+        const heap = em.HEAPU8;
+        const end = heap.indexOf(0, chars); // the C string's NUL (a native scan, where UTF8ToString loops in JS)
+        return { ok: true, value: end < 0 ? em.UTF8ToString(chars) : utf8Text.decode(heap.subarray(chars, end)) };
       } finally {
         ffi.QTS_FreeCString(ctxp, chars);
       }
@@ -129,9 +164,10 @@ export class DirectCalls {
       ffi.QTS_FreeValuePointerRuntime(rtp, res);
       throw new Error("a job ran in a context the script does not own");
     }
-    // the job count (a number) when every job ran, else the exception that stopped them
+    // the job count (a number) when every job ran, else the exception that stopped them; of the C strings `typeof`
+    // gives, only "number" begins with "n"
     const type = ffi.QTS_Typeof(ctxp, res);
-    const isNumber = em.UTF8ToString(type) === "number";
+    const isNumber = type !== 0 && em.HEAPU8[type] === 0x6e;
     em._free(type);
     if (isNumber) {
       ffi.QTS_FreeValuePointer(ctxp, res);

@@ -36,6 +36,22 @@ afterAll(async () => {
   await pool.close();
 });
 
+describe("ScriptPool.run limits checked", () => {
+  test("invalid limits (fractional, negative, NaN, unsafe) are refused bad_request with the schema's message; valid ones run", async () => {
+    const { fn } = recorder();
+    for (const bad of [{ cpuTimeoutMs: 1.5 }, { wallTimeoutMs: 0 }, { maxToolCalls: -1 }, { maxLogBytes: Number.NaN }, { maxResultBytes: 2 ** 53 }]) {
+      const key = Object.keys(bad)[0]!;
+      const err = await pool.run("return 1", { ...LIMITS, ...bad }, fn).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({ code: "bad_request" });
+      expect((err as Error).message).toContain(`script limits are invalid: ${key}:`);
+    }
+    expect(await pool.run("return 1", { ...LIMITS, maxToolCalls: 0, maxLogBytes: 0 }, fn)).toMatchObject({ ok: true, value: 1 });
+  });
+});
+
 describe("ScriptPool.run basics", () => {
   test("returns the value, the captured logs and the call count", async () => {
     const { fn } = recorder();

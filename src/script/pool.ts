@@ -12,8 +12,9 @@ import { AsyncResource } from "node:async_hooks";
 import type { MessagePort as NodeMessagePort } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
-import { HostChannel, newChannelBuffer, resetChannelBuffer } from "./channel.ts";
-import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type CallRequest, type HostMessage, type ToolOutcome, type WorkerMessage } from "./protocol.ts";
+import { HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, resetChannelBuffer, UP_CALLS, UP_READY, UP_YIELD } from "./channel.ts";
+import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
+import { parseBatch, type BatchCall } from "./bridge.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
 export type ScriptResult =
@@ -85,9 +86,9 @@ export class ScriptPool {
   #inFlight = 0;
   /**
    * Shared buffers (meter, channel) of ended scripts whose worker returned, kept for the next scripts: a script's
-   * two SharedArrayBuffers (16 KiB and more) were most of what it allocated on the main thread, and what made the
-   * main thread's collector run during a stream of short scripts. Never those of a script whose worker did not
-   * return (lost, replaced, still stuck): that worker might still write them.
+   * two SharedArrayBuffers were most of what it allocated on the main thread, and what made the main thread's
+   * collector run during a stream of short scripts. Never those of a script whose worker did not return (lost,
+   * replaced, still stuck): that worker might still write them; nor a channel a reply grew (script/channel.ts).
    */
   readonly #spareBuffers: Array<{ meter: SharedArrayBuffer; channel: SharedArrayBuffer }> = [];
   /** Worker failures tinypool reports outside any task (a replaced idle worker); kept for diagnostics. */
@@ -148,15 +149,7 @@ export class ScriptPool {
    */
   async run(code: string, opts: RunOptions, callTool: CallTool): Promise<ScriptResult> {
     if (this.#closed) throw new AirlockError("internal", "the script pool is closed; create a new one");
-    const lim = ScriptLimits.safeParse({
-      cpuTimeoutMs: opts.cpuTimeoutMs,
-      wallTimeoutMs: opts.wallTimeoutMs,
-      maxToolCalls: opts.maxToolCalls,
-      maxLogBytes: opts.maxLogBytes,
-      maxResultBytes: opts.maxResultBytes,
-    });
-    if (!lim.success) throw new AirlockError("bad_request", `script limits are invalid: ${lim.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
-    const limits = lim.data;
+    const limits = parseLimits(opts);
     const signal = opts.signal;
     if (signal?.aborted) return fail("cancelled", "the script was cancelled before it started", [], 0);
 
@@ -197,16 +190,21 @@ export class ScriptPool {
     let holding = false;
     let owed = 0;
     let acquiring: Promise<void> | undefined;
-    const grant = async (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> => {
+    /** Sends `msg` with a run slot: now when the script holds one or one is free (undefined), else once one is (a promise). */
+    const grant = (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> | undefined => {
       if (!holding && !acquiring && !done && this.#slots.tryAcquire()) holding = true; // the common case: a free slot, no wait
-      if (!holding) {
-        acquiring ??= this.#slots.acquire().then(() => {
-          acquiring = undefined;
-          if (done) this.#slots.release();
-          else holding = true;
-        });
-        await acquiring;
-      }
+      if (!holding) return grantLater(msg);
+      if (done) return;
+      owed++;
+      channel.send(msg);
+    };
+    const grantLater = async (msg: Exclude<HostMessage, { t: "cancel" }>): Promise<void> => {
+      acquiring ??= this.#slots.acquire().then(() => {
+        acquiring = undefined;
+        if (done) this.#slots.release();
+        else holding = true;
+      });
+      await acquiring;
       if (done || !holding) return;
       owed++;
       channel.send(msg);
@@ -222,43 +220,28 @@ export class ScriptPool {
 
     // Bound here, so each call runs in this run()'s async context (the raw 'message' handler has none).
     let served = 0;
-    const serve = AsyncResource.bind(async (req: CallRequest): Promise<void> => {
+    const serve = AsyncResource.bind(async (req: BatchCall): Promise<void> => {
       // the script already ended, or its caller cancelled it (a busy guest sends calls until its interrupt handler sees
       // the cancel word): nobody awaits this call, and it must not start
       if (done || signal?.aborted) return;
       served++;
       const payload = await serveCall(req, callTool, (callsEnd ??= new AbortController()).signal);
-      if (!done) await grant({ t: "reply", id: req.id, payload });
+      if (!done) return grant({ t: "reply", id: req.id, payload });
     });
-    const receive = (raw: unknown): void => {
-      const msg = parseWorkerMessage(raw);
-      if (!msg) return;
-      switch (msg.t) {
-        case "call":
-          void serve(msg);
-          return;
-        case "ready":
-          if (!go) void grant({ t: "go" }); // a task sent with its slot never waits for one
-          return;
-        case "yield":
-          sliceEnded();
-          return;
-        default:
-          assertNever(msg, "worker message");
-      }
-    };
     // The worker's messages come on the port; the host's go on the shared channel (the worker blocks on it between slices).
     port1.on("message", (raw: unknown) => {
-      // a batch is the JSON text of an array of messages (protocol.ts `WorkerBatch`); anything else is dropped
+      // protocol.ts `WorkerBatch`: a kind, then calls as batch records; anything else is dropped whole
       if (typeof raw !== "string") return;
-      let batch: unknown;
-      try {
-        batch = JSON.parse(raw);
-      } catch {
+      const kind = raw[0];
+      if (kind === UP_READY) {
+        if (raw.length === 1 && !go) void grant({ t: "go" }); // a task sent with its slot never waits for one
         return;
       }
-      if (!Array.isArray(batch)) return;
-      for (const m of batch) receive(m);
+      if (kind !== UP_CALLS && kind !== UP_YIELD) return;
+      const calls = parseBatch(raw, 1);
+      if (calls === null) return;
+      for (const c of calls) void serve(c);
+      if (kind === UP_YIELD) sliceEnded();
     });
     const channel = new HostChannel(channelBuf);
 
@@ -275,9 +258,9 @@ export class ScriptPool {
       pool.run({ code, limits, port: port2, meter: meterBuf, channel: channelBuf, go }, { transferList: [port2] } as unknown as Parameters<Tinypool["run"]>[1]).then(
         (raw: unknown) => {
           workerReturned = true;
-          const out = WorkerOutcome.safeParse(raw);
-          if (!out.success) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
-          finish(toResult(out.data));
+          const out = parseOutcome(raw);
+          if (!out) return finish(fail("internal", "the sandbox worker answered with a malformed outcome", [], 0));
+          finish(toResult(out));
         },
         (e: unknown) => finish(workerLost(e, served)),
       );
@@ -334,7 +317,8 @@ export class ScriptPool {
       signal?.removeEventListener("abort", onAbort);
       port1.close();
       channel.close();
-      if (workerReturned && this.#spareBuffers.length < SPARE_BUFFERS) this.#spareBuffers.push({ meter: meterBuf, channel: channelBuf });
+      // a channel a large reply grew is let go: its worker would count all of it again at every later script
+      if (workerReturned && channelBuf.byteLength === INITIAL_CHANNEL_BYTES && this.#spareBuffers.length < SPARE_BUFFERS) this.#spareBuffers.push({ meter: meterBuf, channel: channelBuf });
       callsEnd?.abort(new AirlockError("cancelled", "the script that made this call ended before the call finished, so it was stopped; await every tools.* call"));
     }
   }
@@ -401,24 +385,47 @@ class RunSlots {
 }
 
 /**
- * One message from a worker (protocol.ts's `WorkerMessage`, checked by hand: zod on every tool call
- * costs more than the call's own bookkeeping), or null for anything malformed (dropped, as before).
+ * The script's limits (protocol.ts's `ScriptLimits`). Limits that are plainly valid (five safe integers in range) are
+ * taken as they are; anything else goes through the schema, which makes the error message. Per script, zod's parse
+ * cost ~3 µs and ~2 KB of garbage on the main thread (docs/performance.md, "a trivial script's collections").
+ * @throws AirlockError `bad_request` when the limits are invalid.
  */
-function parseWorkerMessage(v: unknown): WorkerMessage | null {
-  if (typeof v !== "object" || v === null) return null;
-  const m = v as Record<string, unknown>;
-  switch (m.t) {
-    case "call": {
-      const id = m.id;
-      if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || typeof m.name !== "string" || typeof m.args !== "string") return null;
-      return { t: "call", id, name: m.name, args: m.args };
-    }
-    case "ready":
-    case "yield":
-      return { t: m.t };
-    default:
-      return null;
+function parseLimits(o: ScriptLimits): ScriptLimits {
+  const { cpuTimeoutMs, wallTimeoutMs, maxToolCalls, maxLogBytes, maxResultBytes } = o;
+  const whole = (v: number, min: number): boolean => Number.isSafeInteger(v) && v >= min;
+  if (whole(cpuTimeoutMs, 1) && whole(wallTimeoutMs, 1) && whole(maxToolCalls, 0) && whole(maxLogBytes, 0) && whole(maxResultBytes, 0)) {
+    return { cpuTimeoutMs, wallTimeoutMs, maxToolCalls, maxLogBytes, maxResultBytes };
   }
+  const lim = ScriptLimits.safeParse({ cpuTimeoutMs, wallTimeoutMs, maxToolCalls, maxLogBytes, maxResultBytes });
+  if (!lim.success) throw new AirlockError("bad_request", `script limits are invalid: ${lim.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return lim.data;
+}
+
+/**
+ * A worker's outcome (protocol.ts's `WorkerOutcome`), or null when malformed. The common success (`ok: true`, a
+ * string or no `json`, string logs, a whole number of calls, no other key) is checked by hand and copied; anything
+ * else goes through the schema, so what is accepted is exactly what the schema accepts (zod's parse cost ~1.6 KB of
+ * garbage per script on the main thread).
+ */
+function parseOutcome(raw: unknown): WorkerOutcome | null {
+  if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && Object.getPrototypeOf(raw) === Object.prototype) {
+    const o = raw as Record<string, unknown>;
+    const { ok, json, logs, calls } = o;
+    let keys = 0;
+    for (const k in o) {
+      if (!Object.hasOwn(o, k)) continue;
+      if (k !== "ok" && k !== "json" && k !== "logs" && k !== "calls") {
+        keys = -1;
+        break;
+      }
+      keys++;
+    }
+    if (ok === true && keys === (json === undefined && !Object.hasOwn(o, "json") ? 3 : 4) && (json === undefined || typeof json === "string") && Array.isArray(logs) && logs.every((l) => typeof l === "string") && Number.isSafeInteger(calls)) {
+      return { ok: true, ...(json !== undefined ? { json } : {}), logs: logs as string[], calls: calls as number };
+    }
+  }
+  const out = WorkerOutcome.safeParse(raw);
+  return out.success ? out.data : null;
 }
 
 /**
@@ -450,7 +457,7 @@ function toResult(o: WorkerOutcome): ScriptResult {
 }
 
 /** Runs one guest tool call and encodes the answer as the JSON text the guest parses. Never throws. */
-async function serveCall(req: CallRequest, callTool: CallTool, signal: AbortSignal): Promise<string> {
+async function serveCall(req: BatchCall, callTool: CallTool, signal: AbortSignal): Promise<string> {
   let outcome: ToolOutcome;
   if (!TOOL_NAME.test(req.name)) {
     outcome = { ok: false, error: { code: "unknown_tool", message: `no tool is named ${JSON.stringify(req.name.slice(0, 140))}; call code_execution__list_tools for the names` } };

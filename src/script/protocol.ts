@@ -90,12 +90,16 @@ export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady
 export type WorkerMessage = z.infer<typeof WorkerMessage>;
 
 /**
- * What the worker posts on a script's port, as JSON text: a batch of messages, in order. A guest slice's calls
- * and its `yield` travel as one batch (sent when the slice ends), so a sequential tool call costs two thread
- * crossings instead of three. The pool checks each element by hand on this hot path (`parseWorkerMessage`
- * in script/pool.ts, the same rules as `WorkerMessage`).
+ * What the worker posts on a script's port: one string carrying `WorkerMessage`s in order. Its first character is
+ * the kind (script/channel.ts `UP_CALLS` `c`: calls of a slice still running; `UP_YIELD` `y`: a slice's last calls,
+ * then its `yield`; `UP_READY` `r`: `ready`, alone), the calls follow as batch records (script/bridge.ts
+ * `parseBatch`: `ID:ARGS_LENGTH:NAME_LENGTH:` + the name's JSON text + the arguments' JSON text). A guest slice's
+ * calls and its `yield` travel as one message (sent when the slice ends), so a sequential tool call costs two thread
+ * crossings instead of three, and the arguments cross without being escaped into JSON text again. The pool reads
+ * it by hand on this hot path (bounds-checked slicing, the same rules as `CallRequest`); a message it cannot read
+ * is dropped whole.
  */
-export const WorkerBatch = z.array(WorkerMessage).min(1);
+export const WorkerBatch = z.string().regex(/^(?:r|[cy][\s\S]*)$/);
 export type WorkerBatch = z.infer<typeof WorkerBatch>;
 
 /**

@@ -8,7 +8,7 @@
  * Runs inside a sandbox worker; knows nothing of tinypool or the gate.
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
-import { copyString, installBridge, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge, type SettleKind } from "./bridge.ts";
+import { copyString, installBridge, parseBatch, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge, type SettleKind } from "./bridge.ts";
 import { assertNever } from "../errors.ts";
 import { DirectCalls } from "./direct.ts";
 import { METER } from "./meter.ts";
@@ -49,6 +49,7 @@ export interface VmOptions {
 type Settled = { ok: true; json?: string } | { ok: false; error: ScriptFailure };
 
 const enc = new TextEncoder();
+const utf8Text = new TextDecoder("utf-8");
 const byteLength = (s: string): number => (s.length * 3 <= 1024 ? enc.encode(s).length : Buffer.byteLength(s, "utf8"));
 
 /** True for failures of the WASM module instance itself (that instance must not be used again). */
@@ -231,8 +232,11 @@ export class ScriptRun {
     this.#check();
   }
 
-  /** Delivers the host's answer to tool call `id` (JSON text of `{ok, result | error}`, made by the host) and runs the guest on. */
-  reply(id: number, payload: string): void {
+  /**
+   * Delivers the host's answer to tool call `id` (JSON text of `{ok, result | error}`, made by the host: a string, or
+   * its UTF-8 bytes as the worker read them off the channel) and runs the guest on.
+   */
+  reply(id: number, payload: string | Uint8Array): void {
     if (this.#finished || !this.#outstanding.delete(id)) return;
     // its UTF-8 copy alone would pass the memory limit (a UTF-16 length is at most its UTF-8 byte length): refused
     // before the module is touched, whose capped memory it could only fault
@@ -245,9 +249,8 @@ export class ScriptRun {
       () =>
         this.#enter(() => {
           const ctx = this.#ctx!;
-          const text = `[${id},${payload}]`;
           if (this.#direct) {
-            const r = this.#direct.callWithString(this.#bridge!.deliver, text);
+            const r = typeof payload === "string" ? this.#direct.callWithString(this.#bridge!.deliver, `[${id},${payload}]`) : this.#direct.callWithUtf8(this.#bridge!.deliver, `[${id},`, payload, "]");
             if (r === "no-memory") {
               this.#stop ??= this.#oom(); // the reply's copy does not fit in the script's memory
               return;
@@ -257,7 +260,7 @@ export class ScriptRun {
               r.error.dispose();
             }
           } else {
-            const h = ctx.newString(text);
+            const h = ctx.newString(`[${id},${typeof payload === "string" ? payload : utf8Text.decode(payload)}]`);
             const r = ctx.callFunction(this.#bridge!.deliver, ctx.undefined, h);
             h.dispose();
             if (r.error) {
@@ -267,7 +270,7 @@ export class ScriptRun {
           }
           this.#drain();
         }),
-      () => byteLength(payload),
+      () => (typeof payload === "string" ? byteLength(payload) : payload.length),
     );
     this.#check();
   }
@@ -386,7 +389,7 @@ export class ScriptRun {
   }
 
   /**
-   * Sends the host a batch of the guest's calls (the bridge's JSON text of `[[id, name, argsJson], …]`), each checked
+   * Sends the host a batch of the guest's calls (the bridge's batch text: bridge.ts `parseBatch`), each checked
    * against the call and argument-byte limits; a limit sets `#stop` (the guest is stopped, the batch's later calls
    * never leave). A malformed batch (only a guest that broke the bridge's closure could make one) stops the script.
    * Returns the message to throw in the guest when the batch was refused (the guest's `flush` throws it; after a
@@ -398,18 +401,11 @@ export class ScriptRun {
     // made after the script's function returned or threw (a callback that ran later, a getter of what it threw, read
     // here): nobody awaits them, so they never reach the host (the bridge sent the calls made before its end)
     if (this.#ended) return "the script has ended: a tool call made after it returned or threw is not sent";
-    let batch: unknown;
-    try {
-      batch = JSON.parse(text);
-    } catch {
-      batch = undefined;
-    }
-    if (!Array.isArray(batch)) return this.#malformed();
+    const batch = parseBatch(text);
+    if (batch === null || batch.length === 0) return this.#malformed();
     const { maxToolCalls } = this.#opts.limits;
-    for (const c of batch) {
-      if (!Array.isArray(c) || c.length !== 3) return this.#malformed();
-      const [id, name, args] = c as unknown[];
-      if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || id > 0xffff_ffff || this.#outstanding.has(id) || typeof name !== "string" || typeof args !== "string") return this.#malformed();
+    for (const { id, name, args } of batch) {
+      if (this.#outstanding.has(id)) return this.#malformed();
       if (this.#calls >= maxToolCalls) {
         this.#stop = { code: "script_too_many_calls", message: `the script made more than ${maxToolCalls} tool calls (limits.script_max_tool_calls); make fewer, larger calls` };
         return this.#stop.message;

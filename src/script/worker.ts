@@ -16,9 +16,10 @@ import { assertNever } from "../errors.ts";
 import { METER } from "./meter.ts";
 // Types only: protocol.ts's zod schemas would cost each thread ~3 MB and ~100 ms to load. The pool (main
 // thread) validates what it sends with them; the checks below only keep a malformed message out.
-import type { ScriptLimits, WorkerMessage, WorkerOutcome, WorkerSettings } from "./protocol.ts";
+import type { ScriptLimits, WorkerOutcome, WorkerSettings } from "./protocol.ts";
 import { prepareGuest, ScriptRun, type PreparedGuest } from "./vm.ts";
-import { WorkerChannel } from "./channel.ts";
+import { UP_CALLS, UP_READY, UP_YIELD, WorkerChannel } from "./channel.ts";
+import { batchRecord } from "./bridge.ts";
 
 /** Calls sent in one message at most: a slice's calls go out when it ends or when this many wait. */
 const BATCH_MAX = 32;
@@ -67,14 +68,20 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   meter[METER.threadId] = threadId;
   const port = task.port;
   const channel = new WorkerChannel(task.channel);
-  // Calls a guest slice makes go out on the port together with the slice's end, in one message (a JSON array: a
-  // string crosses cheaper than the objects' structured clone): a sequential call then costs one port crossing and
-  // one channel wake-up. Declared before the run: `flush` is called from the run's `post`.
-  let outbox: WorkerMessage[] = [];
-  const flush = (): void => {
-    if (outbox.length === 0) return;
-    port.postMessage(JSON.stringify(outbox));
-    outbox = [];
+  // Calls a guest slice makes go out on the port together with the slice's end, in one message (protocol.ts
+  // `WorkerBatch`: one string, the calls as batch records): a sequential call then costs one port crossing and one
+  // channel wake-up. Declared before the run: `flush` is called from the run's `post`.
+  let outCalls = "";
+  let outCount = 0;
+  /** The last name's JSON text (a script mostly calls a few tools). */
+  let lastName = "";
+  let lastNameJson = '""';
+  /** Sends the calls waiting, then `yield` when `sliceEnded` (the script waits on tools again); nothing when neither. */
+  const flush = (sliceEnded: boolean): void => {
+    if (outCount === 0 && !sliceEnded) return;
+    port.postMessage((sliceEnded ? UP_YIELD : UP_CALLS) + outCalls);
+    outCalls = "";
+    outCount = 0;
   };
   instances ??= Instances.create(settings.memoryMb, settings.wasm);
   const pool = await instances;
@@ -94,28 +101,27 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     memoryWallHit: () => inst.atWall(),
     cancelRequested: () => channel.cancelled,
     post: (msg) => {
+      if (msg.name !== lastName) {
+        lastName = msg.name;
+        lastNameJson = JSON.stringify(msg.name);
+      }
+      outCalls += batchRecord(msg.id, lastNameJson, msg.args);
       // A slice making many calls (a `Promise.all`) sends them on in batches, so the host serves them while the guest goes on.
-      if (outbox.push(msg) >= BATCH_MAX) flush();
+      if (++outCount >= BATCH_MAX) flush(false);
     },
   });
   // Guest code runs only in a run slot the host gave: `go` or the task itself (the start), or a `reply`. Each ends with
   // `yield` (the script waits on tools again) unless the script ended in it.
   let started = false;
   /** Ends a slice this thread was given a run slot for: `yield` unless the script ended in it, then everything queued goes out. */
-  const sliceDone = (): void => {
-    if (!run.finished) outbox.push({ t: "yield" });
-    flush();
-  };
+  const sliceDone = (): void => flush(!run.finished);
   if (channel.cancelled) run.cancel();
   else if (task.go) {
     // the task came with its first run slot: start now (no `ready` / `go` round trip between the threads)
     started = true;
     run.start(prepared);
     sliceDone();
-  } else {
-    outbox.push({ t: "ready" });
-    flush();
-  }
+  } else port.postMessage(UP_READY);
   // Between slices the thread blocks on the channel until the host answers, cancels, or the wall-clock deadline
   // passes (its timer cannot fire in a blocked thread, hence `checkDeadline`). One script per thread: nothing
   // else waits for this thread's event loop meanwhile, and `terminate()` still ends a blocked thread.
@@ -135,9 +141,6 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
       case "messages":
         for (const m of got.msgs) {
           switch (m.t) {
-            case "cancel":
-              run.cancel();
-              break;
             case "go":
               if (!started) {
                 started = true;
@@ -158,7 +161,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     }
   }
   const { fatal, ...outcome } = await run.done;
-  flush();
+  flush(false);
   port.close();
   let clean = !fatal;
   try {
