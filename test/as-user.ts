@@ -5,6 +5,7 @@
  * Dropping privileges uses util-linux `setpriv`; when the tests already run unprivileged the second
  * pass is skipped and says so (the first pass is then the unprivileged one).
  */
+import { expect } from "bun:test";
 import { accessSync, chmodSync, chownSync, constants, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -78,4 +79,23 @@ export function dataDirFor(dir: string, user: TestUser): string {
   if (IS_ROOT) chownSync(dir, user.uid, user.uid);
   chmodSync(dir, 0o700);
   return dir;
+}
+
+/**
+ * Runs airlock from source (`bun src/main.ts ARGS`) as `user`, stdin closed, with `env` over `PATH` and an empty
+ * `AIRLOCK_HOME`. SIGKILLed after 60 s, and a run a signal ended fails the test, so a hang cannot pass.
+ * @returns its exit code, stdout and stderr.
+ */
+export async function airlockAs(user: TestUser, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([...user.prefix, process.execPath, join(import.meta.dir, "..", "src", "main.ts"), ...args], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AIRLOCK_HOME: "", ...env },
+  });
+  const guard = setTimeout(() => proc.kill("SIGKILL"), 60_000);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(guard);
+  expect(proc.signalCode).toBeNull();
+  return { code, stdout, stderr };
 }

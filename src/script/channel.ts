@@ -204,10 +204,6 @@ class FrameReader {
     this.pos += 4;
     return v;
   }
-  /** @throws RangeError for a length past the frame's end; TypeError for invalid UTF-8. */
-  str(): string {
-    return strictUtf8.decode(this.utf8());
-  }
   /** A string's UTF-8 bytes, undecoded (a view of the frame). @throws RangeError for a length past the frame's end. */
   utf8(): Uint8Array {
     const n = this.u32();
@@ -216,33 +212,6 @@ class FrameReader {
     this.pos += n;
     return b;
   }
-}
-
-/** Parses a down frame (from the host) into `go` / `reply` messages, or null when malformed. */
-export function parseDownFrame(bytes: Uint8Array): HostMessage[] | null {
-  const r = new FrameReader(bytes);
-  const out: HostMessage[] = [];
-  try {
-    while (!r.done) {
-      const kind = r.u8();
-      switch (kind) {
-        case Down.Reply: {
-          const id = r.u32();
-          if (id < 1) return null;
-          out.push({ t: "reply", id, payload: r.str() });
-          break;
-        }
-        case Down.Go:
-          out.push({ t: "go" });
-          break;
-        default:
-          return null;
-      }
-    }
-  } catch {
-    return null;
-  }
-  return out;
 }
 
 /**
@@ -281,6 +250,20 @@ export function readDownFrame(bytes: Uint8Array): DownMessage[] | null {
     return null;
   }
   return out;
+}
+
+/**
+ * A down frame as {@link readDownFrame} reads it, the replies' payloads decoded as strict UTF-8 (for tests and tools that
+ * look at frames; the worker keeps the bytes); null when malformed or a payload is not UTF-8.
+ */
+export function parseDownFrame(bytes: Uint8Array): HostMessage[] | null {
+  const msgs = readDownFrame(bytes);
+  if (msgs === null) return null;
+  try {
+    return msgs.map((m) => (m.t === "reply" ? { t: "reply", id: m.id, payload: strictUtf8.decode(m.payload) } : m));
+  } catch {
+    return null;
+  }
 }
 
 /** What `WorkerChannel.wait` returned: host messages, the cancel word, or the timeout. */

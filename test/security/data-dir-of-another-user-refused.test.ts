@@ -10,25 +10,10 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { airlockAs, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 
 /** Runs `bun src/main.ts ARGS` as `user` with stdin closed; killed (and failed) after 60 s so a hang cannot pass. */
-async function airlockAs(user: TestUser, args: string[], home: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([...user.prefix, process.execPath, MAIN, ...args], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, AIRLOCK_HOME: "" },
-  });
-  const guard = setTimeout(() => proc.kill("SIGKILL"), 60_000);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(guard);
-  expect(proc.signalCode).toBeNull();
-  return { code, stdout, stderr };
-}
-
 /** An empty data dir owned by `owner` with `mode`, in a folder every test user can enter; and a HOME of `user`'s. */
 function dataDir(user: TestUser, owner: number, mode: number): { data: string; home: string } {
   const base = sharedTempDir("airlock-foreign-data-dir-");
@@ -52,7 +37,7 @@ describe.skipIf(!IS_ROOT)("a data dir owned by another user is refused (needs ro
     test(`as ${user.name}: \`airlock token\` refuses a data dir of uid ${other} (mode 0777), and creates nothing in it`, async () => {
       // 0777 so that, without the check, this user could create its tokens there
       const { data, home } = dataDir(user, other, 0o777);
-      const r = await airlockAs(user, ["token", "--data-dir", data], home);
+      const r = await airlockAs(user, ["token", "--data-dir", data], { HOME: home });
       expect(r.stderr).toContain(`belongs to uid ${other}, not to the user airlock runs as (uid ${user.uid})`);
       expect(r.stderr).toContain("data_dir_unusable");
       expect(r.code).toBe(2);
@@ -61,7 +46,7 @@ describe.skipIf(!IS_ROOT)("a data dir owned by another user is refused (needs ro
 
     test(`as ${user.name}: \`airlock doctor\` fails its data_dir check for a data dir of uid ${other}`, async () => {
       const { data, home } = dataDir(user, other, 0o755);
-      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], home);
+      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], { HOME: home });
       const check = dataDirCheck(r.stdout);
       expect(check?.status).toBe("fail");
       expect(check?.message).toContain(`belongs to uid ${other}`);
@@ -74,7 +59,7 @@ describe("a data dir others may write is refused", () => {
     for (const mode of [0o777, 0o1777, 0o770]) {
       test(`as ${user.name}: \`airlock token\` refuses this user's data dir with mode 0${mode.toString(8)}, and creates nothing in it`, async () => {
         const { data, home } = dataDir(user, user.uid, mode);
-        const r = await airlockAs(user, ["token", "--data-dir", data], home);
+        const r = await airlockAs(user, ["token", "--data-dir", data], { HOME: home });
         expect(r.stderr).toContain(`is writable by ${mode === 0o770 ? "its group" : "its group and other users"} (mode 0${mode.toString(8)})`);
         expect(r.stderr).toContain("data_dir_unusable");
         expect(r.stderr).toContain("chmod go-w");
@@ -84,14 +69,14 @@ describe("a data dir others may write is refused", () => {
     }
     test(`as ${user.name}: \`airlock doctor\` fails its data_dir check for a data dir with mode 01777`, async () => {
       const { data, home } = dataDir(user, user.uid, 0o1777);
-      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], home);
+      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], { HOME: home });
       const check = dataDirCheck(r.stdout);
       expect(check?.status).toBe("fail");
       expect(check?.message).toContain("is writable by its group and other users (mode 01777)");
     });
     test(`as ${user.name}: this user's data dir with mode 0700 is used`, async () => {
       const { data, home } = dataDir(user, user.uid, 0o700);
-      const r = await airlockAs(user, ["token", "--data-dir", data], home);
+      const r = await airlockAs(user, ["token", "--data-dir", data], { HOME: home });
       expect(r.code).toBe(0);
       expect(readdirSync(data).sort()).toEqual(["api-token", "approver-token"]);
     });

@@ -11,23 +11,8 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { airlockAs, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-
-async function airlockAs(user: TestUser, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([...user.prefix, process.execPath, MAIN, ...args], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AIRLOCK_HOME: "", ...env },
-  });
-  const guard = setTimeout(() => proc.kill("SIGKILL"), 60_000);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(guard);
-  expect(proc.signalCode).toBeNull();
-  return { code, stdout, stderr };
-}
 
 /** `path` made a folder owned by `uid` with `mode`. */
 function folder(path: string, uid: number, mode: number): string {

@@ -11,27 +11,12 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, linkSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { airlockAs, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 import { configCacheKey } from "../../src/cli/early-request.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const PLANTED = "ab".repeat(32);
 
 /** Runs `bun src/main.ts ARGS` as `user` with stdin closed; killed (and failed) after 60 s so a hang cannot pass. */
-async function airlockAs(user: TestUser, args: string[], home: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([...user.prefix, process.execPath, MAIN, ...args], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, AIRLOCK_HOME: "" },
-  });
-  const guard = setTimeout(() => proc.kill("SIGKILL"), 60_000);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(guard);
-  expect(proc.signalCode).toBeNull();
-  return { code, stdout, stderr };
-}
-
 /** A data dir owned by `user`, mode 0700, in a folder every test user can enter; and a HOME for it. */
 function dataDirOf(user: TestUser): { data: string; home: string } {
   const base = sharedTempDir("airlock-foreign-token-");
@@ -57,7 +42,7 @@ describe.skipIf(!IS_ROOT)("a token file owned by another user is refused (needs 
         chownSync(planted, otherUid(user), otherUid(user));
         // readable by the user airlock runs as, so without the owner check it would be taken as the token
         chmodSync(planted, 0o644);
-        const r = await airlockAs(user, ["token", "--data-dir", data], home);
+        const r = await airlockAs(user, ["token", "--data-dir", data], { HOME: home });
         expect(r.code).toBe(2);
         expect(r.stderr).toContain(`belongs to uid ${otherUid(user)}, not to the user airlock runs as (uid ${user.uid})`);
         expect(r.stderr).toContain("config_invalid");
@@ -72,7 +57,7 @@ describe.skipIf(!IS_ROOT)("a token file owned by another user is refused (needs 
       writeFileSync(target, `${PLANTED}\n`, { mode: 0o644 });
       chownSync(target, otherUid(user), otherUid(user));
       symlinkSync(target, join(data, "approver-token"));
-      const r = await airlockAs(user, ["token", "--data-dir", data], home);
+      const r = await airlockAs(user, ["token", "--data-dir", data], { HOME: home });
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`belongs to uid ${otherUid(user)}`);
     });
@@ -84,7 +69,7 @@ describe.skipIf(!IS_ROOT)("a token file owned by another user is refused (needs 
         chownSync(join(data, f), user.uid, user.uid);
       }
       chownSync(join(data, "approver-token"), otherUid(user), otherUid(user));
-      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], home);
+      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], { HOME: home });
       const tokens = (JSON.parse(r.stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((c) => c.name === "tokens");
       expect(tokens?.status).toBe("fail");
       expect(tokens?.message).toContain(`approver-token (uid ${otherUid(user)})`);
@@ -111,7 +96,7 @@ describe("a FIFO where a token is expected never blocks a command", () => {
       const fifo = Bun.spawnSync(["mkfifo", "-m", "600", join(data, "approver-token")]);
       expect(fifo.exitCode).toBe(0);
       if (IS_ROOT) chownSync(join(data, "approver-token"), user.uid, user.uid);
-      const r = await airlockAs(user, ["token", "--data-dir", data], home);
+      const r = await airlockAs(user, ["token", "--data-dir", data], { HOME: home });
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("is not a regular file");
     });
@@ -137,7 +122,7 @@ describe("a token reached through a link to a file others can read is refused, a
           chownSync(target, user.uid, user.uid);
           if (kind === "symbolic") symlinkSync(target, join(data, file));
           else linkSync(target, join(data, file));
-          const r = await airlockAs(user, ["token", "--data-dir", data], home);
+          const r = await airlockAs(user, ["token", "--data-dir", data], { HOME: home });
           expect(r.stderr).toContain("is a link to a file other users can read");
           expect(r.code).toBe(2);
           expect(r.stdout).not.toContain("API token:");
@@ -171,7 +156,7 @@ describe("airlock doctor fails its tokens check for a token file the runtime ref
       const { data, home } = dataDirOf(user);
       writeFileSync(join(data, "api-token"), `${PLANTED}\n`, { mode: 0o600 });
       plant(join(data, "approver-token"));
-      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], home);
+      const r = await airlockAs(user, ["doctor", "--json", "--data-dir", data], { HOME: home });
       const tokens = (JSON.parse(r.stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((c) => c.name === "tokens");
       expect(tokens?.status).toBe("fail");
       expect(tokens?.message).toContain(`approver-token (${why})`);
@@ -198,7 +183,7 @@ describe("an approver token that is the API token is refused", () => {
           writeFileSync(join(data, "approver-token"), `${PLANTED}\n`, { mode: 0o600 });
           chownSync(join(data, "approver-token"), user.uid, user.uid);
         }
-        const r = await airlockAs(user, ["token", "--data-dir", data], home);
+        const r = await airlockAs(user, ["token", "--data-dir", data], { HOME: home });
         expect(r.stderr).toContain("is the API token");
         expect(r.code).toBe(2);
         expect(r.stdout).not.toContain("API token:");
