@@ -134,3 +134,39 @@ test("the linux-x64 artifact alone, where no Node, Bun, node_modules or checkout
   const result = JSON.parse(run.stdout);
   expect(result).toMatchObject({ status: "completed", tool_calls: 1, result: "the answer is 42", refused_calls: [] });
 }, 900_000);
+
+/** qemu-user's arm64 emulator and Debian's arm64 C library (`.ci/run` installs `qemu-user` and `libc6-arm64-cross`). */
+const QEMU_ARM64 = Bun.which("qemu-aarch64");
+const ARM64_SYSROOT = "/usr/aarch64-linux-gnu";
+const canRunArm64 = QEMU_ARM64 !== null && existsSync(join(ARM64_SYSROOT, "lib", "ld-linux-aarch64.so.1"));
+
+/**
+ * The arm64 artifact runs, under qemu-user: its embedded module graph is rewritten after the build to keep bytecode
+ * for the start path only (build/bytecode.ts), so a layout mistake for that target would make a binary that does
+ * not start; the ELF header test above cannot see that. `--version`, an argument error, and a headless scripted run
+ * to its answer. Not a script: under qemu-user the first script aborts the process in JavaScriptCore ("mprotect
+ * failed: Cannot allocate memory", making the script channel's growable SharedArrayBuffer), and so does the linux-x64
+ * artifact under qemu-x86_64, which runs natively — qemu's emulation of the mapping, not the arm64 build.
+ */
+test.skipIf(!canRunArm64)("the linux-arm64 artifact runs under qemu-user: --version, an argument error, a headless scripted run", async () => {
+  const dir = await sharedRelease();
+  const tmp = mkdtempSync(join(tmpdir(), "airlock-arm64-"));
+  removeAfterAllTests(tmp);
+  mkdirSync(join(tmp, "data"), { mode: 0o700 });
+  mkdirSync(join(tmp, "ws"));
+  writeFileSync(join(tmp, "data", "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "autonomous" }));
+  writeFileSync(
+    join(tmp, "data", "turns.yaml"),
+    stringify({ turns: [{ text: "the answer is 42" }] }),
+  );
+  const arm = (args: string[]) =>
+    Bun.spawnSync([QEMU_ARM64!, "-L", ARM64_SYSROOT, join(dir, "airlock-linux-arm64"), ...args], { cwd: join(tmp, "ws"), env: { PATH: "/usr/bin:/bin", HOME: tmp }, stdout: "pipe", stderr: "pipe", timeout: 300_000 });
+  const text = (r: ReturnType<typeof arm>) => ({ exitCode: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() });
+  expect(text(arm(["--version"]))).toMatchObject({ exitCode: 0, stdout: `${pkg.version}\n` });
+  const bad = text(arm(["no-such-command"]));
+  expect({ exitCode: bad.exitCode, says: bad.stderr.includes("unknown command 'no-such-command'") }).toEqual({ exitCode: 2, says: true });
+  const run = text(arm(["run", "what is six times seven?", "--headless", "--output-format", "json", "--data-dir", join(tmp, "data"), "--workspace", join(tmp, "ws")]));
+  expect(run.stderr).not.toContain("Error:");
+  expect(run.exitCode).toBe(0);
+  expect(JSON.parse(run.stdout)).toMatchObject({ status: "completed", tool_calls: 0, result: "the answer is 42", refused_calls: [] });
+}, 900_000);
