@@ -99,3 +99,10 @@ export async function airlockAs(user: TestUser, args: string[], env: Record<stri
   expect(proc.signalCode).toBeNull();
   return { code, stdout, stderr };
 }
+
+/**
+ * A group id that is no one's private group: Debian's `nogroup`, the primary group of several system accounts (`sync`,
+ * `_apt`, `nobody`). A test that needs "writable by its group" to mean others (config/paths.ts `writersBesidesOwner`)
+ * gives its file this group (needs root; a user's own group may be private under Debian's user-private-group scheme).
+ */
+export const SHARED_GID = 65534;

@@ -94,8 +94,8 @@ export function dataDirParentProblem(real: string): DataDirProblem | undefined {
     const fix = () => `use a data dir under folders only you (or root) can change, with --data-dir or $AIRLOCK_HOME`;
     if (st.uid !== 0 && st.uid !== me) return { text: `is in a folder another user may change: ${p} belongs to uid ${st.uid}, who could move the data dir away and put their own in its place`, fix };
     const mode = st.mode & 0o7777;
-    if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
-      const who = [mode & 0o020 ? "its group" : "", mode & 0o002 ? "other users" : ""].filter(Boolean).join(" and ");
+    const who = (mode & 0o1000) === 0 ? writersBesidesOwner(st) : undefined;
+    if (who !== undefined) {
       return { text: `is in a folder others may change: ${p} is writable by ${who} (mode 0${mode.toString(8)}, not sticky), who could move the data dir away and put their own in its place`, fix: () => `chmod go-w ${p} (or chmod +t), or ${fix()}` };
     }
     if (p === dirname(p)) return undefined;
@@ -140,10 +140,39 @@ export function dataDirOwnershipProblem(st: Stats): DataDirProblem | undefined {
     return { text: `belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me}): its owner could change what airlock reads there`, fix: () => "use a data dir of your own with --data-dir or $AIRLOCK_HOME" };
   }
   const mode = st.mode & 0o7777;
-  if ((mode & 0o022) !== 0) {
-    return { text: `is writable by ${[mode & 0o020 ? "its group" : "", mode & 0o002 ? "other users" : ""].filter(Boolean).join(" and ")} (mode 0${mode.toString(8)}): they could put files there that airlock reads`, fix: (dir) => `chmod go-w ${dir} (airlock creates its data dir with mode 0700), or pick another with --data-dir` };
+  const who = writersBesidesOwner(st);
+  if (who !== undefined) {
+    return { text: `is writable by ${who} (mode 0${mode.toString(8)}): they could put files there that airlock reads`, fix: (dir) => `chmod go-w ${dir} (airlock creates its data dir with mode 0700), or pick another with --data-dir` };
   }
   return undefined;
+}
+
+/**
+ * Who besides its owner may write a file or folder, from its `stat`: `"its group"`, `"other users"`, both, or
+ * undefined for no one. Group write does not count when the group is the owner's *private group* — the user-private-group
+ * scheme Debian and Ubuntu use (`USERGROUPS_ENAB`, umask 002: an editor saves `airlock.yaml` as 0664), recognised as a
+ * group with the owner's uid as its gid, that is airlock's own group, that `/etc/group` lists with no members and that
+ * no other account in `/etc/passwd` has as its primary group. A group known only to another name service (LDAP, …), or
+ * any doubt, counts as others (fail closed).
+ */
+export function writersBesidesOwner(st: Stats): string | undefined {
+  const mode = st.mode & 0o7777;
+  const group = (mode & 0o020) !== 0 && !isPrivateGroupOf(st.gid, st.uid);
+  const others = (mode & 0o002) !== 0;
+  return group && others ? "its group and other users" : group ? "its group" : others ? "other users" : undefined;
+}
+
+function isPrivateGroupOf(gid: number, uid: number): boolean {
+  if (gid !== uid || gid !== process.getegid?.()) return false;
+  try {
+    const groups = readRegularFile("/etc/group", { maxBytes: 16 << 20 }).toString("utf8").split("\n");
+    const entry = groups.map((l) => l.split(":")).find((f) => f.length >= 4 && Number(f[2]) === gid && f[2] !== "");
+    if (!entry || entry[3]!.trim() !== "") return false;
+    const accounts = readRegularFile("/etc/passwd", { maxBytes: 16 << 20 }).toString("utf8").split("\n").map((l) => l.split(":"));
+    return !accounts.some((f) => f.length >= 4 && Number(f[3]) === gid && Number(f[2]) !== uid);
+  } catch {
+    return false;
+  }
 }
 
 /** The two bearer tokens and their files. */
@@ -410,7 +439,8 @@ export function dataDirConfigCheck(path: string, st: Stats): void {
   const me = process.geteuid?.();
   if (me !== undefined && st.uid !== me && st.uid !== 0) throw Object.assign(fileError("EOWNER", `${path} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me}) or root`), { uid: st.uid });
   const mode = st.mode & 0o7777;
-  if ((mode & 0o022) !== 0) throw Object.assign(fileError("EWRITABLE", `${path} is writable by its group or others (mode 0${mode.toString(8)})`), { mode });
+  const who = writersBesidesOwner(st);
+  if (who !== undefined) throw Object.assign(fileError("EWRITABLE", `${path} is writable by ${who} (mode 0${mode.toString(8)})`), { mode });
 }
 
 /** @throws `EOWNER` (with its `uid`) when `st` is not owned by the effective user airlock runs as. */

@@ -10,7 +10,7 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { SHARED_GID, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 
@@ -35,7 +35,7 @@ function setup(user: TestUser, owner: number, mode: number): { data: string; hom
   mkdirSync(data, { mode: 0o700 });
   mkdirSync(home, { mode: 0o700 });
   writeFileSync(join(data, "airlock.yaml"), "mode: chat\n");
-  if (IS_ROOT) chownSync(join(data, "airlock.yaml"), owner, owner);
+  if (IS_ROOT) chownSync(join(data, "airlock.yaml"), owner, SHARED_GID); // no one's private group: its write bit means others
   chmodSync(join(data, "airlock.yaml"), mode);
   if (IS_ROOT) {
     chownSync(data, user.uid, user.uid);

@@ -8,9 +8,9 @@
  * cases run only as root (as CI does); the writable-by-others cases run as each test user.
  */
 import { describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, readdirSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { airlockAs, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { SHARED_GID, airlockAs, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 
 
 /** Runs `bun src/main.ts ARGS` as `user` with stdin closed; killed (and failed) after 60 s so a hang cannot pass. */
@@ -21,7 +21,7 @@ function dataDir(user: TestUser, owner: number, mode: number): { data: string; h
   const home = join(base, "home");
   mkdirSync(data);
   mkdirSync(home, { mode: 0o700 });
-  chownSync(data, owner, owner);
+  chownSync(data, owner, IS_ROOT ? SHARED_GID : process.getgid!()); // as root a group that is no one's private group: its write bit means others
   chmodSync(data, mode);
   chownSync(home, user.uid, user.uid);
   return { data, home };
@@ -81,4 +81,24 @@ describe("a data dir others may write is refused", () => {
       expect(readdirSync(data).sort()).toEqual(["api-token", "approver-token"]);
     });
   }
+});
+
+/**
+ * Debian's user-private-group scheme (umask 002): a user's files are group-writable, the group being the user's own.
+ * Group write by a group no one else is in (gid = the owner's uid, no members in /etc/group, no other account's
+ * primary group) is not "others": such a data dir and its airlock.yaml are used. Root's group 0 is one here.
+ */
+describe.skipIf(!IS_ROOT)("group write by the owner's private group is not others", () => {
+  test("as root: a data dir of mode 0770 and an airlock.yaml of mode 0664, both root:root, are used", async () => {
+    const { data, home } = dataDir(testUsers()[0]!, 0, 0o770);
+    chownSync(data, 0, 0);
+    writeFileSync(join(data, "airlock.yaml"), "mode: chat\n", { mode: 0o664 });
+    chmodSync(join(data, "airlock.yaml"), 0o664);
+    const r = await airlockAs(testUsers()[0]!, ["token", "--data-dir", data], { HOME: home });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const doctor = await airlockAs(testUsers()[0]!, ["doctor", "--json", "--data-dir", data], { HOME: home });
+    // a warning that its group may look inside (mode 0770), not the refusal
+    expect(dataDirCheck(doctor.stdout)).toMatchObject({ status: "warn", message: expect.not.stringContaining("writable") });
+  });
 });

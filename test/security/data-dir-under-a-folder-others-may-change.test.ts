@@ -11,13 +11,13 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { airlockAs, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
+import { SHARED_GID, airlockAs, IS_ROOT, NOBODY, sharedTempDir, testUsers, type TestUser } from "../as-user.ts";
 
 
 /** `path` made a folder owned by `uid` with `mode`. */
 function folder(path: string, uid: number, mode: number): string {
   mkdirSync(path, { recursive: true });
-  if (IS_ROOT) chownSync(path, uid, uid);
+  if (IS_ROOT) chownSync(path, uid, SHARED_GID); // a group that is no one's private group: its write bit means others
   chmodSync(path, mode);
   return path;
 }
