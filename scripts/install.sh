@@ -7,8 +7,8 @@
 # BASE_URL (or $AIRLOCK_BASE_URL) is the folder holding the release files (airlock-linux-x64,
 # airlock-linux-arm64, airlock-linux-x64-musl, SHA256SUMS); no host is built in.
 # Installs to $PREFIX/bin/airlock, PREFIX defaulting to ~/.local (--prefix wins over $PREFIX).
-# Picks the binary from `uname -m` (x86_64; aarch64 or arm64) and the C library (musl when
-# /lib/ld-musl-* exists or `ldd --version` says musl), downloads it and SHA256SUMS with curl or wget,
+# Picks the binary from `uname -m` (x86_64; aarch64 or arm64) and the C library (what `ldd --version` names;
+# without it, musl when /lib/ld-musl-* exists and glibc's loader does not), downloads it and SHA256SUMS with curl or wget,
 # checks the sha256 (sha256sum or shasum -a 256), and installs nothing unless it matches.
 # Exit 0 installed; 1 refused or failed (nothing installed); 2 usage.
 set -eu
@@ -51,12 +51,21 @@ case "$machine" in
   *) die "no airlock build for this architecture: $machine (builds: x86_64, aarch64)" ;;
 esac
 
-libc=glibc
-for f in /lib/ld-musl-*.so.1; do
-  [ -e "$f" ] && libc=musl
-done
-if [ "$libc" = glibc ] && command -v ldd >/dev/null 2>&1 && ldd --version 2>&1 | grep -qi musl; then
-  libc=musl
+# The C library the system's programs use: `ldd --version` names it (GNU libc's "GLIBC"/"GNU libc", musl's "musl
+# libc"). Only without an ldd that says, the dynamic loaders decide: musl when its loader is there and glibc's is not
+# (Debian's `musl` package puts /lib/ld-musl-* beside glibc, whose programs are still glibc's).
+libc=
+if command -v ldd >/dev/null 2>&1; then
+  case "$(ldd --version 2>&1 | head -n 2)" in
+    *musl*) libc=musl ;;
+    *GLIBC*|*"GNU libc"*|*glibc*) libc=glibc ;;
+  esac
+fi
+if [ -z "$libc" ]; then
+  libc=glibc
+  for f in /lib/ld-musl-*.so.1; do
+    [ -e "$f" ] && [ ! -e /lib64/ld-linux-x86-64.so.2 ] && [ ! -e /lib/ld-linux-aarch64.so.1 ] && libc=musl
+  done
 fi
 
 file="airlock-linux-$arch"
