@@ -219,9 +219,27 @@ export async function compileInputs(): Promise<CompileInputs> {
       [join(ROOT, "src", "tool", "canned-specs.ts")]: specsModule,
       [join(ROOT, "src", "cli", "canned-build.ts")]: buildModule,
     },
-    plugins: [sideBuild.plugin],
+    plugins: [sideBuild.plugin, inlineTextPlugin],
   };
 }
+
+/**
+ * Bundles src/'s `.txt` imports (`with { type: "text" }`: system prompts, tool descriptions) into the chunk
+ * that imports them, as a JS string module, instead of Bun's default for a compiled split build: each text a
+ * file of its own in the executable, read through the module loader at run time without bytecode (one
+ * `[Disk Cache] Cache miss` each). The first text `airlock run` loaded before its early request cost 0.57M
+ * callgrind instructions, the three system prompts 0.96M (docs/performance.md, issue 20, branch wip/early5).
+ * The string is the file's text unchanged (UTF-8), as the text loader gives it.
+ */
+const inlineTextPlugin: Bun.BunPlugin = {
+  name: "airlock-inline-text",
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/].*\.txt$/ }, async (args) => ({
+      contents: `export default ${JSON.stringify(await Bun.file(args.path).text())};`,
+      loader: "js",
+    }));
+  },
+};
 
 /**
  * The modules whose chunks (and what those import statically) keep their bytecode: the binary's entry and

@@ -75,7 +75,7 @@ describe("start-path bytecode", () => {
     expect({ stringTable: g.stringTableBytes > 0, prelinked: g.prelinked }).toEqual({ stringTable: true, prelinked: true });
   });
 
-  test("JavaScriptCore takes the bytecode for --version and for run up to and past its early request; swapped bytecode falls back to source", async () => {
+  test("JavaScriptCore takes the bytecode for --version and for run up to and past its early request; swapped bytecode falls back to source; the system prompt sent is its file's text", async () => {
     const bin = await compiledBinary();
     const dir = mkdtempSync(join(tmpdir(), "airlock-bytecode-"));
     dirs.push(dir);
@@ -107,6 +107,13 @@ describe("start-path bytecode", () => {
       const second = await run(swapped, argv, ws, { TEST_KEY: "k" });
       expect({ code: second.code, out: second.stdout.includes("bytecode ok") }).toEqual({ code: 0, out: true });
       expect(fake.requests.length).toBe(2);
+      // the system prompt is bundled into its chunk as a string (build/build.ts inlineTextPlugin), byte for byte the file's text
+      const systemText = readFileSync(join(import.meta.dir, "..", "..", "src", "agent", "system.txt"), "utf8");
+      expect(fake.requests.map((r) => r.messages[0])).toEqual([
+        { role: "system", content: systemText },
+        { role: "system", content: systemText },
+      ]);
+      expect(g.modules.filter((m) => m.name.endsWith(".txt")).map((m) => m.name)).toEqual([]);
     } finally {
       await fake.close();
     }
