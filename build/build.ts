@@ -234,7 +234,9 @@ export async function compileInputs(): Promise<CompileInputs> {
 const inlineTextPlugin: Bun.BunPlugin = {
   name: "airlock-inline-text",
   setup(b) {
-    b.onLoad({ filter: /[\\/]src[\\/].*\.txt$/ }, async (args) => ({
+    // this checkout's src/ only (a dependency's .txt keeps Bun's own loader); the path is escaped for the RegExp
+    const srcDir = join(ROOT, "src") + "/";
+    b.onLoad({ filter: new RegExp(`^${srcDir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}.*\\.txt$`) }, async (args) => ({
       contents: `export default ${JSON.stringify(await Bun.file(args.path).text())};`,
       loader: "js",
     }));
