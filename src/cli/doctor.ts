@@ -185,11 +185,9 @@ function dataDirChecks(dir: string): Check[] {
   } catch {
     writable = false;
   }
+  const dirProblem = st.isDirectory() ? dataDirProblem(dir) : undefined;
   if (!st.isDirectory()) checks.push({ name: "data_dir", status: "fail", message: `${dir} is not a directory`, fix: "remove it, or pick another data dir with --data-dir or $AIRLOCK_HOME" });
-  else if (dataDirProblem(dir)) {
-    const problem = dataDirProblem(dir)!;
-    checks.push({ name: "data_dir", status: "fail", message: `${dir} ${problem.text}; airlock refuses it (data_dir_unusable)`, fix: problem.fix(dir) });
-  }
+  else if (dirProblem) checks.push({ name: "data_dir", status: "fail", message: `${dir} ${dirProblem.text}; airlock refuses it (data_dir_unusable)`, fix: dirProblem.fix(dir) });
   else if (!writable) checks.push({ name: "data_dir", status: "fail", message: `${dir} is not writable`, fix: `chmod u+w ${dir}, or pick another with --data-dir` });
   else if (mode & 0o077) checks.push({ name: "data_dir", status: "warn", message: `${dir} has mode 0${mode.toString(8)}: other users can look inside`, fix: `chmod 700 ${dir}` });
   else checks.push({ name: "data_dir", status: "ok", message: `${dir} (yours, mode 0700, writable)` });
@@ -305,11 +303,10 @@ async function portCheck(config: Readonly<Config>, dataDir: string): Promise<Che
   if (!free) return { name: "server_port", status: "ok", message: `${host}:${port} is free for airlock serve` };
   if (free.code === "EADDRINUSE") {
     try {
-      const { readRegularFile } = await import("../config/paths.ts");
-      // never a blocking open: a FIFO at serve.lock would hang doctor (config/paths.ts)
-      const lock = JSON.parse(readRegularFile(join(dataDir, "serve.lock"), { maxBytes: 4096 /* store/serve-lock.ts MAX_SERVE_LOCK_BYTES */ }).toString("utf8")) as { pid: number; url: string | null };
-      process.kill(lock.pid, 0);
-      if (lock.url && new URL(lock.url).port === String(port)) return { name: "server_port", status: "ok", message: `${host}:${port} is held by this data dir's airlock serve (pid ${lock.pid})` };
+      // the lock as the server reads it (capped, never a blocking open, live by pid and start identity)
+      const { liveServeLock } = await import("../store/serve-lock.ts");
+      const lock = liveServeLock(dataDir);
+      if (lock?.url && new URL(lock.url).port === String(port)) return { name: "server_port", status: "ok", message: `${host}:${port} is held by this data dir's airlock serve (pid ${lock.pid})` };
     } catch {
       // no live server of this data dir: someone else holds the port
     }

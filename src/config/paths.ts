@@ -92,7 +92,7 @@ export function dataDirParentProblem(real: string): DataDirProblem | undefined {
   for (let p = dirname(real); ; p = dirname(p)) {
     const st = lstatSync(p);
     const fix = () => `use a data dir under folders only you (or root) can change, with --data-dir or $AIRLOCK_HOME`;
-    if (st.uid !== 0 && st.uid !== me) return { text: `is in a folder another user may change: ${p} belongs to uid ${st.uid}, who could move the data dir away and put their own in its place`, fix };
+    if (foreignOwner(st.uid)) return { text: `is in a folder another user may change: ${p} belongs to uid ${st.uid}, who could move the data dir away and put their own in its place`, fix };
     const mode = st.mode & 0o7777;
     const who = (mode & 0o1000) === 0 ? writersBesidesOwner(st) : undefined;
     if (who !== undefined) {
@@ -100,6 +100,16 @@ export function dataDirParentProblem(real: string): DataDirProblem | undefined {
     }
     if (p === dirname(p)) return undefined;
   }
+}
+
+/**
+ * True when `uid` is neither the effective user airlock runs as nor root: the owner of a file or folder in or above
+ * the data dir that airlock refuses, since that user could go on changing it (root may change anything anyway). False
+ * when the platform has no uids.
+ */
+export function foreignOwner(uid: number): boolean {
+  const me = process.geteuid?.();
+  return me !== undefined && uid !== me && uid !== 0;
 }
 
 /** What is wrong with a data dir, and its fix ({@link dataDirOwnershipProblem}, {@link dataDirParentProblem}). */
@@ -436,8 +446,7 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
  * @throws `EOWNER` (with its `uid`) for another owner, `EWRITABLE` (with its `mode`) for a group- or other-writable file.
  */
 export function dataDirConfigCheck(path: string, st: Stats): void {
-  const me = process.geteuid?.();
-  if (me !== undefined && st.uid !== me && st.uid !== 0) throw Object.assign(fileError("EOWNER", `${path} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me}) or root`), { uid: st.uid });
+  if (foreignOwner(st.uid)) throw Object.assign(fileError("EOWNER", `${path} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${process.geteuid?.()}) or root`), { uid: st.uid });
   const mode = st.mode & 0o7777;
   const who = writersBesidesOwner(st);
   if (who !== undefined) throw Object.assign(fileError("EWRITABLE", `${path} is writable by ${who} (mode 0${mode.toString(8)})`), { mode });

@@ -6,6 +6,7 @@
 import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, constants, fstatSync, lstatSync, openSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
+import { foreignOwner } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
 import { FLEET_MIGRATIONS_SQLITE } from "./fleet-schema.ts";
 import type { Migration } from "./migrate.ts";
@@ -310,9 +311,8 @@ function ownerOnly(path: string): void {
  * @throws AirlockError `data_dir_unusable` naming the file, its owner and the fix.
  */
 function foreignDatabaseFile(path: string, uid: number): void {
-  const me = process.geteuid?.();
-  if (me === undefined || uid === me || uid === 0) return;
-  throw new AirlockError("data_dir_unusable", `the database file ${path} belongs to uid ${uid}, not to the user airlock runs as (uid ${me}): its owner could rewrite it (trusted folders, rules) or read your conversations; remove it (a new database is made) or use a data dir of your own with --data-dir`);
+  if (!foreignOwner(uid)) return;
+  throw new AirlockError("data_dir_unusable", `the database file ${path} belongs to uid ${uid}, not to the user airlock runs as (uid ${process.geteuid?.()}): its owner could rewrite it (trusted folders, rules) or read your conversations; remove it (a new database is made) or use a data dir of your own with --data-dir`);
 }
 
 /**

@@ -26,7 +26,7 @@
  */
 import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
-import { readRegularFile, TRANSCRIPTS_DIR } from "../config/paths.ts";
+import { foreignOwner, readRegularFile, TRANSCRIPTS_DIR } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
 import type { Message, Session } from "../session/types.ts";
 import type { Store } from "./store.ts";
@@ -200,8 +200,7 @@ export class Transcripts {
     if (!st.isDirectory()) throw new AirlockError("data_dir_unusable", `${this.dir} is not a folder (a symlink or a file); remove it and airlock makes the transcripts folder again`);
     // one another user put there while the data dir was open to them stays theirs (they may change its mode back,
     // rename or replace the transcripts hooks read): refused, as a database file of theirs is (store/db.ts)
-    const me = process.geteuid?.();
-    if (me !== undefined && st.uid !== me && st.uid !== 0) throw new AirlockError("data_dir_unusable", `${this.dir} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${me}): its owner could replace the transcripts hooks read; remove it and airlock makes the transcripts folder again`);
+    if (foreignOwner(st.uid)) throw new AirlockError("data_dir_unusable", `${this.dir} belongs to uid ${st.uid}, not to the user airlock runs as (uid ${process.geteuid?.()}): its owner could replace the transcripts hooks read; remove it and airlock makes the transcripts folder again`);
     if ((st.mode & 0o077) !== 0) chmodSync(this.dir, 0o700);
     this.folder = { dev: st.dev, ino: st.ino };
     return this.dir;
