@@ -74,20 +74,13 @@ export const CallRequest = z.strictObject({
 export type CallRequest = z.infer<typeof CallRequest>;
 
 /**
- * Worker → host on the script's port: the task reached its thread and waits for `go` (its first run
- * slot) before it runs any guest code. Not sent for a task that came with its slot (`ScriptTask.go`).
+ * One message the worker sends on a script's port, as {@link WorkerBatch} carries it (no schema: the pool reads the
+ * batch by hand): a `call` ({@link CallRequest}); `ready` — the task reached its thread and waits for `go` (its first
+ * run slot) before it runs any guest code, not sent for a task that came with its slot (`ScriptTask.go`); `yield` — the
+ * guest slice the last `go` or `reply` started has ended and the script now waits on tools, so the host takes back that
+ * run slot (sent once per `go`/`reply`, unless the script ended in it).
  */
-export const ScriptReady = z.strictObject({ t: z.literal("ready") });
-
-/**
- * Worker → host: the guest slice the last `go` or `reply` started has ended and the script now waits on
- * tools; the host takes back that run slot. Sent once per `go`/`reply`, unless the script ended in it.
- */
-export const SliceEnded = z.strictObject({ t: z.literal("yield") });
-
-/** One message the worker sends on a script's port. */
-export const WorkerMessage = z.discriminatedUnion("t", [CallRequest, ScriptReady, SliceEnded]);
-export type WorkerMessage = z.infer<typeof WorkerMessage>;
+export type WorkerMessage = CallRequest | { t: "ready" } | { t: "yield" };
 
 /**
  * What the worker posts on a script's port: one string carrying `WorkerMessage`s in order. Its first character is
