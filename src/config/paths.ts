@@ -151,8 +151,9 @@ export function dataDirOwnershipProblem(st: Stats): DataDirProblem | undefined {
  * Who besides its owner may write a file or folder, from its `stat`: `"its group"`, `"other users"`, both, or
  * undefined for no one. Group write does not count when the group is the owner's *private group* — the user-private-group
  * scheme Debian and Ubuntu use (`USERGROUPS_ENAB`, umask 002: an editor saves `airlock.yaml` as 0664), recognised as a
- * group with the owner's uid as its gid, that is airlock's own group, that `/etc/group` lists with no members and that
- * no other account in `/etc/passwd` has as its primary group. A group known only to another name service (LDAP, …), or
+ * group with the owner's uid as its gid, that is airlock's own group, that `/etc/group` lists with no members on every
+ * line of that gid (a second line of the same gid with members, even a commented one, makes it shared) and that no other
+ * account in `/etc/passwd` has as its primary group; a NIS `+`/`-` line in either file is doubt. A group known only to another name service (LDAP, …), or
  * any doubt, counts as others (fail closed).
  */
 export function writersBesidesOwner(st: Stats): string | undefined {
@@ -166,10 +167,13 @@ function isPrivateGroupOf(gid: number, uid: number): boolean {
   if (gid !== uid || gid !== process.getegid?.()) return false;
   try {
     const groups = readRegularFile("/etc/group", { maxBytes: 16 << 20 }).toString("utf8").split("\n");
-    const entry = groups.map((l) => l.split(":")).find((f) => f.length >= 4 && Number(f[2]) === gid && f[2] !== "");
-    if (!entry || entry[3]!.trim() !== "") return false;
-    const accounts = readRegularFile("/etc/passwd", { maxBytes: 16 << 20 }).toString("utf8").split("\n").map((l) => l.split(":"));
-    return !accounts.some((f) => f.length >= 4 && Number(f[3]) === gid && Number(f[2]) !== uid);
+    const accounts = readRegularFile("/etc/passwd", { maxBytes: 16 << 20 }).toString("utf8").split("\n");
+    // NIS compat lines (`+…`, `-…`) bring in groups and members this file does not show: in doubt
+    if ([...groups, ...accounts].some((l) => /^\s*[+-]/.test(l))) return false;
+    // every line with this gid (a second line of the same gid, or a commented one, counts too): none may list members
+    const entries = groups.map((l) => l.split(":")).filter((f) => f.length >= 3 && f[2]!.trim() !== "" && Number(f[2]) === gid);
+    if (entries.length === 0 || entries.some((f) => f.length < 4 || f.slice(3).join(":").trim() !== "")) return false;
+    return !accounts.map((l) => l.split(":")).some((f) => f.length >= 4 && Number(f[3]) === gid && Number(f[2]) !== uid);
   } catch {
     return false;
   }
