@@ -173,10 +173,36 @@ function isPrivateGroupOf(gid: number, uid: number): boolean {
     // every line with this gid (a second line of the same gid, or a commented one, counts too): none may list members
     const entries = groups.map((l) => l.split(":")).filter((f) => f.length >= 3 && f[2]!.trim() !== "" && Number(f[2]) === gid);
     if (entries.length === 0 || entries.some((f) => f.length < 4 || f.slice(3).join(":").trim() !== "")) return false;
+    // newgrp lets in whoever knows a group password, and gshadow's members and admins (who may add themselves)
+    if (entries.some((f) => !lockedGroupPassword(f[1]!, true))) return false;
+    if (!gshadowPrivate(new Set(entries.map((f) => f[0]!.replace(/^#/, "").trim())))) return false;
     return !accounts.map((l) => l.split(":")).some((f) => f.length >= 4 && Number(f[3]) === gid && Number(f[2]) !== uid);
   } catch {
     return false;
   }
+}
+
+/** Whether a group password field lets no one in by password: empty, locked (`!`, `*`), or `x` (see gshadow) in /etc/group. */
+function lockedGroupPassword(field: string, inGroupFile: boolean): boolean {
+  const p = field.trim();
+  return p === "" || p.startsWith("!") || p.startsWith("*") || (inGroupFile && p === "x");
+}
+
+/**
+ * `/etc/gshadow` where airlock may read it (root): every line of these group names lists no members, no admins and no
+ * usable password (newgrp takes gshadow's members over /etc/group's, and an admin may add anyone). Unreadable (not root:
+ * it is root:shadow 0640) leaves /etc/group's word, which gpasswd and usermod keep in step with it; any other failure
+ * is doubt.
+ */
+function gshadowPrivate(names: Set<string>): boolean {
+  let text: string;
+  try {
+    text = readRegularFile("/etc/gshadow", { maxBytes: 16 << 20 }).toString("utf8");
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    return code === "EACCES" || code === "ENOENT";
+  }
+  return !text.split("\n").map((l) => l.split(":")).some((f) => names.has(f[0]!.replace(/^#/, "").trim()) && (f.length < 4 || !lockedGroupPassword(f[1]!, false) || f.slice(2).join("").trim() !== ""));
 }
 
 /** The two bearer tokens and their files. */

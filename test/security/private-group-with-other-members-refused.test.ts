@@ -13,13 +13,15 @@ import { airlockAs, IS_ROOT, sharedTempDir, testUsers, type TestUser } from "../
 const PASSWD = "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nbob:x:1001:1001::/home/bob:/bin/sh\n";
 
 /** `user` run inside a mount namespace whose /etc/group is `group` and /etc/passwd is {@link PASSWD}. */
-function withDatabases(user: TestUser, group: string): TestUser {
+function withDatabases(user: TestUser, group: string, gshadow = "root:*::\nnogroup:*::\n"): TestUser {
   const base = sharedTempDir("airlock-private-group-db-");
+  writeFileSync(join(base, "gshadow"), gshadow, { mode: 0o640 });
+  chmodSync(join(base, "gshadow"), 0o640); // root's only, as Debian's root:shadow 0640
   writeFileSync(join(base, "group"), group, { mode: 0o644 });
   writeFileSync(join(base, "passwd"), PASSWD, { mode: 0o644 });
   chmodSync(join(base, "group"), 0o644);
   chmodSync(join(base, "passwd"), 0o644);
-  const bwrap = ["bwrap", "--bind", "/", "/", "--ro-bind", join(base, "group"), "/etc/group", "--ro-bind", join(base, "passwd"), "/etc/passwd", "--"];
+  const bwrap = ["bwrap", "--bind", "/", "/", "--ro-bind", join(base, "group"), "/etc/group", "--ro-bind", join(base, "passwd"), "/etc/passwd", "--ro-bind", join(base, "gshadow"), "/etc/gshadow", "--"];
   return { ...user, prefix: [...bwrap, ...user.prefix] };
 }
 
@@ -36,22 +38,31 @@ function groupWritableDataDir(user: TestUser): { data: string; home: string } {
   return { data, home };
 }
 
-/** /etc/group texts in which `gid` (the owner's private-looking group) has a member besides its owner. */
-function sharedGroups(gid: number): Record<string, string> {
+/** /etc/group (and /etc/gshadow) texts in which `gid` (the owner's private-looking group) lets in another user. */
+function sharedGroups(gid: number): Record<string, [string, string?]> {
   const own = gid === 0 ? "root" : "nogroup";
-  return {
-    "a second line with the same gid and a member": `${own}:x:${gid}:\nbobs:x:${gid}:bob\n`,
-    "a comment line before the line with a member": `#${own}:x:${gid}:\n${own}:x:${gid}:bob\n`,
-    "a NIS + line (members known only to NIS)": `${own}:x:${gid}:\n+:::\n`,
+  const cases: Record<string, [string, string?]> = {
+    "a second line with the same gid and a member": [`${own}:x:${gid}:\nbobs:x:${gid}:bob\n`],
+    "a comment line before the line with a member": [`#${own}:x:${gid}:\n${own}:x:${gid}:bob\n`],
+    "a NIS + line (members known only to NIS)": [`${own}:x:${gid}:\n+:::\n`],
+    "a group password in /etc/group (newgrp lets in whoever knows it)": [`${own}:$6$salt$hash:${gid}:\n`],
   };
+  // /etc/gshadow is root's to read: as nobody airlock takes /etc/group's word
+  if (gid === 0) {
+    cases["a member in /etc/gshadow (newgrp takes gshadow's members)"] = [`${own}:x:${gid}:\n`, `${own}:*::bob\n`];
+    cases["an admin in /etc/gshadow (who may add anyone)"] = [`${own}:x:${gid}:\n`, `${own}:*:bob:\n`];
+    cases["a group password in /etc/gshadow"] = [`${own}:x:${gid}:\n`, `${own}:$6$salt$hash::\n`];
+  }
+  return cases;
 }
+
 
 describe.skipIf(!IS_ROOT)("a private-looking group with other members is others", () => {
   for (const user of testUsers()) {
-    for (const [name, group] of Object.entries(sharedGroups(user.uid))) {
+    for (const [name, [group, gshadow]] of Object.entries(sharedGroups(user.uid))) {
       test(`as ${user.name}: ${name}: a data dir of mode 0770 is refused`, async () => {
         const { data, home } = groupWritableDataDir(user);
-        const r = await airlockAs(withDatabases(user, group), ["token", "--data-dir", data], { HOME: home });
+        const r = await airlockAs(withDatabases(user, group, gshadow), ["token", "--data-dir", data], { HOME: home });
         expect(r.stderr).toContain("is writable by its group (mode 0770)");
         expect(r.stderr).toContain("data_dir_unusable");
         expect(r.code).toBe(2);
