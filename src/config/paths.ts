@@ -166,6 +166,7 @@ export function writersBesidesOwner(st: Stats): string | undefined {
 function isPrivateGroupOf(gid: number, uid: number): boolean {
   if (gid !== uid || gid !== process.getegid?.()) return false;
   try {
+    if (!groupsFromFilesOnly()) return false;
     const groups = readRegularFile("/etc/group", { maxBytes: 16 << 20 }).toString("utf8").split("\n");
     const accounts = readRegularFile("/etc/passwd", { maxBytes: 16 << 20 }).toString("utf8").split("\n");
     // NIS compat lines (`+…`, `-…`) bring in groups and members this file does not show: in doubt
@@ -180,6 +181,26 @@ function isPrivateGroupOf(gid: number, uid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether `/etc/nsswitch.conf` takes groups (and initgroups, the supplementary groups of a login) only from `files` and
+ * `systemd` (Ubuntu's default; its userdb records are root's): another service (`ldap`, `sss`, `nis`, `compat`, …) may
+ * give a user the gid as a supplementary group under any name, which /etc/group does not show. No nsswitch.conf is
+ * glibc's default, files. Anything unreadable is doubt.
+ */
+function groupsFromFilesOnly(): boolean {
+  let text: string;
+  try {
+    text = readRegularFile("/etc/nsswitch.conf", { maxBytes: 1 << 20 }).toString("utf8");
+  } catch (e) {
+    return (e as { code?: string }).code === "ENOENT";
+  }
+  return text.split("\n").every((line) => {
+    const m = /^\s*(group|initgroups)\s*:(.*)$/.exec(line.replace(/#.*/, ""));
+    if (!m) return true;
+    return m[2]!.replace(/\[[^\]]*\]/g, " ").trim().split(/\s+/).every((service) => service === "files" || service === "systemd");
+  });
 }
 
 /** Whether a group password field lets no one in by password: empty, locked (`!`, `*`), or `x` (see gshadow) in /etc/group. */
