@@ -153,7 +153,8 @@ export function dataDirOwnershipProblem(st: Stats): DataDirProblem | undefined {
  * scheme Debian and Ubuntu use (`USERGROUPS_ENAB`, umask 002: an editor saves `airlock.yaml` as 0664), recognised as a
  * group with the owner's uid as its gid, that is airlock's own group, that `/etc/group` lists with no members on every
  * line of that gid (a second line of the same gid with members, even a commented one, makes it shared) and that no other
- * account in `/etc/passwd` has as its primary group; a NIS `+`/`-` line in either file is doubt. A group known only to another name service (LDAP, …), or
+ * account in `/etc/passwd` has as its primary group; a NIS `+`/`-` line in either file, a group password, gshadow members
+ * or admins (where airlock can read gshadow) and group services besides files and systemd in nsswitch.conf are doubt. A group known only to another name service (LDAP, …), or
  * any doubt, counts as others (fail closed).
  */
 export function writersBesidesOwner(st: Stats): string | undefined {
