@@ -161,8 +161,10 @@ export function dataDirOwnershipProblem(st: Stats): DataDirProblem | undefined {
  * Who besides its owner may write a file or folder, from its `stat`: `"its group"`, `"other users"`, both, or
  * undefined for no one. Group write does not count when the group is the owner's *private group* — the user-private-group
  * scheme Debian and Ubuntu use (`USERGROUPS_ENAB`, umask 002: an editor saves `airlock.yaml` as 0664), recognised as a
- * group with the owner's uid as its gid, that is airlock's own group, that `/etc/group` lists with no members and that
- * no other account in `/etc/passwd` has as its primary group. A group known only to another name service (LDAP, …), or
+ * group with the owner's uid as its gid, that is airlock's own group, that `/etc/group` lists with no members on every
+ * line of that gid (a second line of the same gid with members, even a commented one, makes it shared) and that no other
+ * account in `/etc/passwd` has as its primary group; a NIS `+`/`-` line in either file, a group password, gshadow members
+ * or admins (where airlock can read gshadow) and group services besides files and systemd in nsswitch.conf are doubt. A group known only to another name service (LDAP, …), or
  * any doubt, counts as others (fail closed).
  */
 export function writersBesidesOwner(st: Stats): string | undefined {
@@ -175,14 +177,64 @@ export function writersBesidesOwner(st: Stats): string | undefined {
 function isPrivateGroupOf(gid: number, uid: number): boolean {
   if (gid !== uid || gid !== process.getegid?.()) return false;
   try {
+    if (!groupsFromFilesOnly()) return false;
     const groups = readRegularFile("/etc/group", { maxBytes: 16 << 20 }).toString("utf8").split("\n");
-    const entry = groups.map((l) => l.split(":")).find((f) => f.length >= 4 && Number(f[2]) === gid && f[2] !== "");
-    if (!entry || entry[3]!.trim() !== "") return false;
-    const accounts = readRegularFile("/etc/passwd", { maxBytes: 16 << 20 }).toString("utf8").split("\n").map((l) => l.split(":"));
-    return !accounts.some((f) => f.length >= 4 && Number(f[3]) === gid && Number(f[2]) !== uid);
+    const accounts = readRegularFile("/etc/passwd", { maxBytes: 16 << 20 }).toString("utf8").split("\n");
+    // NIS compat lines (`+…`, `-…`) bring in groups and members this file does not show: in doubt
+    if ([...groups, ...accounts].some((l) => /^\s*[+-]/.test(l))) return false;
+    // every line with this gid (a second line of the same gid, or a commented one, counts too): none may list members
+    const entries = groups.map((l) => l.split(":")).filter((f) => f.length >= 3 && f[2]!.trim() !== "" && Number(f[2]) === gid);
+    if (entries.length === 0 || entries.some((f) => f.length < 4 || f.slice(3).join(":").trim() !== "")) return false;
+    // newgrp lets in whoever knows a group password, and gshadow's members and admins (who may add themselves)
+    if (entries.some((f) => !lockedGroupPassword(f[1]!, true))) return false;
+    if (!gshadowPrivate(new Set(entries.map((f) => f[0]!.replace(/^#/, "").trim())))) return false;
+    return !accounts.map((l) => l.split(":")).some((f) => f.length >= 4 && Number(f[3]) === gid && Number(f[2]) !== uid);
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether `/etc/nsswitch.conf` takes groups (and initgroups, the supplementary groups of a login) only from `files` and
+ * `systemd` (Ubuntu's default; its userdb records are root's): another service (`ldap`, `sss`, `nis`, `compat`, …) may
+ * give a user the gid as a supplementary group under any name, which /etc/group does not show. No nsswitch.conf is
+ * glibc's default, files. Anything unreadable is doubt.
+ */
+function groupsFromFilesOnly(): boolean {
+  let text: string;
+  try {
+    text = readRegularFile("/etc/nsswitch.conf", { maxBytes: 1 << 20 }).toString("utf8");
+  } catch (e) {
+    return (e as { code?: string }).code === "ENOENT";
+  }
+  return text.split("\n").every((line) => {
+    const m = /^\s*(group|initgroups)\s*:(.*)$/.exec(line.replace(/#.*/, ""));
+    if (!m) return true;
+    return m[2]!.replace(/\[[^\]]*\]/g, " ").trim().split(/\s+/).every((service) => service === "files" || service === "systemd");
+  });
+}
+
+/** Whether a group password field lets no one in by password: empty, locked (`!`, `*`), or `x` (see gshadow) in /etc/group. */
+function lockedGroupPassword(field: string, inGroupFile: boolean): boolean {
+  const p = field.trim();
+  return p === "" || p.startsWith("!") || p.startsWith("*") || (inGroupFile && p === "x");
+}
+
+/**
+ * `/etc/gshadow` where airlock may read it (root): every line of these group names lists no members, no admins and no
+ * usable password (newgrp takes gshadow's members over /etc/group's, and an admin may add anyone). Unreadable (not root:
+ * it is root:shadow 0640) leaves /etc/group's word, which gpasswd and usermod keep in step with it; any other failure
+ * is doubt.
+ */
+function gshadowPrivate(names: Set<string>): boolean {
+  let text: string;
+  try {
+    text = readRegularFile("/etc/gshadow", { maxBytes: 16 << 20 }).toString("utf8");
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    return code === "EACCES" || code === "ENOENT";
+  }
+  return !text.split("\n").map((l) => l.split(":")).some((f) => names.has(f[0]!.replace(/^#/, "").trim()) && (f.length < 4 || !lockedGroupPassword(f[1]!, false) || f.slice(2).join("").trim() !== ""));
 }
 
 /** The two bearer tokens and their files. */
