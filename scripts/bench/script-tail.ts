@@ -12,7 +12,9 @@
  * Bun runs its own collector timer on every thread (an eden collection about once a second while the heap changes), so
  * a count per N mixes garbage with the run's length; `--gc-timer off` turns that timer off in the children
  * (`BUN_GC_TIMER_DISABLE`), leaving the collections the garbage itself triggers (compare sides with it; use a larger `--n`).
- * Usage: `bun scripts/bench/script-tail.ts [--n 2000] [--rounds 3] [--only pool,floor,noop,steps] [--gc-timer on|off]`
+ * `--script calls`: the pool's script makes one tool call (`return (await tools.echo(1)) + 1`, the host echoes its
+ * arguments) instead of `return 1 + 1` (the floor and steps stay trivial).
+ * Usage: `bun scripts/bench/script-tail.ts [--n 2000] [--rounds 3] [--only pool,floor,noop,steps] [--gc-timer on|off] [--script trivial|calls]`
  * (`AIRLOCK_BENCH_ROOT=/other/checkout` measures that checkout's `src/script/pool.ts`).
  */
 import { spawnSync } from "node:child_process";
@@ -32,6 +34,9 @@ const ONLY = arg("only", "pool,floor,noop,steps").split(",");
 /** `off`: the children run with Bun's collector timer disabled (`BUN_GC_TIMER_DISABLE`), so only garbage triggers a collection. */
 const GC_TIMER = arg("gc-timer", "on");
 if (GC_TIMER !== "on" && GC_TIMER !== "off") throw new Error("--gc-timer is on or off");
+/** `trivial` (`return 1 + 1`) or `calls` (one tool call, then `+ 1`): what the pool side runs. */
+const SCRIPT = arg("script", "trivial");
+if (SCRIPT !== "trivial" && SCRIPT !== "calls") throw new Error("--script is trivial or calls");
 const MARK = "@@script-tail";
 
 type Gc = { count: number; pause_ms_sum: number; pause_ms_max: number; main: number; workers: number[] };
@@ -89,7 +94,7 @@ if (process.env.BUN_JSC_logGC !== "1") {
       // Bun's own collector timer (an eden collection about every second on each thread whose heap changed) off: what
       // is left is the collections the garbage itself triggers, a count that does not grow with the run's length
       if (GC_TIMER === "off") env.BUN_GC_TIMER_DISABLE = "1";
-      const child = spawnSync(process.execPath, [import.meta.path, "--n", String(N), "--only", name], { env, encoding: "utf8", maxBuffer: 1 << 30 });
+      const child = spawnSync(process.execPath, [import.meta.path, "--n", String(N), "--only", name, "--script", SCRIPT], { env, encoding: "utf8", maxBuffer: 1 << 30 });
       if (child.status !== 0) {
         process.stderr.write(child.stderr.split("\n").filter((l) => !l.includes("[GC<") && !l.startsWith("Requesting GC") && l !== "GC END!").join("\n"));
         process.exit(child.status ?? 1);
@@ -104,7 +109,7 @@ if (process.env.BUN_JSC_logGC !== "1") {
     rounds.push(round);
     load.push(Math.round(loadavg()[0]! * 10) / 10);
   }
-  console.log(JSON.stringify({ bench: "script-tail", root: process.env.AIRLOCK_BENCH_ROOT ?? resolve(import.meta.dir, "../.."), n: N, gc_timer: GC_TIMER, load_1min: load, pool_threads_after: threads, rounds }, null, 2));
+  console.log(JSON.stringify({ bench: "script-tail", root: process.env.AIRLOCK_BENCH_ROOT ?? resolve(import.meta.dir, "../.."), n: N, gc_timer: GC_TIMER, script: SCRIPT, load_1min: load, pool_threads_after: threads, rounds }, null, 2));
   process.exit(0);
 }
 
@@ -162,7 +167,7 @@ if (only === "steps") {
 }
 const pool = only === "pool" ? new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 }) : undefined;
 const runScript = async (): Promise<void> => {
-  const r = await pool!.run("return 1 + 1", LIMITS, tools);
+  const r = await pool!.run(SCRIPT === "calls" ? "return (await tools.echo(1)) + 1" : "return 1 + 1", LIMITS, tools);
   if (!r.ok || r.value !== 2) throw new Error(`bench script failed: ${JSON.stringify(r)}`);
 };
 const floor = only === "pool" ? undefined : new Tinypool({ filename: resolve(import.meta.dir, "script-tail-floor-worker.ts"), minThreads: 2, maxThreads: 2, concurrentTasksPerWorker: 1, useAtomics: false });

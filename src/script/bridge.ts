@@ -23,7 +23,7 @@ export type SettleKind = keyof typeof SETTLE;
 export const FLUSH_AT = 32;
 
 /**
- * Guest bootstrap. Evaluated once per context; it returns `[main, take, deliver]`:
+ * Guest bootstrap, the core compiled in every context. Evaluated once per context; it returns `[main, take, deliver]`:
  * - `main(fn)` runs the user's async function, hands the host the calls it made (`flush`), closes the door (a later
  *   `tools.*` call is refused in the guest and never queued), then serialises the return value and reports through
  *   `settle(SETTLE kind, jsonOrErrorOrReason)`;
@@ -33,19 +33,90 @@ export const FLUSH_AT = 32;
  * A tool call is a guest promise whose resolver stays in this closure: the host never creates, holds or
  * resolves a guest promise, and a call crosses into the host only in a batch (`take`, or `flush` once
  * `FLUSH_AT` calls wait, so a `Promise.all` of many calls reaches the host while the guest goes on).
- * It captures `JSON`, `Error`, `Promise`, `String` and `Object.prototype` before user code runs and uses only
- * operators (no prototype method) on its own data, so a guest that replaces built-ins only fools itself;
- * the host checks every batch anyway. The host functions stay in this closure: they are never globals.
+ * It captures `JSON`, `Error`, `TypeError`, `Promise`, `String`, `Proxy`, `Reflect.get`, `Object`'s functions and
+ * `Object.prototype`'s names before user code runs and uses only operators (no prototype method) on its own data, so a
+ * guest that replaces built-ins only fools itself; the host checks every batch anyway. The host functions stay in
+ * this closure: they are never globals.
+ *
+ * Only this core is compiled per script (QuickJS compiles ≈ 40 µs per KB, and most scripts touch neither global):
+ * `tools` and `console` are accessors on the global object, and the first read of either asks the host function
+ * `hostPart(n)` to compile that part (`PARTS[n]`, a function expression), which the core then calls with the
+ * intrinsics it captured before user code ran. The accessor returns the same object ever after (`tools` stays a
+ * non-configurable global; `console` becomes a plain writable data property, as before); calling the getter directly
+ * yields nothing more than reading the global. A part made after the script's value is decided (first touched by a
+ * getter or `toJSON` of its return value) sees the door shut: its calls are refused and counted in `late`.
  */
-const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
+const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush, hostPart) {
   "use strict";
-  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String;
-  const reflectGet = Reflect.get, reserved = new Set(Object.getOwnPropertyNames(Object.prototype));
-  const freeze = Object.freeze, defineProperty = Object.defineProperty;
-  const waiting = Object.create(null);
-  // open until the script's value is decided (its function returned or threw): a call made after is refused here, never
+  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String, GuestProxy = Proxy;
+  const reflectGet = Reflect.get, freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
+  const reserved = create(null), names = Object.getOwnPropertyNames(Object.prototype);
+  for (let i = 0; i < names.length; i++) reserved[names[i]] = true;
+  // open until the script's value is decided (its function returned or threw): a call made after is refused, never
   // queued, and counted in late (a getter or toJSON run while its return value is serialised)
-  let nextId = 1, queued = "", count = 0, open = true, late = 0;
+  let open = true, late = 0, tools, console, partTake = null, partDeliver = null, partClose = null;
+  function isOpen() { return open; }
+  function onLate() { late++; }
+  defineProperty(globalThis, "tools", { get: function () {
+    if (tools === undefined) {
+      const part = hostPart(0)(stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, isOpen, onLate);
+      tools = part[0]; partTake = part[1]; partDeliver = part[2]; partClose = part[3];
+    }
+    return tools;
+  }, enumerable: false, configurable: false });
+  defineProperty(globalThis, "console", { get: function () {
+    if (console === undefined) console = hostPart(1)(stringify, GuestError, GuestString, freeze, hostLog);
+    defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
+    return console;
+  }, set: function (v) {
+    defineProperty(globalThis, "console", { value: v, writable: true, enumerable: false, configurable: true });
+  }, enumerable: false, configurable: true });
+  function take() {
+    return partTake === null ? "" : partTake();
+  }
+  function deliver(text) {
+    if (partDeliver !== null) partDeliver(text);
+  }
+  // the calls made before the script's value was decided go out before its end is reported, and the door closes
+  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
+  function close() {
+    open = false; // first: a refused flush throws, and the door must be shut already
+    if (partClose !== null) partClose();
+  }
+  async function main(fn) {
+    let value;
+    try {
+      value = await fn();
+    } catch (e) {
+      close();
+      hostSettle(${SETTLE.threw}, e);
+      return;
+    }
+    close();
+    let json, failed = false, failure;
+    try {
+      json = value === undefined ? undefined : stringify(value);
+    } catch (e) {
+      failed = true;
+      failure = e;
+    }
+    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
+    else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
+    else hostSettle(${SETTLE.returned}, json);
+  }
+  return [main, take, deliver];
+})`;
+
+/**
+ * The parts of the bridge compiled on first use (`hostPart(n)` evaluates `PARTS[n]`; the core calls the function with
+ * what it captured before user code ran, and nothing else: no part reads a global).
+ * 0, `tools`: returns `[tools, take, deliver, close]`. 1, `console`: returns the frozen console object.
+ */
+const PARTS = [
+  String.raw`(function (stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, isOpen, onLate) {
+  "use strict";
+  const waiting = create(null);
+  let nextId = 1, queued = "", count = 0;
   function takeText() {
     const text = queued;
     queued = "";
@@ -53,8 +124,8 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
     return text;
   }
   function callTool(name, head, args) {
-    if (!open) {
-      late++;
+    if (!isOpen()) {
+      onLate();
       return GuestPromise.reject(new GuestError("tools." + name + ": the script has ended (its value is decided); a tool call made after that is not sent"));
     }
     const json = args === undefined ? "{}" : stringify(args);
@@ -83,23 +154,30 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
     delete waiting[id];
     settle(r[1]);
   }
+  function close() {
+    if (count !== 0) hostFlush(takeText());
+  }
   // each tool's function is made once, with its record head (the name's JSON text and its length)
-  const named = Object.create(null);
-  const tools = new Proxy(freeze({}), {
+  const named = create(null);
+  const tools = new GuestProxy(freeze({}), {
     get(target, name) {
       const known = named[name];
       if (known !== undefined) return known;
-      if (typeof name !== "string" || name === "then" || reserved.has(name)) return reflectGet(target, name);
+      if (typeof name !== "string" || name === "then" || reserved[name] === true) return reflectGet(target, name);
       const nameJson = stringify(name), head = nameJson.length + ":" + nameJson;
       const f = function (args) { return callTool(name, head, args); };
       named[name] = freeze(f);
       return f;
     },
   });
+  return [tools, take, deliver, close];
+})`,
+  String.raw`(function (stringify, GuestError, GuestString, freeze, hostLog) {
+  "use strict";
   function show(v) {
     if (typeof v === "string") return v;
-    if (v instanceof GuestError) return String(v.stack ? v.name + ": " + v.message + "\n" + v.stack : v);
-    try { const s = stringify(v); return s === undefined ? String(v) : s; } catch (_) { try { return String(v); } catch (_) { return "[unprintable]"; } }
+    if (v instanceof GuestError) return GuestString(v.stack ? v.name + ": " + v.message + "\n" + v.stack : v);
+    try { const s = stringify(v); return s === undefined ? GuestString(v) : s; } catch (_) { try { return GuestString(v); } catch (_) { return "[unprintable]"; } }
   }
   function logger(level) {
     return function () {
@@ -108,39 +186,9 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush) {
       hostLog(level, line);
     };
   }
-  const console = freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
-  defineProperty(globalThis, "tools", { value: tools, writable: false, enumerable: false, configurable: false });
-  defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
-  // the calls made before the script's value was decided go out before its end is reported, and the door closes
-  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
-  function close() {
-    open = false; // first: a refused flush throws, and the door must be shut already
-    if (count !== 0) hostFlush(takeText());
-  }
-  async function main(fn) {
-    let value;
-    try {
-      value = await fn();
-    } catch (e) {
-      close();
-      hostSettle(${SETTLE.threw}, e);
-      return;
-    }
-    close();
-    let json, failed = false, failure;
-    try {
-      json = value === undefined ? undefined : stringify(value);
-    } catch (e) {
-      failed = true;
-      failure = e;
-    }
-    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
-    else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
-    else hostSettle(${SETTLE.returned}, json);
-  }
-  return [main, take, deliver];
-})`;
-
+  return freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
+})`,
+] as const;
 
 /** What the bridge asks of the run that owns the context. Each returns nothing or a guest error to throw. */
 export interface BridgeHooks {
@@ -184,11 +232,19 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBri
     // only the bootstrap holds this function, so another number is a bug: reported as what the guest threw
     hooks.settle(n === SETTLE.returned ? "returned" : n === SETTLE.unserialisable ? "unserialisable" : n === SETTLE.calledLate ? "calledLate" : "threw", valueH);
   });
+  // compiles part n on the guest's first read of `tools` (0) or `console` (1): only the core's getters hold it
+  const hostPart = ctx.newFunction("part", (nH) => {
+    const n = ctx.typeof(nH) === "number" ? ctx.getNumber(nH) : -1;
+    const code = n === 0 ? PARTS[0] : n === 1 ? PARTS[1] : undefined;
+    if (code === undefined) return { error: ctx.newError({ name: "TypeError", message: "no such part of the bridge" }) };
+    const r = ctx.evalCode(code, n === 0 ? "airlock:tools.js" : "airlock:console.js");
+    return r.error ? { error: r.error } : r.value;
+  });
   try {
     const boot = ctx.unwrapResult(ctx.evalCode(BOOTSTRAP, "airlock:bootstrap.js"));
     let fns: QuickJSHandle;
     try {
-      fns = ctx.unwrapResult(ctx.callFunction(boot, ctx.undefined, hostLog, hostSettle, hostFlush));
+      fns = ctx.unwrapResult(ctx.callFunction(boot, ctx.undefined, hostLog, hostSettle, hostFlush, hostPart));
     } finally {
       boot.dispose();
     }
@@ -213,6 +269,7 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBri
     hostFlush.dispose();
     hostLog.dispose();
     hostSettle.dispose();
+    hostPart.dispose();
   }
 }
 
