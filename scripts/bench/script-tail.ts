@@ -8,7 +8,8 @@
  * while its N ran (JSC's `logGC` lines: count, pauses summed and the longest, the main thread's and each worker's), so
  * GC counts stand beside the wall time. The children run with `BUN_JSC_logGC=1`; the parent reads their stderr.
  * `steps`: in one thread (no worker), the CPU per script of a bare runtime + context, of the guest the pool prepares
- * (runtime, context, limits, the bridge: script/vm.ts `prepareGuest`) and of that guest plus the run of `return 1 + 1`.
+ * (runtime, context, limits, the bridge: script/vm.ts `prepareGuest`), of that guest plus the run of `return 1 + 1`, and
+ * of that guest plus a run of `return (await tools.echo(1)) + 1` whose call is answered at once.
  * Bun runs its own collector timer on every thread (an eden collection about once a second while the heap changes), so
  * a count per N mixes garbage with the run's length; `--gc-timer off` turns that timer off in the children
  * (`BUN_GC_TIMER_DISABLE`), leaving the collections the garbage itself triggers (compare sides with it; use a larger `--n`).
@@ -162,7 +163,16 @@ if (only === "steps") {
     const o = await run.done;
     if (!o.ok) throw new Error(`bench script failed: ${JSON.stringify(o)}`);
   });
-  console.log(JSON.stringify({ runs: N, bare_runtime_context_us: bare, prepared_guest_us: prepared, prepared_guest_and_run_us: whole, threads: 0 }));
+  // the same with one tool call answered at once (the loop the worker runs, without its channel)
+  const withCall = await cpuPer(async () => {
+    const pending: number[] = [];
+    const run = new ScriptRun(inst.module, { code: "return (await tools.echo(1)) + 1", limits: LIMITS, memoryBytes: 64 * 2 ** 20, stackBytes: 512 * 1024, meter, memoryExhausted: () => false, post: (m) => pending.push(m.id) });
+    run.start(prepareGuest(inst.module, 64 * 2 ** 20, 512 * 1024));
+    while (!run.finished && pending.length > 0) run.reply(pending.shift()!, '{"ok":true,"result":1}');
+    const o = await run.done;
+    if (!o.ok || o.json !== "2") throw new Error(`bench script failed: ${JSON.stringify(o)}`);
+  });
+  console.log(JSON.stringify({ runs: N, bare_runtime_context_us: bare, prepared_guest_us: prepared, prepared_guest_and_run_us: whole, prepared_guest_and_call_us: withCall, threads: 0 }));
   process.exit(0);
 }
 const pool = only === "pool" ? new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 }) : undefined;

@@ -44,6 +44,12 @@ export interface VmOptions {
   cancelRequested?(): boolean;
   /** False: tool calls go through quickjs-emscripten's handle API even when the FFI path (script/direct.ts) is there (tests). Default true. */
   directCalls?: boolean;
+  /**
+   * True: `done` resolves before the script's bridge handles, context and runtime are freed, and the caller frees them
+   * with `release()` (the outcome leaves first: the disposal is off the script's latency path). Default false: they
+   * are freed before `done` resolves.
+   */
+  releaseLater?: boolean;
 }
 
 type Settled = { ok: true; json?: string } | { ok: false; error: ScriptFailure };
@@ -154,6 +160,8 @@ export class ScriptRun {
   /** Set once the script's function returned or threw (from the moment its end is reported): calls made after are not sent. */
   #ended = false;
   #finished = false;
+  /** Set once the guest's handles, context and runtime were freed (or their freeing threw). */
+  #released = false;
 
   constructor(private readonly mod: QuickJSWASMModule, opts: VmOptions) {
     this.#opts = opts;
@@ -539,22 +547,38 @@ export class ScriptRun {
     }
   }
 
+  /**
+   * Frees the guest's bridge handles, context and runtime once the script has finished (`finished`); idempotent.
+   * @returns true when they were freed without error now or before; false when the script has not finished (nothing is
+   * freed) or freeing threw (QuickJS can abort in JS_FreeRuntime after a GC inside a promise job): the instance is
+   * broken, and its owner drops it. Never throws.
+   */
+  release(): boolean {
+    if (!this.#finished) return false;
+    if (this.#released) return this.#releasedClean;
+    this.#released = true;
+    try {
+      this.#direct?.free();
+      this.#bridge?.dispose();
+      this.#ctx?.dispose();
+      this.#rt?.dispose();
+      this.#releasedClean = true;
+    } catch {
+      // the script has ended and its outcome is known; only its instance is broken
+      this.#releasedClean = false;
+    }
+    return this.#releasedClean;
+  }
+
+  #releasedClean = false;
+
   #finish(end: Settled | ScriptFailure, fatal: boolean): void {
     if (this.#finished) return;
     this.#finished = true;
     clearTimeout(this.#wallTimer);
     this.#opts.meter[METER.enteredAt] = 0;
-    try {
-      this.#outstanding.clear();
-      this.#direct?.free();
-      this.#bridge?.dispose();
-      this.#ctx?.dispose();
-      this.#rt?.dispose();
-    } catch {
-      // The script has ended and its outcome is known; only its instance is broken (QuickJS can abort
-      // in JS_FreeRuntime after a GC inside a promise job). The worker drops the instance.
-      fatal = true;
-    }
+    this.#outstanding.clear();
+    if (this.#opts.releaseLater !== true && !this.release()) fatal = true;
     const base = { logs: this.#logs, calls: this.#calls, fatal };
     if ("code" in end) this.#resolve({ ok: false, error: end, ...base });
     else if (end.ok) this.#resolve({ ok: true, ...(end.json !== undefined ? { json: end.json } : {}), ...base });

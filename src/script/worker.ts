@@ -34,6 +34,19 @@ let instances: Promise<Instances> | undefined;
 let ready: { inst: Instance; guest: PreparedGuest } | undefined;
 let preparing = false;
 
+/**
+ * The last script's disposal, not yet done: its guest freed and its instance given back (`ScriptRun.release`). It runs
+ * after that script's outcome has left (`setImmediate`), or first thing when the next task or preparation comes sooner.
+ */
+let unreleased: (() => void) | undefined;
+
+/** Runs the pending disposal, if any. */
+function releaseNow(): void {
+  const f = unreleased;
+  unreleased = undefined;
+  f?.();
+}
+
 /** Makes `ready` soon (after the current task's outcome has left), unless it exists or is being made. */
 function prepareSoon(pool: Instances): void {
   if (ready || preparing) return;
@@ -41,6 +54,8 @@ function prepareSoon(pool: Instances): void {
   setImmediate(() => {
     void (async () => {
       try {
+        releaseNow(); // the last script's instance back first: it is the one to reuse
+
         if (ready) return;
         const inst = await pool.take();
         try {
@@ -83,6 +98,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     outCalls = "";
     outCount = 0;
   };
+  releaseNow();
   instances ??= Instances.create(settings.memoryMb, settings.wasm);
   const pool = await instances;
   let inst: Instance;
@@ -100,6 +116,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     memoryExhausted: (wantBytes) => inst.exhausted(wantBytes),
     memoryWallHit: () => inst.atWall(),
     cancelRequested: () => channel.cancelled,
+    releaseLater: true,
     post: (msg) => {
       if (msg.name !== lastName) {
         lastName = msg.name;
@@ -163,13 +180,18 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   const { fatal, ...outcome } = await run.done;
   flush(false);
   port.close();
-  let clean = !fatal;
-  try {
-    prepared?.dispose(); // the script ended before it started (cancelled, timed out): its unused guest
-  } catch {
-    clean = false;
-  }
-  pool.give(inst, clean);
+  // the outcome leaves first; the guest is freed just after, and its instance goes back only when that succeeded
+  releaseNow();
+  unreleased = () => {
+    let clean = run.release() && !fatal;
+    try {
+      prepared?.dispose(); // the script ended before it started (cancelled, timed out): its unused guest
+    } catch {
+      clean = false;
+    }
+    pool.give(inst, clean);
+  };
+  setImmediate(releaseNow);
   prepareSoon(pool);
   return outcome;
 }
