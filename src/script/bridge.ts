@@ -190,6 +190,11 @@ const PARTS = [
 })`,
 ] as const;
 
+/** True when the script's text contains `tools` (a substring test: a comment or a string counts too). */
+export function mentionsTools(code: string): boolean {
+  return code.includes("tools");
+}
+
 /** What the bridge asks of the run that owns the context. Each returns nothing or a guest error to throw. */
 export interface BridgeHooks {
   /**
@@ -218,9 +223,11 @@ export interface GuestBridge {
 
 /**
  * Installs `tools` and `console` in `ctx` and returns the guest functions the host drives (owned by the
- * caller). Throws if the bootstrap fails to evaluate (a bug, or no memory left).
+ * caller). `precompileTools`: the `tools` part is compiled now, not at the guest's first read of `tools` (for a guest
+ * made while its thread is idle, for a script likely to call tools; the guest sees no difference: the part runs at the
+ * first read either way). Throws if the bootstrap fails to evaluate (a bug, or no memory left).
  */
-export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBridge {
+export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks, precompileTools = false): GuestBridge {
   const str = (h: QuickJSHandle): string | undefined => (ctx.typeof(h) === "string" ? (copyString(ctx, h) ?? undefined) : undefined);
   const hostFlush = ctx.newFunction("flush", (batchH) => {
     if (ctx.typeof(batchH) !== "string") return { error: ctx.newError({ name: "TypeError", message: "a batch of tool calls must be a string" }) };
@@ -232,15 +239,23 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBri
     // only the bootstrap holds this function, so another number is a bug: reported as what the guest threw
     hooks.settle(n === SETTLE.returned ? "returned" : n === SETTLE.unserialisable ? "unserialisable" : n === SETTLE.calledLate ? "calledLate" : "threw", valueH);
   });
+  /** The `tools` part compiled ahead (`precompileTools`), until the first read takes it. */
+  let toolsPart: QuickJSHandle | undefined;
   // compiles part n on the guest's first read of `tools` (0) or `console` (1): only the core's getters hold it
   const hostPart = ctx.newFunction("part", (nH) => {
     const n = ctx.typeof(nH) === "number" ? ctx.getNumber(nH) : -1;
+    if (n === 0 && toolsPart !== undefined) {
+      const made = toolsPart;
+      toolsPart = undefined;
+      return made; // the library frees the returned handle (the guest keeps its own reference)
+    }
     const code = n === 0 ? PARTS[0] : n === 1 ? PARTS[1] : undefined;
     if (code === undefined) return { error: ctx.newError({ name: "TypeError", message: "no such part of the bridge" }) };
     const r = ctx.evalCode(code, n === 0 ? "airlock:tools.js" : "airlock:console.js");
     return r.error ? { error: r.error } : r.value;
   });
   try {
+    if (precompileTools) toolsPart = ctx.unwrapResult(ctx.evalCode(PARTS[0], "airlock:tools.js"));
     const boot = ctx.unwrapResult(ctx.evalCode(BOOTSTRAP, "airlock:bootstrap.js"));
     let fns: QuickJSHandle;
     try {
@@ -260,11 +275,16 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks): GuestBri
           main.dispose();
           take.dispose();
           deliver.dispose();
+          toolsPart?.dispose();
+          toolsPart = undefined;
         },
       };
     } finally {
       fns.dispose();
     }
+  } catch (e) {
+    toolsPart?.dispose(); // freed with the bridge on success, here on failure
+    throw e;
   } finally {
     hostFlush.dispose();
     hostLog.dispose();

@@ -53,3 +53,28 @@ describe("a script's guest is freed", () => {
     expect(guest.rt.alive).toBe(false);
   });
 });
+
+describe("a guest prepared with its tools part compiled ahead", () => {
+  for (const precompileTools of [false, true]) {
+    test(`(${precompileTools ? "ahead" : "on first read"}) tools work after user code replaced built-ins, and a script that never reads tools frees cleanly`, async () => {
+      const instances = await Instances.create(16);
+      const inst = await instances.take();
+      const code = "JSON.stringify = () => 'x'; JSON.parse = () => 0; globalThis.Proxy = null; globalThis.Promise = null; Object.freeze = null; Object.create = null; return (await tools.echo({ n: 1 })).n + 1;";
+      let pending: Array<{ id: number; args: string }> = [];
+      const run = new ScriptRun(inst.module, { code, limits: LIMITS, memoryBytes: MEMORY, stackBytes: STACK, meter: new Float64Array(3), memoryExhausted: () => false, post: (m) => pending.push(m) });
+      run.start(prepareGuest(inst.module, MEMORY, STACK, precompileTools));
+      while (!run.finished && pending.length > 0) {
+        const now = pending;
+        pending = [];
+        for (const c of now) run.reply(c.id, `{"ok":true,"result":${c.args}}`);
+      }
+      expect(await run.done).toMatchObject({ ok: true, json: "2", calls: 1, fatal: false });
+      const idle = new ScriptRun(inst.module, { code: "return 1", limits: LIMITS, memoryBytes: MEMORY, stackBytes: STACK, meter: new Float64Array(3), memoryExhausted: () => false, post: () => {} });
+      idle.start(prepareGuest(inst.module, MEMORY, STACK, precompileTools));
+      // a handle left unfreed would make freeing the runtime fail: fatal
+      expect(await idle.done).toMatchObject({ ok: true, json: "1", fatal: false });
+      const unused = prepareGuest(inst.module, MEMORY, STACK, precompileTools);
+      expect(() => unused.dispose()).not.toThrow();
+    });
+  }
+});

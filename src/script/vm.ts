@@ -101,10 +101,11 @@ export class PreparedGuest {
 }
 
 /**
- * Makes a fresh runtime and context on `mod` (limits `memoryBytes`, `stackBytes`) with the bridge installed.
+ * Makes a fresh runtime and context on `mod` (limits `memoryBytes`, `stackBytes`) with the bridge installed;
+ * `precompileTools`: its `tools` part compiled now too (bridge.ts `installBridge`; for a script likely to call tools).
  * @throws whatever QuickJS throws (a broken instance): the caller drops the instance.
  */
-export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackBytes: number): PreparedGuest {
+export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackBytes: number, precompileTools = false): PreparedGuest {
   const rt = mod.newRuntime();
   try {
     rt.setMemoryLimit(memoryBytes);
@@ -116,7 +117,7 @@ export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackB
       flush: (batch) => (guest?.hooks ? guest.hooks.flush(batch) : refuse()),
       log: (level, line) => (guest?.hooks ? guest.hooks.log(level, line) : refuse()),
       settle: (end, value) => guest?.hooks?.settle(end, value),
-    });
+    }, precompileTools);
     guest = new PreparedGuest(mod, rt, ctx, bridge);
     return guest;
   } catch (e) {

@@ -19,7 +19,7 @@ import { METER } from "./meter.ts";
 import type { ScriptLimits, WorkerOutcome, WorkerSettings } from "./protocol.ts";
 import { prepareGuest, ScriptRun, type PreparedGuest } from "./vm.ts";
 import { UP_CALLS, UP_READY, UP_YIELD, WorkerChannel } from "./channel.ts";
-import { batchRecord } from "./bridge.ts";
+import { batchRecord, mentionsTools } from "./bridge.ts";
 
 /** Calls sent in one message at most: a slice's calls go out when it ends or when this many wait. */
 const BATCH_MAX = 32;
@@ -33,6 +33,11 @@ let instances: Promise<Instances> | undefined;
  */
 let ready: { inst: Instance; guest: PreparedGuest } | undefined;
 let preparing = false;
+/**
+ * Whether the last script on this thread named `tools` (bridge.ts `mentionsTools`): the next guest made while idle then
+ * has the bridge's `tools` part compiled ahead too, off the next script's path (a thread's scripts tend to be alike).
+ */
+let lastNamedTools = false;
 
 /**
  * The last script's disposal, not yet done: its guest freed and its instance given back (`ScriptRun.release`). It runs
@@ -59,7 +64,7 @@ function prepareSoon(pool: Instances): void {
         if (ready) return;
         const inst = await pool.take();
         try {
-          ready = { inst, guest: prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024) };
+          ready = { inst, guest: prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024, lastNamedTools) };
         } catch {
           // a broken instance: dropped (never given back); the next script makes its own guest
         }
@@ -79,6 +84,7 @@ function prepareSoon(pool: Instances): void {
  */
 export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome> {
   const task = parseTask(raw);
+  lastNamedTools = mentionsTools(task.code);
   const meter = new Float64Array(task.meter);
   meter[METER.threadId] = threadId;
   const port = task.port;
