@@ -167,7 +167,8 @@ if (only === "steps") {
   const withCall = await cpuPer(async () => {
     const pending: number[] = [];
     const run = new ScriptRun(inst.module, { code: "return (await tools.echo(1)) + 1", limits: LIMITS, memoryBytes: 64 * 2 ** 20, stackBytes: 512 * 1024, meter, memoryExhausted: () => false, post: (m) => pending.push(m.id) });
-    run.start(prepareGuest(inst.module, 64 * 2 ** 20, 512 * 1024));
+    // the guest a thread prepares after a script that named tools (`whole`; a checkout without that argument ignores it)
+    run.start((prepareGuest as (...a: unknown[]) => ReturnType<typeof prepareGuest>)(inst.module, 64 * 2 ** 20, 512 * 1024, true));
     while (!run.finished && pending.length > 0) run.reply(pending.shift()!, '{"ok":true,"result":1}');
     const o = await run.done;
     if (!o.ok || o.json !== "2") throw new Error(`bench script failed: ${JSON.stringify(o)}`);

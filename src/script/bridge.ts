@@ -108,6 +108,123 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush, hostPart
 })`;
 
 /**
+ * The bridge in one piece, for a script likely to use `tools` (`mentionsTools`): the core, `tools` and `console` as one
+ * flat function, made before user code runs (compiling the core and a part apart, or the parts nested in the core,
+ * cost such a script ≈ 100 µs more: docs/performance.md). The guest sees what `BOOTSTRAP` gives it (the same
+ * accessors, `main`, `take`, `deliver`); only when the parts are compiled differs. Keep the two in step: the tests
+ * run every bridge test against both (`test/security/script-bridge-lazy.test.ts`, src/script/vm.test.ts).
+ */
+const BOOTSTRAP_WHOLE = String.raw`(function (hostLog, hostSettle, hostFlush) {
+  "use strict";
+  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String;
+  const reflectGet = Reflect.get, reserved = new Set(Object.getOwnPropertyNames(Object.prototype));
+  const freeze = Object.freeze, defineProperty = Object.defineProperty;
+  const waiting = Object.create(null);
+  // open until the script's value is decided (its function returned or threw): a call made after is refused here, never
+  // queued, and counted in late (a getter or toJSON run while its return value is serialised)
+  let nextId = 1, queued = "", count = 0, open = true, late = 0;
+  function takeText() {
+    const text = queued;
+    queued = "";
+    count = 0;
+    return text;
+  }
+  function callTool(name, head, args) {
+    if (!open) {
+      late++;
+      return GuestPromise.reject(new GuestError("tools." + name + ": the script has ended (its value is decided); a tool call made after that is not sent"));
+    }
+    const json = args === undefined ? "{}" : stringify(args);
+    if (typeof json !== "string") return GuestPromise.reject(new TypeErr("tools." + name + ": arguments must be a JSON-serialisable value"));
+    const id = nextId++;
+    const p = new GuestPromise(function (resolve, reject) {
+      waiting[id] = function (reply) {
+        if (reply.ok) return resolve(reply.result);
+        const e = new GuestError(GuestString(reply.error.message));
+        e.name = GuestString(reply.error.name);
+        e.code = GuestString(reply.error.code);
+        reject(e);
+      };
+    });
+    queued += id + ":" + json.length + ":" + head + json;
+    if (++count >= ${FLUSH_AT}) hostFlush(takeText());
+    return p;
+  }
+  function take() {
+    return count === 0 ? "" : takeText();
+  }
+  function deliver(text) {
+    const r = parse(text), id = r[0];
+    const settle = waiting[id];
+    if (settle === undefined) return;
+    delete waiting[id];
+    settle(r[1]);
+  }
+  // each tool's function is made once, with its record head (the name's JSON text and its length)
+  const named = Object.create(null);
+  const tools = new Proxy(freeze({}), {
+    get(target, name) {
+      const known = named[name];
+      if (known !== undefined) return known;
+      if (typeof name !== "string" || name === "then" || reserved.has(name)) return reflectGet(target, name);
+      const nameJson = stringify(name), head = nameJson.length + ":" + nameJson;
+      const f = function (args) { return callTool(name, head, args); };
+      named[name] = freeze(f);
+      return f;
+    },
+  });
+  function show(v) {
+    if (typeof v === "string") return v;
+    if (v instanceof GuestError) return String(v.stack ? v.name + ": " + v.message + "\n" + v.stack : v);
+    try { const s = stringify(v); return s === undefined ? String(v) : s; } catch (_) { try { return String(v); } catch (_) { return "[unprintable]"; } }
+  }
+  function logger(level) {
+    return function () {
+      let line = "";
+      for (let i = 0; i < arguments.length; i++) line += (i ? " " : "") + show(arguments[i]);
+      hostLog(level, line);
+    };
+  }
+  const console = freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
+  // the same accessors as the core's (BOOTSTRAP), over objects made already
+  defineProperty(globalThis, "tools", { get: function () { return tools; }, enumerable: false, configurable: false });
+  defineProperty(globalThis, "console", { get: function () {
+    defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
+    return console;
+  }, set: function (v) {
+    defineProperty(globalThis, "console", { value: v, writable: true, enumerable: false, configurable: true });
+  }, enumerable: false, configurable: true });
+  // the calls made before the script's value was decided go out before its end is reported, and the door closes
+  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
+  function close() {
+    open = false; // first: a refused flush throws, and the door must be shut already
+    if (count !== 0) hostFlush(takeText());
+  }
+  async function main(fn) {
+    let value;
+    try {
+      value = await fn();
+    } catch (e) {
+      close();
+      hostSettle(${SETTLE.threw}, e);
+      return;
+    }
+    close();
+    let json, failed = false, failure;
+    try {
+      json = value === undefined ? undefined : stringify(value);
+    } catch (e) {
+      failed = true;
+      failure = e;
+    }
+    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
+    else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
+    else hostSettle(${SETTLE.returned}, json);
+  }
+  return [main, take, deliver];
+})`;
+
+/**
  * The parts of the bridge compiled on first use (`hostPart(n)` evaluates `PARTS[n]`; the core calls the function with
  * what it captured before user code ran, and nothing else: no part reads a global).
  * 0, `tools`: returns `[tools, take, deliver, close]`. 1, `console`: returns the frozen console object.
@@ -223,11 +340,11 @@ export interface GuestBridge {
 
 /**
  * Installs `tools` and `console` in `ctx` and returns the guest functions the host drives (owned by the
- * caller). `precompileTools`: the `tools` part is compiled now, not at the guest's first read of `tools` (for a guest
- * made while its thread is idle, for a script likely to call tools; the guest sees no difference: the part runs at the
- * first read either way). Throws if the bootstrap fails to evaluate (a bug, or no memory left).
+ * caller). `whole`: the bridge in one piece (`BOOTSTRAP_WHOLE`, for a script likely to use `tools`: `mentionsTools`),
+ * else its core alone (`BOOTSTRAP`), each part compiled at its first read. The guest sees the same either way.
+ * Throws if the bootstrap fails to evaluate (a bug, or no memory left).
  */
-export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks, precompileTools = false): GuestBridge {
+export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks, whole = false): GuestBridge {
   const str = (h: QuickJSHandle): string | undefined => (ctx.typeof(h) === "string" ? (copyString(ctx, h) ?? undefined) : undefined);
   const hostFlush = ctx.newFunction("flush", (batchH) => {
     if (ctx.typeof(batchH) !== "string") return { error: ctx.newError({ name: "TypeError", message: "a batch of tool calls must be a string" }) };
@@ -239,27 +356,19 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks, precompil
     // only the bootstrap holds this function, so another number is a bug: reported as what the guest threw
     hooks.settle(n === SETTLE.returned ? "returned" : n === SETTLE.unserialisable ? "unserialisable" : n === SETTLE.calledLate ? "calledLate" : "threw", valueH);
   });
-  /** The `tools` part compiled ahead (`precompileTools`), until the first read takes it. */
-  let toolsPart: QuickJSHandle | undefined;
   // compiles part n on the guest's first read of `tools` (0) or `console` (1): only the core's getters hold it
-  const hostPart = ctx.newFunction("part", (nH) => {
+  const hostPart = whole ? undefined : ctx.newFunction("part", (nH) => {
     const n = ctx.typeof(nH) === "number" ? ctx.getNumber(nH) : -1;
-    if (n === 0 && toolsPart !== undefined) {
-      const made = toolsPart;
-      toolsPart = undefined;
-      return made; // the library frees the returned handle (the guest keeps its own reference)
-    }
     const code = n === 0 ? PARTS[0] : n === 1 ? PARTS[1] : undefined;
     if (code === undefined) return { error: ctx.newError({ name: "TypeError", message: "no such part of the bridge" }) };
     const r = ctx.evalCode(code, n === 0 ? "airlock:tools.js" : "airlock:console.js");
     return r.error ? { error: r.error } : r.value;
   });
   try {
-    if (precompileTools) toolsPart = ctx.unwrapResult(ctx.evalCode(PARTS[0], "airlock:tools.js"));
-    const boot = ctx.unwrapResult(ctx.evalCode(BOOTSTRAP, "airlock:bootstrap.js"));
+    const boot = ctx.unwrapResult(ctx.evalCode(whole ? BOOTSTRAP_WHOLE : BOOTSTRAP, "airlock:bootstrap.js"));
     let fns: QuickJSHandle;
     try {
-      fns = ctx.unwrapResult(ctx.callFunction(boot, ctx.undefined, hostLog, hostSettle, hostFlush, hostPart));
+      fns = ctx.unwrapResult(ctx.callFunction(boot, ctx.undefined, hostLog, hostSettle, hostFlush, hostPart ?? ctx.undefined));
     } finally {
       boot.dispose();
     }
@@ -275,21 +384,16 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks, precompil
           main.dispose();
           take.dispose();
           deliver.dispose();
-          toolsPart?.dispose();
-          toolsPart = undefined;
         },
       };
     } finally {
       fns.dispose();
     }
-  } catch (e) {
-    toolsPart?.dispose(); // freed with the bridge on success, here on failure
-    throw e;
   } finally {
     hostFlush.dispose();
     hostLog.dispose();
     hostSettle.dispose();
-    hostPart.dispose();
+    hostPart?.dispose();
   }
 }
 

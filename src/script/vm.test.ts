@@ -54,15 +54,15 @@ describe("a script's guest is freed", () => {
   });
 });
 
-describe("a guest prepared with its tools part compiled ahead", () => {
-  for (const precompileTools of [false, true]) {
-    test(`(${precompileTools ? "ahead" : "on first read"}) tools work after user code replaced built-ins, and a script that never reads tools frees cleanly`, async () => {
+describe("a guest prepared with the bridge in one piece or its core alone", () => {
+  for (const whole of [false, true]) {
+    test(`(${whole ? "whole" : "core"}) tools work after user code replaced built-ins, and a script that never reads tools frees cleanly`, async () => {
       const instances = await Instances.create(16);
       const inst = await instances.take();
       const code = "JSON.stringify = () => 'x'; JSON.parse = () => 0; globalThis.Proxy = null; globalThis.Promise = null; Object.freeze = null; Object.create = null; return (await tools.echo({ n: 1 })).n + 1;";
       let pending: Array<{ id: number; args: string }> = [];
       const run = new ScriptRun(inst.module, { code, limits: LIMITS, memoryBytes: MEMORY, stackBytes: STACK, meter: new Float64Array(3), memoryExhausted: () => false, post: (m) => pending.push(m) });
-      run.start(prepareGuest(inst.module, MEMORY, STACK, precompileTools));
+      run.start(prepareGuest(inst.module, MEMORY, STACK, whole));
       while (!run.finished && pending.length > 0) {
         const now = pending;
         pending = [];
@@ -70,10 +70,10 @@ describe("a guest prepared with its tools part compiled ahead", () => {
       }
       expect(await run.done).toMatchObject({ ok: true, json: "2", calls: 1, fatal: false });
       const idle = new ScriptRun(inst.module, { code: "return 1", limits: LIMITS, memoryBytes: MEMORY, stackBytes: STACK, meter: new Float64Array(3), memoryExhausted: () => false, post: () => {} });
-      idle.start(prepareGuest(inst.module, MEMORY, STACK, precompileTools));
+      idle.start(prepareGuest(inst.module, MEMORY, STACK, whole));
       // a handle left unfreed would make freeing the runtime fail: fatal
       expect(await idle.done).toMatchObject({ ok: true, json: "1", fatal: false });
-      const unused = prepareGuest(inst.module, MEMORY, STACK, precompileTools);
+      const unused = prepareGuest(inst.module, MEMORY, STACK, whole);
       expect(() => unused.dispose()).not.toThrow();
     });
   }

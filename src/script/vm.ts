@@ -8,7 +8,7 @@
  * Runs inside a sandbox worker; knows nothing of tinypool or the gate.
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
-import { copyString, installBridge, parseBatch, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge, type SettleKind } from "./bridge.ts";
+import { copyString, installBridge, mentionsTools, parseBatch, SCRIPT_FILENAME, wrapUserCode, type BridgeHooks, type GuestBridge, type SettleKind } from "./bridge.ts";
 import { assertNever } from "../errors.ts";
 import { DirectCalls } from "./direct.ts";
 import { METER } from "./meter.ts";
@@ -102,10 +102,10 @@ export class PreparedGuest {
 
 /**
  * Makes a fresh runtime and context on `mod` (limits `memoryBytes`, `stackBytes`) with the bridge installed;
- * `precompileTools`: its `tools` part compiled now too (bridge.ts `installBridge`; for a script likely to call tools).
+ * `whole`: the bridge in one piece (bridge.ts `installBridge`; for a script likely to use `tools`), else its core.
  * @throws whatever QuickJS throws (a broken instance): the caller drops the instance.
  */
-export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackBytes: number, precompileTools = false): PreparedGuest {
+export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackBytes: number, whole = false): PreparedGuest {
   const rt = mod.newRuntime();
   try {
     rt.setMemoryLimit(memoryBytes);
@@ -117,7 +117,7 @@ export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackB
       flush: (batch) => (guest?.hooks ? guest.hooks.flush(batch) : refuse()),
       log: (level, line) => (guest?.hooks ? guest.hooks.log(level, line) : refuse()),
       settle: (end, value) => guest?.hooks?.settle(end, value),
-    }, precompileTools);
+    }, whole);
     guest = new PreparedGuest(mod, rt, ctx, bridge);
     return guest;
   } catch (e) {
@@ -221,7 +221,8 @@ export class ScriptRun {
         ctx = this.#ctx = rt.newContext();
       }
       this.#enter(() => {
-        const bridge = (this.#bridge ??= installBridge(ctx, hooks));
+        // made on the script's path: in one piece when the script names tools, else the core alone
+        const bridge = (this.#bridge ??= installBridge(ctx, hooks, mentionsTools(this.#opts.code)));
         this.#direct = this.#opts.directCalls === false ? null : DirectCalls.for(this.mod, this.#rt!, ctx);
         const fn = ctx.evalCode(wrapUserCode(this.#opts.code), SCRIPT_FILENAME);
         if (fn.error) {

@@ -35,7 +35,7 @@ let ready: { inst: Instance; guest: PreparedGuest } | undefined;
 let preparing = false;
 /**
  * Whether the last script on this thread named `tools` (bridge.ts `mentionsTools`): the next guest made while idle then
- * has the bridge's `tools` part compiled ahead too, off the next script's path (a thread's scripts tend to be alike).
+ * gets the bridge in one piece, else its core alone (`prepareGuest`'s `whole`; a thread's scripts tend to be alike).
  */
 let lastNamedTools = false;
 
