@@ -38,7 +38,8 @@ export const FLUSH_AT = 32;
  * guest that replaces built-ins only fools itself; the host checks every batch anyway. The host functions stay in
  * this closure: they are never globals.
  *
- * Only this core is compiled per script (QuickJS compiles ≈ 40 µs per KB, and most scripts touch neither global):
+ * For a script whose text does not name `tools` (`mentionsTools`) only this core is compiled (QuickJS compiles ≈ 40 µs
+ * per KB, and such a script mostly touches neither global; one that names tools gets `BOOTSTRAP_WHOLE`):
  * `tools` and `console` are accessors on the global object, and the first read of either asks the host function
  * `hostPart(n)` to compile that part (`PARTS[n]`, a function expression), which the core then calls with the
  * intrinsics it captured before user code ran. The accessor returns the same object ever after (`tools` stays a
