@@ -6,7 +6,8 @@
  * `tools.*` calls on the main thread inside the caller's AsyncLocalStorage context, and enforces the
  * backstops the worker cannot (a watchdog that replaces a worker stuck in a native call: with one
  * script per thread, that ends the stalled script only). The worker's calls arrive on the script's
- * MessagePort; the host's `go`, replies and cancel go on the script's shared-memory channel (script/channel.ts).
+ * MessagePort (after a reply the main thread polls it briefly for the next one: `POLL_MS`); the host's `go`, replies
+ * and cancel go on the script's shared-memory channel (script/channel.ts).
  */
 import { AsyncResource } from "node:async_hooks";
 import type { MessagePort as NodeMessagePort, receiveMessageOnPort as ReceiveMessageOnPort } from "node:worker_threads";
