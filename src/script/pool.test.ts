@@ -413,3 +413,26 @@ describe("ScriptPool start", () => {
     expect(lazy.threadIds.length).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe("ScriptPool calls caught by polling", () => {
+  test("a long run of sequential calls, answered at once, comes in order and lets the event loop turn: a timer's cancel ends it", async () => {
+    await using one = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512 });
+    const { fn } = recorder();
+    expect(await one.run("return 1", LIMITS, fn)).toMatchObject({ ok: true, value: 1 });
+    const ac = new AbortController();
+    let ticks = 0;
+    const tick = setInterval(() => ticks++, 5);
+    const stop = setTimeout(() => ac.abort(), 300);
+    const r = await one.run(
+      "let i = 0; for (;;) { const v = await tools.echo({ i }); if (v.i !== i) throw new Error(`reply ${v.i} for call ${i}`); i++; }",
+      { ...LIMITS, maxToolCalls: 100_000_000, signal: ac.signal },
+      fn,
+    );
+    clearInterval(tick);
+    clearTimeout(stop);
+    expect(r).toMatchObject({ ok: false, error: { code: "cancelled" } });
+    expect(r.calls).toBeGreaterThan(100);
+    // the 5 ms timer ran through the calls (not only once they ended): a chain of polled calls ends within CHAIN_MS
+    expect(ticks).toBeGreaterThan(5);
+  });
+});

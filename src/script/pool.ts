@@ -6,10 +6,11 @@
  * `tools.*` calls on the main thread inside the caller's AsyncLocalStorage context, and enforces the
  * backstops the worker cannot (a watchdog that replaces a worker stuck in a native call: with one
  * script per thread, that ends the stalled script only). The worker's calls arrive on the script's
- * MessagePort; the host's `go`, replies and cancel go on the script's shared-memory channel (script/channel.ts).
+ * MessagePort (after a reply the main thread polls it briefly for the next one: `POLL_MS`); the host's `go`, replies
+ * and cancel go on the script's shared-memory channel (script/channel.ts).
  */
 import { AsyncResource } from "node:async_hooks";
-import type { MessagePort as NodeMessagePort } from "node:worker_threads";
+import type { MessagePort as NodeMessagePort, receiveMessageOnPort as ReceiveMessageOnPort } from "node:worker_threads";
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
 import { HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, resetChannelBuffer, UP_CALLS, UP_READY, UP_YIELD } from "./channel.ts";
@@ -61,6 +62,33 @@ const SPARE_BUFFERS = 16;
 /** Longest `close()` waits for workers to exit, ms. */
 const CLOSE_TIMEOUT_MS = 2000;
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+/**
+ * How long the main thread polls a script's port for the worker's next message after it wrote a reply, ms. A
+ * sequential script's next call comes back within a few µs of its reply, and taking it off the port at once spares the
+ * main thread's wake-up from its event loop (the crossing that cost most of a call: docs/performance.md, "bridge5").
+ * A poll that caught nothing stops the script's polling for a while (`POLL_SKIP`).
+ */
+export const POLL_MS = 0.03;
+/**
+ * Replies a script skips polling after a poll that caught nothing, at first; each further miss doubles it (up to
+ * `POLL_SKIP_MAX`), a catch resets it. A miss mostly means the worker could not run while the main thread polled (no
+ * second core free: the machine is loaded), and then polling only costs.
+ */
+const POLL_SKIP = 16;
+const POLL_SKIP_MAX = 4096;
+/**
+ * Longest the main thread serves calls caught by polling before its event loop turns again, ms: a run of calls answered
+ * back to back runs as one chain of promise jobs, and timers (the watchdog), I/O and other scripts wait until it ends.
+ */
+export const CHAIN_MS = 1;
+/** `receiveMessageOnPort`, loaded with tinypool (which loads `node:worker_threads` anyway; importing it at start costs ms). */
+let receiveMessage: typeof ReceiveMessageOnPort | undefined;
+/** When the current chain of polled calls began (`performance.now()`); `chainOpen` until the event loop turns. */
+let chainFrom = 0;
+let chainOpen = false;
+const closeChain = (): void => {
+  chainOpen = false;
+};
 
 /** The worker module: beside this file in source; at `src/script/` under the bundle root in the compiled binary. */
 export function defaultWorkerUrl(): string {
@@ -108,7 +136,8 @@ export class ScriptPool {
 
   /** The tinypool, loaded and started once (its `workers` threads start together; more on demand). */
   #ensurePool(wasm: WebAssembly.Module): Promise<Tinypool> {
-    this.#starting ??= import("tinypool").then(({ default: Pool }) => {
+    this.#starting ??= Promise.all([import("tinypool"), import("node:worker_threads")]).then(([{ default: Pool }, threads]) => {
+      receiveMessage = threads.receiveMessageOnPort;
       const opts = this.#opts;
       const pool = new Pool({
         filename: opts.workerUrl ?? defaultWorkerUrl(),
@@ -226,10 +255,56 @@ export class ScriptPool {
       if (done || signal?.aborted) return;
       served++;
       const payload = await serveCall(req, callTool, (callsEnd ??= new AbortController()).signal);
-      if (!done) return grant({ t: "reply", id: req.id, payload });
+      if (done) return;
+      const later = grant({ t: "reply", id: req.id, payload });
+      if (later) return later;
+      poll();
     });
+    /**
+     * Polls the port for the worker's next message for up to `POLL_MS` after a reply went (see `POLL_MS`), and handles
+     * one caught as the port's event would. Not while the current chain of polled calls has run `CHAIN_MS`.
+     */
+    /** Replies still to go without polling, and how many the next miss makes it. */
+    let pollSkip = 0;
+    let nextSkip = POLL_SKIP;
+    const poll = (): void => {
+      if (done || receiveMessage === undefined) return;
+      if (pollSkip > 0) {
+        pollSkip--;
+        return;
+      }
+      if (!chainOpen) {
+        setImmediate(startChain);
+        return;
+      }
+      if (performance.now() - chainFrom <= CHAIN_MS) spin();
+    };
+    const startChain = (): void => {
+      if (done) return;
+      if (!chainOpen) {
+        chainOpen = true;
+        chainFrom = performance.now();
+        setImmediate(closeChain); // runs once the event loop turns again, i.e. once this chain of promise jobs has ended
+      }
+      spin();
+    };
+    const spin = (): void => {
+      let now = performance.now();
+      const until = now + POLL_MS;
+      do {
+        const got = receiveMessage!(port1);
+        if (got !== undefined) {
+          nextSkip = POLL_SKIP;
+          onMessage(got.message);
+          return;
+        }
+        now = performance.now();
+      } while (now < until);
+      pollSkip = nextSkip;
+      nextSkip = Math.min(POLL_SKIP_MAX, nextSkip * 2);
+    };
     // The worker's messages come on the port; the host's go on the shared channel (the worker blocks on it between slices).
-    port1.on("message", (raw: unknown) => {
+    const onMessage = (raw: unknown): void => {
       // protocol.ts `WorkerBatch`: a kind, then calls as batch records; anything else is dropped whole
       if (typeof raw !== "string") return;
       const kind = raw[0];
@@ -242,7 +317,8 @@ export class ScriptPool {
       if (calls === null) return;
       for (const c of calls) void serve(c);
       if (kind === UP_YIELD) sliceEnded();
-    });
+    };
+    port1.on("message", onMessage);
     const channel = new HostChannel(channelBuf);
 
     // The first run slot goes with the task when a thread is idle and a slot is free (nobody queued before this
