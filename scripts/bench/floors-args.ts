@@ -14,7 +14,7 @@ export const FLOORS_USAGE =
   `  --binary PATH   time this airlock binary for the startup step (default: dist/airlock, built if stale)\n` +
   `  --only STEPS    some of: ${FLOOR_STEPS.join(", ")}\n` +
   `  -h, --help      print this and exit\n` +
-  `AIRLOCK_BENCH_ROOT=/other/checkout measures that checkout's script pool in the bridge step. Prints one JSON object; see docs/performance.md.\n`;
+  `AIRLOCK_BENCH_ROOT=/other/checkout measures that checkout's script pool in the bridge step, and its gate, cards, store and pool in the gate step. Prints one JSON object; see docs/performance.md.\n`;
 
 export type FloorsArgs = { help: true } | { help: false; pairs: number; binary: string | undefined; only: string[] | undefined };
 

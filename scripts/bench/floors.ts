@@ -18,7 +18,8 @@
  * headline is the median of the ratios; absolute medians are given beside them, with the machine
  * (CPU model, cores, load average before and after).
  * Usage: `bun scripts/bench/floors.ts [--pairs 21] [--binary PATH] [--only startup,first,confined,gate,bridge,park]`
- * (`AIRLOCK_BENCH_ROOT=/other/checkout` measures that checkout's script pool in the `bridge` step)
+ * (`AIRLOCK_BENCH_ROOT=/other/checkout` measures that checkout's script pool in the `bridge` step, and its store, cards,
+ * gate and pool in the `gate` step)
  */
 import { spawn } from "node:child_process";
 import { closeSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -302,9 +303,36 @@ async function confined(): Promise<Ratio> {
 
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1_000_000, maxLogBytes: 1 << 20, maxResultBytes: 1 << 20 };
 
+/**
+ * The modules the `gate` step runs: this checkout's, or with `AIRLOCK_BENCH_ROOT` set, that checkout's (each loaded from
+ * its `src/`; the harness and the echo tool's zod schema stay this checkout's).
+ */
+async function benchModules(): Promise<{
+  Store: typeof Store; Bus: typeof Bus; Inflight: typeof Inflight; Cards: typeof Cards; Config: typeof Config; Gate: typeof Gate;
+  GateContext: typeof GateContext; Permits: typeof Permits; defineTool: typeof defineTool; ScriptPool: typeof ScriptPool;
+}> {
+  const root = process.env.AIRLOCK_BENCH_ROOT;
+  if (!root) return { Store, Bus, Inflight, Cards, Config, Gate, GateContext, Permits, defineTool, ScriptPool };
+  const from = <T>(path: string): Promise<T> => import(join(root, "src", path)) as Promise<T>;
+  return {
+    Store: (await from<{ Store: typeof Store }>("store/store.ts")).Store,
+    Bus: (await from<{ Bus: typeof Bus }>("bus/bus.ts")).Bus,
+    Inflight: (await from<{ Inflight: typeof Inflight }>("session/inflight.ts")).Inflight,
+    Cards: (await from<{ Cards: typeof Cards }>("card/pending.ts")).Cards,
+    Config: (await from<{ Config: typeof Config }>("config/schema.ts")).Config,
+    Gate: (await from<{ Gate: typeof Gate }>("gate/gate.ts")).Gate,
+    GateContext: (await from<{ GateContext: typeof GateContext }>("gate/context.ts")).GateContext,
+    Permits: (await from<{ Permits: typeof Permits }>("gate/permits.ts")).Permits,
+    defineTool: (await from<{ defineTool: typeof defineTool }>("tool/tool.ts")).defineTool,
+    ScriptPool: (await from<{ ScriptPool: typeof ScriptPool }>("script/pool.ts")).ScriptPool,
+  };
+}
+
 /** A script's sequential tool calls through the real gate (autonomous, a read-only echo tool) against the raw bridge. */
 async function gated(): Promise<Ratio & { calls_per_script: number; gated_calls_per_s: number; raw_calls_per_s: number }> {
   const CALLS = 2000;
+  // AIRLOCK_BENCH_ROOT=/path/to/other/checkout: that checkout's store, bus, cards, gate and script pool (a before/after)
+  const { Store, Bus, Inflight, Cards, Config, Gate, GateContext, Permits, defineTool, ScriptPool } = await benchModules();
   const store = await Store.open(":memory:");
   const bus = new Bus();
   const inflight = new Inflight();
