@@ -3,7 +3,7 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, realpathSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, readSync, realpathSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 
@@ -457,7 +457,8 @@ export interface RegularFileOptions {
  * @param opts see {@link RegularFileOptions}; defaults: follow links, any size, any owner.
  * @returns the file's bytes.
  * @throws NodeJS.ErrnoException from the open or read (`ENOENT`, `EACCES`, `ELOOP` for a link when not followed, …);
- *   code `EISDIR` for a folder, `ENOTREG` for anything else that is not a regular file, `EFBIG` over `maxBytes`,
+ *   code `EISDIR` for a folder, `ENOTREG` for anything else that is not a regular file (a kernel pseudo file under
+ *   `/proc` or `/sys` too, found by the descriptor's real path: it is opened, never read), `EFBIG` over `maxBytes`,
  *   `EOWNER` for another owner (with its `uid`), `EWRITABLE` for a group- or other-writable file.
  */
 export function readRegularFile(path: string, opts: RegularFileOptions = {}): Buffer {
@@ -479,6 +480,8 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
       const code = st.isDirectory() ? "EISDIR" : "ENOTREG";
       throw fileError(code, `${path} is not a regular file`);
     }
+    const pseudo = pseudoFileAt(fd);
+    if (pseudo !== undefined) throw fileError("ENOTREG", `${path} is a kernel pseudo file (${pseudo}), not a regular file`);
     if (opts.maxBytes !== undefined && st.size > opts.maxBytes) throw fileError("EFBIG", `${path} is larger than ${opts.maxBytes} bytes`);
     if (opts.owner === "self") ownedBySelf(path, st);
     if (opts.notWritableByOthers && (st.mode & 0o022) !== 0) throw fileError("EWRITABLE", `${path} is writable by group or others`);
@@ -487,6 +490,26 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
   } finally {
     closeSync(fd);
   }
+}
+
+/** Where the kernel's pseudo filesystems live (procfs, sysfs and what is mounted under it: debugfs, tracefs, cgroup). */
+const PSEUDO_ROOTS = ["/proc/", "/sys/"];
+
+/**
+ * The real path of the file open at `fd` when it is under {@link PSEUDO_ROOTS}, else undefined (also when `/proc` is not
+ * mounted: then no procfs file can be open). Such files are "regular" to fstat (size 0 or 4096) but made by the kernel
+ * on each read, and some reads take what they return: as root, `/proc/kmsg` hands over kernel log lines that syslog then
+ * never gets, and tracefs's `trace_pipe` consumes trace records. A link the model writes in a workspace
+ * (`.claude/settings.json`) or one put in a folder airlock reads must not make airlock read them.
+ */
+function pseudoFileAt(fd: number): string | undefined {
+  let real: string;
+  try {
+    real = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return undefined;
+  }
+  return PSEUDO_ROOTS.some((root) => real.startsWith(root)) ? real : undefined;
 }
 
 /**
@@ -514,8 +537,10 @@ function ownedBySelf(path: string, st: Stats): void {
  * Reads `fd` to its end, refusing (`EFBIG`) once more than `max` bytes came: a file that grows while it is read, or one
  * whose size fstat does not tell (size 0 in /proc, a FUSE file), ends at the cap, never at the memory's end. `size` (the
  * fstat size) sizes the first buffer one byte past it, so a file that kept its size takes two reads, as `readFileSync`.
+ * Exported for its test (a size-less file: `readRegularFile` itself refuses /proc's).
+ * @throws `EFBIG` past `max`; whatever `readSync` throws.
  */
-function readAtMost(fd: number, path: string, max: number, size: number): Buffer {
+export function readAtMost(fd: number, path: string, max: number, size: number): Buffer {
   let buf = Buffer.allocUnsafe(Math.min(max + 1, size > 0 ? size + 1 : 64 << 10));
   let total = 0;
   for (;;) {
