@@ -2,7 +2,6 @@
  * @module errors
  * One error base for the whole runtime: `AirlockError` carries a `code` to switch on.
  * Two total tables map codes to HTTP status and to CLI exit codes (SPEC §2, §6); `assertNever` ends exhaustive switches.
- * The class and `assertNever` are defined in airlock-error.ts and re-exported here.
  */
 
 /** Every named failure airlock can report. Add a code here, then to both tables below (`tsc` fails until you do). */
@@ -119,8 +118,30 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/** The class, its normaliser and `assertNever` live in airlock-error.ts (the early path imports them without these tables). */
-export { AirlockError, assertNever, toAirlockError } from "./airlock-error.ts";
+/** The one error class. `code` is what callers switch on; `message` says what was wrong and what to do. */
+export class AirlockError extends Error {
+  override readonly name = "AirlockError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra machine-readable fields rendered alongside `{error, message}` (e.g. `{path}` or `{inspector}`). */
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+
+  /** The JSON shape used on the wire and in tool results: `{code, message, ...details}`. */
+  toJSON(): { code: ErrorCode; message: string } & Record<string, unknown> {
+    return { code: this.code, message: this.message, ...this.details };
+  }
+}
+
+/** Normalises anything thrown into an AirlockError (unknown errors become `internal`). */
+export function toAirlockError(e: unknown, fallback: ErrorCode = "internal"): AirlockError {
+  if (e instanceof AirlockError) return e;
+  if (e instanceof Error) return new AirlockError(fallback, e.message);
+  return new AirlockError(fallback, String(e));
+}
 
 /** The HTTP statuses an error response can have (SPEC §6). */
 export type HttpErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 421 | 500 | 503;
@@ -303,4 +324,19 @@ export const EXIT_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
 /** The exit code of the CLI for `code` (0, 1, 2, 3 or 130; see {@link EXIT_CODE}). */
 export function exitCodeFor(code: ErrorCode): ExitCode {
   return EXIT_CODE[code];
+}
+
+/**
+ * The end of every exhaustive `switch` over a union: `tsc` refuses the call while a member is unhandled,
+ * and a value that slips past the types at run time fails closed.
+ * @throws AirlockError `internal` naming the unexpected value, always.
+ */
+export function assertNever(x: never, what = "value"): never {
+  let shown: string;
+  try {
+    shown = JSON.stringify(x) ?? String(x);
+  } catch {
+    shown = String(x);
+  }
+  throw new AirlockError("internal", `unexpected ${what}: ${shown}; this is a bug in airlock, please report it`);
 }

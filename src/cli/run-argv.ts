@@ -9,7 +9,7 @@
  * an unknown option, a refused value, a second PROMPT) gives `undefined`, and main.ts parses it with
  * commander as before. `test/e2e/run-argv.test.ts` holds the result equal to commander's.
  */
-import { assertNever } from "../airlock-error.ts";
+import { assertNever } from "../errors.ts";
 import type { RunOptions } from "./run.ts";
 import type { UsageOption, UsageTable } from "./usage-error.ts";
 

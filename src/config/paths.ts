@@ -5,7 +5,7 @@
  */
 import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, readSync, realpathSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { AirlockError } from "../airlock-error.ts";
+import { AirlockError } from "../errors.ts";
 
 /** File names of the two tokens inside the data dir. */
 export const API_TOKEN_FILE = "api-token";

@@ -6,7 +6,7 @@
  * early request (`cli/early-request.ts`) sends the same body itself before the runtime is up: both call these
  * functions, so the two bodies are the same bytes for the same input (SPEC §2, "the early request").
  */
-import { assertNever } from "../../airlock-error.ts";
+import { assertNever } from "../../errors.ts";
 import type { Message } from "../../session/types.ts";
 import type { ToolSpec } from "../../tool/tool.ts";
 import type { OpenAIProviderState } from "./openai-assemble.ts";
