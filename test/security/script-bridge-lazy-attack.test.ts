@@ -6,7 +6,7 @@
  * nearly full guest, and state left by one script for the next on the same thread (one worker: every script shares it).
  * Real worker threads, real QuickJS.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
 import type { ToolOutcome } from "../../src/script/protocol.ts";
 
@@ -126,4 +126,31 @@ describe("nothing crosses from one script to the next on the same thread", () =>
     const r2 = await pool.run(`return [typeof leaked, await ${T}.ok(1)];`, LIMITS, b.fn);
     expect(r2.ok ? r2.value : `${r2.error.code}: ${r2.error.message}`).toEqual(["undefined", { echoed: 1 }]);
   });
+});
+
+describe("the two builds use only what they captured: a replaced Set.prototype.has or String changes neither", () => {
+  for (const variant of ["core", "whole"] as const) {
+    const src = (code: string): string => (variant === "core" ? code.replaceAll("tools", "\\u0074ools") : code);
+    // the worker prepares a guest after the last script's kind (worker.ts lastNamedTools): one of this kind first, so
+    // the script below runs on that build whether it gets the prepared guest or makes its own
+    beforeEach(async () => {
+      await pool.run(variant === "core" ? "return 1;" : "// tools\nreturn 1;", LIMITS, recorder().fn);
+    });
+    test(`${variant}: Object.prototype's names on tools stay Object.prototype's, and send no call`, async () => {
+      const { calls, fn } = recorder();
+      const r = await pool.run(src(`
+        Set.prototype.has = () => false;
+        const same = tools.hasOwnProperty === Object.prototype.hasOwnProperty && tools.toString === Object.prototype.toString;
+        let sent = "none";
+        try { const v = tools.hasOwnProperty("x"); sent = v && typeof v.then === "function" ? "a call" : "no call"; } catch (e) { sent = String(e); }
+        return { same, sent };`), LIMITS, fn);
+      expect(r.ok ? r.value : `${r.error.code}: ${r.error.message}`).toEqual({ same: true, sent: "no call" });
+      expect(calls).toEqual([]);
+    });
+    test(`${variant}: console prints with the String it captured`, async () => {
+      const { fn } = recorder();
+      const r = await pool.run(src(`const t = tools; globalThis.String = () => "lie"; console.log(10n); return 1;`), LIMITS, fn);
+      expect(r.ok ? r.logs : `${r.error.code}: ${r.error.message}`).toEqual([expect.stringContaining("10")]);
+    });
+  }
 });
