@@ -154,3 +154,27 @@ describe("the two builds use only what they captured: a replaced Set.prototype.h
     });
   }
 });
+
+describe("the global object locked before the first read", () => {
+  test("Object.freeze(globalThis): tools still made and working; console's read fails in the guest only", async () => {
+    const { calls, fn } = recorder();
+    const r = await pool.run(`Object.freeze(globalThis);
+      let c; try { c = typeof console.log; } catch (e) { c = "threw"; }
+      return [c, await ${T}.locked(1)];`, LIMITS, fn);
+    expect(r.ok ? (r.value as unknown[])[1] : `${r.error.code}: ${r.error.message}`).toEqual({ echoed: 1 });
+    expect(calls).toEqual([{ name: "locked", args: 1 }]);
+  });
+});
+
+describe("a deadline that falls while a part compiles", () => {
+  test("the script ends at its deadline even when it catches around every first read, and sends nothing after", async () => {
+    const { calls, fn } = recorder();
+    const r = await pool.run(`
+      let n = 0;
+      function deep(d) { try { return deep(d + 1); } catch (e) { try { ${T}; } catch (_) {} n++; return 0; } }
+      for (;;) { try { deep(0); } catch (_) {} if (n > 1e9) break; }
+      await ${T}.never(1);`, { ...LIMITS, cpuTimeoutMs: 300, wallTimeoutMs: 5000 }, fn);
+    expect(r.ok ? "ok" : r.error.code).toBe("script_timeout");
+    expect(calls).toEqual([]);
+  });
+});
