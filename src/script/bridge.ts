@@ -112,7 +112,9 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush, hostPart
  * The bridge in one piece, for a script likely to use `tools` (`mentionsTools`): the core, `tools` and `console` as one
  * flat function, made before user code runs (compiling the core and a part apart, or the parts nested in the core,
  * cost such a script ≈ 100 µs more: docs/performance.md). The guest sees what `BOOTSTRAP` gives it (the same
- * accessors, `main`, `take`, `deliver`); only when the parts are compiled differs. Keep the two in step: the tests
+ * accessors, `main`, `take`, `deliver`); only when the parts are compiled differs. Like the core, it calls only what it
+ * captured before user code ran and reads its own data with operators (no `Set`, no global `String` at call time: a
+ * guest's replaced `Set.prototype.has` once turned `tools.hasOwnProperty` into a tool call here). Keep the two in step: the tests
  * run every bridge test against both (`test/security/script-bridge-lazy.test.ts`, src/script/vm.test.ts).
  */
 const BOOTSTRAP_WHOLE = String.raw`(function (hostLog, hostSettle, hostFlush) {

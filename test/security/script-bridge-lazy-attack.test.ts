@@ -178,3 +178,17 @@ describe("a deadline that falls while a part compiles", () => {
     expect(calls).toEqual([]);
   });
 });
+
+describe("a part first compiled inside a reply's slice (the direct FFI path)", () => {
+  test("console first read after a tool's reply logs, and later calls still go out in order", async () => {
+    const { calls, fn } = recorder();
+    const r = await pool.run(`
+      const t = ${T};
+      const a = await t.one(1);
+      globalThis["con" + "sole"].log("after", a);
+      const all = await Promise.all(Array.from({ length: 40 }, (_, i) => t.many(i)));
+      return all.length;`, LIMITS, fn);
+    expect(r.ok ? [r.value, r.logs] : `${r.error.code}: ${r.error.message}`).toEqual([40, ['after {"echoed":1}']]);
+    expect(calls.length).toBe(41);
+  });
+});
