@@ -112,15 +112,19 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush, hostPart
  * The bridge in one piece, for a script likely to use `tools` (`mentionsTools`): the core, `tools` and `console` as one
  * flat function, made before user code runs (compiling the core and a part apart, or the parts nested in the core,
  * cost such a script ≈ 100 µs more: docs/performance.md). The guest sees what `BOOTSTRAP` gives it (the same
- * accessors, `main`, `take`, `deliver`); only when the parts are compiled differs. Keep the two in step: the tests
+ * accessors, `main`, `take`, `deliver`); only when the parts are compiled differs. Like the core, it calls only what it
+ * captured before user code ran and reads its own data with operators (no `Set`, no global `String` at call time: a
+ * guest's replaced `Set.prototype.has` once turned `tools.hasOwnProperty` into a tool call here). Keep the two in step: the tests
  * run every bridge test against both (`test/security/script-bridge-lazy.test.ts`, src/script/vm.test.ts).
  */
 const BOOTSTRAP_WHOLE = String.raw`(function (hostLog, hostSettle, hostFlush) {
   "use strict";
   const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String;
-  const reflectGet = Reflect.get, reserved = new Set(Object.getOwnPropertyNames(Object.prototype));
-  const freeze = Object.freeze, defineProperty = Object.defineProperty;
-  const waiting = Object.create(null);
+  const reflectGet = Reflect.get, freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
+  // a null-prototype record, read with operators only (a Set's has would be the guest's Set.prototype.has at call time)
+  const reserved = create(null), names = Object.getOwnPropertyNames(Object.prototype);
+  for (let i = 0; i < names.length; i++) reserved[names[i]] = true;
+  const waiting = create(null);
   // open until the script's value is decided (its function returned or threw): a call made after is refused here, never
   // queued, and counted in late (a getter or toJSON run while its return value is serialised)
   let nextId = 1, queued = "", count = 0, open = true, late = 0;
@@ -162,12 +166,12 @@ const BOOTSTRAP_WHOLE = String.raw`(function (hostLog, hostSettle, hostFlush) {
     settle(r[1]);
   }
   // each tool's function is made once, with its record head (the name's JSON text and its length)
-  const named = Object.create(null);
+  const named = create(null);
   const tools = new Proxy(freeze({}), {
     get(target, name) {
       const known = named[name];
       if (known !== undefined) return known;
-      if (typeof name !== "string" || name === "then" || reserved.has(name)) return reflectGet(target, name);
+      if (typeof name !== "string" || name === "then" || reserved[name] === true) return reflectGet(target, name);
       const nameJson = stringify(name), head = nameJson.length + ":" + nameJson;
       const f = function (args) { return callTool(name, head, args); };
       named[name] = freeze(f);
@@ -176,8 +180,8 @@ const BOOTSTRAP_WHOLE = String.raw`(function (hostLog, hostSettle, hostFlush) {
   });
   function show(v) {
     if (typeof v === "string") return v;
-    if (v instanceof GuestError) return String(v.stack ? v.name + ": " + v.message + "\n" + v.stack : v);
-    try { const s = stringify(v); return s === undefined ? String(v) : s; } catch (_) { try { return String(v); } catch (_) { return "[unprintable]"; } }
+    if (v instanceof GuestError) return GuestString(v.stack ? v.name + ": " + v.message + "\n" + v.stack : v);
+    try { const s = stringify(v); return s === undefined ? GuestString(v) : s; } catch (_) { try { return GuestString(v); } catch (_) { return "[unprintable]"; } }
   }
   function logger(level) {
     return function () {
