@@ -35,3 +35,17 @@ test("a flood of calls on the port: each served once, in order; timers still tur
   expect(seen).toEqual(Array.from({ length: 3000 }, (_, i) => i + 1));
   expect(worstGap).toBeLessThan(500); // loose: the machine is shared; a starved loop would show seconds
 });
+
+test("a flood of calls on the port cancelled at its first call: no later call is served, polled or not; the run ends cancelled", async () => {
+  await using pool = new ScriptPool({ workers: 1, memoryMb: 64, stackKb: 512, workerUrl: new URL("../fixtures/hostile-script-worker.ts", import.meta.url).href });
+  const ac = new AbortController();
+  const seen: number[] = [];
+  const r = await pool.run("flood", { ...LIMITS, signal: ac.signal }, async (_name, args) => {
+    seen.push((args as { i: number }).i);
+    ac.abort();
+    return { ok: true, result: null };
+  });
+  expect(r.ok ? "ok" : r.error.code).toBe("cancelled");
+  await new Promise((res) => setTimeout(res, 100));
+  expect(seen).toEqual([1]);
+});
