@@ -260,13 +260,13 @@ export class ScriptPool {
       if (later) return later;
       poll();
     });
+    /** Replies still to go without polling, and how many the next miss makes it. */
+    let pollSkip = 0;
+    let nextSkip = POLL_SKIP;
     /**
      * Polls the port for the worker's next message for up to `POLL_MS` after a reply went (see `POLL_MS`), and handles
      * one caught as the port's event would. Not while the current chain of polled calls has run `CHAIN_MS`.
      */
-    /** Replies still to go without polling, and how many the next miss makes it. */
-    let pollSkip = 0;
-    let nextSkip = POLL_SKIP;
     const poll = (): void => {
       if (done || receiveMessage === undefined) return;
       if (pollSkip > 0) {

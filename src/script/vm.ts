@@ -161,8 +161,8 @@ export class ScriptRun {
   /** Set once the script's function returned or threw (from the moment its end is reported): calls made after are not sent. */
   #ended = false;
   #finished = false;
-  /** Set once the guest's handles, context and runtime were freed (or their freeing threw). */
-  #released = false;
+  /** Whether the guest's handles, context and runtime were freed: not yet, cleanly, or their freeing threw. */
+  #release: "pending" | "clean" | "broken" = "pending";
 
   constructor(private readonly mod: QuickJSWASMModule, opts: VmOptions) {
     this.#opts = opts;
@@ -557,22 +557,19 @@ export class ScriptRun {
    */
   release(): boolean {
     if (!this.#finished) return false;
-    if (this.#released) return this.#releasedClean;
-    this.#released = true;
+    if (this.#release !== "pending") return this.#release === "clean";
+    this.#release = "broken"; // until every free below succeeded
     try {
       this.#direct?.free();
       this.#bridge?.dispose();
       this.#ctx?.dispose();
       this.#rt?.dispose();
-      this.#releasedClean = true;
+      this.#release = "clean";
     } catch {
       // the script has ended and its outcome is known; only its instance is broken
-      this.#releasedClean = false;
     }
-    return this.#releasedClean;
+    return this.#release === "clean";
   }
-
-  #releasedClean = false;
 
   #finish(end: Settled | ScriptFailure, fatal: boolean): void {
     if (this.#finished) return;

@@ -60,7 +60,6 @@ function prepareSoon(pool: Instances): void {
     void (async () => {
       try {
         releaseNow(); // the last script's instance back first: it is the one to reuse
-
         if (ready) return;
         const inst = await pool.take();
         try {

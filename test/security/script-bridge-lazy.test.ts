@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
-import type { ToolOutcome } from "../../src/script/protocol.ts";
+import { toolRecorder } from "../script-tools.ts";
 
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
 
@@ -31,18 +31,13 @@ afterAll(async () => {
   await pool.close();
 });
 
-function recorder() {
-  const calls: Array<{ name: string; args: unknown }> = [];
-  const fn = async (name: string, args: unknown): Promise<ToolOutcome> => (calls.push({ name, args }), { ok: true, result: { echoed: args } });
-  return { calls, fn };
-}
 
 for (const variant of ["core", "whole"] as const) {
   /** The script as this variant runs it: for "core", no literal `tools` in its text (bridge.ts `mentionsTools`). */
   const src = (code: string): string => (variant === "core" ? code.replaceAll("tools", "\\u0074ools") : code);
   describe(`${variant}: tools and console first touched after user code replaced built-ins`, () => {
     test("a tool call sends the real arguments, its result comes back, and console logs the real text", async () => {
-      const { calls, fn } = recorder();
+      const { calls, fn } = toolRecorder();
       const r = await pool.run(src(`${POISON}
         console.log("hello", { a: 1 }, [2]);
         const v = await tools.echo({ n: 7, s: "x" });
@@ -70,7 +65,7 @@ for (const variant of ["core", "whole"] as const) {
     });
 
     test("with built-ins replaced only after the first touch, the same objects serve", async () => {
-      const { calls, fn } = recorder();
+      const { calls, fn } = toolRecorder();
       const r = await pool.run(src(`const t = tools, c = console; ${POISON} c.log("x"); await t.one(1); return tools === t && console === c;`), LIMITS, fn);
       expect(r.ok ? "ok" : `${r.error.code}: ${r.error.message}`).toBe("ok");
       expect(calls).toEqual([{ name: "one", args: 1 }]);
@@ -80,7 +75,7 @@ for (const variant of ["core", "whole"] as const) {
 
   describe(`${variant}: the accessors`, () => {
     test("reading them directly yields only the same tools and console; nothing they reach is a host function", async () => {
-      const { fn } = recorder();
+      const { fn } = toolRecorder();
       const r = await pool.run(src(`
         const seen = new Set(), found = [], queue = [];
         const visit = (v, path) => { if ((typeof v === "object" && v !== null) || typeof v === "function") { if (!seen.has(v)) { seen.add(v); queue.push([v, path]); } } };
@@ -113,7 +108,7 @@ for (const variant of ["core", "whole"] as const) {
     });
 
     test("tools cannot be replaced or deleted; console can be assigned, and deleted, before or after its first read", async () => {
-      const { fn } = recorder();
+      const { fn } = toolRecorder();
       const r = await pool.run(src(`
         const out = {};
         try { globalThis.tools = 1; // sloppy code: the assignment is ignored, as it was to the old read-only value
@@ -131,7 +126,7 @@ for (const variant of ["core", "whole"] as const) {
 
   describe(`${variant}: a script that never touches tools or console`, () => {
     test("runs, returns its value and makes no call; the next script's tools work", async () => {
-      const { calls, fn } = recorder();
+      const { calls, fn } = toolRecorder();
       const r = await pool.run(src("return [1 + 1, Object.keys(globalThis).includes('tools')];"), LIMITS, fn);
       expect(r).toMatchObject({ ok: true, value: [2, false], logs: [], calls: 0 });
       const next = await pool.run(src("console.log('n'); return await tools.echo(3);"), LIMITS, fn);
