@@ -3,7 +3,7 @@
  * Where airlock keeps its state (SPEC §2): the data dir and the two bearer tokens in it.
  * Token files are created atomically with mode 0600 and never exist world-readable, not even briefly.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, readSync, realpathSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, readSync, realpathSync, statfsSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { AirlockError } from "../errors.ts";
 
@@ -457,8 +457,9 @@ export interface RegularFileOptions {
  * @param opts see {@link RegularFileOptions}; defaults: follow links, any size, any owner.
  * @returns the file's bytes.
  * @throws NodeJS.ErrnoException from the open or read (`ENOENT`, `EACCES`, `ELOOP` for a link when not followed, …);
- *   code `EISDIR` for a folder, `ENOTREG` for anything else that is not a regular file (a kernel pseudo file under
- *   `/proc` or `/sys` too, found by the descriptor's real path: it is opened, never read), `EFBIG` over `maxBytes`,
+ *   code `EISDIR` for a folder, `ENOTREG` for anything else that is not a regular file (a kernel pseudo file too: under
+ *   `/proc` or `/sys`, or on procfs, sysfs, debugfs, … mounted anywhere, found by statfs of the path before the open,
+ *   then by the descriptor's real path and file system: never read), `EFBIG` over `maxBytes`,
  *   `EOWNER` for another owner (with its `uid`), `EWRITABLE` for a group- or other-writable file.
  */
 export function readRegularFile(path: string, opts: RegularFileOptions = {}): Buffer {
@@ -473,6 +474,9 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
   }
   // nor one of another owner (which this user often may not open anyway: EACCES would hide why it is refused)
   if (opts.owner === "self" && pre.isFile()) ownedBySelf(path, pre);
+  // nor a kernel pseudo file (some opens have effects too: tracefs's `trace` stops tracing while it is open for reading)
+  const pseudoNamed = pre.isFile() ? pseudoFileNamed(path) : undefined;
+  if (pseudoNamed !== undefined) throw fileError("ENOTREG", `${path} is a kernel pseudo file (${pseudoNamed}), not a regular file`);
   const fd = openSync(path, flags);
   try {
     const st = fstatSync(fd);
@@ -492,24 +496,80 @@ export function readRegularFile(path: string, opts: RegularFileOptions = {}): Bu
   }
 }
 
-/** Where the kernel's pseudo filesystems live (procfs, sysfs and what is mounted under it: debugfs, tracefs, cgroup). */
+/** Where the kernel's pseudo filesystems are usually mounted (procfs, sysfs and what is mounted under it: debugfs, tracefs, cgroup). */
 const PSEUDO_ROOTS = ["/proc/", "/sys/"];
 
 /**
- * The real path of the file open at `fd` when it is under {@link PSEUDO_ROOTS}, else undefined (also when `/proc` is not
- * mounted: then no procfs file can be open). Such files are "regular" to fstat (size 0 or 4096) but made by the kernel
- * on each read, and some reads take what they return: as root, `/proc/kmsg` hands over kernel log lines that syslog then
- * never gets, and tracefs's `trace_pipe` consumes trace records. A link the model writes in a workspace
- * (`.claude/settings.json`) or one put in a folder airlock reads must not make airlock read them.
+ * The kernel's pseudo filesystems by their `statfs` f_type (linux/magic.h), wherever they are mounted: a second
+ * procfs (`mount -t proc proc /host/proc`, a monitoring container's `-v /proc:/host/proc`), a bind mount of `/sys`
+ * or of one file of it, debugfs or tracefs mounted outside `/sys`. Their files are "regular" to fstat but made by the
+ * kernel on each read (and some reads consume them); none of them holds a file someone wrote for airlock to read.
  */
-function pseudoFileAt(fd: number): string | undefined {
-  let real: string;
+const PSEUDO_FS_TYPES = new Map<number, string>([
+  [0x9fa0, "proc"],
+  [0x62656572, "sysfs"],
+  [0x64626720, "debugfs"],
+  [0x74726163, "tracefs"],
+  [0x73636673, "securityfs"],
+  [0x62656570, "configfs"],
+  [0x27e0eb, "cgroup"],
+  [0x63677270, "cgroup2"],
+  [0xcafe4a11, "bpf"],
+  [0xde5e81e4, "efivarfs"],
+  [0x6165676c, "pstore"],
+  [0x42494e4d, "binfmt_misc"],
+  [0x65735543, "fusectl"],
+  [0xf97cff8c, "selinuxfs"],
+  [0x43415d53, "smackfs"],
+  [0x19800202, "mqueue"],
+  [0x6e736673, "nsfs"],
+]);
+
+/** The pseudo filesystem (its name) that `path` (links followed) lies on, by `statfs`; undefined for any other or when statfs fails. */
+function pseudoFsOf(path: string): string | undefined {
+  try {
+    return PSEUDO_FS_TYPES.get(Number(statfsSync(path).type) >>> 0);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Says where the file open at `fd` is when it is a kernel pseudo file — its real path under {@link PSEUDO_ROOTS}, or a
+ * file system of {@link PSEUDO_FS_TYPES} wherever it is mounted (statfs of `/proc/self/fd/N`, which follows the
+ * descriptor to the very file opened) — else undefined (also when `/proc` is not mounted: then no procfs file can be
+ * open). Such files are "regular" to fstat (size 0 or 4096) but made by the kernel on each read, and some reads take
+ * what they return: as root, `/proc/kmsg` hands over kernel log lines that syslog then never gets, and tracefs's
+ * `trace_pipe` consumes trace records. A link the model writes in a workspace (`.claude/settings.json`, a script a
+ * shell call names: card/bound-files.ts) or one put in a folder airlock reads must not make airlock read them.
+ * @returns e.g. `/proc/kmsg`, or `/host/proc/kmsg on proc` outside {@link PSEUDO_ROOTS}.
+ */
+export function pseudoFileAt(fd: number): string | undefined {
+  let real: string | undefined;
   try {
     real = readlinkSync(`/proc/self/fd/${fd}`);
   } catch {
     return undefined;
   }
-  return PSEUDO_ROOTS.some((root) => real.startsWith(root)) ? real : undefined;
+  if (PSEUDO_ROOTS.some((root) => real.startsWith(root))) return real;
+  const fs = pseudoFsOf(`/proc/self/fd/${fd}`);
+  return fs === undefined ? undefined : `${real} on ${fs}`;
+}
+
+/**
+ * The same by name, before any open (links followed): a pseudo file is then not even opened. The check on the
+ * opened descriptor ({@link pseudoFileAt}) still decides; this one only spares the open.
+ */
+export function pseudoFileNamed(path: string): string | undefined {
+  const fs = pseudoFsOf(path);
+  if (fs === undefined) return undefined;
+  let real = path;
+  try {
+    real = realpathSync(path);
+  } catch {
+    // named as given
+  }
+  return PSEUDO_ROOTS.some((root) => real.startsWith(root)) ? real : `${real} on ${fs}`;
 }
 
 /**
