@@ -9,6 +9,7 @@ import { lstat, open, readlink } from "node:fs/promises";
 import path from "node:path";
 import { FileBinding } from "../bus/events.ts";
 import { resolveRealPath } from "../launcher/resolve.ts";
+import { pseudoFileAt, pseudoFileNamed } from "../config/paths.ts";
 import { assertNever } from "../errors.ts";
 
 /** Largest file hashed, bytes (256 MiB). A bigger named file cannot be bound: the call is refused. */
@@ -77,8 +78,14 @@ async function bindOne(f: NamedFile, at: string, signal?: AbortSignal): Promise<
 
 type Hashed = { kind: "file"; size: number; sha256: string } | { kind: "too_large"; size: number } | { kind: "other" };
 
-/** Opens without blocking on a FIFO, checks it is a regular file (and the lstat'd inode when `expect` is given), hashes it in chunks. */
+/**
+ * Opens without blocking on a FIFO, checks it is a regular file (and the lstat'd inode when `expect` is given), hashes it in chunks.
+ * A kernel pseudo file (`/proc`, `/sys`, procfs or sysfs mounted elsewhere: config/paths.ts `pseudoFileAt`) is "other",
+ * never read and, when seen by name, never opened: a link the model put in the workspace (`x.sh -> /proc/kmsg`, then
+ * `sh x.sh`) would otherwise have airlock, as root, consume kernel log lines (or tracefs's `trace_pipe` records) to hash them.
+ */
 async function hashOpen(at: string, noFollow: boolean, expect: Stats | undefined, signal?: AbortSignal): Promise<Hashed> {
+  if (pseudoFileNamed(at) !== undefined) return { kind: "other" };
   let fh;
   try {
     fh = await open(at, FS.O_RDONLY | FS.O_NONBLOCK | (noFollow ? FS.O_NOFOLLOW : 0));
@@ -88,6 +95,7 @@ async function hashOpen(at: string, noFollow: boolean, expect: Stats | undefined
   try {
     const st = await fh.stat();
     if (!st.isFile() || (expect && (st.ino !== expect.ino || st.dev !== expect.dev))) return { kind: "other" };
+    if (pseudoFileAt(fh.fd) !== undefined) return { kind: "other" };
     if (st.size > BIND_MAX_BYTES) return { kind: "too_large", size: st.size };
     const hash = new Bun.CryptoHasher("sha256"); // not node:crypto: not loaded at start (docs/performance.md)
     const buf = Buffer.allocUnsafe(BIND_CHUNK_BYTES);
