@@ -525,8 +525,8 @@ const PSEUDO_FS_TYPES = new Map<number, string>([
   [0x6e736673, "nsfs"],
 ]);
 
-/** The pseudo filesystem (its name) that `path` (links followed) lies on, by `statfs`; undefined for any other or when statfs fails. */
-function pseudoFsOf(path: string): string | undefined {
+/** The pseudo filesystem (its name: "proc", "sysfs", "tracefs", …) that `path` (links followed) lies on, by `statfs`; undefined for any other or when statfs fails. */
+export function pseudoFsOf(path: string): string | undefined {
   try {
     return PSEUDO_FS_TYPES.get(Number(statfsSync(path).type) >>> 0);
   } catch {

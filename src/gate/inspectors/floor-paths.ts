@@ -6,6 +6,7 @@
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { credentialStoreKind, procSecretKind } from "../../launcher/credentials.ts";
+import { pseudoFsOf } from "../../config/paths.ts";
 import { isInside, resolveRealPath } from "../../launcher/resolve.ts";
 
 const RC_FILES = new Set([".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".kshrc", ".cshrc", ".tcshrc", ".inputrc"]);
@@ -43,6 +44,31 @@ export function procReadKind(word: string, cwd: string | null, real: string | nu
   if (hit || real === null) return hit;
   if (!byAirlock && spelled && /^\/proc\/(self|thread-self)(\/|$)/.test(path.posix.normalize(spelled))) return null;
   return procSecretKind(real);
+}
+
+/** tracefs's consuming readers, relative to its root: `trace_pipe`, per instance and per CPU (`trace_pipe_raw` too). */
+const TRACE_PIPE = /^(?:instances\/[^/]+\/)?(?:per_cpu\/cpu[0-9]+\/)?trace_pipe(?:_raw)?$/;
+
+/**
+ * Why reading `p` (spelled or real, absolute) takes what it returns from the kernel, or null: `/proc/kmsg` (the kernel
+ * log: each read removes its lines, which syslog then never gets; as root a file tool, which reads in airlock's own
+ * process, can) and tracefs's `trace_pipe` / `trace_pipe_raw` (consumes trace records), at their usual places or — for
+ * an existing `p` — on procfs or tracefs mounted anywhere (statfs). Such a read changes the host, so even a read-only
+ * call asks (a `developer__read_file` is otherwise free in `smart` mode).
+ */
+export function consumingReadKind(p: string): string | null {
+  const norm = path.posix.normalize(p);
+  const kmsg = "the kernel log: each read takes its lines from syslog";
+  const trace = "tracefs's trace pipe: each read takes its trace records";
+  if (norm === "/proc/kmsg") return kmsg;
+  const traced = /^\/sys\/kernel\/(?:debug\/)?tracing\/(.+)$/.exec(norm);
+  if (traced && TRACE_PIPE.test(traced[1]!)) return trace;
+  const base = path.posix.basename(norm);
+  if (base !== "kmsg" && !base.startsWith("trace_pipe")) return null;
+  const fs = pseudoFsOf(norm);
+  if (fs === "proc" && base === "kmsg") return kmsg;
+  if (fs === "tracefs" || fs === "debugfs") return trace;
+  return null;
 }
 
 /** Why the existing directory `p` holds credentials, or null: `.ssh`, `.aws`, airlock's data dir (its tokens). */

@@ -15,7 +15,7 @@ import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "../../shell/command-words.ts";
-import { credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal, type RealPaths } from "./floor-paths.ts";
+import { consumingReadKind, credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal, type RealPaths } from "./floor-paths.ts";
 import { BRACE_BUDGET, braceAlternatives, chdirFlag, clusterTarget, flagValue, globComponent, humanishName, listDir, oldStyleTar, shortAndLongOptions, splitOperands } from "./shell-args.ts";
 import { assertNever } from "../../errors.ts";
 
@@ -213,6 +213,9 @@ class Judge {
     const hit =
       credentialKind(word, this.home) ?? (p ? (credentialKind(p, this.home) ?? credentialDirKind(p)) : null) ?? procReadKind(word, cwd, p, byAirlock);
     if (hit) this.findings.push(`reads credential file ${word} (${hit})`);
+    const spelled = path.isAbsolute(word) ? word : cwd ? path.posix.join(cwd, word) : null;
+    const taken = (spelled ? consumingReadKind(spelled) : null) ?? (p ? consumingReadKind(p) : null);
+    if (taken) this.findings.push(`reads ${word}, a kernel file whose reads consume what they return (${taken})`);
   }
 
   /**
@@ -247,6 +250,11 @@ class Judge {
         const hit = credentialKind(m, this.home) ?? credentialDirKind(m);
         if (hit) {
           this.findings.push(`reads credential file ${m} through the pattern ${word} (${hit})`);
+          return;
+        }
+        const taken = consumingReadKind(m);
+        if (taken) {
+          this.findings.push(`reads ${m} through the pattern ${word}, a kernel file whose reads consume what they return (${taken})`);
           return;
         }
         if (++n >= MAX_GLOB_MATCHES) return;
