@@ -78,3 +78,26 @@ describe("a guest prepared with the bridge in one piece or its core alone", () =
     });
   }
 });
+
+describe("a script that overflows the host's stack (a recursing Proxy trap)", () => {
+  // QuickJS's own limit, counted on emscripten's shadow stack, set far above what this thread's stack holds of the
+  // trap's native frames: the host's stack runs out first (script/vm.ts `isHostStackOverflow`)
+  const BIG_STACK = 4 << 20;
+  const CODE = "const p = new Proxy({}, { get(t, k, r) { return r[k]; } }); return p.x;";
+  for (const releaseLater of [false, true]) {
+    test(`ends script_stack_overflow, is fatal, and nothing of it is freed (releaseLater ${releaseLater})`, async () => {
+      const instances = await Instances.create(16);
+      const inst = await instances.take();
+      const guest = prepareGuest(inst.module, MEMORY, BIG_STACK);
+      const run = new ScriptRun(inst.module, { code: CODE, limits: LIMITS, memoryBytes: MEMORY, stackBytes: BIG_STACK, meter: new Float64Array(3), memoryExhausted: () => false, post: () => {}, releaseLater });
+      run.start(guest);
+      const out = await run.done;
+      expect(out.ok ? "ok" : out.error.code).toBe("script_stack_overflow");
+      expect(out.ok ? "" : out.error.message).toContain("sandbox thread's stack");
+      expect(out.fatal).toBe(true);
+      // QuickJS was unwound mid-call: its runtime is dropped with the instance, never freed (nor reused)
+      expect(run.release()).toBe(false);
+      expect([guest.ctx.alive, guest.rt.alive]).toEqual([true, true]);
+    });
+  }
+});
