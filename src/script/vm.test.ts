@@ -83,9 +83,15 @@ describe("a script that overflows the host's stack (a recursing Proxy trap)", ()
   // QuickJS's own limit, counted on emscripten's shadow stack, set far above what this thread's stack holds of the
   // trap's native frames: the host's stack runs out first (script/vm.ts `isHostStackOverflow`)
   const BIG_STACK = 4 << 20;
-  const CODE = "const p = new Proxy({}, { get(t, k, r) { return r[k]; } }); return p.x;";
-  for (const releaseLater of [false, true]) {
-    test(`ends script_stack_overflow, is fatal, and nothing of it is freed (releaseLater ${releaseLater})`, async () => {
+  const LOOP = "new Proxy({}, { get(t, k, r) { return r[k]; } })";
+  const CASES: Array<[string, string, boolean]> = [
+    ["in the script's code", `const p = ${LOOP}; return p.x;`, false],
+    ["in the script's code", `const p = ${LOOP}; return p.x;`, true],
+    // the host reads a thrown value's fields, running its getters: was read as "a non-error value"
+    ["in a getter of the value it threw, read by the host", `throw { get message() { const p = ${LOOP}; return p.x; } };`, true],
+  ];
+  for (const [where, CODE, releaseLater] of CASES) {
+    test(`${where}: ends script_stack_overflow, is fatal, and nothing of it is freed (releaseLater ${releaseLater})`, async () => {
       const instances = await Instances.create(16);
       const inst = await instances.take();
       const guest = prepareGuest(inst.module, MEMORY, BIG_STACK);

@@ -407,7 +407,7 @@ export class ScriptRun {
   #stackFailure(host: boolean): ScriptFailure {
     const kb = this.#opts.stackBytes >> 10;
     if (!host) return { code: "script_stack_overflow", message: `the script overflowed its stack (${kb} KiB, limits.script_stack_kb); avoid deep recursion` };
-    return { code: "script_stack_overflow", message: `the script overflowed its stack: it nested too deeply through native code (a Proxy trap, getter, toString, valueOf or Symbol.toPrimitive calling itself) for the sandbox thread's stack, before its own ${kb} KiB (limits.script_stack_kb) ran out; avoid deep recursion` };
+    return { code: "script_stack_overflow", message: `the script overflowed its stack: it nested too deeply for the sandbox thread's stack before its own ${kb} KiB (limits.script_stack_kb) ran out (recursion through native code: a Proxy trap, a getter, toString, valueOf or Symbol.toPrimitive calling itself, or JSON of a deeply nested value); avoid deep recursion` };
   }
 
   /** Runs `fn` with the CPU meter running (guest code may execute inside). Re-entrant. */
@@ -697,7 +697,10 @@ function timeoutFailure(message: string): ScriptFailure {
   return { code: "script_timeout", message };
 }
 
-/** Reads `name`, `message`, `stack` of a guest value as strings (undefined where absent); never throws. */
+/**
+ * Reads `name`, `message`, `stack` of a guest value as strings (undefined where absent).
+ * @throws only a host stack overflow (`isHostStackOverflow`: a getter of the value recursed); anything else reads as absent.
+ */
 function describe(ctx: QuickJSContext, h: QuickJSHandle): { name?: string; message?: string; stack?: string; code?: string } {
   try {
     const t = ctx.typeof(h);
@@ -727,7 +730,9 @@ function describe(ctx: QuickJSContext, h: QuickJSHandle): { name?: string; messa
     if (stack !== undefined) out.stack = stack;
     if (name === undefined && message === undefined) out.message = "[object]";
     return out;
-  } catch {
+  } catch (e) {
+    // a getter of the thrown value overflowed the host's stack: never read as a value without fields (its run records it)
+    if (isHostStackOverflow(e)) throw e;
     return {};
   }
 }

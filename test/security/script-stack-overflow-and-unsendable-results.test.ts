@@ -62,6 +62,33 @@ describe("recursion through native code (held: was `internal`, the instance kept
     });
   }
 
+  // the host reads the thrown value's fields, running its getters: the host's stack running out there was read as "a
+  // non-error value" (script_error) and the instance kept; QuickJS's own limit there still reads as a value without
+  // fields (`Error: [object]`), as any getter that throws does
+  const THROWN: Record<string, string> = {
+    "a getter of the thrown value (message)": `throw { get message() { const p = ${LOOP_GET}; return p.x; } };`,
+    "a getter of the thrown value (name, via toString)": "throw { get name() { const o = { toString() { return String(o); } }; return String(o); } };",
+    "the thrown value is the Proxy": `throw ${LOOP_GET};`,
+  };
+  for (const [name, code] of Object.entries(THROWN)) {
+    test(`${name}: script_stack_overflow (or QuickJS's own limit in the getter), and the next script on the thread runs clean`, async () => {
+      for (let i = 0; i < 3; i++) {
+        const r = await pool.run(code, LIMITS, echo);
+        if (codeOf(r) === "script_error") expect(r.ok ? "" : r.error.message).toBe("Error: [object]");
+        else expect(codeOf(r)).toBe("script_stack_overflow");
+        expect(await pool.run("return [1, 2].map((x) => x * 2);", LIMITS, echo)).toEqual({ ok: true, value: [2, 4], logs: [], calls: 0 });
+      }
+    });
+  }
+
+  test("console.log of a value whose toJSON recurses: QuickJS's own limit is caught by console (logged as text), the host's ends the script", async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await pool.run(`console.log({ toJSON() { const p = ${LOOP_GET}; return p.x; } }); return 1;`, LIMITS, echo);
+      if (r.ok) expect(r).toEqual({ ok: true, value: 1, logs: ["[object Object]"], calls: 0 });
+      else expect(r.error.code).toBe("script_stack_overflow");
+    }
+  });
+
   test("a guest that catches what the overflow threw still ends script_stack_overflow or holds QuickJS's own error", async () => {
     for (let i = 0; i < 3; i++) {
       const r = await pool.run(`const p = ${LOOP_GET}; try { return p.x; } catch (e) { return String(e); }`, LIMITS, echo);
