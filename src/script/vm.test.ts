@@ -107,3 +107,32 @@ describe("a script that overflows the host's stack (a recursing Proxy trap)", ()
     });
   }
 });
+
+describe("the host's stack running out in a bridge function (its error simulated where the host sends a call)", () => {
+  // 40 calls at once: the guest hands the host the first 32 from inside its `tools.*` call (the bridge's flush), where
+  // quickjs-emscripten turns a host error into a guest exception the script can catch
+  const CODE = "try { await Promise.all(Array.from({ length: 40 }, (_, i) => tools.echo(i))); return 'done'; } catch (e) { return 'caught ' + e; }";
+  for (const directCalls of [true, false]) {
+    test(`ends script_stack_overflow and is fatal though the guest caught the error (${directCalls ? "FFI" : "handle API"})`, async () => {
+      const instances = await Instances.create(16);
+      const inst = await instances.take();
+      const run = new ScriptRun(inst.module, {
+        code: CODE,
+        limits: LIMITS,
+        memoryBytes: MEMORY,
+        stackBytes: STACK,
+        meter: new Float64Array(3),
+        memoryExhausted: () => false,
+        directCalls,
+        post: () => {
+          throw new RangeError("Maximum call stack size exceeded.");
+        },
+      });
+      run.start();
+      const out = await run.done;
+      expect(out.ok ? "ok" : out.error.code).toBe("script_stack_overflow");
+      expect(out.fatal).toBe(true);
+      expect(run.release()).toBe(false);
+    });
+  }
+});

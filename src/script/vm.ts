@@ -73,7 +73,10 @@ export function isFatalModuleError(e: unknown): boolean {
  * trips. The error unwinds through QuickJS without its cleanup, so the instance it unwound is never used again.
  */
 export function isHostStackOverflow(e: unknown): boolean {
-  return e instanceof RangeError && /call stack size exceeded/i.test(e.message);
+  if (e instanceof RangeError && /call stack size exceeded/i.test(e.message)) return true;
+  // quickjs-emscripten's scopes throw the block's error with the error of their disposal attached (`disposeError`)
+  const disposed = e instanceof Error ? (e as { disposeError?: unknown }).disposeError : undefined;
+  return disposed instanceof RangeError && /call stack size exceeded/i.test(disposed.message);
 }
 
 /**
@@ -389,18 +392,38 @@ export class ScriptRun {
   }
 
   /**
-   * Records a host stack overflow that quickjs-emscripten turns into a guest exception outside the bridge hooks (its own
-   * frames around a host function overflowed): its context's `errorToHandle`, which every such conversion passes
-   * through, is wrapped. A field the library marks private (as script/direct.ts reads some): skipped when absent.
+   * Records a host stack overflow that quickjs-emscripten catches itself, outside the bridge hooks (its own frames around
+   * a host function overflowed, or the WebAssembly calls they make): its context's `errorToHandle`, which turns every
+   * error of a host function into a guest exception, and the context's C → host entry (`cToHostCallbacks.callFunction`,
+   * from which an error that conversion could not make goes to the module's catch-all: printed, the call read as
+   * `undefined`) are wrapped. Fields the library marks private (as script/direct.ts reads some): skipped when absent.
    */
   #watchHostErrors(ctx: QuickJSContext): void {
-    const c = ctx as unknown as { errorToHandle?: (e: unknown) => QuickJSHandle };
+    const c = ctx as unknown as { errorToHandle?: (e: unknown) => QuickJSHandle; cToHostCallbacks?: { callFunction?: (...a: unknown[]) => unknown } };
     const convert = c.errorToHandle;
-    if (typeof convert !== "function") return;
-    c.errorToHandle = (e: unknown): QuickJSHandle => {
-      if (isHostStackOverflow(e)) this.#onHostOverflow();
-      return convert.call(ctx, e);
-    };
+    if (typeof convert === "function") {
+      c.errorToHandle = (e: unknown): QuickJSHandle => {
+        if (isHostStackOverflow(e)) this.#onHostOverflow();
+        try {
+          return convert.call(ctx, e);
+        } catch (e2) {
+          if (isHostStackOverflow(e2)) this.#onHostOverflow();
+          throw e2;
+        }
+      };
+    }
+    const entry = c.cToHostCallbacks;
+    const call = entry?.callFunction;
+    if (entry && typeof call === "function") {
+      entry.callFunction = (...a: unknown[]): unknown => {
+        try {
+          return call.apply(entry, a);
+        } catch (e) {
+          if (isHostStackOverflow(e)) this.#onHostOverflow();
+          throw e;
+        }
+      };
+    }
   }
 
   /** The `script_stack_overflow` failure; `host`: the host's stack ran out first (`isHostStackOverflow`). */
