@@ -2,7 +2,8 @@
  * @module test/security/script-stack-overflow-and-unsendable-results
  * Script outcomes a guest could make wrong (src/script/vm.ts, bridge.ts), through real worker threads and real QuickJS:
  * - recursion through native code (a Proxy trap, a getter, `toString`, `valueOf`, `Symbol.toPrimitive`, the result's
- *   serialisation, a tool call's arguments) uses up the worker thread's own stack before QuickJS's limit trips: the
+ *   serialisation, a tool call's arguments, a getter of a thrown value the host reads) uses up the worker thread's own
+ *   stack before QuickJS's limit trips: the
  *   script ends `script_stack_overflow` (never `internal`), its instance is dropped, and the next script on the thread
  *   runs clean;
  * - a return value JSON makes nothing of (a function, a Symbol, a `toJSON` that gives one) ends `script_result_invalid`
