@@ -14,9 +14,10 @@ export const SCRIPT_FILENAME = "script.js";
  * How the guest's `main` ended, as it passes it to the host's `settle` (a number: the bootstrap compares with operators only),
  * and the value passed with it: `returned`, the return value's JSON text (or undefined); `threw`, the thrown guest value;
  * `unserialisable`, what `JSON.stringify` of the return value threw; `calledLate`, how many tool calls a getter or
- * `toJSON` made while it was serialised (refused in the guest, never sent).
+ * `toJSON` made while it was serialised (refused in the guest, never sent); `notJson`, the `typeof` of a return value
+ * other than `undefined` that `JSON.stringify` made nothing of (a function, a Symbol, an object whose `toJSON` gave one).
  */
-export const SETTLE = { returned: 0, threw: 1, unserialisable: 2, calledLate: 3 } as const;
+export const SETTLE = { returned: 0, threw: 1, unserialisable: 2, calledLate: 3, notJson: 4 } as const;
 export type SettleKind = keyof typeof SETTLE;
 
 /** Calls the guest queues before it hands them to the host without waiting for its slice to end (`hostFlush`). */
@@ -103,6 +104,7 @@ const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush, hostPart
     }
     if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
     else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
+    else if (json === undefined && value !== undefined) hostSettle(${SETTLE.notJson}, typeof value);
     else hostSettle(${SETTLE.returned}, json);
   }
   return [main, take, deliver];
@@ -224,6 +226,7 @@ const BOOTSTRAP_WHOLE = String.raw`(function (hostLog, hostSettle, hostFlush) {
     }
     if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
     else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
+    else if (json === undefined && value !== undefined) hostSettle(${SETTLE.notJson}, typeof value);
     else hostSettle(${SETTLE.returned}, json);
   }
   return [main, take, deliver];
@@ -359,7 +362,7 @@ export function installBridge(ctx: QuickJSContext, hooks: BridgeHooks, whole = f
   const hostSettle = ctx.newFunction("settle", (endH, valueH) => {
     const n = ctx.typeof(endH) === "number" ? ctx.getNumber(endH) : -1;
     // only the bootstrap holds this function, so another number is a bug: reported as what the guest threw
-    hooks.settle(n === SETTLE.returned ? "returned" : n === SETTLE.unserialisable ? "unserialisable" : n === SETTLE.calledLate ? "calledLate" : "threw", valueH);
+    hooks.settle(n === SETTLE.returned ? "returned" : n === SETTLE.unserialisable ? "unserialisable" : n === SETTLE.calledLate ? "calledLate" : n === SETTLE.notJson ? "notJson" : "threw", valueH);
   });
   // compiles part n on the guest's first read of `tools` (0) or `console` (1): only the core's getters hold it
   const hostPart = whole ? undefined : ctx.newFunction("part", (nH) => {

@@ -168,9 +168,10 @@ export class ScriptPool {
   /**
    * Runs `code` as the body of an async function in a fresh QuickJS runtime and resolves with its
    * result; limits, guest errors and cancellation are `{ok: false, error: {code, message, stack?}}`
-   * (codes: script_timeout, script_memory_limit, script_stack_overflow, script_too_many_calls,
-   * script_output_too_large, script_error, script_result_invalid (its return value was not sent: not JSON, or serialising it
-   * made tool calls), script_worker_lost (its worker thread went away under it,
+   * (codes: script_timeout, script_memory_limit, script_stack_overflow (also when the worker thread's own stack ran out
+   * first: its instance is dropped), script_too_many_calls,
+   * script_output_too_large, script_error, script_result_invalid (its return value was not sent: not JSON — a cycle, a BigInt, a function, a
+   * Symbol —, or serialising it made tool calls; `undefined` is ok with `value: null`), script_worker_lost (its worker thread went away under it,
    * e.g. the pool closed; retryable), cancelled, internal). The script waits for a run slot before it
    * starts and before each tool result is delivered; that wait counts against its wall-clock deadline. Each `tools.NAME(args)` in the guest
    * becomes `callTool(NAME, args)`, run in the async context of this `run()` call.

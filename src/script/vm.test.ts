@@ -78,3 +78,61 @@ describe("a guest prepared with the bridge in one piece or its core alone", () =
     });
   }
 });
+
+describe("a script that overflows the host's stack (a recursing Proxy trap)", () => {
+  // QuickJS's own limit, counted on emscripten's shadow stack, set far above what this thread's stack holds of the
+  // trap's native frames: the host's stack runs out first (script/vm.ts `isHostStackOverflow`)
+  const BIG_STACK = 4 << 20;
+  const LOOP = "new Proxy({}, { get(t, k, r) { return r[k]; } })";
+  const CASES: Array<[string, string, boolean]> = [
+    ["in the script's code", `const p = ${LOOP}; return p.x;`, false],
+    ["in the script's code", `const p = ${LOOP}; return p.x;`, true],
+    // the host reads a thrown value's fields, running its getters: was read as "a non-error value"
+    ["in a getter of the value it threw, read by the host", `throw { get message() { const p = ${LOOP}; return p.x; } };`, true],
+  ];
+  for (const [where, CODE, releaseLater] of CASES) {
+    test(`${where}: ends script_stack_overflow, is fatal, and nothing of it is freed (releaseLater ${releaseLater})`, async () => {
+      const instances = await Instances.create(16);
+      const inst = await instances.take();
+      const guest = prepareGuest(inst.module, MEMORY, BIG_STACK);
+      const run = new ScriptRun(inst.module, { code: CODE, limits: LIMITS, memoryBytes: MEMORY, stackBytes: BIG_STACK, meter: new Float64Array(3), memoryExhausted: () => false, post: () => {}, releaseLater });
+      run.start(guest);
+      const out = await run.done;
+      expect(out.ok ? "ok" : out.error.code).toBe("script_stack_overflow");
+      expect(out.ok ? "" : out.error.message).toContain("sandbox thread's stack");
+      expect(out.fatal).toBe(true);
+      // QuickJS was unwound mid-call: its runtime is dropped with the instance, never freed (nor reused)
+      expect(run.release()).toBe(false);
+      expect([guest.ctx.alive, guest.rt.alive]).toEqual([true, true]);
+    });
+  }
+});
+
+describe("the host's stack running out in a bridge function (its error simulated where the host sends a call)", () => {
+  // 40 calls at once: the guest hands the host the first 32 from inside its `tools.*` call (the bridge's flush), where
+  // quickjs-emscripten turns a host error into a guest exception the script can catch
+  const CODE = "try { await Promise.all(Array.from({ length: 40 }, (_, i) => tools.echo(i))); return 'done'; } catch (e) { return 'caught ' + e; }";
+  for (const directCalls of [true, false]) {
+    test(`ends script_stack_overflow and is fatal though the guest caught the error (${directCalls ? "FFI" : "handle API"})`, async () => {
+      const instances = await Instances.create(16);
+      const inst = await instances.take();
+      const run = new ScriptRun(inst.module, {
+        code: CODE,
+        limits: LIMITS,
+        memoryBytes: MEMORY,
+        stackBytes: STACK,
+        meter: new Float64Array(3),
+        memoryExhausted: () => false,
+        directCalls,
+        post: () => {
+          throw new RangeError("Maximum call stack size exceeded.");
+        },
+      });
+      run.start();
+      const out = await run.done;
+      expect(out.ok ? "ok" : out.error.code).toBe("script_stack_overflow");
+      expect(out.fatal).toBe(true);
+      expect(run.release()).toBe(false);
+    });
+  }
+});

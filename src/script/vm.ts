@@ -66,6 +66,20 @@ export function isFatalModuleError(e: unknown): boolean {
 }
 
 /**
+ * True for the host's own stack overflow (the worker thread's JavaScript stack: JSC throws a RangeError "Maximum call
+ * stack size exceeded."). QuickJS's C frames sit on that stack as WebAssembly frames, and a guest whose recursion
+ * passes through native code (a Proxy trap, a getter, `toString`/`valueOf`/`Symbol.toPrimitive`, `JSON.stringify`)
+ * can use it up before QuickJS's own stack limit (`limits.script_stack_kb`, counted on emscripten's shadow stack)
+ * trips. The error unwinds through QuickJS without its cleanup, so the instance it unwound is never used again.
+ */
+export function isHostStackOverflow(e: unknown): boolean {
+  if (e instanceof RangeError && /call stack size exceeded/i.test(e.message)) return true;
+  // quickjs-emscripten's scopes throw the block's error with the error of their disposal attached (`disposeError`)
+  const disposed = e instanceof Error ? (e as { disposeError?: unknown }).disposeError : undefined;
+  return disposed instanceof RangeError && /call stack size exceeded/i.test(disposed.message);
+}
+
+/**
  * A QuickJS runtime and context made ahead of a script, with its limits set and the bridge installed,
  * and no user code ever run in it: `prepareGuest()` makes one while its worker is idle, and exactly one
  * `ScriptRun` adopts it (`start(prepared)`), so a script does not wait for runtime creation and still gets
@@ -163,6 +177,12 @@ export class ScriptRun {
   #finished = false;
   /** Whether the guest's handles, context and runtime were freed: not yet, cleanly, or their freeing threw. */
   #release: "pending" | "clean" | "broken" = "pending";
+  /**
+   * Set once the host's stack overflowed while this script ran (`isHostStackOverflow`): the script ends
+   * `script_stack_overflow`, its instance is fatal (dropped), and nothing of it is freed (`release` refuses: QuickJS's
+   * state was unwound mid-call and freeing it could fault or loop).
+   */
+  #hostOverflow = false;
 
   constructor(private readonly mod: QuickJSWASMModule, opts: VmOptions) {
     this.#opts = opts;
@@ -192,14 +212,14 @@ export class ScriptRun {
     }
     this.#guard(() => {
       const hooks: BridgeHooks = {
-        flush: (batch) => {
+        flush: this.#shield((batch) => {
           // the batch's calls could not be copied out of a full guest: they are lost, so the script ends (never goes on without them)
           if (batch === null) this.#stop ??= this.#oom();
           const refused = batch === null ? this.#stop!.message : this.#onBatch(batch);
           return refused === undefined ? undefined : { error: this.#ctx!.newError({ name: "Error", message: refused }) };
-        },
-        log: (level, line) => this.#onLog(level, line),
-        settle: (end, value) => this.#onSettle(end, value),
+        }),
+        log: this.#shield((level: string, line: string) => this.#onLog(level, line)),
+        settle: this.#shield((end: SettleKind, value: QuickJSHandle) => this.#onSettle(end, value)),
       };
       let ctx: QuickJSContext;
       if (prepared && prepared.module === this.mod && prepared.take()) {
@@ -220,6 +240,7 @@ export class ScriptRun {
         rt.setInterruptHandler(this.#interrupt);
         ctx = this.#ctx = rt.newContext();
       }
+      this.#watchHostErrors(ctx);
       this.#enter(() => {
         // made on the script's path: in one piece when the script names tools, else the core alone
         const bridge = (this.#bridge ??= installBridge(ctx, hooks, mentionsTools(this.#opts.code)));
@@ -308,6 +329,17 @@ export class ScriptRun {
 
   #interrupt = (): boolean => {
     if (this.#stop) return true;
+    try {
+      return this.#interruptCheck();
+    } catch (e) {
+      // the host's stack ran out in this check (its only failure): quickjs-emscripten would print it and interrupt anyway
+      if (isHostStackOverflow(e)) this.#onHostOverflow();
+      else this.#stop = { code: "internal", message: `the script's interrupt check failed: ${e instanceof Error ? e.message : String(e)}; run the script again` };
+      return true;
+    }
+  };
+
+  #interruptCheck(): boolean {
     if (this.#opts.cancelRequested?.()) {
       this.#stop = { code: "cancelled", message: "the script was cancelled by its caller" };
       return true;
@@ -318,15 +350,88 @@ export class ScriptRun {
     }
     const { cpuTimeoutMs } = this.#opts.limits;
     if (this.#cpuUsed + (performance.now() - this.#sliceStart) > cpuTimeoutMs) {
-      this.#stop = timeoutFailure(`the script used more than its CPU deadline of ${cpuTimeoutMs} ms (limits.script_timeout_ms); do less work per script or split it`);
+      this.#stop = timeoutFailure(`the script used more than its CPU deadline of ${cpuTimeoutMs} ms (limits.script_timeout_ms)${this.#afterEnd() || "; do less work per script or split it"}`);
       return true;
     }
     if (Date.now() > this.#wallDeadline) {
-      this.#stop = timeoutFailure(`the script ran past its wall-clock deadline of ${this.#opts.limits.wallTimeoutMs} ms (limits.script_wall_timeout_ms)`);
+      this.#stop = timeoutFailure(`the script ran past its wall-clock deadline of ${this.#opts.limits.wallTimeoutMs} ms (limits.script_wall_timeout_ms)${this.#afterEnd()}`);
       return true;
     }
     return false;
-  };
+  }
+
+  /**
+   * What a deadline met after the script's function returned or threw adds to its message: the time went to promise
+   * jobs or callbacks it left queued (started by its code, or by a getter or toJSON of its return value), which run
+   * until the guest is idle, and its value is not sent. Empty before the script's end.
+   */
+  #afterEnd(): string {
+    if (!this.#ended) return "";
+    return " in promise jobs left running after its function returned or threw (a callback that queues itself again, from its code or a getter or toJSON of its return value); its value is not sent: leave no such loop behind";
+  }
+
+  /** Records that the host's stack overflowed (`#hostOverflow`) and stops the guest at its next interrupt check. */
+  #onHostOverflow(): void {
+    this.#hostOverflow = true;
+    this.#stop ??= this.#stackFailure(true);
+  }
+
+  /**
+   * `f` (a bridge hook, called from guest code through quickjs-emscripten), recording a host stack overflow in it
+   * (`#onHostOverflow`) before the error goes on to the guest as quickjs-emscripten throws it there.
+   */
+  #shield<A extends unknown[], R>(f: (...a: A) => R): (...a: A) => R {
+    return (...a: A): R => {
+      try {
+        return f(...a);
+      } catch (e) {
+        if (isHostStackOverflow(e)) this.#onHostOverflow();
+        throw e;
+      }
+    };
+  }
+
+  /**
+   * Records a host stack overflow that quickjs-emscripten catches itself, outside the bridge hooks (its own frames around
+   * a host function overflowed, or the WebAssembly calls they make): its context's `errorToHandle`, which turns every
+   * error of a host function into a guest exception, and the context's C → host entry (`cToHostCallbacks.callFunction`,
+   * from which an error that conversion could not make goes to the module's catch-all: printed, the call read as
+   * `undefined`) are wrapped. Fields the library marks private (as script/direct.ts reads some): skipped when absent.
+   */
+  #watchHostErrors(ctx: QuickJSContext): void {
+    const c = ctx as unknown as { errorToHandle?: (e: unknown) => QuickJSHandle; cToHostCallbacks?: { callFunction?: (...a: unknown[]) => unknown } };
+    const convert = c.errorToHandle;
+    if (typeof convert === "function") {
+      c.errorToHandle = (e: unknown): QuickJSHandle => {
+        if (isHostStackOverflow(e)) this.#onHostOverflow();
+        try {
+          return convert.call(ctx, e);
+        } catch (e2) {
+          if (isHostStackOverflow(e2)) this.#onHostOverflow();
+          throw e2;
+        }
+      };
+    }
+    const entry = c.cToHostCallbacks;
+    const call = entry?.callFunction;
+    if (entry && typeof call === "function") {
+      entry.callFunction = (...a: unknown[]): unknown => {
+        try {
+          return call.apply(entry, a);
+        } catch (e) {
+          if (isHostStackOverflow(e)) this.#onHostOverflow();
+          throw e;
+        }
+      };
+    }
+  }
+
+  /** The `script_stack_overflow` failure; `host`: the host's stack ran out first (`isHostStackOverflow`). */
+  #stackFailure(host: boolean): ScriptFailure {
+    const kb = this.#opts.stackBytes >> 10;
+    if (!host) return { code: "script_stack_overflow", message: `the script overflowed its stack (${kb} KiB, limits.script_stack_kb); avoid deep recursion` };
+    return { code: "script_stack_overflow", message: `the script overflowed its stack: it nested too deeply for the sandbox thread's stack before its own ${kb} KiB (limits.script_stack_kb) ran out (recursion through native code: a Proxy trap, a getter, toString, valueOf or Symbol.toPrimitive calling itself, or JSON of a deeply nested value); avoid deep recursion` };
+  }
 
   /** Runs `fn` with the CPU meter running (guest code may execute inside). Re-entrant. */
   #enter<T>(fn: () => T): T {
@@ -390,6 +495,12 @@ export class ScriptRun {
     try {
       fn();
     } catch (e) {
+      // the host's stack ran out inside QuickJS (or did before, and the guest faulted on what it left): the script's stack
+      // limit, and the instance is dropped
+      if (this.#hostOverflow || isHostStackOverflow(e)) {
+        this.#hostOverflow = true;
+        return this.#finish(this.#stop?.code === "script_stack_overflow" ? this.#stop : this.#stackFailure(true), true);
+      }
       const fatal = isFatalModuleError(e);
       // a module fault when the instance's memory cannot grow by what `fn` copies in (`wantBytes`, e.g. a tool result
       // into a full guest) is the script's memory limit, not the sandbox's failure
@@ -463,6 +574,7 @@ export class ScriptRun {
         return this.#settleFromError(value);
       case "unserialisable":
       case "calledLate":
+      case "notJson":
         return this.#settleUnsent(end, value);
       case "returned":
         break;
@@ -483,12 +595,19 @@ export class ScriptRun {
   /**
    * Records why the script's return value was not sent: `script_result_invalid` when `JSON.stringify` threw
    * (`unserialisable`, `value` what it threw) or a getter or `toJSON` it ran made tool calls (`calledLate`, `value`
-   * their count; the bridge refused them). What it threw stays a limit when it is one (out of memory, stack, deadline).
+   * their count; the bridge refused them) or made nothing of a value other than `undefined` (`notJson`, `value` its
+   * `typeof`: a function, a Symbol, an object whose `toJSON` gave one). What it threw stays a limit when it is one (out
+   * of memory, stack, deadline).
    */
-  #settleUnsent(end: "unserialisable" | "calledLate", value: QuickJSHandle): void {
+  #settleUnsent(end: "unserialisable" | "calledLate" | "notJson", value: QuickJSHandle): void {
     const advice = "; return plain data (no getters, toJSON, cycles or BigInt)";
     let f: ScriptFailure;
-    if (end === "calledLate") {
+    if (end === "notJson") {
+      const ctx = this.#ctx!;
+      const t = ctx.typeof(value) === "string" ? copyString(ctx, value) : null;
+      const what = t === "function" ? "a function" : t === "symbol" ? "a Symbol" : t === "object" ? "an object whose toJSON returned no JSON value (a function, a Symbol or undefined)" : "a value";
+      f = this.#stop ?? { code: "script_result_invalid", message: `the script's return value was not sent: it is ${what}, which JSON cannot carry; return plain data (objects, arrays, strings, numbers, booleans, null) or nothing` };
+    } else if (end === "calledLate") {
       const ctx = this.#ctx!;
       const n = ctx.typeof(value) === "number" ? ctx.getNumber(value) : 0;
       f = this.#stop ?? { code: "script_result_invalid", message: `the script's return value was not sent: serialising it as JSON ran ${n} tool call(s) (a getter or toJSON), and no call made once the script's value is decided is sent${advice}` };
@@ -517,6 +636,12 @@ export class ScriptRun {
     const ctx = this.#ctx!;
     const { name, message, stack, code } = describe(ctx, h);
     if (this.#stop) return this.#stop;
+    // an interrupt the handler did not ask for (it returns true only with `#stop` set): quickjs-emscripten's frames
+    // around it failed, which only the host's stack running out makes them do
+    if (message === "interrupted" && name === "InternalError") {
+      this.#onHostOverflow();
+      return this.#stop!;
+    }
     const oom = this.#oom();
     if (name === undefined && message === undefined) {
       return this.#opts.memoryExhausted() ? oom : { code: "script_error", message: `the script threw ${stack ?? "a non-error value"}` };
@@ -525,10 +650,7 @@ export class ScriptRun {
     // what QuickJS throws when an allocation fails where it cannot say so (an error object with no room for its message;
     // the parser reading a failed allocation as bad syntax): in a full guest, that is the memory limit, not the code
     if ((name === "InternalError" || name === "SyntaxError" || message === "" || message === undefined) && this.#opts.memoryExhausted()) return oom;
-    if (message === "stack overflow" || message === "Maximum call stack size exceeded") {
-      return { code: "script_stack_overflow", message: `the script overflowed its stack (${this.#opts.stackBytes >> 10} KiB, limits.script_stack_kb); avoid deep recursion` };
-    }
-    if (message === "interrupted") return timeoutFailure("the script was interrupted at its deadline");
+    if (message === "stack overflow" || message === "Maximum call stack size exceeded") return this.#stackFailure(false);
     return { code: "script_error", message: `${name ?? "Error"}${code ? ` [${code}]` : ""}: ${message ?? ""}`, ...(stack ? { stack } : {}) };
   }
 
@@ -553,10 +675,12 @@ export class ScriptRun {
    * Frees the guest's bridge handles, context and runtime once the script has finished (`finished`); idempotent.
    * @returns true when they were freed without error now or before; false when the script has not finished (nothing is
    * freed) or freeing threw (QuickJS can abort in JS_FreeRuntime after a GC inside a promise job): the instance is
-   * broken, and its owner drops it. Never throws.
+   * broken, and its owner drops it; also false, freeing nothing, after the host's stack overflowed in the script
+   * (`#hostOverflow`: the instance is dropped whole). Never throws.
    */
   release(): boolean {
     if (!this.#finished) return false;
+    if (this.#hostOverflow) this.#release = "broken";
     if (this.#release !== "pending") return this.#release === "clean";
     this.#release = "broken"; // until every free below succeeded
     try {
@@ -577,6 +701,7 @@ export class ScriptRun {
     clearTimeout(this.#wallTimer);
     this.#opts.meter[METER.enteredAt] = 0;
     this.#outstanding.clear();
+    if (this.#hostOverflow) fatal = true;
     if (this.#opts.releaseLater !== true && !this.release()) fatal = true;
     const base = { logs: this.#logs, calls: this.#calls, fatal };
     if ("code" in end) this.#resolve({ ok: false, error: end, ...base });
@@ -595,7 +720,10 @@ function timeoutFailure(message: string): ScriptFailure {
   return { code: "script_timeout", message };
 }
 
-/** Reads `name`, `message`, `stack` of a guest value as strings (undefined where absent); never throws. */
+/**
+ * Reads `name`, `message`, `stack` of a guest value as strings (undefined where absent).
+ * @throws only a host stack overflow (`isHostStackOverflow`: a getter of the value recursed); anything else reads as absent.
+ */
 function describe(ctx: QuickJSContext, h: QuickJSHandle): { name?: string; message?: string; stack?: string; code?: string } {
   try {
     const t = ctx.typeof(h);
@@ -625,7 +753,9 @@ function describe(ctx: QuickJSContext, h: QuickJSHandle): { name?: string; messa
     if (stack !== undefined) out.stack = stack;
     if (name === undefined && message === undefined) out.message = "[object]";
     return out;
-  } catch {
+  } catch (e) {
+    // a getter of the thrown value overflowed the host's stack: never read as a value without fields (its run records it)
+    if (isHostStackOverflow(e)) throw e;
     return {};
   }
 }
