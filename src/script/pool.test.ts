@@ -206,6 +206,26 @@ describe("ScriptPool prepared guests", () => {
     expect(one.threadIds.length).toBe(1);
   });
 
+  test("in a stream of scripts on one thread, each after the first starts on the guest made after the previous one, and a made-ahead guest is still fresh", async () => {
+    // the real worker, whose outcomes' logs end with its counts (test/fixtures/counting-script-worker.ts)
+    await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 64, stackKb: 512, workerUrl: new URL("../../test/fixtures/counting-script-worker.ts", import.meta.url).href });
+    const { fn } = recorder();
+    const n = 40;
+    let last = "";
+    for (let i = 0; i < n; i++) {
+      // each script alternately names tools or not (the next guest is made after the last script's kind), and leaves a global behind
+      const code = i % 2 === 0 ? "const seen = typeof mark; globalThis.mark = 1; return seen" : "const seen = typeof mark; globalThis.mark = 1; return [seen, await tools.echo(1)]";
+      const r = await one.run(code, LIMITS, fn);
+      expect(r).toMatchObject({ ok: true, value: i % 2 === 0 ? "undefined" : ["undefined", 1] });
+      last = r.logs.at(-1) ?? "";
+    }
+    // The preparation runs once the outcome has left and before the thread takes its next task (worker.ts
+    // `afterOutcome`): the first script makes its guest, every later one finds one ready. Queued with `setImmediate`,
+    // Bun ran it after the next task's message: most scripts then made their own guest inside their task.
+    expect(last).toBe(`guests ${n - 1} 1`);
+    expect(one.threadIds.length).toBe(1);
+  });
+
   test("a script that ends before it gets a run slot leaves the thread's prepared guest unused, and later scripts are fine", async () => {
     await using one = new ScriptPool({ workers: 1, maxScripts: 2, memoryMb: 64, stackKb: 512 });
     const { fn } = recorder();

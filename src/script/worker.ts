@@ -34,6 +34,11 @@ let instances: Promise<Instances> | undefined;
 let ready: { inst: Instance; guest: PreparedGuest } | undefined;
 let preparing = false;
 /**
+ * This thread's scripts so far: `ahead`, those that started on the guest made after the previous script (`ready`);
+ * `inTask`, those that had to make their own inside their task. Diagnostics (test/fixtures/counting-script-worker.ts).
+ */
+export const guestsMade = { ahead: 0, inTask: 0 };
+/**
  * Whether the last script on this thread named `tools` (bridge.ts `mentionsTools`): the next guest made while idle then
  * gets the bridge in one piece, else its core alone (`prepareGuest`'s `whole`; a thread's scripts tend to be alike).
  */
@@ -41,7 +46,7 @@ let lastNamedTools = false;
 
 /**
  * The last script's disposal, not yet done: its guest freed and its instance given back (`ScriptRun.release`). It runs
- * after that script's outcome has left (`setImmediate`), or first thing when the next task or preparation comes sooner.
+ * once that script's outcome has left (`afterOutcome`), or first thing in the next task should that come sooner.
  */
 let unreleased: (() => void) | undefined;
 
@@ -52,15 +57,24 @@ function releaseNow(): void {
   f?.();
 }
 
-/** Makes `ready` soon (after the current task's outcome has left), unless it exists or is being made. */
-function prepareSoon(pool: Instances): void {
-  if (ready || preparing) return;
-  preparing = true;
-  setImmediate(() => {
+/**
+ * Once the current task's outcome has left the thread: frees the last script's guest (its instance back first: it is
+ * the one to reuse), then makes `ready` unless it exists or is being made.
+ *
+ * Queued with `process.nextTick` from the task's last synchronous step. Tinypool posts the outcome in the promise job
+ * that follows the task's return (its `await handler(task)`), and the tick queue runs after those jobs and before the
+ * thread takes its next message, so the disposal and the preparation run between the outcome's post and the next
+ * task. A `setImmediate` (as before) ran in Bun only after the next task's message had been handled: in a stream of
+ * scripts the prepared guest served 4–11 % of them, and the rest freed the last guest and made their own inside
+ * their task (docs/performance.md, "twelfth session").
+ */
+function afterOutcome(pool: Instances): void {
+  process.nextTick(() => {
+    releaseNow();
+    if (ready || preparing) return;
+    preparing = true;
     void (async () => {
       try {
-        releaseNow(); // the last script's instance back first: it is the one to reuse
-        if (ready) return;
         const inst = await pool.take();
         try {
           ready = { inst, guest: prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024, lastNamedTools) };
@@ -111,7 +125,11 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   if (ready) {
     ({ inst, guest: prepared } = ready);
     ready = undefined;
-  } else inst = await pool.take();
+    guestsMade.ahead++;
+  } else {
+    inst = await pool.take();
+    guestsMade.inTask++;
+  }
   const run = new ScriptRun(inst.module, {
     code: task.code,
     limits: task.limits,
@@ -196,8 +214,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     }
     pool.give(inst, clean);
   };
-  setImmediate(releaseNow);
-  prepareSoon(pool);
+  afterOutcome(pool);
   return outcome;
 }
 
