@@ -34,10 +34,11 @@ let instances: Promise<Instances> | undefined;
 let ready: { inst: Instance; guest: PreparedGuest } | undefined;
 let preparing = false;
 /**
- * This thread's scripts so far: `ahead`, those that started on the guest made after the previous script (`ready`);
- * `inTask`, those that had to make their own inside their task. Diagnostics (test/fixtures/counting-script-worker.ts).
+ * This thread's counts so far: `ahead`, scripts that started on a guest made before they came (`ready`); `inTask`,
+ * scripts that made their own inside their task; `releasedInTask`, guests freed at the start of the next script's task
+ * instead of just after their own script's outcome. Diagnostics (test/fixtures/counting-script-worker.ts).
  */
-export const guestsMade = { ahead: 0, inTask: 0 };
+export const guestCounts = { ahead: 0, inTask: 0, releasedInTask: 0 };
 /**
  * Whether the last script on this thread named `tools` (bridge.ts `mentionsTools`): the next guest made while idle then
  * gets the bridge in one piece, else its core alone (`prepareGuest`'s `whole`; a thread's scripts tend to be alike).
@@ -46,7 +47,7 @@ let lastNamedTools = false;
 
 /**
  * The last script's disposal, not yet done: its guest freed and its instance given back (`ScriptRun.release`). It runs
- * once that script's outcome has left (`afterOutcome`), or first thing in the next task should that come sooner.
+ * just after that script's outcome has left (`afterOutcome`), or first thing in the next task should that come sooner.
  */
 let unreleased: (() => void) | undefined;
 
@@ -58,23 +59,39 @@ function releaseNow(): void {
 }
 
 /**
- * Once the current task's outcome has left the thread: frees the last script's guest (its instance back first: it is
- * the one to reuse), then makes `ready` unless it exists or is being made.
+ * Queued by a task as its last synchronous step: once the task's outcome has left the thread, frees the guest of the
+ * script that just ended, then has the next guest made when the thread is idle (`prepareWhenIdle`).
  *
- * Queued with `process.nextTick` from the task's last synchronous step. Tinypool posts the outcome in the promise job
- * that follows the task's return (its `await handler(task)`), and the tick queue runs after those jobs and before the
- * thread takes its next message, so the disposal and the preparation run between the outcome's post and the next
- * task. A `setImmediate` (as before) ran in Bun only after the next task's message had been handled: in a stream of
- * scripts the prepared guest served 4–11 % of them, and the rest freed the last guest and made their own inside
- * their task (docs/performance.md, "twelfth session").
+ * `process.nextTick`: tinypool posts the outcome in the promise job that follows the task's return (its
+ * `await handler(task)`), and the tick queue runs after those jobs and before the thread takes its next message. So
+ * the disposal (≈ 75 µs) runs between the outcome's post and the next task, never inside it. A `setImmediate` (as
+ * before) ran in Bun only after the next task's message had been handled when the next script came at once: in a
+ * stream of scripts most tasks began by freeing the last script's guest (docs/performance.md, "twelfth session").
  */
 function afterOutcome(pool: Instances): void {
   process.nextTick(() => {
     releaseNow();
-    if (ready || preparing) return;
-    preparing = true;
+    prepareWhenIdle(pool);
+  });
+}
+
+/**
+ * Makes `ready` when this thread is idle, unless it exists or is being made. A `setImmediate`: Bun runs it only once the
+ * thread has handled the messages already there, so a script that comes at once is not made to wait behind a
+ * preparation (≈ 250–450 µs, the bridge's compile most of it) for a guest it could make itself in the same time; it
+ * makes its own in its task, and the preparation runs after it. A thread idle between scripts (the usual case: a model
+ * turn between them) has the guest ready. Preparing at once in the tick instead was measured slower in a stream at
+ * load 6–9 on 2 cores (median p99 6.8 against 4.9 ms over 11 alternated rounds): the preparation then ran while the
+ * host woke up for the outcome, on the same cores (docs/performance.md, "twelfth session").
+ */
+function prepareWhenIdle(pool: Instances): void {
+  if (ready || preparing) return;
+  preparing = true;
+  setImmediate(() => {
     void (async () => {
       try {
+        releaseNow(); // normally done already (`afterOutcome`)
+        if (ready) return;
         const inst = await pool.take();
         try {
           ready = { inst, guest: prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024, lastNamedTools) };
@@ -117,6 +134,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     outCalls = "";
     outCount = 0;
   };
+  if (unreleased) guestCounts.releasedInTask++;
   releaseNow();
   instances ??= Instances.create(settings.memoryMb, settings.wasm);
   const pool = await instances;
@@ -125,10 +143,10 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   if (ready) {
     ({ inst, guest: prepared } = ready);
     ready = undefined;
-    guestsMade.ahead++;
+    guestCounts.ahead++;
   } else {
     inst = await pool.take();
-    guestsMade.inTask++;
+    guestCounts.inTask++;
   }
   const run = new ScriptRun(inst.module, {
     code: task.code,
