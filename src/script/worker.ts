@@ -66,8 +66,8 @@ function releaseNow(): void {
  * `process.nextTick`: tinypool posts the outcome in the promise job that follows the task's return (its
  * `await handler(task)`), and the tick queue runs after those jobs and before the thread takes its next message. So
  * the disposal (≈ 75 µs) runs between the outcome's post and the next task, never inside it. A `setImmediate` (as
- * before) ran in Bun only after the next task's message had been handled when the next script came at once: in a
- * stream of scripts most tasks began by freeing the last script's guest. The port's `close()` is here too: in Bun it
+ * before) ran in Bun ≈ 0.1–0.2 ms after the return, after the next task's message when the next script came at once:
+ * in a stream of scripts most tasks began by freeing the last script's guest. The port's `close()` is here too: in Bun it
  * took ≈ 13 µs in the median but over 0.5 ms for 2–3 % of scripts (up to 9 ms), and in the task that was on the
  * script's path (docs/performance.md, "twelfth session").
  */
@@ -84,10 +84,10 @@ function afterOutcome(pool: Instances, port: MessagePort): void {
 }
 
 /**
- * Makes `ready` when this thread is idle, unless it exists or is being made. A `setImmediate`: Bun runs it only once the
- * thread has handled the messages already there, so a script that comes at once is not made to wait behind a
- * preparation (≈ 250–450 µs, the bridge's compile most of it) for a guest it could make itself in the same time; it
- * makes its own in its task, and the preparation runs after it. A thread idle between scripts (the usual case: a model
+ * Makes `ready` when this thread is idle, unless it exists or is being made. A `setImmediate`: Bun ran it ≈ 0.1–0.2 ms
+ * (up to 0.6 ms) after the task's return, and a task whose message was there by then ran first. So a script that comes
+ * at once is mostly not made to wait behind a preparation (≈ 250–450 µs, the bridge's compile most of it) for a guest
+ * it could make itself in the same time; it makes its own in its task, and the preparation runs after it. A thread idle between scripts (the usual case: a model
  * turn between them) has the guest ready. Preparing at once in the tick instead was measured slower in a stream at
  * load 6–9 on 2 cores (median p99 6.8 against 4.9 ms over 11 alternated rounds): the preparation then ran while the
  * host woke up for the outcome, on the same cores (docs/performance.md, "twelfth session").
