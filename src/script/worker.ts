@@ -87,10 +87,11 @@ function afterOutcome(pool: Instances, port: MessagePort): void {
  * Makes `ready` when this thread is idle, unless it exists or is being made. A `setImmediate`: Bun ran it ≈ 0.1–0.2 ms
  * (up to 0.6 ms) after the task's return, and a task whose message was there by then ran first. So a script that comes
  * at once is mostly not made to wait behind a preparation (≈ 250–450 µs, the bridge's compile most of it) for a guest
- * it could make itself in the same time; it makes its own in its task, and the preparation runs after it. A thread idle between scripts (the usual case: a model
- * turn between them) has the guest ready. Preparing at once in the tick instead was measured slower in a stream at
- * load 6–9 on 2 cores (median p99 6.8 against 4.9 ms over 11 alternated rounds): the preparation then ran while the
- * host woke up for the outcome, on the same cores (docs/performance.md, "twelfth session").
+ * it could make itself in the same time; it makes its own in its task, and the preparation runs after it. A thread
+ * idle between scripts (the usual case: a model turn between them) has the guest ready. Preparing at once in the tick
+ * instead was measured slower in a stream at load 6–9 on 2 cores (median p99 6.8 against 4.9 ms over 11 alternated
+ * rounds): the preparation then ran while the host woke up for the outcome, on the same cores (docs/performance.md,
+ * "twelfth session").
  */
 function prepareWhenIdle(pool: Instances): void {
   if (ready || preparing) return;
