@@ -136,9 +136,19 @@ const CONSOLE_PART: PartSource = {
   result: `freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") })`,
 };
 
+/**
+ * `text` without its comment lines (each line whose first non-blank characters are `//`), as the guest compiles it:
+ * QuickJS keeps every function's source text, comments too, and the bootstrap's comments (≈ 15 % of it) measurably
+ * cost its compile (docs/performance.md). Only whole lines go: no guest code here has a string or template spanning
+ * lines, and no comment follows code on its line.
+ */
+function withoutComments(text: string): string {
+  return text.replace(/^[ \t]*\/\/.*\n/gm, "");
+}
+
 /** A part compiled apart: a function expression the core calls with the bindings `part.params` names. */
 function partFunction(part: PartSource): string {
-  return `(function (${part.params}) {\n  "use strict";\n${part.body}\n  return ${part.result};\n})`;
+  return withoutComments(`(function (${part.params}) {\n  "use strict";\n${part.body}\n  return ${part.result};\n})`);
 }
 
 /** `console` as a plain writable data property holding `v` (its accessor's getter and setter both end so). */
@@ -162,7 +172,8 @@ ${firstRead}    ${CONSOLE_DATA("console")};
 const closeAndMain = (sendQueued: string): string => String.raw`  // the calls made before the script's value was decided go out before its end is reported, and the door closes
   // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
   function close() {
-    open = false; // first: a refused flush throws, and the door must be shut already
+    // first: a refused flush throws, and the door must be shut already
+    open = false;
     ${sendQueued}
   }
   async function main(fn) {
@@ -213,7 +224,7 @@ const closeAndMain = (sendQueued: string): string => String.raw`  // the calls m
  * yields nothing more than reading the global. A part made after the script's value is decided (first touched by a
  * getter or `toJSON` of its return value) sees the door shut: its calls are refused and counted in `late`.
  */
-const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush, hostPart) {
+const BOOTSTRAP = withoutComments(String.raw`(function (hostLog, hostSettle, hostFlush, hostPart) {
   "use strict";
 ${CAPTURE}
   let tools, console, partTake = null, partDeliver = null, partClose = null;
@@ -232,7 +243,7 @@ ${consoleAccessor(`    if (console === undefined) console = hostPart(1)(${CONSOL
     if (partDeliver !== null) partDeliver(text);
   }
 ${closeAndMain("if (partClose !== null) partClose();")}
-})`;
+})`);
 
 /**
  * The bridge in one piece, for a script likely to use `tools` (`mentionsTools`): `CAPTURE`, then the parts' bodies
@@ -241,7 +252,7 @@ ${closeAndMain("if (partClose !== null) partClose();")}
  * a script ≈ 100 µs more: docs/performance.md). The guest sees what `BOOTSTRAP` gives it (the same accessors, objects,
  * `main`, `take`, `deliver`), made from the same text; only when the parts are compiled differs.
  */
-const BOOTSTRAP_WHOLE = String.raw`(function (hostLog, hostSettle, hostFlush) {
+const BOOTSTRAP_WHOLE = withoutComments(String.raw`(function (hostLog, hostSettle, hostFlush) {
   "use strict";
 ${CAPTURE}
 ${TOOLS_PART.body}
@@ -251,7 +262,7 @@ ${CONSOLE_PART.body}
   defineProperty(globalThis, "tools", { get: function () { return tools; }, enumerable: false, configurable: false });
 ${consoleAccessor("")}
 ${closeAndMain("sendQueued();")}
-})`;
+})`);
 
 /**
  * The parts of the bridge compiled on first use (`hostPart(n)` evaluates `PARTS[n]`; the core calls the function with
