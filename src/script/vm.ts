@@ -548,7 +548,7 @@ export class ScriptRun {
     this.#ended = true;
     switch (end) {
       case "threw":
-        return this.#settleFromError(value);
+        return this.#settleFromError(value, true);
       case "unserialisable":
       case "calledLate":
       case "notJson":
@@ -589,33 +589,40 @@ export class ScriptRun {
       const n = ctx.typeof(value) === "number" ? ctx.getNumber(value) : 0;
       f = this.#stop ?? { code: "script_result_invalid", message: `the script's return value was not sent: serialising it as JSON ran ${n} tool call(s) (a getter or toJSON), and no call made once the script's value is decided is sent${advice}` };
     } else {
-      f = this.#classify(value);
+      f = this.#classify(value, true);
       if (f.code === "script_error") f = { code: "script_result_invalid", message: cutBytes(`the script's return value was not sent: it cannot be serialised as JSON: ${f.message}${advice}`, this.#opts.limits.maxResultBytes) };
     }
     this.#settled = { ok: false, error: f };
   }
 
-  /** Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. */
-  #settleFromError(h: QuickJSHandle): void {
+  /**
+   * Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. `caught`: the
+   * bootstrap caught it and passed it to `settle` (what the script's function threw, or `JSON.stringify` of its return
+   * value): never QuickJS's interrupt, which is uncatchable (see `#classifyUncut`).
+   */
+  #settleFromError(h: QuickJSHandle, caught = false): void {
     if (this.#settled) return;
     this.#ended = true;
-    this.#settled = { ok: false, error: this.#classify(h) };
+    this.#settled = { ok: false, error: this.#classify(h, caught) };
   }
 
   /** The script's failure, its message and stack each cut to the result limit (a thrown error must not carry more than a return value could). */
-  #classify(h: QuickJSHandle): ScriptFailure {
-    const f = this.#classifyUncut(h);
+  #classify(h: QuickJSHandle, caught = false): ScriptFailure {
+    const f = this.#classifyUncut(h, caught);
     const max = this.#opts.limits.maxResultBytes;
     return { ...f, message: cutBytes(f.message, max), ...(f.stack !== undefined ? { stack: cutBytes(f.stack, max) } : {}) };
   }
 
-  #classifyUncut(h: QuickJSHandle): ScriptFailure {
+  /** `caught`: `h` went through a guest `catch` (the bootstrap's), so it is the guest's own value, never QuickJS's interrupt. */
+  #classifyUncut(h: QuickJSHandle, caught: boolean): ScriptFailure {
     const ctx = this.#ctx!;
     const { name, message, stack, code } = describe(ctx, h);
     if (this.#stop) return this.#stop;
     // an interrupt the handler did not ask for (it returns true only with `#stop` set): quickjs-emscripten's frames
-    // around it failed, which only the host's stack running out makes them do
-    if (message === "interrupted" && name === "InternalError") {
+    // around it failed, which only the host's stack running out makes them do. QuickJS makes its interrupt uncatchable,
+    // so one that a guest `catch` passed on (`caught`) is a value the script made itself (`throw { name:
+    // "InternalError", message: "interrupted" }`): its own error, never the host's stack (that dropped the instance)
+    if (!caught && message === "interrupted" && name === "InternalError") {
       this.#onHostOverflow();
       return this.#stop!;
     }
