@@ -76,6 +76,36 @@ export function isHostStackOverflow(e: unknown): boolean {
   return e instanceof RangeError && /call stack size exceeded/i.test(e.message);
 }
 
+/** The modules whose interrupt callback `interruptsUnswallowed` replaced. */
+const unswallowed = new WeakSet<QuickJSWASMModule>();
+
+/**
+ * Makes `mod`'s interrupt callback (the one its WebAssembly calls QuickJS's interrupt check through) let its failures
+ * through, once per module; true when it does. quickjs-emscripten's own catches any error there, prints it, and
+ * interrupts QuickJS: when the host's stack ran out in its frames, before `ScriptRun`'s handler could record it, the
+ * guest got an "interrupted" error that no `#stop` explains (a script ended `script_error`, or waited "on a promise that
+ * can never settle" when it came from its return value's `toJSON`), and a value the script threw shaped like it could
+ * only be read as that. Without the catch, the host's `RangeError` unwinds QuickJS to the host function or the call
+ * into the guest around it, where `ScriptRun` sees it (`#watchHostErrors`, `#shield`, `#guard`: the instance dropped);
+ * the runtime's own callback and the handler (`#interrupt`, which catches what fails inside it) run as before.
+ * Reads fields the library marks private (as script/direct.ts does): false, changing nothing, when they are absent.
+ */
+function interruptsUnswallowed(mod: QuickJSWASMModule): boolean {
+  if (unswallowed.has(mod)) return true;
+  type RuntimeCallbacks = { shouldInterrupt?: (rt: number) => number };
+  const m = mod as unknown as { module?: { callbacks?: { shouldInterrupt?: unknown } }; callbacks?: { runtimeCallbacks?: unknown } };
+  const toHost = m.module?.callbacks;
+  const runtimes = m.callbacks?.runtimeCallbacks;
+  if (!toHost || typeof toHost.shouldInterrupt !== "function" || !(runtimes instanceof Map)) return false;
+  toHost.shouldInterrupt = (_asyncify: unknown, rt: number): number => {
+    const callbacks = (runtimes as Map<number, RuntimeCallbacks>).get(rt);
+    if (typeof callbacks?.shouldInterrupt !== "function") throw new Error(`no runtime ${rt} for QuickJS's interrupt check`);
+    return callbacks.shouldInterrupt(rt);
+  };
+  unswallowed.add(mod);
+  return true;
+}
+
 /**
  * A QuickJS runtime and context made ahead of a script, with its limits set and the bridge installed,
  * and no user code ever run in it: `prepareGuest()` makes one while its worker is idle, and exactly one
@@ -180,6 +210,12 @@ export class ScriptRun {
    * state was unwound mid-call and freeing it could fault or loop).
    */
   #hostOverflow = false;
+  /**
+   * Whether this run's module reports every failure of the interrupt callback (`interruptsUnswallowed`): then QuickJS
+   * is interrupted only when `#interrupt` asked (`#stop` set), and an "interrupted" error with no `#stop` is a value the
+   * script made.
+   */
+  #interruptsWatched = false;
 
   constructor(private readonly mod: QuickJSWASMModule, opts: VmOptions) {
     this.#opts = opts;
@@ -238,6 +274,7 @@ export class ScriptRun {
         ctx = this.#ctx = rt.newContext();
       }
       this.#watchHostErrors(ctx);
+      this.#interruptsWatched = interruptsUnswallowed(this.mod);
       this.#enter(() => {
         // made on the script's path: in one piece when the script names tools, else the core alone
         const bridge = (this.#bridge ??= installBridge(ctx, hooks, mentionsTools(this.#opts.code)));
@@ -548,7 +585,7 @@ export class ScriptRun {
     this.#ended = true;
     switch (end) {
       case "threw":
-        return this.#settleFromError(value, true);
+        return this.#settleFromError(value);
       case "unserialisable":
       case "calledLate":
       case "notJson":
@@ -589,40 +626,35 @@ export class ScriptRun {
       const n = ctx.typeof(value) === "number" ? ctx.getNumber(value) : 0;
       f = this.#stop ?? { code: "script_result_invalid", message: `the script's return value was not sent: serialising it as JSON ran ${n} tool call(s) (a getter or toJSON), and no call made once the script's value is decided is sent${advice}` };
     } else {
-      f = this.#classify(value, true);
+      f = this.#classify(value);
       if (f.code === "script_error") f = { code: "script_result_invalid", message: cutBytes(`the script's return value was not sent: it cannot be serialised as JSON: ${f.message}${advice}`, this.#opts.limits.maxResultBytes) };
     }
     this.#settled = { ok: false, error: f };
   }
 
-  /**
-   * Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. `caught`: the
-   * bootstrap caught it and passed it to `settle` (what the script's function threw, or `JSON.stringify` of its return
-   * value): never QuickJS's interrupt, which is uncatchable (see `#classifyUncut`).
-   */
-  #settleFromError(h: QuickJSHandle, caught = false): void {
+  /** Records a guest error value (borrowed handle) as the script's failure, classifying limit errors. */
+  #settleFromError(h: QuickJSHandle): void {
     if (this.#settled) return;
     this.#ended = true;
-    this.#settled = { ok: false, error: this.#classify(h, caught) };
+    this.#settled = { ok: false, error: this.#classify(h) };
   }
 
   /** The script's failure, its message and stack each cut to the result limit (a thrown error must not carry more than a return value could). */
-  #classify(h: QuickJSHandle, caught = false): ScriptFailure {
-    const f = this.#classifyUncut(h, caught);
+  #classify(h: QuickJSHandle): ScriptFailure {
+    const f = this.#classifyUncut(h);
     const max = this.#opts.limits.maxResultBytes;
     return { ...f, message: cutBytes(f.message, max), ...(f.stack !== undefined ? { stack: cutBytes(f.stack, max) } : {}) };
   }
 
-  /** `caught`: `h` went through a guest `catch` (the bootstrap's), so it is the guest's own value, never QuickJS's interrupt. */
-  #classifyUncut(h: QuickJSHandle, caught: boolean): ScriptFailure {
+  #classifyUncut(h: QuickJSHandle): ScriptFailure {
     const ctx = this.#ctx!;
     const { name, message, stack, code } = describe(ctx, h);
     if (this.#stop) return this.#stop;
     // an interrupt the handler did not ask for (it returns true only with `#stop` set): quickjs-emscripten's frames
-    // around it failed, which only the host's stack running out makes them do. QuickJS makes its interrupt uncatchable,
-    // so one that a guest `catch` passed on (`caught`) is a value the script made itself (`throw { name:
-    // "InternalError", message: "interrupted" }`): its own error, never the host's stack (that dropped the instance)
-    if (!caught && message === "interrupted" && name === "InternalError") {
+    // around it failed, which only the host's stack running out makes them do. Only where those frames swallow their
+    // failure (`#interruptsWatched` false): else such a value is one the script threw itself (`throw { name:
+    // "InternalError", message: "interrupted" }`, or from a setter the bridge runs), its own error
+    if (!this.#interruptsWatched && message === "interrupted" && name === "InternalError") {
       this.#onHostOverflow();
       return this.#stop!;
     }
