@@ -107,8 +107,8 @@ export const Limits = z.strictObject({
   script_wall_timeout_ms: z.number().int().positive().default(600_000),
   /** WASM memory cap per script worker, MiB. */
   script_memory_mb: z.number().int().min(8).max(2048).default(64),
-  /** QuickJS stack size, KiB. */
-  script_stack_kb: z.number().int().min(64).default(512),
+  /** QuickJS stack size, KiB; at most 4096 (script/protocol.ts `MAX_STACK_KB`: the QuickJS build's own stack is 5 MiB). */
+  script_stack_kb: z.number().int().min(64).max(4096).default(512),
   /** Tool calls one script may make. */
   script_max_tool_calls: z.number().int().positive().default(1000),
   /** Captured console output per script, bytes. */

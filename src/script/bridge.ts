@@ -24,223 +24,44 @@ export type SettleKind = keyof typeof SETTLE;
 export const FLUSH_AT = 32;
 
 /**
- * Guest bootstrap, the core compiled in every context. Evaluated once per context; it returns `[main, take, deliver]`:
- * - `main(fn)` runs the user's async function, hands the host the calls it made (`flush`), closes the door (a later
- *   `tools.*` call is refused in the guest and never queued), then serialises the return value and reports through
- *   `settle(SETTLE kind, jsonOrErrorOrReason)`;
- * - `take()` hands the host the tool calls made since the last take as one batch text (`parseBatch` reads it), or
- *   `""` when none was made;
- * - `deliver(text)` settles call `id`'s promise from the JSON text `[id, {ok, result | error}]`.
- * A tool call is a guest promise whose resolver stays in this closure: the host never creates, holds or
- * resolves a guest promise, and a call crosses into the host only in a batch (`take`, or `flush` once
- * `FLUSH_AT` calls wait, so a `Promise.all` of many calls reaches the host while the guest goes on).
- * It captures `JSON`, `Error`, `TypeError`, `Promise`, `String`, `Proxy`, `Reflect.get`, `Object`'s functions and
- * `Object.prototype`'s names before user code runs and uses only operators (no prototype method) on its own data, so a
- * guest that replaces built-ins only fools itself; the host checks every batch anyway. The host functions stay in
- * this closure: they are never globals.
- *
- * For a script whose text does not name `tools` (`mentionsTools`) only this core is compiled (QuickJS compiles ≈ 40 µs
- * per KB, and such a script mostly touches neither global; one that names tools gets `BOOTSTRAP_WHOLE`):
- * `tools` and `console` are accessors on the global object, and the first read of either asks the host function
- * `hostPart(n)` to compile that part (`PARTS[n]`, a function expression), which the core then calls with the
- * intrinsics it captured before user code ran. The accessor returns the same object ever after (`tools` stays a
- * non-configurable global; `console` becomes a plain writable data property, as before); calling the getter directly
- * yields nothing more than reading the global. A part made after the script's value is decided (first touched by a
- * getter or `toJSON` of its return value) sees the door shut: its calls are refused and counted in `late`.
+ * One part of the bridge as guest source text, from which both builds are made: the part compiled apart
+ * (`partFunction`: `(function (PARAMS) { "use strict"; BODY return RESULT; })`, for the core's first read) and the
+ * bridge in one piece (`BOOTSTRAP_WHOLE`: BODY spliced into the bootstrap's own function, where every name of
+ * `params` is the bootstrap's binding of the same name). `params` names only intrinsics the bootstrap captured before
+ * user code ran and its own functions (the core passes exactly these names, so a part reads no global).
  */
-const BOOTSTRAP = String.raw`(function (hostLog, hostSettle, hostFlush, hostPart) {
-  "use strict";
-  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String, GuestProxy = Proxy;
-  const reflectGet = Reflect.get, freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
-  const reserved = create(null), names = Object.getOwnPropertyNames(Object.prototype);
-  for (let i = 0; i < names.length; i++) reserved[names[i]] = true;
-  // open until the script's value is decided (its function returned or threw): a call made after is refused, never
-  // queued, and counted in late (a getter or toJSON run while its return value is serialised)
-  let open = true, late = 0, tools, console, partTake = null, partDeliver = null, partClose = null;
-  function isOpen() { return open; }
-  function onLate() { late++; }
-  defineProperty(globalThis, "tools", { get: function () {
-    if (tools === undefined) {
-      const part = hostPart(0)(stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, isOpen, onLate);
-      tools = part[0]; partTake = part[1]; partDeliver = part[2]; partClose = part[3];
-    }
-    return tools;
-  }, enumerable: false, configurable: false });
-  defineProperty(globalThis, "console", { get: function () {
-    if (console === undefined) console = hostPart(1)(stringify, GuestError, GuestString, freeze, hostLog);
-    defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
-    return console;
-  }, set: function (v) {
-    defineProperty(globalThis, "console", { value: v, writable: true, enumerable: false, configurable: true });
-  }, enumerable: false, configurable: true });
-  function take() {
-    return partTake === null ? "" : partTake();
-  }
-  function deliver(text) {
-    if (partDeliver !== null) partDeliver(text);
-  }
-  // the calls made before the script's value was decided go out before its end is reported, and the door closes
-  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
-  function close() {
-    open = false; // first: a refused flush throws, and the door must be shut already
-    if (partClose !== null) partClose();
-  }
-  async function main(fn) {
-    let value;
-    try {
-      value = await fn();
-    } catch (e) {
-      close();
-      hostSettle(${SETTLE.threw}, e);
-      return;
-    }
-    close();
-    let json, failed = false, failure;
-    try {
-      json = value === undefined ? undefined : stringify(value);
-    } catch (e) {
-      failed = true;
-      failure = e;
-    }
-    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
-    else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
-    else if (json === undefined && value !== undefined) hostSettle(${SETTLE.notJson}, typeof value);
-    else hostSettle(${SETTLE.returned}, json);
-  }
-  return [main, take, deliver];
-})`;
+interface PartSource {
+  /** The parameter list, comma-separated: names the bootstrap binds (`CAPTURE`, its arguments). */
+  readonly params: string;
+  /** Statements (no `return`); the names they declare must not clash with the bootstrap's. */
+  readonly body: string;
+  /** The expression the compiled-apart part returns. */
+  readonly result: string;
+}
 
 /**
- * The bridge in one piece, for a script likely to use `tools` (`mentionsTools`): the core, `tools` and `console` as one
- * flat function, made before user code runs (compiling the core and a part apart, or the parts nested in the core,
- * cost such a script ≈ 100 µs more: docs/performance.md). The guest sees what `BOOTSTRAP` gives it (the same
- * accessors, `main`, `take`, `deliver`); only when the parts are compiled differs. Like the core, it calls only what it
- * captured before user code ran and reads its own data with operators (no `Set`, no global `String` at call time: a
- * guest's replaced `Set.prototype.has` once turned `tools.hasOwnProperty` into a tool call here). Keep the two in step: the tests
- * run every bridge test against both (`test/security/script-bridge-lazy.test.ts`, src/script/vm.test.ts).
+ * The bootstrap's first statements, in both builds: the intrinsics captured before user code runs, Object.prototype's
+ * names, and the door's state (`open`, `late`, read and counted by the `tools` part through `isOpen`, `onLate`).
  */
-const BOOTSTRAP_WHOLE = String.raw`(function (hostLog, hostSettle, hostFlush) {
-  "use strict";
-  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String;
+const CAPTURE = String.raw`  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String, GuestProxy = Proxy;
   const reflectGet = Reflect.get, freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
   // a null-prototype record, read with operators only (a Set's has would be the guest's Set.prototype.has at call time)
   const reserved = create(null), names = Object.getOwnPropertyNames(Object.prototype);
   for (let i = 0; i < names.length; i++) reserved[names[i]] = true;
-  const waiting = create(null);
-  // open until the script's value is decided (its function returned or threw): a call made after is refused here, never
+  // open until the script's value is decided (its function returned or threw): a call made after is refused, never
   // queued, and counted in late (a getter or toJSON run while its return value is serialised)
-  let nextId = 1, queued = "", count = 0, open = true, late = 0;
-  function takeText() {
-    const text = queued;
-    queued = "";
-    count = 0;
-    return text;
-  }
-  function callTool(name, head, args) {
-    if (!open) {
-      late++;
-      return GuestPromise.reject(new GuestError("tools." + name + ": the script has ended (its value is decided); a tool call made after that is not sent"));
-    }
-    const json = args === undefined ? "{}" : stringify(args);
-    if (typeof json !== "string") return GuestPromise.reject(new TypeErr("tools." + name + ": arguments must be a JSON-serialisable value"));
-    const id = nextId++;
-    const p = new GuestPromise(function (resolve, reject) {
-      waiting[id] = function (reply) {
-        if (reply.ok) return resolve(reply.result);
-        const e = new GuestError(GuestString(reply.error.message));
-        e.name = GuestString(reply.error.name);
-        e.code = GuestString(reply.error.code);
-        reject(e);
-      };
-    });
-    queued += id + ":" + json.length + ":" + head + json;
-    if (++count >= ${FLUSH_AT}) hostFlush(takeText());
-    return p;
-  }
-  function take() {
-    return count === 0 ? "" : takeText();
-  }
-  function deliver(text) {
-    const r = parse(text), id = r[0];
-    const settle = waiting[id];
-    if (settle === undefined) return;
-    delete waiting[id];
-    settle(r[1]);
-  }
-  // each tool's function is made once, with its record head (the name's JSON text and its length)
-  const named = create(null);
-  const tools = new Proxy(freeze({}), {
-    get(target, name) {
-      const known = named[name];
-      if (known !== undefined) return known;
-      if (typeof name !== "string" || name === "then" || reserved[name] === true) return reflectGet(target, name);
-      const nameJson = stringify(name), head = nameJson.length + ":" + nameJson;
-      const f = function (args) { return callTool(name, head, args); };
-      named[name] = freeze(f);
-      return f;
-    },
-  });
-  function show(v) {
-    if (typeof v === "string") return v;
-    if (v instanceof GuestError) return GuestString(v.stack ? v.name + ": " + v.message + "\n" + v.stack : v);
-    try { const s = stringify(v); return s === undefined ? GuestString(v) : s; } catch (_) { try { return GuestString(v); } catch (_) { return "[unprintable]"; } }
-  }
-  function logger(level) {
-    return function () {
-      let line = "";
-      for (let i = 0; i < arguments.length; i++) line += (i ? " " : "") + show(arguments[i]);
-      hostLog(level, line);
-    };
-  }
-  const console = freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
-  // the same accessors as the core's (BOOTSTRAP), over objects made already
-  defineProperty(globalThis, "tools", { get: function () { return tools; }, enumerable: false, configurable: false });
-  defineProperty(globalThis, "console", { get: function () {
-    defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
-    return console;
-  }, set: function (v) {
-    defineProperty(globalThis, "console", { value: v, writable: true, enumerable: false, configurable: true });
-  }, enumerable: false, configurable: true });
-  // the calls made before the script's value was decided go out before its end is reported, and the door closes
-  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
-  function close() {
-    open = false; // first: a refused flush throws, and the door must be shut already
-    if (count !== 0) hostFlush(takeText());
-  }
-  async function main(fn) {
-    let value;
-    try {
-      value = await fn();
-    } catch (e) {
-      close();
-      hostSettle(${SETTLE.threw}, e);
-      return;
-    }
-    close();
-    let json, failed = false, failure;
-    try {
-      json = value === undefined ? undefined : stringify(value);
-    } catch (e) {
-      failed = true;
-      failure = e;
-    }
-    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
-    else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
-    else if (json === undefined && value !== undefined) hostSettle(${SETTLE.notJson}, typeof value);
-    else hostSettle(${SETTLE.returned}, json);
-  }
-  return [main, take, deliver];
-})`;
+  let open = true, late = 0;
+  function isOpen() { return open; }
+  function onLate() { late++; }`;
 
 /**
- * The parts of the bridge compiled on first use (`hostPart(n)` evaluates `PARTS[n]`; the core calls the function with
- * what it captured before user code ran, and nothing else: no part reads a global).
- * 0, `tools`: returns `[tools, take, deliver, close]`. 1, `console`: returns the frozen console object.
+ * `tools`: the proxy whose every name is a tool function, the queue of calls and their resolvers. Declares `tools`,
+ * `take`, `deliver` and `sendQueued` (hands the host the calls still queued), which `BOOTSTRAP_WHOLE` uses by name;
+ * compiled apart it returns `[tools, take, deliver, sendQueued]`.
  */
-const PARTS = [
-  String.raw`(function (stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, isOpen, onLate) {
-  "use strict";
-  const waiting = create(null);
+const TOOLS_PART: PartSource = {
+  params: "stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, isOpen, onLate",
+  body: String.raw`  const waiting = create(null);
   let nextId = 1, queued = "", count = 0;
   function takeText() {
     const text = queued;
@@ -279,7 +100,7 @@ const PARTS = [
     delete waiting[id];
     settle(r[1]);
   }
-  function close() {
+  function sendQueued() {
     if (count !== 0) hostFlush(takeText());
   }
   // each tool's function is made once, with its record head (the name's JSON text and its length)
@@ -294,12 +115,14 @@ const PARTS = [
       named[name] = freeze(f);
       return f;
     },
-  });
-  return [tools, take, deliver, close];
-})`,
-  String.raw`(function (stringify, GuestError, GuestString, freeze, hostLog) {
-  "use strict";
-  function show(v) {
+  });`,
+  result: "[tools, take, deliver, sendQueued]",
+};
+
+/** `console`: five loggers over `hostLog`; compiled apart it returns the frozen console object. */
+const CONSOLE_PART: PartSource = {
+  params: "stringify, GuestError, GuestString, freeze, hostLog",
+  body: String.raw`  function show(v) {
     if (typeof v === "string") return v;
     if (v instanceof GuestError) return GuestString(v.stack ? v.name + ": " + v.message + "\n" + v.stack : v);
     try { const s = stringify(v); return s === undefined ? GuestString(v) : s; } catch (_) { try { return GuestString(v); } catch (_) { return "[unprintable]"; } }
@@ -310,10 +133,145 @@ const PARTS = [
       for (let i = 0; i < arguments.length; i++) line += (i ? " " : "") + show(arguments[i]);
       hostLog(level, line);
     };
+  }`,
+  result: `freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") })`,
+};
+
+/**
+ * `text` without its comment lines (each line whose first non-blank characters are `//`), as the guest compiles it:
+ * QuickJS keeps every function's source text, comments too, and the bootstrap's comments (≈ 15 % of it) measurably
+ * cost its compile (docs/performance.md). Only whole lines go: no guest code here has a string or template spanning
+ * lines, and no comment follows code on its line.
+ */
+function withoutComments(text: string): string {
+  return text.replace(/^[ \t]*\/\/.*\n/gm, "");
+}
+
+/** A part compiled apart: a function expression the core calls with the bindings `part.params` names. */
+function partFunction(part: PartSource): string {
+  return withoutComments(`(function (${part.params}) {\n  "use strict";\n${part.body}\n  return ${part.result};\n})`);
+}
+
+/** `console` as a plain writable data property holding `v` (its accessor's getter and setter both end so). */
+const CONSOLE_DATA = (v: string): string => `defineProperty(globalThis, "console", { value: ${v}, writable: true, enumerable: false, configurable: true })`;
+
+/**
+ * The global `console` accessor, in both builds: its getter runs `firstRead` (statements that leave the object in the
+ * bootstrap's `console`), then becomes the data property; its setter makes the data property at once.
+ */
+const consoleAccessor = (firstRead: string): string => String.raw`  defineProperty(globalThis, "console", { get: function () {
+${firstRead}    ${CONSOLE_DATA("console")};
+    return console;
+  }, set: function (v) {
+    ${CONSOLE_DATA("v")};
+  }, enumerable: false, configurable: true });`;
+
+/**
+ * The bootstrap's last statements, in both builds: `close`, `main`, and the function the bootstrap returns.
+ * `sendQueued`: the statement of `close` that hands the host the calls still queued (each build's own).
+ */
+const closeAndMain = (sendQueued: string): string => String.raw`  // the calls made before the script's value was decided go out before its end is reported, and the door closes
+  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
+  function close() {
+    // first: a refused flush throws, and the door must be shut already
+    open = false;
+    ${sendQueued}
   }
-  return freeze({ log: logger("log"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
-})`,
-] as const;
+  async function main(fn) {
+    let value;
+    try {
+      value = await fn();
+    } catch (e) {
+      close();
+      hostSettle(${SETTLE.threw}, e);
+      return;
+    }
+    close();
+    let json, failed = false, failure;
+    try {
+      json = value === undefined ? undefined : stringify(value);
+    } catch (e) {
+      failed = true;
+      failure = e;
+    }
+    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
+    else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
+    else if (json === undefined && value !== undefined) hostSettle(${SETTLE.notJson}, typeof value);
+    else hostSettle(${SETTLE.returned}, json);
+  }
+  return [main, take, deliver];`;
+
+/**
+ * Guest bootstrap, the core compiled in every context. Evaluated once per context; it returns `[main, take, deliver]`:
+ * - `main(fn)` runs the user's async function, hands the host the calls it made (`flush`), closes the door (a later
+ *   `tools.*` call is refused in the guest and never queued), then serialises the return value and reports through
+ *   `settle(SETTLE kind, jsonOrErrorOrReason)`;
+ * - `take()` hands the host the tool calls made since the last take as one batch text (`parseBatch` reads it), or
+ *   `""` when none was made;
+ * - `deliver(text)` settles call `id`'s promise from the JSON text `[id, {ok, result | error}]`.
+ * A tool call is a guest promise whose resolver stays in this closure: the host never creates, holds or
+ * resolves a guest promise, and a call crosses into the host only in a batch (`take`, or `flush` once
+ * `FLUSH_AT` calls wait, so a `Promise.all` of many calls reaches the host while the guest goes on).
+ * It captures `JSON`, `Error`, `TypeError`, `Promise`, `String`, `Proxy`, `Reflect.get`, `Object`'s functions and
+ * `Object.prototype`'s names before user code runs (`CAPTURE`) and uses only operators (no prototype method) on its own
+ * data, so a guest that replaces built-ins only fools itself; the host checks every batch anyway. The host functions
+ * stay in this closure: they are never globals.
+ *
+ * For a script whose text does not name `tools` (`mentionsTools`) only this core is compiled (QuickJS compiles ≈ 40 µs
+ * per KB, and such a script mostly touches neither global; one that names tools gets `BOOTSTRAP_WHOLE`):
+ * `tools` and `console` are accessors on the global object, and the first read of either asks the host function
+ * `hostPart(n)` to compile that part (`PARTS[n]`, a function expression), which the core then calls with the
+ * intrinsics it captured before user code ran. The accessor returns the same object ever after (`tools` stays a
+ * non-configurable global; `console` becomes a plain writable data property, as before); calling the getter directly
+ * yields nothing more than reading the global. A part made after the script's value is decided (first touched by a
+ * getter or `toJSON` of its return value) sees the door shut: its calls are refused and counted in `late`.
+ */
+const BOOTSTRAP = withoutComments(String.raw`(function (hostLog, hostSettle, hostFlush, hostPart) {
+  "use strict";
+${CAPTURE}
+  let tools, console, partTake = null, partDeliver = null, partClose = null;
+  defineProperty(globalThis, "tools", { get: function () {
+    if (tools === undefined) {
+      const part = hostPart(0)(${TOOLS_PART.params});
+      tools = part[0]; partTake = part[1]; partDeliver = part[2]; partClose = part[3];
+    }
+    return tools;
+  }, enumerable: false, configurable: false });
+${consoleAccessor(`    if (console === undefined) console = hostPart(1)(${CONSOLE_PART.params});\n`)}
+  function take() {
+    return partTake === null ? "" : partTake();
+  }
+  function deliver(text) {
+    if (partDeliver !== null) partDeliver(text);
+  }
+${closeAndMain("if (partClose !== null) partClose();")}
+})`);
+
+/**
+ * The bridge in one piece, for a script likely to use `tools` (`mentionsTools`): `CAPTURE`, then the parts' bodies
+ * (`TOOLS_PART`, `CONSOLE_PART`) spliced into the bootstrap's own function, so the guest compiles one flat function as
+ * before user code runs (compiling the core and a part apart, or the parts nested in the core as functions, cost such
+ * a script ≈ 100 µs more: docs/performance.md). The guest sees what `BOOTSTRAP` gives it (the same accessors, objects,
+ * `main`, `take`, `deliver`), made from the same text; only when the parts are compiled differs.
+ */
+const BOOTSTRAP_WHOLE = withoutComments(String.raw`(function (hostLog, hostSettle, hostFlush) {
+  "use strict";
+${CAPTURE}
+${TOOLS_PART.body}
+${CONSOLE_PART.body}
+  const console = ${CONSOLE_PART.result};
+  // the same accessors as the core's (BOOTSTRAP), over objects made already
+  defineProperty(globalThis, "tools", { get: function () { return tools; }, enumerable: false, configurable: false });
+${consoleAccessor("")}
+${closeAndMain("sendQueued();")}
+})`);
+
+/**
+ * The parts of the bridge compiled on first use (`hostPart(n)` evaluates `PARTS[n]`; the core calls the function with
+ * what it captured before user code ran, and nothing else: no part reads a global).
+ * 0, `tools`: returns `[tools, take, deliver, sendQueued]`. 1, `console`: returns the frozen console object.
+ */
+const PARTS = [partFunction(TOOLS_PART), partFunction(CONSOLE_PART)] as const;
 
 /** True when the script's text contains `tools` (a substring test: a comment or a string counts too). */
 export function mentionsTools(code: string): boolean {

@@ -14,7 +14,7 @@ import type { MessagePort as NodeMessagePort, receiveMessageOnPort as ReceiveMes
 import type Tinypool from "tinypool";
 import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../errors.ts";
 import { HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, resetChannelBuffer, UP_CALLS, UP_READY, UP_YIELD } from "./channel.ts";
-import { METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
+import { MAX_STACK_KB, METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
 import { parseBatch, type BatchCall } from "./bridge.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
@@ -127,7 +127,7 @@ export class ScriptPool {
     const maxScripts = opts.maxScripts ?? opts.workers * 64;
     const idleMs = opts.idleThreadMs ?? IDLE_THREAD_MS;
     if (!parsed.success || !Number.isInteger(opts.workers) || opts.workers < 1 || !Number.isInteger(maxScripts) || maxScripts < opts.workers || !(idleMs >= 0)) {
-      throw new AirlockError("config_invalid", `script pool options are invalid: ${JSON.stringify(opts)}; need workers >= 1, maxScripts >= workers, idleThreadMs >= 0, memoryMb 8..2048, stackKb >= 16`);
+      throw new AirlockError("config_invalid", `script pool options are invalid: ${JSON.stringify(opts)}; need workers >= 1, maxScripts >= workers, idleThreadMs >= 0, memoryMb 8..2048, stackKb 16..${MAX_STACK_KB}`);
     }
     this.#settings = parsed.data;
     this.#slots = new RunSlots(opts.workers);

@@ -31,12 +31,20 @@ export const ScriptLimits = z.strictObject({
 });
 export type ScriptLimits = z.infer<typeof ScriptLimits>;
 
+/**
+ * The largest QuickJS stack limit a script may have, KiB. QuickJS counts its limit on emscripten's stack, which the
+ * QuickJS build fixes at 5 MiB: a limit past it (measured: 5,376 KiB and up) made every script end `internal`, even
+ * `return 1`, as QuickJS's limit then lay outside the stack it guards. 4 MiB leaves room below it; at this size the
+ * worker thread's own stack runs out first anyway (script/vm.ts `isHostStackOverflow`).
+ */
+export const MAX_STACK_KB = 4096;
+
 /** Per-worker settings, fixed when the pool starts (tinypool `workerData`). */
 export const WorkerSettings = z.strictObject({
   /** Each script's memory limit, MiB (its own WASM instance; nothing shared with other scripts). */
   memoryMb: z.number().int().min(8).max(2048),
-  /** QuickJS stack size per script, KiB. */
-  stackKb: z.number().int().min(16),
+  /** QuickJS stack size per script, KiB (at most `MAX_STACK_KB`). */
+  stackKb: z.number().int().min(16).max(MAX_STACK_KB),
 });
 export type WorkerSettings = z.infer<typeof WorkerSettings>;
 

@@ -136,3 +136,37 @@ describe("the host's stack running out in a bridge function (its error simulated
     });
   }
 });
+
+describe("the host's stack running out in the interrupt callback's own frames (simulated: the runtime's callback throws the RangeError)", () => {
+  // quickjs-emscripten's callback caught it and interrupted QuickJS with no `#stop` set: the guest got an "interrupted"
+  // error (read as the host's stack only by its shape, which a script can forge) or, from `toJSON`, the script "waited
+  // on a promise that can never settle" with its instance kept (script/vm.ts `interruptsUnswallowed`)
+  const CASES: Record<string, string> = {
+    "in the script's loop": "let s = 0; for (let i = 0; i < 1e7; i++) s += i; return s;",
+    "in a loop a catch surrounds": "try { let s = 0; for (let i = 0; i < 1e7; i++) s += i; return s; } catch (e) { return 'caught ' + e; }",
+    "after an await": "await 0; let s = 0; for (let i = 0; i < 1e7; i++) s += i; return s;",
+    "in toJSON of the return value": "return { toJSON() { let s = 0; for (let i = 0; i < 1e7; i++) s += i; return s; } };",
+  };
+  for (const [where, code] of Object.entries(CASES)) {
+    test(`${where}: script_stack_overflow, fatal`, async () => {
+      const instances = await Instances.create(16);
+      const inst = await instances.take();
+      const guest = prepareGuest(inst.module, MEMORY, STACK);
+      const runtimes = (inst.module as unknown as { callbacks: { runtimeCallbacks: Map<number, { shouldInterrupt: (rt: number) => number }> } }).callbacks.runtimeCallbacks;
+      let checks = 0;
+      for (const callbacks of runtimes.values()) {
+        const real = callbacks.shouldInterrupt;
+        callbacks.shouldInterrupt = (rt) => {
+          if (++checks === 3) throw new RangeError("Maximum call stack size exceeded.");
+          return real(rt);
+        };
+      }
+      const run = new ScriptRun(inst.module, { code, limits: LIMITS, memoryBytes: MEMORY, stackBytes: STACK, meter: new Float64Array(3), memoryExhausted: () => false, post: () => {}, releaseLater: true });
+      run.start(guest);
+      const out = await run.done;
+      expect(checks).toBeGreaterThanOrEqual(3);
+      expect(out.ok ? "ok" : out.error.code).toBe("script_stack_overflow");
+      expect(out.fatal).toBe(true);
+    });
+  }
+});

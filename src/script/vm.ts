@@ -79,6 +79,36 @@ export function isHostStackOverflow(e: unknown): boolean {
   return disposed instanceof RangeError && /call stack size exceeded/i.test(disposed.message);
 }
 
+/** The modules whose interrupt callback `interruptsUnswallowed` replaced. */
+const unswallowed = new WeakSet<QuickJSWASMModule>();
+
+/**
+ * Makes `mod`'s interrupt callback (the one its WebAssembly calls QuickJS's interrupt check through) let its failures
+ * through, once per module; true when it does. quickjs-emscripten's own catches any error there, prints it, and
+ * interrupts QuickJS: when the host's stack ran out in its frames, before `ScriptRun`'s handler could record it, the
+ * guest got an "interrupted" error that no `#stop` explains (a script ended `script_error`, or waited "on a promise that
+ * can never settle" when it came from its return value's `toJSON`), and a value the script threw shaped like it could
+ * only be read as that. Without the catch, the host's `RangeError` unwinds QuickJS to the host function or the call
+ * into the guest around it, where `ScriptRun` sees it (`#watchHostErrors`, `#shield`, `#guard`: the instance dropped);
+ * the runtime's own callback and the handler (`#interrupt`, which catches what fails inside it) run as before.
+ * Reads fields the library marks private (as script/direct.ts does): false, changing nothing, when they are absent.
+ */
+function interruptsUnswallowed(mod: QuickJSWASMModule): boolean {
+  if (unswallowed.has(mod)) return true;
+  type RuntimeCallbacks = { shouldInterrupt?: (rt: number) => number };
+  const m = mod as unknown as { module?: { callbacks?: { shouldInterrupt?: unknown } }; callbacks?: { runtimeCallbacks?: unknown } };
+  const toHost = m.module?.callbacks;
+  const runtimes = m.callbacks?.runtimeCallbacks;
+  if (!toHost || typeof toHost.shouldInterrupt !== "function" || !(runtimes instanceof Map)) return false;
+  toHost.shouldInterrupt = (_asyncify: unknown, rt: number): number => {
+    const callbacks = (runtimes as Map<number, RuntimeCallbacks>).get(rt);
+    if (typeof callbacks?.shouldInterrupt !== "function") throw new Error(`no runtime ${rt} for QuickJS's interrupt check`);
+    return callbacks.shouldInterrupt(rt);
+  };
+  unswallowed.add(mod);
+  return true;
+}
+
 /**
  * A QuickJS runtime and context made ahead of a script, with its limits set and the bridge installed,
  * and no user code ever run in it: `prepareGuest()` makes one while its worker is idle, and exactly one
@@ -183,6 +213,12 @@ export class ScriptRun {
    * state was unwound mid-call and freeing it could fault or loop).
    */
   #hostOverflow = false;
+  /**
+   * Whether this run's module reports every failure of the interrupt callback (`interruptsUnswallowed`): then QuickJS
+   * is interrupted only when `#interrupt` asked (`#stop` set), and an "interrupted" error with no `#stop` is a value the
+   * script made.
+   */
+  #interruptsWatched = false;
 
   constructor(private readonly mod: QuickJSWASMModule, opts: VmOptions) {
     this.#opts = opts;
@@ -241,6 +277,7 @@ export class ScriptRun {
         ctx = this.#ctx = rt.newContext();
       }
       this.#watchHostErrors(ctx);
+      this.#interruptsWatched = interruptsUnswallowed(this.mod);
       this.#enter(() => {
         // made on the script's path: in one piece when the script names tools, else the core alone
         const bridge = (this.#bridge ??= installBridge(ctx, hooks, mentionsTools(this.#opts.code)));
@@ -637,8 +674,10 @@ export class ScriptRun {
     const { name, message, stack, code } = describe(ctx, h);
     if (this.#stop) return this.#stop;
     // an interrupt the handler did not ask for (it returns true only with `#stop` set): quickjs-emscripten's frames
-    // around it failed, which only the host's stack running out makes them do
-    if (message === "interrupted" && name === "InternalError") {
+    // around it failed, which only the host's stack running out makes them do. Only where those frames swallow their
+    // failure (`#interruptsWatched` false): else such a value is one the script threw itself (`throw { name:
+    // "InternalError", message: "interrupted" }`, or from a setter the bridge runs), its own error
+    if (!this.#interruptsWatched && message === "interrupted" && name === "InternalError") {
       this.#onHostOverflow();
       return this.#stop!;
     }

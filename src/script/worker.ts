@@ -34,6 +34,12 @@ let instances: Promise<Instances> | undefined;
 let ready: { inst: Instance; guest: PreparedGuest } | undefined;
 let preparing = false;
 /**
+ * This thread's counts so far: `ahead`, scripts that started on a guest made before they came (`ready`); `inTask`,
+ * scripts that made their own inside their task; `releasedInTask`, guests freed at the start of the next script's task
+ * instead of just after their own script's outcome. Diagnostics (test/fixtures/counting-script-worker.ts).
+ */
+export const guestCounts = { ahead: 0, inTask: 0, releasedInTask: 0 };
+/**
  * Whether the last script on this thread named `tools` (bridge.ts `mentionsTools`): the next guest made while idle then
  * gets the bridge in one piece, else its core alone (`prepareGuest`'s `whole`; a thread's scripts tend to be alike).
  */
@@ -41,7 +47,7 @@ let lastNamedTools = false;
 
 /**
  * The last script's disposal, not yet done: its guest freed and its instance given back (`ScriptRun.release`). It runs
- * after that script's outcome has left (`setImmediate`), or first thing when the next task or preparation comes sooner.
+ * just after that script's outcome has left (`afterOutcome`), or first thing in the next task should that come sooner.
  */
 let unreleased: (() => void) | undefined;
 
@@ -52,14 +58,48 @@ function releaseNow(): void {
   f?.();
 }
 
-/** Makes `ready` soon (after the current task's outcome has left), unless it exists or is being made. */
-function prepareSoon(pool: Instances): void {
+/**
+ * Queued by a task as its last synchronous step: once the task's outcome has left the thread, closes the script's
+ * port, frees the guest of the script that just ended, then has the next guest made when the thread is idle
+ * (`prepareWhenIdle`). The script has ended: no guest code runs between its end and this.
+ *
+ * `process.nextTick`: tinypool posts the outcome in the promise job that follows the task's return (its
+ * `await handler(task)`), and the tick queue runs after those jobs and before the thread takes its next message. So
+ * the disposal (≈ 75 µs) runs between the outcome's post and the next task, never inside it. A `setImmediate` (as
+ * before) ran in Bun ≈ 0.1–0.2 ms after the return, after the next task's message when the next script came at once:
+ * in a stream of scripts most tasks began by freeing the last script's guest. The port's `close()` is here too: in Bun it
+ * took ≈ 13 µs in the median but over 0.5 ms for 2–3 % of scripts (up to 9 ms), and in the task that was on the
+ * script's path (docs/performance.md, "twelfth session").
+ */
+function afterOutcome(pool: Instances, port: MessagePort): void {
+  process.nextTick(() => {
+    try {
+      port.close();
+    } catch {
+      // nothing is sent on it any more whatever happened; the host closes its end when the outcome arrives
+    }
+    releaseNow();
+    prepareWhenIdle(pool);
+  });
+}
+
+/**
+ * Makes `ready` when this thread is idle, unless it exists or is being made. A `setImmediate`: Bun ran it ≈ 0.1–0.2 ms
+ * (up to 0.6 ms) after the task's return, and a task whose message was there by then ran first. So a script that comes
+ * at once is mostly not made to wait behind a preparation (≈ 250–450 µs, the bridge's compile most of it) for a guest
+ * it could make itself in the same time; it makes its own in its task, and the preparation runs after it. A thread
+ * idle between scripts (the usual case: a model turn between them) has the guest ready. Preparing at once in the tick
+ * instead was measured slower in a stream at load 6–9 on 2 cores (median p99 6.8 against 4.9 ms over 11 alternated
+ * rounds): the preparation then ran while the host woke up for the outcome, on the same cores (docs/performance.md,
+ * "twelfth session").
+ */
+function prepareWhenIdle(pool: Instances): void {
   if (ready || preparing) return;
   preparing = true;
   setImmediate(() => {
     void (async () => {
       try {
-        releaseNow(); // the last script's instance back first: it is the one to reuse
+        releaseNow(); // normally done already (`afterOutcome`)
         if (ready) return;
         const inst = await pool.take();
         try {
@@ -103,6 +143,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     outCalls = "";
     outCount = 0;
   };
+  if (unreleased) guestCounts.releasedInTask++;
   releaseNow();
   instances ??= Instances.create(settings.memoryMb, settings.wasm);
   const pool = await instances;
@@ -111,7 +152,11 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   if (ready) {
     ({ inst, guest: prepared } = ready);
     ready = undefined;
-  } else inst = await pool.take();
+    guestCounts.ahead++;
+  } else {
+    inst = await pool.take();
+    guestCounts.inTask++;
+  }
   const run = new ScriptRun(inst.module, {
     code: task.code,
     limits: task.limits,
@@ -184,8 +229,8 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   }
   const { fatal, ...outcome } = await run.done;
   flush(false);
-  port.close();
-  // the outcome leaves first; the guest is freed just after, and its instance goes back only when that succeeded
+  // the outcome leaves first; the port is closed and the guest freed just after (`afterOutcome`), and the instance
+  // goes back only when that freeing succeeded
   releaseNow();
   unreleased = () => {
     let clean = run.release() && !fatal;
@@ -196,8 +241,7 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
     }
     pool.give(inst, clean);
   };
-  setImmediate(releaseNow);
-  prepareSoon(pool);
+  afterOutcome(pool, port);
   return outcome;
 }
 

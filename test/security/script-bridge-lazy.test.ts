@@ -135,3 +135,33 @@ for (const variant of ["core", "whole"] as const) {
     });
   });
 }
+
+describe("the two builds give a guest the same objects", () => {
+  test("what a guest can read of tools, console, their functions and the errors of a call is the same in both", async () => {
+    const probe = `
+      const view = (f) => [typeof f, f.name, f.length, Function.prototype.toString.call(f), Object.isFrozen(f), Reflect.ownKeys(f).map(String), Object.getPrototypeOf(f) === Function.prototype];
+      const err = async (f) => { try { await f(); return "no error"; } catch (e) { return [e.constructor.name, e.name, e.code, e.message, Reflect.ownKeys(e).map(String)]; } };
+      const t = tools, c = console;
+      return {
+        tools: [typeof t, Object.isFrozen(t), Reflect.ownKeys(t).map(String), Object.getPrototypeOf(t) === Object.prototype, t.then, t.hasOwnProperty === Object.prototype.hasOwnProperty, t.x === t.x, t.x === t.y],
+        fn: view(t.x),
+        console: [Object.isFrozen(c), Reflect.ownKeys(c).map(String), Object.getPrototypeOf(c) === Object.prototype],
+        loggers: ["log", "info", "debug", "warn", "error"].map((k) => view(c[k])),
+        failed: await err(() => t.nope(1)),
+        unserialisable: await err(() => t.x(() => 1)),
+        bigint: await err(() => t.x(1n)),
+        descriptors: ["tools", "console"].map((k) => Object.entries(Object.getOwnPropertyDescriptor(globalThis, k)).map(([n, v]) => n + ":" + typeof v)),
+      };`;
+    const outcome = async (name: string) => (name === "nope" ? { ok: false as const, error: { code: "unknown_tool", message: "no tool nope" } } : { ok: true as const, result: 1 });
+    const views: unknown[] = [];
+    for (const variant of ["core", "whole"] as const) {
+      // the worker prepares its next guest after the last script's kind (worker.ts lastNamedTools): one of this kind
+      // first, so the probe runs on this build whether it gets the prepared guest or makes its own
+      await pool.run(variant === "core" ? "return 1;" : "// tools\nreturn 1;", LIMITS, outcome);
+      const r = await pool.run(variant === "core" ? probe.replaceAll("tools", "\\u0074ools") : probe, LIMITS, outcome);
+      views.push(r.ok ? r.value : `${r.error.code}: ${r.error.message}`);
+    }
+    expect(views[0]).toMatchObject({ fn: ["function", "f", 1, "function (args) { return callTool(name, head, args); }", true, ["length", "name", "prototype"], true] });
+    expect(views[1]).toEqual(views[0]);
+  });
+});
