@@ -40,7 +40,8 @@ interface PartSource {
 
 /**
  * The bootstrap's first statements, in both builds: the intrinsics captured before user code runs, Object.prototype's
- * names, and the door's state (`open`, `late`, read and counted by the `tools` part through `isOpen`, `onLate`).
+ * names, and the door's state `door` (`open`, `late`: a null-prototype record only the bridge holds, which the `tools`
+ * part reads and counts in; a record, not two functions: each guest function costs its compile a few µs).
  */
 const CAPTURE = String.raw`  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String, GuestProxy = Proxy;
   const reflectGet = Reflect.get, freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
@@ -49,17 +50,15 @@ const CAPTURE = String.raw`  const stringify = JSON.stringify, parse = JSON.pars
   for (let i = 0; i < names.length; i++) reserved[names[i]] = true;
   // open until the script's value is decided (its function returned or threw): a call made after is refused, never
   // queued, and counted in late (a getter or toJSON run while its return value is serialised)
-  let open = true, late = 0;
-  function isOpen() { return open; }
-  function onLate() { late++; }`;
+  const door = { __proto__: null, open: true, late: 0 };`;
 
 /**
  * `tools`: the proxy whose every name is a tool function, the queue of calls and their resolvers. Declares `tools`,
- * `take`, `deliver` and `sendQueued` (hands the host the calls still queued), which `BOOTSTRAP_WHOLE` uses by name;
- * compiled apart it returns `[tools, take, deliver, sendQueued]`.
+ * `take`, `deliver` and `close` (shuts the door, then hands the host the calls still queued), which `BOOTSTRAP_WHOLE`
+ * uses by name; compiled apart it returns `[tools, take, deliver, close]`.
  */
 const TOOLS_PART: PartSource = {
-  params: "stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, isOpen, onLate",
+  params: "stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, door",
   body: String.raw`  const waiting = create(null);
   let nextId = 1, queued = "", count = 0;
   function takeText() {
@@ -69,8 +68,8 @@ const TOOLS_PART: PartSource = {
     return text;
   }
   function callTool(name, head, args) {
-    if (!isOpen()) {
-      onLate();
+    if (!door.open) {
+      door.late++;
       return GuestPromise.reject(new GuestError("tools." + name + ": the script has ended (its value is decided); a tool call made after that is not sent"));
     }
     const json = args === undefined ? "{}" : stringify(args);
@@ -99,7 +98,11 @@ const TOOLS_PART: PartSource = {
     delete waiting[id];
     settle(r[1]);
   }
-  function sendQueued() {
+  // the calls made before the script's value was decided go out before its end is reported, and the door closes
+  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
+  function close() {
+    // first: a refused flush throws, and the door must be shut already
+    door.open = false;
     if (count !== 0) hostFlush(takeText());
   }
   // each tool's function is made once, with its record head (the name's JSON text and its length)
@@ -115,7 +118,7 @@ const TOOLS_PART: PartSource = {
       return f;
     },
   });`,
-  result: "[tools, take, deliver, sendQueued]",
+  result: "[tools, take, deliver, close]",
 };
 
 /** `console`: five loggers over `hostLog`; compiled apart it returns the frozen console object. */
@@ -165,18 +168,8 @@ ${firstRead}    ${CONSOLE_DATA("console")};
     ${CONSOLE_DATA("v")};
   }, enumerable: false, configurable: true });`;
 
-/**
- * The bootstrap's last statements, in both builds: `close`, `main`, and the function the bootstrap returns.
- * `sendQueued`: the statement of `close` that hands the host the calls still queued (each build's own).
- */
-const closeAndMain = (sendQueued: string): string => String.raw`  // the calls made before the script's value was decided go out before its end is reported, and the door closes
-  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
-  function close() {
-    // first: a refused flush throws, and the door must be shut already
-    open = false;
-    ${sendQueued}
-  }
-  async function main(fn) {
+/** The bootstrap's last statements, in both builds: `main`, and the function the bootstrap returns. Calls `close`. */
+const MAIN = String.raw`  async function main(fn) {
     let value;
     try {
       value = await fn();
@@ -193,7 +186,7 @@ const closeAndMain = (sendQueued: string): string => String.raw`  // the calls m
       failed = true;
       failure = e;
     }
-    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
+    if (door.late !== 0) hostSettle(${SETTLE.calledLate}, door.late);
     else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
     else hostSettle(${SETTLE.returned}, json);
   }
@@ -242,7 +235,12 @@ ${consoleAccessor(`    if (console === undefined) console = hostPart(1)(${CONSOL
   function deliver(text) {
     if (partDeliver !== null) partDeliver(text);
   }
-${closeAndMain("if (partClose !== null) partClose();")}
+  // the part's close when it was made (it shuts the door too), else the door alone
+  function close() {
+    door.open = false;
+    if (partClose !== null) partClose();
+  }
+${MAIN}
 })`);
 
 /**
@@ -261,13 +259,13 @@ ${CONSOLE_PART.body}
   // the same accessors as the core's (BOOTSTRAP), over objects made already
   defineProperty(globalThis, "tools", { get: function () { return tools; }, enumerable: false, configurable: false });
 ${consoleAccessor("")}
-${closeAndMain("sendQueued();")}
+${MAIN}
 })`);
 
 /**
  * The parts of the bridge compiled on first use (`hostPart(n)` evaluates `PARTS[n]`; the core calls the function with
  * what it captured before user code ran, and nothing else: no part reads a global).
- * 0, `tools`: returns `[tools, take, deliver, sendQueued]`. 1, `console`: returns the frozen console object.
+ * 0, `tools`: returns `[tools, take, deliver, close]`. 1, `console`: returns the frozen console object.
  */
 const PARTS = [partFunction(TOOLS_PART), partFunction(CONSOLE_PART)] as const;
 

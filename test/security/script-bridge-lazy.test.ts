@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
+import type { ToolOutcome } from "../../src/script/protocol.ts";
 import { toolRecorder } from "../script-tools.ts";
 
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
@@ -152,7 +153,7 @@ describe("the two builds give a guest the same objects", () => {
         bigint: await err(() => t.x(1n)),
         descriptors: ["tools", "console"].map((k) => Object.entries(Object.getOwnPropertyDescriptor(globalThis, k)).map(([n, v]) => n + ":" + typeof v)),
       };`;
-    const outcome = async (name: string) => (name === "nope" ? { ok: false as const, error: { code: "unknown_tool", message: "no tool nope" } } : { ok: true as const, result: 1 });
+    const outcome = async (name: string): Promise<ToolOutcome> => (name === "nope" ? { ok: false, error: { code: "unknown_tool", message: "no tool nope" } } : { ok: true, result: 1 });
     const views: unknown[] = [];
     for (const variant of ["core", "whole"] as const) {
       // the worker prepares its next guest after the last script's kind (worker.ts lastNamedTools): one of this kind
