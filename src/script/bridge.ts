@@ -27,7 +27,7 @@ export const FLUSH_AT = 32;
  * (`partFunction`: `(function (PARAMS) { "use strict"; BODY return RESULT; })`, for the core's first read) and the
  * bridge in one piece (`BOOTSTRAP_WHOLE`: BODY spliced into the bootstrap's own function, where every name of
  * `params` is the bootstrap's binding of the same name). `params` names only intrinsics the bootstrap captured before
- * user code ran and its own functions (the core passes exactly these names, so a part reads no global).
+ * user code ran, its `door` and host functions (the core passes exactly these names, so a part reads no global).
  */
 interface PartSource {
   /** The parameter list, comma-separated: names the bootstrap binds (`CAPTURE`, its arguments). */
@@ -215,7 +215,7 @@ const MAIN = String.raw`  async function main(fn) {
  * intrinsics it captured before user code ran. The accessor returns the same object ever after (`tools` stays a
  * non-configurable global; `console` becomes a plain writable data property, as before); calling the getter directly
  * yields nothing more than reading the global. A part made after the script's value is decided (first touched by a
- * getter or `toJSON` of its return value) sees the door shut: its calls are refused and counted in `late`.
+ * getter or `toJSON` of its return value) sees the door shut: its calls are refused and counted in `door.late`.
  */
 const BOOTSTRAP = withoutComments(String.raw`(function (hostLog, hostSettle, hostFlush, hostPart) {
   "use strict";
