@@ -15,16 +15,12 @@
  */
 import { resolve } from "node:path";
 import type { RunOptions } from "../../src/script/pool.ts";
+import { arg } from "./args.ts";
 import { threadCpuNs } from "./thread-cpu.ts";
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i < 0 ? dflt : Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} wants a positive integer`);
-  return v;
-};
-const BLOCKS = arg("blocks", 300);
-const BLOCK = arg("block", 20);
+const BLOCKS = arg("--blocks", 300);
+const BLOCK = arg("--block", 20);
+if (!(Number.isInteger(BLOCKS) && BLOCKS > 0 && Number.isInteger(BLOCK) && BLOCK > 0)) throw new Error("--blocks and --block want positive integers");
 const base = process.env.AIRLOCK_BENCH_BASE;
 if (!base) throw new Error("AIRLOCK_BENCH_BASE=/other/checkout is required (the before side)");
 const LIMITS: RunOptions = { cpuTimeoutMs: 10_000, wallTimeoutMs: 10_000, maxToolCalls: 1000, maxLogBytes: 1 << 16, maxResultBytes: 1 << 20 };
