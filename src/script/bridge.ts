@@ -28,7 +28,7 @@ export const FLUSH_AT = 32;
  * (`partFunction`: `(function (PARAMS) { "use strict"; BODY return RESULT; })`, for the core's first read) and the
  * bridge in one piece (`BOOTSTRAP_WHOLE`: BODY spliced into the bootstrap's own function, where every name of
  * `params` is the bootstrap's binding of the same name). `params` names only intrinsics the bootstrap captured before
- * user code ran and its own functions (the core passes exactly these names, so a part reads no global).
+ * user code ran, its `door` and host functions (the core passes exactly these names, so a part reads no global).
  */
 interface PartSource {
   /** The parameter list, comma-separated: names the bootstrap binds (`CAPTURE`, its arguments). */
@@ -41,7 +41,8 @@ interface PartSource {
 
 /**
  * The bootstrap's first statements, in both builds: the intrinsics captured before user code runs, Object.prototype's
- * names, and the door's state (`open`, `late`, read and counted by the `tools` part through `isOpen`, `onLate`).
+ * names, and the door's state `door` (`open`, `late`: a null-prototype record only the bridge holds, which the `tools`
+ * part reads and counts in; a record, not two functions: each guest function costs its compile a few µs).
  */
 const CAPTURE = String.raw`  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String, GuestProxy = Proxy;
   const reflectGet = Reflect.get, freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
@@ -50,17 +51,15 @@ const CAPTURE = String.raw`  const stringify = JSON.stringify, parse = JSON.pars
   for (let i = 0; i < names.length; i++) reserved[names[i]] = true;
   // open until the script's value is decided (its function returned or threw): a call made after is refused, never
   // queued, and counted in late (a getter or toJSON run while its return value is serialised)
-  let open = true, late = 0;
-  function isOpen() { return open; }
-  function onLate() { late++; }`;
+  const door = { __proto__: null, open: true, late: 0 };`;
 
 /**
  * `tools`: the proxy whose every name is a tool function, the queue of calls and their resolvers. Declares `tools`,
- * `take`, `deliver` and `sendQueued` (hands the host the calls still queued), which `BOOTSTRAP_WHOLE` uses by name;
- * compiled apart it returns `[tools, take, deliver, sendQueued]`.
+ * `take`, `deliver` and `close` (shuts the door, then hands the host the calls still queued), which `BOOTSTRAP_WHOLE`
+ * uses by name; compiled apart it returns `[tools, take, deliver, close]`.
  */
 const TOOLS_PART: PartSource = {
-  params: "stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, isOpen, onLate",
+  params: "stringify, parse, GuestError, TypeErr, GuestPromise, GuestString, GuestProxy, reflectGet, freeze, create, reserved, hostFlush, door",
   body: String.raw`  const waiting = create(null);
   let nextId = 1, queued = "", count = 0;
   function takeText() {
@@ -70,8 +69,8 @@ const TOOLS_PART: PartSource = {
     return text;
   }
   function callTool(name, head, args) {
-    if (!isOpen()) {
-      onLate();
+    if (!door.open) {
+      door.late++;
       return GuestPromise.reject(new GuestError("tools." + name + ": the script has ended (its value is decided); a tool call made after that is not sent"));
     }
     const json = args === undefined ? "{}" : stringify(args);
@@ -100,7 +99,11 @@ const TOOLS_PART: PartSource = {
     delete waiting[id];
     settle(r[1]);
   }
-  function sendQueued() {
+  // the calls made before the script's value was decided go out before its end is reported, and the door closes
+  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
+  function close() {
+    // first: a refused flush throws, and the door must be shut already
+    door.open = false;
     if (count !== 0) hostFlush(takeText());
   }
   // each tool's function is made once, with its record head (the name's JSON text and its length)
@@ -116,7 +119,7 @@ const TOOLS_PART: PartSource = {
       return f;
     },
   });`,
-  result: "[tools, take, deliver, sendQueued]",
+  result: "[tools, take, deliver, close]",
 };
 
 /** `console`: five loggers over `hostLog`; compiled apart it returns the frozen console object. */
@@ -166,18 +169,8 @@ ${firstRead}    ${CONSOLE_DATA("console")};
     ${CONSOLE_DATA("v")};
   }, enumerable: false, configurable: true });`;
 
-/**
- * The bootstrap's last statements, in both builds: `close`, `main`, and the function the bootstrap returns.
- * `sendQueued`: the statement of `close` that hands the host the calls still queued (each build's own).
- */
-const closeAndMain = (sendQueued: string): string => String.raw`  // the calls made before the script's value was decided go out before its end is reported, and the door closes
-  // before anything of the guest runs again (the host reading what it threw, its return value's getters and toJSON)
-  function close() {
-    // first: a refused flush throws, and the door must be shut already
-    open = false;
-    ${sendQueued}
-  }
-  async function main(fn) {
+/** The bootstrap's last statements, in both builds: `main`, and the function the bootstrap returns. Calls `close`. */
+const MAIN = String.raw`  async function main(fn) {
     let value;
     try {
       value = await fn();
@@ -194,7 +187,7 @@ const closeAndMain = (sendQueued: string): string => String.raw`  // the calls m
       failed = true;
       failure = e;
     }
-    if (late !== 0) hostSettle(${SETTLE.calledLate}, late);
+    if (door.late !== 0) hostSettle(${SETTLE.calledLate}, door.late);
     else if (failed) hostSettle(${SETTLE.unserialisable}, failure);
     else if (json === undefined && value !== undefined) hostSettle(${SETTLE.notJson}, typeof value);
     else hostSettle(${SETTLE.returned}, json);
@@ -224,7 +217,7 @@ const closeAndMain = (sendQueued: string): string => String.raw`  // the calls m
  * intrinsics it captured before user code ran. The accessor returns the same object ever after (`tools` stays a
  * non-configurable global; `console` becomes a plain writable data property, as before); calling the getter directly
  * yields nothing more than reading the global. A part made after the script's value is decided (first touched by a
- * getter or `toJSON` of its return value) sees the door shut: its calls are refused and counted in `late`.
+ * getter or `toJSON` of its return value) sees the door shut: its calls are refused and counted in `door.late`.
  */
 const BOOTSTRAP = withoutComments(String.raw`(function (hostLog, hostSettle, hostFlush, hostPart) {
   "use strict";
@@ -244,7 +237,12 @@ ${consoleAccessor(`    if (console === undefined) console = hostPart(1)(${CONSOL
   function deliver(text) {
     if (partDeliver !== null) partDeliver(text);
   }
-${closeAndMain("if (partClose !== null) partClose();")}
+  // the part's close when it was made (it shuts the door too), else the door alone
+  function close() {
+    door.open = false;
+    if (partClose !== null) partClose();
+  }
+${MAIN}
 })`);
 
 /**
@@ -263,13 +261,13 @@ ${CONSOLE_PART.body}
   // the same accessors as the core's (BOOTSTRAP), over objects made already
   defineProperty(globalThis, "tools", { get: function () { return tools; }, enumerable: false, configurable: false });
 ${consoleAccessor("")}
-${closeAndMain("sendQueued();")}
+${MAIN}
 })`);
 
 /**
  * The parts of the bridge compiled on first use (`hostPart(n)` evaluates `PARTS[n]`; the core calls the function with
  * what it captured before user code ran, and nothing else: no part reads a global).
- * 0, `tools`: returns `[tools, take, deliver, sendQueued]`. 1, `console`: returns the frozen console object.
+ * 0, `tools`: returns `[tools, take, deliver, close]`. 1, `console`: returns the frozen console object.
  */
 const PARTS = [partFunction(TOOLS_PART), partFunction(CONSOLE_PART)] as const;
 

@@ -7,8 +7,9 @@
  * their accessors and walks everything they reach looking for a host function, and that never touches them at all.
  * Real worker threads, real QuickJS.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
+import type { ToolOutcome } from "../../src/script/protocol.ts";
 import { toolRecorder } from "../script-tools.ts";
 
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
@@ -32,10 +33,19 @@ afterAll(async () => {
 });
 
 
+/**
+ * Runs a script of `variant`'s kind: the worker prepares its next guest after the last script's kind (worker.ts
+ * `lastNamedTools`), so the script that follows runs on that build whether it gets the prepared guest or makes its own.
+ */
+const warm = async (variant: "core" | "whole"): Promise<void> => {
+  await pool.run(variant === "core" ? "return 1;" : "// tools\nreturn 1;", LIMITS, toolRecorder().fn);
+};
+
 for (const variant of ["core", "whole"] as const) {
   /** The script as this variant runs it: for "core", no literal `tools` in its text (bridge.ts `mentionsTools`). */
   const src = (code: string): string => (variant === "core" ? code.replaceAll("tools", "\\u0074ools") : code);
   describe(`${variant}: tools and console first touched after user code replaced built-ins`, () => {
+    beforeEach(() => warm(variant));
     test("a tool call sends the real arguments, its result comes back, and console logs the real text", async () => {
       const { calls, fn } = toolRecorder();
       const r = await pool.run(src(`${POISON}
@@ -74,6 +84,7 @@ for (const variant of ["core", "whole"] as const) {
   });
 
   describe(`${variant}: the accessors`, () => {
+    beforeEach(() => warm(variant));
     test("reading them directly yields only the same tools and console; nothing they reach is a host function", async () => {
       const { fn } = toolRecorder();
       const r = await pool.run(src(`
@@ -125,6 +136,7 @@ for (const variant of ["core", "whole"] as const) {
   });
 
   describe(`${variant}: a script that never touches tools or console`, () => {
+    beforeEach(() => warm(variant));
     test("runs, returns its value and makes no call; the next script's tools work", async () => {
       const { calls, fn } = toolRecorder();
       const r = await pool.run(src("return [1 + 1, Object.keys(globalThis).includes('tools')];"), LIMITS, fn);
@@ -152,12 +164,10 @@ describe("the two builds give a guest the same objects", () => {
         bigint: await err(() => t.x(1n)),
         descriptors: ["tools", "console"].map((k) => Object.entries(Object.getOwnPropertyDescriptor(globalThis, k)).map(([n, v]) => n + ":" + typeof v)),
       };`;
-    const outcome = async (name: string) => (name === "nope" ? { ok: false as const, error: { code: "unknown_tool", message: "no tool nope" } } : { ok: true as const, result: 1 });
+    const outcome = async (name: string): Promise<ToolOutcome> => (name === "nope" ? { ok: false, error: { code: "unknown_tool", message: "no tool nope" } } : { ok: true, result: 1 });
     const views: unknown[] = [];
     for (const variant of ["core", "whole"] as const) {
-      // the worker prepares its next guest after the last script's kind (worker.ts lastNamedTools): one of this kind
-      // first, so the probe runs on this build whether it gets the prepared guest or makes its own
-      await pool.run(variant === "core" ? "return 1;" : "// tools\nreturn 1;", LIMITS, outcome);
+      await warm(variant);
       const r = await pool.run(variant === "core" ? probe.replaceAll("tools", "\\u0074ools") : probe, LIMITS, outcome);
       views.push(r.ok ? r.value : `${r.error.code}: ${r.error.message}`);
     }
