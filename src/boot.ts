@@ -13,6 +13,7 @@
 import { version } from "../package.json" with { type: "json" };
 import { cannedHelp } from "./cli/canned-help.ts";
 import { cannedUsageFor } from "./cli/canned-usage.ts";
+import { startHttpClient } from "./cli/early-switch.ts";
 import { usageError, type UsageTable } from "./cli/usage-error.ts";
 
 /**
@@ -168,6 +169,8 @@ function afterHelp(argv: string[]): void {
 
 /** `airlock run` in its plain forms (read from the same table) without commander, or `main.ts`. */
 async function handOff(argv: string[], table: UsageTable | null): Promise<void> {
+  // Bun's HTTP client thread starts while the early request reads its config (cli/early-switch.ts)
+  if (argv[0] === "run") startHttpClient(process.env);
   const direct = table === null ? undefined : (await import("./cli/run-argv.ts")).readRunArgv(argv, table);
   if (direct !== undefined) {
     // the early request first (cli/early-request.ts): it may leave before run.ts and output.ts are even loaded

@@ -23,6 +23,9 @@ import { SYSTEM_PROMPTS } from "../agent/system-prompts.ts";
 import { cannedOffered } from "../tool/canned-specs.ts";
 import type { ToolSpec } from "../tool/tool.ts";
 import { BUILD_ID, treeDigest } from "./canned-build.ts";
+import { earlySwitchedOff } from "./early-switch.ts";
+
+export { EARLY_SWITCH_ENV, earlySwitchedOff } from "./early-switch.ts";
 
 /** What the early path reads of `airlock run`'s options (cli/run.ts `RunOptions`, restated: run.ts imports this module). */
 export interface EarlyRunOptions {
@@ -39,14 +42,6 @@ export interface EarlyRunOptions {
 
 /** The cache file's name in the data dir. */
 export const CONFIG_CACHE_FILE = "config-cache.json";
-/** `AIRLOCK_EARLY_REQUEST=0` (or `false`, `off`, `no`, any case) turns the early request and its cache off. */
-export const EARLY_SWITCH_ENV = "AIRLOCK_EARLY_REQUEST";
-
-/** Whether `AIRLOCK_EARLY_REQUEST` in `env` turns the early request off: `0`, `false`, `off` or `no` (any case, spaces around ignored). */
-export function earlySwitchedOff(env: Env): boolean {
-  const v = env[EARLY_SWITCH_ENV]?.trim().toLowerCase();
-  return v === "0" || v === "false" || v === "off" || v === "no";
-}
 
 /**
  * Every environment variable config resolution reads (`resolveContext` → `pickDataDir`; `loadConfig` reads
