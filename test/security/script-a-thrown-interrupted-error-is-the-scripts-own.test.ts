@@ -12,11 +12,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { ToolOutcome } from "../../src/tool/tool.ts";
-import { ScriptPool, type RunOptions, type ScriptResult } from "../../src/script/pool.ts";
+import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
+import { codeOf, echoTool } from "../script-tools.ts";
 
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 100, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
-const echo = async (_name: string, args: unknown): Promise<ToolOutcome> => ({ ok: true, result: args });
-const codeOf = (r: ScriptResult): string => (r.ok ? "ok" : r.error.code);
 
 let pool: ScriptPool;
 beforeAll(() => {
@@ -35,14 +34,14 @@ describe("a value shaped like QuickJS's interrupt, made by the script (broke: sc
   const FORGED = `{ name: "InternalError", message: "interrupted" }`;
   for (const [name, code] of Object.entries(THROWN)) {
     test(`${name}, thrown by the script: script_error naming it`, async () => {
-      const r = await pool.run(code, LIMITS, echo);
+      const r = await pool.run(code, LIMITS, echoTool);
       expect(codeOf(r)).toBe("script_error");
       expect(r.ok ? "" : r.error.message).toBe("InternalError: interrupted");
     });
   }
 
   test("thrown by toJSON of the return value: script_result_invalid", async () => {
-    const r = await pool.run(`return { toJSON() { throw new InternalError("interrupted"); } };`, LIMITS, echo);
+    const r = await pool.run(`return { toJSON() { throw new InternalError("interrupted"); } };`, LIMITS, echoTool);
     expect(codeOf(r)).toBe("script_result_invalid");
     expect(r.ok ? "" : r.error.message).toContain("InternalError: interrupted");
   });
@@ -56,8 +55,8 @@ describe("a value shaped like QuickJS's interrupt, made by the script (broke: sc
   });
 
   test("a real deadline is still script_timeout, also in a guest that catches around its loop", async () => {
-    const r = await pool.run(`try { for (;;) {} } catch (e) { return String(e); }`, { ...LIMITS, cpuTimeoutMs: 300 }, echo);
+    const r = await pool.run(`try { for (;;) {} } catch (e) { return String(e); }`, { ...LIMITS, cpuTimeoutMs: 300 }, echoTool);
     expect(codeOf(r)).toBe("script_timeout");
-    expect(await pool.run("return 1 + 1", LIMITS, echo)).toEqual({ ok: true, value: 2, logs: [], calls: 0 });
+    expect(await pool.run("return 1 + 1", LIMITS, echoTool)).toEqual({ ok: true, value: 2, logs: [], calls: 0 });
   });
 });

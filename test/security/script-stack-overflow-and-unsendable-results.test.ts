@@ -11,12 +11,10 @@
  * - promise jobs a returned value's getter leaves running end the script at its deadline, saying they ran after it returned.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { ToolOutcome } from "../../src/tool/tool.ts";
-import { ScriptPool, type RunOptions, type ScriptResult } from "../../src/script/pool.ts";
+import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
+import { codeOf, echoTool } from "../script-tools.ts";
 
 const LIMITS: RunOptions = { cpuTimeoutMs: 30_000, wallTimeoutMs: 60_000, maxToolCalls: 1000, maxLogBytes: 64 * 1024, maxResultBytes: 1024 * 1024 };
-const echo = async (_name: string, args: unknown): Promise<ToolOutcome> => ({ ok: true, result: args });
-const codeOf = (r: ScriptResult): string => (r.ok ? "ok" : r.error.code);
 
 // one thread, the shipped stack limit: each script runs on the thread the one before it overflowed
 let pool: ScriptPool;
@@ -49,7 +47,7 @@ const OVERFLOWS: Record<string, string> = {
 describe("recursion through native code (held: was `internal`, the instance kept)", () => {
   for (const [name, code] of Object.entries(OVERFLOWS)) {
     test(`${name}: script_stack_overflow, and the next script on the thread runs clean`, async () => {
-      const r = await pool.run(code, LIMITS, echo);
+      const r = await pool.run(code, LIMITS, echoTool);
       expect(codeOf(r)).toBe("script_stack_overflow");
       expect(r.ok ? "" : r.error.message).toContain("limits.script_stack_kb");
       expect(r.calls).toBe(0);
@@ -57,7 +55,7 @@ describe("recursion through native code (held: was `internal`, the instance kept
       const next = await pool.run(
         "let d = 0; const p = new Proxy({}, { get(t, k, r) { return ++d < 200 ? r[k] : d; } }); const e = await tools.echo({ n: p.x }); return [Object.getPrototypeOf(Array.prototype) === Object.prototype, e.n];",
         LIMITS,
-        echo,
+        echoTool,
       );
       expect(next).toEqual({ ok: true, value: [true, 200], logs: [], calls: 1 });
     });
@@ -74,17 +72,17 @@ describe("recursion through native code (held: was `internal`, the instance kept
   for (const [name, code] of Object.entries(THROWN)) {
     test(`${name}: script_stack_overflow (or QuickJS's own limit in the getter), and the next script on the thread runs clean`, async () => {
       for (let i = 0; i < 3; i++) {
-        const r = await pool.run(code, LIMITS, echo);
+        const r = await pool.run(code, LIMITS, echoTool);
         if (codeOf(r) === "script_error") expect(r.ok ? "" : r.error.message).toBe("Error: [object]");
         else expect(codeOf(r)).toBe("script_stack_overflow");
-        expect(await pool.run("return [1, 2].map((x) => x * 2);", LIMITS, echo)).toEqual({ ok: true, value: [2, 4], logs: [], calls: 0 });
+        expect(await pool.run("return [1, 2].map((x) => x * 2);", LIMITS, echoTool)).toEqual({ ok: true, value: [2, 4], logs: [], calls: 0 });
       }
     });
   }
 
   test("console.log of a value whose toJSON recurses: QuickJS's own limit is caught by console (logged as text), the host's ends the script", async () => {
     for (let i = 0; i < 3; i++) {
-      const r = await pool.run(`console.log({ toJSON() { const p = ${LOOP_GET}; return p.x; } }); return 1;`, LIMITS, echo);
+      const r = await pool.run(`console.log({ toJSON() { const p = ${LOOP_GET}; return p.x; } }); return 1;`, LIMITS, echoTool);
       if (r.ok) expect(r).toEqual({ ok: true, value: 1, logs: ["[object Object]"], calls: 0 });
       else expect(r.error.code).toBe("script_stack_overflow");
     }
@@ -92,12 +90,12 @@ describe("recursion through native code (held: was `internal`, the instance kept
 
   test("a guest that catches what the overflow threw still ends script_stack_overflow or holds QuickJS's own error", async () => {
     for (let i = 0; i < 3; i++) {
-      const r = await pool.run(`const p = ${LOOP_GET}; try { return p.x; } catch (e) { return String(e); }`, LIMITS, echo);
+      const r = await pool.run(`const p = ${LOOP_GET}; try { return p.x; } catch (e) { return String(e); }`, LIMITS, echoTool);
       // QuickJS's own limit is a catchable InternalError; the host's stack running out never is
       if (r.ok) expect(r.value).toBe("InternalError: stack overflow");
       else expect(r.error.code).toBe("script_stack_overflow");
     }
-    expect(await pool.run("return 1 + 1", LIMITS, echo)).toEqual({ ok: true, value: 2, logs: [], calls: 0 });
+    expect(await pool.run("return 1 + 1", LIMITS, echoTool)).toEqual({ ok: true, value: 2, logs: [], calls: 0 });
   });
 });
 
@@ -111,19 +109,19 @@ describe("a return value JSON cannot carry (held: was `ok` with no value)", () =
   ];
   for (const [name, code, said] of CASES) {
     test(`${name}: script_result_invalid, saying what it was`, async () => {
-      const r = await pool.run(code, LIMITS, echo);
+      const r = await pool.run(code, LIMITS, echoTool);
       expect(codeOf(r)).toBe("script_result_invalid");
       expect(r.ok ? "" : r.error.message).toContain(said);
     });
   }
 
   test("BigInt stays script_result_invalid; undefined (or nothing) is ok with no value; a function with toJSON sends its JSON", async () => {
-    expect(codeOf(await pool.run("return 1n;", LIMITS, echo))).toBe("script_result_invalid");
-    expect(await pool.run("return undefined;", LIMITS, echo)).toEqual({ ok: true, value: null, logs: [], calls: 0 });
-    expect(await pool.run("let x = 1;", LIMITS, echo)).toEqual({ ok: true, value: null, logs: [], calls: 0 });
-    expect(await pool.run("const f = () => 1; f.toJSON = () => 'f'; return [f, { a: f }];", LIMITS, echo)).toEqual({ ok: true, value: ["f", { a: "f" }], logs: [], calls: 0 });
+    expect(codeOf(await pool.run("return 1n;", LIMITS, echoTool))).toBe("script_result_invalid");
+    expect(await pool.run("return undefined;", LIMITS, echoTool)).toEqual({ ok: true, value: null, logs: [], calls: 0 });
+    expect(await pool.run("let x = 1;", LIMITS, echoTool)).toEqual({ ok: true, value: null, logs: [], calls: 0 });
+    expect(await pool.run("const f = () => 1; f.toJSON = () => 'f'; return [f, { a: f }];", LIMITS, echoTool)).toEqual({ ok: true, value: ["f", { a: "f" }], logs: [], calls: 0 });
     // inside an object or array JSON drops or nulls them, as it always did: only the value as a whole must be data
-    expect(await pool.run("return { f() {}, s: Symbol('x'), a: [() => 1] };", LIMITS, echo)).toEqual({ ok: true, value: { a: [null] }, logs: [], calls: 0 });
+    expect(await pool.run("return { f() {}, s: Symbol('x'), a: [() => 1] };", LIMITS, echoTool)).toEqual({ ok: true, value: { a: [null] }, logs: [], calls: 0 });
   });
 });
 
@@ -138,14 +136,14 @@ describe("promise jobs left running after the script's end (held: the message bl
   };
   for (const [name, code] of Object.entries(CASES)) {
     test(`${name}: script_timeout, saying the jobs ran after the script returned`, async () => {
-      const r = await pool.run(code, SHORT, echo);
+      const r = await pool.run(code, SHORT, echoTool);
       expect(codeOf(r)).toBe("script_timeout");
       expect(r.ok ? "" : r.error.message).toContain("after its function returned or threw");
     });
   }
 
   test("a script busy in its own function keeps the plain deadline message", async () => {
-    const r = await pool.run("for (;;) {}", SHORT, echo);
+    const r = await pool.run("for (;;) {}", SHORT, echoTool);
     expect(codeOf(r)).toBe("script_timeout");
     expect(r.ok ? "" : r.error.message).toContain("do less work per script");
     expect(r.ok ? "" : r.error.message).not.toContain("after its function returned");
