@@ -6,7 +6,9 @@
  * NOT run … If you trust it, run: airlock trust DIR", which claimed the file held hooks (airlock could not read it) and
  * steered the person to trust the folder. docs/spec.md: such a file is `config_invalid` for an untrusted workspace too.
  * Also: that warning was printed twice on stderr per run (the tree's hooks are imported again for the SessionEnd hooks
- * at the run's close, after its run overrides are cleared); it is printed once. Real runs: `bun src/main.ts run`, the
+ * at the run's close, after its run overrides are cleared); it is printed once, with a recipe's run overrides too. A
+ * settings file of an untrusted workspace that is not JSON is `config_invalid` as well (the one reader, as for a trusted
+ * one and for `permissions.import_claude_settings`). Real runs: `bun src/main.ts run`, the
  * scripted provider, HOME and the data dir in a temp folder.
  */
 import { afterAll, describe, expect, test } from "bun:test";
@@ -113,6 +115,17 @@ describe("a settings file that cannot be read as a regular file", () => {
     expectRefused(await runIn(ws), file, "is a kernel pseudo file (/proc/version), not a regular file");
   }, 60_000);
 
+  test("untrusted workspace, .claude/settings.json not JSON: config_invalid as in a trusted one, not \"its hooks are NOT run\"", async () => {
+    const ws = join(base, "untrusted-not-json");
+    mkdirSync(join(ws, ".claude"), { recursive: true });
+    const file = join(ws, ".claude", "settings.json");
+    writeFileSync(file, "{ hooks: ");
+    const r = await runIn(ws);
+    expect({ code: r.code, status: r.result.status, error: r.result.error?.code }).toEqual({ code: 2, status: "invalid", error: "config_invalid" });
+    expect(r.result.error!.message).toBe(`${file}: not JSON; fix it or set hooks.import_claude_settings: false`);
+    expect(r.stderr).not.toContain("NOT run");
+  }, 60_000);
+
   test("no settings files (an empty .claude folder): the run completes without a warning", async () => {
     const ws = join(base, "no-files");
     mkdirSync(join(ws, ".claude"), { recursive: true });
@@ -122,14 +135,24 @@ describe("a settings file that cannot be read as a regular file", () => {
   }, 60_000);
 });
 
-test("an untrusted workspace's hooks not run: the warning is printed once on stderr, and once in the result", async () => {
-  const ws = join(base, "hooks-untrusted");
-  mkdirSync(join(ws, ".claude"), { recursive: true });
-  const file = join(ws, ".claude", "settings.json");
-  writeFileSync(file, JSON.stringify({ hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "true" }] }] } }));
-  const r = await runIn(ws);
-  expect({ code: r.code, status: r.result.status }).toEqual({ code: 0, status: "completed" });
-  expect(r.result.warnings).toEqual([expect.stringContaining(`${file}: its hooks are NOT run`)]);
-  const printed = r.stderr.split("\n").filter((l) => l.includes("its hooks are NOT run"));
-  expect(printed).toEqual([`airlock: WARNING: ${r.result.warnings![0]}`]);
-}, 60_000);
+for (const withRecipe of [false, true]) {
+  test(`an untrusted workspace's hooks not run: the warning is printed once on stderr, and once in the result${withRecipe ? " (a recipe: run overrides)" : ""}`, async () => {
+    const ws = join(base, `hooks-untrusted${withRecipe ? "-recipe" : ""}`);
+    mkdirSync(join(ws, ".claude"), { recursive: true });
+    const file = join(ws, ".claude", "settings.json");
+    writeFileSync(file, JSON.stringify({ hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "true" }] }] } }));
+    let r: { code: number; result: RunResult; stderr: string };
+    if (withRecipe) {
+      const recipe = join(base, "recipe.yaml");
+      writeFileSync(recipe, `name: go\ninstructions: go\nmode: autonomous\nprovider: { name: scripted, script: ${join(data, "turns.yaml")} }\n`);
+      const ran = await airlock(["run", "--recipe", recipe, "--headless", "--output-format", "json", "--workspace", ws]);
+      r = { code: ran.code, result: JSON.parse(ran.stdout) as RunResult, stderr: ran.stderr };
+    } else {
+      r = await runIn(ws);
+    }
+    expect({ code: r.code, status: r.result.status }).toEqual({ code: 0, status: "completed" });
+    expect(r.result.warnings).toEqual([expect.stringContaining(`${file}: its hooks are NOT run`)]);
+    const printed = r.stderr.split("\n").filter((l) => l.includes("its hooks are NOT run"));
+    expect(printed).toEqual([`airlock: WARNING: ${r.result.warnings![0]}`]);
+  }, 60_000);
+}
