@@ -495,6 +495,9 @@ class AirlockRuntime implements Runtime {
     return this.sessionConfigs.hookNotes(root);
   }
 
+  /** The notes {@link importHooks} has logged, as `root\nnote`: each is logged once per root however often the tree imports. */
+  private readonly loggedNotes = new Set<string>();
+
   /** What {@link importHooks} needs of each root, read from the store by {@link learn}: its workspace and whether a trusted folder holds it. */
   private readonly rootFacts = new Map<string, { workspace: string; trusted: boolean }>();
 
@@ -529,8 +532,9 @@ class AirlockRuntime implements Runtime {
    * The hooks the tree rooted at `rootId` imports (session/config.ts `HookImporter`): the user's settings
    * hooks, then those of the root's workspace's `.claude/settings.json` and `.claude/settings.local.json`
    * when the workspace lies in a trusted folder. An untrusted workspace's files are only looked at to say
-   * that their hooks are not run. Each note is logged once here.
-   * @throws AirlockError `config_invalid` (a user or trusted project settings file that cannot be used), `session_not_found`.
+   * that their hooks are not run. Each note is logged once per root here.
+   * @throws AirlockError `config_invalid` (a user or project settings file that cannot be used — one that cannot be read
+   *   as a regular file, trusted or not; a trusted one that is not valid), `session_not_found`.
    */
   private importHooks(rootId: string, _config: Readonly<Config>): ImportedHooks {
     const session = this.rootFacts.get(rootId);
@@ -546,12 +550,9 @@ class AirlockRuntime implements Runtime {
       notes.push(...got.warnings);
     } else {
       for (const f of project) {
-        let json: Record<string, unknown> | null;
-        try {
-          json = readSettingsFile(f.file, "hooks.import_claude_settings");
-        } catch {
-          json = { hooks: "unreadable" };
-        }
+        // read as in a trusted folder (docs/spec.md: a file that cannot be read is `config_invalid` here too): a
+        // FIFO, a device, a folder or a kernel pseudo file is refused, not reported as hooks the folder's trust would run
+        const json = readSettingsFile(f.file, "hooks.import_claude_settings");
         if (!json || json.hooks === undefined) continue;
         notes.push(
           `${f.file}: its hooks are NOT run: ${session.workspace} is not a trusted folder (a repository's hooks are code from that repository). ` +
@@ -559,7 +560,15 @@ class AirlockRuntime implements Runtime {
         );
       }
     }
-    for (const n of notes) this.log(`airlock: WARNING: ${n}`);
+    // once per root and note: the tree's import is made again after its run overrides are cleared (the SessionEnd
+    // hooks of `airlock run`'s close), and would say the same again
+    if (this.loggedNotes.size > 10_000) this.loggedNotes.clear();
+    for (const n of notes) {
+      const key = `${rootId}\n${n}`;
+      if (this.loggedNotes.has(key)) continue;
+      this.loggedNotes.add(key);
+      this.log(`airlock: WARNING: ${n}`);
+    }
     return { groups, notes };
   }
 

@@ -42,8 +42,9 @@ export const MAX_SETTINGS_BYTES = 1 << 20;
  * Reads one settings file as a JSON object: the one reader of Claude Code's settings files.
  * @param what the switch that made airlock read it, for messages (`permissions.import_claude_settings`)
  * @returns the object, or null when the file (or its folder) does not exist
- * @throws AirlockError `config_invalid` when it exists but cannot be read, is not JSON, or is not a JSON object
- *   (the message names the file, never its content).
+ * @throws AirlockError `config_invalid` when it exists but cannot be read (not a regular file — a FIFO, a device, a
+ *   folder, a kernel pseudo file —, over {@link MAX_SETTINGS_BYTES}, no permission), is not JSON, or is not a JSON object
+ *   (the message names the file, the reason and the fix, never the file's content).
  */
 export function readSettingsFile(file: string, what: string): Record<string, unknown> | null {
   let text: string;
@@ -56,7 +57,10 @@ export function readSettingsFile(file: string, what: string): Record<string, unk
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return null;
-    throw new AirlockError("config_invalid", `${file}: cannot be read for ${what}: ${(e as Error).message}`);
+    // readRegularFile's messages start with their code (`ENOTREG: …`, `EFBIG: …`): said in words here instead
+    const message = (e as Error).message;
+    const reason = code !== undefined && message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message;
+    throw new AirlockError("config_invalid", `${file}: cannot be read for ${what}: ${reason}; remove or fix that file, or set ${what}: false`);
   }
   let json: unknown;
   try {

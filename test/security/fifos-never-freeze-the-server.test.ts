@@ -45,8 +45,12 @@ describe("a FIFO where the server reads a file is refused, and the server keeps 
       fifo(join(ws, ".claude", "settings.json"));
       const created = await call(sp.url, "POST", "/sessions", { workspace: ws });
       expect(created.status).toBe(201);
-      // unreadable project settings of an untrusted workspace: named as hooks that are not run
-      expect(JSON.stringify(created.json.warnings ?? [])).toContain("settings.json");
+      // unreadable project settings of an untrusted workspace: refused as in a trusted one (config_invalid, said as a
+      // warning; the session's tool calls are refused), not named as hooks that are not run
+      const warnings = JSON.stringify(created.json.warnings ?? []);
+      expect(warnings).toContain("settings.json: cannot be read for hooks.import_claude_settings");
+      expect(warnings).toContain("is not a regular file");
+      expect(warnings).not.toContain("NOT run");
       expect((await call(sp.url, "GET", "/health")).status).toBe(200);
     } finally {
       sp.proc.kill("SIGKILL");
