@@ -65,14 +65,15 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
 
 /** The one line said on stderr when the terminal's input ends during a run. */
 export const STDIN_CLOSED_LINE =
-  "airlock: stdin closed: nobody can answer on this terminal any more — this run's approvals are denied from now on\n";
+  "airlock: stdin closed: nobody can answer on this terminal any more — the card waiting is denied and later calls that need a person are refused (no_human_surface)\n";
 
 /**
  * Answers cards surfaced at `rootSessionId` from the terminal. Returns a stop function.
  * `y`/`yes` → `allow_once` (with user proof: the person is at the terminal); anything else → `deny`.
  * Fails closed when the terminal's input ends (`read` resolves `null`, or throws): {@link STDIN_CLOSED_LINE} is
- * written once, and the card at the prompt and every later card of the run are denied (no user proof, actor
- * `terminal`, reason `stdin_closed`) without asking.
+ * written once, the card at the prompt and every card parked before are denied (no user proof, actor
+ * `terminal`, reason `stdin_closed`) without asking, and every later ask of the run is refused at once with
+ * `no_human_surface` as in a headless run (`rt.gate.surfaceGone`).
  */
 export function startTerminalApprover(
   rt: Runtime,
@@ -100,6 +101,7 @@ export function startTerminalApprover(
       if (stopped) return;
       if (answer === null && !ended) {
         ended = true;
+        rt.gate.surfaceGone(rootSessionId); // later asks of the run are refused at once, as headless
         write(`\n${STDIN_CLOSED_LINE}`);
       }
       const allow = answer !== null && /^y(es)?$/i.test(answer);

@@ -102,14 +102,14 @@ describe("airlock run without a terminal", () => {
   });
 });
 
-/** Three shell calls, one per turn (a.txt, b.txt, c.txt), then "done". */
-function setupThree(): { dir: string; ws: string } {
+/** Three shell calls, one per turn (a.txt, b.txt, c.txt), then the answer `last`. */
+function setupThree(last = "done"): { dir: string; ws: string } {
   const { dir, ws } = setup();
   writeFileSync(
     join(dir, "turns.yaml"),
     "turns:\n" +
       ["a", "b", "c"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > ${f}.txt" }\n`).join("") +
-      '  - text: "done"\n',
+      `  - text: "${last}"\n`,
   );
   return { dir, ws };
 }
@@ -161,12 +161,12 @@ async function turnStatuses(dir: string): Promise<string[]> {
 
 describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () => {
   for (const [name, inputs] of [
-    // Ctrl-D at the second question: that card and the third are denied, nobody is asked again
+    // Ctrl-D at the second question: that card is denied, the third call is refused at once, nobody is asked again
     ["Ctrl-D at the prompt", ["y\n", "\x04"]],
     // Ctrl-D right after the first answer, before the second card: the next question finds the readline closed
     ["Ctrl-D between two cards", ["y\n\x04"]],
   ] as const) {
-    test(`${name}: the later cards are denied, one clear line, no stack trace, the turn ends`, async () => {
+    test(`${name}: the card waiting is denied, later asks are refused no_human_surface, one clear line, no stack trace, the turn ends`, async () => {
       const { dir, ws } = setupThree();
       const { code, screen, killed } = await runInPtyTyping(dir, ws, [...inputs]);
       expect(screen).not.toContain("ERR_USE_AFTER_CLOSE");
@@ -174,7 +174,9 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
       expect(killed).toBe(false);
       expect(screen.split("stdin closed: nobody can answer on this terminal").length - 1).toBe(1);
       expect(screen).toContain("allowed once");
-      expect(screen.split("denied (stdin closed)").length - 1).toBe(2);
+      expect(screen.split("denied (stdin closed)").length - 1).toBe(1);
+      expect(screen.split("allow once? [y/N]").length - 1).toBeLessThanOrEqual(2); // the third call asked nobody
+      expect(screen).toMatch(/developer__shell: no_human_surface: no person can answer any more/);
       expect(code).toBe(0); // the model got error results and answered anyway
       expect(existsSync(join(ws, "a.txt"))).toBe(true);
       expect(existsSync(join(ws, "b.txt"))).toBe(false);
@@ -182,4 +184,13 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
       expect(await turnStatuses(dir)).toEqual(["completed"]);
     });
   }
+
+  test("a run that ends without an answer after the refusal is blocked: exit 3, as headless", async () => {
+    const { dir, ws } = setupThree("");
+    const { code, screen, killed } = await runInPtyTyping(dir, ws, ["y\n", "\x04"]);
+    expect(killed).toBe(false);
+    expect(screen).toContain("blocked: no_human_surface");
+    expect(code).toBe(3);
+    expect(await turnStatuses(dir)).toEqual(["completed"]);
+  });
 });
