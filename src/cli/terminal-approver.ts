@@ -33,6 +33,9 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
   let closed = false;
   let waiting: ((a: string | null) => void) | undefined;
+  // Ctrl-C at the prompt: the terminal is in raw mode, so readline sees the key, and with no listener it would
+  // close itself (read as the end of stdin). It is the user's interrupt: sent on as SIGINT, which cancels the turn.
+  rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
   rl.on("close", () => {
     closed = true;
     const w = waiting;

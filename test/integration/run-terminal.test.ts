@@ -185,6 +185,17 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
     });
   }
 
+  test("Ctrl-C at the prompt is not the end of stdin: it cancels the turn (exit 130)", async () => {
+    const { dir, ws } = setupThree();
+    const { code, screen, killed } = await runInPtyTyping(dir, ws, ["\x03"]);
+    expect(killed).toBe(false);
+    expect(screen).not.toContain("stdin closed");
+    expect(screen).toContain("SIGINT: cancelling the turn");
+    expect(code).toBe(130);
+    expect(existsSync(join(ws, "a.txt"))).toBe(false);
+    expect(await turnStatuses(dir)).toEqual(["cancelled"]);
+  });
+
   test("a run that ends without an answer after the refusal is blocked: exit 3, as headless", async () => {
     const { dir, ws } = setupThree("");
     const { code, screen, killed } = await runInPtyTyping(dir, ws, ["y\n", "\x04"]);
