@@ -115,9 +115,11 @@ function setupThree(last = "done"): { dir: string; ws: string } {
 }
 
 /**
- * Runs `airlock run` in a PTY; at the n-th question on screen, types `inputs[n]` (nothing once they run out).
+ * Runs `airlock run` in a PTY; at the n-th question on screen, types `inputs[n]` (nothing once they run out;
+ * {@link EOF} closes the PTY's input).
  * Killed after 30 s (a run that hangs on a prompt nobody can answer fails here, not at the test's timeout).
  */
+const EOF = "<close stdin>";
 async function runInPtyTyping(dir: string, ws: string, inputs: string[]): Promise<{ code: number; screen: string; killed: boolean }> {
   const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} 'write them'`;
   const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
@@ -137,7 +139,8 @@ async function runInPtyTyping(dir: string, ws: string, inputs: string[]): Promis
     const n = screen.split("allow once? [y/N]").length - 1;
     while (asked < n) {
       const input = inputs[asked++];
-      if (input !== undefined) {
+      if (input === EOF) await p.stdin.end(); // `script` passes the end of its stdin on to the PTY
+      else if (input !== undefined) {
         p.stdin.write(input);
         await p.stdin.flush();
       }
@@ -165,6 +168,8 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
     ["Ctrl-D at the prompt", ["y\n", "\x04"]],
     // Ctrl-D right after the first answer, before the second card: the next question finds the readline closed
     ["Ctrl-D between two cards", ["y\n\x04"]],
+    // the input of the PTY closed after the first answer (a piped answer that ran out)
+    ["stdin closed after the first answer", ["y\n", EOF]],
   ] as const) {
     test(`${name}: the card waiting is denied, later asks are refused no_human_surface, one clear line, no stack trace, the turn ends`, async () => {
       const { dir, ws } = setupThree();
