@@ -15,24 +15,68 @@ export function terminalCanAsk(): boolean {
   return mayBeTerminal(0) && mayBeTerminal(2) && Boolean(process.stdin.isTTY && process.stderr.isTTY);
 }
 
-/** Asks one question on the terminal and resolves with the answer line. */
-export type LineReader = (question: string) => Promise<string>;
+/**
+ * Asks one question on the terminal and resolves with the answer line (trimmed), or with `null` once the
+ * terminal's input has ended (EOF: Ctrl-D at the prompt, a closed stdin): nobody can answer there any more.
+ * Never rejects.
+ */
+export type LineReader = (question: string) => Promise<string | null>;
 
 /**
- * A line reader on the TTY stdin (non-blocking: the turn keeps running while it waits). `close()` releases stdin.
+ * A line reader on the TTY stdin (non-blocking: the turn keeps running while it waits). `close()` releases stdin
+ * (idempotent). Once stdin has ended — Ctrl-D at the prompt closes the readline, as does the end of stdin while
+ * no question is asked — the question waiting (if any) and every later one resolve `null`.
  * `node:readline` is loaded here, on first use: a headless run never needs it.
  */
 export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
   const { createInterface } = await import("node:readline");
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-  const ask = ((question: string) => new Promise<string>((resolve) => rl.question(question, (a) => resolve(a.trim())))) as LineReader & { close(): void };
-  ask.close = () => rl.close();
+  let closed = false;
+  let waiting: ((a: string | null) => void) | undefined;
+  // Ctrl-C at the prompt: the terminal is in raw mode, so readline sees the key, and with no listener it would
+  // close itself (read as the end of stdin). It is the user's interrupt: sent on as SIGINT, which cancels the turn.
+  rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
+  rl.on("close", () => {
+    closed = true;
+    const w = waiting;
+    waiting = undefined;
+    w?.(null);
+  });
+  const ask = ((question: string) =>
+    new Promise<string | null>((resolve) => {
+      if (closed) return resolve(null);
+      waiting = resolve;
+      try {
+        rl.question(question, (a) => {
+          waiting = undefined;
+          resolve(a.trim());
+        });
+      } catch {
+        // ERR_USE_AFTER_CLOSE: the readline closed before its close event reached us
+        closed = true;
+        waiting = undefined;
+        resolve(null);
+      }
+    })) as LineReader & { close(): void };
+  ask.close = () => {
+    if (closed) return;
+    closed = true;
+    rl.close();
+  };
   return ask;
 }
+
+/** The one line said on stderr when the terminal's input ends during a run. */
+export const STDIN_CLOSED_LINE =
+  "airlock: stdin closed: nobody can answer on this terminal any more — the card waiting is denied and later calls that need a person are refused (no_human_surface)\n";
 
 /**
  * Answers cards surfaced at `rootSessionId` from the terminal. Returns a stop function.
  * `y`/`yes` → `allow_once` (with user proof: the person is at the terminal); anything else → `deny`.
+ * Fails closed when the terminal's input ends (`read` resolves `null`, or throws): {@link STDIN_CLOSED_LINE} is
+ * written once, the card at the prompt and every card parked before are denied (no user proof, actor
+ * `terminal`, reason `stdin_closed`) without asking, and every later ask of the run is refused at once with
+ * `no_human_surface` as in a headless run (`rt.gate.surfaceGone`).
  */
 export function startTerminalApprover(
   rt: Runtime,
@@ -44,6 +88,7 @@ export function startTerminalApprover(
   const queue: TypedEvent<"action_required">[] = [];
   let busy = false;
   let stopped = false;
+  let ended = false; // the terminal's input ended: nobody can answer here any more
   const pump = async (): Promise<void> => {
     if (busy || stopped) return;
     const ev = queue.shift();
@@ -54,15 +99,26 @@ export function startTerminalApprover(
       const card = ev.data;
       const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
       write(`\nairlock: ${card.tool}${from} needs your approval — ${card.inspector}: ${card.reason}\n  arguments: ${JSON.stringify(card.arguments)}\n`);
-      const answer = await read("  allow once? [y/N] ");
+      let answer: string | null = null;
+      if (!ended) answer = await read("  allow once? [y/N] ").catch(() => null);
       if (stopped) return;
-      const allow = /^y(es)?$/i.test(answer);
-      const r = await rt.cards.resolve(card.request_id, allow ? "allow_once" : "deny", {
-        sessionId: rootSessionId,
-        approverToken: rt.tokens.approverToken,
-        actor: "terminal",
-      });
-      write(r.ok ? `  ${allow ? "allowed once" : "denied"}\n` : `  not applied: ${r.error.message}\n`);
+      if (answer === null && !ended) {
+        ended = true;
+        rt.gate.surfaceGone(rootSessionId); // later asks of the run are refused at once, as headless
+        write(`\n${STDIN_CLOSED_LINE}`);
+      }
+      const allow = answer !== null && /^y(es)?$/i.test(answer);
+      const r = await rt.cards.resolve(
+        card.request_id,
+        allow ? "allow_once" : "deny",
+        answer === null
+          ? { sessionId: rootSessionId, actor: "terminal", reason: "stdin_closed (the terminal's input ended; nobody can answer there)" }
+          : { sessionId: rootSessionId, approverToken: rt.tokens.approverToken, actor: "terminal" },
+      );
+      write(r.ok ? `  ${allow ? "allowed once" : answer === null ? "denied (stdin closed)" : "denied"}\n` : `  not applied: ${r.error.message}\n`);
+    } catch (e) {
+      // never an unhandled rejection (a raw stack trace, the turn left running): the card stays to its TTL or the turn's end
+      write(`  not applied: ${e instanceof Error ? e.message : String(e)}\n`);
     } finally {
       hold(false);
       busy = false;

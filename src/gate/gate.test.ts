@@ -482,6 +482,30 @@ describe("Gate: headless", () => {
     expect(h.refused.map((r) => r.code)).toEqual(["no_human_surface", "no_human_surface"]);
     expect(h.runs).toEqual([]);
   });
+
+  test("once a root's surface is gone (surfaceGone), its tree refuses an ask at once with no_human_surface; another root still parks", async () => {
+    const h = await harness();
+    const root = await h.session();
+    const child = await h.session({ parent: root });
+    const other = await h.session();
+    h.gate.surfaceGone(root.id);
+    for (const s of [root, child]) {
+      const t = await h.turn(s);
+      const out = await h.call(s, t.turnId, "developer__shell", { command: "touch x" });
+      expect(out).toMatchObject({ ok: false, error: { code: "no_human_surface", inspector: "mode" } });
+      expect((out as { error: { message: string } }).error.message).toContain("no person can answer any more");
+      t.end();
+    }
+    expect(h.cards.size).toBe(0);
+    const t = await h.turn(other);
+    const card = h.nextCard(other.id);
+    const p = h.call(other, t.turnId, "developer__shell", { command: "touch y" });
+    const c = await card;
+    await h.cards.resolve(c.request_id, "deny", { sessionId: other.id });
+    expect(await p).toMatchObject({ ok: false, error: { code: "denied" } });
+    t.end();
+    expect((await h.store.getSession(root.id))?.headless).toBe(false); // the stored flag is not changed
+  });
 });
 
 describe("Gate: permits", () => {

@@ -16,6 +16,7 @@ import type { Store } from "../store/store.ts";
 import { argumentIssues, toolSpec, type ClientFiles, type ToolContext, type ToolDef, type ToolOutcome, type ToolSpec } from "../tool/tool.ts";
 import type { Cards } from "../card/pending.ts";
 import { isHeadlessChain } from "../card/relay.ts";
+import { ancestors } from "../session/graph.ts";
 import { BIND_MAX_BYTES, BIND_MAX_FILES, bindFiles, changedFiles, type FileBinding, type NamedFile } from "../card/bound-files.ts";
 import { namedFiles } from "./named-files.ts";
 import { newCallLog, writeCallJudged, type CallLog } from "./decision-log.ts";
@@ -154,6 +155,8 @@ export class Gate {
   private refusedListeners = new Set<(r: RefusedCall) => void>();
   private runListeners = new Set<(r: { session_id: string; call_id: string }) => void>();
   private clientFilesOf = new Set<(session: Session) => ClientFiles | undefined>();
+  /** Root sessions whose person can no longer answer ({@link surfaceGone}); in memory, this process only. */
+  private readonly goneSurfaces = new Set<string>();
 
   /** Session rows by in-flight turn (weak: gone with the turn). */
   private readonly turnSessions = new WeakMap<object, Session>();
@@ -173,6 +176,16 @@ export class Gate {
         ...(deps.transcriptPath ? { transcriptPath: deps.transcriptPath } : {}),
         ...(deps.sessionRules ? { sessionRules: deps.sessionRules } : {}),
       });
+  }
+
+  /**
+   * Marks that nobody can answer any more at root session `rootId`'s surface (an attended `airlock run` whose
+   * terminal's input ended): from now on an ask anywhere in its tree is refused at once with `no_human_surface`,
+   * as in a headless session, and no card is parked. Irreversible; in memory, this process only (the stored
+   * `headless` flag is not changed). Cards parked before are left to their surface.
+   */
+  surfaceGone(rootId: string): void {
+    this.goneSurfaces.add(rootId);
   }
 
   /** Listens to every refused call; returns the unsubscribe function. */
@@ -351,15 +364,20 @@ export class Gate {
       }
       case "ask": {
         let headless: boolean;
+        let gone = false;
         try {
           headless = await isHeadlessChain(this.deps.store, session.id);
+          if (!headless && this.goneSurfaces.size > 0) {
+            gone = this.goneSurfaces.has(session.id) || (await ancestors(this.deps.store, session.id)).some((id) => this.goneSurfaces.has(id));
+          }
         } catch (e) {
           const err = toAirlockError(e);
           return this.refuse(session.id, req, err.code, `no card was raised: ${err.message}`, judgement.primary.inspector);
         }
-        if (headless) {
+        if (headless || gone) {
           const { code, reason } = headlessRefusal(judgement);
-          return this.refuse(session.id, req, code, `no person can answer in this headless session, so the call was refused: ${reason}`, judgement.primary.inspector);
+          const where = headless ? "in this headless session" : "any more (the run's terminal input ended)";
+          return this.refuse(session.id, req, code, `no person can answer ${where}, so the call was refused: ${reason}`, judgement.primary.inspector);
         }
         return this.askAndRun(call, req, ctx, session, signal, judgement);
       }

@@ -101,3 +101,112 @@ describe("airlock run without a terminal", () => {
     expect(first).toMatchObject({ role: "user", content: "from stdin" });
   });
 });
+
+/** Three shell calls, one per turn (a.txt, b.txt, c.txt), then the answer `last`. */
+function setupThree(last = "done"): { dir: string; ws: string } {
+  const { dir, ws } = setup();
+  writeFileSync(
+    join(dir, "turns.yaml"),
+    "turns:\n" +
+      ["a", "b", "c"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > ${f}.txt" }\n`).join("") +
+      `  - text: "${last}"\n`,
+  );
+  return { dir, ws };
+}
+
+/**
+ * Runs `airlock run` in a PTY; at the n-th question on screen, types `inputs[n]` (nothing once they run out;
+ * {@link EOF} closes the PTY's input).
+ * Killed after 30 s (a run that hangs on a prompt nobody can answer fails here, not at the test's timeout).
+ */
+const EOF = "<close stdin>";
+async function runInPtyTyping(dir: string, ws: string, inputs: string[]): Promise<{ code: number; screen: string; killed: boolean }> {
+  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} 'write them'`;
+  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    p.kill("SIGKILL");
+  }, 30_000);
+  let screen = "";
+  const reader = p.stdout.getReader();
+  const dec = new TextDecoder();
+  let asked = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    screen += dec.decode(value);
+    const n = screen.split("allow once? [y/N]").length - 1;
+    while (asked < n) {
+      const input = inputs[asked++];
+      if (input === EOF) await p.stdin.end(); // `script` passes the end of its stdin on to the PTY
+      else if (input !== undefined) {
+        p.stdin.write(input);
+        await p.stdin.flush();
+      }
+    }
+  }
+  clearTimeout(timer);
+  return { code: await p.exited, screen, killed };
+}
+
+async function turnStatuses(dir: string): Promise<string[]> {
+  const { Store } = await import("../../src/store/store.ts");
+  const store = await Store.open(join(dir, "airlock.db"));
+  try {
+    const out: string[] = [];
+    for (const s of await store.listSessions()) for (const t of await store.listTurns(s.id)) out.push(t.status);
+    return out;
+  } finally {
+    store.close();
+  }
+}
+
+describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () => {
+  for (const [name, inputs] of [
+    // Ctrl-D at the second question: that card is denied, the third call is refused at once, nobody is asked again
+    ["Ctrl-D at the prompt", ["y\n", "\x04"]],
+    // Ctrl-D right after the first answer, before the second card: the next question finds the readline closed
+    ["Ctrl-D between two cards", ["y\n\x04"]],
+    // the input of the PTY closed after the first answer (a piped answer that ran out)
+    ["stdin closed after the first answer", ["y\n", EOF]],
+  ] as const) {
+    test(`${name}: the card waiting is denied, later asks are refused no_human_surface, one clear line, no stack trace, the turn ends`, async () => {
+      const { dir, ws } = setupThree();
+      const { code, screen, killed } = await runInPtyTyping(dir, ws, [...inputs]);
+      expect(screen).not.toContain("ERR_USE_AFTER_CLOSE");
+      expect(screen).not.toMatch(/\n\s+at .+:\d+:\d+/); // no stack frame
+      expect(killed).toBe(false);
+      expect(screen.split("stdin closed: nobody can answer on this terminal").length - 1).toBe(1);
+      expect(screen).toContain("allowed once");
+      expect(screen.split("denied (stdin closed)").length - 1).toBe(1);
+      expect(screen.split("allow once? [y/N]").length - 1).toBeLessThanOrEqual(2); // the third call asked nobody
+      expect(screen).toMatch(/developer__shell: no_human_surface: no person can answer any more/);
+      expect(code).toBe(0); // the model got error results and answered anyway
+      expect(existsSync(join(ws, "a.txt"))).toBe(true);
+      expect(existsSync(join(ws, "b.txt"))).toBe(false);
+      expect(existsSync(join(ws, "c.txt"))).toBe(false);
+      expect(await turnStatuses(dir)).toEqual(["completed"]);
+    });
+  }
+
+  test("Ctrl-C at the prompt is not the end of stdin: it cancels the turn (exit 130)", async () => {
+    const { dir, ws } = setupThree();
+    const { code, screen, killed } = await runInPtyTyping(dir, ws, ["\x03"]);
+    expect(killed).toBe(false);
+    expect(screen).not.toContain("stdin closed");
+    expect(screen).toContain("SIGINT: cancelling the turn");
+    expect(code).toBe(130);
+    expect(existsSync(join(ws, "a.txt"))).toBe(false);
+    expect(await turnStatuses(dir)).toEqual(["cancelled"]);
+  });
+
+  test("a run that ends without an answer after the refusal is blocked: exit 3, as headless", async () => {
+    const { dir, ws } = setupThree("");
+    const { code, screen, killed } = await runInPtyTyping(dir, ws, ["y\n", "\x04"]);
+    expect(killed).toBe(false);
+    expect(screen).toContain("blocked: no_human_surface");
+    expect(code).toBe(3);
+    expect(await turnStatuses(dir)).toEqual(["completed"]);
+  });
+});
