@@ -7,6 +7,7 @@
  * retries are ours (`retry.ts`). Stream shapes covered: docs/providers.md ("openai").
  */
 import OpenAI from "openai";
+import { VERSION as OPENAI_SDK_VERSION } from "openai/version";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { AirlockError } from "../../errors.ts";
 import { ChunkAssembler } from "./openai-assemble.ts";
@@ -87,11 +88,18 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
 }
 
 /**
+ * The `User-Agent` the SDK sends from source (`OpenAI/JS <sdk version>`), set explicitly: the SDK builds it
+ * from its client class's `name` (`${this.constructor.name}/JS ${VERSION}`), which the binary's minified
+ * bundle renames (it sent `m/JS 6.49.0`). The Anthropic SDK's is a literal (`Anthropic/JS <version>`).
+ */
+export const OPENAI_USER_AGENT = `OpenAI/JS ${OPENAI_SDK_VERSION}`;
+
+/**
  * The OpenAI SDK client the `openai` and `openai-responses` providers share, built on first use:
  * `baseURL` is `cfg.base_url` (default {@link OPENAI_DEFAULT_BASE_URL}); the key is read at call time from
  * `env[cfg.api_key_env ?? "OPENAI_API_KEY"]`, a loopback `base_url` without a key getting a placeholder
  * (local servers ignore it). The SDK's own retries are off (ours are in `retry.ts`); `timeout` is
- * `cfg.timeout_s` in ms. `providerName` names the provider in error messages.
+ * `cfg.timeout_s` in ms; `User-Agent` is {@link OPENAI_USER_AGENT}. `providerName` names the provider in error messages.
  * `getClient` returns the client and whether a key was sent (a 401 without one says the variable is unset);
  * it throws AirlockError `provider_auth` when the key is missing for a remote server.
  */
@@ -113,7 +121,7 @@ export function openAIClient(cfg: ProviderConfig, opts: ProviderOptions, provide
       apiKey = LOOPBACK_PLACEHOLDER_KEY;
     }
     // `fetch`: the first chat-completions request may be adopted from `airlock run`'s early request (early.ts)
-    client = { sdk: new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: cfg.timeout_s * 1000, logLevel: "off", ...(providerName === "openai" ? { fetch: earlyAwareFetch } : {}) }), keySent };
+    client = { sdk: new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: cfg.timeout_s * 1000, logLevel: "off", defaultHeaders: { "User-Agent": OPENAI_USER_AGENT }, ...(providerName === "openai" ? { fetch: earlyAwareFetch } : {}) }), keySent };
     return client;
   }
   return { baseURL, keyVar, getClient };
