@@ -3,8 +3,9 @@
  * The `User-Agent` of the provider requests `airlock run` sends through the SDKs is the SDK's own from source
  * (`OpenAI/JS <version>`, `Anthropic/JS <version>`) in the compiled binary too: the OpenAI SDK builds it from
  * its client class's `name`, which the binary's minified bundle renames (it sent `m/JS 6.49.0`), so the
- * `openai` adapter sets it explicitly (src/agent/providers/openai.ts `OPENAI_USER_AGENT`). Cold runs only
- * (no config cache): the request goes through the SDK, not early (the early request sends no `User-Agent`).
+ * `openai` adapter sets it explicitly (src/agent/providers/openai-defaults.ts `OPENAI_USER_AGENT`), and
+ * `airlock run`'s early request sends the same. A first run in a data dir goes through the SDK; a second one
+ * (warm config cache) sends its request early (told apart by the SDK's `x-stainless-retry-count`).
  */
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -19,15 +20,22 @@ import { compiledBinary, REPO } from "../harness-binary.ts";
 
 const SOURCE = [process.execPath, join(REPO, "src", "main.ts")];
 
-/** Runs `airlock run hi` once in a fresh temp home whose config is `config`; returns its exit code and output. */
-async function runOnce(cli: string[], config: string): Promise<{ code: number; stdout: string; stderr: string }> {
+/** A fresh temp home whose data dir holds `config` (and the tokens a first run creates, so a second run sends early). */
+function home(config: string): string {
   const dir = mkdtempSync(join(tmpdir(), "airlock-ua-"));
   removeAfterAllTests(dir);
+  mkdirSync(join(dir, "data"));
+  mkdirSync(join(dir, "ws"));
+  writeFileSync(join(dir, "data", "airlock.yaml"), config);
+  writeFileSync(join(dir, "data", "approver-token"), "a".repeat(64), { mode: 0o600 });
+  writeFileSync(join(dir, "data", "api-token"), "b".repeat(64), { mode: 0o600 });
+  return dir;
+}
+
+/** Runs `airlock run hi` in home `dir`; returns its exit code and output. */
+async function runIn(cli: string[], dir: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const data = join(dir, "data");
   const ws = join(dir, "ws");
-  mkdirSync(data);
-  mkdirSync(ws);
-  writeFileSync(join(data, "airlock.yaml"), config);
   const proc = Bun.spawn([...cli, "run", "hi", "--headless", "--data-dir", data, "--workspace", ws], {
     cwd: ws,
     stdin: "ignore",
@@ -41,15 +49,16 @@ async function runOnce(cli: string[], config: string): Promise<{ code: number; s
 
 const config = (name: string, url: string) => `provider:\n  name: ${name}\n  model: m\n  base_url: ${url}\n  api_key_env: UA_KEY\n`;
 
-/** The `User-Agent` of the one request `cli`'s run sends to a fake `openai` server. */
-async function openAIUserAgent(cli: string[]): Promise<string | null> {
+/** The `User-Agent`s of the requests of two runs of `cli` to a fake `openai` server: the SDK's own, then the early one. */
+async function openAIUserAgents(cli: string[]): Promise<{ sdk: string | null; early: string | null }> {
   const fake = startFakeOpenAI(() => ({ sse: textChunks("ok") }));
   try {
-    const r = await runOnce(cli, config("openai", fake.url));
-    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 0, stdout: "ok\n" });
-    expect(fake.requests.length).toBe(1);
-    expect(fake.headers[0]!.has("x-stainless-retry-count")).toBe(true); // the SDK's own request, not the early one
-    return fake.headers[0]!.get("user-agent");
+    const dir = home(config("openai", fake.url));
+    for (let i = 0; i < 2; i++) expect(await runIn(cli, dir)).toMatchObject({ code: 0, stdout: "ok\n" });
+    expect(fake.requests.length).toBe(2);
+    // the first through the SDK, the second sent early (the SDK's x-stainless-* headers are not sent early)
+    expect(fake.headers.map((h) => h.has("x-stainless-retry-count"))).toEqual([true, false]);
+    return { sdk: fake.headers[0]!.get("user-agent"), early: fake.headers[1]!.get("user-agent") };
   } finally {
     await fake.close();
   }
@@ -59,7 +68,7 @@ async function openAIUserAgent(cli: string[]): Promise<string | null> {
 async function anthropicUserAgent(cli: string[]): Promise<string | null> {
   const fake = startFakeAnthropic(() => anthropicMessage([{ text: "ok" }]));
   try {
-    const r = await runOnce(cli, config("anthropic", fake.url));
+    const r = await runIn(cli, home(config("anthropic", fake.url)));
     expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 0, stdout: "ok\n" });
     expect(fake.requests.length).toBe(1);
     return fake.headers[0]!.get("user-agent");
@@ -69,16 +78,16 @@ async function anthropicUserAgent(cli: string[]): Promise<string | null> {
 }
 
 describe("the provider requests' User-Agent", () => {
-  test("is the SDK's own from source: OpenAI/JS <version>, Anthropic/JS <version> (source CLI)", async () => {
-    const [openai, anthropic] = await Promise.all([openAIUserAgent(SOURCE), anthropicUserAgent(SOURCE)]);
-    expect(openai).toBe(`OpenAI/JS ${OPENAI_VERSION}`);
+  test("is the SDK's own from source: OpenAI/JS <version> (the early request's too), Anthropic/JS <version> (source CLI)", async () => {
+    const [openai, anthropic] = await Promise.all([openAIUserAgents(SOURCE), anthropicUserAgent(SOURCE)]);
+    expect(openai).toEqual({ sdk: `OpenAI/JS ${OPENAI_VERSION}`, early: `OpenAI/JS ${OPENAI_VERSION}` });
     expect(anthropic).toBe(`Anthropic/JS ${ANTHROPIC_VERSION}`);
   }, 120_000);
 
   test("is the same from the compiled (minified) binary", async () => {
     const bin = await compiledBinary();
-    const [openai, anthropic] = await Promise.all([openAIUserAgent([bin]), anthropicUserAgent([bin])]);
-    expect(openai).toBe(`OpenAI/JS ${OPENAI_VERSION}`);
+    const [openai, anthropic] = await Promise.all([openAIUserAgents([bin]), anthropicUserAgent([bin])]);
+    expect(openai).toEqual({ sdk: `OpenAI/JS ${OPENAI_VERSION}`, early: `OpenAI/JS ${OPENAI_VERSION}` });
     expect(anthropic).toBe(`Anthropic/JS ${ANTHROPIC_VERSION}`);
   }, 300_000);
 });

@@ -7,7 +7,6 @@
  * retries are ours (`retry.ts`). Stream shapes covered: docs/providers.md ("openai").
  */
 import OpenAI from "openai";
-import { VERSION as OPENAI_SDK_VERSION } from "openai/version";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { AirlockError } from "../../errors.ts";
 import { ChunkAssembler } from "./openai-assemble.ts";
@@ -17,9 +16,9 @@ import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelT
 import { connectionError, htmlPageError, httpStatusError, idleTimeout, isHtmlAnswer, malformedStream, otherError } from "./errors.ts";
 import { attemptController, cancelledError, retryingComplete } from "./retry.ts";
 
-import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "./openai-defaults.ts";
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL, OPENAI_USER_AGENT } from "./openai-defaults.ts";
 
-export { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL };
+export { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL, OPENAI_USER_AGENT };
 export { chatCompletionsBody, chatCompletionsUrl, replaysReasoningContent, toOpenAIMessages, toOpenAITools } from "./openai-request.ts";
 
 /**
@@ -86,13 +85,6 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
 
   return { name: "openai", complete: retryingComplete(cfg.max_retries, opts.retry, attempt) };
 }
-
-/**
- * The `User-Agent` the SDK sends from source (`OpenAI/JS <sdk version>`), set explicitly: the SDK builds it
- * from its client class's `name` (`${this.constructor.name}/JS ${VERSION}`), which the binary's minified
- * bundle renames (it sent `m/JS 6.49.0`). The Anthropic SDK's is a literal (`Anthropic/JS <version>`).
- */
-export const OPENAI_USER_AGENT = `OpenAI/JS ${OPENAI_SDK_VERSION}`;
 
 /**
  * The OpenAI SDK client the `openai` and `openai-responses` providers share, built on first use:
