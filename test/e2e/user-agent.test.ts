@@ -16,6 +16,7 @@ import { VERSION as ANTHROPIC_VERSION } from "@anthropic-ai/sdk/version";
 import { removeAfterAllTests } from "../cleanup.ts";
 import { startFakeOpenAI, textChunks } from "../fixtures/fake-openai.ts";
 import { anthropicMessage, startFakeAnthropic } from "../fixtures/fake-anthropic.ts";
+import { fixture, startFakeResponses } from "../fixtures/fake-openai-responses.ts";
 import { compiledBinary, REPO } from "../harness-binary.ts";
 
 const SOURCE = [process.execPath, join(REPO, "src", "main.ts")];
@@ -64,6 +65,19 @@ async function openAIUserAgents(cli: string[]): Promise<{ sdk: string | null; ea
   }
 }
 
+/** The `User-Agent` of the one request `cli`'s run sends to a fake `openai-responses` server (the client the `openai` adapter's is). */
+async function responsesUserAgent(cli: string[]): Promise<string | null> {
+  const fake = startFakeResponses(() => ({ sse: fixture("shell-call.2.sse") }));
+  try {
+    const r = await runIn(cli, home(config("openai-responses", fake.url)));
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 0, stdout: "The shell printed responses-e2e-42.\n" });
+    expect(fake.requests.length).toBe(1);
+    return fake.headers[0]!.get("user-agent");
+  } finally {
+    await fake.close();
+  }
+}
+
 /** The `User-Agent` of the one request `cli`'s run sends to a fake `anthropic` server. */
 async function anthropicUserAgent(cli: string[]): Promise<string | null> {
   const fake = startFakeAnthropic(() => anthropicMessage([{ text: "ok" }]));
@@ -78,16 +92,18 @@ async function anthropicUserAgent(cli: string[]): Promise<string | null> {
 }
 
 describe("the provider requests' User-Agent", () => {
-  test("is the SDK's own from source: OpenAI/JS <version> (the early request's too), Anthropic/JS <version> (source CLI)", async () => {
-    const [openai, anthropic] = await Promise.all([openAIUserAgents(SOURCE), anthropicUserAgent(SOURCE)]);
+  test("is the SDK's own from source: OpenAI/JS <version> (the early request's and openai-responses' too), Anthropic/JS <version> (source CLI)", async () => {
+    const [openai, responses, anthropic] = await Promise.all([openAIUserAgents(SOURCE), responsesUserAgent(SOURCE), anthropicUserAgent(SOURCE)]);
     expect(openai).toEqual({ sdk: `OpenAI/JS ${OPENAI_VERSION}`, early: `OpenAI/JS ${OPENAI_VERSION}` });
+    expect(responses).toBe(`OpenAI/JS ${OPENAI_VERSION}`);
     expect(anthropic).toBe(`Anthropic/JS ${ANTHROPIC_VERSION}`);
   }, 120_000);
 
   test("is the same from the compiled (minified) binary", async () => {
     const bin = await compiledBinary();
-    const [openai, anthropic] = await Promise.all([openAIUserAgents([bin]), anthropicUserAgent([bin])]);
+    const [openai, responses, anthropic] = await Promise.all([openAIUserAgents([bin]), responsesUserAgent([bin]), anthropicUserAgent([bin])]);
     expect(openai).toEqual({ sdk: `OpenAI/JS ${OPENAI_VERSION}`, early: `OpenAI/JS ${OPENAI_VERSION}` });
+    expect(responses).toBe(`OpenAI/JS ${OPENAI_VERSION}`);
     expect(anthropic).toBe(`Anthropic/JS ${ANTHROPIC_VERSION}`);
   }, 300_000);
 });
