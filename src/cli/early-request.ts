@@ -16,7 +16,7 @@ import { APPROVER_TOKEN_FILE, dataDirConfigCheck, dataDirProblem, MAX_CONFIG_FIL
 import type { Config } from "../config/schema.ts";
 import { contextTokensFor, estimateTextTokens, TRIGGER_SHARE } from "../agent/context-size.ts";
 import { offerEarlyRequest } from "../agent/providers/early.ts";
-import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "../agent/providers/openai-defaults.ts";
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL, OPENAI_USER_AGENT } from "../agent/providers/openai-defaults.ts";
 import { chatCompletionsBody, chatCompletionsUrl, replaysReasoningContent } from "../agent/providers/openai-request.ts";
 import { isLoopbackUrl } from "../agent/providers/provider.ts";
 import { SYSTEM_PROMPTS } from "../agent/system-prompts.ts";
@@ -294,7 +294,8 @@ function send(prompt: string, config: Readonly<Config>, offered: readonly ToolSp
   const url = chatCompletionsUrl(p.base_url ?? OPENAI_DEFAULT_BASE_URL);
   const headers = { authorization: `Bearer ${env[p.api_key_env ?? OPENAI_DEFAULT_KEY_ENV]}`, "content-type": "application/json", accept: "application/json" };
   const ac = new AbortController();
-  const response = fetch(url, { method: "POST", headers, body, signal: ac.signal });
+  // the SDK's User-Agent too (not compared on adoption: the adapter sets the same constant)
+  const response = fetch(url, { method: "POST", headers: { ...headers, "user-agent": OPENAI_USER_AGENT }, body, signal: ac.signal });
   // an early request nobody adopts must not be an unhandled rejection
   response.catch(() => {});
   offerEarlyRequest({

@@ -11,7 +11,7 @@
  * before the config is validated.
  */
 
-/** The headers compared on adoption; every other header the SDK adds (`user-agent`, `x-stainless-*`, …) is not sent early. */
+/** The headers compared on adoption. The early request also sends the SDK's `user-agent` (not compared: a constant both send); the SDK's `x-stainless-*` headers are not sent early. */
 export const COMPARED_HEADERS = ["authorization", "content-type", "accept"] as const;
 
 /** A request sent early, waiting for the adapter's first request. */

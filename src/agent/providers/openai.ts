@@ -16,9 +16,9 @@ import { isLoopbackUrl, LOOPBACK_PLACEHOLDER_KEY, type ModelRequest, type ModelT
 import { connectionError, htmlPageError, httpStatusError, idleTimeout, isHtmlAnswer, malformedStream, otherError } from "./errors.ts";
 import { attemptController, cancelledError, retryingComplete } from "./retry.ts";
 
-import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL } from "./openai-defaults.ts";
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL, OPENAI_USER_AGENT } from "./openai-defaults.ts";
 
-export { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL };
+export { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_KEY_ENV, OPENAI_DEFAULT_MODEL, OPENAI_USER_AGENT };
 export { chatCompletionsBody, chatCompletionsUrl, replaysReasoningContent, toOpenAIMessages, toOpenAITools } from "./openai-request.ts";
 
 /**
@@ -91,7 +91,7 @@ export function createOpenAIProvider(cfg: ProviderConfig, opts: ProviderOptions)
  * `baseURL` is `cfg.base_url` (default {@link OPENAI_DEFAULT_BASE_URL}); the key is read at call time from
  * `env[cfg.api_key_env ?? "OPENAI_API_KEY"]`, a loopback `base_url` without a key getting a placeholder
  * (local servers ignore it). The SDK's own retries are off (ours are in `retry.ts`); `timeout` is
- * `cfg.timeout_s` in ms. `providerName` names the provider in error messages.
+ * `cfg.timeout_s` in ms; `User-Agent` is {@link OPENAI_USER_AGENT}. `providerName` names the provider in error messages.
  * `getClient` returns the client and whether a key was sent (a 401 without one says the variable is unset);
  * it throws AirlockError `provider_auth` when the key is missing for a remote server.
  */
@@ -113,7 +113,7 @@ export function openAIClient(cfg: ProviderConfig, opts: ProviderOptions, provide
       apiKey = LOOPBACK_PLACEHOLDER_KEY;
     }
     // `fetch`: the first chat-completions request may be adopted from `airlock run`'s early request (early.ts)
-    client = { sdk: new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: cfg.timeout_s * 1000, logLevel: "off", ...(providerName === "openai" ? { fetch: earlyAwareFetch } : {}) }), keySent };
+    client = { sdk: new OpenAI({ apiKey, baseURL, organization: null, project: null, maxRetries: 0, timeout: cfg.timeout_s * 1000, logLevel: "off", defaultHeaders: { "User-Agent": OPENAI_USER_AGENT }, ...(providerName === "openai" ? { fetch: earlyAwareFetch } : {}) }), keySent };
     return client;
   }
   return { baseURL, keyVar, getClient };
