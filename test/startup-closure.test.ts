@@ -58,7 +58,14 @@ function chunkOf(path: string): string {
 }
 
 /** The package a bundled module path belongs to (`node_modules/@scope/name/…` → `@scope/name`), or null for the project's own. */
+/**
+ * Modules of a package that hold one constant and no code, allowed on the start path: the OpenAI SDK's version, which
+ * the User-Agent of the early request and of the adapter needs before the SDK is loaded (agent/providers/openai-defaults.ts).
+ */
+const CONSTANT_MODULES = [/node_modules\/openai\/version\.m?js$/];
+
 function packageOf(path: string): string | null {
+  if (CONSTANT_MODULES.some((re) => re.test(path))) return null;
   const at = path.lastIndexOf("node_modules/");
   if (at < 0) return null;
   const parts = path.slice(at + "node_modules/".length).split("/");
