@@ -10,7 +10,8 @@ import { chatCompletionsUrl } from "../agent/providers/openai-request.ts";
 import { pickDataDir } from "../config/paths.ts";
 import { Config } from "../config/schema.ts";
 import { resolveContext } from "./context.ts";
-import { CONFIG_CACHE_FILE, CONFIG_ENV_INPUTS, configCacheKey, earlyRefusal, earlySwitchedOff, readConfigCache, startEarlyRequest, writeConfigCache } from "./early-request.ts";
+import { CONFIG_CACHE_FILE, CONFIG_ENV_INPUTS, configCacheKey, earlyRefusal, readConfigCache, startEarlyRequest, writeConfigCache } from "./early-request.ts";
+import { earlySwitchedOff } from "./early-switch.ts";
 import type { RunOptions } from "./run.ts";
 
 /** A temp folder holding an approver token (the cache key's HMAC key), as a data dir after a first run does. */

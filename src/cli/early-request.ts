@@ -25,8 +25,6 @@ import type { ToolSpec } from "../tool/tool.ts";
 import { BUILD_ID, treeDigest } from "./canned-build.ts";
 import { earlySwitchedOff } from "./early-switch.ts";
 
-export { EARLY_SWITCH_ENV, earlySwitchedOff } from "./early-switch.ts";
-
 /** What the early path reads of `airlock run`'s options (cli/run.ts `RunOptions`, restated: run.ts imports this module). */
 export interface EarlyRunOptions {
   dataDir?: string;

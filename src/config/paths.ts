@@ -545,7 +545,7 @@ export function pseudoFsOf(path: string): string | undefined {
  * @returns e.g. `/proc/kmsg`, or `/host/proc/kmsg on proc` outside {@link PSEUDO_ROOTS}.
  */
 export function pseudoFileAt(fd: number): string | undefined {
-  let real: string | undefined;
+  let real: string;
   try {
     real = readlinkSync(`/proc/self/fd/${fd}`);
   } catch {

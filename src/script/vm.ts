@@ -414,8 +414,8 @@ export class ScriptRun {
   }
 
   /**
-   * `f` (a bridge hook, called from guest code through quickjs-emscripten), recording a host stack overflow in it
-   * (`#onHostOverflow`) before the error goes on to the guest as quickjs-emscripten throws it there.
+   * `f` (a bridge hook or one of quickjs-emscripten's own host-side entries, `#watchHostErrors`), recording a host
+   * stack overflow in it (`#onHostOverflow`) before the error goes on as it would have (to the guest, or to the library).
    */
   #shield<A extends unknown[], R>(f: (...a: A) => R): (...a: A) => R {
     return (...a: A): R => {
@@ -439,28 +439,14 @@ export class ScriptRun {
     const c = ctx as unknown as { errorToHandle?: (e: unknown) => QuickJSHandle; cToHostCallbacks?: { callFunction?: (...a: unknown[]) => unknown } };
     const convert = c.errorToHandle;
     if (typeof convert === "function") {
-      c.errorToHandle = (e: unknown): QuickJSHandle => {
+      c.errorToHandle = this.#shield((e: unknown): QuickJSHandle => {
         if (isHostStackOverflow(e)) this.#onHostOverflow();
-        try {
-          return convert.call(ctx, e);
-        } catch (e2) {
-          if (isHostStackOverflow(e2)) this.#onHostOverflow();
-          throw e2;
-        }
-      };
+        return convert.call(ctx, e);
+      });
     }
     const entry = c.cToHostCallbacks;
     const call = entry?.callFunction;
-    if (entry && typeof call === "function") {
-      entry.callFunction = (...a: unknown[]): unknown => {
-        try {
-          return call.apply(entry, a);
-        } catch (e) {
-          if (isHostStackOverflow(e)) this.#onHostOverflow();
-          throw e;
-        }
-      };
-    }
+    if (entry && typeof call === "function") entry.callFunction = this.#shield((...a: unknown[]): unknown => call.apply(entry, a));
   }
 
   /** The `script_stack_overflow` failure; `host`: the host's stack ran out first (`isHostStackOverflow`). */
