@@ -267,7 +267,8 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     if (mismatch !== undefined) await rt.store.audit({ kind: "early_request_not_adopted", outcome: "recorded", session_id: result.session_id, detail: { field: mismatch } });
     printed.result = true;
     await printResult(opts.outputFormat, result);
-    if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code}: ${result.error.message}\n`);
+    // the status, then the error's code when it says more (a cancelled run's error is `cancelled`: said once)
+    if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code === result.status ? "" : `${result.error.code}: `}${result.error.message}\n`);
     return exitCodeForStatus(result.status);
   } finally {
     stopApprover?.();

@@ -12,7 +12,7 @@ import type { Session } from "../session/types.ts";
 import { Store } from "../store/store.ts";
 import { defineTool, type ToolContext, type ToolDef, type ToolOutcome } from "../tool/tool.ts";
 import { GateContext } from "./context.ts";
-import { Gate, type RefusedCall } from "./gate.ts";
+import { Gate, NO_SURFACE_TODO, type RefusedCall } from "./gate.ts";
 import { Permits } from "./permits.ts";
 
 const FIX = path.resolve(import.meta.dir, "../../test/fixtures/hooks");
@@ -475,6 +475,8 @@ describe("Gate: headless", () => {
       const out = await h.call(s, t.turnId, "developer__shell", { command: "touch x" });
       expect(out).toMatchObject({ ok: false, error: { code: "no_human_surface", inspector: "mode" } });
       expect((out as { error: { message: string } }).error.message).toContain("smart mode asks");
+      // and what to do about it
+      expect((out as { error: { message: string } }).error.message).toEndWith(`; ${NO_SURFACE_TODO}`);
       t.end();
     }
     expect(h.cards.size).toBe(0);
@@ -550,6 +552,8 @@ describe("Gate: hooks", () => {
     const t = await h.turn(s);
     const out = await h.call(s, t.turnId, "developer__shell", { command: "ls" });
     expect(out).toMatchObject({ ok: false, error: { code, inspector: "hook" } });
+    // a hook's own failure says its own: no "run it attended" advice
+    expect((out as { error: { message: string } }).error.message).not.toContain(NO_SURFACE_TODO);
     expect(h.runs).toEqual([]);
     t.end();
   });

@@ -134,6 +134,13 @@ interface AdmittedCall {
   config: Readonly<Config>;
 }
 
+
+/**
+ * What a `no_human_surface` refusal tells the model and the user to do (appended to its reason): the call can only be
+ * asked of a person in a session someone watches.
+ */
+export const NO_SURFACE_TODO = "to be asked instead, run it where a person can answer: `airlock run` without --headless in a terminal, or a session of `airlock serve` watched in its console or with `airlock attach`";
+
 /**
  * The rule a card offers for "Allow for this session": only when every ask on it is the mode's (the one
  * ask an allow rule answers; never the floor's, elevation's, a rule's, a hook's or per-tool config's),
@@ -377,7 +384,9 @@ export class Gate {
         if (headless || gone) {
           const { code, reason } = headlessRefusal(judgement);
           const where = headless ? "in this headless session" : "any more (the run's terminal input ended)";
-          return this.refuse(session.id, req, code, `no person can answer ${where}, so the call was refused: ${reason}`, judgement.primary.inspector);
+          // what to do, when a person's answer is what was missing (a hook's own failure code says its own)
+          const todo = code === "no_human_surface" ? `; ${NO_SURFACE_TODO}` : "";
+          return this.refuse(session.id, req, code, `no person can answer ${where}, so the call was refused: ${reason}${todo}`, judgement.primary.inspector);
         }
         return this.askAndRun(call, req, ctx, session, signal, judgement);
       }

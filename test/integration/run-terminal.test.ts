@@ -196,6 +196,9 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
     expect(killed).toBe(false);
     expect(screen).not.toContain("stdin closed");
     expect(screen).toContain("SIGINT: cancelling the turn");
+    // the last line names the status once: the error's code is the same word
+    expect(screen).toContain("airlock: cancelled: the run was cancelled");
+    expect(screen).not.toContain("cancelled: cancelled");
     expect(code).toBe(130);
     expect(existsSync(join(ws, "a.txt"))).toBe(false);
     expect(await turnStatuses(dir)).toEqual(["cancelled"]);
