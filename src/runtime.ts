@@ -154,6 +154,12 @@ export interface Runtime {
    */
   hookNotes(sessionId: string): Promise<string[]>;
   /**
+   * Logs {@link hookNotes}' lines on the runtime's log (`airlock: WARNING: …`), each once per root: those the import
+   * logged already are not said again, and a settings file that cannot be used (a note the import never logs: it
+   * failed) is said too. For a surface that shows no run result (`airlock acp`). Never throws.
+   */
+  logHookNotes(sessionId: string): Promise<void>;
+  /**
    * Builds the config's own provider now (and keeps it), so a configuration error — an unreadable or
    * invalid `provider.script`, an unset API key variable, no model — fails at start instead of as the
    * first turn. `scriptOrigin` names where a relative script path came from when it was not the config
@@ -495,6 +501,17 @@ class AirlockRuntime implements Runtime {
     return this.sessionConfigs.hookNotes(root);
   }
 
+  async logHookNotes(sessionId: string): Promise<void> {
+    let root: string;
+    try {
+      root = await this.learn(sessionId);
+    } catch (e) {
+      this.log(`airlock: WARNING: ${(e as Error).message}`);
+      return;
+    }
+    this.logNotes(root, this.sessionConfigs.hookNotes(root));
+  }
+
   /** The notes {@link importHooks} has logged, as `root\nnote`: each is logged once per root however often the tree imports. */
   private readonly loggedNotes = new Set<string>();
 
@@ -560,8 +577,16 @@ class AirlockRuntime implements Runtime {
         );
       }
     }
-    // once per root and note: the tree's import is made again after its run overrides are cleared (the SessionEnd
-    // hooks of `airlock run`'s close), and would say the same again
+    this.logNotes(rootId, notes);
+    return { groups, notes };
+  }
+
+  /**
+   * Logs each of `notes` (`airlock: WARNING: …`) unless it was logged for `rootId` already: once per root and note, as
+   * the tree's import is made again after its run overrides are cleared (the SessionEnd hooks of `airlock run`'s
+   * close), and {@link hookNotes} hands back what the import said.
+   */
+  private logNotes(rootId: string, notes: readonly string[]): void {
     if (this.loggedNotes.size > 10_000) this.loggedNotes.clear();
     for (const n of notes) {
       const key = `${rootId}\n${n}`;
@@ -569,7 +594,6 @@ class AirlockRuntime implements Runtime {
       this.loggedNotes.add(key);
       this.log(`airlock: WARNING: ${n}`);
     }
-    return { groups, notes };
   }
 
   providerFor(session: Session): Provider {

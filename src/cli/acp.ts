@@ -343,7 +343,7 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
       };
       s.off = rt.bus.subscribeAll((ev) => onEvent(s, ev));
       sessions.set(session.id, s);
-      for (const n of await rt.hookNotes(session.id)) opts.log(`airlock acp: ${n}`);
+      await rt.logHookNotes(session.id); // stderr, each note once (the runtime logged its import's already)
       return { sessionId: session.id };
     })
     .onRequest(methods.agent.session.prompt, async ({ params }) => {

@@ -6,7 +6,7 @@
  * carries nothing but protocol lines.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
@@ -113,6 +113,27 @@ describe("airlock acp: a client that answers no permission requests", () => {
     expect(statuses(write)).toEqual(["pending", "failed"]);
     expect(JSON.stringify(write.at(-1))).toContain("no_human_surface");
   }, 120_000);
+});
+
+describe("airlock acp: notes about a workspace's Claude Code hooks", () => {
+  test("each is said once on stderr: an untrusted folder's hooks not run, and a settings file that cannot be read", async () => {
+    const own = mkdtempSync(join(tmpdir(), "airlock-acp-notes-"));
+    removeAfterAllTests(own);
+    writeScriptedConfig(own, 'turns:\n  - text: "done"\n');
+    writeFileSync(join(own, "airlock.yaml"), "hooks: { import_claude_settings: true }\n", { flag: "a" });
+    const run = await startAcpOn(bin, own);
+    for (const name of ["ws-hooks", "ws-fifo"]) mkdirSync(join(own, name, ".claude"), { recursive: true });
+    writeFileSync(join(own, "ws-hooks", ".claude", "settings.json"), JSON.stringify({ hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "true" }] }] } }));
+    expect(Bun.spawnSync(["mkfifo", join(own, "ws-fifo", ".claude", "settings.json")]).exitCode).toBe(0);
+    await newSessionIn(run, "ws-hooks", own);
+    await newSessionIn(run, "ws-fifo", own);
+    await waitFor(() => run.stderr().includes("not a regular file"), "the note about the FIFO settings file", 30_000);
+    const lines = run.stderr().split("\n");
+    // was twice: the runtime's `airlock: WARNING:` line and acp's own `airlock acp:` copy; the unreadable file only by acp
+    expect(lines.filter((l) => l.includes("its hooks are NOT run"))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes("not a regular file"))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes("settings.json")).every((l) => l.startsWith("airlock: WARNING: "))).toBe(true);
+  }, 60_000);
 });
 
 describe("airlock acp: allow for this session", () => {
