@@ -10,8 +10,20 @@ import { newQuickJSWASMModuleFromVariant } from "quickjs-emscripten-core";
 
 const mod = await newQuickJSWASMModuleFromVariant(variant);
 
-export default function floorTask(task: { mode: "quickjs" | "noop" }): number {
+/** Keeps this thread busy for `us` µs (the floor's stand-in for work airlock does in or after a task). */
+function busy(us: number): void {
+  const end = performance.now() + us / 1000;
+  while (performance.now() < end);
+}
+
+/**
+ * One floor task. `workUs`: µs of busy work inside the task, before its runtime is made; `afterUs`: µs of busy work
+ * queued with `setImmediate` after the task returned (while its outcome travels to the host and the next task comes).
+ */
+export default function floorTask(task: { mode: "quickjs" | "noop"; workUs?: number; afterUs?: number }): number {
   if (task.mode === "noop") return 2;
+  if (task.workUs) busy(task.workUs);
+  if (task.afterUs) setImmediate(busy, task.afterUs);
   const rt = mod.newRuntime();
   rt.setMemoryLimit(64 * 2 ** 20);
   rt.setMaxStackSize(512 * 1024);

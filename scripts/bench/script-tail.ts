@@ -15,7 +15,7 @@
  * (`BUN_GC_TIMER_DISABLE`), leaving the collections the garbage itself triggers (compare sides with it; use a larger `--n`).
  * `--script calls`: the pool's script makes one tool call (`return (await tools.echo(1)) + 1`, the host echoes its
  * arguments) instead of `return 1 + 1` (the floor and steps stay trivial).
- * Usage: `bun scripts/bench/script-tail.ts [--n 2000] [--rounds 3] [--only pool,floor,noop,steps] [--gc-timer on|off] [--script trivial|calls]`
+ * Usage: `bun scripts/bench/script-tail.ts [--n 2000] [--rounds 3] [--only pool,floor,noop,steps] [--gc-timer on|off] [--script trivial|calls] [--floor-work-us 0] [--floor-after-us 0]`
  * (`AIRLOCK_BENCH_ROOT=/other/checkout` measures that checkout's `src/script/pool.ts`).
  */
 import { spawnSync } from "node:child_process";
@@ -38,6 +38,14 @@ if (GC_TIMER !== "on" && GC_TIMER !== "off") throw new Error("--gc-timer is on o
 /** `trivial` (`return 1 + 1`) or `calls` (one tool call, then `+ 1`): what the pool side runs. */
 const SCRIPT = arg("script", "trivial");
 if (SCRIPT !== "trivial" && SCRIPT !== "calls") throw new Error("--script is trivial or calls");
+/**
+ * µs of busy work the floor's tasks do inside each task (`--floor-work-us`) or just after it (`--floor-after-us`): what a
+ * given amount of work in or after a task costs the floor's p50 and p99, on this machine (docs/performance.md,
+ * "thirteenth session").
+ */
+const FLOOR_WORK_US = Number(arg("floor-work-us", "0"));
+const FLOOR_AFTER_US = Number(arg("floor-after-us", "0"));
+if (!(FLOOR_WORK_US >= 0 && FLOOR_AFTER_US >= 0)) throw new Error("--floor-work-us and --floor-after-us are µs >= 0");
 const MARK = "@@script-tail";
 
 type Gc = { count: number; pause_ms_sum: number; pause_ms_max: number; main: number; workers: number[] };
@@ -95,7 +103,7 @@ if (process.env.BUN_JSC_logGC !== "1") {
       // Bun's own collector timer (an eden collection about every second on each thread whose heap changed) off: what
       // is left is the collections the garbage itself triggers, a count that does not grow with the run's length
       if (GC_TIMER === "off") env.BUN_GC_TIMER_DISABLE = "1";
-      const child = spawnSync(process.execPath, [import.meta.path, "--n", String(N), "--only", name, "--script", SCRIPT], { env, encoding: "utf8", maxBuffer: 1 << 30 });
+      const child = spawnSync(process.execPath, [import.meta.path, "--n", String(N), "--only", name, "--script", SCRIPT, "--floor-work-us", String(FLOOR_WORK_US), "--floor-after-us", String(FLOOR_AFTER_US)], { env, encoding: "utf8", maxBuffer: 1 << 30 });
       if (child.status !== 0) {
         process.stderr.write(child.stderr.split("\n").filter((l) => !l.includes("[GC<") && !l.startsWith("Requesting GC") && l !== "GC END!").join("\n"));
         process.exit(child.status ?? 1);
@@ -110,7 +118,7 @@ if (process.env.BUN_JSC_logGC !== "1") {
     rounds.push(round);
     load.push(Math.round(loadavg()[0]! * 10) / 10);
   }
-  console.log(JSON.stringify({ bench: "script-tail", root: process.env.AIRLOCK_BENCH_ROOT ?? resolve(import.meta.dir, "../.."), n: N, gc_timer: GC_TIMER, script: SCRIPT, load_1min: load, pool_threads_after: threads, rounds }, null, 2));
+  console.log(JSON.stringify({ bench: "script-tail", root: process.env.AIRLOCK_BENCH_ROOT ?? resolve(import.meta.dir, "../.."), n: N, gc_timer: GC_TIMER, script: SCRIPT, floor_work_us: FLOOR_WORK_US, floor_after_us: FLOOR_AFTER_US, load_1min: load, pool_threads_after: threads, rounds }, null, 2));
   process.exit(0);
 }
 
@@ -183,7 +191,7 @@ const runScript = async (): Promise<void> => {
 };
 const floor = only === "pool" ? undefined : new Tinypool({ filename: resolve(import.meta.dir, "script-tail-floor-worker.ts"), minThreads: 2, maxThreads: 2, concurrentTasksPerWorker: 1, useAtomics: false });
 const floorTask = async (mode: "quickjs" | "noop"): Promise<void> => {
-  if ((await floor!.run({ mode })) !== 2) throw new Error("floor task failed");
+  if ((await floor!.run(mode === "quickjs" ? { mode, workUs: FLOOR_WORK_US, afterUs: FLOOR_AFTER_US } : { mode })) !== 2) throw new Error("floor task failed");
 };
 const one = only === "pool" ? runScript : only === "floor" ? () => floorTask("quickjs") : () => floorTask("noop");
 for (let i = 0; i < 300; i++) await one(); // warm threads and JIT
