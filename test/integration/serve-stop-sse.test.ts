@@ -87,3 +87,51 @@ test("SIGTERM with a pending card: each SSE stream gets the card's end and the t
     expect({ name, status: finished.data.status }).toEqual({ name, status: "cancelled" });
   }
 }, 120_000);
+
+test("SIGTERM with a client that does not read its stream: the server still exits by its close deadline, the readers' streams end cleanly", async () => {
+  const ws = join(dir, "ws2");
+  mkdirSync(ws);
+  const config = join(dir, "airlock2.yaml");
+  writeFileSync(config, "mode: smart\nprovider: { name: scripted, script: turns2.yaml }\n");
+  // an answer larger than the loopback socket buffers (both ends) take: a snapshot holding it cannot be written
+  // to a client that does not read
+  const big = "x".repeat(12 * 1024 * 1024);
+  writeFileSync(
+    join(dir, "turns2.yaml"),
+    ["turns:", `  - text: "${big}"`, '  - tool_calls: [{ name: developer__write_file, arguments: { path: "out.txt", content: "w" } }]', '  - text: "done"', ""].join("\n"),
+  );
+  const sp = await fixture.serve(["--config", config]);
+  const token = readFileSync(join(dir, "api-token"), "utf8").trim();
+  const h = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  const s = (await (await fetch(`${sp.url}/sessions`, { method: "POST", headers: h, body: JSON.stringify({ workspace: ws }) })).json()) as { id: string };
+  const first = await read(`${sp.url}/sessions/${s.id}/reply`, { method: "POST", headers: h, body: JSON.stringify({ message: "big" }) });
+  expect(await first.ended).toBe("clean");
+
+  // a client that asks for the session's events (a snapshot with the big message) and never reads a byte
+  const { port, hostname } = new URL(sp.url);
+  const stuck = await Bun.connect({
+    hostname,
+    port: Number(port),
+    socket: {
+      data() {},
+      open(sock) {
+        sock.pause(); // nothing is read from the kernel: the server's writes fill the buffers and wait
+      },
+    },
+  });
+  stuck.write(`GET /sessions/${s.id}/events HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+
+  const events = await read(`${sp.url}/sessions/${s.id}/events`, { headers: h });
+  const reply = await read(`${sp.url}/sessions/${s.id}/reply`, { method: "POST", headers: h, body: JSON.stringify({ message: "write it" }) });
+  for (const r of [reply, events]) await r.waitFor((e) => e.event === "action_required", 60_000);
+
+  const t0 = Date.now();
+  sp.proc.kill("SIGTERM");
+  expect(await sp.proc.exited).toBe(0);
+  const took = Date.now() - t0;
+  stuck.end();
+  expect(await Promise.all([reply.ended, events.ended])).toEqual(["clean", "clean"]);
+  for (const r of [reply, events]) expect(r.events.findLast((e) => e.event === "turn_finished")?.data.status).toBe("cancelled");
+  // the close deadline is 5 s after SIGTERM; the rest of the shutdown (store, WAL) well under the margin
+  expect(took).toBeLessThan(9_000);
+}, 120_000);
