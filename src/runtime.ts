@@ -209,8 +209,19 @@ export interface Runtime {
   clearRunOverrides(rootSessionId: string): void;
   /** Registers a resource to release on close (servers, schedulers); closed in reverse order. */
   onClose(fn: () => Promise<void> | void): void;
-  /** Cancels running turns (waiting up to 5 s for them), then releases every resource in reverse order of creation. Never throws: failures are logged. */
+  /**
+   * Cancels running turns (waiting up to 5 s for them), runs the SessionEnd hooks, withdraws the cards still
+   * pending (their `action_resolved` published while the HTTP server's SSE streams are still open), then releases
+   * every resource in reverse order of creation (the HTTP server first: it ends its SSE streams by
+   * {@link Runtime.closeDeadline}). Never throws: failures are logged.
+   */
   close(): Promise<void>;
+  /**
+   * Null until `close()` starts; then the time (ms since the epoch) by which it wants what it waits on ended: the
+   * turns it cancelled, then the SSE streams' last writes. Its start + 5 s; a client that does not read its stream
+   * holds the shutdown no later than this.
+   */
+  readonly closeDeadline: number | null;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -326,6 +337,7 @@ class AirlockRuntime implements Runtime {
   /** Every resource this runtime owns, released in reverse order of creation by `close()`. */
   private readonly resources = new AsyncDisposableStack();
   private closed = false;
+  closeDeadline: number | null = null;
 
   /** `fleet`: this process's node and the turn-lease class (both loaded only in fleet mode, PostgreSQL). */
   /** `databaseUrl`: the PostgreSQL URL createRuntime chose (store/storage.ts), null on SQLite. */
@@ -823,6 +835,8 @@ class AirlockRuntime implements Runtime {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const deadline = Date.now() + CLOSE_DRAIN_MS;
+    this.closeDeadline = deadline;
     for (const t of this.queueTimers) clearTimeout(t);
     this.queueTimers.clear();
     for (const s of this.inflight.sessions()) this.inflight.cancel(s, "the runtime is shutting down");
@@ -831,13 +845,20 @@ class AirlockRuntime implements Runtime {
       await Promise.race([
         Promise.allSettled([...this.running]),
         new Promise((r) => {
-          timer = setTimeout(r, CLOSE_DRAIN_MS);
+          timer = setTimeout(r, Math.max(0, deadline - Date.now()));
         }),
       ]);
       clearTimeout(timer);
     }
     // SessionEnd for the sessions this process started, while the store and bus are still open
     await this.hooks.close().catch((e: unknown) => console.error("airlock: SessionEnd hooks failed:", e));
+    // the cards no cancelled turn withdrew, before the resources: their ends reach the SSE streams still open
+    // (the HTTP server, released first, ends those streams after what was published to them)
+    try {
+      this.cards.close();
+    } catch (e) {
+      console.error("airlock: the pending cards could not be withdrawn:", e);
+    }
     try {
       await this.resources.disposeAsync();
     } catch (e) {

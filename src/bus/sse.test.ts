@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { SSEStreamingApi } from "hono/streaming";
 import { Bus } from "./bus.ts";
-import { SseWriter } from "./sse.ts";
+import { SseStreams, SseWriter } from "./sse.ts";
 
 /** A stream that records what is written: SSE frames as `{event, id, data}`, comments as text. */
 function fakeStream() {
@@ -63,5 +63,23 @@ describe("sse.SseWriter", () => {
     const n = f.comments.length;
     expect(f.comments.every((c) => c === ": heartbeat\n\n")).toBe(true);
     expect(n).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("sse.SseStreams", () => {
+  test("endAll() ends every open stream once; one that ended itself is not ended again; one opened later ends at once", () => {
+    const streams = new SseStreams();
+    const ended: string[] = [];
+    streams.add(() => ended.push("a"));
+    const offB = streams.add(() => ended.push("b"));
+    offB(); // b ended on its own (its turn finished, its client left)
+    expect(streams.size).toBe(1);
+    streams.endAll();
+    streams.endAll();
+    expect(ended).toEqual(["a"]);
+    expect(streams.size).toBe(0);
+    streams.add(() => ended.push("late"));
+    expect(ended).toEqual(["a", "late"]);
+    expect(streams.size).toBe(0);
   });
 });

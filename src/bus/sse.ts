@@ -91,26 +91,64 @@ export function untilClosed(stream: SSEStreamingApi, also?: (done: () => void) =
 }
 
 /**
+ * The SSE streams an app has open, so that a stopping server ends them cleanly (SPEC §6): {@link SseStreams.endAll}
+ * asks each to end as its own `done` would — every event already handed to it is written, then the chunked body
+ * ends with its last chunk, no event added. A stream opened after `endAll` is ended as soon as it opens.
+ */
+export class SseStreams {
+  private readonly open = new Set<() => void>();
+  private ending = false;
+
+  /** Registers a stream's end (its `done`); returns the deregistration, called when the stream ends. */
+  add(end: () => void): () => void {
+    if (this.ending) {
+      end();
+      return () => {};
+    }
+    this.open.add(end);
+    return () => void this.open.delete(end);
+  }
+
+  /** Ends every open stream, and every one opened from now on. Idempotent. */
+  endAll(): void {
+    this.ending = true;
+    for (const end of [...this.open]) end();
+    this.open.clear();
+  }
+
+  /** How many streams are open (for tests). */
+  get size(): number {
+    return this.open.size;
+  }
+}
+
+/**
  * The one SSE response of the API (a session's turn, its events, the console's feed): an {@link SseWriter}
- * with a heartbeat every `heartbeatMs` ms (default 15 000), open until the client goes away or `start`'s
- * `done` is called. `start` runs once, in one tick, when the stream opens: it writes what comes first and
- * subscribes, returning the unsubscribe, which runs (before the last writes are awaited) when the stream ends.
+ * with a heartbeat every `heartbeatMs` ms (default 15 000), open until the client goes away, `start`'s
+ * `done` is called, or `streams` ends it (the server stopping). `start` runs once, in one tick, when the stream
+ * opens: it writes what comes first and subscribes, returning the unsubscribe, which runs when the stream ends;
+ * when it returns a promise (writes it still has queued: the console feed's chain lookups), the stream's last
+ * writes are awaited after it, so nothing it was handed before the end is lost.
  */
 export function sseResponse(
   c: Context,
   wireId: (n: number) => string,
   heartbeatMs: number | undefined,
-  start: (out: SseWriter, done: () => void) => () => void,
+  streams: SseStreams | undefined,
+  start: (out: SseWriter, done: () => void) => () => void | Promise<void>,
 ): Response {
   return streamSSE(c, async function streamEvents(stream) {
     const out = new SseWriter(stream, wireId, heartbeatMs);
-    let unsubscribe = () => {};
+    let unsubscribe: () => void | Promise<void> = () => {};
+    let deregister = () => {};
     try {
       await untilClosed(stream, (done) => {
         unsubscribe = start(out, done);
+        deregister = streams?.add(done) ?? deregister;
       });
     } finally {
-      unsubscribe();
+      deregister();
+      await unsubscribe();
       await out.close();
     }
   });

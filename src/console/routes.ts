@@ -11,7 +11,7 @@ import type { AnyEvent } from "../bus/bus.ts";
 import { BoundedSet } from "../bounded.ts";
 import { AirlockError, assertNever } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
-import { sseResponse } from "../bus/sse.ts";
+import { sseResponse, type SseStreams } from "../bus/sse.ts";
 import { ancestors, sessionName } from "../session/graph.ts";
 import type { CardPreview, ChainLink, ConsoleCard, ConsoleSnapshot } from "./api-schemas.ts";
 import type { ConsoleAssets } from "./bundle.ts";
@@ -115,6 +115,8 @@ export async function feedSnapshot(rt: Runtime): Promise<ConsoleSnapshot> {
 export interface ConsoleRoutesOptions {
   /** Heartbeat period of the feed, ms (default 15 000). */
   heartbeatMs?: number;
+  /** Where the feed's streams register, so a stopping server ends them cleanly (bus/sse.ts). */
+  streams?: SseStreams;
 }
 
 /** `GET /console/events` and `GET /sessions/:id/actions/:request_id/preview` (mounted behind the bearer check). */
@@ -123,7 +125,7 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
 
   // ids count up per stream ("1", "2", …): the feed mixes every session's bus, so no bus numbering applies
   app.get("/console/events", (c) =>
-    sseResponse(c, String, opts.heartbeatMs, (out) => {
+    sseResponse(c, String, opts.heartbeatMs, opts.streams, (out) => {
       const resolved = new BoundedSet<string>(10_000);
       /** Forwards the feed's events (turns and cards) of every session; the rest stay on the session's own stream. */
       const forwardOne = async (ev: AnyEvent): Promise<void> => {
@@ -173,7 +175,11 @@ export function consoleApiRoutes(rt: Runtime, opts: ConsoleRoutesOptions = {}): 
         off();
         console.error("airlock: the console feed's snapshot could not be built:", e);
       });
-      return off;
+      // the events already forwarded to the chain are written before the stream ends (the server stopping)
+      return () => {
+        off();
+        return queue;
+      };
     }),
   );
 

@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { version } from "../../package.json" with { type: "json" };
+import type { SseStreams } from "../bus/sse.ts";
 import { consoleApiRoutes, consolePublicRoutes } from "../console/routes.ts";
 import { AirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
@@ -25,6 +26,8 @@ export interface AppOptions {
   host?: string;
   /** SSE heartbeat period, ms (default 15 000). */
   heartbeatMs?: number;
+  /** Where the SSE routes register their streams, so the server ends them cleanly when it stops (server/serve.ts). */
+  streams?: SseStreams;
   /** Extra route groups mounted behind auth (actions, schedules, runs), each a Hono app with full paths. */
   extraRoutes?: Hono[];
 }
@@ -60,7 +63,7 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   });
   // The OpenAPI 3.1 document of these routes (server/openapi.ts), behind the token like the rest.
   app.get("/openapi.json", (c) => c.body(openApiDocument().text, 200, { "content-type": "application/json; charset=utf-8" }));
-  app.route("/", sessionRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
+  app.route("/", sessionRoutes(rt, { heartbeatMs: opts.heartbeatMs, streams: opts.streams }));
   // Cards (the gate engineer's routes): GET /actions, GET /sessions/:id/actions, POST /sessions/:id/actions/:request_id.
   app.route("/", actionsRoutes(rt));
   // The decision log (store/audit-log.ts): GET /audit.
@@ -68,7 +71,7 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   // Schedules and runs (scheduler/service.ts: the runtime's scheduler, started here, stopped on rt.close()).
   app.route("/", schedulesRoutes(rt));
   // The console's feed and card previews (src/console/routes.ts).
-  app.route("/", consoleApiRoutes(rt, { heartbeatMs: opts.heartbeatMs }));
+  app.route("/", consoleApiRoutes(rt, { heartbeatMs: opts.heartbeatMs, streams: opts.streams }));
   for (const r of opts.extraRoutes ?? []) app.route("/", r);
   return app;
 }

@@ -1,17 +1,28 @@
 /**
  * @module server/serve
  * Binds the API with `Bun.serve` (`idleTimeout: 0`: SSE streams stay open; heartbeats keep proxies
- * awake). The server is registered with the runtime, so `rt.close()` stops it.
+ * awake). The server is registered with the runtime, so `rt.close()` stops it: its SSE streams end cleanly
+ * after the events the shutdown publishes (SPEC §6).
  */
+import { SseStreams } from "../bus/sse.ts";
 import type { Runtime } from "../runtime.ts";
 import { createApp, type AppOptions } from "./app.ts";
+
+/** How long a stop outside the runtime's close (a test's `handle.stop()`) waits for the SSE streams to end, ms. */
+const STOP_GRACE_MS = 5_000;
+/** The least time a stop gives its connections to close before it closes them, even past the deadline, ms. */
+const STOP_FLOOR_MS = 200;
 
 export interface ServerHandle {
   /** `http://HOST:PORT` with the actual port (useful with port 0). */
   url: string;
   hostname: string;
   port: number;
-  /** Stops accepting and closes open connections (SSE streams included). Idempotent. */
+  /**
+   * Stops accepting connections, ends every open SSE stream cleanly (what was published to it is written, then
+   * the chunked body ends), waits for the connections to close until the runtime's close deadline (5 s after
+   * `rt.close()` started; 5 s from now outside it; at least 200 ms), then closes those left. Idempotent.
+   */
   stop(): Promise<void>;
 }
 
@@ -21,7 +32,8 @@ export interface ServerHandle {
  */
 export function startServer(rt: Runtime, opts: { host?: string; port?: number } & AppOptions = {}): ServerHandle {
   const hostname = opts.host ?? rt.config.server.host;
-  const app = createApp(rt, { ...opts, host: hostname });
+  const streams = new SseStreams();
+  const app = createApp(rt, { ...opts, host: hostname, streams });
   const server = Bun.serve({
     hostname,
     port: opts.port ?? rt.config.server.port,
@@ -35,6 +47,16 @@ export function startServer(rt: Runtime, opts: { host?: string; port?: number } 
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    // no new connection; each open one closes once its response is complete (Bun resolves `closed` when all did)
+    const closed = server.stop(false);
+    // each SSE stream writes what was published to it (the cancelled turns' ends, the withdrawn cards) and ends
+    // its chunked body; a client that does not read holds the stop no later than the runtime's close deadline
+    streams.endAll();
+    // (at least STOP_FLOOR_MS: slow SessionEnd hooks that used the deadline up must not cut the streams short)
+    const deadline = rt.closeDeadline ?? Date.now() + STOP_GRACE_MS;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([closed, new Promise((r) => (timer = setTimeout(r, Math.max(STOP_FLOOR_MS, deadline - Date.now()))))]);
+    clearTimeout(timer);
     await server.stop(true);
   };
   rt.onClose(stop);

@@ -11,7 +11,7 @@ import type { Snapshot } from "../../bus/events.ts";
 import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
 import type { Runtime } from "../../runtime.ts";
-import { sseResponse } from "../../bus/sse.ts";
+import { sseResponse, type SseStreams } from "../../bus/sse.ts";
 import type { CancelAnswer, SessionCreated, SessionDetail, SessionList, SessionUsage } from "../api-schemas.ts";
 import { parseBody } from "../validate.ts";
 
@@ -66,7 +66,10 @@ export function parseListLimit(raw: string | undefined): number {
 }
 
 export interface SessionRoutesOptions {
+  /** SSE heartbeat period, ms (default 15 000). */
   heartbeatMs?: number;
+  /** Where the SSE streams register, so a stopping server ends them cleanly (bus/sse.ts). */
+  streams?: SseStreams;
 }
 
 /** The snapshot a late observer starts from: the session, its stored messages and the cards it may see. */
@@ -136,7 +139,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
       throw e;
     }
     // The client leaving does not end the turn: it goes on and can be observed on /events.
-    return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out, done) => {
+    return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, opts.streams, (out, done) => {
       const write = (ev: AnyEvent) => {
         out.event(ev);
         if (ev.type === "turn_finished" && ev.data.turn_id === turnId) done();
@@ -152,7 +155,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
     await rt.store.requireSession(id);
     const lastHeader = c.req.header("last-event-id");
     // Everything in start runs in one tick: no event can fall between the replay/snapshot and the subscription.
-    return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, (out, done) => {
+    return sseResponse(c, (n) => rt.bus.wireId(n), opts.heartbeatMs, opts.streams, (out, done) => {
       // an id of another server process, one that cannot be parsed, or one the buffer no longer reaches: a fresh
       // snapshot (with the pending cards), never a replay that could skip a card published under another numbering
       const last = rt.bus.parseWireId(lastHeader);
@@ -169,7 +172,7 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
       const data = snapshotOf(rt, id);
       let held: AnyEvent[] | null = [];
       const unsubscribe = rt.bus.subscribe(id, (ev) => (held ? held.push(ev) : out.event(ev)));
-      data.then(
+      const sent = data.then(
         (snap) => {
           out.raw("snapshot", snapshotId, snap);
           const stored = new Set(snap.messages.map((m) => m.id));
@@ -185,7 +188,11 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
           done();
         },
       );
-      return unsubscribe;
+      // a stream ended before its snapshot was sent (the server stopping) still sends it and the events held behind it
+      return () => {
+        unsubscribe();
+        return sent;
+      };
     });
   });
 
