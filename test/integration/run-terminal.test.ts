@@ -181,7 +181,7 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
       expect(screen).toContain("allowed once");
       expect(screen.split("denied (stdin closed)").length - 1).toBe(1);
       expect(screen.split("allow once? [y/N]").length - 1).toBeLessThanOrEqual(2); // the third call asked nobody
-      expect(screen).toMatch(/developer__shell: no_human_surface: no person can answer any more/);
+      expect(screen).toMatch(/✗ developer__shell echo hi > c\.txt — no_human_surface: no person can answer any more/);
       expect(code).toBe(0); // the model got error results and answered anyway
       expect(existsSync(join(ws, "a.txt"))).toBe(true);
       expect(existsSync(join(ws, "b.txt"))).toBe(false);
