@@ -265,7 +265,7 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
           const line = callLine(ev.data.tool, callSummary(ev.data.arguments));
           calls.set(callKey(ev.session_id, ev.data.call_id), line);
           progress.log(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${line}${ev.data.rewritten_by !== undefined ? ` (input rewritten by hook ${safe(ev.data.rewritten_by)})` : ""}`);
-        } else if (ev.type === "hook_message") progress.log(`airlock: hook ${ev.data.hook} (${ev.data.event}): ${ev.data.kind === "stopped" ? "stopped the turn: " : ""}${ev.data.message}`);
+        } else if (ev.type === "hook_message") progress.log(`airlock: hook ${safe(ev.data.hook)} (${ev.data.event}): ${ev.data.kind === "stopped" ? "stopped the turn: " : ""}${safe(ev.data.message)}`);
         else if (ev.type === "tool_result") {
           const key = callKey(ev.session_id, ev.data.call_id);
           if (ev.data.ok) calls.delete(key);
