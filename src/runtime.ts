@@ -93,6 +93,12 @@ export interface RuntimeOptions {
    * @throws (from createRuntime) AirlockError `usage` for `api`/`worker` on SQLite.
    */
   role?: ServeRole;
+  /**
+   * The caller refuses a config with no model itself (`airlock run`: `checkProvider({requireModel: true})`
+   * throws `config_invalid` saying it): the start-up's "no model configured" warning is then not logged, so
+   * the person reads it once, as the error.
+   */
+  requireModel?: boolean;
 }
 
 /** The runtime services the surfaces (server, console, CLI, scheduler, run) use. */
@@ -469,8 +475,9 @@ class AirlockRuntime implements Runtime {
       throw e;
     }
     this.configFileHint = opts.configPath ?? `${join(this.dataDir, "airlock.yaml")} (create it; or pass --config FILE)`;
-    // an api node never calls a model (its turns run on workers): no warning about the model there
-    if (this.config.provider.name === "scripted" && !this.config.provider.script && this.role !== "api") {
+    // an api node never calls a model (its turns run on workers): no warning about the model there; nor where the
+    // caller's own check refuses it (requireModel), which says it as the error
+    if (this.config.provider.name === "scripted" && !this.config.provider.script && this.role !== "api" && opts.requireModel !== true) {
       this.log(
         "airlock: no model configured — provider is the built-in scripted provider with no script (serve answers with a placeholder; airlock run refuses); " +
           `set provider.name, provider.model and provider.base_url in ${this.configFileHint} ` +

@@ -13,6 +13,7 @@ import type { AnyEvent, TypedEvent } from "../bus/bus.ts";
 import type { Card } from "../bus/events.ts";
 import type { Decision } from "../card/authority.ts";
 import { assertNever } from "../errors.ts";
+import { callSummary, safe } from "./call-summary.ts";
 import type { Runtime } from "../runtime.ts";
 import type { Session } from "../session/types.ts";
 import type { ClientFiles } from "../tool/tool.ts";
@@ -404,12 +405,10 @@ export function promptText(blocks: readonly Acp.ContentBlock[]): string {
   return parts.join("\n\n");
 }
 
-/** A tool call's title: the chain prefix, the tool, and its path or command when it has one. */
+/** A tool call's title: the chain prefix, the tool, and what the call is about (cli/call-summary.ts) when it says anything. */
 function toolTitle(prefix: string, tool: string, args: unknown): string {
-  const a = (args ?? {}) as Record<string, unknown>;
-  const what = typeof a.path === "string" ? a.path : typeof a.command === "string" ? a.command : typeof a.instructions === "string" ? a.instructions : "";
-  const short = what.length > 80 ? `${what.slice(0, 79)}…` : what;
-  return `${prefix}${tool}${short ? ` ${short.replace(/[\r\n]+/g, " ")}` : ""}`;
+  const short = callSummary(args);
+  return `${prefix}${safe(tool)}${short ? ` ${short}` : ""}`;
 }
 
 /** The ACP tool kind of an airlock tool (icons in the editor). */

@@ -142,7 +142,12 @@ const STEP_LABEL: Record<ExplainStep["step"], string> = {
   elevation: "elevation",
 };
 
-/** One verdict as a line's text: `allow`, `ask — reason (rule X)`, `deny code — reason`. */
+/** ` code` after the word "deny": the code when it says more than `denied` (which would say "deny" twice), else nothing. */
+function codeAfterDeny(code: string | undefined): string {
+  return code && code !== "denied" ? ` ${code}` : "";
+}
+
+/** One verdict as a line's text: `allow`, `ask — reason (rule X)`, `deny — reason`, `deny code — reason` (a code other than `denied`). */
 function verdictText(v: Verdict): string {
   const by = [v.rule ? `rule ${v.rule}` : "", "hook" in v && v.hook ? `hook ${v.hook}` : ""].filter(Boolean).join(", ");
   switch (v.kind) {
@@ -151,7 +156,7 @@ function verdictText(v: Verdict): string {
     case "ask":
       return `ask${v.userProof ? " (needs the approver token)" : ""} — ${v.reason}${by ? ` [${by}]` : ""}`;
     case "deny":
-      return `deny ${v.code} — ${v.reason}${by ? ` [${by}]` : ""}`;
+      return `deny${codeAfterDeny(v.code)} — ${v.reason}${by ? ` [${by}]` : ""}`;
     default:
       return assertNever(v, "verdict");
   }
@@ -176,9 +181,9 @@ export function explainText(e: Explanation): string {
     }
     if (s.step === "hooks" && s.hooks?.length && s.status !== "judged") for (const h of s.hooks) out.push(`     would run: ${h.command} (timeout ${h.timeout} s)`);
   });
-  const by = [e.inspector && !e.reason.startsWith("[") ? `[${e.inspector}]` : "", e.rule ? `rule ${e.rule}` : "", e.code && e.decision === "deny" ? e.code : ""].filter(Boolean).join(" ");
+  const by = [e.inspector && !e.reason.startsWith("[") ? `[${e.inspector}]` : "", e.rule ? `rule ${e.rule}` : "", e.decision === "deny" ? codeAfterDeny(e.code).trim() : ""].filter(Boolean).join(" ");
   out.push(`decision: ${e.decision}${by ? ` ${by}` : ""} — ${e.reason}`);
   if (e.decision === "ask") out.push(`(a headless session refuses it: ${e.code})`);
-  if (!e.hooks_run && e.steps.some((s) => s.step === "hooks" && s.hooks?.length)) out.push("(hooks not run: the gate's decision may be stricter, or a hook's allow may answer the mode's ask; pass --run-hooks)");
+  if (!e.hooks_run && e.steps.some((s) => s.step === "hooks" && s.hooks?.length)) out.push("(the decision leaves the hooks out: with them the gate's may be stricter, or a hook's allow may answer the mode's ask)");
   return `${out.join("\n")}\n`;
 }

@@ -30,12 +30,13 @@ describe("progress.createProgress", () => {
     });
     p.onEvent(ev("tool_request", { tool: "developer__shell" }));
     p.onEvent(ev("tool_result", { tool: "developer__shell", ok: false, error: { code: "no_human_surface" } }));
-    p.onEvent(ev("tool_request", { tool: "developer__read_file" }));
+    p.onEvent(ev("tool_request", { tool: "developer__read_file\x1b[2K\nx" })); // a model-made name cannot drive the terminal
     t = 2_500;
     await firstDraw;
     const line = out.find((s) => s.includes("tool call"))!;
     expect(line).toStartWith("\r\x1b[2K");
-    expect(line).toContain("2.5s · 2 tool calls · 1 refused · developer__read_file");
+    expect(line).toContain("2.5s · 2 tool calls · 1 refused · developer__read_file\\u001b[2K\\u000ax");
+    expect(line.slice("\r\x1b[2K".length)).not.toMatch(/[\u0000-\u001f]/);
     p.log("a log line");
     expect(out.slice(-2)).toEqual(["\r\x1b[2K", "a log line\n"]);
     p.stop();

@@ -5,6 +5,7 @@
  * and the last tool. Log lines written through `log` clear it first so they never mix with it.
  */
 import type { AnyEvent } from "../bus/bus.ts";
+import { safe } from "./call-summary.ts";
 import { mayBeTerminal } from "./output.ts";
 
 /** How often the line is redrawn, ms. */
@@ -59,7 +60,7 @@ export function createProgress(opts: { tty?: boolean; write: (s: string) => void
     onEvent(ev) {
       if (ev.type === "tool_request" && ev.data.rewritten_by === undefined) {
         calls++;
-        last = ev.data.tool;
+        last = safe(ev.data.tool); // the model's name for it: escaped, as every text the run shows
       } else if (ev.type === "tool_result" && ev.data.ok === false) {
         const code = ev.data.error?.code;
         if (code === "no_human_surface" || code === "denied") refused++;

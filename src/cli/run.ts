@@ -123,7 +123,7 @@ export async function writeEarlyResult(format: OutputFormat, err: unknown, durat
 
 /**
  * The one place a run's result reaches stdout: `json` one JSON line (the result object, SPEC §7),
- * `stream-json` a last `{"type":"result",…}` line, `text` the answer (newline-terminated; nothing when null).
+ * `stream-json` a last `{"type":"result",…}` line, `text` the answer (newline-terminated; nothing when null or blank).
  */
 async function printResult(format: OutputFormat, result: EarlyResultObject): Promise<void> {
   const { writeJsonLine, writeStdout } = await import("./output.ts");
@@ -135,7 +135,8 @@ async function printResult(format: OutputFormat, result: EarlyResultObject): Pro
       writeJsonLine({ type: "result", ...result });
       return;
     case "text":
-      if (result.result !== null) writeStdout(result.result.endsWith("\n") ? result.result : `${result.result}\n`);
+      // no answer (none, or blank: a blocked run's) prints nothing, not an empty line
+      if (result.result !== null && result.result.trim() !== "") writeStdout(result.result.endsWith("\n") ? result.result : `${result.result}\n`);
       return;
     default:
       assertNever(format, "output format");
@@ -201,13 +202,10 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   const { terminalCanAsk, startTerminalApprover, ttyLineReader } = await import("./terminal-approver.ts");
   const interactive = !opts.headless && terminalCanAsk();
   const headless = !interactive;
-  if (!opts.headless && !interactive) {
-    writeStderr("airlock: no terminal to ask on (stdin or stderr is not a TTY): running headless — calls that need a person are refused\n");
-  }
   const { createRuntime } = await import("../runtime.ts");
   const { runOnce } = await import("../run/run-once.ts");
   const { exitCodeForStatus } = await import("../run/result.ts");
-  const rt = await createRuntime({ config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd() });
+  const rt = await createRuntime({ config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, workspace: workspace ?? process.cwd(), requireModel: true });
   try {
     // a missing provider.script is a config error (exit 2), not a failed first turn; a recipe's own script is relative to the recipe
     // no model configured, or an unset key variable, is a config error too (exit 2), not a placeholder answer
@@ -220,11 +218,21 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     await rt.close();
     throw e;
   }
+  // said once the run is sure to start (a config error is the only thing said then)
+  if (!opts.headless && !interactive) {
+    writeStderr("airlock: no terminal to ask on (stdin or stderr is not a TTY): running headless — calls that need a person are refused\n");
+  }
   const reader = interactive ? await ttyLineReader() : undefined;
   let stopApprover: (() => void) | undefined;
   const ac = new AbortController();
   const { createProgress } = await import("./progress.ts");
   const progress = createProgress({ write: writeStderr });
+  const { callSummary, safe } = await import("./call-summary.ts");
+  /** A call as the stderr lines name it: the tool and what the call is about (cli/call-summary.ts), escaped. */
+  const callLine = (tool: string, summary: string): string => `${safe(tool)}${summary ? ` ${summary}` : ""}`;
+  const callKey = (sessionId: string, callId: string): string => `${sessionId}\u0000${callId}`;
+  /** Each call's line from its `tool_request` until it ends well: kept for a `✗` line and the refused calls' list. */
+  const calls = new Map<string, string>();
   // SIGINT and SIGTERM cancel the turn (result `cancelled`, exit 130); a second signal exits 130 at once.
   // (a repeat within a few ms is the same Ctrl-C delivered twice by a forwarding wrapper: cli/signal-echo.ts)
   const isEcho = signalEchoFilter();
@@ -253,11 +261,18 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
         progress.onEvent(ev);
         // stream-json: each event is ONE synchronous write of one complete line, so concurrent events never interleave
         if (opts.outputFormat === "stream-json") writeJsonLine({ type: ev.type, ...ev.data });
-        else if (ev.type === "tool_request") progress.log(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${String(ev.data.tool)}${ev.data.rewritten_by !== undefined ? ` (input rewritten by hook ${ev.data.rewritten_by})` : ""}`);
-        else if (ev.type === "hook_message") progress.log(`airlock: hook ${ev.data.hook} (${ev.data.event}): ${ev.data.kind === "stopped" ? "stopped the turn: " : ""}${ev.data.message}`);
-        else if (ev.type === "tool_result" && ev.data.ok === false) {
-          const err = ev.data.error as { code?: string; message?: string } | undefined;
-          progress.log(`airlock: ✗ ${String(ev.data.tool)}: ${err?.code}: ${err?.message}`);
+        else if (ev.type === "tool_request") {
+          const line = callLine(ev.data.tool, callSummary(ev.data.arguments));
+          calls.set(callKey(ev.session_id, ev.data.call_id), line);
+          progress.log(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${line}${ev.data.rewritten_by !== undefined ? ` (input rewritten by hook ${safe(ev.data.rewritten_by)})` : ""}`);
+        } else if (ev.type === "hook_message") progress.log(`airlock: hook ${safe(ev.data.hook)} (${ev.data.event}): ${ev.data.kind === "stopped" ? "stopped the turn: " : ""}${safe(ev.data.message)}`);
+        else if (ev.type === "tool_result") {
+          const key = callKey(ev.session_id, ev.data.call_id);
+          if (ev.data.ok) calls.delete(key);
+          else {
+            const err = ev.data.error as { code?: string; message?: string } | undefined;
+            progress.log(`airlock: ✗ ${calls.get(key) ?? safe(ev.data.tool)} — ${safe(String(err?.code))}: ${safe(String(err?.message))}`);
+          }
         }
       },
     });
@@ -267,6 +282,10 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     if (mismatch !== undefined) await rt.store.audit({ kind: "early_request_not_adopted", outcome: "recorded", session_id: result.session_id, detail: { field: mismatch } });
     printed.result = true;
     await printResult(opts.outputFormat, result);
+    // text mode has no result object: the calls its error line's refused_calls names are listed here, one a line
+    if (opts.outputFormat === "text" && result.status !== "completed" && result.refused_calls.length > 0) {
+      writeStderr(`airlock: refused_calls:\n${result.refused_calls.map((r) => `airlock:   ${(r.call_id && calls.get(callKey(r.session_id, r.call_id))) || safe(r.tool)} — ${safe(r.code)}\n`).join("")}`);
+    }
     // the status, then the error's code when it says more (a cancelled run's error is `cancelled`: said once)
     if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code === result.status ? "" : `${result.error.code}: `}${result.error.message}\n`);
     return exitCodeForStatus(result.status);

@@ -115,8 +115,8 @@ export interface ScheduleRunsOptions extends ScheduleOptions {
 
 /**
  * Lists runs, newest first: one schedule's (`id` given; also after it was removed) or every schedule's.
- * Text: a table of RUN, SCHEDULE (`(removed)` after a removed one), STATUS, TRIGGER, STARTED, FINISHED,
- * SESSION; `--json`: `{"runs": [...]}`, the run objects as `GET /runs/:id` shows them.
+ * Text: a table of RUN, SCHEDULE (`(removed)` after a removed one), STATUS, REFUSED (how many calls were
+ * refused: `refused_calls`'s length, `-` while the run goes on), TRIGGER, STARTED, FINISHED, SESSION; `--json`: `{"runs": [...]}`, the run objects as `GET /runs/:id` shows them.
  * @returns 0. @throws AirlockError `not_found` (exit 1) for a schedule that never had runs or never existed.
  */
 export async function scheduleRuns(id: string | undefined, opts: ScheduleRunsOptions): Promise<number> {
@@ -134,11 +134,13 @@ export async function scheduleRuns(id: string | undefined, opts: ScheduleRunsOpt
   }
   writeStdout(
     table(
-      ["RUN", "SCHEDULE", "STATUS", "TRIGGER", "STARTED", "FINISHED", "SESSION"],
+      ["RUN", "SCHEDULE", "STATUS", "REFUSED", "TRIGGER", "STARTED", "FINISHED", "SESSION"],
       list.map((run) => [
       run.run_id,
       `${run.schedule_id ?? "-"}${run.schedule_removed ? " (removed)" : ""}`,
       run.status,
+      // the refused calls of a finished run (`completed` can hide a run whose every call was refused); `-` while it runs
+      run.status === "running" ? "-" : Array.isArray(run.refused_calls) ? run.refused_calls.length : "-",
       run.trigger,
       run.started_at,
       run.finished_at ?? "-",

@@ -7,6 +7,7 @@
  */
 import type { TypedEvent } from "../bus/bus.ts";
 import type { Runtime } from "../runtime.ts";
+import { safe } from "./call-summary.ts";
 import { mayBeTerminal } from "./output.ts";
 
 /** Whether a person can answer on this terminal: stdin and stderr are both TTYs. */
@@ -98,7 +99,8 @@ export function startTerminalApprover(
     try {
       const card = ev.data;
       const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
-      write(`\nairlock: ${card.tool}${from} needs your approval — ${card.inspector}: ${card.reason}\n  arguments: ${JSON.stringify(card.arguments)}\n`);
+      // the tool, reason and arguments hold the model's text: escaped (JSON leaves C1 controls and bidi characters raw)
+      write(`\nairlock: ${safe(card.tool)}${from} needs your approval — ${card.inspector}: ${safe(card.reason)}\n  arguments: ${safe(JSON.stringify(card.arguments))}\n`);
       let answer: string | null = null;
       if (!ended) answer = await read("  allow once? [y/N] ").catch(() => null);
       if (stopped) return;

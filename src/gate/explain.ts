@@ -120,7 +120,7 @@ export async function explainCall(call: ExplainCall, insp: ExplainInspectors): P
   // the gate refuses by name before resolving the tool (chat mode, a per-tool deny): nothing else is judged
   const early = nameRefusal(def.name, config.mode, config.tools);
   if (early) {
-    const notRun = "not judged: the gate refuses this call by its name first";
+    const notRun = "the gate refuses this call by its name first";
     const steps: ExplainStep[] = [
       { step: "security_floor", status: "not_run", verdicts: [], note: notRun },
       { step: "rules", status: "not_run", verdicts: [], note: notRun },
@@ -157,9 +157,9 @@ export async function explainCall(call: ExplainCall, insp: ExplainInspectors): P
   if (wouldRun.length === 0) {
     hookStep = { step: "hooks", status: "none", verdicts: [], hooks: [], note: "no PreToolUse hook matches this tool" };
   } else if (!insp.hooks) {
-    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, note: "not run (pass --run-hooks to run them); the decision leaves them out" };
+    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, note: "pass --run-hooks to run them" };
   } else if (cheapDeny) {
-    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, note: "not run: another inspector already denies (the gate skips hooks then)" };
+    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, note: "another inspector already denies (the gate skips hooks then)" };
   } else {
     hookVs = await insp.hooks.inspect(inspected);
     // what a hook asks besides its verdict is said, never left out: a rewrite is judged from the start by the

@@ -170,6 +170,27 @@ describe("airlock policy explain", () => {
     expect(step(other.e, "hooks").status).toBe("none");
   });
 
+  test("text: each thing said once — hooks not run (without --run-hooks), a hook's deny (with them)", async () => {
+    const d = setup({
+      mode: "autonomous",
+      hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: 'cat >/dev/null; echo "no shells here" >&2; exit 2' }] }] },
+    });
+    const listed = await explain(d, ["--tool", "developer__shell", "--args", '{"command":"ls"}']);
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.split("\n");
+    expect(lines).toContain("3. hooks: not run — pass --run-hooks to run them");
+    expect(listed.stdout.match(/not run/g)).toHaveLength(1);
+    expect(listed.stdout.match(/--run-hooks/g)).toHaveLength(1);
+    expect(lines).toContain("(the decision leaves the hooks out: with them the gate's may be stricter, or a hook's allow may answer the mode's ask)");
+
+    const ran = await explain(d, ["--tool", "developer__shell", "--args", '{"command":"ls"}', "--run-hooks"]);
+    expect(ran.code).toBe(1);
+    expect(ran.stdout).not.toContain("deny denied");
+    expect(ran.stdout).not.toContain("] denied —");
+    expect(ran.stdout).toMatch(/^3\. hooks: deny — no shells here \[hook .*\]$/m);
+    expect(ran.stdout).toMatch(/^decision: deny \[hook\] — no shells here$/m);
+  });
+
   test("--run-hooks says when a hook rewrites the input (updatedInput): the gate judges that input from the start", async () => {
     const hook = join(import.meta.dir, "../fixtures/hooks/public-style/ls-to-ssh-key.sh");
     const d = setup({ mode: "autonomous", hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: hook }] }] } });

@@ -12,14 +12,14 @@ const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-function setup(): { dir: string; ws: string } {
+function setup(command = "echo hi > out.txt"): { dir: string; ws: string } {
   const dir = mkdtempSync(join(tmpdir(), "airlock-term-"));
   dirs.push(dir);
   const ws = join(dir, "ws");
   mkdirSync(ws);
   writeFileSync(
     join(dir, "turns.yaml"),
-    'turns:\n  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > out.txt" }\n  - text: "done"\n',
+    `turns:\n  - tool_calls:\n      - name: developer__shell\n        arguments: { command: ${JSON.stringify(command)} }\n  - text: "done"\n`,
   );
   writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
   return { dir, ws };
@@ -62,6 +62,16 @@ describe("airlock run: the person at the terminal answers", () => {
     expect(screen).toContain("denied");
     expect(code).toBe(0); // the model got an error result and answered anyway
     expect(existsSync(join(ws, "out.txt"))).toBe(false);
+  });
+
+  test("the card's arguments cannot drive the terminal: C1 controls and bidi characters are shown escaped", async () => {
+    // JSON escapes C0 controls itself; CSI as one C1 character (\u009b) and a right-to-left override it leaves raw
+    const { dir, ws } = setup("echo hi \u009b2J\u202e > out.txt");
+    const { code, screen } = await runInPty(dir, ws, "n");
+    expect(code).toBe(0);
+    expect(screen).not.toMatch(/[\u0080-\u009f\u202e]/);
+    expect(screen).toContain('arguments: {"command":"echo hi \\u009b2J\\u202e > out.txt"}');
+    expect(screen).toContain("→ developer__shell echo hi \\u009b2J\\u202e > out.txt");
   });
 });
 
@@ -181,7 +191,7 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
       expect(screen).toContain("allowed once");
       expect(screen.split("denied (stdin closed)").length - 1).toBe(1);
       expect(screen.split("allow once? [y/N]").length - 1).toBeLessThanOrEqual(2); // the third call asked nobody
-      expect(screen).toMatch(/developer__shell: no_human_surface: no person can answer any more/);
+      expect(screen).toMatch(/✗ developer__shell echo hi > c\.txt — no_human_surface: no person can answer any more/);
       expect(code).toBe(0); // the model got error results and answered anyway
       expect(existsSync(join(ws, "a.txt"))).toBe(true);
       expect(existsSync(join(ws, "b.txt"))).toBe(false);

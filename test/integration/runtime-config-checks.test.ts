@@ -86,6 +86,7 @@ describe("no model configured", () => {
     expect(r.stdout).toBe("");
     const failed = r.stderr.split("\n").filter((l) => l.startsWith("airlock: config_invalid: no model configured"));
     expect(failed).toHaveLength(1);
+    expect(r.stderr.match(/no model configured/g)).toHaveLength(1); // said once: as the error, not also as a warning
     // It names the file to edit: here none exists yet, so the data dir's airlock.yaml.
     expect(failed[0]).toContain(`in ${join(d, "airlock.yaml")} (create it; or pass --config FILE)`);
   });

@@ -28,7 +28,8 @@ async function airlock(args: string[]): Promise<{ code: number; out: string; err
 
 test("runs of a removed schedule stay listed, marked removed, over HTTP and with airlock schedule runs [ID] (text and --json)", async () => {
   mkdirSync(join(dir, "ws"));
-  writeFileSync(join(dir, "turns.yaml"), 'turns:\n  - text: "tick done"\n');
+  // a call a headless run must refuse (smart mode asks before a write), then the answer: `completed`, 1 refused
+  writeFileSync(join(dir, "turns.yaml"), 'turns:\n  - tool_calls: [{ name: developer__shell, arguments: { command: "touch ticked" } }]\n  - text: "tick done"\n');
   const recipe = join(dir, "tick.yaml");
   writeFileSync(recipe, 'name: tick\ninstructions: "tick"\nprovider: { name: scripted, script: turns.yaml }\n');
   const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir], { cwd: join(dir, "ws") });
@@ -58,8 +59,9 @@ test("runs of a removed schedule stay listed, marked removed, over HTTP and with
   const text = await airlock(["schedule", "runs", ...common]);
   expect(text.code).toBe(0);
   const lines = text.out.trimEnd().split("\n");
-  expect(lines[0]!.split(/\s+/)).toEqual(["RUN", "SCHEDULE", "STATUS", "TRIGGER", "STARTED", "FINISHED", "SESSION"]);
-  expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 5))).toEqual([[runId, id, "(removed)", "completed", "manual"]]);
+  expect(lines[0]!.split(/\s+/)).toEqual(["RUN", "SCHEDULE", "STATUS", "REFUSED", "TRIGGER", "STARTED", "FINISHED", "SESSION"]);
+  // `completed`, and how many of its calls were refused beside it
+  expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 6))).toEqual([[runId, id, "(removed)", "completed", "1", "manual"]]);
 
   // a schedule that never existed is still 404, exit 1 with the hint
   const none = await airlock(["schedule", "runs", "sch_nope", ...common]);
