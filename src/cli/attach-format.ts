@@ -8,6 +8,7 @@ import picocolors from "picocolors";
 import type { AnyEvent } from "../bus/bus.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { assertNever } from "../errors.ts";
+import { safe } from "./output.ts";
 
 /** The colour functions of picocolors (all identity when colours are off). */
 export type Colors = ReturnType<typeof picocolors.createColors>;
@@ -35,14 +36,6 @@ export interface Link {
   name: string;
 }
 
-/**
- * `text` safe to print on a terminal: every control character (ESC, BEL, CR, line breaks …) shown as a
- * visible `\uXXXX` escape, so text from the server (a hook's reason, a session title, a path) cannot move the
- * cursor, retitle the window, write the clipboard (OSC 52) or fake a line.
- */
-export function safe(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
 
 /** `[root›planner›researcher#2]`: the names root first, joined by `›`, coloured by the last (acting) session. */
 export function chainLabel(c: Colors, chain: readonly Link[]): string {

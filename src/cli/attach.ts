@@ -12,9 +12,9 @@ import type { ActionResolved } from "../bus/events.ts";
 import { APPROVER_TOKEN_FILE, readTokenIfUsable } from "../config/paths.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { AirlockError, assertNever } from "../errors.ts";
-import { cardBlock, chainLabel, colorsFor, eventText, OUTCOME, safe, type Colors } from "./attach-format.ts";
+import { cardBlock, chainLabel, colorsFor, eventText, OUTCOME, type Colors } from "./attach-format.ts";
 import { follow, readSse, type Follower } from "./attach-follow.ts";
-import { writeAll, writeStderr } from "./output.ts";
+import { safe, writeAll, writeStderr } from "./output.ts";
 import type { ServerClient, ServerClientOptions } from "./server-client.ts";
 
 /** How long a shown card ignores keys before one can answer it, ms (the console's inert guard; opencode uses 350 ms). */

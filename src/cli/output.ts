@@ -46,6 +46,16 @@ export function mayBeTerminal(fd: number): boolean {
   }
 }
 
+/**
+ * `text` safe to print on a terminal: every control character (ESC, BEL, CR, line breaks …, C1 included) shown
+ * as a visible `\uXXXX` escape, so text a model, a hook or a server wrote (a hook's reason, an elevation's
+ * justification, a path in an error message, a session title) cannot move the cursor, hide or recolour what
+ * follows, retitle the window, write the clipboard (OSC 52) or fake a line.
+ */
+export function safe(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 /** Writes text to stdout (the result channel). */
 export function writeStdout(text: string): void {
   writeAll(STDOUT, text);

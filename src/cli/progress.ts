@@ -5,7 +5,7 @@
  * and the last tool. Log lines written through `log` clear it first so they never mix with it.
  */
 import type { AnyEvent } from "../bus/bus.ts";
-import { mayBeTerminal } from "./output.ts";
+import { mayBeTerminal, safe } from "./output.ts";
 
 /** How often the line is redrawn, ms. */
 const TICK_MS = 250;
@@ -16,7 +16,7 @@ const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "
 export interface Progress {
   /** Feed every event of the run. */
   onEvent(ev: AnyEvent): void;
-  /** Writes a log line on stderr (clearing the progress line first when one is drawn). */
+  /** Writes a log line on stderr (clearing the progress line first when one is drawn); its control characters are shown escaped (output.ts `safe`). */
   log(line: string): void;
   /** Stops redrawing and clears the line. Idempotent. */
   stop(): void;
@@ -67,7 +67,9 @@ export function createProgress(opts: { tty?: boolean; write: (s: string) => void
     },
     log(line) {
       clear();
-      opts.write(line.endsWith("\n") ? line : `${line}\n`);
+      // a log line carries model-written text (a path in an error message, a hook's message): its control
+      // characters are shown escaped, so it cannot move the cursor over a card on screen or fake one
+      opts.write(`${safe(line.endsWith("\n") ? line.slice(0, -1) : line)}\n`);
     },
     hold(on) {
       held = on;

@@ -7,7 +7,7 @@
  */
 import type { TypedEvent } from "../bus/bus.ts";
 import type { Runtime } from "../runtime.ts";
-import { mayBeTerminal } from "./output.ts";
+import { mayBeTerminal, safe } from "./output.ts";
 
 /** Whether a person can answer on this terminal: stdin and stderr are both TTYs. */
 export function terminalCanAsk(): boolean {
@@ -98,7 +98,9 @@ export function startTerminalApprover(
     try {
       const card = ev.data;
       const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
-      write(`\nairlock: ${card.tool}${from} needs your approval — ${card.inspector}: ${card.reason}\n  arguments: ${JSON.stringify(card.arguments)}\n`);
+      // the card's text is partly model-written (an elevation's justification, a path the floor names, the
+      // arguments): shown through safe(), so it cannot hide the real arguments or fake a line (C1 too: JSON keeps them raw)
+      write(`\nairlock: ${safe(`${card.tool}${from} needs your approval — ${card.inspector}: ${card.reason}`)}\n  arguments: ${safe(JSON.stringify(card.arguments))}\n`);
       let answer: string | null = null;
       if (!ended) answer = await read("  allow once? [y/N] ").catch(() => null);
       if (stopped) return;
