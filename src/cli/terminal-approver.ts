@@ -8,6 +8,7 @@
 import type { TypedEvent } from "../bus/bus.ts";
 import type { Runtime } from "../runtime.ts";
 import { mayBeTerminal, safe } from "./output.ts";
+import { ARM_MS, terminalFlusher } from "./terminal-arm.ts";
 
 /** Whether a person can answer on this terminal: stdin and stderr are both TTYs. */
 export function terminalCanAsk(): boolean {
@@ -26,6 +27,8 @@ export type LineReader = (question: string) => Promise<string | null>;
  * A line reader on the TTY stdin (non-blocking: the turn keeps running while it waits). `close()` releases stdin
  * (idempotent). Once stdin has ended — Ctrl-D at the prompt closes the readline, as does the end of stdin while
  * no question is asked — the question waiting (if any) and every later one resolve `null`.
+ * Type-ahead never answers a question: what was typed before it is dropped, the question is put only after
+ * {@link ARM_MS} (keys typed meanwhile are dropped too, a line or a partial line), as `airlock attach` does.
  * `node:readline` is loaded here, on first use: a headless run never needs it.
  */
 export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
@@ -42,21 +45,32 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
     waiting = undefined;
     w?.(null);
   });
+  const flushInput = await terminalFlusher(0);
   const ask = ((question: string) =>
     new Promise<string | null>((resolve) => {
       if (closed) return resolve(null);
       waiting = resolve;
-      try {
-        rl.question(question, (a) => {
+      // type-ahead (a y + Enter meant for a shell, the second y of a double-typed answer, a reflex as the card
+      // scrolled in) never answers: the unread input is dropped now and after ARM_MS, and a line typed
+      // meanwhile reaches no question (readline drops it); a partial line is cleared before the question
+      flushInput();
+      setTimeout(() => {
+        if (closed || waiting !== resolve) return;
+        flushInput();
+        rl.write(null, { ctrl: true, name: "e" });
+        rl.write(null, { ctrl: true, name: "u" });
+        try {
+          rl.question(question, (a) => {
+            waiting = undefined;
+            resolve(a.trim());
+          });
+        } catch {
+          // ERR_USE_AFTER_CLOSE: the readline closed before its close event reached us
+          closed = true;
           waiting = undefined;
-          resolve(a.trim());
-        });
-      } catch {
-        // ERR_USE_AFTER_CLOSE: the readline closed before its close event reached us
-        closed = true;
-        waiting = undefined;
-        resolve(null);
-      }
+          resolve(null);
+        }
+      }, ARM_MS);
     })) as LineReader & { close(): void };
   ask.close = () => {
     if (closed) return;
