@@ -12,7 +12,8 @@ const STDERR = 2;
 
 /**
  * Writes all of `text` to a file descriptor synchronously. A non-blocking pipe that is full
- * (`EAGAIN`) is waited on briefly and retried; a closed reader (`EPIPE`) ends the write silently.
+ * (`EAGAIN`) is waited on briefly and retried; a closed reader (`EPIPE`, or `EIO` from a terminal that hung up)
+ * ends the write silently.
  */
 export function writeAll(fd: number, text: string): void {
   let buf = Buffer.from(text, "utf8");
@@ -26,7 +27,7 @@ export function writeAll(fd: number, text: string): void {
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
         continue;
       }
-      if (code === "EPIPE") return;
+      if (code === "EPIPE" || code === "EIO") return; // EIO: a terminal that hung up (nobody reads it any more)
       throw e;
     }
   }

@@ -75,7 +75,11 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
   ask.close = () => {
     if (closed) return;
     closed = true;
-    rl.close();
+    try {
+      rl.close();
+    } catch {
+      // EIO: the terminal hung up; there is no mode left to restore
+    }
   };
   return ask;
 }
