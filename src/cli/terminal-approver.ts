@@ -57,8 +57,8 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
       setTimeout(() => {
         if (closed || waiting !== resolve) return;
         flushInput();
-        rl.write(null, { ctrl: true, name: "e" });
-        rl.write(null, { ctrl: true, name: "u" });
+        // a partial line typed meanwhile is dropped without drawing anything (readline's line editing would redraw)
+        Object.assign(rl, { line: "", cursor: 0 });
         try {
           rl.question(question, (a) => {
             waiting = undefined;

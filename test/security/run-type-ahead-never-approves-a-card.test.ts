@@ -70,13 +70,13 @@ test("a y + Enter typed the moment the card appears does not allow it; the answe
   expect(code).toBe(0);
 });
 
-test("a y typed without Enter before the card is not left on the prompt line for the next Enter", async () => {
+test("a y typed without Enter before the question is not left on the prompt line for the next Enter", async () => {
   const { dir, ws } = setup(["echo hi > out.txt"]);
   let sent = 0;
   const { screen } = await runInPty(dir, ws, (s, type) => {
-    if (sent === 0 && s.includes("developer__shell")) {
+    if (sent === 0 && s.includes("needs your approval")) {
       sent = 1;
-      type("y"); // typed ahead, no Enter
+      setTimeout(() => type("y"), 200); // typed while the card is shown, before the question: no Enter
     }
     if (sent === 1 && s.includes("[y/N]")) {
       sent = 2;
