@@ -39,12 +39,20 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
   // Ctrl-C at the prompt: the terminal is in raw mode, so readline sees the key, and with no listener it would
   // close itself (read as the end of stdin). It is the user's interrupt: sent on as SIGINT, which cancels the turn.
   rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
-  rl.on("close", () => {
+  const ended = () => {
     closed = true;
     const w = waiting;
     waiting = undefined;
     w?.(null);
-  });
+  };
+  rl.on("close", ended);
+  // a terminal that hung up: readline's own writes (process.stderr) and its closing on the end of stdin
+  // (restoring the mode: setRawMode EIO, re-emitted on the interface) fail, and an error nobody listens to ends
+  // the process at once — before the turn's end is stored (left `running`, its card `pending`). Output there is
+  // dropped; an input error is the end of the input.
+  const onOutputError = () => {};
+  process.stderr.on("error", onOutputError);
+  rl.on("error", ended);
   const flushInput = await terminalFlusher(0);
   const ask = ((question: string) =>
     new Promise<string | null>((resolve) => {
@@ -73,6 +81,7 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
       }, ARM_MS);
     })) as LineReader & { close(): void };
   ask.close = () => {
+    process.stderr.off("error", onOutputError);
     if (closed) return;
     closed = true;
     try {

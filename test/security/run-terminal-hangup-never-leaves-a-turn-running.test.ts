@@ -47,10 +47,11 @@ async function turnStatuses(dir: string): Promise<string[]> {
 }
 
 /**
- * Starts `airlock run` in a PTY (`prefix` runs first in its shell, e.g. `trap "" HUP`), closes the terminal once
- * the question is on screen, and waits up to 15 s for airlock to end. Returns whether it ended, and the dir.
+ * Starts `airlock run` in a PTY (`prefix` runs first in its shell, e.g. `trap "" HUP`; with `newSession`, in a
+ * session of its own), closes the terminal once the question is on screen, and waits up to 15 s for airlock to
+ * end. Returns whether it ended, and the dir.
  */
-async function closeTerminalAtPrompt(prefix: string): Promise<{ ended: boolean; dir: string; ws: string }> {
+async function closeTerminalAtPrompt(prefix: string, newSession = false): Promise<{ ended: boolean; dir: string; ws: string }> {
   const dir = mkdtempSync(join(tmpdir(), "airlock-run-hup-"));
   dirs.push(dir);
   const ws = join(dir, "ws");
@@ -63,8 +64,10 @@ async function closeTerminalAtPrompt(prefix: string): Promise<{ ended: boolean; 
   );
   writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
   const pidFile = join(dir, "pid");
-  const cmd = `${prefix} echo $$ > ${pidFile}; exec ${process.execPath} ${MAIN} run --data-dir ${dir} 'write them'`;
-  const p = Bun.spawn(["script", "-qec", `sh -c '${cmd}'`, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
+  const cmd = `${prefix} echo $$ > ${pidFile}; exec ${process.execPath} ${MAIN} run --data-dir ${dir} "write them"`;
+  // newSession: airlock in a session of its own (setsid), so no SIGHUP reaches it: only its stdin ends
+  const shell = newSession ? `exec setsid -w sh -c '${cmd}'` : cmd;
+  const p = Bun.spawn(["script", "-qec", shell, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
   let screen = "";
   const reader = p.stdout.getReader();
   const dec = new TextDecoder();
@@ -84,10 +87,11 @@ async function closeTerminalAtPrompt(prefix: string): Promise<{ ended: boolean; 
   return { ended: !alive(pid), dir, ws };
 }
 
-test("the terminal closes at the prompt: the turn is cancelled and stored so, not left running", async () => {
+test("the terminal closes at the prompt: the turn ends and is stored so, not left running", async () => {
   const { ended, dir, ws } = await closeTerminalAtPrompt("");
   expect(ended).toBe(true);
-  expect(await turnStatuses(dir)).toEqual(["cancelled"]);
+  // SIGHUP cancels the turn; the end of stdin may come first (the card denied, the model answers): either way it ended
+  expect(["cancelled", "completed"]).toContain((await turnStatuses(dir)).join());
   expect(existsSync(join(ws, "a.txt"))).toBe(false);
 });
 
@@ -95,6 +99,16 @@ test("with SIGHUP ignored, the terminal closing at the prompt ends the run; noth
   const { ended, dir, ws } = await closeTerminalAtPrompt(`trap "" HUP;`);
   expect(ended).toBe(true);
   expect((await turnStatuses(dir)).includes("running")).toBe(false);
+  expect(existsSync(join(ws, "a.txt"))).toBe(false);
+  expect(existsSync(join(ws, "b.txt"))).toBe(false);
+});
+
+test("where no SIGHUP reaches airlock (its own session), the terminal closing at the prompt is the end of stdin: no crash, the turn ends and is stored", async () => {
+  // readline's close on the end of stdin restores the terminal's mode, which fails (EIO) on a hung-up terminal:
+  // that error, unlistened, ended the process with a stack trace before the turn's end was stored
+  const { ended, dir, ws } = await closeTerminalAtPrompt("", true);
+  expect(ended).toBe(true);
+  expect(await turnStatuses(dir)).toEqual(["completed"]); // the card denied (stdin closed), the model answered
   expect(existsSync(join(ws, "a.txt"))).toBe(false);
   expect(existsSync(join(ws, "b.txt"))).toBe(false);
 });
