@@ -8,10 +8,7 @@ import picocolors from "picocolors";
 import type { AnyEvent } from "../bus/bus.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { assertNever } from "../errors.ts";
-import { safe } from "./call-summary.ts";
-
-/** Text made safe for a terminal: the one escape of every text surface (cli/call-summary.ts). */
-export { safe };
+import { safe } from "./output.ts";
 
 /** The colour functions of picocolors (all identity when colours are off). */
 export type Colors = ReturnType<typeof picocolors.createColors>;

@@ -12,13 +12,12 @@ import type { ActionResolved } from "../bus/events.ts";
 import { APPROVER_TOKEN_FILE, readTokenIfUsable } from "../config/paths.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { AirlockError, assertNever } from "../errors.ts";
-import { cardBlock, chainLabel, colorsFor, eventText, OUTCOME, safe, type Colors } from "./attach-format.ts";
+import { cardBlock, chainLabel, colorsFor, eventText, OUTCOME, type Colors } from "./attach-format.ts";
 import { follow, readSse, type Follower } from "./attach-follow.ts";
-import { writeAll, writeStderr } from "./output.ts";
+import { safe, writeAll, writeStderr } from "./output.ts";
 import type { ServerClient, ServerClientOptions } from "./server-client.ts";
+import { ARM_MS, terminalFlusher } from "./terminal-arm.ts";
 
-/** How long a shown card ignores keys before one can answer it, ms (the console's inert guard; opencode uses 350 ms). */
-export const ARM_MS = 400;
 
 /** Options of `airlock attach`. */
 export interface AttachOptions extends ServerClientOptions {
@@ -68,21 +67,6 @@ export async function pickSession(base: string, apiToken: string): Promise<strin
   for (const c of (s.pending_actions ?? []) as ConsoleCard[]) busy.add(c.chain?.[0]?.id ?? rootOf(c.home_session_id));
   for (const x of sessions) if (!x.parent_session_id && busy.has(x.id)) return x.id as string;
   return [...busy][0] ?? null;
-}
-
-
-/**
- * A function that drops what was typed on terminal `fd` but not yet read (`tcflush(fd, TCIFLUSH)` from libc
- * through bun:ffi), or one that does nothing where libc cannot be opened (the arm delay still drops keys).
- */
-async function terminalFlusher(fd: number): Promise<() => void> {
-  try {
-    const { dlopen, FFIType } = await import("bun:ffi");
-    const libc = dlopen("libc.so.6", { tcflush: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
-    return () => void libc.symbols.tcflush(fd, 0); // TCIFLUSH = 0 on Linux
-  } catch {
-    return () => {};
-  }
 }
 
 /**

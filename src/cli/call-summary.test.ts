@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { callSummary, safe, SUMMARY_MAX } from "./call-summary.ts";
+import { callSummary, SUMMARY_MAX } from "./call-summary.ts";
+import { safe } from "./output.ts";
 
 describe("callSummary: what a call is about, in one line", () => {
   test("the telling argument of each built-in tool", () => {

@@ -4,24 +4,10 @@
  * instructions, the program, else the arguments as compact JSON. The one summary of a call the text
  * surfaces print (`airlock run`'s `→` and `✗` lines and its refused calls on stderr, `airlock acp`'s tool
  * call titles). Its text comes from the model, so it is made {@link safe} for a terminal: it cannot move the
- * cursor, retitle the window or start a line of its own. Pure; no imports (it is on `airlock run`'s path).
+ * cursor, retitle the window or start a line of its own. Pure; it imports only cli/output.ts (it is on `airlock run`'s path).
  */
 
-/**
- * Characters a terminal acts on or that reorder what is shown: C0 and C1 controls and DEL (ESC, BEL, CR,
- * line breaks …), the Unicode line and paragraph separators, and the bidirectional marks, embeddings,
- * overrides and isolates (text that reads differently from what it is).
- */
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-
-/**
- * `text` safe to print on a terminal: every character of {@link UNSAFE} shown as a visible `\uXXXX`
- * escape, so text from the model or the server (a command, a hook's reason, a session title, a path)
- * cannot move the cursor, retitle the window, write the clipboard (OSC 52) or fake a line.
- */
-export function safe(text: string): string {
-  return text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
+import { safe } from "./output.ts";
 
 /** The longest summary {@link callSummary} returns by default, characters. */
 export const SUMMARY_MAX = 80;

@@ -12,7 +12,8 @@ const STDERR = 2;
 
 /**
  * Writes all of `text` to a file descriptor synchronously. A non-blocking pipe that is full
- * (`EAGAIN`) is waited on briefly and retried; a closed reader (`EPIPE`) ends the write silently.
+ * (`EAGAIN`) is waited on briefly and retried; a closed reader (`EPIPE`, or `EIO` from a terminal that hung up)
+ * ends the write silently.
  */
 export function writeAll(fd: number, text: string): void {
   let buf = Buffer.from(text, "utf8");
@@ -26,7 +27,7 @@ export function writeAll(fd: number, text: string): void {
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
         continue;
       }
-      if (code === "EPIPE") return;
+      if (code === "EPIPE" || code === "EIO") return; // EIO: a terminal that hung up (nobody reads it any more)
       throw e;
     }
   }
@@ -44,6 +45,24 @@ export function mayBeTerminal(fd: number): boolean {
   } catch {
     return true;
   }
+}
+
+/**
+ * Characters a terminal acts on or that reorder what is shown: C0 and C1 controls and DEL (ESC, BEL, CR,
+ * line breaks …), the Unicode line and paragraph separators, and the bidirectional marks, embeddings,
+ * overrides and isolates (text that reads differently from what it is).
+ */
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` safe to print on a terminal: every character of {@link UNSAFE} shown as a visible `\uXXXX` escape, so
+ * text a model, a hook or a server wrote (a command, a hook's reason, an elevation's justification, a path in an
+ * error message, a session title) cannot move the cursor, hide or recolour what follows, retitle the window,
+ * write the clipboard (OSC 52), fake a line or read differently from what it is. The one escape of every text
+ * surface (`airlock run`'s lines and cards, `attach`, `acp`'s titles).
+ */
+export function safe(text: string): string {
+  return text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** Writes text to stdout (the result channel). */

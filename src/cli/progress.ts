@@ -5,9 +5,10 @@
  * and the last tool. Log lines written through `log` clear it first so they never mix with it.
  */
 import type { AnyEvent } from "../bus/bus.ts";
-import { safe } from "./call-summary.ts";
-import { mayBeTerminal } from "./output.ts";
+import { mayBeTerminal, safe } from "./output.ts";
 
+/** How many log lines are kept while held (a question on screen); more are counted, not printed. */
+const MAX_HELD_LINES = 200;
 /** How often the line is redrawn, ms. */
 const TICK_MS = 250;
 /** The line appears only after the run has taken this long, ms (short runs stay quiet). */
@@ -17,11 +18,14 @@ const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "
 export interface Progress {
   /** Feed every event of the run. */
   onEvent(ev: AnyEvent): void;
-  /** Writes a log line on stderr (clearing the progress line first when one is drawn). */
+  /**
+   * Writes a log line on stderr (clearing the progress line first when one is drawn); its control characters are
+   * shown escaped (output.ts `safe`). While held, the line waits and is written when the hold ends (or at stop).
+   */
   log(line: string): void;
   /** Stops redrawing and clears the line. Idempotent. */
   stop(): void;
-  /** Pauses redrawing while `true` (e.g. while a question is asked on the terminal), resumes on `false`. */
+  /** Pauses redrawing and holds log lines while `true` (a question is asked on the terminal), resumes on `false`. */
   hold(on: boolean): void;
 }
 
@@ -44,6 +48,16 @@ export function createProgress(opts: { tty?: boolean; write: (s: string) => void
     drawn = false;
   };
   let held = false;
+  /** Log lines written while held, printed when the hold ends (at most MAX_HELD_LINES; the rest counted). */
+  const heldLines: string[] = [];
+  let droppedLines = 0;
+  const flushHeld = () => {
+    if (heldLines.length === 0 && droppedLines === 0) return;
+    clear();
+    opts.write(heldLines.join("") + (droppedLines ? `airlock: … ${droppedLines} more log line(s) while a question was on screen\n` : ""));
+    heldLines.length = 0;
+    droppedLines = 0;
+  };
   const draw = () => {
     if (held) return;
     const elapsed = now() - started;
@@ -67,18 +81,30 @@ export function createProgress(opts: { tty?: boolean; write: (s: string) => void
       }
     },
     log(line) {
+      // a log line carries model-written text (a path in an error message, a hook's message): its control
+      // characters are shown escaped, so it cannot move the cursor over a card on screen or fake one
+      const text = `${safe(line.endsWith("\n") ? line.slice(0, -1) : line)}\n`;
+      // while a card is on screen nothing comes between it and its answer: a script's failing calls would
+      // otherwise scroll the card away and leave the model's own text right above the question
+      if (held && !stopped) {
+        if (heldLines.length < MAX_HELD_LINES) heldLines.push(text);
+        else droppedLines++;
+        return;
+      }
       clear();
-      opts.write(line.endsWith("\n") ? line : `${line}\n`);
+      opts.write(text);
     },
     hold(on) {
       held = on;
       if (on) clear();
+      else flushHeld();
     },
     stop() {
       if (stopped) return;
       stopped = true;
       if (timer) clearInterval(timer);
       clear();
+      flushHeld();
     },
   };
 }

@@ -66,7 +66,7 @@ export function flagOverrides(opts: RunOptions): ConfigOverrides {
  * run is headless otherwise (nobody could answer).
  * `early`: what src/boot.ts's call of `startEarlyRequest` for this prompt and these options returned (null: nothing
  * started); when absent, `run` makes that call itself.
- * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT or SIGTERM).
+ * @returns the exit code (SPEC §2): 0 completed, 1 failed, 3 blocked, 130 cancelled (SIGINT, SIGTERM or SIGHUP).
  * @throws AirlockError `usage` (no prompt; `--param` without `--recipe`), `recipe_invalid` (also a `{{ name }}`
  *   in PROMPT that the recipe does not declare), `config_invalid`, `bad_request` (missing workspace) → exit 2 via
  *   main.ts. With `json` / `stream-json`, anything thrown before the result was printed first prints the
@@ -195,7 +195,7 @@ async function resolveRun(prompt: string | undefined, opts: RunOptions, early: E
 
 async function runInner(promptArg: string | undefined, opts: RunOptions, printed: { result: boolean }, early: EarlyStart | undefined): Promise<number> {
   const { ctx, config, prompt, workspace } = await resolveRun(promptArg, opts, early);
-  const { writeJsonLine, writeStderr } = await import("./output.ts");
+  const { safe, writeJsonLine, writeStderr } = await import("./output.ts");
   // Who can answer an ask: with --headless nobody; otherwise the person at this terminal when there is
   // one, and nobody when stdin or stderr is not a terminal (a pipe, cron, CI) — then the run is headless
   // too, so an ask is refused at once instead of waiting for an answer that cannot come.
@@ -227,13 +227,13 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   const ac = new AbortController();
   const { createProgress } = await import("./progress.ts");
   const progress = createProgress({ write: writeStderr });
-  const { callSummary, safe } = await import("./call-summary.ts");
+  const { callSummary } = await import("./call-summary.ts");
   /** A call as the stderr lines name it: the tool and what the call is about (cli/call-summary.ts), escaped. */
   const callLine = (tool: string, summary: string): string => `${safe(tool)}${summary ? ` ${summary}` : ""}`;
   const callKey = (sessionId: string, callId: string): string => `${sessionId}\u0000${callId}`;
   /** Each call's line from its `tool_request` until it ends well: kept for a `✗` line and the refused calls' list. */
   const calls = new Map<string, string>();
-  // SIGINT and SIGTERM cancel the turn (result `cancelled`, exit 130); a second signal exits 130 at once.
+  // SIGINT, SIGTERM and SIGHUP cancel the turn (result `cancelled`, exit 130); a second signal exits 130 at once.
   // (a repeat within a few ms is the same Ctrl-C delivered twice by a forwarding wrapper: cli/signal-echo.ts)
   const isEcho = signalEchoFilter();
   const onSignal = (sig: NodeJS.Signals) => {
@@ -248,6 +248,9 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // the terminal hung up (its window closed, ssh dropped): nobody can see or answer a card any more; the turn is
+  // cancelled as on SIGTERM (stored cancelled, a waiting card withdrawn), never left `running` by a default death
+  process.on("SIGHUP", onSignal);
   try {
     const result = await runOnce(rt, {
       prompt,
@@ -295,6 +298,7 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     progress.stop();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onSignal);
     await rt.close();
   }
 }

@@ -7,8 +7,8 @@
  */
 import type { TypedEvent } from "../bus/bus.ts";
 import type { Runtime } from "../runtime.ts";
-import { safe } from "./call-summary.ts";
-import { mayBeTerminal } from "./output.ts";
+import { mayBeTerminal, safe } from "./output.ts";
+import { ARM_MS, terminalFlusher } from "./terminal-arm.ts";
 
 /** Whether a person can answer on this terminal: stdin and stderr are both TTYs. */
 export function terminalCanAsk(): boolean {
@@ -27,6 +27,8 @@ export type LineReader = (question: string) => Promise<string | null>;
  * A line reader on the TTY stdin (non-blocking: the turn keeps running while it waits). `close()` releases stdin
  * (idempotent). Once stdin has ended — Ctrl-D at the prompt closes the readline, as does the end of stdin while
  * no question is asked — the question waiting (if any) and every later one resolve `null`.
+ * Type-ahead never answers a question: what was typed before it is dropped, the question is put only after
+ * {@link ARM_MS} (keys typed meanwhile are dropped too, a line or a partial line), as `airlock attach` does.
  * `node:readline` is loaded here, on first use: a headless run never needs it.
  */
 export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
@@ -37,32 +39,56 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
   // Ctrl-C at the prompt: the terminal is in raw mode, so readline sees the key, and with no listener it would
   // close itself (read as the end of stdin). It is the user's interrupt: sent on as SIGINT, which cancels the turn.
   rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
-  rl.on("close", () => {
+  const ended = () => {
     closed = true;
     const w = waiting;
     waiting = undefined;
     w?.(null);
-  });
+  };
+  rl.on("close", ended);
+  // a terminal that hung up: readline's own writes (process.stderr) and its closing on the end of stdin
+  // (restoring the mode: setRawMode EIO, re-emitted on the interface) fail, and an error nobody listens to ends
+  // the process at once — before the turn's end is stored (left `running`, its card `pending`). Output there is
+  // dropped; an input error is the end of the input.
+  const onOutputError = () => {};
+  process.stderr.on("error", onOutputError);
+  rl.on("error", ended);
+  const flushInput = await terminalFlusher(0);
   const ask = ((question: string) =>
     new Promise<string | null>((resolve) => {
       if (closed) return resolve(null);
       waiting = resolve;
-      try {
-        rl.question(question, (a) => {
+      // type-ahead (a y + Enter meant for a shell, the second y of a double-typed answer, a reflex as the card
+      // scrolled in) never answers: the unread input is dropped now and after ARM_MS, and a line typed
+      // meanwhile reaches no question (readline drops it); a partial line is cleared before the question
+      flushInput();
+      setTimeout(() => {
+        if (closed || waiting !== resolve) return;
+        flushInput();
+        // a partial line typed meanwhile is dropped without drawing anything (readline's line editing would redraw)
+        Object.assign(rl, { line: "", cursor: 0 });
+        try {
+          rl.question(question, (a) => {
+            waiting = undefined;
+            resolve(a.trim());
+          });
+        } catch {
+          // ERR_USE_AFTER_CLOSE: the readline closed before its close event reached us
+          closed = true;
           waiting = undefined;
-          resolve(a.trim());
-        });
-      } catch {
-        // ERR_USE_AFTER_CLOSE: the readline closed before its close event reached us
-        closed = true;
-        waiting = undefined;
-        resolve(null);
-      }
+          resolve(null);
+        }
+      }, ARM_MS);
     })) as LineReader & { close(): void };
   ask.close = () => {
+    process.stderr.off("error", onOutputError);
     if (closed) return;
     closed = true;
-    rl.close();
+    try {
+      rl.close();
+    } catch {
+      // EIO: the terminal hung up; there is no mode left to restore
+    }
   };
   return ask;
 }
@@ -99,8 +125,9 @@ export function startTerminalApprover(
     try {
       const card = ev.data;
       const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
-      // the tool, reason and arguments hold the model's text: escaped (JSON leaves C1 controls and bidi characters raw)
-      write(`\nairlock: ${safe(card.tool)}${from} needs your approval — ${card.inspector}: ${safe(card.reason)}\n  arguments: ${safe(JSON.stringify(card.arguments))}\n`);
+      // the card's text is partly model-written (an elevation's justification, a path the floor names, the
+      // arguments): shown through safe(), so it cannot hide the real arguments or fake a line (C1 too: JSON keeps them raw)
+      write(`\nairlock: ${safe(`${card.tool}${from} needs your approval — ${card.inspector}: ${card.reason}`)}\n  arguments: ${safe(JSON.stringify(card.arguments))}\n`);
       let answer: string | null = null;
       if (!ended) answer = await read("  allow once? [y/N] ").catch(() => null);
       if (stopped) return;

@@ -8,7 +8,8 @@ import type { ConsoleCard } from "../../src/console/routes.ts";
 
 describe("text from the server cannot drive the terminal", () => {
   test("escapes, BEL and C1 controls in a reason, a session name, a path or an argument are printed as visible escapes", async () => {
-    const { argumentLines, cardBlock, colorsFor, safe } = await import("../../src/cli/attach-format.ts");
+    const { argumentLines, cardBlock, colorsFor } = await import("../../src/cli/attach-format.ts");
+    const { safe } = await import("../../src/cli/output.ts");
     const evil = "ok\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2A\x9b31m\r";
     const card: ConsoleCard = {
       request_id: "act_1",

@@ -1,0 +1,114 @@
+/**
+ * The terminal of an attended `airlock run` closes while a card waits at its prompt (the window closed, ssh
+ * dropped). The kernel hangs the terminal up: SIGHUP, and reads of stdin fail (EIO). `airlock run` had no
+ * SIGHUP handler, so it died at once: the turn stayed `running` and the card `pending` in the store until some
+ * later airlock process happened to start on that data dir (a running `airlock serve` listed the dead card).
+ * And where SIGHUP is ignored (a wrapper's `trap '' HUP`), the failing reads never ended the prompt: the run
+ * waited on a card nobody could see until its TTL. A hang-up is the end of the terminal: the turn is cancelled
+ * (as SIGTERM: stored `cancelled`, the card withdrawn, exit 130), and a read error is the end of stdin.
+ * Real processes: a PTY made by util-linux `script`, closed by killing `script`.
+ */
+import { afterAll, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
+const dirs: string[] = [];
+const started: number[] = [];
+afterAll(() => {
+  for (const pid of started) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {}
+  }
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function turnStatuses(dir: string): Promise<string[]> {
+  const { Store } = await import("../../src/store/store.ts");
+  const store = await Store.open(join(dir, "airlock.db"));
+  try {
+    const out: string[] = [];
+    for (const s of await store.listSessions()) for (const t of await store.listTurns(s.id)) out.push(t.status);
+    return out;
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Starts `airlock run` in a PTY (`prefix` runs first in its shell, e.g. `trap "" HUP`; with `newSession`, in a
+ * session of its own), closes the terminal once the question is on screen, and waits up to 15 s for airlock to
+ * end. Returns whether it ended, and the dir.
+ */
+async function closeTerminalAtPrompt(prefix: string, newSession = false): Promise<{ ended: boolean; dir: string; ws: string }> {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-run-hup-"));
+  dirs.push(dir);
+  const ws = join(dir, "ws");
+  mkdirSync(ws);
+  writeFileSync(
+    join(dir, "turns.yaml"),
+    "turns:\n" +
+      ["a", "b"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > ${f}.txt" }\n`).join("") +
+      '  - text: "done"\n',
+  );
+  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
+  const pidFile = join(dir, "pid");
+  const cmd = `${prefix} echo $$ > ${pidFile}; exec ${process.execPath} ${MAIN} run --data-dir ${dir} "write them"`;
+  // newSession: airlock in a session of its own (setsid), so no SIGHUP reaches it: only its stdin ends
+  const shell = newSession ? `exec setsid -w sh -c '${cmd}'` : cmd;
+  const p = Bun.spawn(["script", "-qec", shell, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
+  let screen = "";
+  const reader = p.stdout.getReader();
+  const dec = new TextDecoder();
+  const giveUp = setTimeout(() => p.kill("SIGKILL"), 30_000);
+  while (!screen.includes("[y/N]")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    screen += dec.decode(value);
+  }
+  clearTimeout(giveUp);
+  expect(screen).toContain("[y/N]");
+  const pid = Number(readFileSync(pidFile, "utf8"));
+  started.push(pid);
+  p.kill("SIGKILL"); // the terminal closes: its master side goes away
+  await p.exited;
+  for (let i = 0; i < 60 && alive(pid); i++) await Bun.sleep(250);
+  return { ended: !alive(pid), dir, ws };
+}
+
+test("the terminal closes at the prompt: the turn ends and is stored so, not left running", async () => {
+  const { ended, dir, ws } = await closeTerminalAtPrompt("");
+  expect(ended).toBe(true);
+  // SIGHUP cancels the turn; the end of stdin may come first (the card denied, the model answers): either way it ended
+  expect(["cancelled", "completed"]).toContain((await turnStatuses(dir)).join());
+  expect(existsSync(join(ws, "a.txt"))).toBe(false);
+});
+
+test("with SIGHUP ignored, the terminal closing at the prompt ends the run; nothing waits on a card nobody sees", async () => {
+  const { ended, dir, ws } = await closeTerminalAtPrompt(`trap "" HUP;`);
+  expect(ended).toBe(true);
+  expect((await turnStatuses(dir)).includes("running")).toBe(false);
+  expect(existsSync(join(ws, "a.txt"))).toBe(false);
+  expect(existsSync(join(ws, "b.txt"))).toBe(false);
+});
+
+test("where no SIGHUP reaches airlock (its own session), the terminal closing at the prompt is the end of stdin: no crash, the turn ends and is stored", async () => {
+  // readline's close on the end of stdin restores the terminal's mode, which fails (EIO) on a hung-up terminal:
+  // that error, unlistened, ended the process with a stack trace before the turn's end was stored
+  const { ended, dir, ws } = await closeTerminalAtPrompt("", true);
+  expect(ended).toBe(true);
+  expect(await turnStatuses(dir)).toEqual(["completed"]); // the card denied (stdin closed), the model answered
+  expect(existsSync(join(ws, "a.txt"))).toBe(false);
+  expect(existsSync(join(ws, "b.txt"))).toBe(false);
+});
