@@ -7,7 +7,7 @@
  */
 import { closeSync, constants, linkSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { readRegularFile } from "../config/paths.ts";
+import { readRegularFile, writersBesidesOwner } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
 import { MIGRATIONS, storageError } from "./db.ts";
 import { currentOwner, ownerIsGone } from "./owner.ts";
@@ -105,6 +105,84 @@ export function liveServeLock(dataDir: string): ServeLockInfo | null {
   const other = readLock(join(dataDir, SERVE_LOCK_FILE));
   if (typeof other !== "object" || other.pid === process.pid || ownerIsGone({ pid: other.pid, start: other.start })) return null;
   return other;
+}
+
+/**
+ * What the data dir's `serve.lock` says about a live `airlock serve`, as the client commands trust it
+ * ({@link recordedServer}): `listening` at `url` (an `http://HOST:PORT` base, no trailing slash; a wildcard bind
+ * given as loopback), `starting` (live, no URL recorded yet), or `none` with why no live server is trusted there.
+ */
+export type RecordedServer =
+  | { state: "listening"; pid: number; url: string; lockPath: string }
+  | { state: "starting"; pid: number; lockPath: string }
+  | { state: "none"; why: string; lockPath: string };
+
+/**
+ * The live `airlock serve` recorded in `dataDir`'s `serve.lock`, for the client commands (`console`, `actions`,
+ * `schedule`, `attach`) and `doctor`. The lock is trusted only as the data dir's own files are: read without blocking
+ * and never through a symbolic link (`readRegularFile`, at most {@link MAX_SERVE_LOCK_BYTES}), owned by the user
+ * airlock runs as, writable by no one else (`writersBesidesOwner`: group write of the owner's private group aside),
+ * its `pid` a live process with the recorded start identity (store/owner.ts; a stale lock of a killed server is
+ * `none`), and its `url` an `http://HOST:PORT` base. A wildcard bind (`0.0.0.0`, `[::]`) is given as loopback
+ * (`127.0.0.1`, `[::1]`): the server's Host check accepts only loopback names then.
+ * @returns never throws: anything else is `none`, with why (for the messages that say where a URL came from).
+ */
+export function recordedServer(dataDir: string): RecordedServer {
+  const lockPath = join(dataDir, SERVE_LOCK_FILE);
+  const none = (why: string): RecordedServer => ({ state: "none", why, lockPath });
+  let text: string;
+  try {
+    text = readRegularFile(lockPath, {
+      follow: false,
+      maxBytes: MAX_SERVE_LOCK_BYTES,
+      owner: "self",
+      check: (_fd, st) => {
+        const who = writersBesidesOwner(st);
+        if (who !== undefined) throw Object.assign(new Error(`writable by ${who} (mode 0${(st.mode & 0o7777).toString(8)})`), { code: "EWRITABLE" });
+      },
+    }).toString("utf8");
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException & { uid?: number };
+    switch (err.code) {
+      case "ENOENT":
+        return none("no server holds the data dir (no serve.lock)");
+      case "EWRITABLE":
+        return none(`${lockPath} is ${err.message}, so it is not trusted`);
+      case "EOWNER":
+        return none(`${lockPath} belongs to uid ${err.uid}, not to the user airlock runs as, so it is not trusted`);
+      case "ELOOP":
+        return none(`${lockPath} is a symbolic link, so it is not trusted`);
+      default:
+        return none(`${lockPath} is unreadable (${err.code ?? err.message})`);
+    }
+  }
+  let info: Partial<ServeLockInfo>;
+  try {
+    info = JSON.parse(text) as Partial<ServeLockInfo>;
+  } catch {
+    return none(`${lockPath} is not JSON`);
+  }
+  const pid = info?.pid;
+  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return none(`${lockPath} names no pid`);
+  const start = typeof info.start === "string" ? info.start : null;
+  if (ownerIsGone({ pid, start })) return none(`the server ${lockPath} records (pid ${pid}) no longer runs: a stale lock`);
+  if (info.url === null || info.url === undefined) return { state: "starting", pid, lockPath };
+  const url = clientBase(info.url);
+  return url === null ? none(`the URL ${lockPath} records (${JSON.stringify(info.url).slice(0, 80)}) is not an http://HOST:PORT address`) : { state: "listening", pid, url, lockPath };
+}
+
+/** `raw` as an `http://HOST:PORT` base a client can use (wildcard hosts as loopback), or null when it is none. */
+function clientBase(raw: unknown): string | null {
+  if (typeof raw !== "string") return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== "http:" || u.username || u.password || u.search || u.hash || (u.pathname !== "/" && u.pathname !== "") || !u.port) return null;
+  const host = u.hostname === "0.0.0.0" ? "127.0.0.1" : u.hostname === "[::]" ? "[::1]" : u.hostname;
+  return `http://${host}:${u.port}`;
 }
 
 /**
