@@ -31,9 +31,10 @@ export async function consoleCommand(opts: ConsoleOptions, env: Record<string, s
   const { unreachableAdvice } = await import("./server-client.ts");
   const { writeJson, writeStderr, writeStdout } = await import("./output.ts");
   const ctx = await resolveContext(opts, env);
-  const target = await serverTarget(ctx, opts.url, env);
+  const tokens = ensureTokens(ctx.dataDir);
+  const target = await serverTarget(ctx, opts.url, env, tokens.approverToken);
   const base = target.base;
-  const link = consoleLink(base, ensureTokens(ctx.dataDir).apiToken);
+  const link = consoleLink(base, tokens.apiToken);
   if (opts.json) writeJson({ url: link });
   else writeStdout(`${link}\n`);
   if (!(await answers(base))) {

@@ -65,12 +65,13 @@ export interface ServerTarget {
 /**
  * The URL of the `airlock serve` the client commands (`console`, `actions`, `schedule`, `attach`) talk to: `--url`
  * (`url`), else `$AIRLOCK_URL` (non-empty), else the live server recorded in the data dir's `serve.lock` (trusted only
- * as store/serve-lock.ts `recordedServer` says: this user's file, writable by no one else, its process alive),
- * else {@link configuredServerUrl}. A trailing slash is dropped.
+ * as store/serve-lock.ts `recordedServer` says: this user's file, writable by no one else, its process alive, its
+ * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl}. A
+ * trailing slash is dropped.
  */
-export async function serverTarget(ctx: CliContext, url: string | undefined, env: Record<string, string | undefined>): Promise<ServerTarget> {
+export async function serverTarget(ctx: CliContext, url: string | undefined, env: Record<string, string | undefined>, approverToken: string | null): Promise<ServerTarget> {
   const { recordedServer } = await import("../store/serve-lock.ts");
-  const recorded = recordedServer(ctx.dataDir);
+  const recorded = recordedServer(ctx.dataDir, approverToken);
   if (url) return { base: url.replace(/\/+$/, ""), from: "--url", fromText: "--url", recorded };
   if (env.AIRLOCK_URL) return { base: env.AIRLOCK_URL.replace(/\/+$/, ""), from: "$AIRLOCK_URL", fromText: "$AIRLOCK_URL", recorded };
   switch (recorded.state) {

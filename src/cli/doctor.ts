@@ -6,7 +6,7 @@
  * each MCP server started once with its tools listed. Exit 0 when nothing failed, 1 otherwise.
  */
 import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from "node:fs";
-import { dataDirProblem, MAX_TOKEN_FILE_BYTES, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
+import { APPROVER_TOKEN_FILE, dataDirProblem, MAX_TOKEN_FILE_BYTES, readTokenIfUsable, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
@@ -301,7 +301,8 @@ export async function providerCheck(cfg: Readonly<Config["provider"]>, env: Reco
 async function portCheck(config: Readonly<Config>, dataDir: string): Promise<Check> {
   const { host, port } = config.server;
   const { recordedServer } = await import("../store/serve-lock.ts");
-  const live = recordedServer(dataDir);
+  // read, never created: doctor changes nothing
+  const live = recordedServer(dataDir, readTokenIfUsable(join(dataDir, APPROVER_TOKEN_FILE)));
   if (live.state === "listening" || live.state === "starting") {
     const where = live.state === "listening" ? `listens on ${live.url}` : "is starting (no URL recorded yet)";
     const configured = live.state === "listening" && new URL(live.url).port === String(port) ? "" : ` (the config's server.port is ${port}; the client commands without --url use the URL in ${live.lockPath})`;

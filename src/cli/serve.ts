@@ -71,7 +71,7 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
   if (refused) throw refused;
   // one server per data dir (its scheduler would fire every schedule twice otherwise): data_dir_in_use names the other.
   // SQLite only: on PostgreSQL several servers share the database by design (docs/scale-out.md)
-  const lock = storage.kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, setUrl(_url: string) {} };
+  const lock = storage.kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, setUrl(_url: string, _approverToken: string) {} };
   let rt;
   try {
     rt = await createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true, role });
@@ -117,7 +117,7 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
   try {
     rt.checkProvider(); // a missing provider.script fails at startup (config_invalid, exit 2), not at the first turn
     server = startServer(rt, { host, port });
-    lock.setUrl(server.url);
+    lock.setUrl(server.url, rt.tokens.approverToken);
   } catch (e) {
     await rt.close();
     throw bindError(e, host, port);

@@ -67,9 +67,10 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   const { resolveContext, serverTarget } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
   const ctx = await resolveContext(opts, env);
-  const target = await serverTarget(ctx, opts.url, env);
+  const tokens = ensureTokens(ctx.dataDir);
+  const target = await serverTarget(ctx, opts.url, env, tokens.approverToken);
   const base = target.base;
-  const token = ensureTokens(ctx.dataDir).apiToken;
+  const token = tokens.apiToken;
   const client: ServerClient = {
     base,
     dataDir: ctx.dataDir,

@@ -20,7 +20,7 @@ describe("acquireServeLock", () => {
   test("a live holder is refused with data_dir_in_use naming its pid and URL; release frees the data dir", () => {
     const d = dir();
     const lock = acquireServeLock(d);
-    lock.setUrl("http://127.0.0.1:7420");
+    lock.setUrl("http://127.0.0.1:7420", "a".repeat(64));
     let err: unknown;
     try {
       acquireServeLock(d);
@@ -30,8 +30,8 @@ describe("acquireServeLock", () => {
     expect(err).toBeInstanceOf(AirlockError);
     expect((err as AirlockError).toJSON()).toMatchObject({ code: "data_dir_in_use", pid: process.pid, url: "http://127.0.0.1:7420" });
     expect((err as AirlockError).message).toContain(`pid ${process.pid}, listening on http://127.0.0.1:7420`);
-    // The commands it suggests exist with --url (`sessions list` has no --url: it reads the data dir).
-    expect((err as AirlockError).message).toContain("talk to it (airlock actions list --url http://127.0.0.1:7420, or its web console: airlock console --url http://127.0.0.1:7420)");
+    // The commands it suggests find the server through the data dir's serve.lock (no --url needed).
+    expect((err as AirlockError).message).toContain(`talk to it (airlock actions list --data-dir ${d}, or its web console: airlock console --data-dir ${d}: they find its URL in ${join(d, SERVE_LOCK_FILE)})`);
     lock.release();
     expect(existsSync(join(d, SERVE_LOCK_FILE))).toBe(false);
     acquireServeLock(d).release();

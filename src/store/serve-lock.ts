@@ -3,10 +3,12 @@
  * One `airlock serve` per data dir: a pid file (`serve.lock`, JSON `{pid, start, url, started_at}`)
  * created atomically (write a temp file made with O_EXCL|O_NOFOLLOW, then `link` it into place, which fails if one exists) and
  * checked for liveness with the owner's pid + start identity (store/owner.ts), so a lock left by a
- * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock.
+ * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock. Once the server
+ * listens the lock records its URL with a MAC under the data dir's approver token, and the client commands find the
+ * server there ({@link recordedServer}).
  */
 import { closeSync, constants, linkSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { readRegularFile, writersBesidesOwner } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
 import { MIGRATIONS, storageError } from "./db.ts";
@@ -30,13 +32,21 @@ export interface ServeLockInfo {
    * applying that migration itself (the start waits for it then).
    */
   schema?: number;
+  /**
+   * With `url`: {@link serveLockMac} of the lock, hex — proof that whoever wrote the URL knows the data dir's approver
+   * token, which no process airlock starts can read (hooks and `danger-full-access` tools can write the data dir).
+   */
+  mac?: string;
 }
 
 /** A held lock. `release()` is idempotent and removes the file only while it is still ours. */
 export interface ServeLock {
   readonly path: string;
-  /** Records the address the server listens on (shown to a second `serve`). */
-  setUrl(url: string): void;
+  /**
+   * Records the address the server listens on (shown to a second `serve`; the client commands' URL), with its MAC
+   * keyed by `approverToken`, the data dir's approver token (the runtime's `tokens.approverToken`).
+   */
+  setUrl(url: string, approverToken: string): void;
   release(): void;
 }
 
@@ -66,7 +76,7 @@ export function acquireServeLock(dataDir: string): ServeLock {
       throw new AirlockError(
         "data_dir_in_use",
         `another airlock serve (pid ${other.pid}, ${other.url ? `listening on ${other.url}` : "still starting"}) already uses the data dir ${dataDir}; ` +
-          `stop it first, talk to it (airlock actions list --url ${other.url ?? "URL"}, or its web console: airlock console --url ${other.url ?? "URL"}), ` +
+          `stop it first, talk to it (airlock actions list --data-dir ${dataDir}, or its web console: airlock console --data-dir ${dataDir}: they find its URL in ${path}), ` +
           `or start this one with another --data-dir. ` +
           `One SQLite data dir serves one server; several servers need a shared database server, not a shared SQLite file`,
         { pid: other.pid, url: other.url, data_dir: dataDir },
@@ -123,11 +133,12 @@ export type RecordedServer =
  * and never through a symbolic link (`readRegularFile`, at most {@link MAX_SERVE_LOCK_BYTES}), owned by the user
  * airlock runs as, writable by no one else (`writersBesidesOwner`: group write of the owner's private group aside),
  * its `pid` a live process with the recorded start identity (store/owner.ts; a stale lock of a killed server is
- * `none`), and its `url` an `http://HOST:PORT` base. A wildcard bind (`0.0.0.0`, `[::]`) is given as loopback
+ * `none`), its `mac` the {@link serveLockMac} under `approverToken` (the data dir's approver token; null: none usable,
+ * so no URL is trusted), and its `url` an `http://HOST:PORT` base. A wildcard bind (`0.0.0.0`, `[::]`) is given as loopback
  * (`127.0.0.1`, `[::1]`): the server's Host check accepts only loopback names then.
  * @returns never throws: anything else is `none`, with why (for the messages that say where a URL came from).
  */
-export function recordedServer(dataDir: string): RecordedServer {
+export function recordedServer(dataDir: string, approverToken: string | null): RecordedServer {
   const lockPath = join(dataDir, SERVE_LOCK_FILE);
   const none = (why: string): RecordedServer => ({ state: "none", why, lockPath });
   let text: string;
@@ -167,8 +178,31 @@ export function recordedServer(dataDir: string): RecordedServer {
   const start = typeof info.start === "string" ? info.start : null;
   if (ownerIsGone({ pid, start })) return none(`the server ${lockPath} records (pid ${pid}) no longer runs: a stale lock`);
   if (info.url === null || info.url === undefined) return { state: "starting", pid, lockPath };
+  if (typeof info.url !== "string" || typeof info.mac !== "string") return none(`${lockPath} records no MAC of its URL (an older airlock's lock, or not written by airlock serve)`);
+  if (approverToken === null) return none(`there is no usable approver token in the data dir to check the MAC of ${lockPath} with`);
+  if (!sameText(info.mac, serveLockMac(approverToken, dataDir, pid, start, info.url))) {
+    return none(`the MAC of ${lockPath} does not match the data dir's approver token: not written by this data dir's airlock serve`);
+  }
   const url = clientBase(info.url);
   return url === null ? none(`the URL ${lockPath} records (${JSON.stringify(info.url).slice(0, 80)}) is not an http://HOST:PORT address`) : { state: "listening", pid, url, lockPath };
+}
+
+/**
+ * The MAC a live server's lock carries: HMAC-SHA-256, keyed with the data dir's approver token, over the data dir (its
+ * real path, as cli/context.ts resolves it), the server's pid and start identity and its URL; hex. Whoever can write
+ * the data dir without reading the token (a hook, a `danger-full-access` tool: the token is masked for them) cannot
+ * make the client commands send their tokens to a URL of theirs.
+ */
+export function serveLockMac(approverToken: string, dataDir: string, pid: number, start: string | null, url: string): string {
+  return new Bun.CryptoHasher("sha256", approverToken).update(JSON.stringify({ v: 1, dataDir, pid, start, url })).digest("hex");
+}
+
+/** `a === b`, in time independent of where they differ. */
+function sameText(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
 
 /** `raw` as an `http://HOST:PORT` base a client can use (wildcard hosts as loopback), or null when it is none. */
@@ -278,9 +312,10 @@ function held(path: string, info: ServeLockInfo): ServeLock {
   };
   return {
     path,
-    setUrl(url: string) {
+    setUrl(url: string, approverToken: string) {
       if (released || !ours()) return;
       info.url = url;
+      info.mac = serveLockMac(approverToken, dirname(path), info.pid, info.start, url);
       const tmp = `${path}.${info.pid}.tmp`;
       writeTemp(tmp, JSON.stringify(info));
       try {

@@ -3,15 +3,18 @@
  * The client commands find the live server of their data dir (SPEC §2): a real `airlock serve --port 0` from
  * source, then `actions list`, `schedule list`, `console`, `attach` and `doctor` as real processes with no `--url`
  * and no `$AIRLOCK_URL` reach it through the data dir's `serve.lock`, while the config's port has nothing on it. A
- * stale lock (its pid gone) and a lock others may write (or a symbolic link) are not trusted: the commands then try
- * the config's address, say where the URL came from, and advise starting a server. While a live server holds the
+ * stale lock (its pid gone), a lock others may write, a symbolic link, and a lock without the MAC of its URL under the
+ * data dir's approver token (what a hook or tool process, which can write the data dir but not read the token, could
+ * plant) are not trusted: the commands then try the config's address, say where the URL came from, and advise
+ * starting a server. While a live server holds the
  * data dir, `server_unreachable` at another URL names the live one and never advises starting another.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { processStart } from "../../src/store/owner.ts";
+import { serveLockMac } from "../../src/store/serve-lock.ts";
 import { spawnServe, type ServeProcess } from "../harness-serve.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
@@ -111,20 +114,37 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     await decoy.stop(true);
   });
 
-  function writeLock(d: string, pid: number, start: string | null, mode = 0o600): void {
-    writeFileSync(join(d, "serve.lock"), JSON.stringify({ pid, start, url: `http://127.0.0.1:${decoy.port}`, started_at: new Date().toISOString(), schema: 14 }), { mode });
+  const APPROVER = "b".repeat(64);
+
+  /** A data dir with both tokens (0600), the config naming `port`. */
+  function tokenDir(port: number): string {
+    const d = dataDir(port);
+    writeFileSync(join(d, "api-token"), `${"a".repeat(64)}\n`, { mode: 0o600 });
+    writeFileSync(join(d, "approver-token"), `${APPROVER}\n`, { mode: 0o600 });
+    return d;
+  }
+
+  /** A lock naming the decoy, with the MAC under `key` (default: the data dir's approver token; null: none). */
+  function lockText(d: string, pid: number, start: string | null, key: string | null = APPROVER): string {
+    const url = `http://127.0.0.1:${decoy.port}`;
+    const mac = key === null ? undefined : serveLockMac(key, realpathSync(d), pid, start, url);
+    return JSON.stringify({ pid, start, url, started_at: new Date().toISOString(), schema: 14, mac });
+  }
+
+  function writeLock(d: string, pid: number, start: string | null, mode = 0o600, key: string | null = APPROVER): void {
+    writeFileSync(join(d, "serve.lock"), lockText(d, pid, start, key), { mode });
     chmodSync(join(d, "serve.lock"), mode);
   }
 
   test("control: a lock of this user's, 0600, naming a live process is followed", async () => {
-    const d = dataDir(await deadPort());
+    const d = tokenDir(await deadPort());
     writeLock(d, process.pid, processStart(process.pid));
     expect(await airlock(d, ["actions", "list"])).toEqual({ code: 0, stdout: "no pending cards\n", stderr: "" });
   }, 60_000);
 
   test("a stale lock (its pid gone) is ignored", async () => {
     const port = await deadPort();
-    const d = dataDir(port);
+    const d = tokenDir(port);
     const gone = Bun.spawn(["true"]);
     await gone.exited;
     writeLock(d, gone.pid, "no-boot:1");
@@ -136,7 +156,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
 
   test("a lock others may write is ignored", async () => {
     const port = await deadPort();
-    const d = dataDir(port);
+    const d = tokenDir(port);
     writeLock(d, process.pid, processStart(process.pid), 0o666);
     const r = await airlock(d, ["actions", "list"]);
     expect(r.code).toBe(1);
@@ -146,12 +166,29 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
   }, 60_000);
 
   test("a serve.lock that is a symbolic link is ignored", async () => {
-    const d = dataDir(await deadPort());
+    const d = tokenDir(await deadPort());
     const elsewhere = join(d, "lock-elsewhere");
-    writeFileSync(elsewhere, JSON.stringify({ pid: process.pid, start: processStart(process.pid), url: `http://127.0.0.1:${decoy.port}` }), { mode: 0o600 });
+    writeFileSync(elsewhere, lockText(d, process.pid, processStart(process.pid)), { mode: 0o600 });
     symlinkSync(elsewhere, join(d, "serve.lock"));
     const s = await airlock(d, ["schedule", "list"]);
     expect(s.code).toBe(1);
     expect(s.stderr).toContain(`(URL from server.host/server.port of the config, as ${join(d, "serve.lock")} is a symbolic link, so it is not trusted; `);
+  }, 60_000);
+
+  test("a lock without the MAC of its URL under the data dir's approver token is ignored (a hook or tool process can write the data dir, not read the token)", async () => {
+    const port = await deadPort();
+    const d = tokenDir(port);
+    for (const [key, why] of [
+      ["c".repeat(64), "does not match the data dir's approver token"],
+      [null, "records no MAC of its URL"],
+    ] as const) {
+      writeLock(d, process.pid, processStart(process.pid), 0o600, key);
+      const r = await airlock(d, ["actions", "list"]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port} (URL from server.host/server.port of the config, as `);
+      expect(r.stderr).toContain(why);
+      const link = await airlock(d, ["console"]);
+      expect(link.stdout).toStartWith(`http://127.0.0.1:${port}/#t=`);
+    }
   }, 60_000);
 });
