@@ -20,7 +20,7 @@ describe("acquireServeLock", () => {
   test("a live holder is refused with data_dir_in_use naming its pid and URL; release frees the data dir", () => {
     const d = dir();
     const lock = acquireServeLock(d);
-    lock.setUrl("http://127.0.0.1:7420", "a".repeat(64));
+    lock.setUrl("http://127.0.0.1:7420");
     let err: unknown;
     try {
       acquireServeLock(d);

@@ -1,14 +1,14 @@
 /**
  * @module store/serve-lock
- * One `airlock serve` per data dir: a pid file (`serve.lock`, JSON `{pid, start, url, started_at}`)
+ * One `airlock serve` per data dir: a pid file (`serve.lock`, JSON `{pid, start, url, started_at, schema, mac}`)
  * created atomically (write a temp file made with O_EXCL|O_NOFOLLOW, then `link` it into place, which fails if one exists) and
  * checked for liveness with the owner's pid + start identity (store/owner.ts), so a lock left by a
- * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock. Once the server
- * listens the lock records its URL with a MAC under the data dir's approver token, and the client commands find the
- * server there ({@link recordedServer}).
+ * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock. The server signs
+ * its lock with a MAC under the data dir's approver token once it has the tokens, and records its URL once it
+ * listens: the client commands find it there ({@link recordedServer}).
  */
 import { closeSync, constants, linkSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { readRegularFile, writersBesidesOwner } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
 import { MIGRATIONS, storageError } from "./db.ts";
@@ -33,8 +33,9 @@ export interface ServeLockInfo {
    */
   schema?: number;
   /**
-   * With `url`: {@link serveLockMac} of the lock, hex — proof that whoever wrote the URL knows the data dir's approver
-   * token, which no process airlock starts can read (hooks and `danger-full-access` tools can write the data dir).
+   * {@link serveLockMac} of the lock (its pid, start and url), hex — proof that whoever wrote it knows the data dir's
+   * approver token, which no process airlock starts can read (hooks and `danger-full-access` tools can write the data
+   * dir). Absent when the server took the lock without the token (and in older airlocks' locks): clients ignore it.
    */
   mac?: string;
 }
@@ -43,15 +44,17 @@ export interface ServeLockInfo {
 export interface ServeLock {
   readonly path: string;
   /**
-   * Records the address the server listens on (shown to a second `serve`; the client commands' URL), with its MAC
-   * keyed by `approverToken`, the data dir's approver token (the runtime's `tokens.approverToken`).
+   * Keys the lock's MAC ({@link serveLockMac}) with `approverToken`, the data dir's approver token, and rewrites it:
+   * from then on the client commands trust what it records ({@link recordedServer}).
    */
-  setUrl(url: string, approverToken: string): void;
+  sign(approverToken: string): void;
+  /** Records the address the server listens on (shown to a second `serve`; the client commands' URL), with the lock's MAC once signed. */
+  setUrl(url: string): void;
   release(): void;
 }
 
 /**
- * Takes the data dir's serve lock.
+ * Takes the data dir's serve lock (unsigned: the client commands ignore it until {@link ServeLock.sign}).
  * @throws AirlockError `data_dir_in_use` when a live `airlock serve` holds it (the message names its pid and URL);
  *   `data_dir_unusable` when the lock file cannot be written (read-only or full data dir).
  */
@@ -64,7 +67,7 @@ export function acquireServeLock(dataDir: string): ServeLock {
     writeTemp(tmp, JSON.stringify(info));
     try {
       linkSync(tmp, path);
-      return held(path, info);
+      return held(dataDir, path, info);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw storageError(e, path) ?? e;
     } finally {
@@ -134,7 +137,7 @@ export type RecordedServer =
  * airlock runs as, writable by no one else (`writersBesidesOwner`: group write of the owner's private group aside),
  * its `pid` a live process with the recorded start identity (store/owner.ts; a stale lock of a killed server is
  * `none`), its `mac` the {@link serveLockMac} under `approverToken` (the data dir's approver token; null: none usable,
- * so no URL is trusted), and its `url` an `http://HOST:PORT` base. A wildcard bind (`0.0.0.0`, `[::]`) is given as loopback
+ * so no lock is trusted), and its `url`, when there is one, an `http://HOST:PORT` base. A wildcard bind (`0.0.0.0`, `[::]`) is given as loopback
  * (`127.0.0.1`, `[::1]`): the server's Host check accepts only loopback names then.
  * @returns never throws: anything else is `none`, with why (for the messages that say where a URL came from).
  */
@@ -177,23 +180,25 @@ export function recordedServer(dataDir: string, approverToken: string | null): R
   if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return none(`${lockPath} names no pid`);
   const start = typeof info.start === "string" ? info.start : null;
   if (ownerIsGone({ pid, start })) return none(`the server ${lockPath} records (pid ${pid}) no longer runs: a stale lock`);
-  if (info.url === null || info.url === undefined) return { state: "starting", pid, lockPath };
-  if (typeof info.url !== "string" || typeof info.mac !== "string") return none(`${lockPath} records no MAC of its URL (an older airlock's lock, or not written by airlock serve)`);
+  const recorded = info.url === null || info.url === undefined ? null : info.url;
+  if (typeof recorded !== "string" && recorded !== null) return none(`${lockPath} records no URL`);
+  if (typeof info.mac !== "string") return none(`${lockPath} carries no MAC (an older airlock's lock, or not written by airlock serve)`);
   if (approverToken === null) return none(`there is no usable approver token in the data dir to check the MAC of ${lockPath} with`);
-  if (!sameText(info.mac, serveLockMac(approverToken, dataDir, pid, start, info.url))) {
+  if (!sameText(info.mac, serveLockMac(approverToken, dataDir, pid, start, recorded))) {
     return none(`the MAC of ${lockPath} does not match the data dir's approver token: not written by this data dir's airlock serve`);
   }
-  const url = clientBase(info.url);
+  if (recorded === null) return { state: "starting", pid, lockPath };
+  const url = clientBase(recorded);
   return url === null ? none(`the URL ${lockPath} records (${JSON.stringify(info.url).slice(0, 80)}) is not an http://HOST:PORT address`) : { state: "listening", pid, url, lockPath };
 }
 
 /**
- * The MAC a live server's lock carries: HMAC-SHA-256, keyed with the data dir's approver token, over the data dir (its
- * real path, as cli/context.ts resolves it), the server's pid and start identity and its URL; hex. Whoever can write
+ * The MAC a server's lock carries: HMAC-SHA-256, keyed with the data dir's approver token, over the data dir (its
+ * real path, as cli/context.ts resolves it), the server's pid and start identity and its URL (null until it listens); hex. Whoever can write
  * the data dir without reading the token (a hook, a `danger-full-access` tool: the token is masked for them) cannot
  * make the client commands send their tokens to a URL of theirs.
  */
-export function serveLockMac(approverToken: string, dataDir: string, pid: number, start: string | null, url: string): string {
+export function serveLockMac(approverToken: string, dataDir: string, pid: number, start: string | null, url: string | null): string {
   return new Bun.CryptoHasher("sha256", approverToken).update(JSON.stringify({ v: 1, dataDir, pid, start, url })).digest("hex");
 }
 
@@ -304,26 +309,22 @@ function readLock(path: string): ServeLockInfo | "missing" | "unreadable" {
   }
 }
 
-function held(path: string, info: ServeLockInfo): ServeLock {
+function held(dataDir: string, path: string, info: ServeLockInfo): ServeLock {
   let released = false;
+  let key: string | undefined;
   const ours = () => {
     const cur = readLock(path);
     return typeof cur === "object" && cur.pid === info.pid && cur.start === info.start;
   };
   return {
     path,
-    setUrl(url: string, approverToken: string) {
-      if (released || !ours()) return;
+    sign(approverToken: string) {
+      key = approverToken;
+      rewrite();
+    },
+    setUrl(url: string) {
       info.url = url;
-      info.mac = serveLockMac(approverToken, dirname(path), info.pid, info.start, url);
-      const tmp = `${path}.${info.pid}.tmp`;
-      writeTemp(tmp, JSON.stringify(info));
-      try {
-        renameSync(tmp, path);
-      } catch (e) {
-        unlinkQuietly(tmp);
-        throw storageError(e, path) ?? e;
-      }
+      rewrite();
     },
     release() {
       if (released) return;
@@ -335,4 +336,17 @@ function held(path: string, info: ServeLockInfo): ServeLock {
       }
     },
   };
+  /** Writes `info` (with its MAC once signed) through the temp file, while the lock is still ours. */
+  function rewrite(): void {
+    if (released || !ours()) return;
+    if (key !== undefined) info.mac = serveLockMac(key, dataDir, info.pid, info.start, info.url);
+    const tmp = `${path}.${info.pid}.tmp`;
+    writeTemp(tmp, JSON.stringify(info));
+    try {
+      renameSync(tmp, path);
+    } catch (e) {
+      unlinkQuietly(tmp);
+      throw storageError(e, path) ?? e;
+    }
+  }
 }

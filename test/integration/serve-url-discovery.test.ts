@@ -3,11 +3,11 @@
  * The client commands find the live server of their data dir (SPEC §2): a real `airlock serve --port 0` from
  * source, then `actions list`, `schedule list`, `console`, `attach` and `doctor` as real processes with no `--url`
  * and no `$AIRLOCK_URL` reach it through the data dir's `serve.lock`, while the config's port has nothing on it. A
- * stale lock (its pid gone), a lock others may write, a symbolic link, and a lock without the MAC of its URL under the
- * data dir's approver token (what a hook or tool process, which can write the data dir but not read the token, could
- * plant) are not trusted: the commands then try the config's address, say where the URL came from, and advise
- * starting a server. While a live server holds the
- * data dir, `server_unreachable` at another URL names the live one and never advises starting another.
+ * stale lock (its pid gone), a lock others may write, a symbolic link, and a lock without the MAC of what it records
+ * under the data dir's approver token (what a hook or tool process, which can write the data dir but not read the
+ * token, could plant) are not trusted: the commands then try the config's address, say where the URL came from, and
+ * advise starting a server. While a live server holds the data dir, `server_unreachable` at another URL names the
+ * live one, and while it is still starting the message says so: neither advises starting another.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -125,8 +125,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
   }
 
   /** A lock naming the decoy, with the MAC under `key` (default: the data dir's approver token; null: none). */
-  function lockText(d: string, pid: number, start: string | null, key: string | null = APPROVER): string {
-    const url = `http://127.0.0.1:${decoy.port}`;
+  function lockText(d: string, pid: number, start: string | null, key: string | null = APPROVER, url: string | null = `http://127.0.0.1:${decoy.port}`): string {
     const mac = key === null ? undefined : serveLockMac(key, realpathSync(d), pid, start, url);
     return JSON.stringify({ pid, start, url, started_at: new Date().toISOString(), schema: 14, mac });
   }
@@ -175,12 +174,12 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     expect(s.stderr).toContain(`(URL from server.host/server.port of the config, as ${join(d, "serve.lock")} is a symbolic link, so it is not trusted; `);
   }, 60_000);
 
-  test("a lock without the MAC of its URL under the data dir's approver token is ignored (a hook or tool process can write the data dir, not read the token)", async () => {
+  test("a lock without the MAC under the data dir's approver token is ignored (a hook or tool process can write the data dir, not read the token)", async () => {
     const port = await deadPort();
     const d = tokenDir(port);
     for (const [key, why] of [
       ["c".repeat(64), "does not match the data dir's approver token"],
-      [null, "records no MAC of its URL"],
+      [null, "carries no MAC"],
     ] as const) {
       writeLock(d, process.pid, processStart(process.pid), 0o600, key);
       const r = await airlock(d, ["actions", "list"]);
@@ -190,5 +189,16 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
       const link = await airlock(d, ["console"]);
       expect(link.stdout).toStartWith(`http://127.0.0.1:${port}/#t=`);
     }
+  }, 60_000);
+
+  test("a signed lock of a server still starting (no URL yet): the config's address, and no advice to start another", async () => {
+    const port = await deadPort();
+    const d = tokenDir(port);
+    writeFileSync(join(d, "serve.lock"), lockText(d, process.pid, processStart(process.pid), APPROVER, null), { mode: 0o600 });
+    const r = await airlock(d, ["actions", "list"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`cannot reach airlock serve at http://127.0.0.1:${port} (URL from server.host/server.port of the config: the airlock serve (pid ${process.pid}) holding the data dir has not recorded its URL`);
+    expect(r.stderr).toContain(`The airlock serve holding the data dir ${d} (pid ${process.pid}) is still starting`);
+    expect(r.stderr).not.toContain("Start it in another terminal");
   }, 60_000);
 });
