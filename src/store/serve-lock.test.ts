@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { currentOwner } from "./owner.ts";
-import { acquireServeLock, SERVE_LOCK_FILE } from "./serve-lock.ts";
+import { acquireServeLock, recordedServer, SERVE_LOCK_FILE } from "./serve-lock.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -49,5 +49,38 @@ describe("acquireServeLock", () => {
       expect(JSON.parse(readFileSync(join(d, SERVE_LOCK_FILE), "utf8"))).toMatchObject({ pid: process.pid, start: currentOwner().start });
       lock.release();
     }
+  });
+});
+
+describe("recordedServer", () => {
+  const KEY = "k".repeat(64);
+
+  test("a signed lock of this process: starting until it records its URL, then listening there; a wildcard bind given as loopback", () => {
+    const d = dir();
+    const lock = acquireServeLock(d);
+    try {
+      // unsigned: not trusted
+      expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("carries no MAC") });
+      lock.sign(KEY);
+      expect(recordedServer(d, KEY)).toEqual({ state: "starting", pid: process.pid, lockPath: join(d, SERVE_LOCK_FILE) });
+      expect(recordedServer(d, "x".repeat(64))).toMatchObject({ state: "none", why: expect.stringContaining("does not match") });
+      expect(recordedServer(d, null)).toMatchObject({ state: "none", why: expect.stringContaining("no usable approver token") });
+      for (const [recorded, client] of [
+        ["http://127.0.0.1:7613", "http://127.0.0.1:7613"],
+        ["http://0.0.0.0:7613", "http://127.0.0.1:7613"],
+        ["http://[::]:7613", "http://[::1]:7613"],
+        ["http://[::1]:7613", "http://[::1]:7613"],
+      ]) {
+        lock.setUrl(recorded!);
+        expect(recordedServer(d, KEY)).toEqual({ state: "listening", pid: process.pid, url: client!, lockPath: join(d, SERVE_LOCK_FILE) });
+      }
+      for (const bad of ["https://127.0.0.1:7613", "http://127.0.0.1:7613/x", "http://u:p@127.0.0.1:7613", "http://127.0.0.1", "not a url"]) {
+        lock.setUrl(bad);
+        expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("is not an http://HOST:PORT address") });
+      }
+    } finally {
+      lock.release();
+    }
+    expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("no serve.lock") });
   });
 });
