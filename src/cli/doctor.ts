@@ -305,7 +305,7 @@ async function portCheck(config: Readonly<Config>, dataDir: string): Promise<Che
   const live = recordedServer(dataDir, readTokenIfUsable(join(dataDir, APPROVER_TOKEN_FILE)));
   if (live.state === "listening" || live.state === "starting") {
     const where = live.state === "listening" ? `listens on ${live.url}` : "is starting (no URL recorded yet)";
-    const configured = live.state === "listening" && new URL(live.url).port === String(port) ? "" : ` (the config's server.port is ${port}; the client commands without --url use the URL in ${live.lockPath})`;
+    const configured = live.state === "starting" || new URL(live.url).port === String(port) ? "" : ` (the config's server.port is ${port}; the client commands without --url use the URL in ${live.lockPath})`;
     return { name: "server_port", status: "ok", message: `this data dir's airlock serve (pid ${live.pid}) ${where}${configured}` };
   }
   const free = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
