@@ -53,7 +53,7 @@ function withJson(cmd: Command): Command {
 }
 
 function withUrl(cmd: Command): Command {
-  return cmd.addOption(new Option("--url <url>", "the running airlock serve (default: $AIRLOCK_URL, else http://<server.host>:<server.port> from the config)").argParser(nonEmpty));
+  return cmd.addOption(new Option("--url <url>", "the running airlock serve (default: $AIRLOCK_URL, else the live airlock serve recorded in the data dir's serve.lock, else http://<server.host>:<server.port> from the config)").argParser(nonEmpty));
 }
 
 function examples(lines: string[]): string {
@@ -158,14 +158,15 @@ function addServeCommand(program: Command, done: (code: number) => void): void {
       .description(
         "Start the HTTP API and the scheduler on the store (the data dir's SQLite file, or PostgreSQL with storage: postgres://…), until SIGINT/SIGTERM. " +
           "On PostgreSQL, --role splits a fleet: api nodes serve the API, SSE and console and queue the turns they are asked for; " +
-          "worker nodes bind no port and run queued turns and schedule fires; all (the default) does both.",
+          "worker nodes bind no port and run queued turns and schedule fires; all (the default) does both. " +
+          "On SQLite the server records its URL in the data dir's serve.lock: console, actions, schedule and attach with the same --data-dir find it there, whatever port it took.",
       )
       .option("--host <host>", "interface to bind (default: server.host from the config, 127.0.0.1)")
       .addOption(new Option("--port <port>", "port, 0 = any free port (default: server.port from the config, 7420)").argParser(parsePort))
       .option("--headless", "no person answers on this server: every session is headless, and every ask is refused at once", false)
       .addOption(new Option("--role <role>", "what this node does in a fleet: all (API, SSE and turns), api (API and SSE; turns queued for workers; schedules enqueued only), worker (runs queued turns and schedules; no port); api and worker need a PostgreSQL store").choices(["all", "api", "worker"]).default("all")),
   )
-    .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo", "airlock serve --headless   # an unattended server: asks are refused, never parked",
+    .addHelpText("after", examples(["airlock serve", "airlock serve --port 0 --data-dir /tmp/airlock-demo   # then: airlock console --data-dir /tmp/airlock-demo", "airlock serve --headless   # an unattended server: asks are refused, never parked",
         "AIRLOCK_DATABASE_URL=postgres://… airlock serve --role api      # + airlock serve --role worker on other hosts",
       ]))
     .action(async (opts) => done(await (await import("./cli/serve.ts")).serve(opts)));
@@ -466,11 +467,15 @@ function addConsoleCommand(program: Command, done: (code: number) => void): void
         program
           .command("console")
           .summary("print the link that opens the watcher's console in a browser")
-          .description("Print http://HOST:PORT/#t=<api-token> for the running airlock serve: open it to watch sessions and answer cards.\nThe token is in the fragment (never sent to the server); the page keeps it in sessionStorage."),
+          .description(
+            "Print http://HOST:PORT/#t=<api-token> for the running airlock serve: open it to watch sessions and answer cards.\n" +
+              "The server is the one --url or $AIRLOCK_URL names, else the live one recorded in the data dir's serve.lock (any port), else server.host:server.port of the config.\n" +
+              "The token is in the fragment (never sent to the server); the page keeps it in sessionStorage.",
+          ),
       ),
     ),
   )
-    .addHelpText("after", examples(["airlock console", "airlock console --url http://127.0.0.1:8080", "xdg-open \"$(airlock console)\""]))
+    .addHelpText("after", examples(["airlock console", "airlock console --data-dir /tmp/airlock-demo   # the server of that data dir, on whatever port", "airlock console --url http://127.0.0.1:8080", "xdg-open \"$(airlock console)\""]))
     .action(async (opts) => done(await (await import("./cli/console.ts")).consoleCommand(opts)));
 }
 

@@ -18,26 +18,27 @@ export function consoleLink(base: string, apiToken: string): string {
 }
 
 /**
- * Prints the console link for the configured server (`--url`, else `$AIRLOCK_URL`, else the config's
- * `server.host:server.port`), with the API token from the data dir (created if missing). It then asks the
- * server's `/health` (no token sent, 1.5 s at most): when nothing answers, a warning on stderr says so and
- * what to do; the link is printed and the exit code is 0 either way.
+ * Prints the console link for the server (`--url`, else `$AIRLOCK_URL`, else the live server recorded in the data
+ * dir's `serve.lock`, else the config's `server.host:server.port`: cli/context.ts `serverTarget`), with the API token
+ * from the data dir (created if missing). It then asks the server's `/health` (no token sent, 1.5 s at most): when
+ * nothing answers, a warning on stderr says so, where the URL came from and what to do (never to start a second
+ * server while a live one holds the data dir); the link is printed and the exit code is 0 either way.
  * @returns 0. @throws AirlockError `usage` / `config_invalid` for a bad data dir or config.
  */
 export async function consoleCommand(opts: ConsoleOptions, env: Record<string, string | undefined> = process.env): Promise<number> {
-  const { resolveContext, serverUrl } = await import("./context.ts");
+  const { resolveContext, serverTarget } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
+  const { unreachableAdvice } = await import("./server-client.ts");
   const { writeJson, writeStderr, writeStdout } = await import("./output.ts");
   const ctx = await resolveContext(opts, env);
-  const base = serverUrl(ctx, opts.url ?? (env.AIRLOCK_URL || undefined));
-  const link = consoleLink(base, ensureTokens(ctx.dataDir).apiToken);
+  const tokens = ensureTokens(ctx.dataDir);
+  const target = await serverTarget(ctx, opts.url, env, tokens.approverToken);
+  const base = target.base;
+  const link = consoleLink(base, tokens.apiToken);
   if (opts.json) writeJson({ url: link });
   else writeStdout(`${link}\n`);
   if (!(await answers(base))) {
-    writeStderr(
-      `airlock: nothing answers at ${base} yet, so the link will not open: start the server (airlock serve, or npm start) ` +
-        `with this data dir, or pass --url http://HOST:PORT of the one running\n`,
-    );
+    writeStderr(`airlock: nothing answers at ${base} (URL from ${target.fromText}), so the link will not open yet.\n${unreachableAdvice(target, ctx.dataDir)}\n`);
   }
   return 0;
 }

@@ -4,6 +4,8 @@
  * from the shared `--data-dir` / `--config` flags and the environment.
  */
 import type { Config } from "../config/schema.ts";
+import { assertNever } from "../errors.ts";
+import type { RecordedServer } from "../store/serve-lock.ts";
 
 /** Flags every command accepts (SPEC §2). */
 export interface CommonOptions {
@@ -40,11 +42,51 @@ export async function resolveContext(opts: CommonOptions, env: Record<string, st
 }
 
 /**
- * The base URL of the running `airlock serve` to talk to: `--url` if given, else
- * `http://<server.host>:<server.port>` from the config (IPv6 hosts bracketed).
+ * `http://<server.host>:<server.port>` from the config (IPv6 hosts bracketed): where `airlock serve` listens by
+ * default, and where the client commands look when nothing else names a server.
  */
-export function serverUrl(ctx: CliContext, url?: string): string {
-  if (url) return url.replace(/\/+$/, "");
+export function configuredServerUrl(ctx: CliContext): string {
   const host = ctx.config.server.host.includes(":") ? `[${ctx.config.server.host}]` : ctx.config.server.host;
   return `http://${host}:${ctx.config.server.port}`;
+}
+
+/** The server a client command talks to, and where its URL came from. */
+export interface ServerTarget {
+  /** Base URL, no trailing slash. */
+  base: string;
+  /** Where `base` came from, for messages: `--url`, `$AIRLOCK_URL`, the lock's live server, or the config. */
+  from: "--url" | "$AIRLOCK_URL" | "serve.lock" | "config";
+  /** `from` in words, e.g. `the live airlock serve (pid 4242) recorded in /d/serve.lock`. */
+  fromText: string;
+  /** What the data dir's `serve.lock` says about a live server (store/serve-lock.ts `recordedServer`), whatever `from` is. */
+  recorded: RecordedServer;
+}
+
+/**
+ * The URL of the `airlock serve` the client commands (`console`, `actions`, `schedule`, `attach`) talk to: `--url`
+ * (`url`), else `$AIRLOCK_URL` (non-empty), else the live server recorded in the data dir's `serve.lock` (trusted only
+ * as store/serve-lock.ts `recordedServer` says: this user's file, writable by no one else, its process alive, its
+ * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl}. A
+ * trailing slash is dropped.
+ */
+export async function serverTarget(ctx: CliContext, url: string | undefined, env: Record<string, string | undefined>, approverToken: string | null): Promise<ServerTarget> {
+  const { recordedServer } = await import("../store/serve-lock.ts");
+  const recorded = recordedServer(ctx.dataDir, approverToken);
+  if (url) return { base: url.replace(/\/+$/, ""), from: "--url", fromText: "--url", recorded };
+  if (env.AIRLOCK_URL) return { base: env.AIRLOCK_URL.replace(/\/+$/, ""), from: "$AIRLOCK_URL", fromText: "$AIRLOCK_URL", recorded };
+  switch (recorded.state) {
+    case "listening":
+      return { base: recorded.url, from: "serve.lock", fromText: `the live airlock serve (pid ${recorded.pid}) recorded in ${recorded.lockPath}`, recorded };
+    case "starting":
+      return {
+        base: configuredServerUrl(ctx),
+        from: "config",
+        fromText: `server.host/server.port of the config: the airlock serve (pid ${recorded.pid}) holding the data dir has not recorded its URL in ${recorded.lockPath} yet`,
+        recorded,
+      };
+    case "none":
+      return { base: configuredServerUrl(ctx), from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded };
+    default:
+      return assertNever(recorded);
+  }
 }

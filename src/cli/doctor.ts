@@ -6,7 +6,7 @@
  * each MCP server started once with its tools listed. Exit 0 when nothing failed, 1 otherwise.
  */
 import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from "node:fs";
-import { dataDirProblem, MAX_TOKEN_FILE_BYTES, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
+import { APPROVER_TOKEN_FILE, dataDirProblem, MAX_TOKEN_FILE_BYTES, readTokenIfUsable, tokenFileProblem, type TokenFileProblem } from "../config/paths.ts";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
@@ -292,24 +292,29 @@ export async function providerCheck(cfg: Readonly<Config["provider"]>, env: Reco
   }
 }
 
-/** The `server_port` check: `server.host:server.port` is free, or held by this data dir's `airlock serve`. */
+/**
+ * The `server_port` check. While a live `airlock serve` holds the data dir (its `serve.lock`, trusted as the client
+ * commands trust it: store/serve-lock.ts `recordedServer`), ok naming its pid and URL — the URL the client commands
+ * use without `--url` — whatever port it took (`--port 0`, `--port N`); else `server.host:server.port` is free (ok)
+ * or taken by another program (fail).
+ */
 async function portCheck(config: Readonly<Config>, dataDir: string): Promise<Check> {
   const { host, port } = config.server;
+  const { recordedServer } = await import("../store/serve-lock.ts");
+  // read, never created: doctor changes nothing
+  const live = recordedServer(dataDir, readTokenIfUsable(join(dataDir, APPROVER_TOKEN_FILE)));
+  if (live.state === "listening" || live.state === "starting") {
+    const where = live.state === "listening" ? `listens on ${live.url}` : "is starting (no URL recorded yet)";
+    const configured = live.state === "starting" || new URL(live.url).port === String(port) ? "" : ` (the config's server.port is ${port}; the client commands without --url use the URL in ${live.lockPath})`;
+    return { name: "server_port", status: "ok", message: `this data dir's airlock serve (pid ${live.pid}) ${where}${configured}` };
+  }
   const free = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
     const s = createServer();
     s.once("error", (e) => resolve(e as NodeJS.ErrnoException));
     s.listen({ host, port, exclusive: true }, () => s.close(() => resolve(null)));
   });
-  if (!free) return { name: "server_port", status: "ok", message: `${host}:${port} is free for airlock serve` };
+  if (!free) return { name: "server_port", status: "ok", message: `${host}:${port} is free for airlock serve; ${live.why}` };
   if (free.code === "EADDRINUSE") {
-    try {
-      // the lock as the server reads it (capped, never a blocking open, live by pid and start identity)
-      const { liveServeLock } = await import("../store/serve-lock.ts");
-      const lock = liveServeLock(dataDir);
-      if (lock?.url && new URL(lock.url).port === String(port)) return { name: "server_port", status: "ok", message: `${host}:${port} is held by this data dir's airlock serve (pid ${lock.pid})` };
-    } catch {
-      // no live server of this data dir: someone else holds the port
-    }
     return { name: "server_port", status: "fail", message: `${host}:${port} is in use by another program`, fix: "stop it, or set server.port in the config (or airlock serve --port N)" };
   }
   return { name: "server_port", status: "fail", message: `cannot listen on ${host}:${port}: ${free.code ?? free.message}`, fix: "set server.host / server.port in the config" };

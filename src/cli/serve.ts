@@ -71,10 +71,16 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
   if (refused) throw refused;
   // one server per data dir (its scheduler would fire every schedule twice otherwise): data_dir_in_use names the other.
   // SQLite only: on PostgreSQL several servers share the database by design (docs/scale-out.md)
-  const lock = storage.kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, setUrl(_url: string) {} };
+  const lock = storage.kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, sign(_approverToken: string) {}, setUrl(_url: string) {} };
   let rt;
   try {
-    rt = await createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true, role });
+    // the lock is signed with the approver token (a MAC the client commands check before they follow the URL it
+    // records: store/serve-lock.ts recordedServer); the tokens after the lock, whose write says first when the data
+    // dir cannot be written (data_dir_unusable)
+    const { ensureTokens } = await import("../config/paths.ts");
+    const tokens = ensureTokens(ctx.dataDir);
+    lock.sign(tokens.approverToken);
+    rt = await createRuntime({ config: ctx.config, configDir: ctx.configDir, configPath: ctx.configPath, dataDir: ctx.dataDir, headless: opts.headless === true, role, tokens });
   } catch (e) {
     lock.release();
     throw e;

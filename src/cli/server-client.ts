@@ -1,15 +1,18 @@
 /**
  * @module cli/server-client
- * The small authenticated JSON client the `actions` and `schedule` commands use to talk to a running
- * `airlock serve`, and how its answers become CLI errors: the server's code and message, plus an
+ * The small authenticated JSON client the `actions`, `schedule` and `attach` commands use to talk to a running
+ * `airlock serve` (found as cli/context.ts `serverTarget` says), and how its answers become CLI errors: the server's code and message, plus an
  * `airlock: hint:` line naming the CLI command to run instead of the HTTP route the message names.
  */
-import { AirlockError, ERROR_CODES, type ErrorCode } from "../errors.ts";
-import type { CommonOptions } from "./context.ts";
+import { AirlockError, assertNever, ERROR_CODES, type ErrorCode } from "../errors.ts";
+import type { CommonOptions, ServerTarget } from "./context.ts";
 
 /** Options of every command that talks to the server. */
 export interface ServerClientOptions extends CommonOptions {
-  /** `--url URL`: the running server; else `$AIRLOCK_URL`; else `http://<server.host>:<server.port>` from the config. */
+  /**
+   * `--url URL`: the running server; else `$AIRLOCK_URL`; else the live server recorded in the data dir's `serve.lock`;
+   * else `http://<server.host>:<server.port>` from the config (cli/context.ts `serverTarget`).
+   */
   url?: string;
 }
 
@@ -55,17 +58,19 @@ export function notFoundHint(hint: string): (r: ApiResponse) => string | undefin
 }
 
 /**
- * Resolves the server's URL (`--url`, else `$AIRLOCK_URL`, else the config's `server.host:port`) and the
- * API token (from the data dir), and returns a client for it.
+ * Resolves the server's URL (`--url`, else `$AIRLOCK_URL`, else the live server recorded in the data dir's
+ * `serve.lock`, else the config's `server.host:port`: cli/context.ts `serverTarget`) and the API token (from the
+ * data dir), and returns a client for it.
  * @throws AirlockError `usage` / `config_invalid` from the data dir or config.
  */
 export async function connect(opts: ServerClientOptions, env: Record<string, string | undefined> = process.env): Promise<ServerClient> {
-  const { resolveContext, serverUrl } = await import("./context.ts");
+  const { resolveContext, serverTarget } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
   const ctx = await resolveContext(opts, env);
-  const from = opts.url ? "--url" : env.AIRLOCK_URL ? "$AIRLOCK_URL" : "server.host/server.port of the config";
-  const base = serverUrl(ctx, opts.url ?? (env.AIRLOCK_URL || undefined));
-  const token = ensureTokens(ctx.dataDir).apiToken;
+  const tokens = ensureTokens(ctx.dataDir);
+  const target = await serverTarget(ctx, opts.url, env, tokens.approverToken);
+  const base = target.base;
+  const token = tokens.apiToken;
   const client: ServerClient = {
     base,
     dataDir: ctx.dataDir,
@@ -78,13 +83,13 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
           body: body === undefined ? undefined : JSON.stringify(body),
         });
       } catch (e) {
-        throw unreachable(`cannot reach airlock serve at ${base} (URL from ${from}; ${(e as Error).message.trim()})`, ctx.dataDir);
+        throw unreachable(`cannot reach airlock serve at ${base} (URL from ${target.fromText}; ${(e as Error).message.trim()})`, target, ctx.dataDir);
       }
       const text = await res.text();
       try {
         return { status: res.status, body: JSON.parse(text) as Record<string, any> };
       } catch {
-        throw unreachable(`${method} ${base}${path} answered HTTP ${res.status} with a body that is not JSON, so it is not airlock serve (URL from ${from})`, ctx.dataDir);
+        throw unreachable(`${method} ${base}${path} answered HTTP ${res.status} with a body that is not JSON, so it is not airlock serve (URL from ${target.fromText})`, target, ctx.dataDir);
       }
     },
     async send(method, path, o = {}) {
@@ -96,14 +101,43 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   return client;
 }
 
-function unreachable(what: string, dataDir: string): AirlockError {
-  return new AirlockError(
-    "server_unreachable",
-    `${what}.\n` +
-      `  Start it in another terminal: airlock serve --data-dir ${dataDir}\n` +
-      `  or point at the one running: pass --url http://HOST:PORT (or export AIRLOCK_URL=http://HOST:PORT)\n` +
-      `  with --data-dir set to that server's data dir, where its API token is.`,
-  );
+function unreachable(what: string, target: ServerTarget, dataDir: string): AirlockError {
+  return new AirlockError("server_unreachable", `${what}.\n${unreachableAdvice(target, dataDir)}`);
+}
+
+/**
+ * What to do when nothing (or not airlock serve) answers at `target.base`, as indented lines (no trailing newline).
+ * While a live server holds the data dir (its `serve.lock`), starting another is never advised: a second
+ * `airlock serve` on it exits 2 `data_dir_in_use`.
+ */
+export function unreachableAdvice(target: ServerTarget, dataDir: string): string {
+  const r = target.recorded;
+  switch (r.state) {
+    case "listening":
+      if (r.url !== target.base) {
+        return (
+          `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}) listens on ${r.url} (recorded in ${r.lockPath}):\n` +
+          `  talk to it with --url ${r.url}, or leave out ${target.from === "$AIRLOCK_URL" ? "$AIRLOCK_URL (unset AIRLOCK_URL)" : "--url"} and airlock finds it.`
+        );
+      }
+      return (
+        `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}, recorded in ${r.lockPath}) runs but does not answer there:\n` +
+        `  see its terminal or log, or stop it (kill ${r.pid}) and start it again; a second airlock serve on this data dir would be refused (data_dir_in_use).`
+      );
+    case "starting":
+      return (
+        `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}) is still starting and has recorded no URL in ${r.lockPath} yet:\n` +
+        `  try again in a moment, or see its terminal or log; a second airlock serve on this data dir would be refused (data_dir_in_use).`
+      );
+    case "none":
+      return (
+        `  Start it in another terminal: airlock serve --data-dir ${dataDir}\n` +
+        `  or point at the one running: pass --url http://HOST:PORT (or export AIRLOCK_URL=http://HOST:PORT)\n` +
+        `  with --data-dir set to that server's data dir, where its API token is.`
+      );
+    default:
+      return assertNever(r);
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AirlockError } from "../errors.ts";
 import { currentOwner } from "./owner.ts";
-import { acquireServeLock, SERVE_LOCK_FILE } from "./serve-lock.ts";
+import { acquireServeLock, recordedServer, SERVE_LOCK_FILE } from "./serve-lock.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -30,8 +30,8 @@ describe("acquireServeLock", () => {
     expect(err).toBeInstanceOf(AirlockError);
     expect((err as AirlockError).toJSON()).toMatchObject({ code: "data_dir_in_use", pid: process.pid, url: "http://127.0.0.1:7420" });
     expect((err as AirlockError).message).toContain(`pid ${process.pid}, listening on http://127.0.0.1:7420`);
-    // The commands it suggests exist with --url (`sessions list` has no --url: it reads the data dir).
-    expect((err as AirlockError).message).toContain("talk to it (airlock actions list --url http://127.0.0.1:7420, or its web console: airlock console --url http://127.0.0.1:7420)");
+    // The commands it suggests find the server through the data dir's serve.lock (no --url needed).
+    expect((err as AirlockError).message).toContain(`talk to it (airlock actions list --data-dir ${d}, or its web console: airlock console --data-dir ${d}: they find its URL in ${join(d, SERVE_LOCK_FILE)})`);
     lock.release();
     expect(existsSync(join(d, SERVE_LOCK_FILE))).toBe(false);
     acquireServeLock(d).release();
@@ -49,5 +49,38 @@ describe("acquireServeLock", () => {
       expect(JSON.parse(readFileSync(join(d, SERVE_LOCK_FILE), "utf8"))).toMatchObject({ pid: process.pid, start: currentOwner().start });
       lock.release();
     }
+  });
+});
+
+describe("recordedServer", () => {
+  const KEY = "k".repeat(64);
+
+  test("a signed lock of this process: starting until it records its URL, then listening there; a wildcard bind given as loopback", () => {
+    const d = dir();
+    const lock = acquireServeLock(d);
+    try {
+      // unsigned: not trusted
+      expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("carries no MAC") });
+      lock.sign(KEY);
+      expect(recordedServer(d, KEY)).toEqual({ state: "starting", pid: process.pid, lockPath: join(d, SERVE_LOCK_FILE) });
+      expect(recordedServer(d, "x".repeat(64))).toMatchObject({ state: "none", why: expect.stringContaining("does not match") });
+      expect(recordedServer(d, null)).toMatchObject({ state: "none", why: expect.stringContaining("no usable approver token") });
+      for (const [recorded, client] of [
+        ["http://127.0.0.1:7613", "http://127.0.0.1:7613"],
+        ["http://0.0.0.0:7613", "http://127.0.0.1:7613"],
+        ["http://[::]:7613", "http://[::1]:7613"],
+        ["http://[::1]:7613", "http://[::1]:7613"],
+      ]) {
+        lock.setUrl(recorded!);
+        expect(recordedServer(d, KEY)).toEqual({ state: "listening", pid: process.pid, url: client!, lockPath: join(d, SERVE_LOCK_FILE) });
+      }
+      for (const bad of ["https://127.0.0.1:7613", "http://127.0.0.1:7613/x", "http://u:p@127.0.0.1:7613", "http://127.0.0.1", "not a url"]) {
+        lock.setUrl(bad);
+        expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("is not an http://HOST:PORT address") });
+      }
+    } finally {
+      lock.release();
+    }
+    expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("no serve.lock") });
   });
 });

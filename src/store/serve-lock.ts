@@ -1,13 +1,15 @@
 /**
  * @module store/serve-lock
- * One `airlock serve` per data dir: a pid file (`serve.lock`, JSON `{pid, start, url, started_at}`)
+ * One `airlock serve` per data dir: a pid file (`serve.lock`, JSON `{pid, start, url, started_at, schema, mac}`)
  * created atomically (write a temp file made with O_EXCL|O_NOFOLLOW, then `link` it into place, which fails if one exists) and
  * checked for liveness with the owner's pid + start identity (store/owner.ts), so a lock left by a
- * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock.
+ * killed server is taken over and a reused pid is not mistaken for it. `airlock run` takes no lock. The server signs
+ * its lock with a MAC under the data dir's approver token once it has the tokens, and records its URL once it
+ * listens: the client commands find it there ({@link recordedServer}).
  */
 import { closeSync, constants, linkSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { readRegularFile } from "../config/paths.ts";
+import { readRegularFile, writersBesidesOwner } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
 import { MIGRATIONS, storageError } from "./db.ts";
 import { currentOwner, ownerIsGone } from "./owner.ts";
@@ -30,18 +32,29 @@ export interface ServeLockInfo {
    * applying that migration itself (the start waits for it then).
    */
   schema?: number;
+  /**
+   * {@link serveLockMac} of the lock (its pid, start and url), hex — proof that whoever wrote it knows the data dir's
+   * approver token, which no process airlock starts can read (hooks and `danger-full-access` tools can write the data
+   * dir). Absent when the server took the lock without the token (and in older airlocks' locks): clients ignore it.
+   */
+  mac?: string;
 }
 
 /** A held lock. `release()` is idempotent and removes the file only while it is still ours. */
 export interface ServeLock {
   readonly path: string;
-  /** Records the address the server listens on (shown to a second `serve`). */
+  /**
+   * Keys the lock's MAC ({@link serveLockMac}) with `approverToken`, the data dir's approver token, and rewrites it:
+   * from then on the client commands trust what it records ({@link recordedServer}).
+   */
+  sign(approverToken: string): void;
+  /** Records the address the server listens on (shown to a second `serve`; the client commands' URL), with the lock's MAC once signed. */
   setUrl(url: string): void;
   release(): void;
 }
 
 /**
- * Takes the data dir's serve lock.
+ * Takes the data dir's serve lock (unsigned: the client commands ignore it until {@link ServeLock.sign}).
  * @throws AirlockError `data_dir_in_use` when a live `airlock serve` holds it (the message names its pid and URL);
  *   `data_dir_unusable` when the lock file cannot be written (read-only or full data dir).
  */
@@ -54,7 +67,7 @@ export function acquireServeLock(dataDir: string): ServeLock {
     writeTemp(tmp, JSON.stringify(info));
     try {
       linkSync(tmp, path);
-      return held(path, info);
+      return held(dataDir, path, info);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw storageError(e, path) ?? e;
     } finally {
@@ -66,7 +79,7 @@ export function acquireServeLock(dataDir: string): ServeLock {
       throw new AirlockError(
         "data_dir_in_use",
         `another airlock serve (pid ${other.pid}, ${other.url ? `listening on ${other.url}` : "still starting"}) already uses the data dir ${dataDir}; ` +
-          `stop it first, talk to it (airlock actions list --url ${other.url ?? "URL"}, or its web console: airlock console --url ${other.url ?? "URL"}), ` +
+          `stop it first, talk to it (airlock actions list --data-dir ${dataDir}, or its web console: airlock console --data-dir ${dataDir}: they find its URL in ${path}), ` +
           `or start this one with another --data-dir. ` +
           `One SQLite data dir serves one server; several servers need a shared database server, not a shared SQLite file`,
         { pid: other.pid, url: other.url, data_dir: dataDir },
@@ -105,6 +118,110 @@ export function liveServeLock(dataDir: string): ServeLockInfo | null {
   const other = readLock(join(dataDir, SERVE_LOCK_FILE));
   if (typeof other !== "object" || other.pid === process.pid || ownerIsGone({ pid: other.pid, start: other.start })) return null;
   return other;
+}
+
+/**
+ * What the data dir's `serve.lock` says about a live `airlock serve`, as the client commands trust it
+ * ({@link recordedServer}): `listening` at `url` (an `http://HOST:PORT` base, no trailing slash; a wildcard bind
+ * given as loopback), `starting` (live, no URL recorded yet), or `none` with why no live server is trusted there.
+ */
+export type RecordedServer =
+  | { state: "listening"; pid: number; url: string; lockPath: string }
+  | { state: "starting"; pid: number; lockPath: string }
+  | { state: "none"; why: string; lockPath: string };
+
+/**
+ * The live `airlock serve` recorded in `dataDir`'s `serve.lock`, for the client commands (`console`, `actions`,
+ * `schedule`, `attach`) and `doctor`. The lock is trusted only as the data dir's own files are: read without blocking
+ * and never through a symbolic link (`readRegularFile`, at most {@link MAX_SERVE_LOCK_BYTES}), owned by the user
+ * airlock runs as, writable by no one else (`writersBesidesOwner`: group write of the owner's private group aside),
+ * its `pid` a live process with the recorded start identity (store/owner.ts; a stale lock of a killed server is
+ * `none`), its `mac` the {@link serveLockMac} under `approverToken` (the data dir's approver token; null: none usable,
+ * so no lock is trusted), and its `url`, when there is one, an `http://HOST:PORT` base. A wildcard bind (`0.0.0.0`, `[::]`) is given as loopback
+ * (`127.0.0.1`, `[::1]`): the server's Host check accepts only loopback names then.
+ * @returns never throws: anything else is `none`, with why (for the messages that say where a URL came from).
+ */
+export function recordedServer(dataDir: string, approverToken: string | null): RecordedServer {
+  const lockPath = join(dataDir, SERVE_LOCK_FILE);
+  const none = (why: string): RecordedServer => ({ state: "none", why, lockPath });
+  let text: string;
+  try {
+    text = readRegularFile(lockPath, {
+      follow: false,
+      maxBytes: MAX_SERVE_LOCK_BYTES,
+      owner: "self",
+      check: (_fd, st) => {
+        const who = writersBesidesOwner(st);
+        if (who !== undefined) throw Object.assign(new Error(`writable by ${who} (mode 0${(st.mode & 0o7777).toString(8)})`), { code: "EWRITABLE" });
+      },
+    }).toString("utf8");
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException & { uid?: number };
+    switch (err.code) {
+      case "ENOENT":
+        return none("no server holds the data dir (no serve.lock)");
+      case "EWRITABLE":
+        return none(`${lockPath} is ${err.message}, so it is not trusted`);
+      case "EOWNER":
+        return none(`${lockPath} belongs to uid ${err.uid}, not to the user airlock runs as, so it is not trusted`);
+      case "ELOOP":
+        return none(`${lockPath} is a symbolic link, so it is not trusted`);
+      default:
+        return none(`${lockPath} is unreadable (${err.code ?? err.message})`);
+    }
+  }
+  let info: Partial<ServeLockInfo>;
+  try {
+    info = JSON.parse(text) as Partial<ServeLockInfo>;
+  } catch {
+    return none(`${lockPath} is not JSON`);
+  }
+  const pid = info?.pid;
+  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return none(`${lockPath} names no pid`);
+  const start = typeof info.start === "string" ? info.start : null;
+  if (ownerIsGone({ pid, start })) return none(`the server ${lockPath} records (pid ${pid}) no longer runs: a stale lock`);
+  const recorded = info.url === null || info.url === undefined ? null : info.url;
+  if (typeof recorded !== "string" && recorded !== null) return none(`${lockPath} records no URL`);
+  if (typeof info.mac !== "string") return none(`${lockPath} carries no MAC (an older airlock's lock, or not written by airlock serve)`);
+  if (approverToken === null) return none(`there is no usable approver token in the data dir to check the MAC of ${lockPath} with`);
+  if (!sameText(info.mac, serveLockMac(approverToken, dataDir, pid, start, recorded))) {
+    return none(`the MAC of ${lockPath} does not match the data dir's approver token: not written by this data dir's airlock serve`);
+  }
+  if (recorded === null) return { state: "starting", pid, lockPath };
+  const url = clientBase(recorded);
+  return url === null ? none(`the URL ${lockPath} records (${JSON.stringify(info.url).slice(0, 80)}) is not an http://HOST:PORT address`) : { state: "listening", pid, url, lockPath };
+}
+
+/**
+ * The MAC a server's lock carries: HMAC-SHA-256, keyed with the data dir's approver token, over the data dir (its
+ * real path, as cli/context.ts resolves it), the server's pid and start identity and its URL (null until it listens); hex. Whoever can write
+ * the data dir without reading the token (a hook, a `danger-full-access` tool: the token is masked for them) cannot
+ * make the client commands send their tokens to a URL of theirs.
+ */
+export function serveLockMac(approverToken: string, dataDir: string, pid: number, start: string | null, url: string | null): string {
+  return new Bun.CryptoHasher("sha256", approverToken).update(JSON.stringify({ v: 1, dataDir, pid, start, url })).digest("hex");
+}
+
+/** `a === b`, in time independent of where they differ. */
+function sameText(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/** `raw` as an `http://HOST:PORT` base a client can use (wildcard hosts as loopback), or null when it is none. */
+function clientBase(raw: unknown): string | null {
+  if (typeof raw !== "string") return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== "http:" || u.username || u.password || u.search || u.hash || (u.pathname !== "/" && u.pathname !== "") || !u.port) return null;
+  const host = u.hostname === "0.0.0.0" ? "127.0.0.1" : u.hostname === "[::]" ? "[::1]" : u.hostname;
+  return `http://${host}:${u.port}`;
 }
 
 /**
@@ -192,25 +309,22 @@ function readLock(path: string): ServeLockInfo | "missing" | "unreadable" {
   }
 }
 
-function held(path: string, info: ServeLockInfo): ServeLock {
+function held(dataDir: string, path: string, info: ServeLockInfo): ServeLock {
   let released = false;
+  let key: string | undefined;
   const ours = () => {
     const cur = readLock(path);
     return typeof cur === "object" && cur.pid === info.pid && cur.start === info.start;
   };
   return {
     path,
+    sign(approverToken: string) {
+      key = approverToken;
+      rewrite();
+    },
     setUrl(url: string) {
-      if (released || !ours()) return;
       info.url = url;
-      const tmp = `${path}.${info.pid}.tmp`;
-      writeTemp(tmp, JSON.stringify(info));
-      try {
-        renameSync(tmp, path);
-      } catch (e) {
-        unlinkQuietly(tmp);
-        throw storageError(e, path) ?? e;
-      }
+      rewrite();
     },
     release() {
       if (released) return;
@@ -222,4 +336,17 @@ function held(path: string, info: ServeLockInfo): ServeLock {
       }
     },
   };
+  /** Writes `info` (with its MAC once signed) through the temp file, while the lock is still ours. */
+  function rewrite(): void {
+    if (released || !ours()) return;
+    if (key !== undefined) info.mac = serveLockMac(key, dataDir, info.pid, info.start, info.url);
+    const tmp = `${path}.${info.pid}.tmp`;
+    writeTemp(tmp, JSON.stringify(info));
+    try {
+      renameSync(tmp, path);
+    } catch (e) {
+      unlinkQuietly(tmp);
+      throw storageError(e, path) ?? e;
+    }
+  }
 }

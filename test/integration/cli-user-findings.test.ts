@@ -136,11 +136,13 @@ describe("talking to airlock serve", () => {
 });
 
 describe("help", () => {
-  test("--url of actions and schedule commands names $AIRLOCK_URL; the docs line lists recipes, mcp and console", async () => {
-    for (const cmd of [["actions", "list"], ["actions", "answer"], ["schedule", "add"], ["schedule", "list"], ["schedule", "remove"], ["schedule", "run"], ["schedule", "runs"]]) {
+  test("--url of the client commands names $AIRLOCK_URL and the data dir's serve.lock; the docs line lists recipes, mcp and console", async () => {
+    for (const cmd of [["actions", "list"], ["actions", "answer"], ["schedule", "add"], ["schedule", "list"], ["schedule", "remove"], ["schedule", "run"], ["schedule", "runs"], ["console"], ["attach"]]) {
       const r = await airlock([...cmd, "--help"]);
       expect(r.code).toBe(0);
-      expect(r.stdout.replace(/\s+/g, " ")).toContain("--url <url> the running airlock serve (default: $AIRLOCK_URL, else");
+      expect(r.stdout.replace(/\s+/g, " ")).toContain(
+        "--url <url> the running airlock serve (default: $AIRLOCK_URL, else the live airlock serve recorded in the data dir's serve.lock, else http://<server.host>:<server.port> from the config)",
+      );
     }
     const top = await airlock(["--help"]);
     expect(top.stdout).toContain("Docs: README.md and docs/ (quickstart, configuration, recipes, console, mcp, api, providers, scale-out, security-model, performance; spec.md is the contract).");

@@ -122,6 +122,7 @@ describe("console routes", () => {
     // nothing listens there: the same link, and stderr says the link will not open and what to do
     const none = await consoleCli("http://127.0.0.1:5123/");
     expect({ code: none.code, out: none.out }).toEqual({ code: 0, out: `http://127.0.0.1:5123/#t=${h.token}\n` });
-    expect(none.err).toStartWith("airlock: nothing answers at http://127.0.0.1:5123 yet, so the link will not open: start the server");
+    expect(none.err).toStartWith("airlock: nothing answers at http://127.0.0.1:5123 (URL from --url), so the link will not open yet.\n");
+    expect(none.err).toContain(`Start it in another terminal: airlock serve --data-dir ${h.dataDir}`);
   });
 });
