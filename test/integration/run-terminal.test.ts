@@ -7,6 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { turnStatuses } from "../turn-statuses.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const dirs: string[] = [];
@@ -158,18 +159,6 @@ async function runInPtyTyping(dir: string, ws: string, inputs: string[]): Promis
   }
   clearTimeout(timer);
   return { code: await p.exited, screen, killed };
-}
-
-async function turnStatuses(dir: string): Promise<string[]> {
-  const { Store } = await import("../../src/store/store.ts");
-  const store = await Store.open(join(dir, "airlock.db"));
-  try {
-    const out: string[] = [];
-    for (const s of await store.listSessions()) for (const t of await store.listTurns(s.id)) out.push(t.status);
-    return out;
-  } finally {
-    store.close();
-  }
 }
 
 describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () => {

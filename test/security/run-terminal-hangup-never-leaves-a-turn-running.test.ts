@@ -12,6 +12,7 @@ import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { turnStatuses } from "../turn-statuses.ts";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const dirs: string[] = [];
@@ -31,18 +32,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function turnStatuses(dir: string): Promise<string[]> {
-  const { Store } = await import("../../src/store/store.ts");
-  const store = await Store.open(join(dir, "airlock.db"));
-  try {
-    const out: string[] = [];
-    for (const s of await store.listSessions()) for (const t of await store.listTurns(s.id)) out.push(t.status);
-    return out;
-  } finally {
-    store.close();
   }
 }
 
