@@ -4,7 +4,7 @@
  * from the shared `--data-dir` / `--config` flags and the environment.
  */
 import type { Config } from "../config/schema.ts";
-import { assertNever } from "../errors.ts";
+import { AirlockError, assertNever } from "../errors.ts";
 import type { RecordedServer } from "../store/serve-lock.ts";
 
 /** Flags every command accepts (SPEC §2). */
@@ -68,6 +68,8 @@ export interface ServerTarget {
  * as store/serve-lock.ts `recordedServer` says: this user's file, writable by no one else, its process alive, its
  * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl}. A
  * trailing slash is dropped.
+ * @throws AirlockError `server_unreachable` without `--url`/`$AIRLOCK_URL` while the lock's live server has no URL
+ *   recorded (starting or stopping: it listens nowhere, so no address is given the token).
  */
 export async function serverTarget(ctx: CliContext, url: string | undefined, env: Record<string, string | undefined>, approverToken: string | null): Promise<ServerTarget> {
   const { recordedServer } = await import("../store/serve-lock.ts");
@@ -78,12 +80,16 @@ export async function serverTarget(ctx: CliContext, url: string | undefined, env
     case "listening":
       return { base: recorded.url, from: "serve.lock", fromText: `the live airlock serve (pid ${recorded.pid}) recorded in ${recorded.lockPath}`, recorded };
     case "starting":
-      return {
-        base: configuredServerUrl(ctx),
-        from: "config",
-        fromText: `server.host/server.port of the config: the airlock serve (pid ${recorded.pid}) holding the data dir has not recorded its URL in ${recorded.lockPath} yet`,
-        recorded,
-      };
+      // a live server with no URL in its lock listens nowhere (it records its URL as soon as it listens, and takes it
+      // out before it closes its listener): whatever answers at the config's address (or at a port it just gave up)
+      // is not it, so the API token goes nowhere
+      throw new AirlockError(
+        "server_unreachable",
+        `no URL to send the API token to: the airlock serve (pid ${recorded.pid}) holding the data dir ${ctx.dataDir} has recorded none in ${recorded.lockPath} ` +
+          `(it is starting or stopping, and listens nowhere then; whatever answers at the config's server.host/server.port is not it).\n` +
+          `  Try again in a moment, or see its terminal or log; a second airlock serve on this data dir would be refused (data_dir_in_use).`,
+        { pid: recorded.pid },
+      );
     case "none":
       return { base: configuredServerUrl(ctx), from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded };
     default:

@@ -126,7 +126,7 @@ export function unreachableAdvice(target: ServerTarget, dataDir: string): string
       );
     case "starting":
       return (
-        `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}) is still starting and has recorded no URL in ${r.lockPath} yet:\n` +
+        `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}) is starting or stopping and has recorded no URL in ${r.lockPath}:\n` +
         `  try again in a moment, or see its terminal or log; a second airlock serve on this data dir would be refused (data_dir_in_use).`
       );
     case "none":

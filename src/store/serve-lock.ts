@@ -48,8 +48,12 @@ export interface ServeLock {
    * from then on the client commands trust what it records ({@link recordedServer}).
    */
   sign(approverToken: string): void;
-  /** Records the address the server listens on (shown to a second `serve`; the client commands' URL), with the lock's MAC once signed. */
-  setUrl(url: string): void;
+  /**
+   * Records the address the server listens on (shown to a second `serve`; the client commands' URL), with the lock's
+   * MAC once signed; null takes it out again, before the server closes its listener (a port it gave up can be taken by
+   * any local user, and the lock must not send the client commands' tokens there while the server drains).
+   */
+  setUrl(url: string | null): void;
   release(): void;
 }
 
@@ -78,7 +82,7 @@ export function acquireServeLock(dataDir: string): ServeLock {
     if (other !== "unreadable" && !ownerIsGone({ pid: other.pid, start: other.start })) {
       throw new AirlockError(
         "data_dir_in_use",
-        `another airlock serve (pid ${other.pid}, ${other.url ? `listening on ${other.url}` : "still starting"}) already uses the data dir ${dataDir}; ` +
+        `another airlock serve (pid ${other.pid}, ${other.url ? `listening on ${other.url}` : "starting or stopping"}) already uses the data dir ${dataDir}; ` +
           `stop it first, talk to it (airlock actions list --data-dir ${dataDir}, or its web console: airlock console --data-dir ${dataDir}: they find its URL in ${path}), ` +
           `or start this one with another --data-dir. ` +
           `One SQLite data dir serves one server; several servers need a shared database server, not a shared SQLite file`,
@@ -322,7 +326,7 @@ function held(dataDir: string, path: string, info: ServeLockInfo): ServeLock {
       key = approverToken;
       rewrite();
     },
-    setUrl(url: string) {
+    setUrl(url: string | null) {
       info.url = url;
       rewrite();
     },
