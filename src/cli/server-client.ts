@@ -28,8 +28,16 @@ export interface ServerClient {
   /** The data dir the tokens were read from. */
   dataDir: string;
   /**
+   * Why `base` must not be sent a token now, or null. A URL from the data dir's `serve.lock` is followed only while
+   * the lock still names a live server listening there (store/serve-lock.ts `recordedServer`, read again each time):
+   * once that server stopped, its port is any local user's to take (a long-lived `attach` reconnects for hours).
+   * Null for `--url`, `$AIRLOCK_URL` and the config's address.
+   */
+  recheck(): string | null;
+  /**
    * Sends one request with the API token and parses the JSON answer.
-   * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve.
+   * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve, or
+   *   (nothing sent) `base` came from `serve.lock` and the lock no longer names a live server there ({@link ServerClient.recheck}).
    */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
   /**
@@ -71,10 +79,19 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   const target = await serverTarget(ctx, opts.url, env, tokens.approverToken);
   const base = target.base;
   const token = tokens.apiToken;
+  const { recordedServer } = await import("../store/serve-lock.ts");
   const client: ServerClient = {
     base,
     dataDir: ctx.dataDir,
+    recheck() {
+      if (target.from !== "serve.lock") return null;
+      const now = recordedServer(ctx.dataDir, tokens.approverToken);
+      if (now.state === "listening" && now.url === base) return null;
+      return `the airlock serve recorded in ${now.lockPath} no longer listens at ${base} (${now.state === "listening" ? `it records ${now.url} now` : now.state === "starting" ? `its server (pid ${now.pid}) is starting or stopping` : now.why}), so nothing is sent there`;
+    },
     async call(method, path, body, headers = {}) {
+      const gone = client.recheck();
+      if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
       let res: Response;
       try {
         res = await fetch(base + path, {
