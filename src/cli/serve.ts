@@ -123,7 +123,7 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
   try {
     rt.checkProvider(); // a missing provider.script fails at startup (config_invalid, exit 2), not at the first turn
     server = startServer(rt, { host, port });
-    lock.setUrl(server.url);
+    lock.setUrl(server.lockUrl);
     // registered after the server's stop, so run before it (LIFO): the URL leaves the lock before the listener closes,
     // since the port is free for any local user while the server drains its streams (up to its close deadline) and
     // a lock still naming it would send the client commands' tokens there. If the lock cannot be rewritten, it goes.
