@@ -143,8 +143,8 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
       storeLine +
       (role === "api" ? "airlock: role api: turns asked for here are queued for a worker (airlock serve --role worker|all on this database); schedule fires are only enqueued here\n" : "") +
       `airlock: API token in ${rt.tokens.apiTokenPath}; approver token in ${rt.tokens.approverTokenPath}\n` +
-      `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.url}/sessions\n` +
-      `airlock: console: ${consoleLink(consoleBase(server.url, server.hostname, server.port), rt.tokens.apiToken)}\n` +
+      `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.lockUrl}/sessions\n` +
+      `airlock: console: ${consoleLink(consoleBase(server.lockUrl, server.hostname, server.port), rt.tokens.apiToken)}\n` +
       `airlock: walkthrough: docs/quickstart.md\n`,
   );
   await stopped;

@@ -6,7 +6,8 @@
  * and any local user — `nobody`, no token, no access to the data dir — who bound it got the API token of
  * `airlock actions list` (and of `attach`, `console`, `schedule`).
  * Fixed: a server whose host is a name records the loopback address it bound (`127.0.0.1` or `[::1]`, names the Host
- * check accepts), so the client connects to the very socket the server listens on.
+ * check accepts), so the client connects to the very socket the server listens on; so do the console link (the token
+ * in its fragment, which the page that answers reads) and the curl line serve prints.
  * Real processes: `airlock serve` as the current user, the squatter as `nobody` when the tests run as root. Skipped
  * where `::1` cannot be bound.
  */
@@ -99,4 +100,7 @@ test.skipIf(!hasIpv6Loopback())("serve --host localhost: a client never sends it
   expect(squat.out).not.toContain("AUTH ");
   expect({ code, stderr }).toEqual({ code: 0, stderr: "" }); // it reached the real server
   expect(stdout).toContain('"actions"');
+  // serve's own console link (the token in its fragment, read by whatever page answers) and curl line name it too
+  expect(sp.stderr()).toContain(`airlock: console: http://127.0.0.1:${port}/#t=`);
+  expect(sp.stderr()).toContain(` http://127.0.0.1:${port}/sessions\n`);
 }, 60_000);
