@@ -1,0 +1,24 @@
+/**
+ * @module test/security/serve-lock-open-findings
+ * Findings of the review of the client commands' server discovery (`serve.lock`, store/serve-lock.ts
+ * `recordedServer`, cli/context.ts `serverTarget`) that need a design decision rather than a small fix; each is
+ * described precisely here (and in the review report) and kept out of the suite as `test.todo`.
+ */
+import { test } from "bun:test";
+
+// OPEN (medium): the fallback to the config's address has no proof that what answers there is this data dir's server.
+// A hook or `danger-full-access` process (network, write access to the data dir, no token) removes `serve.lock`
+// (or makes it untrusted: a copy of another mode, a FIFO) while the real server runs on another port (`--port 0`, the
+// case the lock exists for), and listens on the config's `server.host:server.port` (default 127.0.0.1:7420) itself:
+// `airlock actions list`, `console`, `schedule`, `attach` then send it the API token (`actions answer` and `attach`
+// the approver token on an allow of a card it shows). The same holds, with no data dir access at all, for any local
+// user on that port while no server runs (as before the lock existed). The MAC stops a planted URL, not a removed
+// lock. A fix needs the server to prove it holds the data dir's tokens before the client sends one (for example an
+// HMAC under the approver token over a client nonce, answered on an unauthenticated route), or the client to refuse
+// the config's address without --url; both change the API or the CLI's contract.
+test.todo("a client never sends its token to the config's address while the data dir's server runs elsewhere and its lock was removed");
+
+// OPEN (low): where /proc hides other users' processes (hidepid), store/owner.ts `ownerIsGone` counts a pid that
+// answers signal 0 with EPERM as alive without its start identity; a signed lock of a stopped server kept by a hook
+// and put back once that pid belongs to another user's process is trusted again, naming a port anyone may bind.
+test.todo("a signed lock of a stopped server, put back once its pid is reused by a process /proc hides, is not followed");
