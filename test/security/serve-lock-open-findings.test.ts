@@ -18,7 +18,6 @@ import { test } from "bun:test";
 // the config's address without --url; both change the API or the CLI's contract.
 test.todo("a client never sends its token to the config's address while the data dir's server runs elsewhere and its lock was removed");
 
-// OPEN (low): where /proc hides other users' processes (hidepid), store/owner.ts `ownerIsGone` counts a pid that
-// answers signal 0 with EPERM as alive without its start identity; a signed lock of a stopped server kept by a hook
-// and put back once that pid belongs to another user's process is trusted again, naming a port anyone may bind.
-test.todo("a signed lock of a stopped server, put back once its pid is reused by a process /proc hides, is not followed");
+// Fixed since: a signed lock of a stopped server put back once its pid is reused by a process /proc hides (hidepid)
+// was trusted (signal 0 answers EPERM: alive); a URL is now followed only when that pid's /proc/PID/fd shows the
+// socket listening on its port, which cannot be read there (test/security/serve-lock-replayed-during-the-drain.test.ts).
