@@ -116,7 +116,7 @@ export interface FollowOptions {
    * `ServerClient.recheck`: a URL from `serve.lock` whose server stopped). A reason fails that request as a dropped
    * connection does: the follower waits and asks again, never connecting meanwhile.
    */
-  check?: () => string | null;
+  check?: () => Promise<string | null>;
 }
 
 interface Known {
@@ -148,9 +148,10 @@ export function follow(o: FollowOptions): Follower {
   const stopAc = new AbortController();
 
   /** {@link readSse}, once `o.check` allows it (else a plain Error, as a failed connection). */
-  const sse = (url: string, h: Record<string, string>, signal: AbortSignal, onEvent: (m: SseMessage) => void): Promise<void> => {
-    const why = o.check?.() ?? null;
-    return why === null ? readSse(url, h, signal, onEvent) : Promise.reject(new Error(why));
+  const sse = async (url: string, h: Record<string, string>, signal: AbortSignal, onEvent: (m: SseMessage) => void): Promise<void> => {
+    const why = (await o.check?.()) ?? null;
+    if (why !== null) throw new Error(why);
+    return readSse(url, h, signal, onEvent);
   };
   const inTree = (id: string): boolean => chainOf(id, known).some((l) => l.id === o.target);
   const remember = (s: Record<string, any>): void => {
@@ -164,8 +165,7 @@ export function follow(o: FollowOptions): Follower {
         cur = k.parent;
         continue;
       }
-      const why = o.check?.() ?? null;
-      if (why !== null) return false;
+      if (((await o.check?.()) ?? null) !== null) return false;
       const res = await fetch(`${o.base}/sessions/${encodeURIComponent(cur)}`, { headers, signal: stopAc.signal });
       if (res.status !== 200) return false;
       const s = (await res.json()) as Record<string, any>;

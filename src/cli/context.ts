@@ -50,6 +50,29 @@ export function configuredServerUrl(ctx: CliContext): string {
   return `http://${host}:${ctx.config.server.port}`;
 }
 
+/**
+ * Why the config's address `base` must not be sent a token, or null: its host is loopback (`127.0.0.1`, `::1`,
+ * `localhost`) or a wildcard, and a socket of another uid listens on its port on this machine (store/serve-lock.ts
+ * `listenersOn`). Another local user who binds the port while no server of the data dir holds it would get the token
+ * (and a console link's page reads it from the fragment). Other hosts are not checked (another machine's port).
+ */
+export async function foreignListener(base: string): Promise<string | null> {
+  const { listenersOn } = await import("../store/serve-lock.ts");
+  let u: URL;
+  try {
+    u = new URL(base);
+  } catch {
+    return null;
+  }
+  if (!["127.0.0.1", "[::1]", "localhost", "0.0.0.0", "[::]"].includes(u.hostname)) return null;
+  const port = Number(u.port || 80);
+  const me = process.geteuid?.();
+  const other = (listenersOn(port) ?? []).find((r) => r.uid !== me);
+  return other === undefined
+    ? null
+    : `port ${port} on this machine is held by uid ${other.uid}, not by the user airlock runs as (${me}), so no airlock serve of this data dir listens there and nothing is sent to ${base} (URL from the config's server.host/server.port)`;
+}
+
 /** The server a client command talks to, and where its URL came from. */
 export interface ServerTarget {
   /** Base URL, no trailing slash. */
@@ -69,7 +92,8 @@ export interface ServerTarget {
  * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl}. A
  * trailing slash is dropped.
  * @throws AirlockError `server_unreachable` without `--url`/`$AIRLOCK_URL` while the lock's live server has no URL
- *   recorded (starting or stopping: it listens nowhere, so no address is given the token).
+ *   recorded (starting or stopping: it listens nowhere, so no address is given the token), or when the config's
+ *   loopback port is held by another uid ({@link foreignListener}).
  */
 export async function serverTarget(ctx: CliContext, url: string | undefined, env: Record<string, string | undefined>, approverToken: string | null): Promise<ServerTarget> {
   const { recordedServer } = await import("../store/serve-lock.ts");
@@ -90,8 +114,20 @@ export async function serverTarget(ctx: CliContext, url: string | undefined, env
           `  Try again in a moment, or see its terminal or log; a second airlock serve on this data dir would be refused (data_dir_in_use).`,
         { pid: recorded.pid },
       );
-    case "none":
-      return { base: configuredServerUrl(ctx), from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded };
+    case "none": {
+      const base = configuredServerUrl(ctx);
+      const foreign = await foreignListener(base);
+      if (foreign !== null) {
+        throw new AirlockError(
+          "server_unreachable",
+          `${foreign}; ${recorded.why}.\n` +
+            `  Start this data dir's server: airlock serve --data-dir ${ctx.dataDir} --port 0 (it records its URL in ${recorded.lockPath}),\n` +
+            `  or pass --url http://HOST:PORT of the one running.`,
+          { port: Number(new URL(base).port || 80) },
+        );
+      }
+      return { base, from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded };
+    }
     default:
       return assertNever(recorded);
   }

@@ -31,9 +31,10 @@ export interface ServerClient {
    * Why `base` must not be sent a token now, or null. A URL from the data dir's `serve.lock` is followed only while
    * the lock still names a live server listening there (store/serve-lock.ts `recordedServer`, read again each time):
    * once that server stopped, its port is any local user's to take (a long-lived `attach` reconnects for hours).
-   * Null for `--url`, `$AIRLOCK_URL` and the config's address.
+   * The config's address: the reason when another uid holds its loopback port (cli/context.ts `foreignListener`).
+   * Null for `--url` and `$AIRLOCK_URL`.
    */
-  recheck(): string | null;
+  recheck(): Promise<string | null>;
   /**
    * Sends one request with the API token and parses the JSON answer.
    * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve, or
@@ -72,7 +73,7 @@ export function notFoundHint(hint: string): (r: ApiResponse) => string | undefin
  * @throws AirlockError `usage` / `config_invalid` from the data dir or config.
  */
 export async function connect(opts: ServerClientOptions, env: Record<string, string | undefined> = process.env): Promise<ServerClient> {
-  const { resolveContext, serverTarget } = await import("./context.ts");
+  const { resolveContext, serverTarget, foreignListener } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
   const ctx = await resolveContext(opts, env);
   const tokens = ensureTokens(ctx.dataDir);
@@ -83,14 +84,15 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   const client: ServerClient = {
     base,
     dataDir: ctx.dataDir,
-    recheck() {
+    async recheck() {
+      if (target.from === "config") return foreignListener(base);
       if (target.from !== "serve.lock") return null;
       const now = recordedServer(ctx.dataDir, tokens.approverToken);
       if (now.state === "listening" && now.url === base) return null;
       return `the airlock serve recorded in ${now.lockPath} no longer listens at ${base} (${now.state === "listening" ? `it records ${now.url} now` : now.state === "starting" ? `its server (pid ${now.pid}) is starting or stopping` : now.why}), so nothing is sent there`;
     },
     async call(method, path, body, headers = {}) {
-      const gone = client.recheck();
+      const gone = await client.recheck();
       if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
       let res: Response;
       try {

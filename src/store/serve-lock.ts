@@ -209,24 +209,9 @@ export function recordedServer(dataDir: string, approverToken: string | null): R
  * be told (no /proc, another user's process, hidepid): the caller then does not follow the lock.
  */
 export function listensOn(pid: number, port: number): boolean | string {
-  const inodes = new Set<string>();
-  let tables = 0;
-  for (const table of ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) {
-    let text: string;
-    try {
-      text = readFileSync(table, "utf8");
-    } catch {
-      continue; // no IPv6 (or no IPv4) in this namespace
-    }
-    tables++;
-    for (const line of text.split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      // sl local_address rem_address st … inode (field 9); LISTEN is 0A; the port is the local address's hex after ':'
-      if (f.length < 10 || f[3] !== "0A") continue;
-      if (Number.parseInt(f[1]!.slice(f[1]!.lastIndexOf(":") + 1), 16) === port) inodes.add(f[9]!);
-    }
-  }
-  if (tables === 0) return "no /proc/self/net/tcp";
+  const rows = listenersOn(port);
+  if (rows === null) return "no /proc/self/net/tcp";
+  const inodes = new Set(rows.map((r) => r.inode));
   if (inodes.size === 0) return false;
   let fds: string[];
   try {
@@ -277,6 +262,32 @@ function clientBase(raw: unknown): string | null {
   if (u.protocol !== "http:" || u.username || u.password || u.search || u.hash || (u.pathname !== "/" && u.pathname !== "") || !u.port) return null;
   const host = u.hostname === "0.0.0.0" ? "127.0.0.1" : u.hostname === "[::]" ? "[::1]" : u.hostname;
   return `http://${host}:${u.port}`;
+}
+
+/**
+ * The TCP sockets listening on `port` (any address) in this process's network namespace, with their owner's uid and
+ * socket inode (/proc/self/net/tcp and tcp6); null when neither table can be read.
+ */
+export function listenersOn(port: number): { uid: number; inode: string }[] | null {
+  const rows: { uid: number; inode: string }[] = [];
+  let tables = 0;
+  for (const table of ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) {
+    let text: string;
+    try {
+      text = readFileSync(table, "utf8");
+    } catch {
+      continue; // no IPv6 (or no IPv4) in this namespace
+    }
+    tables++;
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode; LISTEN is 0A; the port is the
+      // local address's hex after ':'
+      if (f.length < 10 || f[3] !== "0A") continue;
+      if (Number.parseInt(f[1]!.slice(f[1]!.lastIndexOf(":") + 1), 16) === port) rows.push({ uid: Number(f[7]), inode: f[9]! });
+    }
+  }
+  return tables === 0 ? null : rows;
 }
 
 /**

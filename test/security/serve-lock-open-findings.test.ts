@@ -11,9 +11,9 @@ import { test } from "bun:test";
 // (or makes it untrusted: a copy of another mode, a FIFO) while the real server runs on another port (`--port 0`, the
 // case the lock exists for), and listens on the config's `server.host:server.port` (default 127.0.0.1:7420) itself:
 // `airlock actions list`, `console`, `schedule`, `attach` then send it the API token (`actions answer` and `attach`
-// the approver token on an allow of a card it shows). The same holds, with no data dir access at all, for any local
-// user on that port while no server runs (as before the lock existed). The MAC stops a planted URL, not a removed
-// lock. A fix needs the server to prove it holds the data dir's tokens before the client sends one (for example an
+// the approver token on an allow of a card it shows). (Another uid on that port is refused since:
+// test/security/config-port-of-another-user-gets-no-token.test.ts; a process of the same user cannot be told apart
+// that way.) The MAC stops a planted URL, not a removed lock. A fix needs the server to prove it holds the data dir's tokens before the client sends one (for example an
 // HMAC under the approver token over a client nonce, answered on an unauthenticated route), or the client to refuse
 // the config's address without --url; both change the API or the CLI's contract.
 test.todo("a client never sends its token to the config's address while the data dir's server runs elsewhere and its lock was removed");
