@@ -111,6 +111,12 @@ export interface FollowOptions {
   sink: FollowSink;
   /** Reconnect waits, ms (default {@link BACKOFF_MS}). */
   backoff?: { first: number; max: number };
+  /**
+   * Asked before each request: why `base` must not be sent the token now, or null (cli/server-client.ts
+   * `ServerClient.recheck`: a URL from `serve.lock` whose server stopped). A reason fails that request as a dropped
+   * connection does: the follower waits and asks again, never connecting meanwhile.
+   */
+  check?: () => Promise<string | null>;
 }
 
 interface Known {
@@ -141,6 +147,12 @@ export function follow(o: FollowOptions): Follower {
   let isSynced = false;
   const stopAc = new AbortController();
 
+  /** {@link readSse}, once `o.check` allows it (else a plain Error, as a failed connection). */
+  const sse = async (url: string, h: Record<string, string>, signal: AbortSignal, onEvent: (m: SseMessage) => void): Promise<void> => {
+    const why = (await o.check?.()) ?? null;
+    if (why !== null) throw new Error(why);
+    return readSse(url, h, signal, onEvent);
+  };
   const inTree = (id: string): boolean => chainOf(id, known).some((l) => l.id === o.target);
   const remember = (s: Record<string, any>): void => {
     if (typeof s.id === "string") known.set(s.id, { parent: s.parent_session_id ?? null, name: nameOf(s) });
@@ -153,6 +165,7 @@ export function follow(o: FollowOptions): Follower {
         cur = k.parent;
         continue;
       }
+      if (((await o.check?.()) ?? null) !== null) return false;
       const res = await fetch(`${o.base}/sessions/${encodeURIComponent(cur)}`, { headers, signal: stopAc.signal });
       if (res.status !== 200) return false;
       const s = (await res.json()) as Record<string, any>;
@@ -186,7 +199,7 @@ export function follow(o: FollowOptions): Follower {
       if (last) h["last-event-id"] = last;
       let first!: () => void;
       const gotFirst = new Promise<void>((r) => (first = r));
-      readSse(`${o.base}/sessions/${encodeURIComponent(id)}/events`, h, ac.signal, (m) => {
+      sse(`${o.base}/sessions/${encodeURIComponent(id)}/events`, h, ac.signal, (m) => {
         first();
         if (m.id) {
           lastIds.set(id, m.id);
@@ -225,7 +238,7 @@ export function follow(o: FollowOptions): Follower {
         if (why instanceof AirlockError) throw why;
         return;
       }
-      const feed = readSse(`${o.base}/console/events`, headers, ac.signal, (m) => {
+      const feed = sse(`${o.base}/console/events`, headers, ac.signal, (m) => {
         const d = m.data ?? {};
         switch (m.event) {
           case "snapshot": {

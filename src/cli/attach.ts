@@ -207,6 +207,7 @@ class AttachUi {
     process.on("SIGTERM", onSignal);
     this.follower = follow({
       base: this.client.base,
+      check: () => this.client.recheck(),
       apiToken: this.o.apiToken,
       target: this.o.target,
       sink: {

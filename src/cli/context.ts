@@ -4,7 +4,7 @@
  * from the shared `--data-dir` / `--config` flags and the environment.
  */
 import type { Config } from "../config/schema.ts";
-import { assertNever } from "../errors.ts";
+import { AirlockError, assertNever } from "../errors.ts";
 import type { RecordedServer } from "../store/serve-lock.ts";
 
 /** Flags every command accepts (SPEC §2). */
@@ -50,6 +50,29 @@ export function configuredServerUrl(ctx: CliContext): string {
   return `http://${host}:${ctx.config.server.port}`;
 }
 
+/**
+ * Why the config's address `base` must not be sent a token, or null: its host is loopback (`127.0.0.1`, `::1`,
+ * `localhost`) or a wildcard, and a socket of another uid listens on its port on this machine (store/serve-lock.ts
+ * `listenersOn`). Another local user who binds the port while no server of the data dir holds it would get the token
+ * (and a console link's page reads it from the fragment). Other hosts are not checked (another machine's port).
+ */
+export async function foreignListener(base: string): Promise<string | null> {
+  const { listenersOn } = await import("../store/serve-lock.ts");
+  let u: URL;
+  try {
+    u = new URL(base);
+  } catch {
+    return null;
+  }
+  if (!["127.0.0.1", "[::1]", "localhost", "0.0.0.0", "[::]"].includes(u.hostname)) return null;
+  const port = Number(u.port || 80);
+  const me = process.geteuid?.();
+  const other = (listenersOn(port) ?? []).find((r) => r.uid !== me);
+  return other === undefined
+    ? null
+    : `port ${port} on this machine is held by uid ${other.uid}, not by the user airlock runs as (${me}), so no airlock serve of this data dir listens there and nothing is sent to ${base} (URL from the config's server.host/server.port)`;
+}
+
 /** The server a client command talks to, and where its URL came from. */
 export interface ServerTarget {
   /** Base URL, no trailing slash. */
@@ -68,6 +91,9 @@ export interface ServerTarget {
  * as store/serve-lock.ts `recordedServer` says: this user's file, writable by no one else, its process alive, its
  * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl}. A
  * trailing slash is dropped.
+ * @throws AirlockError `server_unreachable` without `--url`/`$AIRLOCK_URL` while the lock's live server has no URL
+ *   recorded (starting or stopping: it listens nowhere, so no address is given the token), or when the config's
+ *   loopback port is held by another uid ({@link foreignListener}).
  */
 export async function serverTarget(ctx: CliContext, url: string | undefined, env: Record<string, string | undefined>, approverToken: string | null): Promise<ServerTarget> {
   const { recordedServer } = await import("../store/serve-lock.ts");
@@ -78,14 +104,30 @@ export async function serverTarget(ctx: CliContext, url: string | undefined, env
     case "listening":
       return { base: recorded.url, from: "serve.lock", fromText: `the live airlock serve (pid ${recorded.pid}) recorded in ${recorded.lockPath}`, recorded };
     case "starting":
-      return {
-        base: configuredServerUrl(ctx),
-        from: "config",
-        fromText: `server.host/server.port of the config: the airlock serve (pid ${recorded.pid}) holding the data dir has not recorded its URL in ${recorded.lockPath} yet`,
-        recorded,
-      };
-    case "none":
-      return { base: configuredServerUrl(ctx), from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded };
+      // a live server with no URL in its lock listens nowhere (it records its URL as soon as it listens, and takes it
+      // out before it closes its listener): whatever answers at the config's address (or at a port it just gave up)
+      // is not it, so the API token goes nowhere
+      throw new AirlockError(
+        "server_unreachable",
+        `no URL to send the API token to: the airlock serve (pid ${recorded.pid}) holding the data dir ${ctx.dataDir} has recorded none in ${recorded.lockPath} ` +
+          `(it is starting or stopping, and listens nowhere then; whatever answers at the config's server.host/server.port is not it).\n` +
+          `  Try again in a moment, or see its terminal or log; a second airlock serve on this data dir would be refused (data_dir_in_use).`,
+        { pid: recorded.pid },
+      );
+    case "none": {
+      const base = configuredServerUrl(ctx);
+      const foreign = await foreignListener(base);
+      if (foreign !== null) {
+        throw new AirlockError(
+          "server_unreachable",
+          `${foreign}; ${recorded.why}.\n` +
+            `  Start this data dir's server: airlock serve --data-dir ${ctx.dataDir} --port 0 (it records its URL in ${recorded.lockPath}),\n` +
+            `  or pass --url http://HOST:PORT of the one running.`,
+          { port: Number(new URL(base).port || 80) },
+        );
+      }
+      return { base, from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded };
+    }
     default:
       return assertNever(recorded);
   }

@@ -304,7 +304,7 @@ async function portCheck(config: Readonly<Config>, dataDir: string): Promise<Che
   // read, never created: doctor changes nothing
   const live = recordedServer(dataDir, readTokenIfUsable(join(dataDir, APPROVER_TOKEN_FILE)));
   if (live.state === "listening" || live.state === "starting") {
-    const where = live.state === "listening" ? `listens on ${live.url}` : "is starting (no URL recorded yet)";
+    const where = live.state === "listening" ? `listens on ${live.url}` : "is starting or stopping (no URL recorded)";
     const configured = live.state === "starting" || new URL(live.url).port === String(port) ? "" : ` (the config's server.port is ${port}; the client commands without --url use the URL in ${live.lockPath})`;
     return { name: "server_port", status: "ok", message: `this data dir's airlock serve (pid ${live.pid}) ${where}${configured}` };
   }

@@ -71,7 +71,7 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
   if (refused) throw refused;
   // one server per data dir (its scheduler would fire every schedule twice otherwise): data_dir_in_use names the other.
   // SQLite only: on PostgreSQL several servers share the database by design (docs/scale-out.md)
-  const lock = storage.kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, sign(_approverToken: string) {}, setUrl(_url: string) {} };
+  const lock = storage.kind === "sqlite" ? acquireServeLock(ctx.dataDir) : { release() {}, sign(_approverToken: string) {}, setUrl(_url: string | null) {} };
   let rt;
   try {
     // the lock is signed with the approver token (a MAC the client commands check before they follow the URL it
@@ -123,7 +123,17 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
   try {
     rt.checkProvider(); // a missing provider.script fails at startup (config_invalid, exit 2), not at the first turn
     server = startServer(rt, { host, port });
-    lock.setUrl(server.url);
+    lock.setUrl(server.lockUrl);
+    // registered after the server's stop, so run before it (LIFO): the URL leaves the lock before the listener closes,
+    // since the port is free for any local user while the server drains its streams (up to its close deadline) and
+    // a lock still naming it would send the client commands' tokens there. If the lock cannot be rewritten, it goes.
+    rt.onClose(() => {
+      try {
+        lock.setUrl(null);
+      } catch {
+        lock.release();
+      }
+    });
   } catch (e) {
     await rt.close();
     throw bindError(e, host, port);
@@ -133,8 +143,8 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
       storeLine +
       (role === "api" ? "airlock: role api: turns asked for here are queued for a worker (airlock serve --role worker|all on this database); schedule fires are only enqueued here\n" : "") +
       `airlock: API token in ${rt.tokens.apiTokenPath}; approver token in ${rt.tokens.approverTokenPath}\n` +
-      `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.url}/sessions\n` +
-      `airlock: console: ${consoleLink(consoleBase(server.url, server.hostname, server.port), rt.tokens.apiToken)}\n` +
+      `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.lockUrl}/sessions\n` +
+      `airlock: console: ${consoleLink(consoleBase(server.lockUrl, server.hostname, server.port), rt.tokens.apiToken)}\n` +
       `airlock: walkthrough: docs/quickstart.md\n`,
   );
   await stopped;

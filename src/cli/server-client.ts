@@ -28,8 +28,17 @@ export interface ServerClient {
   /** The data dir the tokens were read from. */
   dataDir: string;
   /**
+   * Why `base` must not be sent a token now, or null. A URL from the data dir's `serve.lock` is followed only while
+   * the lock still names a live server listening there (store/serve-lock.ts `recordedServer`, read again each time):
+   * once that server stopped, its port is any local user's to take (a long-lived `attach` reconnects for hours).
+   * The config's address: the reason when another uid holds its loopback port (cli/context.ts `foreignListener`).
+   * Null for `--url` and `$AIRLOCK_URL`.
+   */
+  recheck(): Promise<string | null>;
+  /**
    * Sends one request with the API token and parses the JSON answer.
-   * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve.
+   * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve, or
+   *   (nothing sent) `base` came from `serve.lock` and the lock no longer names a live server there ({@link ServerClient.recheck}).
    */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
   /**
@@ -64,17 +73,27 @@ export function notFoundHint(hint: string): (r: ApiResponse) => string | undefin
  * @throws AirlockError `usage` / `config_invalid` from the data dir or config.
  */
 export async function connect(opts: ServerClientOptions, env: Record<string, string | undefined> = process.env): Promise<ServerClient> {
-  const { resolveContext, serverTarget } = await import("./context.ts");
+  const { resolveContext, serverTarget, foreignListener } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
   const ctx = await resolveContext(opts, env);
   const tokens = ensureTokens(ctx.dataDir);
   const target = await serverTarget(ctx, opts.url, env, tokens.approverToken);
   const base = target.base;
   const token = tokens.apiToken;
+  const { recordedServer } = await import("../store/serve-lock.ts");
   const client: ServerClient = {
     base,
     dataDir: ctx.dataDir,
+    async recheck() {
+      if (target.from === "config") return foreignListener(base);
+      if (target.from !== "serve.lock") return null;
+      const now = recordedServer(ctx.dataDir, tokens.approverToken);
+      if (now.state === "listening" && now.url === base) return null;
+      return `the airlock serve recorded in ${now.lockPath} no longer listens at ${base} (${now.state === "listening" ? `it records ${now.url} now` : now.state === "starting" ? `its server (pid ${now.pid}) is starting or stopping` : now.why}), so nothing is sent there`;
+    },
     async call(method, path, body, headers = {}) {
+      const gone = await client.recheck();
+      if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
       let res: Response;
       try {
         res = await fetch(base + path, {
@@ -126,7 +145,7 @@ export function unreachableAdvice(target: ServerTarget, dataDir: string): string
       );
     case "starting":
       return (
-        `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}) is still starting and has recorded no URL in ${r.lockPath} yet:\n` +
+        `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}) is starting or stopping and has recorded no URL in ${r.lockPath}:\n` +
         `  try again in a moment, or see its terminal or log; a second airlock serve on this data dir would be refused (data_dir_in_use).`
       );
     case "none":

@@ -19,6 +19,12 @@ export interface ServerHandle {
   hostname: string;
   port: number;
   /**
+   * `url` with the loopback address bound (`http://127.0.0.1:PORT`, `http://[::1]:PORT`) when the host is a name that
+   * resolved to one (`localhost`), else `url`: what `serve.lock` records, since a name can also resolve to the other
+   * loopback address, whose same port any local user may bind (the client would send its token there).
+   */
+  lockUrl: string;
+  /**
    * Stops accepting connections, ends every open SSE stream cleanly (what was published to it is written, then
    * the chunked body ends), waits for the connections to close until the runtime's close deadline (5 s after
    * `rt.close()` started; 5 s from now outside it; at least 200 ms), then closes those left. Idempotent.
@@ -64,5 +70,9 @@ export function startServer(rt: Runtime, opts: { host?: string; port?: number } 
   const url = `http://${shownHost}:${server.port}`;
   // notification links point here unless `notify.console_url` names another base (a tunnel)
   rt.notify.setServerUrl(url);
-  return { url, hostname, port: server.port!, stop };
+  // (Bun's Server has `address`, the bound socket's, but its types do not say so)
+  const bound = (server as unknown as { address?: { address?: string } }).address?.address;
+  const named = !/^[\d.]+$/.test(hostname) && !hostname.includes(":");
+  const lockUrl = named && bound === "127.0.0.1" ? `http://127.0.0.1:${server.port}` : named && bound === "::1" ? `http://[::1]:${server.port}` : url;
+  return { url, hostname, port: server.port!, lockUrl, stop };
 }

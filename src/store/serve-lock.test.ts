@@ -55,9 +55,15 @@ describe("acquireServeLock", () => {
 describe("recordedServer", () => {
   const KEY = "k".repeat(64);
 
-  test("a signed lock of this process: starting until it records its URL, then listening there; a wildcard bind given as loopback", () => {
+  test("a signed lock of this process: starting until it records its URL, then listening there; a wildcard bind given as loopback", async () => {
     const d = dir();
     const lock = acquireServeLock(d);
+    // this process listens on the port the lock records (recordedServer follows no URL its pid does not listen on)
+    const listener = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    const other = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    const gone = other.port!;
+    await other.stop(true);
+    const P = String(listener.port);
     try {
       // unsigned: not trusted
       expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("carries no MAC") });
@@ -66,20 +72,24 @@ describe("recordedServer", () => {
       expect(recordedServer(d, "x".repeat(64))).toMatchObject({ state: "none", why: expect.stringContaining("does not match") });
       expect(recordedServer(d, null)).toMatchObject({ state: "none", why: expect.stringContaining("no usable approver token") });
       for (const [recorded, client] of [
-        ["http://127.0.0.1:7613", "http://127.0.0.1:7613"],
-        ["http://0.0.0.0:7613", "http://127.0.0.1:7613"],
-        ["http://[::]:7613", "http://[::1]:7613"],
-        ["http://[::1]:7613", "http://[::1]:7613"],
+        [`http://127.0.0.1:${P}`, `http://127.0.0.1:${P}`],
+        [`http://0.0.0.0:${P}`, `http://127.0.0.1:${P}`],
+        [`http://[::]:${P}`, `http://[::1]:${P}`],
+        [`http://[::1]:${P}`, `http://[::1]:${P}`],
       ]) {
         lock.setUrl(recorded!);
         expect(recordedServer(d, KEY)).toEqual({ state: "listening", pid: process.pid, url: client!, lockPath: join(d, SERVE_LOCK_FILE) });
       }
+      // a port this process does not listen on (a listener closed while the process lives on): not followed
+      lock.setUrl(`http://127.0.0.1:${gone}`);
+      expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining(`holds no listening socket on port ${gone}`) });
       for (const bad of ["https://127.0.0.1:7613", "http://127.0.0.1:7613/x", "http://u:p@127.0.0.1:7613", "http://127.0.0.1", "not a url"]) {
         lock.setUrl(bad);
         expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("is not an http://HOST:PORT address") });
       }
     } finally {
       lock.release();
+      await listener.stop(true);
     }
     expect(recordedServer(d, KEY)).toMatchObject({ state: "none", why: expect.stringContaining("no serve.lock") });
   });

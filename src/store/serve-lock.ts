@@ -7,7 +7,7 @@
  * its lock with a MAC under the data dir's approver token once it has the tokens, and records its URL once it
  * listens: the client commands find it there ({@link recordedServer}).
  */
-import { closeSync, constants, linkSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants, linkSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { readRegularFile, writersBesidesOwner } from "../config/paths.ts";
 import { AirlockError } from "../errors.ts";
@@ -48,8 +48,12 @@ export interface ServeLock {
    * from then on the client commands trust what it records ({@link recordedServer}).
    */
   sign(approverToken: string): void;
-  /** Records the address the server listens on (shown to a second `serve`; the client commands' URL), with the lock's MAC once signed. */
-  setUrl(url: string): void;
+  /**
+   * Records the address the server listens on (shown to a second `serve`; the client commands' URL), with the lock's
+   * MAC once signed; null takes it out again, before the server closes its listener (a port it gave up can be taken by
+   * any local user, and the lock must not send the client commands' tokens there while the server drains).
+   */
+  setUrl(url: string | null): void;
   release(): void;
 }
 
@@ -78,7 +82,7 @@ export function acquireServeLock(dataDir: string): ServeLock {
     if (other !== "unreadable" && !ownerIsGone({ pid: other.pid, start: other.start })) {
       throw new AirlockError(
         "data_dir_in_use",
-        `another airlock serve (pid ${other.pid}, ${other.url ? `listening on ${other.url}` : "still starting"}) already uses the data dir ${dataDir}; ` +
+        `another airlock serve (pid ${other.pid}, ${other.url ? `listening on ${other.url}` : "starting or stopping"}) already uses the data dir ${dataDir}; ` +
           `stop it first, talk to it (airlock actions list --data-dir ${dataDir}, or its web console: airlock console --data-dir ${dataDir}: they find its URL in ${path}), ` +
           `or start this one with another --data-dir. ` +
           `One SQLite data dir serves one server; several servers need a shared database server, not a shared SQLite file`,
@@ -137,7 +141,8 @@ export type RecordedServer =
  * airlock runs as, writable by no one else (`writersBesidesOwner`: group write of the owner's private group aside),
  * its `pid` a live process with the recorded start identity (store/owner.ts; a stale lock of a killed server is
  * `none`), its `mac` the {@link serveLockMac} under `approverToken` (the data dir's approver token; null: none usable,
- * so no lock is trusted), and its `url`, when there is one, an `http://HOST:PORT` base. A wildcard bind (`0.0.0.0`, `[::]`) is given as loopback
+ * so no lock is trusted), and its `url`, when there is one, an `http://HOST:PORT` base on whose port that pid holds a
+ * listening socket ({@link listensOn}: a signed lock put back after its server closed its listener is not followed). A wildcard bind (`0.0.0.0`, `[::]`) is given as loopback
  * (`127.0.0.1`, `[::1]`): the server's Host check accepts only loopback names then.
  * @returns never throws: anything else is `none`, with why (for the messages that say where a URL came from).
  */
@@ -189,7 +194,42 @@ export function recordedServer(dataDir: string, approverToken: string | null): R
   }
   if (recorded === null) return { state: "starting", pid, lockPath };
   const url = clientBase(recorded);
-  return url === null ? none(`the URL ${lockPath} records (${JSON.stringify(info.url).slice(0, 80)}) is not an http://HOST:PORT address`) : { state: "listening", pid, url, lockPath };
+  if (url === null) return none(`the URL ${lockPath} records (${JSON.stringify(info.url).slice(0, 80)}) is not an http://HOST:PORT address`);
+  // a signed lock says who wrote it, not that its server still listens: a copy kept by whoever can write the data dir
+  // and put back while the server drains (pid alive, listener closed) would send the token to whoever took the port
+  const port = Number(new URL(url).port);
+  const listens = listensOn(pid, port);
+  if (listens !== true) return none(`the server ${lockPath} records (pid ${pid}) ${listens === false ? `holds no listening socket on port ${port}` : `cannot be seen to listen on port ${port} (${listens})`}, so its URL is not followed`);
+  return { state: "listening", pid, url, lockPath };
+}
+
+/**
+ * Whether process `pid` holds a TCP socket listening on `port` (any address) in this process's network namespace:
+ * a LISTEN row of /proc/self/net/tcp or tcp6 whose socket inode is one of /proc/PID/fd. A string says why it cannot
+ * be told (no /proc, another user's process, hidepid): the caller then does not follow the lock.
+ */
+export function listensOn(pid: number, port: number): boolean | string {
+  const rows = listenersOn(port);
+  if (rows === null) return "no /proc/self/net/tcp";
+  const inodes = new Set(rows.map((r) => r.inode));
+  if (inodes.size === 0) return false;
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch (e) {
+    return `/proc/${pid}/fd: ${(e as NodeJS.ErrnoException).code ?? String(e)}`;
+  }
+  for (const fd of fds) {
+    let target: string;
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue; // closed meanwhile
+    }
+    const m = /^socket:\[(\d+)\]$/.exec(target);
+    if (m && inodes.has(m[1]!)) return true;
+  }
+  return false;
 }
 
 /**
@@ -222,6 +262,32 @@ function clientBase(raw: unknown): string | null {
   if (u.protocol !== "http:" || u.username || u.password || u.search || u.hash || (u.pathname !== "/" && u.pathname !== "") || !u.port) return null;
   const host = u.hostname === "0.0.0.0" ? "127.0.0.1" : u.hostname === "[::]" ? "[::1]" : u.hostname;
   return `http://${host}:${u.port}`;
+}
+
+/**
+ * The TCP sockets listening on `port` (any address) in this process's network namespace, with their owner's uid and
+ * socket inode (/proc/self/net/tcp and tcp6); null when neither table can be read.
+ */
+export function listenersOn(port: number): { uid: number; inode: string }[] | null {
+  const rows: { uid: number; inode: string }[] = [];
+  let tables = 0;
+  for (const table of ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) {
+    let text: string;
+    try {
+      text = readFileSync(table, "utf8");
+    } catch {
+      continue; // no IPv6 (or no IPv4) in this namespace
+    }
+    tables++;
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode; LISTEN is 0A; the port is the
+      // local address's hex after ':'
+      if (f.length < 10 || f[3] !== "0A") continue;
+      if (Number.parseInt(f[1]!.slice(f[1]!.lastIndexOf(":") + 1), 16) === port) rows.push({ uid: Number(f[7]), inode: f[9]! });
+    }
+  }
+  return tables === 0 ? null : rows;
 }
 
 /**
@@ -322,7 +388,7 @@ function held(dataDir: string, path: string, info: ServeLockInfo): ServeLock {
       key = approverToken;
       rewrite();
     },
-    setUrl(url: string) {
+    setUrl(url: string | null) {
       info.url = url;
       rewrite();
     },

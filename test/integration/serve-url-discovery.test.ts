@@ -7,7 +7,8 @@
  * under the data dir's approver token (what a hook or tool process, which can write the data dir but not read the
  * token, could plant) are not trusted: the commands then try the config's address, say where the URL came from, and
  * advise starting a server. While a live server holds the data dir, `server_unreachable` at another URL names the
- * live one, and while it is still starting the message says so: neither advises starting another.
+ * live one, and while it is starting or stopping (a signed lock with no URL: it listens nowhere) no address gets the
+ * token: `server_unreachable` says so; neither advises starting another.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -191,14 +192,22 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     }
   }, 60_000);
 
-  test("a signed lock of a server still starting (no URL yet): the config's address, and no advice to start another", async () => {
+  test("a signed lock of a server starting or stopping (no URL): no address gets the token, and no advice to start another", async () => {
     const port = await deadPort();
     const d = tokenDir(port);
     writeFileSync(join(d, "serve.lock"), lockText(d, process.pid, processStart(process.pid), APPROVER, null), { mode: 0o600 });
-    const r = await airlock(d, ["actions", "list"]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`cannot reach airlock serve at http://127.0.0.1:${port} (URL from server.host/server.port of the config: the airlock serve (pid ${process.pid}) holding the data dir has not recorded its URL`);
-    expect(r.stderr).toContain(`The airlock serve holding the data dir ${d} (pid ${process.pid}) is still starting`);
-    expect(r.stderr).not.toContain("Start it in another terminal");
+    // something answers at the config's address: it is not the server of the data dir, which listens nowhere now
+    const seen: string[] = [];
+    const other = Bun.serve({ hostname: "127.0.0.1", port, fetch: (req) => (seen.push(req.headers.get("authorization") ?? "-"), Response.json({ actions: [] })) });
+    try {
+      const r = await airlock(d, ["actions", "list"]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toStartWith(`airlock: server_unreachable: no URL to send the API token to: the airlock serve (pid ${process.pid}) holding the data dir ${d} has recorded none`);
+      expect(r.stderr).not.toContain("Start it in another terminal");
+      expect((await airlock(d, ["console"])).stdout).toBe("");
+      expect(seen).toEqual([]);
+    } finally {
+      await other.stop(true);
+    }
   }, 60_000);
 });

@@ -1,0 +1,109 @@
+/**
+ * @module test/security/serve-lock-url-never-outlives-the-listener
+ * The client commands follow the URL a live `airlock serve` signed into its `serve.lock` (store/serve-lock.ts
+ * `recordedServer`) and send the API token there.
+ * FINDING (high): on SIGTERM the server closed its listening socket first (`server.stop(false)`), then waited up to its
+ * 5 s close deadline for the SSE streams and open connections to end, and only then released its lock. For that time
+ * the lock still named the port with a valid MAC and a live pid, while the port was free: any local user — `nobody`,
+ * no token, no write access to the data dir — who polls a bind on that port gets it the moment the listener closes
+ * (held open the whole 5 s by one connection that sends half a request, which needs no token), and
+ * `airlock actions list` (or `attach`, `console`, `schedule`) sent its bearer token to that user's server.
+ * Fixed: the server takes the URL out of its lock (signed, no URL) before it closes the listener, and a client that
+ * finds a live server with no URL recorded refuses to send its token anywhere (`server_unreachable`): such a server
+ * listens nowhere, so whatever answers at the config's address is not it.
+ * Real processes: `airlock serve` as the current user, the squatter as `nobody` when the tests run as root.
+ */
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { testUsers } from "../as-user.ts";
+import { spawnServe } from "../harness-serve.ts";
+
+const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
+const dirs: string[] = [];
+const procs: Bun.Subprocess[] = [];
+afterAll(async () => {
+  for (const p of procs) {
+    p.kill("SIGKILL");
+    await p.exited;
+  }
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A port nothing listens on (bound, then closed). */
+async function deadPort(): Promise<number> {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+  const port = s.port!;
+  await s.stop(true);
+  return port;
+}
+
+/**
+ * The other user's server: binds `port` on 127.0.0.1 as soon as it is free (a bind tried every 2 ms), says `bound`,
+ * prints the Authorization header of every request it gets (`AUTH …`), and answers as airlock would.
+ */
+const SQUATTER = `
+const port = Number(process.argv[1]);
+for (;;) {
+  try {
+    Bun.serve({ hostname: "127.0.0.1", port, fetch(r) {
+      console.log("AUTH " + (r.headers.get("authorization") ?? "-") + " " + new URL(r.url).pathname);
+      return Response.json({ actions: [], schedules: [] });
+    } });
+    console.log("bound");
+    break;
+  } catch { await Bun.sleep(2); }
+}
+setTimeout(() => process.exit(0), 30000);
+`;
+
+test("after SIGTERM, a client never sends its token to whoever takes the server's port while the lock still names it", async () => {
+  const d = mkdtempSync(join(tmpdir(), "airlock-lockurl-"));
+  dirs.push(d);
+  writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { port: ${await deadPort()} }\n`);
+  writeFileSync(join(d, "turns.yaml"), 'turns:\n  - text: "done"\n');
+  const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", d]);
+  procs.push(sp.proc);
+  const token = readFileSync(join(d, "api-token"), "utf8").trim();
+  const port = Number(new URL(sp.url).port);
+
+  // the other user (nobody when the tests run as root) waits for the port
+  const other = testUsers().at(-1)!;
+  const squatter = Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  procs.push(squatter);
+  let seen = "";
+  const out = (async () => {
+    for await (const chunk of squatter.stdout.pipeThrough(new TextDecoderStream())) seen += chunk;
+  })();
+
+  // half a request (no token needed): the server's stop waits for this connection until its close deadline
+  const half = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } });
+  half.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`);
+  await Bun.sleep(100);
+
+  sp.proc.kill("SIGTERM");
+  const t0 = Date.now();
+  while (!seen.includes("bound") && Date.now() - t0 < 10_000) await Bun.sleep(5);
+  expect(seen).toContain("bound"); // the listener is closed: the other user holds the port
+  expect(sp.proc.exitCode).toBeNull(); // while the server (and its lock) still live
+
+  const p = Bun.spawn([process.execPath, MAIN, "actions", "list", "--json", "--data-dir", d], {
+    cwd: d,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
+  });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  half.end();
+  expect(await sp.proc.exited).toBe(0);
+  squatter.kill("SIGKILL");
+  await squatter.exited;
+  await out;
+
+  expect(seen).not.toContain(token);
+  expect(seen).not.toContain("AUTH ");
+  expect({ code, stdout }).toEqual({ code: 1, stdout: "" }); // server_unreachable
+  expect(stderr).toContain("server_unreachable");
+}, 60_000);
