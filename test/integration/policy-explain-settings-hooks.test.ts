@@ -50,13 +50,13 @@ interface Ran {
   stderr: string;
 }
 
-async function airlock(data: string, args: string[], cwd = base): Promise<Ran> {
+async function airlock(data: string, args: string[], cwd = base, homeDir = home): Promise<Ran> {
   const proc = Bun.spawn([process.execPath, MAIN, ...args], {
     cwd,
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, AIRLOCK_HOME: data },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: homeDir, AIRLOCK_HOME: data },
   });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
@@ -150,6 +150,24 @@ describe("airlock policy explain: the workspace's Claude Code settings hooks, as
     expect(trusted.code).toBe(1);
     expect(trusted.hooks.hooks?.map((h) => h.source)).toEqual(["config", "project-settings"]);
     expect(trusted.hooks.verdicts.map((v) => v.kind).sort()).toEqual(["allow", "deny"]);
+  });
+
+  test("the user's ~/.claude/settings.json hooks count in any folder, trusted or not, as in run", async () => {
+    const data = dataDir();
+    const ws = workspace("user-hooks");
+    const userHome = join(base, "home-with-hooks");
+    mkdirSync(join(userHome, ".claude"), { recursive: true });
+    const userHook = 'cat >/dev/null; echo "user hook says no" >&2; exit 2';
+    writeFileSync(join(userHome, ".claude", "settings.json"), JSON.stringify({ hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: userHook }] }] } }));
+    const run = await airlock(data, ["run", "go", "--headless", "--workspace", ws], base, userHome);
+    expect(run.stderr).toContain("developer__shell ls — denied: user hook says no");
+    const r = await airlock(data, ["policy", "explain", "--tool", "developer__shell", "--args", '{"command":"ls"}', "--workspace", ws, "--run-hooks", "--json"], base, userHome);
+    expect(r.code).toBe(1);
+    const e = JSON.parse(r.stdout) as { reason: string; steps: Step[] };
+    expect(e.reason).toBe("user hook says no");
+    const hooks = e.steps.find((s) => s.step === "hooks")!;
+    expect(hooks.hooks).toEqual([{ command: userHook, timeout: 60, source: "user-settings" }]);
+    expect(hooks.untrusted).toEqual([join(ws, ".claude", "settings.json")]);
   });
 
   test("a workspace settings file that cannot be read is config_invalid (exit 2, nothing on stdout), trusted or not, as in run", async () => {
