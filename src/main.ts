@@ -347,7 +347,9 @@ function addPolicyCommand(program: Command, done: (code: number) => void): void 
         .command("explain")
         .description(
           "Judge one call as the gate would and print each inspector's verdict in order (security floor, rules, hooks, mode, " +
-            "per-tool config, elevation) and the combined decision. Hooks are listed, not run, unless --run-hooks.\n" +
+            "per-tool config, elevation) and the combined decision. Hooks are listed, not run, unless --run-hooks; they are the " +
+            "hooks airlock run would have in the workspace (with hooks.import_claude_settings, the workspace's own .claude hooks " +
+            "only when the folder is trusted: airlock trust DIR).\n" +
             "Exit codes: 0 allow, 1 deny, 2 ask. A usage or config error prints `airlock: <code>: …` on stderr and nothing on " +
             "stdout (exit 2 for usage/config), so an empty stdout tells an error from an ask.",
         )
@@ -355,7 +357,7 @@ function addPolicyCommand(program: Command, done: (code: number) => void): void 
         .addOption(new Option("--args <json>", "the call's arguments as a JSON object").argParser(nonEmpty).default("{}"))
         .addOption(new Option("--mode <mode>", "judge under this mode instead of the config's").choices(MODES))
         .addOption(new Option("--sandbox <policy>", "judge under this sandbox policy instead of the config's").choices(SANDBOXES))
-        .addOption(new Option("--workspace <dir>", "the workspace the call is judged in (default: the current directory)").argParser(nonEmpty))
+        .addOption(new Option("--workspace <dir>", "the workspace the call is judged in, as airlock run's (default: the current directory)").argParser(nonEmpty))
         .option("--run-hooks", "run the matching PreToolUse hooks for real (they start processes)", false),
     ),
   )

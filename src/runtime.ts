@@ -32,7 +32,7 @@ import { testInspectors } from "./gate/inspectors/index.ts";
 import { SessionRuleSets } from "./gate/rules/session.ts";
 import { SessionRules } from "./store/session-rules.ts";
 import { checkRuleToolNames, rulesHome, runPermissionTests, withEffectivePermissions } from "./gate/rules/start.ts";
-import { claudeSettingsFiles, importSettingsHooks, readSettingsFile, type SettingsHooks } from "./config/claude-settings.ts";
+import { treeSettingsHooks, userSettingsHooks, type SettingsHooks } from "./config/claude-settings.ts";
 import { SessionConfigs, type ImportedHooks } from "./session/config.ts";
 import { createSession, type CreateSessionInput } from "./session/create.ts";
 import { knownAncestors } from "./session/graph.ts";
@@ -556,8 +556,7 @@ class AirlockRuntime implements Runtime {
   /** `~/.claude/settings.json`'s hooks, read once; its warnings are logged then. @throws AirlockError `config_invalid`. */
   private readUserHooks(): SettingsHooks {
     if (!this.userHooks) {
-      const [user] = claudeSettingsFiles(rulesHome(), this.workspace);
-      const got = importSettingsHooks([user!]);
+      const got = userSettingsHooks(rulesHome());
       for (const w of got.warnings) this.log(`airlock: WARNING: ${w}`);
       this.userHooks = got;
     }
@@ -575,27 +574,7 @@ class AirlockRuntime implements Runtime {
   private importHooks(rootId: string, _config: Readonly<Config>): ImportedHooks {
     const session = this.rootFacts.get(rootId);
     if (!session) throw new AirlockError("session_not_found", `the root session ${rootId} was not read in this process yet; its hooks cannot be imported`);
-    const user = this.readUserHooks();
-    const [, ...project] = claudeSettingsFiles(rulesHome(), session.workspace);
-    const trusted = session.trusted;
-    const groups = structuredClone(user.groups);
-    const notes: string[] = [];
-    if (trusted) {
-      const got = importSettingsHooks(project);
-      for (const e of Object.keys(groups) as (keyof typeof groups)[]) groups[e].push(...got.groups[e]);
-      notes.push(...got.warnings);
-    } else {
-      for (const f of project) {
-        // read as in a trusted folder (docs/spec.md: a file that cannot be read is `config_invalid` here too): a
-        // FIFO, a device, a folder or a kernel pseudo file is refused, not reported as hooks the folder's trust would run
-        const json = readSettingsFile(f.file, "hooks.import_claude_settings");
-        if (!json || json.hooks === undefined) continue;
-        notes.push(
-          `${f.file}: its hooks are NOT run: ${session.workspace} is not a trusted folder (a repository's hooks are code from that repository). ` +
-            `If you trust it, run: airlock trust ${session.workspace}`,
-        );
-      }
-    }
+    const { groups, notes } = treeSettingsHooks(this.readUserHooks(), rulesHome(), session.workspace, session.trusted);
     this.logNotes(rootId, notes);
     return { groups, notes };
   }

@@ -1,15 +1,17 @@
 /**
  * @module cli/policy
  * `airlock policy explain`: how the gate would judge one call under a config, inspector by inspector,
- * and the combined decision — offline: no server, no MCP server, no model. Exit 0 allow, 1 deny, 2 ask,
+ * and the combined decision — offline: no server, no MCP server, no model (the data dir's database is opened only to
+ * read the trusted folders, with `hooks.import_claude_settings`). Exit 0 allow, 1 deny, 2 ask,
  * so CI can check a policy. A usage or config error prints the CLI's error line on stderr and NOTHING on
  * stdout (exit 2 for usage/config, like every command), so a script tells "ask" (a decision on stdout)
  * from an error (empty stdout).
  */
 import { realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import type { Mode, SandboxPolicyName } from "../config/schema.ts";
+import type { Config, Mode, SandboxPolicyName } from "../config/schema.ts";
 import { AirlockError, assertNever } from "../errors.ts";
+import type { HookSource } from "../config/claude-settings.ts";
 import type { ExplainStep, Explanation } from "../gate/explain.ts";
 import type { Verdict } from "../gate/verdict.ts";
 import type { ScriptPool } from "../script/pool.ts";
@@ -26,7 +28,7 @@ export interface PolicyExplainOptions extends CommonOptions {
   mode?: Mode;
   /** `--sandbox`: overrides the config's sandbox policy. */
   sandbox?: SandboxPolicyName;
-  /** `--workspace DIR`: the workspace the call is judged in; default the cwd. */
+  /** `--workspace DIR`: the workspace the call is judged in, as `airlock run --workspace`'s (its trust, its `.claude` settings); default the cwd. */
   workspace?: string;
   /** `--run-hooks`: run the matching PreToolUse hooks for real (they start processes). */
   runHooks?: boolean;
@@ -44,8 +46,9 @@ function neverRuns(): never {
  * (gate/explain.ts `Explanation`).
  * @returns the exit code: 0 allow, 1 deny, 2 ask.
  * @throws AirlockError `usage` (exit 2: `--args` not a JSON object, no such tool, arguments the tool's schema
- *   refuses, `--workspace` not a folder), `config_invalid` (exit 2: the config, a rule, a per-tool key),
- *   `data_dir_unusable`. Nothing is printed on stdout then.
+ *   refuses, `--workspace` not a folder), `config_invalid` (exit 2: the config, a rule, a per-tool key, a Claude Code
+ *   settings file that cannot be used, as in run), `data_dir_unusable`, `storage_unavailable` (the trusted folders
+ *   cannot be read). Nothing is printed on stdout then.
  */
 export async function policyExplain(opts: PolicyExplainOptions): Promise<number> {
   const { resolveContext } = await import("./context.ts");
@@ -73,6 +76,9 @@ export async function policyExplain(opts: PolicyExplainOptions): Promise<number>
   let config = ctx.config;
   if (opts.mode || opts.sandbox) config = mergeConfig(config, { ...(opts.mode ? { mode: opts.mode } : {}), ...(opts.sandbox ? { sandbox: opts.sandbox } : {}) }, "command line");
   config = withEffectivePermissions(config, { workspace, home: rulesHome(), log: (line) => writeStderr(`${line}\n`) });
+  // the hooks a session of `airlock run` in this workspace imports, by the runtime's own import
+  const imported = await importedHooks(config, ctx, workspace, rulesHome(), (line) => writeStderr(`${line}\n`));
+  config = imported.config;
 
   // the tools as a runtime registers them; MCP servers as name prefixes only (listing would start them)
   const registry = new ToolRegistry();
@@ -102,7 +108,7 @@ export async function policyExplain(opts: PolicyExplainOptions): Promise<number>
 
   const dataDir = realpathSync(ctx.dataDir);
   const explanation = await explainCall(
-    { def, args, rawArgs, config, workspace, schemaChecked },
+    { def, args, rawArgs, config, workspace, schemaChecked, untrustedHooks: imported.untrusted },
     {
       floor: floorInspector({ dataDir }),
       rules: rulesInspector,
@@ -116,6 +122,42 @@ export async function policyExplain(opts: PolicyExplainOptions): Promise<number>
   if (opts.json) writeJson(explanation);
   else writeStdout(explainText(explanation));
   return explainExitCode(explanation.decision);
+}
+
+/**
+ * `config` with the hooks a session of `airlock run` in `workspace` imports from Claude Code's settings files
+ * (`hooks.import_claude_settings`), by the runtime's own import (config/claude-settings.ts `treeSettingsHooks`,
+ * session/config.ts `withImportedHooks`): the user's `~/.claude/settings.json` hooks, and the workspace's own
+ * `.claude/settings*.json` hooks when a trusted folder (`airlock trust`, the data dir's database) holds it.
+ * What run logs at start is logged (`airlock: WARNING: …`), except the untrusted files' notes: the hooks step says those.
+ * @returns the config, and the workspace files whose hooks are not run (the folder not trusted; empty otherwise).
+ * @throws AirlockError `config_invalid` (a settings file that cannot be used, as in run), the store's errors
+ *   (`data_dir_unusable`, `storage_unavailable`) when the trusted folders cannot be read.
+ */
+async function importedHooks(
+  config: Readonly<Config>,
+  ctx: { config: { storage?: string }; dataDir: string },
+  workspace: string,
+  home: string,
+  log: (line: string) => void,
+): Promise<{ config: Readonly<Config>; untrusted: string[] }> {
+  if (!config.hooks.import_claude_settings) return { config, untrusted: [] };
+  const { treeSettingsHooks, userSettingsHooks } = await import("../config/claude-settings.ts");
+  const { withImportedHooks } = await import("../session/config.ts");
+  const { openStore } = await import("../store/open.ts");
+  const { TrustStore } = await import("../store/trust.ts");
+  const user = userSettingsHooks(home);
+  for (const w of user.warnings) log(`airlock: WARNING: ${w}`);
+  const store = await openStore(ctx.config, ctx.dataDir);
+  let trusted: boolean;
+  try {
+    trusted = (await new TrustStore(store).trustedFolderOf(workspace)) !== null;
+  } finally {
+    await store.close();
+  }
+  const got = treeSettingsHooks(user, home, workspace, trusted);
+  if (trusted) for (const n of got.notes) log(`airlock: WARNING: ${n}`);
+  return { config: withImportedHooks(config, got.groups), untrusted: got.untrusted };
 }
 
 /** `dir` as a real path. @throws AirlockError `usage` when it is not an existing folder. */
@@ -162,6 +204,20 @@ function verdictText(v: Verdict): string {
   }
 }
 
+/** Where a listed hook came from, after its timeout: nothing for the config's own, else the settings file and how it runs. */
+function sourceText(source: HookSource): string {
+  switch (source) {
+    case "config":
+      return "";
+    case "user-settings":
+      return ", from ~/.claude/settings.json";
+    case "project-settings":
+      return ", from the workspace's .claude settings, confined to the sandbox policy";
+    default:
+      return assertNever(source, "hook source");
+  }
+}
+
 /** The text form: the call, then one line per step (more for several verdicts), then the decision. */
 export function explainText(e: Explanation): string {
   const out: string[] = [];
@@ -179,7 +235,7 @@ export function explainText(e: Explanation): string {
     } else {
       out.push(`${head}${s.status.replace("_", " ")}${s.note ? ` — ${s.note}` : ""}`);
     }
-    if (s.step === "hooks" && s.hooks?.length && s.status !== "judged") for (const h of s.hooks) out.push(`     would run: ${h.command} (timeout ${h.timeout} s)`);
+    if (s.step === "hooks" && s.hooks?.length && s.status !== "judged") for (const h of s.hooks) out.push(`     would run: ${h.command} (timeout ${h.timeout} s${sourceText(h.source)})`);
   });
   const by = [e.inspector && !e.reason.startsWith("[") ? `[${e.inspector}]` : "", e.rule ? `rule ${e.rule}` : "", e.decision === "deny" ? codeAfterDeny(e.code).trim() : ""].filter(Boolean).join(" ");
   out.push(`decision: ${e.decision}${by ? ` ${by}` : ""} — ${e.reason}`);

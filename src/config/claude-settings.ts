@@ -193,7 +193,58 @@ export function importSettingsHooks(files: readonly ClaudeSettingsFile[]): Setti
   return out;
 }
 
+/**
+ * The hooks of the user's `~/.claude/settings.json` under `home` (gate/rules/start.ts `rulesHome`), tagged
+ * `user-settings`; their warnings are the caller's to say. They run in every workspace, trusted or not.
+ * @throws AirlockError `config_invalid` (see {@link importSettingsHooks}).
+ */
+export function userSettingsHooks(home: string): SettingsHooks {
+  return importSettingsHooks(claudeSettingsFiles(home, home).filter((f) => f.scope === "user"));
+}
+
 /** `true` when `groups` holds at least one hook. */
 export function hasHooks(groups: Record<HookEvent, HookMatcher[]>): boolean {
   return HOOK_EVENTS.some((e) => groups[e].length > 0);
+}
+
+/** The hooks a session tree imports from Claude Code's settings files, and what the person is told about them. */
+export interface TreeSettingsHooks {
+  /** The user's groups, then (in a trusted folder) the workspace's, per event, in file order. */
+  groups: Record<HookEvent, HookMatcher[]>;
+  /** Lines for the person: the workspace files' events, hook types and fields not honoured (trusted), or one {@link untrustedHooksNote} per workspace file with hooks (untrusted). The user file's warnings are not here: they are said where it is read. */
+  notes: string[];
+  /** The workspace's settings files whose `hooks` are not run because no trusted folder holds the workspace (empty when trusted). */
+  untrusted: string[];
+}
+
+/** The note for a workspace settings file whose hooks are not run: the folder is not trusted, and the `airlock trust` that would run them. */
+export function untrustedHooksNote(file: string, workspace: string): string {
+  return `${file}: its hooks are NOT run: ${workspace} is not a trusted folder (a repository's hooks are code from that repository). If you trust it, run: airlock trust ${workspace}`;
+}
+
+/**
+ * The hooks a session tree rooted in `workspace` imports (`hooks.import_claude_settings`): the user's settings
+ * hooks (`user`, read with {@link importSettingsHooks}), then those of the workspace's `.claude/settings.json` and
+ * `.claude/settings.local.json` when `trusted` (a trusted folder holds the workspace: store/trust.ts). An untrusted
+ * workspace's files are only read to say that their hooks are not run. The one import `airlock run` (runtime.ts) and
+ * `airlock policy explain` (cli/policy.ts) both make.
+ * @param home the folder holding `.claude/settings.json` of the user (gate/rules/start.ts `rulesHome`), for the files' list.
+ * @throws AirlockError `config_invalid`: a workspace settings file that cannot be read as a regular file (trusted or
+ *   not: a FIFO, a device, a folder, a kernel pseudo file is refused, not reported as hooks trust would run), or a
+ *   trusted one that is not valid ({@link readSettingsFile}, {@link parseSettingsHooks}).
+ */
+export function treeSettingsHooks(user: SettingsHooks, home: string, workspace: string, trusted: boolean): TreeSettingsHooks {
+  const [, ...project] = claudeSettingsFiles(home, workspace);
+  const groups = structuredClone(user.groups);
+  if (trusted) {
+    const got = importSettingsHooks(project);
+    for (const e of HOOK_EVENTS) groups[e].push(...got.groups[e]);
+    return { groups, notes: got.warnings, untrusted: [] };
+  }
+  const untrusted: string[] = [];
+  for (const f of project) {
+    const json = readSettingsFile(f.file, "hooks.import_claude_settings");
+    if (json && json.hooks !== undefined) untrusted.push(f.file);
+  }
+  return { groups, notes: untrusted.map((f) => untrustedHooksNote(f, workspace)), untrusted };
 }

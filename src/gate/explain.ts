@@ -12,6 +12,7 @@ import type { ToolDef } from "../tool/tool.ts";
 import { requestedPolicy } from "./inspectors/elevation.ts";
 import { matchingHooks } from "../hook/index.ts";
 import { claudeToolName } from "./inspectors/hooks.ts";
+import type { HookSource } from "../config/claude-settings.ts";
 import { judgingSession, type InspectedCall, type Inspector } from "./inspectors/inspector.ts";
 import { nameRefusal } from "./inspectors/mode.ts";
 import { combine, headlessRefusal, type InspectorName, type Judgement, type Verdict } from "./verdict.ts";
@@ -35,8 +36,14 @@ export interface ExplainStep {
   verdicts: Verdict[];
   /** Why the status (for `none`, `not_run`, `overridden`). */
   note?: string;
-  /** Hooks step: the hooks whose matcher matches the call (run with `--run-hooks`, else only listed). */
-  hooks?: { command: string; timeout: number }[];
+  /**
+   * Hooks step: the hooks whose matcher matches the call (run with `--run-hooks`, else only listed), each with where it
+   * came from (config/claude-settings.ts `HookSource`: `config` airlock.yaml or a recipe, `user-settings`
+   * `~/.claude/settings.json`, `project-settings` the workspace's `.claude/settings*.json`, run confined).
+   */
+  hooks?: { command: string; timeout: number; source: HookSource }[];
+  /** Hooks step: the workspace's settings files whose hooks are not run because no trusted folder holds it (`airlock trust`); absent when none. */
+  untrusted?: string[];
 }
 
 /** The whole explanation (`airlock policy explain --json` prints it as one object). */
@@ -91,6 +98,8 @@ export interface ExplainCall {
   /** Absolute real path. */
   workspace: string;
   schemaChecked: boolean;
+  /** The workspace's Claude Code settings files whose hooks a session here would not run: the folder is not trusted (config/claude-settings.ts `treeSettingsHooks`). */
+  untrustedHooks?: readonly string[];
   signal?: AbortSignal;
 }
 
@@ -115,7 +124,16 @@ export async function explainCall(call: ExplainCall, insp: ExplainInspectors): P
     schema_checked: call.schemaChecked,
     hooks_run: insp.hooks !== undefined,
   };
-  const wouldRun = matchingHooks(config.hooks.PreToolUse, [claudeToolName(def), def.name]).map((h) => ({ command: h.command, timeout: h.timeout }));
+  const wouldRun = matchingHooks(config.hooks.PreToolUse, [claudeToolName(def), def.name]).map((h) => ({ command: h.command, timeout: h.timeout, source: h.source }));
+  // a session here would not run the workspace's own hooks (whatever their matchers): said in the hooks step, with the fix
+  const untrusted = call.untrustedHooks?.length ? { untrusted: [...call.untrustedHooks] } : {};
+  const trustNote = untrusted.untrusted
+    ? `the hooks of ${untrusted.untrusted.join(" and ")} are not run: ${call.workspace} is not a trusted folder (to run them: airlock trust ${call.workspace})`
+    : undefined;
+  const withTrust = (note?: string): { note?: string } => {
+    const said = [note, trustNote].filter((x) => x !== undefined && x !== "").join("; ");
+    return said ? { note: said } : {};
+  };
 
   // the gate refuses by name before resolving the tool (chat mode, a per-tool deny): nothing else is judged
   const early = nameRefusal(def.name, config.mode, config.tools);
@@ -124,7 +142,7 @@ export async function explainCall(call: ExplainCall, insp: ExplainInspectors): P
     const steps: ExplainStep[] = [
       { step: "security_floor", status: "not_run", verdicts: [], note: notRun },
       { step: "rules", status: "not_run", verdicts: [], note: notRun },
-      { step: "hooks", status: "not_run", verdicts: [], note: notRun, hooks: wouldRun },
+      { step: "hooks", status: "not_run", verdicts: [], ...withTrust(notRun), hooks: wouldRun, ...untrusted },
       early.inspector === "mode"
         ? { step: "mode", status: "judged", verdicts: [early] }
         : { step: "mode", status: "overridden", verdicts: [], note: `config.tools.${def.name}.permission decides instead of the mode` },
@@ -154,12 +172,14 @@ export async function explainCall(call: ExplainCall, insp: ExplainInspectors): P
   const cheapDeny = [...floor, ...rules, ...modeVs, ...elevation].some((v) => v.kind === "deny");
   let hookStep: ExplainStep;
   let hookVs: Verdict[] = [];
-  if (wouldRun.length === 0) {
+  if (wouldRun.length === 0 && trustNote) {
+    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: [], ...withTrust(), ...untrusted };
+  } else if (wouldRun.length === 0) {
     hookStep = { step: "hooks", status: "none", verdicts: [], hooks: [], note: "no PreToolUse hook matches this tool" };
   } else if (!insp.hooks) {
-    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, note: "pass --run-hooks to run them" };
+    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, ...withTrust("pass --run-hooks to run them"), ...untrusted };
   } else if (cheapDeny) {
-    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, note: "another inspector already denies (the gate skips hooks then)" };
+    hookStep = { step: "hooks", status: "not_run", verdicts: [], hooks: wouldRun, ...withTrust("another inspector already denies (the gate skips hooks then)"), ...untrusted };
   } else {
     hookVs = await insp.hooks.inspect(inspected);
     // what a hook asks besides its verdict is said, never left out: a rewrite is judged from the start by the
@@ -168,7 +188,7 @@ export async function explainCall(call: ExplainCall, insp: ExplainInspectors): P
       ...(v.effects?.rewrite ? [`hook ${JSON.stringify(v.hook)} rewrites the input to ${JSON.stringify(v.effects.rewrite)}: the gate judges that input from the start (explain it with --args)`] : []),
       ...(v.effects?.stop !== undefined ? [`hook ${JSON.stringify(v.hook)} stops the turn (continue: false): ${v.effects.stop}`] : []),
     ]);
-    hookStep = { step: "hooks", status: "judged", verdicts: hookVs, hooks: wouldRun, ...(said.length ? { note: said.join("; ") } : {}) };
+    hookStep = { step: "hooks", status: "judged", verdicts: hookVs, hooks: wouldRun, ...withTrust(said.join("; ")), ...untrusted };
   }
   // the mode inspector says one thing: the per-tool permission when one is configured, else the mode's
   const configured = modeVs.some((v) => v.inspector === "tool_config");

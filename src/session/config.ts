@@ -22,6 +22,20 @@ export interface ImportedHooks {
  */
 export type HookImporter = (rootId: string, config: Readonly<Config>) => ImportedHooks;
 
+/**
+ * `config` with `groups` (the hooks a tree imports) appended after its own, per event: the config a session of that
+ * tree is judged under. `config` itself when `groups` holds no hook; else a new frozen config.
+ */
+export function withImportedHooks(config: Readonly<Config>, groups: Readonly<Record<HookEvent, HookMatcher[]>>): Readonly<Config> {
+  const hooks = { ...config.hooks } as Record<string, unknown>;
+  let added = 0;
+  for (const e of HOOK_EVENTS) {
+    added += groups[e].length;
+    hooks[e] = [...config.hooks[e], ...groups[e]];
+  }
+  return added ? Object.freeze({ ...config, hooks: hooks as Config["hooks"] }) : config;
+}
+
 /** The run overrides of each root session in this process, and the configs they make. */
 export class SessionConfigs {
   private readonly overrides = new Map<string, Readonly<Config>>();
@@ -110,13 +124,7 @@ export class SessionConfigs {
     const config = this.overrides.get(root) ?? this.base;
     if (!this.importHooks || !config.hooks.import_claude_settings) return { config, notes: [] };
     const got = this.importHooks(root, config);
-    const hooks = { ...config.hooks } as Record<string, unknown>;
-    let added = 0;
-    for (const e of HOOK_EVENTS) {
-      added += got.groups[e].length;
-      hooks[e] = [...config.hooks[e], ...got.groups[e]];
-    }
-    const entry = { config: added ? Object.freeze({ ...config, hooks: hooks as Config["hooks"] }) : config, notes: got.notes };
+    const entry = { config: withImportedHooks(config, got.groups), notes: got.notes };
     if (this.imported.size > 10_000) this.imported.clear();
     this.imported.set(root, entry);
     return entry;
