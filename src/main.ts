@@ -179,7 +179,7 @@ function addRunCommand(program: Command, done: (code: number) => void): void {
       .command("run")
       .summary("run one turn from a prompt or a recipe and print the answer")
       .description("Run one turn and print the result on stdout (text, one JSON object, or NDJSON events); logs go to stderr.\nExit codes: 0 completed, 1 failed, 2 usage/config error, 3 blocked (a call needed a person and none could answer), 130 cancelled.")
-      .argument("[prompt]", "what to ask; default: the recipe's instructions")
+      .argument("[prompt]", "what to ask; - reads it from stdin (stdin is read only then); default: the recipe's instructions")
       .addOption(new Option("--recipe <file>", "a recipe YAML file (instructions, parameters, provider, mode, sandbox, hooks)").argParser(nonEmpty))
       .addOption(new Option("--param <key=value>", "a recipe parameter (repeatable)").argParser(collectParam).default({}, "none"))
       .option("--headless", "no person can answer: any ask is refused at once", false)
@@ -188,12 +188,13 @@ function addRunCommand(program: Command, done: (code: number) => void): void {
       .addOption(new Option("--sandbox <policy>", "sandbox policy for host processes").choices(SANDBOXES))
       .addOption(new Option("--workspace <dir>", "the session's workspace folder (default: the current directory)").argParser(nonEmpty))
       .addOption(new Option("--provider <name>", "model provider").choices(PROVIDERS))
-      .addOption(new Option("--model <name>", "model name").argParser(nonEmpty)),
+      .addOption(new Option("--model <name>", "model name (with --provider, unless the config names the provider)").argParser(nonEmpty)),
   )
     .addHelpText(
       "after",
       examples([
         'airlock run "summarise README.md"',
+        "airlock run - < task.txt   # the prompt from stdin",
         "airlock run --recipe triage.yaml --param project=. --headless --output-format json",
         'airlock run "fix the failing test" --mode approve --sandbox workspace-write --output-format stream-json',
       ]),

@@ -13,12 +13,12 @@ import type { AnyEvent, TypedEvent } from "../bus/bus.ts";
 import type { Card } from "../bus/events.ts";
 import type { Decision } from "../card/authority.ts";
 import { assertNever } from "../errors.ts";
-import { callSummary } from "./call-summary.ts";
-import { safe } from "./output.ts";
+import { callTitle } from "./call-summary.ts";
 import type { Runtime } from "../runtime.ts";
 import type { Session } from "../session/types.ts";
 import type { ClientFiles } from "../tool/tool.ts";
-import { knownAncestors, sessionName } from "../session/graph.ts";
+import { knownAncestors } from "../session/graph.ts";
+import { chainPrefixes } from "./chain-prefix.ts";
 import type { CommonOptions } from "./context.ts";
 import { version as AIRLOCK_VERSION } from "../../package.json" with { type: "json" };
 
@@ -121,8 +121,8 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
     s.queue = s.queue.then(() => c.notify(methods.client.session.update, { sessionId: s.root, update: u })).catch((e: unknown) => opts.log(`airlock acp: session/update failed: ${(e as Error).message}`));
   };
 
-  /** Chain-label names of the subagent sessions seen, by id. */
-  const names = new Map<string, string>();
+  /** The `[root›subagent#0] ` before a subagent's call titles (cli/chain-prefix.ts, as `airlock run` says it). */
+  const chains = chainPrefixes(rt.store);
   const inTree = (s: AcpSession, id: string): boolean => {
     let m = s.member.get(id);
     if (m === undefined) {
@@ -134,23 +134,13 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
       }
       s.member.set(id, m);
       // its name for chain labels, read now (a label asked for before it arrives shows the id)
-      if (m && id !== s.root) void rt.store.getSession(id).then((x) => names.set(id, sessionName(x, id)), () => {});
+      if (m && id !== s.root) chains.learn(id);
     }
     return m;
   };
 
   /** `[root›subagent#0] ` for a subagent's call, empty for the root's own. */
-  const chainPrefix = (s: AcpSession, sessionId: string): string => {
-    if (sessionId === s.root) return "";
-    let chain: string[];
-    try {
-      chain = [sessionId, ...knownAncestors(rt.store, sessionId)].reverse();
-    } catch {
-      chain = [s.root, sessionId];
-    }
-    const labels = chain.map((id) => (id === s.root ? "root" : (names.get(id) ?? id)));
-    return `[${labels.join("›")}] `;
-  };
+  const chainPrefix = (s: AcpSession, sessionId: string): string => chains.prefix(s.root, sessionId);
 
   const onEvent = (s: AcpSession, ev: AnyEvent): void => {
     if (!inTree(s, ev.session_id)) return;
@@ -163,7 +153,7 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
         const key = `${d.session_id}:${d.call_id}`;
         const known = s.calls.get(key);
         s.calls.set(key, { session: d.session_id, tool: d.tool, args: d.arguments, running: false });
-        const fields = { toolCallId: key, title: toolTitle(chainPrefix(s, d.session_id), d.tool, d.arguments), kind: toolKind(d.tool), rawInput: d.arguments };
+        const fields = { toolCallId: key, title: callTitle(chainPrefix(s, d.session_id), d.tool, d.arguments), kind: toolKind(d.tool), rawInput: d.arguments };
         // a hook's rewrite of the same call replaces its input; a new call starts pending (judged, maybe asked)
         if (known) update(s, { sessionUpdate: "tool_call_update", ...fields });
         else update(s, { sessionUpdate: "tool_call", ...fields, status: "pending" });
@@ -227,7 +217,7 @@ export function acpAgent(rt: Runtime, sdk: typeof Acp, opts: { headless: boolean
     const options = card.suggested_rule
       ? [OPTION_ALLOW_ONCE, { optionId: "allow_session", name: `Allow for this session: ${card.suggested_rule}`, kind: "allow_always" } satisfies Acp.PermissionOption, OPTION_REJECT]
       : [OPTION_ALLOW_ONCE, OPTION_REJECT];
-    const title = `${toolTitle(chainPrefix(s, card.home_session_id), card.tool, card.arguments)} — ${card.inspector}: ${card.reason}${card.will_fail ? ` (${card.will_fail})` : ""}`;
+    const title = `${callTitle(chainPrefix(s, card.home_session_id), card.tool, card.arguments)} — ${card.inspector}: ${card.reason}${card.will_fail ? ` (${card.will_fail})` : ""}`;
     await s.queue; // the tool_call this asks about reaches the client first
     let decision: Decision = "deny";
     let reason = "rejected in the editor";
@@ -404,12 +394,6 @@ export function promptText(blocks: readonly Acp.ContentBlock[]): string {
     }
   }
   return parts.join("\n\n");
-}
-
-/** A tool call's title: the chain prefix, the tool, and what the call is about (cli/call-summary.ts) when it says anything. */
-function toolTitle(prefix: string, tool: string, args: unknown): string {
-  const short = callSummary(args);
-  return `${prefix}${safe(tool)}${short ? ` ${short}` : ""}`;
 }
 
 /** The ACP tool kind of an airlock tool (icons in the editor). */

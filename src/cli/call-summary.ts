@@ -37,6 +37,15 @@ export function callSummary(args: unknown, max: number = SUMMARY_MAX): string {
   return cut(text.trim(), Math.max(2, max));
 }
 
+/**
+ * A call as the text surfaces name it: `prefix` (who made it: cli/chain-prefix.ts, `""` for the root's own), the
+ * tool (escaped) and its {@link callSummary} when that says anything — `[root›subagent#0] developer__shell ls`.
+ */
+export function callTitle(prefix: string, tool: string, args: unknown): string {
+  const short = callSummary(args);
+  return `${prefix}${safe(tool)}${short ? ` ${short}` : ""}`;
+}
+
 /** `v` as compact JSON (`String(v)` when it cannot be). */
 function compactJson(v: unknown): string {
   try {

@@ -227,12 +227,22 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   const ac = new AbortController();
   const { createProgress } = await import("./progress.ts");
   const progress = createProgress({ write: writeStderr });
-  const { callSummary } = await import("./call-summary.ts");
-  /** A call as the stderr lines name it: the tool and what the call is about (cli/call-summary.ts), escaped. */
-  const callLine = (tool: string, summary: string): string => `${safe(tool)}${summary ? ` ${summary}` : ""}`;
+  const { callTitle } = await import("./call-summary.ts");
+  const { chainPrefixes } = await import("./chain-prefix.ts");
+  /** `[root›subagent#0] ` before a call not made by the root session (as `airlock attach` and `airlock acp` say it). */
+  const chains = chainPrefixes(rt.store);
+  let root = "";
+  /**
+   * A call as the stderr lines name it: who made it (the chain, for a subagent's), the tool and what the call is
+   * about (cli/call-summary.ts), escaped.
+   */
+  const callLine = (sessionId: string, tool: string, args: unknown): string => callTitle(chains.prefix(root, sessionId), tool, args);
   const callKey = (sessionId: string, callId: string): string => `${sessionId}\u0000${callId}`;
-  /** Each call's line from its `tool_request` until it ends well: kept for a `✗` line and the refused calls' list. */
-  const calls = new Map<string, string>();
+  /**
+   * Each call's line from its `tool_request` until it ends well, and whether a script made it: kept for a `✗`
+   * line (indented as its `→` line) and the refused calls' list.
+   */
+  const calls = new Map<string, { line: string; fromScript: boolean }>();
   // SIGINT, SIGTERM and SIGHUP cancel the turn (result `cancelled`, exit 130); a second signal exits 130 at once.
   // (a repeat within a few ms is the same Ctrl-C delivered twice by a forwarding wrapper: cli/signal-echo.ts)
   const isEcho = signalEchoFilter();
@@ -256,17 +266,20 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
       prompt,
       headless,
       onSession(sessionId) {
+        root = sessionId;
         if (reader) stopApprover = startTerminalApprover(rt, sessionId, reader, writeStderr, (on) => progress.hold(on));
       },
       workspace: workspace ?? process.cwd(),
       signal: ac.signal,
       onEvent(ev) {
         progress.onEvent(ev);
+        // a subagent's name, for the chain labels of its calls (read once, when the session is first seen)
+        if (ev.session_id !== root) chains.learn(ev.session_id);
         // stream-json: each event is ONE synchronous write of one complete line, so concurrent events never interleave
         if (opts.outputFormat === "stream-json") writeJsonLine({ type: ev.type, ...ev.data });
         else if (ev.type === "tool_request") {
-          const line = callLine(ev.data.tool, callSummary(ev.data.arguments));
-          calls.set(callKey(ev.session_id, ev.data.call_id), line);
+          const line = callLine(ev.session_id, ev.data.tool, ev.data.arguments);
+          calls.set(callKey(ev.session_id, ev.data.call_id), { line, fromScript: ev.data.from_script });
           progress.log(`airlock: ${ev.data.from_script ? "  script → " : "→ "}${line}${ev.data.rewritten_by !== undefined ? ` (input rewritten by hook ${safe(ev.data.rewritten_by)})` : ""}`);
         } else if (ev.type === "hook_message") progress.log(`airlock: hook ${safe(ev.data.hook)} (${ev.data.event}): ${ev.data.kind === "stopped" ? "stopped the turn: " : ""}${safe(ev.data.message)}`);
         else if (ev.type === "tool_result") {
@@ -274,7 +287,8 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
           if (ev.data.ok) calls.delete(key);
           else {
             const err = ev.data.error as { code?: string; message?: string } | undefined;
-            progress.log(`airlock: ✗ ${calls.get(key) ?? safe(ev.data.tool)} — ${safe(String(err?.code))}: ${safe(String(err?.message))}`);
+            const call = calls.get(key);
+            progress.log(`airlock: ${call?.fromScript ? "  ✗ " : "✗ "}${call?.line ?? callLine(ev.session_id, ev.data.tool, undefined)} — ${safe(String(err?.code))}: ${safe(String(err?.message))}`);
           }
         }
       },
@@ -285,9 +299,12 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     if (mismatch !== undefined) await rt.store.audit({ kind: "early_request_not_adopted", outcome: "recorded", session_id: result.session_id, detail: { field: mismatch } });
     printed.result = true;
     await printResult(opts.outputFormat, result);
-    // text mode has no result object: the calls its error line's refused_calls names are listed here, one a line
+    // text mode has no result object: the calls its error line's refused_calls names are listed here, one a line.
+    // They are the calls the gate did not run, for whatever reason their code gives — not only a person's or a
+    // rule's refusal: a run cancelled while a call waited for approval has it here as `cancelled` (SPEC §7)
     if (opts.outputFormat === "text" && result.status !== "completed" && result.refused_calls.length > 0) {
-      writeStderr(`airlock: refused_calls:\n${result.refused_calls.map((r) => `airlock:   ${(r.call_id && calls.get(callKey(r.session_id, r.call_id))) || safe(r.tool)} — ${safe(r.code)}\n`).join("")}`);
+      const listed = result.refused_calls.map((r) => `airlock:   ${(r.call_id && calls.get(callKey(r.session_id, r.call_id))?.line) || callLine(r.session_id, r.tool, undefined)} — ${safe(r.code)}\n`);
+      writeStderr(`airlock: refused_calls (calls that were not run, and why):\n${listed.join("")}`);
     }
     // the status, then the error's code when it says more (a cancelled run's error is `cancelled`: said once)
     if (result.status !== "completed" && result.error) writeStderr(`airlock: ${result.status}: ${result.error.code === result.status ? "" : `${result.error.code}: `}${result.error.message}\n`);

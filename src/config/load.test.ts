@@ -237,6 +237,21 @@ describe("docs/configuration.md", () => {
     });
     expect(undocumented).toEqual([]);
   });
+
+  test("its examples name real built-in tools (an MCP server's only as SERVER__TOOL, under mcp_servers)", async () => {
+    const doc = await Bun.file(join(import.meta.dir, "..", "..", "docs", "configuration.md")).text();
+    const { builtInTools } = await import("../tool/host-tools.ts");
+    const builtIn = new Set(builtInTools(null as never, null as never).map((t) => t.name));
+    // the scripted provider's section: a turn's tool calls must name tools every setup has
+    const scripted = doc.slice(doc.indexOf("### The scripted provider"), doc.indexOf("\n### ", doc.indexOf("### The scripted provider") + 1));
+    const named = [...scripted.matchAll(/\b([a-z][a-z0-9_-]*__[a-z0-9_]+)\b/g)].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThan(3);
+    expect(named.filter((n) => !builtIn.has(n))).toEqual([]);
+    // everywhere else: a name under a built-in extension is a real tool (but the typo shown as one)
+    const extensions = /\b((?:developer|interpreter|code_execution|subagent)__[a-z0-9_]+)\b/g;
+    const wrong = [...doc.matchAll(extensions)].map((m) => m[1]!).filter((n) => !builtIn.has(n) && n !== "developer__shel");
+    expect(wrong).toEqual([]);
+  });
 });
 
 describe("a config or recipe that is not a regular file", () => {

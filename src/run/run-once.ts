@@ -129,12 +129,7 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
     await endBackgroundChildren(rt, root, inTree);
     const status = headlessStatus(turn, refused);
     let error: ResultObject["error"] = turn.error;
-    if (status === "blocked" && !error) {
-      error = new AirlockError(
-        "no_human_surface",
-        `the run ended without an answer after ${refused.length} call(s) were refused because no person could approve them; see refused_calls, then allow those calls (mode, hooks, tools config) or run with a person watching`,
-      ).toJSON();
-    }
+    if (status === "blocked" && !error) error = new AirlockError("no_human_surface", blockedMessage(refused)).toJSON();
     return {
       session_id: root,
       status,
@@ -154,6 +149,18 @@ async function runOnceInner(rt: Runtime, input: RunOnceInput): Promise<ResultObj
     rt.clearTokenBudget(root);
     rt.clearRunOverrides(root);
   }
+}
+
+/**
+ * The error message of a blocked run: how many of its refused calls needed a person (`no_human_surface`), and,
+ * apart, how many were refused for other reasons (an unknown tool, a denial…), so those are not blamed on
+ * nobody being there to approve them.
+ */
+function blockedMessage(refused: readonly { code: string }[]): string {
+  const needed = refused.filter((r) => r.code === "no_human_surface").length;
+  const others = refused.length - needed;
+  const also = others > 0 ? ` (and ${others} other call(s) for other reasons: see their codes)` : "";
+  return `the run ended without an answer after ${needed} call(s) were refused because no person could approve them${also}; see refused_calls, then allow the no_human_surface ones (mode, hooks, tools config) or run with a person watching`;
 }
 
 /** Background subagents still running when the root turn ended are cancelled; waits (bounded) for them. */

@@ -70,6 +70,9 @@ describe("airlock --version / --help", () => {
     }
     expect(r.stdout).toContain('"stream-json"');
     expect(r.stdout).toContain("3 blocked");
+    // PROMPT "-" reads the prompt from stdin: said where PROMPT is described, and shown in an example
+    expect(r.stdout).toMatch(/prompt\s+what to ask; - reads it from stdin/);
+    expect(r.stdout).toContain("airlock run - < task.txt");
   });
 });
 

@@ -198,6 +198,10 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
     // the last line names the status once: the error's code is the same word
     expect(screen).toContain("airlock: cancelled: the run was cancelled");
     expect(screen).not.toContain("cancelled: cancelled");
+    // the call that waited at the prompt was not run: listed with its code, under a header that does not say
+    // somebody refused it (nobody did: the run was cancelled)
+    expect(screen).not.toContain("airlock: refused_calls:");
+    expect(screen).toMatch(/airlock: refused_calls \(calls that were not run, and why\):\r?\nairlock: {3}developer__shell echo hi > a\.txt — cancelled\r?\n/);
     expect(code).toBe(130);
     expect(existsSync(join(ws, "a.txt"))).toBe(false);
     expect(await turnStatuses(dir)).toEqual(["cancelled"]);

@@ -67,7 +67,7 @@ describe("airlock run, text output", () => {
     expect(long.length).toBeLessThanOrEqual("airlock: → developer__shell ".length + 80);
 
     // the refused calls, listed before the line that points at them
-    const listed = lines.indexOf("airlock: refused_calls:");
+    const listed = lines.indexOf("airlock: refused_calls (calls that were not run, and why):");
     const blocked = lines.findIndex((l) => l.startsWith("airlock: blocked: no_human_surface: "));
     expect(listed).toBeGreaterThan(-1);
     expect(blocked).toBe(lines.length - 1);
@@ -85,8 +85,48 @@ describe("airlock run, text output", () => {
     const r = await airlock(["run", "--headless", "--output-format", "json", "set the project up"]);
     expect(r.code).toBe(3);
     expect(JSON.parse(r.stdout).refused_calls).toHaveLength(5);
-    expect(r.stderr).not.toContain("airlock: refused_calls:\n");
+    expect(r.stderr.split("\n").filter((l) => l.startsWith("airlock: refused_calls"))).toEqual([]);
     expect(r.stderr).toContain("airlock: ✗ developer__shell rm -rf build — no_human_surface: ");
+  });
+
+  test("a subagent's calls name their chain; a script's ✗ line is indented as its → line; the blocked line counts only the calls refused for want of a person", async () => {
+    // root: a subagent, and a call of a tool that does not exist (unknown_tool: not for want of a person); then no answer.
+    // The subagent's script asks for a shell command smart mode would ask about: refused no_human_surface.
+    const sub = join(dir, "sub");
+    mkdirSync(sub);
+    writeFileSync(join(sub, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
+    const code = "try { await tools.developer__shell({ command: 'rm -rf build' }); } catch (e) {} return 'tried';";
+    writeFileSync(
+      join(sub, "turns.yaml"),
+      `turns:
+  - tool_calls:
+      - { name: subagent__spawn, arguments: { instructions: "tidy up" } }
+      - { name: nope__tool, arguments: {} }
+  - text: ""
+subagents:
+  - turns:
+      - tool_calls: [{ name: code_execution__execute, arguments: { code: ${JSON.stringify(code)} } }]
+      - text: "could not"
+`,
+    );
+    const r = await airlock(["run", "--headless", "tidy the project"], sub);
+    expect(r.code).toBe(3);
+    const lines = r.stderr.trimEnd().split("\n");
+    // the root's own calls: no label
+    expect(lines).toContain("airlock: → subagent__spawn tidy up");
+    expect(lines.filter((l) => l.startsWith("airlock: ✗ nope__tool — unknown_tool: "))).toHaveLength(1);
+    // the subagent's: its chain, as airlock attach and airlock acp say it; the script's call and its ✗ indented alike
+    expect(lines).toContain(`airlock: → [root›subagent#0] code_execution__execute ${code.slice(0, 79)}…`);
+    expect(lines).toContain("airlock:   script → [root›subagent#0] developer__shell rm -rf build");
+    expect(lines.filter((l) => l.startsWith("airlock:   ✗ [root›subagent#0] developer__shell rm -rf build — no_human_surface: "))).toHaveLength(1);
+    expect(lines.some((l) => /→ developer__shell|^airlock: ✗ developer__shell/.test(l))).toBe(false);
+    // the list names each call as its → line did
+    const listed = lines.findIndex((l) => l.startsWith("airlock: refused_calls"));
+    expect(lines.slice(listed + 1, -1)).toEqual(["airlock:   nope__tool — unknown_tool", "airlock:   [root›subagent#0] developer__shell rm -rf build — no_human_surface"]);
+    // one of the two refusals was for want of a person; the other is not blamed on that
+    const blocked = lines.at(-1)!;
+    expect(blocked).toStartWith("airlock: blocked: no_human_surface: the run ended without an answer after 1 call(s) were refused because no person could approve them (and 1 other call(s) for other reasons");
+    expect(blocked).not.toContain("2 call(s)");
   });
 
   test("no model configured: said once, as the error (exit 2), nothing else on stderr", async () => {
@@ -97,6 +137,17 @@ describe("airlock run, text output", () => {
     expect(r.stdout).toBe("");
     expect(r.stderr.match(/no model configured/g)).toHaveLength(1);
     expect(r.stderr).toStartWith("airlock: config_invalid: no model configured");
+    expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+  });
+
+  test("--model without --provider: the error says the provider is what is missing", async () => {
+    const empty = join(dir, "modelonly");
+    mkdirSync(empty);
+    const r = await airlock(["run", "--model", "gpt-4o", "summarise README.md"], empty);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toStartWith('airlock: config_invalid: no model configured: provider.model is "gpt-4o", but no provider is named to run it');
+    expect(r.stderr).toContain("--provider openai, openai-responses or anthropic");
+    expect(r.stderr).not.toContain("also takes --provider and --model");
     expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
   });
 });

@@ -137,11 +137,20 @@ const DEFAULT_KEY_ENV: Partial<Record<ProviderConfig["name"], string>> = { opena
  * - `openai` / `openai-responses` with a `base_url` of its own (Ollama, vLLM, …) needs `provider.model`: the default model
  *   name is OpenAI's and means nothing to another server;
  * - with `requireModel`, the scripted provider needs a `script` (else no model is configured at all;
- *   the message names `configFile`, the file to edit).
+ *   the message names `configFile`, the file to edit, and, when a `model` is set — `airlock run --model` without
+ *   `--provider` —, that the provider's name is what is missing).
  * @throws AirlockError `config_invalid` naming the key to set.
  */
 export function checkProviderConfig(cfg: ProviderConfig, env: Record<string, string | undefined>, o: { requireModel?: boolean; configFile?: string } = {}): void {
   if (cfg.name === "scripted") {
+    if (o.requireModel && !cfg.script && cfg.model) {
+      // a model named (`--model`, provider.model) without the provider that serves it: say what is missing
+      throw new AirlockError(
+        "config_invalid",
+        `no model configured: provider.model is ${JSON.stringify(cfg.model)}, but no provider is named to run it — provider.name is scripted (the default when it is not set), the built-in scripted provider, which runs no model and has no script. Name the provider: --provider openai, openai-responses or anthropic with airlock run, or provider.name (and provider.base_url for a server of your own) in ${o.configFile ?? "airlock.yaml"} (docs/configuration.md).`,
+        { path: "provider.name" },
+      );
+    }
     if (o.requireModel && !cfg.script) {
       throw new AirlockError(
         "config_invalid",
