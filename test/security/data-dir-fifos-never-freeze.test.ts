@@ -49,7 +49,8 @@ async function whileServing(dir: string, body: (url: string) => Promise<unknown>
   try {
     await body(sp.url);
   } finally {
-    sp.proc.kill("SIGKILL");
+    // SIGTERM, which `timeout` passes on to the server (a SIGKILL would end `timeout` alone and leave the server running)
+    sp.proc.kill("SIGTERM");
     await sp.proc.exited;
     rmSync(dir, { recursive: true, force: true });
   }

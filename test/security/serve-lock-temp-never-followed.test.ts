@@ -48,7 +48,8 @@ async function serveAfter(user: TestUser, dir: string, plant: string): Promise<{
     if (done) break;
     stderr += value;
     if (/listening on http/.test(stderr)) {
-      proc.kill("SIGKILL");
+      // SIGTERM, which `timeout` passes on to the server (a SIGKILL would end `timeout` alone and leave the server running)
+      proc.kill("SIGTERM");
       await proc.exited;
       return { listened: true, exitCode: null, stderr };
     }
