@@ -41,7 +41,8 @@ test("attach without --url follows the data dir's server to its new port after a
 
   first.proc.kill("SIGTERM");
   expect(await first.proc.exited).toBe(0);
-  // the server's log ends with a line saying it has stopped
+  // the server's log ends with a line saying it has stopped (read from the pipe, which may lag the exit)
+  await waitFor(() => first.stderr().includes("airlock: stopped"), "serve's last line");
   expect(first.stderr()).toMatch(new RegExp(`airlock: SIGTERM: stopping [^\\n]*\\nairlock: stopped; ${first.url} no longer answers\\n$`));
   for (const a of [found, given]) {
     await a.waitOut(/^airlock: the connection to http:\/\/127\.0\.0\.1:\d+ dropped; reconnecting/m);
