@@ -278,7 +278,8 @@ function addAttachCommand(program: Command, done: (code: number) => void): void 
           "Follow a session and every subagent under it on a running airlock serve: one line per event, labelled with the agent chain.\n" +
             "A card rings the bell, ignores keys for 400 ms (type-ahead never answers it), then: y allow once, n deny (with a reason for the model),\n" +
             "a allow for this session (when the card offers a rule), v view the full arguments, s skip, q detach. The session keeps running after you detach.\n" +
-            "Default SESSION: the newest root session with a running turn or a pending card. See docs/attach.md.",
+            "When the server goes away attach reconnects; without --url or $AIRLOCK_URL it reads the data dir's serve.lock again at each try,\n" +
+            "so a server restarted on another port is followed. Default SESSION: the newest root session with a running turn or a pending card. See docs/attach.md.",
         )
         .argument("[session]", "the session to follow with its subagents (ses_…)")
         .option("--plain", "no raw terminal and no colours: decisions are lines on stdin (y ID | n ID [reason] | a ID | q)", false)

@@ -14,6 +14,7 @@ import { BoundedSet } from "../bounded.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { AirlockError, ERROR_CODES, type ErrorCode } from "../errors.ts";
 import { chainOf, type Link } from "./attach-format.ts";
+import type { ServerClient } from "./server-client.ts";
 
 /** One SSE event as read: its name, id and parsed JSON data. */
 export interface SseMessage {
@@ -21,6 +22,12 @@ export interface SseMessage {
   id: string | undefined;
   data: any;
 }
+
+/**
+ * How long, after one stream ended cleanly, attach keeps reading the others before it reconnects, ms: `airlock serve`
+ * stopping ends each stream on its own (SPEC §6), and the session's stream may still hold a cancelled turn's end.
+ */
+export const CLEAN_END_GRACE_MS = 2000;
 
 /** The first and the longest wait between reconnect attempts, ms. */
 export const BACKOFF_MS = { first: 250, max: 5000 } as const;
@@ -82,8 +89,11 @@ export interface FollowSink {
   card(card: ConsoleCard): void;
   /** A card ended (any card of the server: the sink keeps the ones it knows). */
   resolved(r: ActionResolved): void;
-  /** A connection line: `lost` when the server went away (with the wait before the next try), `back` when a snapshot came after a loss. */
-  connection(state: "lost" | "back", detail: string): void;
+  /**
+   * A connection line: `lost` when the server went away (with the wait before the next try), `moved` when a reconnect
+   * attempt follows the data dir's server to a new URL (`ServerClient.refind`), `back` when a snapshot came after a loss.
+   */
+  connection(state: "lost" | "moved" | "back", detail: string): void;
   /** The set of the tree's sessions running a turn changed (or a snapshot came). */
   activity(): void;
 }
@@ -102,8 +112,14 @@ export interface Follower {
 
 /** Where and how the follower connects. */
 export interface FollowOptions {
-  /** The server's base URL, no trailing slash. */
-  base: string;
+  /**
+   * The server: its base URL (no trailing slash), read at every (re)connect, and `refind`, called before each reconnect
+   * attempt (cli/server-client.ts `ServerClient.refind`: a server restarted on another port is followed there), and
+   * `recheck`, asked before each request: why `base` must not be sent the token now, or null (`ServerClient.recheck`:
+   * a URL from `serve.lock` whose server stopped). A reason fails that request as a dropped connection does: the
+   * follower waits and asks again, never connecting meanwhile.
+   */
+  server: Pick<ServerClient, "base" | "refind" | "recheck">;
   /** The API token (sent as `Authorization: Bearer`). */
   apiToken: string;
   /** The session whose tree is followed (usually a root): it and every session under it. */
@@ -111,12 +127,8 @@ export interface FollowOptions {
   sink: FollowSink;
   /** Reconnect waits, ms (default {@link BACKOFF_MS}). */
   backoff?: { first: number; max: number };
-  /**
-   * Asked before each request: why `base` must not be sent the token now, or null (cli/server-client.ts
-   * `ServerClient.recheck`: a URL from `serve.lock` whose server stopped). A reason fails that request as a dropped
-   * connection does: the follower waits and asks again, never connecting meanwhile.
-   */
-  check?: () => Promise<string | null>;
+  /** How long the other streams may take to end after one ended cleanly, ms (default {@link CLEAN_END_GRACE_MS}). */
+  cleanEndGraceMs?: number;
 }
 
 interface Known {
@@ -136,20 +148,23 @@ function nameOf(s: Record<string, any>): string {
  */
 export function follow(o: FollowOptions): Follower {
   const backoff = o.backoff ?? BACKOFF_MS;
+  const cleanEndGraceMs = o.cleanEndGraceMs ?? CLEAN_END_GRACE_MS;
   const headers = { authorization: `Bearer ${o.apiToken}` };
   const known = new Map<string, Known>();
   const lastIds = new Map<string, string>();
   const running = new Set<string>();
   /** Cards the feed said ended (bounded): a card whose showing waited on its session's stream is dropped if in here. */
   const endedCards = new BoundedSet<string>(10_000);
+  /** The base URL of the current generation. */
+  let base = o.server.base;
   let epoch: string | null = null;
   let stopped = false;
   let isSynced = false;
   const stopAc = new AbortController();
 
-  /** {@link readSse}, once `o.check` allows it (else a plain Error, as a failed connection). */
+  /** {@link readSse}, once `o.server.recheck` allows it (else a plain Error, as a failed connection). */
   const sse = async (url: string, h: Record<string, string>, signal: AbortSignal, onEvent: (m: SseMessage) => void): Promise<void> => {
-    const why = (await o.check?.()) ?? null;
+    const why = await o.server.recheck();
     if (why !== null) throw new Error(why);
     return readSse(url, h, signal, onEvent);
   };
@@ -165,8 +180,8 @@ export function follow(o: FollowOptions): Follower {
         cur = k.parent;
         continue;
       }
-      if (((await o.check?.()) ?? null) !== null) return false;
-      const res = await fetch(`${o.base}/sessions/${encodeURIComponent(cur)}`, { headers, signal: stopAc.signal });
+      if ((await o.server.recheck()) !== null) return false;
+      const res = await fetch(`${base}/sessions/${encodeURIComponent(cur)}`, { headers, signal: stopAc.signal });
       if (res.status !== 200) return false;
       const s = (await res.json()) as Record<string, any>;
       remember(s);
@@ -176,6 +191,7 @@ export function follow(o: FollowOptions): Follower {
   };
 
   async function generation(): Promise<void> {
+    base = o.server.base;
     const ac = new AbortController();
     const onStop = (): void => ac.abort();
     stopAc.signal.addEventListener("abort", onStop);
@@ -184,22 +200,38 @@ export function follow(o: FollowOptions): Follower {
     let isEnded = false;
     let resolveEnded!: (e?: unknown) => void;
     const finished = new Promise<unknown>((resolve) => (resolveEnded = resolve));
+    /** The streams of this generation still being read. */
+    const live = new Set<Promise<void>>();
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    /**
+     * A stream ended: with an error (the connection failed or dropped, an HTTP error answer) the generation ends at
+     * once; at a clean end (a server that stops ends each stream after what was published to it: a cancelled turn's
+     * turn_finished, its withdrawn cards) the others are read to their own ends, for at most `cleanEndGraceMs`.
+     */
     const ended = (e?: unknown): void => {
       isEnded = true;
-      resolveEnded(e);
+      if (e !== undefined || live.size === 0) return resolveEnded(e);
+      grace ??= setTimeout(() => resolveEnded(), cleanEndGraceMs);
+    };
+    const track = (p: Promise<void>): void => {
+      live.add(p);
+      p.then(
+        () => (live.delete(p), ended()),
+        (e) => (live.delete(p), ended(e ?? new Error("the stream failed"))),
+      );
     };
 
     /** Opens the session's own stream (once per generation); replayed from the start when `fromStart`. */
     const openSession = (id: string, fromStart: boolean): Promise<void> => {
       const already = open.get(id);
       if (already) return already;
-      if (ac.signal.aborted) return Promise.resolve();
+      if (ac.signal.aborted || isEnded) return Promise.resolve();
       const h: Record<string, string> = { ...headers };
       const last = lastIds.get(id) ?? (fromStart && epoch ? `${epoch}-0` : undefined);
       if (last) h["last-event-id"] = last;
       let first!: () => void;
       const gotFirst = new Promise<void>((r) => (first = r));
-      sse(`${o.base}/sessions/${encodeURIComponent(id)}/events`, h, ac.signal, (m) => {
+      const stream = sse(`${base}/sessions/${encodeURIComponent(id)}/events`, h, ac.signal, (m) => {
         first();
         if (m.id) {
           lastIds.set(id, m.id);
@@ -221,10 +253,8 @@ export function follow(o: FollowOptions): Follower {
           else running.delete(id);
           o.sink.activity();
         }
-      }).then(
-        () => ended(),
-        (e) => ended(e),
-      );
+      });
+      track(stream);
       const ready = Promise.race([gotFirst, finished.then(() => {})]);
       open.set(id, ready);
       return ready;
@@ -238,7 +268,7 @@ export function follow(o: FollowOptions): Follower {
         if (why instanceof AirlockError) throw why;
         return;
       }
-      const feed = sse(`${o.base}/console/events`, headers, ac.signal, (m) => {
+      const feed = sse(`${base}/console/events`, headers, ac.signal, (m) => {
         const d = m.data ?? {};
         switch (m.event) {
           case "snapshot": {
@@ -254,7 +284,7 @@ export function follow(o: FollowOptions): Follower {
               wait = backoff.first;
               if (reconnecting) {
                 reconnecting = false;
-                o.sink.connection("back", `reconnected to ${o.base}; the pending cards are as the server lists them now`);
+                o.sink.connection("back", `reconnected to ${base}; the pending cards are as the server lists them now`);
               }
               o.sink.resync(cards);
               o.sink.activity();
@@ -293,13 +323,11 @@ export function follow(o: FollowOptions): Follower {
             return;
         }
       });
-      feed.then(
-        () => ended(),
-        (e) => ended(e),
-      );
+      track(feed);
       const why = await finished;
       if (why instanceof AirlockError) throw why;
     } finally {
+      clearTimeout(grace);
       stopAc.signal.removeEventListener("abort", onStop);
       ac.abort();
     }
@@ -320,13 +348,16 @@ export function follow(o: FollowOptions): Follower {
       }
       if (stopped) return;
       running.clear();
-      if (!reconnecting) o.sink.connection("lost", `the connection to ${o.base} dropped; reconnecting (first try in ${(wait / 1000).toFixed(1)} s, then up to every ${(backoff.max / 1000).toFixed(0)} s)`);
+      if (!reconnecting) o.sink.connection("lost", `the connection to ${base} dropped; reconnecting (first try in ${(wait / 1000).toFixed(1)} s, then up to every ${(backoff.max / 1000).toFixed(0)} s)`);
       reconnecting = true;
       await new Promise<void>((r) => {
         const t = setTimeout(r, wait);
         stopAc.signal.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
       });
       wait = Math.min(backoff.max, wait * 2);
+      if (stopped) return;
+      const moved = o.server.refind();
+      if (moved !== null) o.sink.connection("moved", moved);
     }
   })();
 

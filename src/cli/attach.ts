@@ -206,8 +206,7 @@ class AttachUi {
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     this.follower = follow({
-      base: this.client.base,
-      check: () => this.client.recheck(),
+      server: this.client,
       apiToken: this.o.apiToken,
       target: this.o.target,
       sink: {
@@ -220,7 +219,16 @@ class AttachUi {
         resolved: (r) => this.resolved(r),
         connection: (state, detail) => {
           if (state === "back") this.reconnected = true;
-          this.line(state === "lost" ? this.c.red(`airlock: ${detail}`) : this.c.green(`airlock: ${detail}`));
+          switch (state) {
+            case "lost":
+              return this.line(this.c.red(`airlock: ${detail}`));
+            case "moved":
+              return this.line(this.c.yellow(`airlock: ${detail}`));
+            case "back":
+              return this.line(this.c.green(`airlock: ${detail}`));
+            default:
+              return assertNever(state);
+          }
         },
         activity: () => this.checkIdle(),
       },

@@ -21,14 +21,16 @@ export function consoleLink(base: string, apiToken: string): string {
  * Prints the console link for the server (`--url`, else `$AIRLOCK_URL`, else the live server recorded in the data
  * dir's `serve.lock`, else the config's `server.host:server.port`: cli/context.ts `serverTarget`), with the API token
  * from the data dir (created if missing). It then asks the server's `/health` (no token sent, 1.5 s at most): when
- * nothing answers, a warning on stderr says so, where the URL came from and what to do (never to start a second
- * server while a live one holds the data dir); the link is printed and the exit code is 0 either way.
+ * nothing answers, `airlock: warning: no airlock serve answers at URL now: WHY. The link above opens only once a
+ * server listens there.` on stderr, then where the URL came from and what to do (never to start a second server
+ * while a live one holds the data dir); the link is printed and the exit code is 0 either way: the command prints a
+ * link, it does not check a server (docs/console.md).
  * @returns 0. @throws AirlockError `usage` / `config_invalid` for a bad data dir or config.
  */
 export async function consoleCommand(opts: ConsoleOptions, env: Record<string, string | undefined> = process.env): Promise<number> {
   const { resolveContext, serverTarget } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
-  const { unreachableAdvice } = await import("./server-client.ts");
+  const { connectFailure, unreachableAdvice } = await import("./server-client.ts");
   const { writeJson, writeStderr, writeStdout } = await import("./output.ts");
   const ctx = await resolveContext(opts, env);
   const tokens = ensureTokens(ctx.dataDir);
@@ -37,18 +39,22 @@ export async function consoleCommand(opts: ConsoleOptions, env: Record<string, s
   const link = consoleLink(base, tokens.apiToken);
   if (opts.json) writeJson({ url: link });
   else writeStdout(`${link}\n`);
-  if (!(await answers(base))) {
-    writeStderr(`airlock: nothing answers at ${base} (URL from ${target.fromText}), so the link will not open yet.\n${unreachableAdvice(target, ctx.dataDir)}\n`);
+  const failure = await healthFailure(base, connectFailure);
+  if (failure !== null) {
+    writeStderr(
+      `airlock: warning: no airlock serve answers at ${base} now: ${failure}. The link above opens only once a server listens there.\n` +
+        `  The URL came from ${target.fromText}.\n${unreachableAdvice(target, ctx.dataDir)}\n`,
+    );
   }
   return 0;
 }
 
-/** Whether an airlock serve answers `GET /health` at `base` within 1.5 s. */
-async function answers(base: string): Promise<boolean> {
+/** Why `GET /health` at `base` got no airlock serve's answer within 1.5 s, in a few words (`connectFailure`), or null when one answered. */
+async function healthFailure(base: string, connectFailure: (e: unknown) => string): Promise<string | null> {
   try {
     const r = await fetch(`${base.replace(/\/+$/, "")}/health`, { signal: AbortSignal.timeout(1500) });
-    return r.ok;
-  } catch {
-    return false;
+    return r.ok ? null : `what answers there said HTTP ${r.status} to GET /health`;
+  } catch (e) {
+    return connectFailure(e);
   }
 }

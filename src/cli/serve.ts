@@ -117,6 +117,7 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
     );
     await stopped;
     await rt.close();
+    writeStderr("airlock: stopped\n");
     return 0;
   }
   let server;
@@ -149,6 +150,7 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
   );
   await stopped;
   await rt.close();
+  writeStderr(`airlock: stopped; ${server.url} no longer answers\n`);
   return 0;
 }
 

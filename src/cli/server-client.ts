@@ -23,10 +23,19 @@ export interface ApiResponse {
 }
 
 export interface ServerClient {
-  /** Base URL without a trailing slash. */
-  base: string;
+  /** Base URL without a trailing slash (changed only by {@link ServerClient.refind}). */
+  readonly base: string;
   /** The data dir the tokens were read from. */
   dataDir: string;
+  /** Where `base` came from (cli/context.ts `serverTarget`). */
+  readonly target: ServerTarget;
+  /**
+   * Reads the data dir's `serve.lock` again (store/serve-lock.ts `recordedServer`, with all its checks) when `base`
+   * was not given by the person (`--url`, `$AIRLOCK_URL`): when a live server recorded there listens on another URL
+   * (a server restarted with `--port 0`), that URL becomes `base` and the line saying so is returned; else null (a
+   * URL the person gave is kept, and so is `base` while no live server is recorded there).
+   */
+  refind(): string | null;
   /**
    * Why `base` must not be sent a token now, or null. A URL from the data dir's `serve.lock` is followed only while
    * the lock still names a live server listening there (store/serve-lock.ts `recordedServer`, read again each time):
@@ -75,23 +84,37 @@ export function notFoundHint(hint: string): (r: ApiResponse) => string | undefin
 export async function connect(opts: ServerClientOptions, env: Record<string, string | undefined> = process.env): Promise<ServerClient> {
   const { resolveContext, serverTarget, foreignListener } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
+  const { recordedServer } = await import("../store/serve-lock.ts");
   const ctx = await resolveContext(opts, env);
   const tokens = ensureTokens(ctx.dataDir);
-  const target = await serverTarget(ctx, opts.url, env, tokens.approverToken);
-  const base = target.base;
   const token = tokens.apiToken;
-  const { recordedServer } = await import("../store/serve-lock.ts");
+  let current = await serverTarget(ctx, opts.url, env, tokens.approverToken);
   const client: ServerClient = {
-    base,
+    get base() {
+      return current.base;
+    },
+    get target() {
+      return current;
+    },
     dataDir: ctx.dataDir,
+    refind() {
+      if (current.from === "--url" || current.from === "$AIRLOCK_URL") return null;
+      const recorded = recordedServer(ctx.dataDir, tokens.approverToken);
+      if (recorded.state !== "listening" || recorded.url === current.base) return null;
+      current = { base: recorded.url, from: "serve.lock", fromText: `the live airlock serve (pid ${recorded.pid}) recorded in ${recorded.lockPath}`, recorded };
+      return `the airlock serve of the data dir ${ctx.dataDir} now listens on ${recorded.url} (pid ${recorded.pid}, as its ${recorded.lockPath} says); following it there`;
+    },
     async recheck() {
-      if (target.from === "config") return foreignListener(base);
-      if (target.from !== "serve.lock") return null;
+      const { base, from } = current;
+      if (from === "config") return foreignListener(base);
+      if (from !== "serve.lock") return null;
       const now = recordedServer(ctx.dataDir, tokens.approverToken);
       if (now.state === "listening" && now.url === base) return null;
       return `the airlock serve recorded in ${now.lockPath} no longer listens at ${base} (${now.state === "listening" ? `it records ${now.url} now` : now.state === "starting" ? `its server (pid ${now.pid}) is starting or stopping` : now.why}), so nothing is sent there`;
     },
     async call(method, path, body, headers = {}) {
+      const target = current;
+      const base = target.base;
       const gone = await client.recheck();
       if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
       let res: Response;
@@ -102,13 +125,13 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
           body: body === undefined ? undefined : JSON.stringify(body),
         });
       } catch (e) {
-        throw unreachable(`cannot reach airlock serve at ${base} (URL from ${target.fromText}; ${(e as Error).message.trim()})`, target, ctx.dataDir);
+        throw unreachable(`cannot reach airlock serve at ${base}: ${connectFailure(e)}.`, target, ctx.dataDir);
       }
       const text = await res.text();
       try {
         return { status: res.status, body: JSON.parse(text) as Record<string, any> };
       } catch {
-        throw unreachable(`${method} ${base}${path} answered HTTP ${res.status} with a body that is not JSON, so it is not airlock serve (URL from ${target.fromText})`, target, ctx.dataDir);
+        throw unreachable(`what answers at ${base} is not airlock serve: ${method} ${path} got HTTP ${res.status} with a body that is not JSON.`, target, ctx.dataDir);
       }
     },
     async send(method, path, o = {}) {
@@ -120,8 +143,43 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   return client;
 }
 
+/** `what` (one sentence), then where the URL came from and what to do, each on an indented line of its own. */
 function unreachable(what: string, target: ServerTarget, dataDir: string): AirlockError {
-  return new AirlockError("server_unreachable", `${what}.\n${unreachableAdvice(target, dataDir)}`);
+  return new AirlockError("server_unreachable", `${what}\n  The URL came from ${target.fromText}.\n${unreachableAdvice(target, dataDir)}`);
+}
+
+/**
+ * Why a request got no answer, in a few words, from a fetch error (its `code`: `ECONNREFUSED`, `ENOTFOUND`, …, or a
+ * `TimeoutError`): "the connection was refused, so nothing listens on that port", "the connection timed out", … . An error of
+ * another kind gives its own message, without Bun's "Is the computer able to access the url?".
+ */
+export function connectFailure(e: unknown): string {
+  const err = (e ?? {}) as { code?: unknown; name?: unknown; message?: unknown };
+  switch (typeof err.code === "string" ? err.code : "") {
+    case "ECONNREFUSED":
+    case "ConnectionRefused":
+      return "the connection was refused, so nothing listens on that port";
+    case "ENOTFOUND":
+    case "EAI_NONAME":
+    case "EAI_AGAIN":
+      return "the host name does not resolve";
+    case "ETIMEDOUT":
+    case "ConnectionTimedOut":
+      return "the connection timed out";
+    case "ECONNRESET":
+    case "ConnectionClosed":
+      return "the connection was closed before an answer came";
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+      return "the host cannot be reached over the network";
+    default:
+      break;
+  }
+  if (err.name === "TimeoutError") return "the connection timed out";
+  const text = String(err.message ?? e)
+    .replace(/\s*Is the computer able to access the url\?/i, "")
+    .trim();
+  return text || "the connection failed";
 }
 
 /**
@@ -135,23 +193,23 @@ export function unreachableAdvice(target: ServerTarget, dataDir: string): string
     case "listening":
       if (r.url !== target.base) {
         return (
-          `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}) listens on ${r.url} (recorded in ${r.lockPath}):\n` +
-          `  talk to it with --url ${r.url}, or leave out ${target.from === "$AIRLOCK_URL" ? "$AIRLOCK_URL (unset AIRLOCK_URL)" : "--url"} and airlock finds it.`
+          `  The airlock serve of the data dir ${dataDir} runs as pid ${r.pid} and listens on ${r.url} (its ${r.lockPath} says so).\n` +
+          `  Talk to it with --url ${r.url}, or leave out ${target.from === "$AIRLOCK_URL" ? "$AIRLOCK_URL (unset AIRLOCK_URL)" : "--url"} and airlock finds it.`
         );
       }
       return (
-        `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}, recorded in ${r.lockPath}) runs but does not answer there:\n` +
-        `  see its terminal or log, or stop it (kill ${r.pid}) and start it again; a second airlock serve on this data dir would be refused (data_dir_in_use).`
+        `  The airlock serve of the data dir ${dataDir} runs as pid ${r.pid} (its ${r.lockPath} says so) but does not answer there.\n` +
+        `  See its terminal or log, or stop it (kill ${r.pid}) and start it again. A second airlock serve on this data dir would be refused with data_dir_in_use.`
       );
     case "starting":
       return (
-        `  The airlock serve holding the data dir ${dataDir} (pid ${r.pid}) is starting or stopping and has recorded no URL in ${r.lockPath}:\n` +
-        `  try again in a moment, or see its terminal or log; a second airlock serve on this data dir would be refused (data_dir_in_use).`
+        `  The airlock serve of the data dir ${dataDir} runs as pid ${r.pid} but is starting or stopping: it has recorded no URL in ${r.lockPath} now.\n` +
+        `  Try again in a moment, or see its terminal or log. A second airlock serve on this data dir would be refused with data_dir_in_use.`
       );
     case "none":
       return (
-        `  Start it in another terminal: airlock serve --data-dir ${dataDir}\n` +
-        `  or point at the one running: pass --url http://HOST:PORT (or export AIRLOCK_URL=http://HOST:PORT)\n` +
+        `  To start one, run in another terminal: airlock serve --data-dir ${dataDir}\n` +
+        `  If one runs already, pass its URL with --url http://HOST:PORT (or export AIRLOCK_URL=http://HOST:PORT),\n` +
         `  with --data-dir set to that server's data dir, where its API token is.`
       );
     default:

@@ -122,7 +122,10 @@ describe("console routes", () => {
     // nothing listens there: the same link, and stderr says the link will not open and what to do
     const none = await consoleCli("http://127.0.0.1:5123/");
     expect({ code: none.code, out: none.out }).toEqual({ code: 0, out: `http://127.0.0.1:5123/#t=${h.token}\n` });
-    expect(none.err).toStartWith("airlock: nothing answers at http://127.0.0.1:5123 (URL from --url), so the link will not open yet.\n");
-    expect(none.err).toContain(`Start it in another terminal: airlock serve --data-dir ${h.dataDir}`);
+    expect(none.err).toStartWith(
+      "airlock: warning: no airlock serve answers at http://127.0.0.1:5123 now: the connection was refused, so nothing listens on that port. The link above opens only once a server listens there.\n" +
+        "  The URL came from --url.\n",
+    );
+    expect(none.err).toContain(`To start one, run in another terminal: airlock serve --data-dir ${h.dataDir}`);
   });
 });

@@ -94,14 +94,14 @@ describe("a live airlock serve on --port 0", () => {
     const elsewhere = `http://127.0.0.1:${configPort}`;
     const r = await airlock(d, ["actions", "list", "--url", elsewhere]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at ${elsewhere} (URL from --url; `);
-    expect(r.stderr).toContain(`The airlock serve holding the data dir ${d} (pid ${sp.proc.pid}) listens on ${sp.url}`);
-    expect(r.stderr).toContain(`talk to it with --url ${sp.url}, or leave out --url`);
-    expect(r.stderr).not.toContain("Start it in another terminal");
+    expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at ${elsewhere}: the connection was refused, so nothing listens on that port.\n  The URL came from --url.\n`);
+    expect(r.stderr).toContain(`The airlock serve of the data dir ${d} runs as pid ${sp.proc.pid} and listens on ${sp.url}`);
+    expect(r.stderr).toContain(`Talk to it with --url ${sp.url}, or leave out --url`);
+    expect(r.stderr).not.toContain("To start one");
     const link = await airlock(d, ["console", "--url", elsewhere]);
     expect(link.code).toBe(0);
     expect(link.stderr).toContain(`listens on ${sp.url}`);
-    expect(link.stderr).not.toContain("Start it in another terminal");
+    expect(link.stderr).not.toContain("To start one");
   }, 60_000);
 });
 
@@ -150,8 +150,11 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     writeLock(d, gone.pid, "no-boot:1");
     const r = await airlock(d, ["actions", "list"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port} (URL from server.host/server.port of the config, as the server ${join(d, "serve.lock")} records (pid ${gone.pid}) no longer runs: a stale lock; `);
-    expect(r.stderr).toContain(`Start it in another terminal: airlock serve --data-dir ${d}`);
+    expect(r.stderr).toStartWith(
+      `airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port}: the connection was refused, so nothing listens on that port.\n` +
+        `  The URL came from server.host/server.port of the config, as the server ${join(d, "serve.lock")} records (pid ${gone.pid}) no longer runs: a stale lock.\n`,
+    );
+    expect(r.stderr).toContain(`To start one, run in another terminal: airlock serve --data-dir ${d}`);
   }, 60_000);
 
   test("a lock others may write is ignored", async () => {
@@ -160,7 +163,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     writeLock(d, process.pid, processStart(process.pid), 0o666);
     const r = await airlock(d, ["actions", "list"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`cannot reach airlock serve at http://127.0.0.1:${port} (URL from server.host/server.port of the config, as ${join(d, "serve.lock")} is writable by other users (mode 0666), so it is not trusted; `);
+    expect(r.stderr).toContain(`The URL came from server.host/server.port of the config, as ${join(d, "serve.lock")} is writable by other users (mode 0666), so it is not trusted.\n`);
     const link = await airlock(d, ["console"]);
     expect(link.stdout).toStartWith(`http://127.0.0.1:${port}/#t=`);
   }, 60_000);
@@ -172,7 +175,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     symlinkSync(elsewhere, join(d, "serve.lock"));
     const s = await airlock(d, ["schedule", "list"]);
     expect(s.code).toBe(1);
-    expect(s.stderr).toContain(`(URL from server.host/server.port of the config, as ${join(d, "serve.lock")} is a symbolic link, so it is not trusted; `);
+    expect(s.stderr).toContain(`The URL came from server.host/server.port of the config, as ${join(d, "serve.lock")} is a symbolic link, so it is not trusted.\n`);
   }, 60_000);
 
   test("a lock without the MAC under the data dir's approver token is ignored (a hook or tool process can write the data dir, not read the token)", async () => {
@@ -185,7 +188,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
       writeLock(d, process.pid, processStart(process.pid), 0o600, key);
       const r = await airlock(d, ["actions", "list"]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port} (URL from server.host/server.port of the config, as `);
+      expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port}: the connection was refused, so nothing listens on that port.\n  The URL came from server.host/server.port of the config, as `);
       expect(r.stderr).toContain(why);
       const link = await airlock(d, ["console"]);
       expect(link.stdout).toStartWith(`http://127.0.0.1:${port}/#t=`);
@@ -204,6 +207,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
       expect(r.code).toBe(1);
       expect(r.stderr).toStartWith(`airlock: server_unreachable: no URL to send the API token to: the airlock serve (pid ${process.pid}) holding the data dir ${d} has recorded none`);
       expect(r.stderr).not.toContain("Start it in another terminal");
+      expect(r.stderr).not.toContain("To start one");
       expect((await airlock(d, ["console"])).stdout).toBe("");
       expect(seen).toEqual([]);
     } finally {
