@@ -38,7 +38,7 @@ async function runInPty(dir: string, ws: string, answer: string): Promise<{ code
     const { value, done } = await reader.read();
     if (done) break;
     screen += dec.decode(value);
-    if (!typed && screen.includes("allow once? [y/N]")) {
+    if (!typed && screen.includes("allow? [y]once")) {
       typed = true;
       p.stdin.write(`${answer}\n`);
       await p.stdin.flush();
@@ -147,7 +147,7 @@ async function runInPtyTyping(dir: string, ws: string, inputs: string[]): Promis
     const { value, done } = await reader.read();
     if (done) break;
     screen += dec.decode(value);
-    const n = screen.split("allow once? [y/N]").length - 1;
+    const n = screen.split("allow? [y]once").length - 1;
     while (asked < n) {
       const input = inputs[asked++];
       if (input === EOF) await p.stdin.end(); // `script` passes the end of its stdin on to the PTY
@@ -179,7 +179,7 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
       expect(screen.split("stdin closed: nobody can answer on this terminal").length - 1).toBe(1);
       expect(screen).toContain("allowed once");
       expect(screen.split("denied (stdin closed)").length - 1).toBe(1);
-      expect(screen.split("allow once? [y/N]").length - 1).toBeLessThanOrEqual(2); // the third call asked nobody
+      expect(screen.split("allow? [y]once").length - 1).toBeLessThanOrEqual(2); // the third call asked nobody
       expect(screen).toMatch(/✗ developer__shell echo hi > c\.txt — no_human_surface: no person can answer any more/);
       expect(code).toBe(0); // the model got error results and answered anyway
       expect(existsSync(join(ws, "a.txt"))).toBe(true);
