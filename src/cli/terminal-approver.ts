@@ -227,7 +227,7 @@ export function boundedLines(lines: readonly string[], maxLines: number = CARD_A
 /**
  * A card as written before its question (ends with a line break): the tool, the subagent it came from, why it
  * asks; its arguments — on one line when short, else pretty (`argLines`, escaped) and bounded by
- * {@link boundedLines}, with `… N more bytes`; the rule `a` adds; then the tool and what the call is about
+ * {@link boundedLines}, with `… N more bytes`; why allowing will not help (`will_fail`); the rule `a` adds; then the tool and what the call is about
  * (`summary`, cli/call-summary.ts) again, right above the question. Model-written text is shown through `safe()`.
  */
 export function cardText(card: ShownCard, rootSessionId: string, argLines: readonly string[], summary: string): string {
@@ -242,6 +242,7 @@ export function cardText(card: ShownCard, rootSessionId: string, argLines: reado
     out += `  arguments:\n${shown.map((l) => `    ${l}\n`).join("")}`;
     if (moreBytes > 0) out += `    … ${moreBytes.toLocaleString("en-US")} more bytes (v shows them all)\n`;
   }
+  if (card.will_fail) out += `  ${safe(card.will_fail)}\n`;
   if (card.suggested_rule) out += `  a: allow for this session adds the rule ${safe(card.suggested_rule)} (matching calls in this session tree then run without asking)\n`;
   return out + restated(card, rootSessionId, summary);
 }

@@ -103,3 +103,44 @@ test("where no SIGHUP reaches airlock (its own session), the terminal closing at
   expect(existsSync(join(ws, "a.txt"))).toBe(false);
   expect(existsSync(join(ws, "b.txt"))).toBe(false);
 });
+
+/** Runs `sh_cmd` in a detached tmux session on a server of its own (socket `sock`); returns a function reading the pane. */
+function tmuxRun(sock: string, cwd: string, shCmd: string): () => string {
+  const r = Bun.spawnSync(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "200", "-y", "50", shCmd], { cwd, env: { ...process.env, AIRLOCK_HOME: "", TMUX: "" } });
+  expect(r.exitCode).toBe(0);
+  return () => new TextDecoder().decode(Bun.spawnSync(["tmux", "-L", sock, "capture-pane", "-p", "-t", "t"]).stdout);
+}
+
+test.skipIf(!Bun.which("tmux"))("tmux kill-window with the card on screen: the terminal went away, not a Ctrl-D — the turn is cancelled (exit 130), the model does not carry on", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-run-tmux-"));
+  dirs.push(dir);
+  const ws = join(dir, "ws");
+  mkdirSync(ws);
+  writeFileSync(
+    join(dir, "turns.yaml"),
+    "turns:\n" +
+      ["a", "b"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > ${f}.txt" }\n`).join("") +
+      '  - text: "done"\n',
+  );
+  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
+  const sock = `airlock-test-${process.pid}-${Date.now()}`;
+  const rc = join(dir, "rc");
+  // the shell stays (HUP ignored in it) to write airlock's exit code; airlock takes SIGHUP as it comes
+  const capture = tmuxRun(sock, ws, `trap '' HUP; ${process.execPath} ${MAIN} run --data-dir ${dir} 'write them'; echo $? > ${rc}`);
+  try {
+    let screen = "";
+    for (let i = 0; i < 120 && !screen.includes("allow? [y]once"); i++) {
+      await Bun.sleep(250);
+      screen = capture();
+    }
+    expect(screen).toContain("allow? [y]once");
+    Bun.spawnSync(["tmux", "-L", sock, "kill-window", "-t", "t"]);
+    for (let i = 0; i < 60 && !existsSync(rc); i++) await Bun.sleep(250);
+    expect(readFileSync(rc, "utf8").trim()).toBe("130");
+    expect(await turnStatuses(dir)).toEqual(["cancelled"]);
+    expect(existsSync(join(ws, "a.txt"))).toBe(false);
+    expect(existsSync(join(ws, "b.txt"))).toBe(false);
+  } finally {
+    Bun.spawnSync(["tmux", "-L", sock, "kill-server"]);
+  }
+});
