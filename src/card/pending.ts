@@ -505,6 +505,7 @@ export class Cards {
     else if (row.status === "expired") outcome.decision = "expired";
     if (typeof d.decided_in === "string") outcome.decided_in = d.decided_in;
     if (typeof d.reason === "string") outcome.reason = d.reason;
+    if (d.nobody === true && outcome.decision === "deny") outcome.nobody = true;
     if (typeof d.rule === "string") outcome.rule = d.rule;
     if (typeof d.rule_id === "string") outcome.rule_id = d.rule_id;
     this.finish(row.id, outcome, "row");
