@@ -2,7 +2,7 @@
  * @module cli/terminal-approver
  * The human surface of an interactive `airlock run`: a card surfaced at the run's root session is
  * shown on stderr and answered from the terminal (`/dev/tty`), one at a time. The person at the
- * terminal is present, so their "yes" carries user proof (the approver token of this data dir).
+ * terminal is present, so their allow (`y` once, `a` for the session) carries user proof (the approver token of this data dir).
  * Used only when stdin and stderr are both TTYs; otherwise `airlock run` is headless (nobody can answer).
  */
 import type { TypedEvent } from "../bus/bus.ts";
