@@ -102,6 +102,18 @@ describe.skipIf(why !== null)("Cards in fleet mode (PostgreSQL, two processes)",
     await a.turnLeases.release(t.turn);
   }, 120_000);
 
+  test("a deny nobody gave (an attended run's terminal input ended) reaches the parking process as such: the outcome says nobody", async () => {
+    const t = await childTurn();
+    await a.turnLeases.acquire(t.child, t.turn);
+    const outcome = a.cards.park(input(t.child, t.turn));
+    await until(() => b.cards.listForSession(t.root).length === 1, "B lists A's card");
+    const [card] = b.cards.listForSession(t.root);
+    const r = await b.cards.resolve(card!.request_id, "deny", { sessionId: t.root, actor: "terminal", reason: "stdin_closed: the terminal's input ended", nobody: true });
+    expect(r).toMatchObject({ ok: true, outcome: { decision: "deny", nobody: true } });
+    expect(await outcome).toMatchObject({ request_id: card!.request_id, decision: "deny", reason: "stdin_closed: the terminal's input ended", nobody: true });
+    await a.turnLeases.release(t.turn);
+  }, 120_000);
+
   test("an answer from a session that is not a surface is outside_scope, and the card stays pending", async () => {
     const t = await childTurn();
     const other = await childTurn();

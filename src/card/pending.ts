@@ -22,7 +22,7 @@ import type { TurnLeases } from "../fleet/turn-leases.ts";
 import { answerCardRow } from "./row-answer.ts";
 import { Expiry } from "./expiry.ts";
 import { BoundedMap } from "../bounded.ts";
-import type { CardOutcome, DecisionFrom, ResolveResult } from "./outcome.ts";
+import { decidedOutcome, type CardOutcome, type DecisionFrom, type ResolveResult } from "./outcome.ts";
 
 export type { CardOutcome, DecisionFrom, ResolveResult };
 
@@ -346,7 +346,7 @@ export class Cards {
       // expired or withdrawn while the answer was written: the call was not let run
       return { ok: false, error: new AirlockError("expired", `card ${requestId} closed (${this.decided.get(requestId)?.outcome.decision ?? "withdrawn"}) before this answer was stored; the call was not run`) };
     }
-    const outcome: CardOutcome = { request_id: requestId, decision, decided_in: from.sessionId, ...(from.reason ? { reason: from.reason } : {}) };
+    const outcome: CardOutcome = decidedOutcome(requestId, decision, from);
     if (stored) {
       outcome.rule = stored.rule;
       outcome.rule_id = stored.id;
@@ -505,6 +505,7 @@ export class Cards {
     else if (row.status === "expired") outcome.decision = "expired";
     if (typeof d.decided_in === "string") outcome.decided_in = d.decided_in;
     if (typeof d.reason === "string") outcome.reason = d.reason;
+    if (d.nobody === true && outcome.decision === "deny") outcome.nobody = true;
     if (typeof d.rule === "string") outcome.rule = d.rule;
     if (typeof d.rule_id === "string") outcome.rule_id = d.rule_id;
     this.finish(row.id, outcome, "row");

@@ -12,7 +12,7 @@ import { insertAudit } from "../fleet/audit.ts";
 import type { CardRows } from "../fleet/card-rows.ts";
 import type { Sql } from "../store/sql.ts";
 import { checkAuthority, tokensEqual, type Decision } from "./authority.ts";
-import type { CardOutcome, DecisionFrom, ResolveResult } from "./outcome.ts";
+import { decidedOutcome, type CardOutcome, type DecisionFrom, type ResolveResult } from "./outcome.ts";
 
 export interface RowAnswerDeps {
   sql: Sql;
@@ -73,7 +73,7 @@ export async function answerCardRow(deps: RowAnswerDeps, requestId: string, deci
     });
     if (auth) return await refuse(auth);
   }
-  const outcome: CardOutcome = { request_id: requestId, decision, decided_in: from.sessionId, ...(from.reason ? { reason: from.reason } : {}) };
+  const outcome: CardOutcome = decidedOutcome(requestId, decision, from);
   const offersRule = row.status === "pending" && decision === "allow_session";
   if (offersRule) outcome.rule = suggested as string;
   // The decision is taken first; the session rule is stored only once this answer has won it. Storing it

@@ -222,11 +222,20 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   if (!opts.headless && !interactive) {
     writeStderr("airlock: no terminal to ask on (stdin or stderr is not a TTY): running headless — calls that need a person are refused\n");
   }
-  const reader = interactive ? await ttyLineReader() : undefined;
-  let stopApprover: (() => void) | undefined;
   const ac = new AbortController();
   const { createProgress } = await import("./progress.ts");
   const progress = createProgress({ write: writeStderr });
+  // the terminal hung up (its window closed, ssh dropped): nobody can see or answer a card any more; the turn is
+  // cancelled as on SIGTERM (stored cancelled, a waiting card withdrawn), never left `running` by a default death.
+  // Said by SIGHUP, or first by the end of stdin on a terminal that is gone (cli/terminal-approver.ts): one
+  // cancellation either way — a hang-up after it is not a second signal that exits before the turn's end is stored
+  const hangUp = (why: string) => {
+    if (ac.signal.aborted) return;
+    progress.log(`airlock: ${why}: cancelling the turn`);
+    ac.abort();
+  };
+  const reader = interactive ? await ttyLineReader(() => hangUp("the terminal went away")) : undefined;
+  let stopApprover: (() => void) | undefined;
   const { callTitle } = await import("./call-summary.ts");
   const { chainPrefixes } = await import("./chain-prefix.ts");
   /** `[root›subagent#0] ` before a call not made by the root session (as `airlock attach` and `airlock acp` say it). */
@@ -248,6 +257,7 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   const isEcho = signalEchoFilter();
   const onSignal = (sig: NodeJS.Signals) => {
     if (isEcho()) return;
+    reader?.endLine(); // a question on screen: what is said next starts on a line of its own
     if (ac.signal.aborted) {
       progress.stop();
       writeStderr(`airlock: ${sig} again: exiting without waiting\n`);
@@ -258,16 +268,15 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  // the terminal hung up (its window closed, ssh dropped): nobody can see or answer a card any more; the turn is
-  // cancelled as on SIGTERM (stored cancelled, a waiting card withdrawn), never left `running` by a default death
-  process.on("SIGHUP", onSignal);
+  const onHangUp = () => hangUp("SIGHUP");
+  process.on("SIGHUP", onHangUp);
   try {
     const result = await runOnce(rt, {
       prompt,
       headless,
       onSession(sessionId) {
         root = sessionId;
-        if (reader) stopApprover = startTerminalApprover(rt, sessionId, reader, writeStderr, (on) => progress.hold(on));
+        if (reader) stopApprover = startTerminalApprover(rt, sessionId, reader, writeStderr, (on) => progress.hold(on), () => reader.gone());
       },
       workspace: workspace ?? process.cwd(),
       signal: ac.signal,
@@ -315,7 +324,7 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
     progress.stop();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
-    process.off("SIGHUP", onSignal);
+    process.off("SIGHUP", onHangUp);
     await rt.close();
   }
 }

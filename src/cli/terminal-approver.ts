@@ -2,12 +2,13 @@
  * @module cli/terminal-approver
  * The human surface of an interactive `airlock run`: a card surfaced at the run's root session is
  * shown on stderr and answered from the terminal (`/dev/tty`), one at a time. The person at the
- * terminal is present, so their "yes" carries user proof (the approver token of this data dir).
+ * terminal is present, so their allow (`y` once, `a` for the session) carries user proof (the approver token of this data dir).
  * Used only when stdin and stderr are both TTYs; otherwise `airlock run` is headless (nobody can answer).
  */
 import type { TypedEvent } from "../bus/bus.ts";
 import type { Runtime } from "../runtime.ts";
-import { mayBeTerminal, safe } from "./output.ts";
+import { assertNever } from "../errors.ts";
+import { mayBeTerminal, safe, writeStderr } from "./output.ts";
 import { ARM_MS, terminalFlusher } from "./terminal-arm.ts";
 
 /** Whether a person can answer on this terminal: stdin and stderr are both TTYs. */
@@ -18,28 +19,67 @@ export function terminalCanAsk(): boolean {
 
 /**
  * Asks one question on the terminal and resolves with the answer line (trimmed), or with `null` once the
- * terminal's input has ended (EOF: Ctrl-D at the prompt, a closed stdin): nobody can answer there any more.
- * Never rejects.
+ * terminal's input has ended (EOF: Ctrl-D at the prompt, a closed stdin, a terminal that went away): nobody
+ * can answer there any more. Never rejects.
  */
 export type LineReader = (question: string) => Promise<string | null>;
 
+/** A {@link LineReader} on the terminal, with what `airlock run` needs around it. */
+export interface TtyLineReader extends LineReader {
+  /** Releases stdin (idempotent). */
+  close(): void;
+  /** Whether the input ended because the terminal went away (hung up), not because a person ended it (Ctrl-D). */
+  gone(): boolean;
+  /** Ends the line of a question on screen (writes a line break when one is shown), so the next output starts on a line of its own. */
+  endLine(): void;
+}
+
 /**
- * A line reader on the TTY stdin (non-blocking: the turn keeps running while it waits). `close()` releases stdin
- * (idempotent). Once stdin has ended — Ctrl-D at the prompt closes the readline, as does the end of stdin while
- * no question is asked — the question waiting (if any) and every later one resolve `null`.
+ * A line reader on the TTY stdin (non-blocking: the turn keeps running while it waits). Once stdin has ended —
+ * Ctrl-D at the prompt closes the readline, as does the end of stdin while no question is asked — the question
+ * waiting (if any) and every later one resolve `null`. When it ended because the terminal went away
+ * (stdin is no longer a terminal: the kernel fails `isatty` on a hung-up one), `onGone` is called first (once), and `gone()` is true from then on.
  * Type-ahead never answers a question: what was typed before it is dropped, the question is put only after
  * {@link ARM_MS} (keys typed meanwhile are dropped too, a line or a partial line), as `airlock attach` does.
  * `node:readline` is loaded here, on first use: a headless run never needs it.
  */
-export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
+export async function ttyLineReader(onGone: () => void = () => {}): Promise<TtyLineReader> {
   const { createInterface } = await import("node:readline");
+  const { isatty } = await import("node:tty");
+  // whether the terminal of stdin went away: stdin, a TTY when the run began, is no longer one. On a hung-up
+  // terminal (its window closed, ssh dropped, the PTY's master closed) the kernel fails TCGETS with EIO, so
+  // isatty(0) is false; after Ctrl-D it is still a terminal
+  const terminalGone = (): boolean => {
+    try {
+      return !isatty(0);
+    } catch {
+      return true;
+    }
+  };
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
   let closed = false;
+  let closing = false; // close() was called: the end of the input is ours, not the terminal's
+  let wentAway = false;
+  let onScreen = false; // a question is on screen, its line not ended
   let waiting: ((a: string | null) => void) | undefined;
+  const endLine = () => {
+    if (!onScreen) return;
+    onScreen = false;
+    writeStderr("\n");
+  };
   // Ctrl-C at the prompt: the terminal is in raw mode, so readline sees the key, and with no listener it would
   // close itself (read as the end of stdin). It is the user's interrupt: sent on as SIGINT, which cancels the turn.
-  rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
+  rl.on("SIGINT", () => {
+    endLine(); // what is said next (the held log lines, the cancellation) starts on a line of its own
+    process.kill(process.pid, "SIGINT");
+  });
   const ended = () => {
+    if (!closed && !closing && terminalGone()) {
+      // not a person ending the input: the terminal is gone, as on SIGHUP (which may come later, or never)
+      wentAway = true;
+      onScreen = false;
+      onGone();
+    }
     closed = true;
     const w = waiting;
     waiting = undefined;
@@ -68,21 +108,27 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
         // a partial line typed meanwhile is dropped without drawing anything (readline's line editing would redraw)
         Object.assign(rl, { line: "", cursor: 0 });
         try {
+          onScreen = true;
           rl.question(question, (a) => {
+            onScreen = false;
             waiting = undefined;
             resolve(a.trim());
           });
         } catch {
           // ERR_USE_AFTER_CLOSE: the readline closed before its close event reached us
+          onScreen = false;
           closed = true;
           waiting = undefined;
           resolve(null);
         }
       }, ARM_MS);
-    })) as LineReader & { close(): void };
+    })) as TtyLineReader;
+  ask.gone = () => wentAway;
+  ask.endLine = endLine;
   ask.close = () => {
     process.stderr.off("error", onOutputError);
     if (closed) return;
+    closing = true;
     closed = true;
     try {
       rl.close();
@@ -97,13 +143,128 @@ export async function ttyLineReader(): Promise<LineReader & { close(): void }> {
 export const STDIN_CLOSED_LINE =
   "airlock: stdin closed: nobody can answer on this terminal any more — the card waiting is denied and later calls that need a person are refused (no_human_surface)\n";
 
+/** The reason a card is denied with when the terminal's input ended (nobody answered it: the outcome says `nobody`). */
+export const STDIN_CLOSED_REASON = "stdin_closed: the terminal's input ended";
+
+/** The most lines of a card's arguments shown before its question (`v` shows them all). */
+export const CARD_ARG_LINES = 20;
+/** The most characters of a card's arguments shown before its question (`v` shows them all). */
+export const CARD_ARG_CHARS = 2000;
+/** Arguments whose compact JSON (escaped) is at most this many characters are shown on one line. */
+const COMPACT_ARGS_MAX = 160;
+
+/** A card as the terminal approver shows it (the `action_required` event's data). */
+export type ShownCard = TypedEvent<"action_required">["data"];
+
+/** What a person typed at a card's question means. */
+export type CardAnswer =
+  | { kind: "allow_once" }
+  | { kind: "allow_session" }
+  | { kind: "deny"; reason?: string }
+  | { kind: "view" }
+  /** `a` on a card that offers no rule for the session. */
+  | { kind: "no_rule" }
+  | { kind: "unknown" };
+
+/**
+ * Reads an answer line (trimmed): `y`/`yes` allow once; `a` allow for the session (`no_rule` when the card offers
+ * no rule); an empty line, `n` or `no` deny; `n REASON` (or `no REASON`) deny, REASON told to the model; `v`/`view`
+ * shows the whole arguments; anything else is `unknown` (asked again — never an allow). Case-insensitive. Pure.
+ */
+export function parseAnswer(line: string, offersRule: boolean): CardAnswer {
+  const a = line.trim();
+  if (a === "" || /^no?$/i.test(a)) return { kind: "deny" };
+  if (/^y(es)?$/i.test(a)) return { kind: "allow_once" };
+  if (/^a$/i.test(a)) return offersRule ? { kind: "allow_session" } : { kind: "no_rule" };
+  if (/^v(iew)?$/i.test(a)) return { kind: "view" };
+  const withReason = /^no?\s+(\S.*)$/is.exec(a);
+  if (withReason) return { kind: "deny", reason: withReason[1]!.trim() };
+  return { kind: "unknown" };
+}
+
+/** The question asked at a card: the answers it takes (`[a]session` only when the card offers a rule). */
+export function cardQuestion(offersRule: boolean): string {
+  return `  allow? [y]once${offersRule ? " [a]session" : ""} [n]o (n REASON tells the model why) [v]iew › `;
+}
+
+/**
+ * The card's why: `inspector: reason`, the label said once — a reason that lists several asks starts with
+ * `[inspector] ` itself (gate/verdict.ts `combine`), so that label is not put before it a second time.
+ */
+function cardWhy(card: Pick<ShownCard, "inspector" | "reason">): string {
+  const label = `[${card.inspector}] `;
+  if (card.reason.startsWith(label)) return `${card.inspector}: ${card.reason.slice(label.length)}`;
+  if (card.reason.includes(label)) return card.reason;
+  return `${card.inspector}: ${card.reason}`;
+}
+
+/**
+ * `lines` (escaped argument lines) cut to at most `maxLines` lines and `maxChars` characters (a line is cut
+ * whole characters and escapes only); `moreBytes`: the UTF-8 bytes of the rest of the text (`lines` joined by
+ * line breaks) not shown, 0 when all of it is. Pure.
+ */
+export function boundedLines(lines: readonly string[], maxLines: number = CARD_ARG_LINES, maxChars: number = CARD_ARG_CHARS): { shown: string[]; moreBytes: number } {
+  const shown: string[] = [];
+  let used = 0;
+  for (const line of lines) {
+    if (shown.length >= maxLines) break;
+    if (used + line.length <= maxChars) {
+      shown.push(line);
+      used += line.length;
+      continue;
+    }
+    let part = line.slice(0, Math.max(0, maxChars - used));
+    if (/[\ud800-\udbff]$/.test(part)) part = part.slice(0, -1); // half a surrogate pair
+    const escape = /\\u[0-9a-f]{0,3}$/.exec(part); // half an escape
+    if (escape) part = part.slice(0, escape.index);
+    if (part !== "") shown.push(part);
+    break;
+  }
+  const all = Buffer.byteLength(lines.join("\n"));
+  return { shown, moreBytes: all - Buffer.byteLength(shown.join("\n")) };
+}
+
+/**
+ * A card as written before its question (ends with a line break): the tool, the subagent it came from, why it
+ * asks; its arguments — on one line when short, else pretty (`argLines`, escaped) and bounded by
+ * {@link boundedLines}, with `… N more bytes`; why allowing will not help (`will_fail`); the rule `a` adds; then the tool and what the call is about
+ * (`summary`, cli/call-summary.ts) again, right above the question. Model-written text is shown through `safe()`.
+ */
+export function cardText(card: ShownCard, rootSessionId: string, argLines: readonly string[], summary: string): string {
+  const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
+  // the card's text is partly model-written (an elevation's justification, a path the floor names, the
+  // arguments): shown through safe(), so it cannot hide the real arguments or fake a line (C1 too: JSON keeps them raw)
+  let out = `\nairlock: ${safe(`${card.tool}${from} needs your approval — ${cardWhy(card)}`)}\n`;
+  const compact = safe(JSON.stringify(card.arguments) ?? "null");
+  if (compact.length <= COMPACT_ARGS_MAX) out += `  arguments: ${compact}\n`;
+  else {
+    const { shown, moreBytes } = boundedLines(argLines);
+    out += `  arguments:\n${shown.map((l) => `    ${l}\n`).join("")}`;
+    if (moreBytes > 0) out += `    … ${moreBytes.toLocaleString("en-US")} more bytes (v shows them all)\n`;
+  }
+  if (card.will_fail) out += `  ${safe(card.will_fail)}\n`;
+  if (card.suggested_rule) out += `  a: allow for this session adds the rule ${safe(card.suggested_rule)} (matching calls in this session tree then run without asking)\n`;
+  return out + restated(card, rootSessionId, summary);
+}
+
+/** The line right above a card's question: the tool (and the subagent it came from) and what the call is about. */
+function restated(card: ShownCard, rootSessionId: string, summary: string): string {
+  const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
+  return `  ${safe(`${card.tool}${from}`)}${summary ? ` ${summary}` : ""}\n`;
+}
+
 /**
  * Answers cards surfaced at `rootSessionId` from the terminal. Returns a stop function.
- * `y`/`yes` → `allow_once` (with user proof: the person is at the terminal); anything else → `deny`.
+ * Each card is written bounded ({@link cardText}), then {@link cardQuestion} is asked until it gets an answer
+ * ({@link parseAnswer}): `y` → `allow_once`, `a` → `allow_session` (both with user proof: the person is at the
+ * terminal), an empty line or `n` → `deny`, `n REASON` → `deny` with REASON for the model, `v` writes the whole
+ * arguments and asks again, anything else asks again.
  * Fails closed when the terminal's input ends (`read` resolves `null`, or throws): {@link STDIN_CLOSED_LINE} is
  * written once, the card at the prompt and every card parked before are denied (no user proof, actor
- * `terminal`, reason `stdin_closed`) without asking, and every later ask of the run is refused at once with
- * `no_human_surface` as in a headless run (`rt.gate.surfaceGone`).
+ * `terminal`, reason {@link STDIN_CLOSED_REASON}, `nobody`: no person answered) without asking, and every later
+ * ask of the run is refused at once with `no_human_surface` as in a headless run (`rt.gate.surfaceGone`).
+ * When the input ended because the terminal went away (`gone()`), the turn is being cancelled (as on SIGHUP):
+ * its cards are withdrawn with it, and nothing is answered or written.
  */
 export function startTerminalApprover(
   rt: Runtime,
@@ -111,6 +272,7 @@ export function startTerminalApprover(
   read: LineReader,
   write: (s: string) => void,
   hold: (on: boolean) => void = () => {},
+  gone: () => boolean = () => false,
 ): () => void {
   const queue: TypedEvent<"action_required">[] = [];
   let busy = false;
@@ -124,27 +286,48 @@ export function startTerminalApprover(
     hold(true);
     try {
       const card = ev.data;
-      const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
-      // the card's text is partly model-written (an elevation's justification, a path the floor names, the
-      // arguments): shown through safe(), so it cannot hide the real arguments or fake a line (C1 too: JSON keeps them raw)
-      write(`\nairlock: ${safe(`${card.tool}${from} needs your approval — ${card.inspector}: ${card.reason}`)}\n  arguments: ${safe(JSON.stringify(card.arguments))}\n`);
-      let answer: string | null = null;
-      if (!ended) answer = await read("  allow once? [y/N] ").catch(() => null);
-      if (stopped) return;
+      // loaded when a card is shown (never on a run that asks nobody)
+      const [{ argumentLines }, { callSummary }] = await Promise.all([import("./attach-format.ts"), import("./call-summary.ts")]);
+      const argLines = argumentLines(card.arguments);
+      const summary = callSummary(card.arguments);
+      write(cardText(card, rootSessionId, argLines, summary));
+      let answer: CardAnswer | null = null;
+      while (!ended) {
+        const line = await read(cardQuestion(Boolean(card.suggested_rule))).catch(() => null);
+        if (stopped) return;
+        if (line === null) break;
+        const a = parseAnswer(line, Boolean(card.suggested_rule));
+        if (a.kind === "view") {
+          write(`  arguments (all of them):\n${argLines.map((l) => `    ${l}\n`).join("")}${restated(card, rootSessionId, summary)}`);
+          continue;
+        }
+        if (a.kind === "no_rule") {
+          write("  this card offers no rule for the session: answer y, n, n REASON or v\n");
+          continue;
+        }
+        if (a.kind === "unknown") {
+          write(`  answer y (allow once)${card.suggested_rule ? ", a (allow for this session)" : ""}, n (deny), n REASON (deny, telling the model why) or v (view the arguments)\n`);
+          continue;
+        }
+        answer = a;
+        break;
+      }
+      if (answer === null && gone()) return; // the terminal went away: the turn is cancelled, its cards with it
       if (answer === null && !ended) {
         ended = true;
         rt.gate.surfaceGone(rootSessionId); // later asks of the run are refused at once, as headless
         write(`\n${STDIN_CLOSED_LINE}`);
       }
-      const allow = answer !== null && /^y(es)?$/i.test(answer);
+      const decision = answer === null ? "deny" : answer.kind;
+      const reason = answer?.kind === "deny" ? answer.reason : undefined;
       const r = await rt.cards.resolve(
         card.request_id,
-        allow ? "allow_once" : "deny",
+        decision,
         answer === null
-          ? { sessionId: rootSessionId, actor: "terminal", reason: "stdin_closed (the terminal's input ended; nobody can answer there)" }
-          : { sessionId: rootSessionId, approverToken: rt.tokens.approverToken, actor: "terminal" },
+          ? { sessionId: rootSessionId, actor: "terminal", reason: STDIN_CLOSED_REASON, nobody: true }
+          : { sessionId: rootSessionId, approverToken: rt.tokens.approverToken, actor: "terminal", ...(reason ? { reason } : {}) },
       );
-      write(r.ok ? `  ${allow ? "allowed once" : answer === null ? "denied (stdin closed)" : "denied"}\n` : `  not applied: ${r.error.message}\n`);
+      write(r.ok ? `  ${answered(decision, answer === null, reason, r.outcome.rule)}\n` : `  not applied: ${r.error.message}\n`);
     } catch (e) {
       // never an unhandled rejection (a raw stack trace, the turn left running): the card stays to its TTL or the turn's end
       write(`  not applied: ${e instanceof Error ? e.message : String(e)}\n`);
@@ -163,4 +346,18 @@ export function startTerminalApprover(
     stopped = true;
     off();
   };
+}
+
+/** The line written once a card is answered. */
+function answered(decision: "allow_once" | "allow_session" | "deny", stdinClosed: boolean, reason: string | undefined, rule: string | undefined): string {
+  switch (decision) {
+    case "allow_once":
+      return "allowed once";
+    case "allow_session":
+      return `allowed for this session${rule ? ` (rule ${safe(rule)})` : ""}`;
+    case "deny":
+      return stdinClosed ? "denied (stdin closed)" : reason ? `denied (the model is told: ${safe(reason)})` : "denied";
+    default:
+      return assertNever(decision, "card decision");
+  }
 }

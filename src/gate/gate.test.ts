@@ -247,6 +247,29 @@ describe("Gate: validation and inspectors", () => {
     expect((bad as { error: { message: string } }).error.message).toContain("command");
   });
 
+  test("a deny nobody gave (the terminal's input ended) says nobody could answer; a person's deny says a person denied it, with the reason", async () => {
+    const h = await harness();
+    const s = await h.session({ mode: "autonomous" });
+    const t = await h.turn(s);
+    const messages: string[] = [];
+    for (const from of [
+      { sessionId: s.id, actor: "terminal", reason: "stdin_closed: the terminal's input ended", nobody: true },
+      { sessionId: s.id, actor: "terminal", reason: "use ls" },
+    ]) {
+      const card = h.nextCard(s.id);
+      const p = h.call(s, t.turnId, "developer__shell", { command: "rm -rf /" });
+      const c = await card;
+      expect(await h.cards.resolve(c.request_id, "deny", from)).toMatchObject({ ok: true, outcome: { decision: "deny", ...(from.nobody ? { nobody: true } : {}) } });
+      const r = await p;
+      expect(r).toMatchObject({ ok: false, error: { code: "denied" } });
+      messages.push((r as { error: { message: string } }).error.message);
+    }
+    expect(messages[0]).toContain("nobody could answer the approval request for this call (stdin_closed: the terminal's input ended)");
+    expect(messages[0]).not.toContain("a person denied");
+    expect(messages[1]).toContain("a person denied this call: use ls");
+    expect(h.runs.length).toBe(0);
+  });
+
   test("autonomous runs state-changing calls; the floor still asks with user proof", async () => {
     const h = await harness();
     const s = await h.session({ mode: "autonomous" });

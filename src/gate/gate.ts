@@ -558,6 +558,8 @@ export class Gate {
       case "allow_session":
         break;
       case "deny":
+        // a deny nobody gave (the terminal's input ended) is not said to be a person's
+        if (outcome.nobody) return this.refuse(session.id, req, "denied", `nobody could answer the approval request for this call${outcome.reason ? ` (${outcome.reason})` : ""}; it was not run`, inspector);
         return this.refuse(session.id, req, "denied", `a person denied this call${outcome.reason ? `: ${outcome.reason}` : ""}`, inspector);
       case "expired":
         return this.refuse(session.id, req, "expired", `nobody answered the approval request in time (${ttl} s); the call was not run`, inspector);

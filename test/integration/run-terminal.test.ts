@@ -38,7 +38,7 @@ async function runInPty(dir: string, ws: string, answer: string): Promise<{ code
     const { value, done } = await reader.read();
     if (done) break;
     screen += dec.decode(value);
-    if (!typed && screen.includes("allow once? [y/N]")) {
+    if (!typed && screen.includes("allow? [y]once")) {
       typed = true;
       p.stdin.write(`${answer}\n`);
       await p.stdin.flush();
@@ -143,11 +143,17 @@ async function runInPtyTyping(dir: string, ws: string, inputs: string[]): Promis
   const reader = p.stdout.getReader();
   const dec = new TextDecoder();
   let asked = 0;
+  let n = 0; // questions on screen so far (counted from where the last count stopped: a long screen is not searched again)
+  let from = 0;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    screen += dec.decode(value);
-    const n = screen.split("allow once? [y/N]").length - 1;
+    screen += dec.decode(value, { stream: true });
+    for (let at = screen.indexOf("allow? [y]once", from); at !== -1; at = screen.indexOf("allow? [y]once", from)) {
+      n++;
+      from = at + 1;
+    }
+    from = Math.max(from, screen.length - 20);
     while (asked < n) {
       const input = inputs[asked++];
       if (input === EOF) await p.stdin.end(); // `script` passes the end of its stdin on to the PTY
@@ -179,8 +185,11 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
       expect(screen.split("stdin closed: nobody can answer on this terminal").length - 1).toBe(1);
       expect(screen).toContain("allowed once");
       expect(screen.split("denied (stdin closed)").length - 1).toBe(1);
-      expect(screen.split("allow once? [y/N]").length - 1).toBeLessThanOrEqual(2); // the third call asked nobody
+      expect(screen.split("allow? [y]once").length - 1).toBeLessThanOrEqual(2); // the third call asked nobody
       expect(screen).toMatch(/✗ developer__shell echo hi > c\.txt — no_human_surface: no person can answer any more/);
+      // the card denied for the end of the input was answered by nobody: it does not say a person denied it
+      expect(screen).toMatch(/✗ developer__shell echo hi > b\.txt — denied: nobody could answer the approval request for this call \(stdin_closed: the terminal's input ended\)/);
+      expect(screen).not.toContain("a person denied");
       expect(code).toBe(0); // the model got error results and answered anyway
       expect(existsSync(join(ws, "a.txt"))).toBe(true);
       expect(existsSync(join(ws, "b.txt"))).toBe(false);
@@ -195,6 +204,8 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
     expect(killed).toBe(false);
     expect(screen).not.toContain("stdin closed");
     expect(screen).toContain("SIGINT: cancelling the turn");
+    // the prompt's line is ended first: nothing said next (the held ✗ line, the cancellation) lands on it
+    expect(screen).not.toMatch(/\[v\]iew › (?:\x1b\[[0-9;]*[A-Za-z])*[^\r\n\x1b]/);
     // the last line names the status once: the error's code is the same word
     expect(screen).toContain("airlock: cancelled: the run was cancelled");
     expect(screen).not.toContain("cancelled: cancelled");
@@ -214,5 +225,85 @@ describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () =
     expect(screen).toContain("blocked: no_human_surface");
     expect(code).toBe(3);
     expect(await turnStatuses(dir)).toEqual(["completed"]);
+  });
+});
+
+/** `airlock run`'s data dir with `turns` (YAML list items, each a model turn) as the scripted model. */
+function setupTurns(turns: string): { dir: string; ws: string } {
+  const { dir, ws } = setup();
+  writeFileSync(join(dir, "turns.yaml"), `turns:\n${turns}`);
+  return { dir, ws };
+}
+
+/** What the model got back for its calls: every stored tool message's content, in order. */
+async function toolResults(dir: string): Promise<string[]> {
+  const { Store } = await import("../../src/store/store.ts");
+  const store = await Store.open(join(dir, "airlock.db"));
+  try {
+    const out: string[] = [];
+    for (const s of await store.listSessions()) for (const m of await store.listMessages(s.id)) if (m.role === "tool") out.push(JSON.stringify(m.content));
+    return out;
+  } finally {
+    store.close();
+  }
+}
+
+const QUESTION = "allow? [y]once";
+
+describe("airlock run: the card and its answers", () => {
+  test("a 160 KB write_file: the card shows a bounded part of the arguments and restates the call above the question; v shows all of it and asks again; n REASON tells the model why", async () => {
+    const content = Array.from({ length: 4000 }, (_, i) => `row ${i} ${"z".repeat(30)}`).join("\n"); // 160 KB
+    const { dir, ws } = setupTurns(
+      `  - tool_calls:\n      - name: developer__write_file\n        arguments: ${JSON.stringify({ path: "big.txt", content })}\n  - text: "done"\n`,
+    );
+    const { code, screen, killed } = await runInPtyTyping(dir, ws, ["v\n", "n keep it small\n"]);
+    expect(killed).toBe(false);
+    const card = screen.indexOf("needs your approval");
+    const first = screen.indexOf(QUESTION, card);
+    expect(card).toBeGreaterThan(-1);
+    expect(first).toBeGreaterThan(card);
+    // the card up to its question fits a screen: the tool and reason are still in sight when it is asked
+    expect(first - card).toBeLessThan(4000);
+    expect(screen.slice(card, first)).toMatch(/… [\d,]+ more bytes \(v shows them all\)/);
+    expect(screen.slice(card, first)).not.toContain("row 3999");
+    // the line right above the question names the tool and what the call is about
+    expect(screen.slice(0, first).replace(/\x1b\[[0-9;]*[A-Za-z]/g, "")).toMatch(/\n {2}developer__write_file big\.txt\r?\n {2}$/);
+    // v: all of it, then the question again
+    const second = screen.indexOf(QUESTION, first + 1);
+    expect(second).toBeGreaterThan(first);
+    expect(screen.slice(first, second)).toContain("row 3999");
+    expect(screen.slice(second)).toContain("denied (the model is told: keep it small)");
+    expect(code).toBe(0);
+    expect(existsSync(join(ws, "big.txt"))).toBe(false);
+    expect((await toolResults(dir)).join()).toContain("a person denied this call: keep it small");
+  });
+
+  test("a allows for the session when the card offers a rule: the next matching call runs without asking", async () => {
+    const { dir, ws } = setupTurns(
+      ["a", "b"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "touch ${f}.txt" }\n`).join("") + '  - text: "done"\n',
+    );
+    const { code, screen, killed } = await runInPtyTyping(dir, ws, ["a\n"]);
+    expect(killed).toBe(false);
+    expect(screen).toContain("[a]session");
+    expect(screen).toMatch(/a: allow for this session adds the rule \S+/);
+    expect(screen).toMatch(/allowed for this session \(rule [^)]+\)/);
+    expect(screen.split(QUESTION).length - 1).toBe(1);
+    expect(code).toBe(0);
+    expect(existsSync(join(ws, "a.txt"))).toBe(true);
+    expect(existsSync(join(ws, "b.txt"))).toBe(true);
+  });
+
+  test("an answer it does not know, or a on a card that offers no rule, asks again, and is never an allow", async () => {
+    const { dir, ws } = setup(); // a redirection: no rule is offered for it
+    const { code, screen, killed } = await runInPtyTyping(dir, ws, ["ok\n", "yes please\n", "a\n", "\n"]);
+    expect(killed).toBe(false);
+    expect(screen).not.toContain("[a]session");
+    expect(screen.split(QUESTION).length - 1).toBe(4);
+    expect(screen).toContain("answer y (allow once), n (deny)");
+    expect(screen).toContain("this card offers no rule for the session");
+    expect(screen).not.toContain("allowed once");
+    expect(screen).toContain("  denied");
+    expect(code).toBe(0);
+    expect(existsSync(join(ws, "out.txt"))).toBe(false);
   });
 });

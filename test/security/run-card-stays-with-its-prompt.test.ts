@@ -3,7 +3,7 @@
  * the card and its answer. The run's log lines (`airlock: → tool`, `airlock: ✗ tool: code: message`) went on
  * being written while the card was on screen: a script that keeps one asking call waiting and makes hundreds
  * of failing calls meanwhile scrolled the real card (`rm -rf …`) off the screen before its question appeared,
- * and the lines right above `allow once? [y/N]` were then the model's own text (an error message naming a path
+ * and the lines right above `allow? [y]once` were then the model's own text (an error message naming a path
  * it chose, padded to wrap like a card of its own). Log lines are held while a card is shown and printed after
  * its answer. A real PTY (util-linux `script`), the scripted provider.
  */
@@ -45,7 +45,7 @@ test("the failing calls of a script do not print between the card and its answer
     const { value, done } = await reader.read();
     if (done) break;
     screen += dec.decode(value);
-    if (!answered && screen.includes("[y/N]")) {
+    if (!answered && screen.includes("allow? [y]once")) {
       answered = true;
       setTimeout(() => {
         p.stdin.write("n\r");

@@ -34,7 +34,7 @@ async function runInPty(turns: string): Promise<{ code: number; screen: string }
     const { value, done } = await reader.read();
     if (done) break;
     screen += dec.decode(value);
-    while (answered < screen.split("[y/N]").length - 1) {
+    while (answered < screen.split("allow? [y]once").length - 1) {
       answered++;
       p.stdin.write("n\n");
       await p.stdin.flush();

@@ -61,13 +61,13 @@ async function closeTerminalAtPrompt(prefix: string, newSession = false): Promis
   const reader = p.stdout.getReader();
   const dec = new TextDecoder();
   const giveUp = setTimeout(() => p.kill("SIGKILL"), 30_000);
-  while (!screen.includes("[y/N]")) {
+  while (!screen.includes("allow? [y]once")) {
     const { value, done } = await reader.read();
     if (done) break;
     screen += dec.decode(value);
   }
   clearTimeout(giveUp);
-  expect(screen).toContain("[y/N]");
+  expect(screen).toContain("allow? [y]once");
   const pid = Number(readFileSync(pidFile, "utf8"));
   started.push(pid);
   p.kill("SIGKILL"); // the terminal closes: its master side goes away
@@ -79,25 +79,68 @@ async function closeTerminalAtPrompt(prefix: string, newSession = false): Promis
 test("the terminal closes at the prompt: the turn ends and is stored so, not left running", async () => {
   const { ended, dir, ws } = await closeTerminalAtPrompt("");
   expect(ended).toBe(true);
-  // SIGHUP cancels the turn; the end of stdin may come first (the card denied, the model answers): either way it ended
-  expect(["cancelled", "completed"]).toContain((await turnStatuses(dir)).join());
+  // SIGHUP cancels the turn; the end of stdin that comes first is the terminal going away too (not a Ctrl-D:
+  // the card is not denied and the model does not carry on), so the turn is cancelled whichever wins
+  expect(await turnStatuses(dir)).toEqual(["cancelled"]);
   expect(existsSync(join(ws, "a.txt"))).toBe(false);
 });
 
 test("with SIGHUP ignored, the terminal closing at the prompt ends the run; nothing waits on a card nobody sees", async () => {
   const { ended, dir, ws } = await closeTerminalAtPrompt(`trap "" HUP;`);
   expect(ended).toBe(true);
-  expect((await turnStatuses(dir)).includes("running")).toBe(false);
+  expect(await turnStatuses(dir)).toEqual(["cancelled"]);
   expect(existsSync(join(ws, "a.txt"))).toBe(false);
   expect(existsSync(join(ws, "b.txt"))).toBe(false);
 });
 
-test("where no SIGHUP reaches airlock (its own session), the terminal closing at the prompt is the end of stdin: no crash, the turn ends and is stored", async () => {
+test("where no SIGHUP reaches airlock (its own session), the terminal closing at the prompt is a hang-up all the same: no crash, the turn is cancelled and stored so", async () => {
   // readline's close on the end of stdin restores the terminal's mode, which fails (EIO) on a hung-up terminal:
-  // that error, unlistened, ended the process with a stack trace before the turn's end was stored
+  // that error, unlistened, ended the process with a stack trace before the turn's end was stored. And the end
+  // of stdin there was taken for a Ctrl-D: the card denied `stdin_closed`, the model carried on, `completed`
   const { ended, dir, ws } = await closeTerminalAtPrompt("", true);
   expect(ended).toBe(true);
-  expect(await turnStatuses(dir)).toEqual(["completed"]); // the card denied (stdin closed), the model answered
+  expect(await turnStatuses(dir)).toEqual(["cancelled"]);
   expect(existsSync(join(ws, "a.txt"))).toBe(false);
   expect(existsSync(join(ws, "b.txt"))).toBe(false);
+});
+
+/** Runs `sh_cmd` in a detached tmux session on a server of its own (socket `sock`); returns a function reading the pane. */
+function tmuxRun(sock: string, cwd: string, shCmd: string): () => string {
+  const r = Bun.spawnSync(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "200", "-y", "50", shCmd], { cwd, env: { ...process.env, AIRLOCK_HOME: "", TMUX: "" } });
+  expect(r.exitCode).toBe(0);
+  return () => new TextDecoder().decode(Bun.spawnSync(["tmux", "-L", sock, "capture-pane", "-p", "-t", "t"]).stdout);
+}
+
+test.skipIf(!Bun.which("tmux"))("tmux kill-window with the card on screen: the terminal went away, not a Ctrl-D — the turn is cancelled (exit 130), the model does not carry on", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-run-tmux-"));
+  dirs.push(dir);
+  const ws = join(dir, "ws");
+  mkdirSync(ws);
+  writeFileSync(
+    join(dir, "turns.yaml"),
+    "turns:\n" +
+      ["a", "b"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > ${f}.txt" }\n`).join("") +
+      '  - text: "done"\n',
+  );
+  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
+  const sock = `airlock-test-${process.pid}-${Date.now()}`;
+  const rc = join(dir, "rc");
+  // the shell stays (HUP ignored in it) to write airlock's exit code; airlock takes SIGHUP as it comes
+  const capture = tmuxRun(sock, ws, `trap '' HUP; ${process.execPath} ${MAIN} run --data-dir ${dir} 'write them'; echo $? > ${rc}`);
+  try {
+    let screen = "";
+    for (let i = 0; i < 120 && !screen.includes("allow? [y]once"); i++) {
+      await Bun.sleep(250);
+      screen = capture();
+    }
+    expect(screen).toContain("allow? [y]once");
+    Bun.spawnSync(["tmux", "-L", sock, "kill-window", "-t", "t"]);
+    for (let i = 0; i < 60 && !existsSync(rc); i++) await Bun.sleep(250);
+    expect(readFileSync(rc, "utf8").trim()).toBe("130");
+    expect(await turnStatuses(dir)).toEqual(["cancelled"]);
+    expect(existsSync(join(ws, "a.txt"))).toBe(false);
+    expect(existsSync(join(ws, "b.txt"))).toBe(false);
+  } finally {
+    Bun.spawnSync(["tmux", "-L", sock, "kill-server"]);
+  }
 });

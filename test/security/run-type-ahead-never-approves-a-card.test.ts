@@ -59,7 +59,7 @@ test("a y + Enter typed the moment the card appears does not allow it; the answe
       sent = 1;
       type("y\r"); // the reflex: before the person could read the card
     }
-    if (sent === 1 && s.includes("[y/N]")) {
+    if (sent === 1 && s.includes("allow? [y]once")) {
       sent = 2;
       setTimeout(() => type("n\r"), 200); // the person's answer, after the question is armed
     }
@@ -78,7 +78,7 @@ test("a y typed without Enter before the question is not left on the prompt line
       sent = 1;
       setTimeout(() => type("y"), 200); // typed while the card is shown, before the question: no Enter
     }
-    if (sent === 1 && s.includes("[y/N]")) {
+    if (sent === 1 && s.includes("allow? [y]once")) {
       sent = 2;
       setTimeout(() => type("\r"), 700); // Enter alone: the default, No
     }
@@ -92,7 +92,7 @@ test("the second y of a double-typed answer, landing as the next card is drawn, 
   let prompts = 0;
   let again = false;
   const { screen } = await runInPty(dir, ws, (s, type) => {
-    const n = s.split("[y/N]").length - 1;
+    const n = s.split("allow? [y]once").length - 1;
     if (n > prompts) {
       prompts = n;
       setTimeout(() => type(n === 1 ? "y\r" : "n\r"), 600); // the person's answers, once each question is armed
