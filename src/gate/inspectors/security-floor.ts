@@ -10,12 +10,12 @@ import os from "node:os";
 import path from "node:path";
 import type { SandboxPolicyName } from "../../config/schema.ts";
 import { credentialPaths, insideDataDir } from "../../launcher/credentials.ts";
-import { isInside, resolveExecutable } from "../../launcher/resolve.ts";
+import { isInside, PathListing, resolveExecutable } from "../../launcher/resolve.ts";
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "../../shell/command-words.ts";
-import { consumingReadKind, credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal, type RealPaths } from "./floor-paths.ts";
+import { consumingReadKind, credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal, RealPaths } from "./floor-paths.ts";
 import { BRACE_BUDGET, braceAlternatives, chdirFlag, clusterTarget, flagValue, globComponent, humanishName, listDir, oldStyleTar, shortAndLongOptions, splitOperands } from "./shell-args.ts";
 import { assertNever } from "../../errors.ts";
 
@@ -149,6 +149,8 @@ const VALUE_FLAGS: Record<string, { letters: string; long: string[] }> = {
 };
 /** The verbs of {@link Judge.write} that are a write of the target itself (not a move's source, a link's source, a folder extracted into). */
 const CERTAIN_VERBS = new Set(["redirects output to", "writes", "downloads to", "edits in place"]);
+/** Distinct command words looked up on PATH by a `stat` per folder before the folders are listed instead (a long command: a heredoc's lines). */
+const LISTED_AFTER = 32;
 /** Most matches of one glob word checked for credential files. */
 const MAX_GLOB_MATCHES = 256;
 
@@ -183,10 +185,17 @@ class Judge {
   private certain = false;
   /** The words of the command judged now that are a flag's value ({@link VALUE_FLAGS}), never a certain write. */
   private flagValues = new Set<string>();
+  /** This judgement's resolved paths: the gate's (`env.paths`) or one of its own, so a path many commands name is resolved once. */
+  private readonly paths: RealPaths;
+  /** This judgement's {@link resolveExecutable} answers by command word: a PATH walk (a stat per folder) once per name. */
+  private readonly executables = new Map<string, string | null>();
+  /** PATH folders' listings, read once this judgement looks up more than {@link LISTED_AFTER} command words. */
+  private listing: PathListing | undefined;
   constructor(readonly env: FloorEnv) {
-    this.ws = safeReal("/", env.workspace, env.paths) ?? path.resolve(env.workspace);
+    this.paths = env.paths ?? new RealPaths();
+    this.ws = safeReal("/", env.workspace, this.paths) ?? path.resolve(env.workspace);
     const h = env.home ?? os.homedir();
-    this.home = safeReal("/", h, env.paths) ?? h;
+    this.home = safeReal("/", h, this.paths) ?? h;
   }
 
   /** Expands `~`, `$HOME`, `$PWD` and resolves against `cwd`; null when the word depends on another variable. */
@@ -198,7 +207,7 @@ class Judge {
     if (cwd) w = w.replace(/\$\{PWD\}|\$PWD\b/g, cwd);
     if (/\$/.test(w)) return null;
     if (!path.isAbsolute(w) && cwd === null) return null;
-    const real = safeReal(cwd ?? "/", w, this.env.paths);
+    const real = safeReal(cwd ?? "/", w, this.paths);
     if (real === null) return null;
     // a link an earlier part of this command creates does not exist yet on disk: follow it by hand
     for (const [link, target] of this.links) {
@@ -710,7 +719,11 @@ class Judge {
   /** The names a command word goes by: its spelling's basename and the basename of the executable it resolves to. */
   names(word: string): Set<string> {
     const out = new Set([path.basename(word)]);
-    const real = resolveExecutable(word, this.env.PATH ?? process.env.PATH);
+    let real = this.executables.get(word);
+    if (real === undefined) {
+      if (!this.listing && this.executables.size >= LISTED_AFTER) this.listing = new PathListing();
+      this.executables.set(word, (real = resolveExecutable(word, this.env.PATH ?? process.env.PATH, this.listing)));
+    }
     if (real) out.add(path.basename(real));
     return out;
   }
