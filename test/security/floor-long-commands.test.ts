@@ -75,6 +75,24 @@ describe("deep substitutions", () => {
   });
 });
 
+describe("words that name commands", () => {
+  // each command name among a command's words is judged again with the words after it (an unlisted wrapper
+  // hides nothing): `echo rm rm rm …` took 2 minutes for 2,000 words before this was bounded
+  test("2,000 `rm` words ask as too complex to judge", () => {
+    expect(judge(`echo ${"rm ".repeat(2000)}`).join("\n")).toContain("too complex to judge");
+    expect(judge(`echo ${"bash -c x ".repeat(2000)}`).join("\n")).toContain("too complex to judge");
+  });
+  test("a few still judge each as a command", () => {
+    expect(judge("echo a rm b tee c")).toEqual([]);
+    expect(judge(`echo ${"x ".repeat(100)} setsid rm -rf /`).join("\n")).toContain("recursive delete of broad target /");
+  });
+  test("more symlinks than the floor follows ask", () => {
+    const links = Array.from({ length: 300 }, (_, i) => `ln -s a${i} b${i}`).join("; ");
+    expect(judge(links).join("\n")).toContain("too many for the floor to follow");
+    expect(judge(Array.from({ length: 200 }, (_, i) => `ln -s a${i} b${i}`).join("; "))).toEqual([]);
+  });
+});
+
 describe("many commands", () => {
   test("20,000 `;` then a delete asks; without it, allowed", () => {
     expect(judge(`${"true; ".repeat(20_000)}rm -rf ~`).join("\n")).toContain("recursive delete of broad target ~");

@@ -151,6 +151,10 @@ const VALUE_FLAGS: Record<string, { letters: string; long: string[] }> = {
 const CERTAIN_VERBS = new Set(["redirects output to", "writes", "downloads to", "edits in place"]);
 /** Distinct command words looked up on PATH by a `stat` per folder before the folders are listed instead (a long command: a heredoc's lines). */
 const LISTED_AFTER = 32;
+/** Most words one judgement judges again as the arguments of a command named later in a command's words (past it: an ask). */
+const MAX_RESCANNED_WORDS = 10_000;
+/** Most `ln -s` links one judgement follows by hand (past it: an ask). */
+const MAX_LINKS = 256;
 /** Most matches of one glob word checked for credential files. */
 const MAX_GLOB_MATCHES = 256;
 
@@ -191,6 +195,12 @@ class Judge {
   private readonly executables = new Map<string, string | null>();
   /** PATH folders' listings, read once this judgement looks up more than {@link LISTED_AFTER} command words. */
   private listing: PathListing | undefined;
+  /** The words {@link readWord} judged, keyed by glob flag, links recorded so far, folder and word. */
+  private readonly wordsRead = new Set<string>();
+  /** Words judged again as the arguments of a command named later in a command's words (see `simple`), this judgement. */
+  private rescanned = 0;
+  /** Whether a link past {@link MAX_LINKS} was left unrecorded (and asked for). */
+  private tooManyLinks = false;
   constructor(readonly env: FloorEnv) {
     this.paths = env.paths ?? new RealPaths();
     this.ws = safeReal("/", env.workspace, this.paths) ?? path.resolve(env.workspace);
@@ -232,6 +242,11 @@ class Judge {
    * `--opt=FILE`/`@FILE` candidates, a glob word by what it matches.
    */
   readWord(word: string, glob: boolean, cwd: string | null): void {
+    // the same word read from the same folder through the same links finds the same: a word judged again as
+    // an argument of a command named later in the words (`SCANNED`) or a long command's repeated word, once
+    const key = `${glob ? 1 : 0}\0${this.links.length}\0${cwd}\0${word}`;
+    if (this.wordsRead.has(key)) return;
+    this.wordsRead.add(key);
     const alts = braceAlternatives(word);
     if (alts && alts.length >= BRACE_BUDGET) this.findings.push(`reads ${word}, a brace expansion too large for the floor to judge`);
     for (const w of alts ?? [word]) {
@@ -409,6 +424,12 @@ class Judge {
       // the same command names later in the words: an unlisted wrapper in front hides nothing
       for (let k = 1; k < w.length; k++) {
         if (k === i || ![...this.names(w[k]!)].some((n) => SCANNED.has(n))) continue;
+        // each such name judges the words after it again: `echo rm rm rm …` is quadratic, so it is bounded
+        this.rescanned += w.length - k;
+        if (this.rescanned > MAX_RESCANNED_WORDS) {
+          this.findings.push(`the command names commands (${path.basename(w[k]!)} …) among its words so often that judging each with its arguments passes the floor's bound of ${MAX_RESCANNED_WORDS} words: too complex to judge`);
+          break;
+        }
         const globs = new Set([...c.globs].filter((g) => g >= k).map((g) => g - k));
         this.simple({ words: w.slice(k), globs, redirects: [] }, cwd, depth, false);
       }
@@ -713,7 +734,14 @@ class Judge {
     if (link === null) return;
     if (list.length >= 2 && isDir(link)) link = path.join(link, path.basename(target));
     const real = this.resolve(target, path.dirname(link));
-    if (real !== null) this.links.push([link, real]);
+    if (real === null) return;
+    if (this.links.length >= MAX_LINKS) {
+      // every later path is resolved through every link recorded: unbounded, that is quadratic
+      if (!this.tooManyLinks) this.findings.push(`the command creates more than ${MAX_LINKS} symlinks, too many for the floor to follow`);
+      this.tooManyLinks = true;
+      return;
+    }
+    this.links.push([link, real]);
   }
 
   /** The names a command word goes by: its spelling's basename and the basename of the executable it resolves to. */
