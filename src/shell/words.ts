@@ -4,7 +4,7 @@
  * list (src/tool/read-only-commands.ts), using `shell-quote`'s
  * parser: every segment of a pipeline or list (`|`, `||`, `&&`, `;`, `&`, subshells, `$(…)`,
  * backticks, newlines) becomes one {@link SimpleCommand} with its words and its redirections. A command the
- * parser cannot read faithfully (unbalanced quotes, a parser error) yields `{ok: false}` so the
+ * parser cannot read faithfully (unbalanced quotes, a parser error) or one longer than {@link MAX_COMMAND_CHARS} yields `{ok: false}` so the
  * floor can fail closed.
  */
 import { parse } from "shell-quote";
@@ -34,12 +34,21 @@ const REDIRECTS = new Set([">", ">>", "<", ">|", "&>", "&>>", ">&", "<&", "<>", 
 export const MAX_SHELL_DEPTH = 8;
 
 /**
+ * Longest command read, in UTF-16 code units (512 Ki): judging is linear but runs on the gate's thread (about
+ * 2 s for the bound), so a longer one is `{ok: false}` — the floor asks, no rule or read-only list allows it.
+ */
+export const MAX_COMMAND_CHARS = 512 * 1024;
+
+/**
  * Parses `command` into simple commands. Variables are kept literally (`$HOME` stays `$HOME`) so
  * the floor can judge them; command substitutions inside words (`$(…)`, backticks) are parsed as
  * commands of their own and appended.
  */
 export function splitCommands(command: string, depth = 0): ShellParse {
   if (depth > MAX_SHELL_DEPTH) return { ok: false, reason: `command nests shells deeper than ${MAX_SHELL_DEPTH} levels` };
+  if (command.length > MAX_COMMAND_CHARS) {
+    return { ok: false, reason: `the command is ${command.length} characters long, more than the ${MAX_COMMAND_CHARS} the floor reads (write long content with developer__write_file)` };
+  }
   const pre = preprocess(command);
   if (!pre.ok) return pre;
   let entries: ReturnType<typeof parse>;

@@ -12,7 +12,8 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { judgeCall, securityFloor, type FloorEnv } from "../../src/gate/inspectors/security-floor.ts";
-import { splitCommands } from "../../src/shell/words.ts";
+import { MAX_COMMAND_CHARS, splitCommands } from "../../src/shell/words.ts";
+import { isKnownReadOnlyCommand } from "../../src/tool/read-only-commands.ts";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "airlock-floor-long-"));
 const ws = path.join(root, "ws");
@@ -57,6 +58,16 @@ describe("a 100 KB one-liner", () => {
   test("with a fd redirect at its end still reads the fd, not an argument", () => {
     expect(judge(`echo ${words(100)} 2>/dev/null`)).toEqual([]);
     expect(judge(`echo ${words(100)} 2>/etc/x`).join("\n")).toContain("/etc/x");
+  });
+});
+
+describe("a command past the parser's bound", () => {
+  test("a 600 KB heredoc asks, saying why", () => {
+    const command = `cat > notes.txt <<'EOF'\n${"harmless words on a line\n".repeat(24_000)}EOF`;
+    expect(command.length).toBeGreaterThan(MAX_COMMAND_CHARS);
+    expect(judge(command).join("\n")).toContain(`more than the ${MAX_COMMAND_CHARS} the floor reads`);
+    expect(isKnownReadOnlyCommand(`ls ${"a ".repeat(1000)}`)).toBe(true);
+    expect(isKnownReadOnlyCommand(`ls ${"a ".repeat(MAX_COMMAND_CHARS / 2)}`)).toBe(false);
   });
 });
 
