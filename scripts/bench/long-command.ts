@@ -3,13 +3,14 @@
  * What judging one long `developer__shell` command costs the gate's thread (prints JSON): for each shape —
  * `heredoc` (`cat > notes.txt <<'EOF'` and `--lines` lines, default 4,000), `one_liner` (one `echo` of
  * `--kb` KB of words, default 100), `nested` (`echo $(echo $(… ))` `--nest` deep, default 200), `semicolons`
- * (`true; ` `--semis` times, default 20,000) — the main thread's CPU in ms (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`,
+ * (`true; ` `--semis` times, default 20,000), `command_words` (`echo rm rm …`, `--names` words, default 500: each
+ * command name among the words is judged again with the words after it) — the main thread's CPU in ms (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`,
  * so time preempted on a loaded machine is not counted), median of `--runs` (default 3), of each step the gate
  * runs on a shell command: `split` (shell/words.ts `splitCommands`), `floor` (security-floor.ts `judgeCall`),
  * `read_only` (tool/read-only-commands.ts `isKnownReadOnlyCommand`), `rules` (rules/match.ts `shellView`),
  * `named_files` (gate/named-files.ts `namedFiles`, the card's bound files), `will_fail` (security-floor.ts
  * `literalWriteTargets`), and the floor's verdict (findings count) as a check.
- * Usage: `bun scripts/bench/long-command.ts [--lines 4000] [--kb 100] [--nest 200] [--semis 20000] [--runs 3]`
+ * Usage: `bun scripts/bench/long-command.ts [--lines 4000] [--kb 100] [--nest 200] [--semis 20000] [--names 500] [--runs 3]`
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -26,6 +27,7 @@ const LINES = arg("--lines", 4000);
 const KB = arg("--kb", 100);
 const NEST = arg("--nest", 200);
 const SEMIS = arg("--semis", 20_000);
+const NAMES = arg("--names", 500);
 const RUNS = arg("--runs", 3);
 
 const ws = mkdtempSync(path.join(os.tmpdir(), "airlock-bench-long-"));
@@ -36,6 +38,7 @@ const shapes: Record<string, string> = {
   one_liner: `echo ${Array.from({ length: Math.ceil((KB * 1024) / 8) }, (_, i) => `w${i.toString(36).padStart(6, "0")}`).join(" ")}`,
   nested: `${"echo $(".repeat(NEST)}true${")".repeat(NEST)}`,
   semicolons: `${"true; ".repeat(SEMIS)}echo done`,
+  command_words: `echo ${"rm ".repeat(NAMES)}`,
 };
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -62,4 +65,4 @@ for (const [name, command] of Object.entries(shapes)) {
   out[name] = row;
 }
 rmSync(ws, { recursive: true, force: true });
-console.log(JSON.stringify({ lines: LINES, kb: KB, nest: NEST, semis: SEMIS, runs: RUNS, load: os.loadavg().map((l) => Math.round(l * 100) / 100), ...out }, null, 1));
+console.log(JSON.stringify({ lines: LINES, kb: KB, nest: NEST, semis: SEMIS, names: NAMES, runs: RUNS, load: os.loadavg().map((l) => Math.round(l * 100) / 100), ...out }, null, 1));
