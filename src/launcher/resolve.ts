@@ -4,14 +4,40 @@
  * paths resolved component by component (symlinks followed, missing tails kept) so that checks
  * judge the real target, never the model's spelling. Used by the file tools and the security floor.
  */
-import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 
-/** Where `name` is found on `PATH` (colon-separated), as an absolute path — not symlink-resolved. Null when absent. */
-export function findInPath(name: string, PATH: string | undefined): string | null {
+/**
+ * The names in PATH folders, each folder read once (`readdir`), for one judgement that looks up many command
+ * names: a name a folder does not hold is skipped without a `stat`. A folder that cannot be listed answers
+ * "maybe" (`stat` as without it). Never kept across judgements: folders change between them.
+ */
+export class PathListing {
+  private readonly dirs = new Map<string, Set<string> | null>();
+  /** False when `dir` certainly holds no entry `name`; true when it does or cannot be listed. */
+  mayHold(dir: string, name: string): boolean {
+    let names = this.dirs.get(dir);
+    if (names === undefined) {
+      try {
+        names = new Set(readdirSync(dir));
+      } catch {
+        names = null;
+      }
+      this.dirs.set(dir, names);
+    }
+    return names === null || names.has(name);
+  }
+}
+
+/**
+ * Where `name` is found on `PATH` (colon-separated), as an absolute path — not symlink-resolved. Null when absent.
+ * With `listing`, a folder whose listing lacks `name` is skipped without a `stat`.
+ */
+export function findInPath(name: string, PATH: string | undefined, listing?: PathListing): string | null {
   if (name.includes("/")) return isExecutableFile(name) ? path.resolve(name) : null;
   for (const dir of (PATH ?? "").split(":")) {
     if (!dir || !path.isAbsolute(dir)) continue; // a relative PATH entry would depend on the cwd
+    if (listing && !listing.mayHold(dir, name)) continue;
     const candidate = path.join(dir, name);
     if (isExecutableFile(candidate)) return candidate;
   }
@@ -31,10 +57,10 @@ function isExecutableFile(p: string): boolean {
 /**
  * The executable `name` runs on `PATH`, as its real path (symlinks resolved, e.g.
  * `/usr/bin/python3` → `/usr/bin/python3.11`), or null when nothing executable is found.
- * The security floor judges this, not the spelling the model used.
+ * The security floor judges this, not the spelling the model used. `listing`: as {@link findInPath}.
  */
-export function resolveExecutable(name: string, PATH: string | undefined): string | null {
-  const found = findInPath(name, PATH);
+export function resolveExecutable(name: string, PATH: string | undefined, listing?: PathListing): string | null {
+  const found = findInPath(name, PATH, listing);
   if (!found) return null;
   try {
     return realpathSync(found);

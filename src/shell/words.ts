@@ -4,7 +4,7 @@
  * list (src/tool/read-only-commands.ts), using `shell-quote`'s
  * parser: every segment of a pipeline or list (`|`, `||`, `&&`, `;`, `&`, subshells, `$(…)`,
  * backticks, newlines) becomes one {@link SimpleCommand} with its words and its redirections. A command the
- * parser cannot read faithfully (unbalanced quotes, a parser error) yields `{ok: false}` so the
+ * parser cannot read faithfully (unbalanced quotes, a parser error) or one longer than {@link MAX_COMMAND_CHARS} yields `{ok: false}` so the
  * floor can fail closed.
  */
 import { parse } from "shell-quote";
@@ -34,12 +34,21 @@ const REDIRECTS = new Set([">", ">>", "<", ">|", "&>", "&>>", ">&", "<&", "<>", 
 export const MAX_SHELL_DEPTH = 8;
 
 /**
+ * Longest command read, in UTF-16 code units (512 Ki): judging is linear but runs on the gate's thread (about
+ * 2 s for the bound), so a longer one is `{ok: false}` — the floor asks, no rule or read-only list allows it.
+ */
+export const MAX_COMMAND_CHARS = 512 * 1024;
+
+/**
  * Parses `command` into simple commands. Variables are kept literally (`$HOME` stays `$HOME`) so
  * the floor can judge them; command substitutions inside words (`$(…)`, backticks) are parsed as
  * commands of their own and appended.
  */
 export function splitCommands(command: string, depth = 0): ShellParse {
   if (depth > MAX_SHELL_DEPTH) return { ok: false, reason: `command nests shells deeper than ${MAX_SHELL_DEPTH} levels` };
+  if (command.length > MAX_COMMAND_CHARS) {
+    return { ok: false, reason: `the command is ${command.length} characters long, more than the ${MAX_COMMAND_CHARS} the floor reads (write long content with developer__write_file)` };
+  }
   const pre = preprocess(command);
   if (!pre.ok) return pre;
   let entries: ReturnType<typeof parse>;
@@ -181,13 +190,21 @@ const FD_MARK = "\u0001";
  */
 function preprocess(s: string): { ok: true; text: string } | { ok: false; reason: string } {
   if (s.includes(FD_MARK)) return { ok: false, reason: "the command holds a control character (U+0001)" };
-  let out = "";
+  // the text is built in parts and only its last two characters are kept at hand: testing a regex
+  // against the end of the growing string made the whole pass quadratic (24 s for a 4,000-line heredoc)
+  const parts: string[] = [];
+  let last = ""; // the output's last two characters ("" at the start)
+  const emit = (t: string) => {
+    if (t === "") return;
+    parts.push(t);
+    last = (last + t).slice(-2);
+  };
   let q: '"' | "'" | null = null;
   let inTick = false;
   for (let i = 0; i < s.length; i++) {
     const ch = s[i]!;
     if (q === "'") {
-      out += ch;
+      emit(ch);
       if (ch === "'") q = null;
       continue;
     }
@@ -197,18 +214,18 @@ function preprocess(s: string): { ok: true; text: string } | { ok: false; reason
         i++;
         continue;
       }
-      out += ch + (s[i + 1] ?? "");
+      emit(ch + (s[i + 1] ?? ""));
       i++;
       continue;
     }
     if (q === '"') {
       if (ch === '"') q = null;
       if (ch === "`") {
-        out += inTick ? ")" : "$(";
+        emit(inTick ? ")" : "$(");
         inTick = !inTick;
         continue;
       }
-      out += ch;
+      emit(ch);
       continue;
     }
     if (ch === "$" && s[i + 1] === '"') {
@@ -217,42 +234,42 @@ function preprocess(s: string): { ok: true; text: string } | { ok: false; reason
     }
     if (ch === "'" || ch === '"') {
       q = ch;
-      out += ch;
+      emit(ch);
       continue;
     }
     if (ch === "`") {
-      out += inTick ? ")" : "$(";
+      emit(inTick ? ")" : "$(");
       inTick = !inTick;
       continue;
     }
-    if (ch === "#" && (out === "" || /[\s;&|()]$/.test(out))) {
+    if (ch === "#" && (last === "" || /[\s;&|()]$/.test(last))) {
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
       continue;
     }
     if (ch === "#") {
       // inside a word `#` is a plain character to bash (`ls a#; rm x` runs rm); shell-quote would read a
       // comment there and drop the rest of the line, so it is escaped
-      out += "\\#";
+      emit("\\#");
       continue;
     }
     if (ch === "\n" || ch === "\r") {
-      out += " ; ";
+      emit(" ; ");
       continue;
     }
-    if (ch >= "0" && ch <= "9" && (out === "" || /(?:[\s;|()]|(?<![<>])&)$/.test(out))) {
+    if (ch >= "0" && ch <= "9" && (last === "" || /(?:[\s;|()]|(?<![<>])&)$/.test(last))) {
       // a word of digits right before `<` / `>` is the redirection's fd (`2>/dev/null`); with a blank
       // between (`rm x 1 >/dev/null`) it is an argument: shell-quote's tokens no longer tell them apart
       let j = i;
       while (j < s.length && s[j]! >= "0" && s[j]! <= "9") j++;
       if (s[j] === ">" || s[j] === "<") {
-        out += FD_MARK + s.slice(i, j);
+        emit(FD_MARK + s.slice(i, j));
         i = j - 1;
         continue;
       }
     }
-    out += ch;
+    emit(ch);
   }
   if (q) return { ok: false, reason: `unbalanced ${q === "'" ? "single" : "double"} quote` };
   if (inTick) return { ok: false, reason: "unbalanced backtick" };
-  return { ok: true, text: out };
+  return { ok: true, text: parts.join("") };
 }

@@ -10,12 +10,12 @@ import os from "node:os";
 import path from "node:path";
 import type { SandboxPolicyName } from "../../config/schema.ts";
 import { credentialPaths, insideDataDir } from "../../launcher/credentials.ts";
-import { isInside, resolveExecutable } from "../../launcher/resolve.ts";
+import { isInside, PathListing, resolveExecutable } from "../../launcher/resolve.ts";
 import type { Verdict } from "../verdict.ts";
 import { repoMetadataWrite } from "./repo-metadata.ts";
 import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "../../shell/command-words.ts";
-import { consumingReadKind, credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal, type RealPaths } from "./floor-paths.ts";
+import { consumingReadKind, credentialCandidates, credentialDirKind, credentialKind, isDir, procReadKind, protectedKind, safeReal, RealPaths } from "./floor-paths.ts";
 import { BRACE_BUDGET, braceAlternatives, chdirFlag, clusterTarget, flagValue, globComponent, humanishName, listDir, oldStyleTar, shortAndLongOptions, splitOperands } from "./shell-args.ts";
 import { assertNever } from "../../errors.ts";
 
@@ -149,6 +149,12 @@ const VALUE_FLAGS: Record<string, { letters: string; long: string[] }> = {
 };
 /** The verbs of {@link Judge.write} that are a write of the target itself (not a move's source, a link's source, a folder extracted into). */
 const CERTAIN_VERBS = new Set(["redirects output to", "writes", "downloads to", "edits in place"]);
+/** Distinct command words looked up on PATH by a `stat` per folder before the folders are listed instead (a long command: a heredoc's lines). */
+const LISTED_AFTER = 32;
+/** Most words one judgement judges again as the arguments of a command named later in a command's words (past it: an ask). */
+const MAX_RESCANNED_WORDS = 10_000;
+/** Most `ln -s` links one judgement follows by hand (past it: an ask). */
+const MAX_LINKS = 256;
 /** Most matches of one glob word checked for credential files. */
 const MAX_GLOB_MATCHES = 256;
 
@@ -183,10 +189,23 @@ class Judge {
   private certain = false;
   /** The words of the command judged now that are a flag's value ({@link VALUE_FLAGS}), never a certain write. */
   private flagValues = new Set<string>();
+  /** This judgement's resolved paths: the gate's (`env.paths`) or one of its own, so a path many commands name is resolved once. */
+  private readonly paths: RealPaths;
+  /** This judgement's {@link resolveExecutable} answers by command word: a PATH walk (a stat per folder) once per name. */
+  private readonly executables = new Map<string, string | null>();
+  /** PATH folders' listings, read once this judgement looks up more than {@link LISTED_AFTER} command words. */
+  private listing: PathListing | undefined;
+  /** The words {@link readWord} judged, keyed by glob flag, links recorded so far, folder and word. */
+  private readonly wordsRead = new Set<string>();
+  /** Words judged again as the arguments of a command named later in a command's words (see `simple`), this judgement. */
+  private rescanned = 0;
+  /** Whether a link past {@link MAX_LINKS} was left unrecorded (and asked for). */
+  private tooManyLinks = false;
   constructor(readonly env: FloorEnv) {
-    this.ws = safeReal("/", env.workspace, env.paths) ?? path.resolve(env.workspace);
+    this.paths = env.paths ?? new RealPaths();
+    this.ws = safeReal("/", env.workspace, this.paths) ?? path.resolve(env.workspace);
     const h = env.home ?? os.homedir();
-    this.home = safeReal("/", h, env.paths) ?? h;
+    this.home = safeReal("/", h, this.paths) ?? h;
   }
 
   /** Expands `~`, `$HOME`, `$PWD` and resolves against `cwd`; null when the word depends on another variable. */
@@ -198,7 +217,7 @@ class Judge {
     if (cwd) w = w.replace(/\$\{PWD\}|\$PWD\b/g, cwd);
     if (/\$/.test(w)) return null;
     if (!path.isAbsolute(w) && cwd === null) return null;
-    const real = safeReal(cwd ?? "/", w, this.env.paths);
+    const real = safeReal(cwd ?? "/", w, this.paths);
     if (real === null) return null;
     // a link an earlier part of this command creates does not exist yet on disk: follow it by hand
     for (const [link, target] of this.links) {
@@ -223,6 +242,11 @@ class Judge {
    * `--opt=FILE`/`@FILE` candidates, a glob word by what it matches.
    */
   readWord(word: string, glob: boolean, cwd: string | null): void {
+    // the same word read from the same folder through the same links finds the same: a word judged again as
+    // an argument of a command named later in the words (`SCANNED`) or a long command's repeated word, once
+    const key = `${glob ? 1 : 0}\0${this.links.length}\0${cwd}\0${word}`;
+    if (this.wordsRead.has(key)) return;
+    this.wordsRead.add(key);
     const alts = braceAlternatives(word);
     if (alts && alts.length >= BRACE_BUDGET) this.findings.push(`reads ${word}, a brace expansion too large for the floor to judge`);
     for (const w of alts ?? [word]) {
@@ -400,6 +424,12 @@ class Judge {
       // the same command names later in the words: an unlisted wrapper in front hides nothing
       for (let k = 1; k < w.length; k++) {
         if (k === i || ![...this.names(w[k]!)].some((n) => SCANNED.has(n))) continue;
+        // each such name judges the words after it again: `echo rm rm rm …` is quadratic, so it is bounded
+        this.rescanned += w.length - k;
+        if (this.rescanned > MAX_RESCANNED_WORDS) {
+          this.findings.push(`the command names commands (${path.basename(w[k]!)} …) among its words so often that judging each with its arguments passes the floor's bound of ${MAX_RESCANNED_WORDS} words: too complex to judge`);
+          break;
+        }
         const globs = new Set([...c.globs].filter((g) => g >= k).map((g) => g - k));
         this.simple({ words: w.slice(k), globs, redirects: [] }, cwd, depth, false);
       }
@@ -704,13 +734,24 @@ class Judge {
     if (link === null) return;
     if (list.length >= 2 && isDir(link)) link = path.join(link, path.basename(target));
     const real = this.resolve(target, path.dirname(link));
-    if (real !== null) this.links.push([link, real]);
+    if (real === null) return;
+    if (this.links.length >= MAX_LINKS) {
+      // every later path is resolved through every link recorded: unbounded, that is quadratic
+      if (!this.tooManyLinks) this.findings.push(`the command creates more than ${MAX_LINKS} symlinks, too many for the floor to follow`);
+      this.tooManyLinks = true;
+      return;
+    }
+    this.links.push([link, real]);
   }
 
   /** The names a command word goes by: its spelling's basename and the basename of the executable it resolves to. */
   names(word: string): Set<string> {
     const out = new Set([path.basename(word)]);
-    const real = resolveExecutable(word, this.env.PATH ?? process.env.PATH);
+    let real = this.executables.get(word);
+    if (real === undefined) {
+      if (!this.listing && this.executables.size >= LISTED_AFTER) this.listing = new PathListing();
+      this.executables.set(word, (real = resolveExecutable(word, this.env.PATH ?? process.env.PATH, this.listing)));
+    }
     if (real) out.add(path.basename(real));
     return out;
   }
