@@ -19,7 +19,7 @@ function card(over: Partial<ShownCard> = {}): ShownCard {
   };
 }
 
-const text = (c: ShownCard) => cardText(c, "ses_root", argumentLines(c.arguments), callSummary(c.arguments));
+const text = (c: ShownCard) => cardText(c, "ses_root", argumentLines(c.arguments), callSummary(c.tool, c.arguments));
 
 describe("parseAnswer: what a line typed at a card means", () => {
   test("y / yes allow once; a allows for the session only when a rule is offered", () => {

@@ -289,7 +289,7 @@ export function startTerminalApprover(
       // loaded when a card is shown (never on a run that asks nobody)
       const [{ argumentLines }, { callSummary }] = await Promise.all([import("./attach-format.ts"), import("./call-summary.ts")]);
       const argLines = argumentLines(card.arguments);
-      const summary = callSummary(card.arguments);
+      const summary = callSummary(card.tool, card.arguments);
       write(cardText(card, rootSessionId, argLines, summary));
       let answer: CardAnswer | null = null;
       while (!ended) {
