@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { argumentLines } from "./attach-format.ts";
 import { callSummary } from "./call-summary.ts";
-import { boundedLines, CARD_ARG_CHARS, CARD_ARG_LINES, cardQuestion, cardText, parseAnswer, type ShownCard } from "./terminal-approver.ts";
+import { boundedLines, CARD_ARG_CHARS, CARD_ARG_LINES, CARD_WHY_CHARS, cardQuestion, cardText, parseAnswer, type ShownCard } from "./terminal-approver.ts";
 
 function card(over: Partial<ShownCard> = {}): ShownCard {
   return {
@@ -79,6 +79,13 @@ describe("cardText: the card before its question", () => {
     expect(t).toMatch(/… [\d,]+ more bytes \(v shows them all\)\n/);
     expect(t.startsWith("\nairlock: developer__write_file needs your approval — sensitive_ops: writes a file\n")).toBe(true);
     expect(t.endsWith("\n  developer__write_file big.txt\n")).toBe(true); // what the question is about, right above it
+  });
+
+  test("a long reason (an elevation's justification) is cut, so the card still fits in sight of its question", () => {
+    const t = text(card({ inspector: "elevation", reason: `asks to run this one call under sandbox "danger-full-access" instead of "read-only": ${"x".repeat(100_000)}` }));
+    expect(t.length).toBeLessThan(CARD_WHY_CHARS + 500);
+    expect(t).toContain('elevation: asks to run this one call under sandbox "danger-full-access"');
+    expect(t).toMatch(/x … [\d,]+ more bytes \(v shows it all\)\n/);
   });
 
   test("short arguments stay on one line", () => {

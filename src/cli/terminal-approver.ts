@@ -150,6 +150,8 @@ export const STDIN_CLOSED_REASON = "stdin_closed: the terminal's input ended";
 export const CARD_ARG_LINES = 20;
 /** The most characters of a card's arguments shown before its question (`v` shows them all). */
 export const CARD_ARG_CHARS = 2000;
+/** The most characters of a card's why (the inspector's reason: partly model-written, an elevation's justification) shown before its question (`v` shows it all). */
+export const CARD_WHY_CHARS = 400;
 /** Arguments whose compact JSON (escaped) is at most this many characters are shown on one line. */
 const COMPACT_ARGS_MAX = 160;
 
@@ -234,7 +236,10 @@ export function cardText(card: ShownCard, rootSessionId: string, argLines: reado
   const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
   // the card's text is partly model-written (an elevation's justification, a path the floor names, the
   // arguments): shown through safe(), so it cannot hide the real arguments or fake a line (C1 too: JSON keeps them raw)
-  let out = `\nairlock: ${safe(`${card.tool}${from} needs your approval — ${cardWhy(card)}`)}\n`;
+  // the why is bounded too (an elevation's justification is the model's, of any length): a long one would
+  // scroll the tool, the sandbox asked for and the arguments out of sight of the question
+  const why = boundedWhy(card);
+  let out = `\nairlock: ${safe(`${card.tool}${from} needs your approval — `)}${why.shown}${why.moreBytes > 0 ? ` … ${why.moreBytes.toLocaleString("en-US")} more bytes (v shows it all)` : ""}\n`;
   const compact = safe(JSON.stringify(card.arguments) ?? "null");
   if (compact.length <= COMPACT_ARGS_MAX) out += `  arguments: ${compact}\n`;
   else {
@@ -245,6 +250,12 @@ export function cardText(card: ShownCard, rootSessionId: string, argLines: reado
   if (card.will_fail) out += `  ${safe(card.will_fail)}\n`;
   if (card.suggested_rule) out += `  a: allow for this session adds the rule ${safe(card.suggested_rule)} (matching calls in this session tree then run without asking)\n`;
   return out + restated(card, rootSessionId, summary);
+}
+
+/** A card's why ({@link cardWhy}, escaped) cut to {@link CARD_WHY_CHARS} characters by {@link boundedLines}. */
+function boundedWhy(card: Pick<ShownCard, "inspector" | "reason">): { shown: string; moreBytes: number } {
+  const { shown, moreBytes } = boundedLines([safe(cardWhy(card))], 1, CARD_WHY_CHARS);
+  return { shown: shown.join(""), moreBytes };
 }
 
 /** The line right above a card's question: the tool (and the subagent it came from) and what the call is about. */
@@ -298,6 +309,7 @@ export function startTerminalApprover(
         if (line === null) break;
         const a = parseAnswer(line, Boolean(card.suggested_rule));
         if (a.kind === "view") {
+          if (boundedWhy(card).moreBytes > 0) write(`  why (all of it): ${safe(cardWhy(card))}\n`);
           write(`  arguments (all of them):\n${argLines.map((l) => `    ${l}\n`).join("")}${restated(card, rootSessionId, summary)}`);
           continue;
         }
