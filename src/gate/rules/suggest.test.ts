@@ -8,7 +8,7 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { compileRules, parseRule } from "./index.ts";
-import { suggestRule } from "./suggest.ts";
+import { SUGGEST_MAX_CHARS, suggestRule } from "./suggest.ts";
 
 const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-suggest-")));
 /** The workspace, for the absolute paths session rules name. */
@@ -69,6 +69,13 @@ const CASES: [Def, Record<string, unknown>, string | null][] = [
 describe("suggested rules", () => {
   test.each(CASES.map(([d, a, r]) => [d.name, JSON.stringify(a), d, a, r] as const))("%s %s", (_n, _a, def, args, want) => {
     expect(suggestRule(def, args, ws)).toBe(want);
+  });
+
+  test("a rule longer than a card can show is not offered (a model-chosen program word or path of any length)", () => {
+    const word = `./${"a".repeat(SUGGEST_MAX_CHARS)}`;
+    expect(suggestRule(SHELL, { command: `${word} build` }, ws)).toBeNull();
+    expect(suggestRule(WRITE, { path: "d/".repeat(SUGGEST_MAX_CHARS), content: "x" }, ws)).toBeNull();
+    expect(suggestRule(SHELL, { command: "./run build" }, ws)).toBe("Bash(./run build:*)");
   });
 
   test("every suggestion parses and, alone in allow, allows the very call it was made for, and not another command", () => {

@@ -18,6 +18,13 @@ import { compileRules } from "./index.ts";
 /** Most command words a shell suggestion keeps (`docker compose up`, `npm run test`). */
 export const SUGGEST_MAX_WORDS = 3;
 
+/**
+ * Longest rule offered, characters. The rule is shown on the card (`a` stores it) and made of model-chosen
+ * words or a path of any length: a longer one would fill the person's screen and push the card's tool, reason
+ * and arguments out of sight of its question (a card cannot cut it: `a` would store what was not shown).
+ */
+export const SUGGEST_MAX_CHARS = 512;
+
 /** Commands whose words after them are another command or a script: a prefix rule on them would allow anything. */
 const RUNS_OTHERS = new Set([
   "eval", "source", ".", "exec", "xargs", "find", "awk", "sed", "perl", "python", "python3", "node", "bun", "deno", "ruby", "php", "lua",
@@ -100,7 +107,8 @@ function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspa
 /**
  * The narrowest rule (Claude Code's syntax) that covers this call, for "Allow for this session"; null
  * when there is none worth offering (a compound command no one rule covers, a wrapper or interpreter
- * that runs other commands, a path with glob characters, a tool with no rule form). The rule is checked:
+ * that runs other commands, a path with glob characters, a tool with no rule form, a rule longer than
+ * {@link SUGGEST_MAX_CHARS}). The rule is checked:
  * it parses, and as the only allow rule it allows this very call.
  * @param def the tool (`name`; `claude` names MCP tools)
  * @param args the parsed arguments (`command` for the shell, `path` for file tools)
@@ -108,7 +116,7 @@ function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspa
  */
 export function suggestRule(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string): string | null {
   const rule = candidate(def, args, workspace);
-  if (rule === null) return null;
+  if (rule === null || rule.length > SUGGEST_MAX_CHARS) return null;
   try {
     const set = compileRules({ allow: [rule], ask: [], deny: [] });
     const m = set.judge(def, args, workspace);
