@@ -150,7 +150,7 @@ export const STDIN_CLOSED_REASON = "stdin_closed: the terminal's input ended";
 export const CARD_ARG_LINES = 20;
 /** The most characters of a card's arguments shown before its question (`v` shows them all). */
 export const CARD_ARG_CHARS = 2000;
-/** The most characters of a card's why (the inspector's reason: partly model-written, an elevation's justification) shown before its question (`v` shows it all). */
+/** The most characters of a card's why (the inspector's reason: partly model-written, an elevation's justification) and of its `will_fail` (model-chosen paths) shown before its question (`v` shows them all). */
 export const CARD_WHY_CHARS = 400;
 /** Arguments whose compact JSON (escaped) is at most this many characters are shown on one line. */
 const COMPACT_ARGS_MAX = 160;
@@ -247,7 +247,11 @@ export function cardText(card: ShownCard, rootSessionId: string, argLines: reado
     out += `  arguments:\n${shown.map((l) => `    ${l}\n`).join("")}`;
     if (moreBytes > 0) out += `    … ${moreBytes.toLocaleString("en-US")} more bytes (v shows them all)\n`;
   }
-  if (card.will_fail) out += `  ${safe(card.will_fail)}\n`;
+  if (card.will_fail) {
+    // it names the model's paths, of any length: bounded as the why is
+    const { shown, moreBytes } = boundedLines([safe(card.will_fail)], 1, CARD_WHY_CHARS);
+    out += `  ${shown.join("")}${moreBytes > 0 ? ` … ${moreBytes.toLocaleString("en-US")} more bytes (v shows it all)` : ""}\n`;
+  }
   if (card.suggested_rule) out += `  a: allow for this session adds the rule ${safe(card.suggested_rule)} (matching calls in this session tree then run without asking)\n`;
   return out + restated(card, rootSessionId, summary);
 }
@@ -310,6 +314,7 @@ export function startTerminalApprover(
         const a = parseAnswer(line, Boolean(card.suggested_rule));
         if (a.kind === "view") {
           if (boundedWhy(card).moreBytes > 0) write(`  why (all of it): ${safe(cardWhy(card))}\n`);
+          if (card.will_fail && safe(card.will_fail).length > CARD_WHY_CHARS) write(`  ${safe(card.will_fail)}\n`);
           write(`  arguments (all of them):\n${argLines.map((l) => `    ${l}\n`).join("")}${restated(card, rootSessionId, summary)}`);
           continue;
         }

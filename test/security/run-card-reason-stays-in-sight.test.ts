@@ -57,3 +57,38 @@ test("an elevation's 100 KB justification cannot push the sandbox it asks for ou
   expect(second).toBeGreaterThan(first);
   expect(screen.slice(first, second)).toContain("so this only lists the folder, read-only");
 });
+
+test("a 100 KB path cannot make the card's will_fail line push the card out of sight of its question", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-card-willfail-"));
+  dirs.push(dir);
+  const ws = join(dir, "ws");
+  mkdirSync(ws);
+  const args = { path: `${"d/".repeat(50_000)}f.txt`, content: "x" };
+  writeFileSync(join(dir, "turns.yaml"), stringify({ turns: [{ tool_calls: [{ name: "developer__write_file", arguments: args }] }, { text: "done" }] }));
+  writeFileSync(join(dir, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "approve", sandbox: "read-only" }));
+  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} --workspace ${ws} 'go'`;
+  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "", NO_COLOR: "1" } });
+  const timer = setTimeout(() => p.kill("SIGKILL"), 40_000);
+  let screen = "";
+  const reader = p.stdout.getReader();
+  const dec = new TextDecoder();
+  let answered = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    screen += dec.decode(value);
+    while (answered < screen.split(QUESTION).length - 1) {
+      answered++;
+      p.stdin.write("n\n");
+      await p.stdin.flush();
+    }
+  }
+  clearTimeout(timer);
+  await p.exited;
+  const card = screen.indexOf("needs your approval");
+  const first = screen.indexOf(QUESTION, card);
+  expect(card).toBeGreaterThan(-1);
+  expect(first).toBeGreaterThan(card);
+  expect(screen.slice(card, first)).toContain("allowing this will not help");
+  expect(first - card).toBeLessThan(4000);
+});
