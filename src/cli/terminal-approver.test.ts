@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { argumentLines } from "./attach-format.ts";
 import { callSummary } from "./call-summary.ts";
-import { boundedLines, CARD_ARG_CHARS, CARD_ARG_LINES, CARD_WHY_CHARS, cardQuestion, cardText, parseAnswer, type ShownCard } from "./terminal-approver.ts";
+import { boundedLines, CARD_ARG_CHARS, CARD_ARG_LINES, CARD_WHY_CHARS, cardQuestion, DENY_REASON_MAX, cardText, parseAnswer, type ShownCard } from "./terminal-approver.ts";
 
 function card(over: Partial<ShownCard> = {}): ShownCard {
   return {
@@ -64,6 +64,13 @@ describe("boundedLines", () => {
     expect(moreBytes).toBe(3000);
     expect(boundedLines(["ab\\u001b"], 20, 5).shown).toEqual(["ab"]);
     expect(boundedLines(["ab😀"], 20, 3).shown).toEqual(["ab"]);
+  });
+});
+
+describe("parseAnswer: a deny's reason", () => {
+  test("a reason over DENY_REASON_MAX characters is not taken (asked again), as over HTTP", () => {
+    expect(parseAnswer(`n ${"r".repeat(DENY_REASON_MAX)}`, false)).toEqual({ kind: "deny", reason: "r".repeat(DENY_REASON_MAX) });
+    expect(parseAnswer(`n ${"r".repeat(DENY_REASON_MAX + 1)}`, false)).toEqual({ kind: "reason_too_long" });
   });
 });
 

@@ -166,11 +166,16 @@ export type CardAnswer =
   | { kind: "view" }
   /** `a` on a card that offers no rule for the session. */
   | { kind: "no_rule" }
+  /** `n REASON` with a REASON over {@link DENY_REASON_MAX} characters (as `POST …/actions/…` refuses it). */
+  | { kind: "reason_too_long" }
   | { kind: "unknown" };
+
+/** The longest `n REASON` reason, characters: a decision's reason over HTTP is at most this long too (server/routes/actions.ts). */
+export const DENY_REASON_MAX = 2000;
 
 /**
  * Reads an answer line (trimmed): `y`/`yes` allow once; `a` allow for the session (`no_rule` when the card offers
- * no rule); an empty line, `n` or `no` deny; `n REASON` (or `no REASON`) deny, REASON told to the model; `v`/`view`
+ * no rule); an empty line, `n` or `no` deny; `n REASON` (or `no REASON`) deny, REASON told to the model (`reason_too_long` past {@link DENY_REASON_MAX} characters); `v`/`view`
  * shows the whole arguments; anything else is `unknown` (asked again — never an allow). Case-insensitive. Pure.
  */
 export function parseAnswer(line: string, offersRule: boolean): CardAnswer {
@@ -180,7 +185,10 @@ export function parseAnswer(line: string, offersRule: boolean): CardAnswer {
   if (/^a$/i.test(a)) return offersRule ? { kind: "allow_session" } : { kind: "no_rule" };
   if (/^v(iew)?$/i.test(a)) return { kind: "view" };
   const withReason = /^no?\s+(\S.*)$/is.exec(a);
-  if (withReason) return { kind: "deny", reason: withReason[1]!.trim() };
+  if (withReason) {
+    const reason = withReason[1]!.trim();
+    return reason.length > DENY_REASON_MAX ? { kind: "reason_too_long" } : { kind: "deny", reason };
+  }
   return { kind: "unknown" };
 }
 
@@ -320,6 +328,10 @@ export function startTerminalApprover(
         }
         if (a.kind === "no_rule") {
           write("  this card offers no rule for the session: answer y, n, n REASON or v\n");
+          continue;
+        }
+        if (a.kind === "reason_too_long") {
+          write(`  a reason is at most ${DENY_REASON_MAX.toLocaleString("en-US")} characters: answer n with a shorter one, or n\n`);
           continue;
         }
         if (a.kind === "unknown") {
