@@ -58,7 +58,8 @@ const CASES: [Def, Record<string, unknown>, string | null][] = [
   [READ, { path: "/etc/hostname" }, "Read(//etc/hostname)"],
   [READ, { path: "src/[id].ts" }, null],
   [READ, { path: "a b.txt" }, null],
-  [LIST, { path: "src" }, `Read(/${WS}/src)`],
+  // a Read rule on a folder covers every file below it: a listing gets none
+  [LIST, { path: "src" }, null],
   [WRITE, { path: "out/x.txt", content: "x" }, `Edit(/${WS}/out/x.txt)`],
   [EDIT, { path: "src/a.ts", old_string: "a", new_string: "b" }, `Edit(/${WS}/src/a.ts)`],
   [WRITE, { path: "/tmp/elsewhere.txt", content: "x" }, "Edit(//tmp/elsewhere.txt)"],

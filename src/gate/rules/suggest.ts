@@ -3,7 +3,7 @@
  * The narrowest permission rule that covers one call, in Claude Code's syntax: what a card offers as
  * "Allow for this session" (`suggested_rule`). A shell command gets `Bash(<words>:*)` — its command
  * words up to the first flag or operand that varies (`npm run test -- --watch` → `Bash(npm run test:*)`);
- * a compound command gets one only when one rule covers every part. A read gets `Read(//abs/path)`, a write
+ * a compound command gets one only when one rule covers every part. A file read gets `Read(//abs/path)` (a folder listing none: its rule would cover every file below), a write
  * `Edit(//abs/path)` — absolute, since a session rule holds for the whole tree and a child may have another
  * workspace, where `./rel` would name another file — and an MCP tool `mcp__server__tool`.
  * Every suggestion is parsed with the rules parser and must allow the call itself; else there is none.
@@ -88,14 +88,16 @@ function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspa
       }
       return rule;
     }
-    case "developer__read_file":
     case "developer__list_dir":
+      // a Read rule on a folder covers every file below it (at any depth): no rule covers the listing alone
+      return null;
+    case "developer__read_file":
     case "developer__write_file":
     case "developer__edit_file": {
       if (typeof a.path !== "string" || a.path === "") return null;
       const spec = pathSpec(a.path, workspace);
       if (spec === null) return null;
-      return `${def.name === "developer__read_file" || def.name === "developer__list_dir" ? "Read" : "Edit"}(${spec})`;
+      return `${def.name === "developer__read_file" ? "Read" : "Edit"}(${spec})`;
     }
     default: {
       const claude = claudeToolName(def);
@@ -107,7 +109,8 @@ function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspa
 /**
  * The narrowest rule (Claude Code's syntax) that covers this call, for "Allow for this session"; null
  * when there is none worth offering (a compound command no one rule covers, a wrapper or interpreter
- * that runs other commands, a path with glob characters, a tool with no rule form, a rule longer than
+ * that runs other commands, a path with glob characters, a folder listing (its Read rule would cover every
+ * file below the folder), a tool with no rule form, a rule longer than
  * {@link SUGGEST_MAX_CHARS}). The rule is checked:
  * it parses, and as the only allow rule it allows this very call.
  * @param def the tool (`name`; `claude` names MCP tools)
