@@ -16,8 +16,16 @@ const QUESTION = "allow? [y]once";
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-test("a on a folder listing's card never lets a read of a file in that folder run without asking", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-list-rule-"));
+test("a on a read_file card pointed at a folder never lets a read of a file below it run without asking", async () => {
+  const { screen } = await run("developer__read_file");
+  expect(screen).toContain("developer__read_file needs your approval");
+  expect(screen.split("developer__read_file needs your approval").length).toBe(3); // the folder's card, then the file's
+  expect(screen).not.toContain("s3cret");
+});
+
+/** `airlock run` in a PTY: the model calls `first` on a private folder, then reads a file below it; `a` to the first question, `n` to the rest. */
+async function run(first: string): Promise<{ screen: string }> {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-folder-rule-"));
   dirs.push(dir);
   const data = join(dir, "data");
   const ws = join(dir, "ws");
@@ -26,7 +34,7 @@ test("a on a folder listing's card never lets a read of a file in that folder ru
   mkdirSync(ws);
   mkdirSync(join(notes, "deep"), { recursive: true });
   writeFileSync(join(notes, "deep", "secret.txt"), "s3cret\n");
-  const turns = [{ tool_calls: [{ name: "developer__list_dir", arguments: { path: notes } }] }, { tool_calls: [{ name: "developer__read_file", arguments: { path: join(notes, "deep", "secret.txt") } }] }, { text: "done" }];
+  const turns = [{ tool_calls: [{ name: first, arguments: { path: notes } }] }, { tool_calls: [{ name: "developer__read_file", arguments: { path: join(notes, "deep", "secret.txt") } }] }, { text: "done" }];
   writeFileSync(join(data, "turns.yaml"), stringify({ turns }));
   writeFileSync(join(data, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "approve", sandbox: "read-only" }));
   const cmd = `${process.execPath} ${MAIN} run --data-dir ${data} --workspace ${ws} 'go'`;
@@ -48,6 +56,11 @@ test("a on a folder listing's card never lets a read of a file in that folder ru
   }
   clearTimeout(timer);
   await p.exited;
+  return { screen };
+}
+
+test("a on a folder listing's card never lets a read of a file in that folder run without asking", async () => {
+  const { screen } = await run("developer__list_dir");
   expect(screen).toContain("developer__list_dir needs your approval");
   // the read of a file below the listed folder is asked, not run on the listing's answer
   expect(screen).toContain("developer__read_file needs your approval");

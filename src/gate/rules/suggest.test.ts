@@ -79,6 +79,12 @@ describe("suggested rules", () => {
     expect(suggestRule(SHELL, { command: "./run build" }, ws)).toBe("Bash(./run build:*)");
   });
 
+  test("a read or write pointed at a folder gets no rule (a Read or Edit rule on a folder covers every file below it)", () => {
+    expect(suggestRule(READ, { path: "." }, ws)).toBeNull();
+    expect(suggestRule(WRITE, { path: ws, content: "x" }, ws)).toBeNull();
+    expect(suggestRule(READ, { path: "/etc" }, ws)).toBeNull();
+  });
+
   test("every suggestion parses and, alone in allow, allows the very call it was made for, and not another command", () => {
     for (const [def, args, want] of CASES) {
       const got = suggestRule(def, args, ws);

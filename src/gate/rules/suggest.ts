@@ -8,6 +8,7 @@
  * workspace, where `./rel` would name another file — and an MCP tool `mcp__server__tool`.
  * Every suggestion is parsed with the rules parser and must allow the call itself; else there is none.
  */
+import { statSync } from "node:fs";
 import path from "node:path";
 import { splitCommands } from "../../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "../../shell/command-words.ts";
@@ -72,6 +73,18 @@ function pathSpec(p: string, workspace: string): string | null {
   return `/${abs}`;
 }
 
+/**
+ * Whether `abs` is a folder now (links followed): a Read or Edit rule on it would cover every file below it,
+ * so a read_file or write_file call pointed at a folder (it fails, but its card offers `a`) gets no rule.
+ */
+function isFolder(abs: string): boolean {
+  try {
+    return statSync(abs).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** The suggestion before validation. */
 function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string): string | null {
   const a = (args ?? {}) as { command?: unknown; path?: unknown };
@@ -96,7 +109,7 @@ function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspa
     case "developer__edit_file": {
       if (typeof a.path !== "string" || a.path === "") return null;
       const spec = pathSpec(a.path, workspace);
-      if (spec === null) return null;
+      if (spec === null || isFolder(path.resolve(workspace, a.path))) return null;
       return `${def.name === "developer__read_file" ? "Read" : "Edit"}(${spec})`;
     }
     default: {
