@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { argumentLines } from "./attach-format.ts";
 import { callSummary } from "./call-summary.ts";
-import { boundedLines, CARD_ARG_CHARS, CARD_ARG_LINES, cardQuestion, cardText, parseAnswer, type ShownCard } from "./terminal-approver.ts";
+import { boundedLines, CARD_ARG_CHARS, CARD_ARG_LINES, CARD_WHY_CHARS, cardQuestion, DENY_REASON_MAX, cardText, parseAnswer, type ShownCard } from "./terminal-approver.ts";
 
 function card(over: Partial<ShownCard> = {}): ShownCard {
   return {
@@ -19,7 +19,7 @@ function card(over: Partial<ShownCard> = {}): ShownCard {
   };
 }
 
-const text = (c: ShownCard) => cardText(c, "ses_root", argumentLines(c.arguments), callSummary(c.arguments));
+const text = (c: ShownCard) => cardText(c, "ses_root", argumentLines(c.arguments), callSummary(c.tool, c.arguments));
 
 describe("parseAnswer: what a line typed at a card means", () => {
   test("y / yes allow once; a allows for the session only when a rule is offered", () => {
@@ -67,6 +67,13 @@ describe("boundedLines", () => {
   });
 });
 
+describe("parseAnswer: a deny's reason", () => {
+  test("a reason over DENY_REASON_MAX characters is not taken (asked again), as over HTTP", () => {
+    expect(parseAnswer(`n ${"r".repeat(DENY_REASON_MAX)}`, false)).toEqual({ kind: "deny", reason: "r".repeat(DENY_REASON_MAX) });
+    expect(parseAnswer(`n ${"r".repeat(DENY_REASON_MAX + 1)}`, false)).toEqual({ kind: "reason_too_long" });
+  });
+});
+
 describe("cardText: the card before its question", () => {
   test("a 160 KB write_file shows a bounded part of its arguments, and the tool and path right above the question", () => {
     const content = Array.from({ length: 4000 }, (_, i) => `row ${i} ${"z".repeat(30)}`).join("\n");
@@ -79,6 +86,13 @@ describe("cardText: the card before its question", () => {
     expect(t).toMatch(/… [\d,]+ more bytes \(v shows them all\)\n/);
     expect(t.startsWith("\nairlock: developer__write_file needs your approval — sensitive_ops: writes a file\n")).toBe(true);
     expect(t.endsWith("\n  developer__write_file big.txt\n")).toBe(true); // what the question is about, right above it
+  });
+
+  test("a long reason (an elevation's justification) is cut, so the card still fits in sight of its question", () => {
+    const t = text(card({ inspector: "elevation", reason: `asks to run this one call under sandbox "danger-full-access" instead of "read-only": ${"x".repeat(100_000)}` }));
+    expect(t.length).toBeLessThan(CARD_WHY_CHARS + 500);
+    expect(t).toContain('elevation: asks to run this one call under sandbox "danger-full-access"');
+    expect(t).toMatch(/x … [\d,]+ more bytes \(v shows it all\)\n/);
   });
 
   test("short arguments stay on one line", () => {

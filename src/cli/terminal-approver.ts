@@ -150,6 +150,8 @@ export const STDIN_CLOSED_REASON = "stdin_closed: the terminal's input ended";
 export const CARD_ARG_LINES = 20;
 /** The most characters of a card's arguments shown before its question (`v` shows them all). */
 export const CARD_ARG_CHARS = 2000;
+/** The most characters of a card's why (the inspector's reason: partly model-written, an elevation's justification) and of its `will_fail` (model-chosen paths) shown before its question (`v` shows them all). */
+export const CARD_WHY_CHARS = 400;
 /** Arguments whose compact JSON (escaped) is at most this many characters are shown on one line. */
 const COMPACT_ARGS_MAX = 160;
 
@@ -164,11 +166,16 @@ export type CardAnswer =
   | { kind: "view" }
   /** `a` on a card that offers no rule for the session. */
   | { kind: "no_rule" }
+  /** `n REASON` with a REASON over {@link DENY_REASON_MAX} characters (as `POST …/actions/…` refuses it). */
+  | { kind: "reason_too_long" }
   | { kind: "unknown" };
+
+/** The longest `n REASON` reason, characters: a decision's reason over HTTP is at most this long too (server/routes/actions.ts). */
+export const DENY_REASON_MAX = 2000;
 
 /**
  * Reads an answer line (trimmed): `y`/`yes` allow once; `a` allow for the session (`no_rule` when the card offers
- * no rule); an empty line, `n` or `no` deny; `n REASON` (or `no REASON`) deny, REASON told to the model; `v`/`view`
+ * no rule); an empty line, `n` or `no` deny; `n REASON` (or `no REASON`) deny, REASON told to the model (`reason_too_long` past {@link DENY_REASON_MAX} characters); `v`/`view`
  * shows the whole arguments; anything else is `unknown` (asked again — never an allow). Case-insensitive. Pure.
  */
 export function parseAnswer(line: string, offersRule: boolean): CardAnswer {
@@ -178,7 +185,10 @@ export function parseAnswer(line: string, offersRule: boolean): CardAnswer {
   if (/^a$/i.test(a)) return offersRule ? { kind: "allow_session" } : { kind: "no_rule" };
   if (/^v(iew)?$/i.test(a)) return { kind: "view" };
   const withReason = /^no?\s+(\S.*)$/is.exec(a);
-  if (withReason) return { kind: "deny", reason: withReason[1]!.trim() };
+  if (withReason) {
+    const reason = withReason[1]!.trim();
+    return reason.length > DENY_REASON_MAX ? { kind: "reason_too_long" } : { kind: "deny", reason };
+  }
   return { kind: "unknown" };
 }
 
@@ -234,7 +244,10 @@ export function cardText(card: ShownCard, rootSessionId: string, argLines: reado
   const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
   // the card's text is partly model-written (an elevation's justification, a path the floor names, the
   // arguments): shown through safe(), so it cannot hide the real arguments or fake a line (C1 too: JSON keeps them raw)
-  let out = `\nairlock: ${safe(`${card.tool}${from} needs your approval — ${cardWhy(card)}`)}\n`;
+  // the why is bounded too (an elevation's justification is the model's, of any length): a long one would
+  // scroll the tool, the sandbox asked for and the arguments out of sight of the question
+  const why = boundedWhy(card);
+  let out = `\nairlock: ${safe(`${card.tool}${from} needs your approval — `)}${why.shown}${why.moreBytes > 0 ? ` … ${why.moreBytes.toLocaleString("en-US")} more bytes (v shows it all)` : ""}\n`;
   const compact = safe(JSON.stringify(card.arguments) ?? "null");
   if (compact.length <= COMPACT_ARGS_MAX) out += `  arguments: ${compact}\n`;
   else {
@@ -242,9 +255,19 @@ export function cardText(card: ShownCard, rootSessionId: string, argLines: reado
     out += `  arguments:\n${shown.map((l) => `    ${l}\n`).join("")}`;
     if (moreBytes > 0) out += `    … ${moreBytes.toLocaleString("en-US")} more bytes (v shows them all)\n`;
   }
-  if (card.will_fail) out += `  ${safe(card.will_fail)}\n`;
+  if (card.will_fail) {
+    // it names the model's paths, of any length: bounded as the why is
+    const { shown, moreBytes } = boundedLines([safe(card.will_fail)], 1, CARD_WHY_CHARS);
+    out += `  ${shown.join("")}${moreBytes > 0 ? ` … ${moreBytes.toLocaleString("en-US")} more bytes (v shows it all)` : ""}\n`;
+  }
   if (card.suggested_rule) out += `  a: allow for this session adds the rule ${safe(card.suggested_rule)} (matching calls in this session tree then run without asking)\n`;
   return out + restated(card, rootSessionId, summary);
+}
+
+/** A card's why ({@link cardWhy}, escaped) cut to {@link CARD_WHY_CHARS} characters by {@link boundedLines}. */
+function boundedWhy(card: Pick<ShownCard, "inspector" | "reason">): { shown: string; moreBytes: number } {
+  const { shown, moreBytes } = boundedLines([safe(cardWhy(card))], 1, CARD_WHY_CHARS);
+  return { shown: shown.join(""), moreBytes };
 }
 
 /** The line right above a card's question: the tool (and the subagent it came from) and what the call is about. */
@@ -289,7 +312,7 @@ export function startTerminalApprover(
       // loaded when a card is shown (never on a run that asks nobody)
       const [{ argumentLines }, { callSummary }] = await Promise.all([import("./attach-format.ts"), import("./call-summary.ts")]);
       const argLines = argumentLines(card.arguments);
-      const summary = callSummary(card.arguments);
+      const summary = callSummary(card.tool, card.arguments);
       write(cardText(card, rootSessionId, argLines, summary));
       let answer: CardAnswer | null = null;
       while (!ended) {
@@ -298,11 +321,17 @@ export function startTerminalApprover(
         if (line === null) break;
         const a = parseAnswer(line, Boolean(card.suggested_rule));
         if (a.kind === "view") {
+          if (boundedWhy(card).moreBytes > 0) write(`  why (all of it): ${safe(cardWhy(card))}\n`);
+          if (card.will_fail && safe(card.will_fail).length > CARD_WHY_CHARS) write(`  ${safe(card.will_fail)}\n`);
           write(`  arguments (all of them):\n${argLines.map((l) => `    ${l}\n`).join("")}${restated(card, rootSessionId, summary)}`);
           continue;
         }
         if (a.kind === "no_rule") {
           write("  this card offers no rule for the session: answer y, n, n REASON or v\n");
+          continue;
+        }
+        if (a.kind === "reason_too_long") {
+          write(`  a reason is at most ${DENY_REASON_MAX.toLocaleString("en-US")} characters: answer n with a shorter one, or n\n`);
           continue;
         }
         if (a.kind === "unknown") {

@@ -11,6 +11,9 @@ import { isInside, resolveRealPath } from "../../launcher/resolve.ts";
 
 const DOT_GIT = /^\.git$/i;
 
+/** Linux's PATH_MAX: a path this many bytes long or longer is refused by every call that takes one (ENAMETOOLONG). */
+const PATH_MAX = 4096;
+
 function entryNames(dir: string): string[] {
   try {
     return readdirSync(dir).map((n) => n.toLowerCase());
@@ -41,9 +44,16 @@ export function repoMetadataWrite(target: string, workspace: string): string | n
     return `writes repository metadata ${target} (a .git entry: its config and hooks run code on the host's next git command)`;
   }
   const top = isInside(real, ws) ? ws : "/";
-  for (let dir = path.dirname(real); ; dir = path.dirname(dir)) {
-    const first = real.slice(dir === "/" ? 1 : dir.length + 1).split("/")[0]!.toLowerCase();
-    const existing = entryNames(dir);
+  // each folder from the target's parent up, by the position of its last slash (O(1) per step: dirname() and a
+  // split of the rest each copied the path, quadratic in its length, and a model-chosen path of 1 MB held the
+  // gate for minutes); a folder whose path is PATH_MAX bytes or longer cannot be listed (ENAMETOOLONG), so it has
+  // no entries and is not read
+  for (let end = real.lastIndexOf("/"); end >= 0; end = real.lastIndexOf("/", end - 1)) {
+    const dir = end === 0 ? "/" : real.slice(0, end);
+    const below = end + 1;
+    const slash = real.indexOf("/", below);
+    const first = (slash < 0 ? real.slice(below) : real.slice(below, slash)).toLowerCase();
+    const existing = dir.length >= PATH_MAX ? [] : entryNames(dir);
     const shaped = (has: (n: string) => boolean) => has("head") && ((has("objects") && has("refs")) || has("commondir"));
     if (shaped((n) => n === first || existing.includes(n))) {
       const is = shaped((n) => existing.includes(n)) ? "is" : "would become";

@@ -8,7 +8,7 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { compileRules, parseRule } from "./index.ts";
-import { suggestRule } from "./suggest.ts";
+import { SUGGEST_MAX_CHARS, suggestRule } from "./suggest.ts";
 
 const ws = realpathSync(mkdtempSync(path.join(tmpdir(), "airlock-suggest-")));
 /** The workspace, for the absolute paths session rules name. */
@@ -58,7 +58,8 @@ const CASES: [Def, Record<string, unknown>, string | null][] = [
   [READ, { path: "/etc/hostname" }, "Read(//etc/hostname)"],
   [READ, { path: "src/[id].ts" }, null],
   [READ, { path: "a b.txt" }, null],
-  [LIST, { path: "src" }, `Read(/${WS}/src)`],
+  // a Read rule on a folder covers every file below it: a listing gets none
+  [LIST, { path: "src" }, null],
   [WRITE, { path: "out/x.txt", content: "x" }, `Edit(/${WS}/out/x.txt)`],
   [EDIT, { path: "src/a.ts", old_string: "a", new_string: "b" }, `Edit(/${WS}/src/a.ts)`],
   [WRITE, { path: "/tmp/elsewhere.txt", content: "x" }, "Edit(//tmp/elsewhere.txt)"],
@@ -69,6 +70,19 @@ const CASES: [Def, Record<string, unknown>, string | null][] = [
 describe("suggested rules", () => {
   test.each(CASES.map(([d, a, r]) => [d.name, JSON.stringify(a), d, a, r] as const))("%s %s", (_n, _a, def, args, want) => {
     expect(suggestRule(def, args, ws)).toBe(want);
+  });
+
+  test("a rule longer than a card can show is not offered (a model-chosen program word or path of any length)", () => {
+    const word = `./${"a".repeat(SUGGEST_MAX_CHARS)}`;
+    expect(suggestRule(SHELL, { command: `${word} build` }, ws)).toBeNull();
+    expect(suggestRule(WRITE, { path: "d/".repeat(SUGGEST_MAX_CHARS), content: "x" }, ws)).toBeNull();
+    expect(suggestRule(SHELL, { command: "./run build" }, ws)).toBe("Bash(./run build:*)");
+  });
+
+  test("a read or write pointed at a folder gets no rule (a Read or Edit rule on a folder covers every file below it)", () => {
+    expect(suggestRule(READ, { path: "." }, ws)).toBeNull();
+    expect(suggestRule(WRITE, { path: ws, content: "x" }, ws)).toBeNull();
+    expect(suggestRule(READ, { path: "/etc" }, ws)).toBeNull();
   });
 
   test("every suggestion parses and, alone in allow, allows the very call it was made for, and not another command", () => {

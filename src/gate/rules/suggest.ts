@@ -3,11 +3,12 @@
  * The narrowest permission rule that covers one call, in Claude Code's syntax: what a card offers as
  * "Allow for this session" (`suggested_rule`). A shell command gets `Bash(<words>:*)` — its command
  * words up to the first flag or operand that varies (`npm run test -- --watch` → `Bash(npm run test:*)`);
- * a compound command gets one only when one rule covers every part. A read gets `Read(//abs/path)`, a write
+ * a compound command gets one only when one rule covers every part. A file read gets `Read(//abs/path)` (a folder listing none: its rule would cover every file below), a write
  * `Edit(//abs/path)` — absolute, since a session rule holds for the whole tree and a child may have another
  * workspace, where `./rel` would name another file — and an MCP tool `mcp__server__tool`.
  * Every suggestion is parsed with the rules parser and must allow the call itself; else there is none.
  */
+import { statSync } from "node:fs";
 import path from "node:path";
 import { splitCommands } from "../../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "../../shell/command-words.ts";
@@ -17,6 +18,13 @@ import { compileRules } from "./index.ts";
 
 /** Most command words a shell suggestion keeps (`docker compose up`, `npm run test`). */
 export const SUGGEST_MAX_WORDS = 3;
+
+/**
+ * Longest rule offered, characters. The rule is shown on the card (`a` stores it) and made of model-chosen
+ * words or a path of any length: a longer one would fill the person's screen and push the card's tool, reason
+ * and arguments out of sight of its question (a card cannot cut it: `a` would store what was not shown).
+ */
+export const SUGGEST_MAX_CHARS = 512;
 
 /** Commands whose words after them are another command or a script: a prefix rule on them would allow anything. */
 const RUNS_OTHERS = new Set([
@@ -65,6 +73,18 @@ function pathSpec(p: string, workspace: string): string | null {
   return `/${abs}`;
 }
 
+/**
+ * Whether `abs` is a folder now (links followed): a Read or Edit rule on it would cover every file below it,
+ * so a read_file or write_file call pointed at a folder (it fails, but its card offers `a`) gets no rule.
+ */
+function isFolder(abs: string): boolean {
+  try {
+    return statSync(abs).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** The suggestion before validation. */
 function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string): string | null {
   const a = (args ?? {}) as { command?: unknown; path?: unknown };
@@ -81,14 +101,16 @@ function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspa
       }
       return rule;
     }
-    case "developer__read_file":
     case "developer__list_dir":
+      // a Read rule on a folder covers every file below it (at any depth): no rule covers the listing alone
+      return null;
+    case "developer__read_file":
     case "developer__write_file":
     case "developer__edit_file": {
       if (typeof a.path !== "string" || a.path === "") return null;
       const spec = pathSpec(a.path, workspace);
-      if (spec === null) return null;
-      return `${def.name === "developer__read_file" || def.name === "developer__list_dir" ? "Read" : "Edit"}(${spec})`;
+      if (spec === null || isFolder(path.resolve(workspace, a.path))) return null;
+      return `${def.name === "developer__read_file" ? "Read" : "Edit"}(${spec})`;
     }
     default: {
       const claude = claudeToolName(def);
@@ -100,7 +122,9 @@ function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspa
 /**
  * The narrowest rule (Claude Code's syntax) that covers this call, for "Allow for this session"; null
  * when there is none worth offering (a compound command no one rule covers, a wrapper or interpreter
- * that runs other commands, a path with glob characters, a tool with no rule form). The rule is checked:
+ * that runs other commands, a path with glob characters, a folder listing (its Read rule would cover every
+ * file below the folder), a tool with no rule form, a rule longer than
+ * {@link SUGGEST_MAX_CHARS}). The rule is checked:
  * it parses, and as the only allow rule it allows this very call.
  * @param def the tool (`name`; `claude` names MCP tools)
  * @param args the parsed arguments (`command` for the shell, `path` for file tools)
@@ -108,7 +132,7 @@ function candidate(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspa
  */
 export function suggestRule(def: Pick<ToolDef, "name" | "claude">, args: unknown, workspace: string): string | null {
   const rule = candidate(def, args, workspace);
-  if (rule === null) return null;
+  if (rule === null || rule.length > SUGGEST_MAX_CHARS) return null;
   try {
     const set = compileRules({ allow: [rule], ask: [], deny: [] });
     const m = set.judge(def, args, workspace);
