@@ -8,7 +8,7 @@ import path from "node:path";
 import { isInside, resolveRealPath } from "../launcher/resolve.ts";
 import { BIND_MAX_FILES, type NamedFile } from "../card/bound-files.ts";
 import { floorCall } from "./inspectors/security-floor.ts";
-import { splitCommands, MAX_SHELL_DEPTH, type SimpleCommand } from "../shell/words.ts";
+import { splitCommands, MAX_COMMAND_CHARS, MAX_SHELL_DEPTH, type SimpleCommand } from "../shell/words.ts";
 import { RESERVED, SHELLS, WRAPPERS } from "../shell/command-words.ts";
 import { assertNever } from "../errors.ts";
 
@@ -74,11 +74,41 @@ export function namedFiles(tool: { name: string; claude?: { name: string } }, ar
 function shellNames(command: string, workspace: string, depth: number, out: { word: string; cwd: string }[]): void {
   if (depth > MAX_SHELL_DEPTH) return;
   const parsed = splitCommands(command, depth);
-  if (!parsed.ok) return; // the floor asks for a command it cannot parse
+  if (!parsed.ok) {
+    // the floor asks for a command it cannot parse; one past the parser's bound is valid shell all the same,
+    // and the approval of it must still be bound to the files it runs
+    if (command.length > MAX_COMMAND_CHARS) rawNames(command, workspace, depth, out);
+    return;
+  }
   // a command line that runs code also runs what it feeds in: `cat x | sh`, `bash -c "$(cat x)"`, `source <(cat x)`
   const feeds = parsed.commands.some(runsCode);
   let cwd: string | null = workspace;
   for (const c of parsed.commands) cwd = simpleNames(c, cwd, workspace, depth, out, feeds);
+}
+
+/**
+ * The files a command too long to parse names, read roughly: each stretch between operators, brackets and
+ * quotes is a simple command of blank-separated words (`<` and `<FILE` its input), judged as a parsed one
+ * (`./x`, `bash x.sh`, `source x`, `cat x | sh`). Linear; it may name more than bash runs (a `;` inside quotes
+ * splits too), which only binds the approval to more files.
+ */
+function rawNames(command: string, workspace: string, depth: number, out: { word: string; cwd: string }[]): void {
+  const commands: SimpleCommand[] = [];
+  for (const part of command.split(/[\n\r;&|()`{}'"]/)) {
+    const words: string[] = [];
+    const redirects: SimpleCommand["redirects"] = [];
+    const toks = part.split(/\s+/).filter(Boolean);
+    for (let k = 0; k < toks.length; k++) {
+      const t = toks[k]!;
+      if (t === "<" && k + 1 < toks.length) redirects.push({ op: "<", target: toks[++k]! });
+      else if (t.startsWith("<") && t.length > 1 && t[1] !== "<") redirects.push({ op: "<", target: t.slice(1) });
+      else words.push(t);
+    }
+    if (words.length > 0 || redirects.length > 0) commands.push({ words, globs: new Set(), redirects });
+  }
+  const feeds = commands.some(runsCode);
+  let cwd: string | null = workspace;
+  for (const c of commands) cwd = simpleNames(c, cwd, workspace, depth, out, feeds);
 }
 
 /** True when a simple command runs code from a file, a string or stdin: a shell, an interpreter, `eval`, `source`/`.` (any word: wrappers included). */

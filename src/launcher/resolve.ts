@@ -11,6 +11,8 @@ import path from "node:path";
  * The names in PATH folders, each folder read once (`readdir`), for one judgement that looks up many command
  * names: a name a folder does not hold is skipped without a `stat`. A folder that cannot be listed answers
  * "maybe" (`stat` as without it). Never kept across judgements: folders change between them.
+ * Names are compared as the bytes `stat` and bash use (UTF-8, a lone surrogate as U+FFFD's), never as decoded
+ * text: `"\ud800"` names the file a listing decodes as `"\ufffd"`.
  */
 export class PathListing {
   private readonly dirs = new Map<string, Set<string> | null>();
@@ -19,13 +21,13 @@ export class PathListing {
     let names = this.dirs.get(dir);
     if (names === undefined) {
       try {
-        names = new Set(readdirSync(dir));
+        names = new Set(readdirSync(dir, { encoding: "buffer" }).map((b) => b.toString("latin1")));
       } catch {
         names = null;
       }
       this.dirs.set(dir, names);
     }
-    return names === null || names.has(name);
+    return names === null || names.has(Buffer.from(name, "utf8").toString("latin1"));
   }
 }
 
@@ -37,8 +39,9 @@ export function findInPath(name: string, PATH: string | undefined, listing?: Pat
   if (name.includes("/")) return isExecutableFile(name) ? path.resolve(name) : null;
   for (const dir of (PATH ?? "").split(":")) {
     if (!dir || !path.isAbsolute(dir)) continue; // a relative PATH entry would depend on the cwd
-    if (listing && !listing.mayHold(dir, name)) continue;
     const candidate = path.join(dir, name);
+    // the folder the candidate's `stat` reads (`path.join` folds `..` by spelling)
+    if (listing && !listing.mayHold(path.dirname(candidate), path.basename(candidate))) continue;
     if (isExecutableFile(candidate)) return candidate;
   }
   return null;

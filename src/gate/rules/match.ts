@@ -180,13 +180,32 @@ function nestedCommands(commands: CommandForms[], depth: number): CommandForms[]
 export function shellView(command: string): ShellView {
   const raw = formsOf(command.trim().split(/\s+/).filter(Boolean));
   const parsed = splitCommands(command);
-  if (!parsed.ok) return { commands: null, nested: [], allowable: false, raw };
+  if (!parsed.ok) return { commands: null, nested: [], allowable: false, raw: rawForms(command, raw) };
   // `${…}` and `$[…]` too: `${x:=a[\$\(cmd\)]} ${y[x]}` assigns text that an array subscript then
   // evaluates as arithmetic, which runs `cmd` (bash's arithmetic expansion of variable values)
   const substitution = /`|\$\(|\$\{|\$\[|<\(|>\(/.test(command);
   const writes = parsed.commands.some((c: SimpleCommand) => c.redirects.some((r) => WRITE_REDIRECTS.has(r.op) && r.target !== "/dev/null" && !/^(\d+|-)$/.test(r.target)));
   const commands = parsed.commands.map((c) => formsOf(c.words));
   return { commands, nested: nestedCommands(commands, 1), allowable: !substitution && !writes && parsed.commands.length > 0, raw };
+}
+
+/**
+ * The raw fallback of a command the parser does not read (past `MAX_COMMAND_CHARS`, unbalanced quotes): the
+ * whole command split on blanks, and each stretch between shell operators, brackets and quotes split on blanks,
+ * so a deny or ask rule hits `rm` in `echo <600 KB>; rm x` or `… bash -c 'rm x'`. Linear; it over-matches
+ * (a `;` inside quotes splits too), which only makes a deny or ask rule fire more.
+ */
+function rawForms(command: string, whole: CommandForms): CommandForms {
+  const forms = [...whole.forms];
+  const seen = new Set<string>(); // a stretch repeated (`x; x; x; …`) is tried once
+  for (const part of command.split(/[\n\r;&|()`'"{}]/)) {
+    const text = part.trim();
+    if (seen.has(text)) continue;
+    seen.add(text);
+    const words = text.split(/\s+/).filter(Boolean);
+    if (words.length > 0) forms.push(...formsOf(words).forms);
+  }
+  return { forms };
 }
 
 function wordsMatch(p: ShellPattern, f: { words: readonly string[]; text: string }): boolean {
