@@ -98,7 +98,7 @@ export async function attach(sessionArg: string | undefined, opts: AttachOptions
     if (!picked) {
       throw new AirlockError(
         "session_not_found",
-        `no root session on ${client.base} has a running turn or a pending card, so there is nothing to attach to; name one: airlock attach SESSION (airlock sessions list shows them)`,
+        `no root session on ${client.base} has a running turn or a pending card, so there is nothing to attach to; name one: airlock attach SESSION (airlock sessions list shows them). A turn that an \`airlock run\` runs is not on the server: that run's terminal answers its cards`,
       );
     }
     target = picked;

@@ -56,15 +56,21 @@ describe("airlock attach to a turn that an airlock run runs", () => {
     expect(a.err()).toContain(`pid ${detail.body.turn_elsewhere.pid}`);
     expect(a.err()).toContain("airlock run");
 
+    // bare attach finds no turn of the server's, and says where a run's turn is answered
+    const bare = spawnAttach(main, ["--plain", "--data-dir", dir, "--url", server.url]);
+    fixture.track(bare.proc);
+    expect(await bare.proc.exited).toBe(1);
+    expect(bare.err()).toContain("session_not_found");
+    expect(bare.err()).toContain("A turn that an `airlock run` runs is not on the server: that run's terminal answers its cards");
+
     // the run is untouched: its terminal still answers its card
     run.stdin.write("n\n");
     await run.stdin.flush();
     expect(await run.exited).toBe(0);
-    // with no turn running any more, attach follows the session (and does not say it keeps running)
+    // with no turn running any more, attach follows the session
     const b = spawnAttach(main, [sessionId, "--plain", "--data-dir", dir, "--url", server.url, "--exit-when-idle"]);
     fixture.track(b.proc);
     expect(await b.proc.exited).toBe(0);
     expect(b.out()).toMatch(new RegExp(`^attached to .*${sessionId}`, "m"));
-    expect(b.out()).not.toContain("keeps running");
   }, 120_000);
 });
