@@ -216,7 +216,7 @@ export function createClient(opts: ClientOptions) {
       create: (body: CreateSessionBody = {}) => json<SessionCreated>("POST", "/sessions", { body }),
       /** `GET /sessions`, newest first (`limit` 1–1000, default 200). */
       list: (q: { limit?: number } = {}) => json<SessionList>("GET", "/sessions", { query: q }),
-      /** `GET /sessions/:id`: the session with `in_flight`, `messages`, `turns`. */
+      /** `GET /sessions/:id`: the session with `in_flight`, `turn_elsewhere` (its running turn when another process, an `airlock run`, runs it; else null), `messages`, `turns`. */
       get: (id: string) => json<SessionDetail>("GET", `/sessions/${enc(id)}`),
       /**
        * `POST /sessions/:id/reply`: starts a turn (rejects with `session_busy` while one runs) and yields its events

@@ -277,7 +277,8 @@ function addAttachCommand(program: Command, done: (code: number) => void): void 
         .description(
           "Follow a session and every subagent under it on a running airlock serve: one line per event, labelled with the agent chain.\n" +
             "A card rings the bell, ignores keys for 400 ms (type-ahead never answers it), then: y allow once, n deny (with a reason for the model),\n" +
-            "a allow for this session (when the card offers a rule), v view the full arguments, s skip, q detach. The session keeps running after you detach.\n" +
+            "a allow for this session (when the card offers a rule), v view the full arguments, s skip, q detach. A running turn keeps running after you detach.\n" +
+            "attach follows only turns airlock serve runs: a session whose turn an airlock run runs (its terminal answers its cards) is session_busy, exit 1.\n" +
             "When the server goes away attach reconnects; without --url or $AIRLOCK_URL it reads the data dir's serve.lock again at each try,\n" +
             "so a server restarted on another port is followed. Default SESSION: the newest root session with a running turn or a pending card. See docs/attach.md.",
         )

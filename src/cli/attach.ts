@@ -76,7 +76,8 @@ export async function pickSession(base: string, apiToken: string): Promise<strin
  * when it is unreadable or refused, in a terminal).
  * @returns 0 after detaching.
  * @throws AirlockError `session_not_found` when SESSION is unknown, or when none is named and no root
- *   session has a running turn or a pending card; `server_unreachable` when nothing answers at the URL;
+ *   session has a running turn or a pending card; `session_busy` when the session's turn runs in another
+ *   process (an `airlock run`: its events and cards are not on the server); `server_unreachable` when nothing answers at the URL;
  *   `unauthorized` when the API token is refused.
  */
 export async function attach(sessionArg: string | undefined, opts: AttachOptions, env: Record<string, string | undefined> = process.env): Promise<number> {
@@ -97,7 +98,7 @@ export async function attach(sessionArg: string | undefined, opts: AttachOptions
     if (!picked) {
       throw new AirlockError(
         "session_not_found",
-        `no root session on ${client.base} has a running turn or a pending card, so there is nothing to attach to; name one: airlock attach SESSION (airlock sessions list shows them)`,
+        `no root session on ${client.base} has a running turn or a pending card, so there is nothing to attach to; name one: airlock attach SESSION (airlock sessions list shows them). A turn that an \`airlock run\` runs is not on the server: that run's terminal answers its cards`,
       );
     }
     target = picked;
@@ -105,6 +106,13 @@ export async function attach(sessionArg: string | undefined, opts: AttachOptions
   const session = await client.send("GET", `/sessions/${encodeURIComponent(target)}`, {
     hint: (r) => (r.status === 404 ? "list the sessions with: airlock sessions list" : undefined),
   });
+  const elsewhere = session.turn_elsewhere as { turn_id: string; pid: number } | null | undefined;
+  if (elsewhere) {
+    throw new AirlockError(
+      "session_busy",
+      `the turn of session ${target} runs in another process, pid ${elsewhere.pid} (an \`airlock run\`, whose terminal answers its cards), not in the airlock serve at ${client.base}: its events and cards are that process's own, so attach cannot show them; attach can only follow sessions whose turn airlock serve runs`,
+    );
+  }
   const tty = !opts.plain && Boolean(process.stdin.isTTY && process.stdout.isTTY);
   if (!opts.plain && !tty) writeStderr("airlock: stdin or stdout is not a terminal: attaching with --plain (decisions as lines: y ID | n ID [reason] | a ID)\n");
   const ui = new AttachUi(client, {
@@ -198,7 +206,7 @@ class AttachUi {
     const name = safe(String(session.title || "")) || (session.parent_session_id ? `subagent#${session.spawn_index ?? "?"}` : "root");
     // printed once the streams are open and the first snapshot is in: what happens after it is shown
     this.attachedLine = this.o.tty
-      ? `attached to ${this.c.bold(name)} ${session.id} on ${this.client.base} (q or Ctrl-C detaches; the session keeps running)`
+      ? `attached to ${this.c.bold(name)} ${session.id} on ${this.client.base} (q or Ctrl-C detaches${session.in_flight ? "; the session keeps running" : ""})`
       : `attached to ${name} ${session.id} on ${this.client.base}; answer a card with: y ID | n ID [reason] | a ID; q detaches`;
     if (this.o.tty) this.flushInput = await terminalFlusher(0);
     const stopInput = this.o.tty ? this.startKeys() : this.startLines();
@@ -257,10 +265,10 @@ class AttachUi {
   private failed: unknown;
   private attachedLine: string | null = null;
 
-  /** Ends the attach (the session keeps running). */
+  /** Ends the attach (a running turn of the tree keeps running). */
   private detach(): void {
     this.setPrompt(null);
-    this.line("detached; the session keeps running");
+    this.line(this.follower?.running().size ? "detached; the session keeps running" : "detached");
     this.finish(0);
   }
 

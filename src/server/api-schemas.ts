@@ -50,6 +50,8 @@ export type TurnRecord = z.infer<typeof TurnRecord>;
 export const SessionDetail = z.object({
   ...Session.shape,
   in_flight: z.boolean(),
+  /** Its running turn when another process of this machine runs it (an `airlock run` on the same data dir), not this server: its events and cards are not on this server's streams. Null otherwise. */
+  turn_elsewhere: z.strictObject({ turn_id: z.string(), pid: z.number().int() }).nullable(),
   messages: z.array(Message),
   turns: z.array(TurnRecord),
   /** Tokens of its own model calls, and of its subtree's (null: no call reported usage). */

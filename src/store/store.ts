@@ -264,6 +264,15 @@ export class Store {
   }
 
   /**
+   * The owners of the session's `running` turns (normally at most one): the process that runs each (pid and
+   * start identity, store/owner.ts; pid null for a row from before owners were recorded).
+   * @throws storage errors.
+   */
+  async runningTurnOwners(sessionId: string): Promise<{ id: string; owner_pid: number | null; owner_start: string | null }[]> {
+    return this.sql.all("SELECT id, owner_pid, owner_start FROM turns WHERE session_id = ? AND status = 'running' ORDER BY started_at, id", [sessionId]);
+  }
+
+  /**
    * Crash recovery, run at start by every process: turns left `running` by a process that is gone (see
    * `ownerIsGone`) become `interrupted`, and each tool call of theirs that has no result gets an
    * `interrupted` error result, so the history stays valid for OpenAI's and Anthropic's pairing rules.

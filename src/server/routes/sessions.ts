@@ -11,6 +11,7 @@ import type { Snapshot } from "../../bus/events.ts";
 import { Mode, Privacy, SandboxPolicyName } from "../../config/schema.ts";
 import { AirlockError } from "../../errors.ts";
 import type { Runtime } from "../../runtime.ts";
+import { currentOwner, ownerIsGone } from "../../store/owner.ts";
 import { sseResponse, type SseStreams } from "../../bus/sse.ts";
 import type { CancelAnswer, SessionCreated, SessionDetail, SessionList, SessionUsage } from "../api-schemas.ts";
 import { parseBody } from "../validate.ts";
@@ -106,9 +107,11 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
   app.get("/sessions/:id", async (c) => {
     const id = c.req.param("id");
     const session = await rt.store.requireSession(id);
+    const inFlight = rt.inflight.has(id) || (await rt.remoteInFlight(id)).length > 0;
     return c.json({
       ...session,
-      in_flight: rt.inflight.has(id) || (await rt.remoteInFlight(id)).length > 0,
+      in_flight: inFlight,
+      turn_elsewhere: inFlight ? null : await turnElsewhere(rt, id),
       messages: await rt.store.listMessages(id),
       turns: await rt.store.listTurns(id),
       // tokens of its model calls: its own, and with every descendant's (null: none reported usage)
@@ -205,4 +208,20 @@ export function sessionRoutes(rt: Runtime, opts: SessionRoutesOptions = {}): Hon
   });
 
   return app;
+}
+
+/**
+ * The session's running turn when another live process of this machine runs it (an `airlock run` on the same
+ * data dir): its turn id and pid. Its events and cards are on that process's bus, not this server's. Null when
+ * no turn runs, when this process runs it, or when its recorded owner is gone (a turn recovery will interrupt).
+ * @throws storage errors.
+ */
+async function turnElsewhere(rt: Runtime, sessionId: string): Promise<{ turn_id: string; pid: number } | null> {
+  const me = currentOwner().pid;
+  for (const t of await rt.store.runningTurnOwners(sessionId)) {
+    if (t.owner_pid === null || t.owner_pid === me) continue;
+    if (ownerIsGone({ pid: t.owner_pid, start: t.owner_start })) continue;
+    return { turn_id: t.id, pid: t.owner_pid };
+  }
+  return null;
 }
