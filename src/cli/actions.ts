@@ -5,6 +5,7 @@
  * API token (and the approver token for an `allow_once` that needs user proof).
  */
 import type { ServerClientOptions } from "./server-client.ts";
+import { cardWhy } from "./card-why.ts";
 
 /** Options shared by the `actions` subcommands. */
 export interface ActionsCommonOptions extends ServerClientOptions {
@@ -40,7 +41,7 @@ export function cardLine(c: Record<string, any>): string {
   const replaces = c.replaces ? `; replaces ${c.replaces}` : "";
   const files = Array.isArray(c.files) ? c.files.map((f: Record<string, any>) => `    file ${f.path}: ${fileState(f)}\n`).join("") : "";
   const willFail = c.will_fail ? `    ! ${c.will_fail}\n` : "";
-  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${c.inspector}: ${c.reason}${proof}\n${willFail}    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
+  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${cardWhy(String(c.inspector), String(c.reason))}${proof}\n${willFail}    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
 }
 
 /** A card's file binding in words: `sha256 <hex> (N bytes)`, `missing`, `symlink -> target (sha256 <hex>)`, … */

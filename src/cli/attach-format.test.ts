@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { ConsoleCard } from "../console/routes.ts";
 import { splitKeys } from "./attach.ts";
-import { cardBlock, chainLabel, chainOf, colorsFor, oneLine, sessionColor, timeLeft } from "./attach-format.ts";
+import type { AnyEvent } from "../bus/bus.ts";
+import { cardBlock, chainLabel, chainOf, colorsFor, eventText, oneLine, sessionColor, timeLeft } from "./attach-format.ts";
 
 const on = colorsFor({ tty: true, plain: false, env: {} });
 
@@ -86,5 +87,30 @@ describe("a card's arguments", () => {
       "}",
     ]);
     expect(argumentLines({ command: "ls" })).toEqual(["{", '  "command": "ls"', "}"]);
+  });
+});
+
+describe("attach lines at a turn's end", () => {
+  const off = colorsFor({ tty: false, plain: true, env: {} });
+  const ev = (type: string, data: Record<string, unknown>) => ({ id: 1, session_id: "s", type, data, persisted: false, ts: "" }) as unknown as AnyEvent;
+
+  test("a cancelled turn says cancelled once: no ✖ line, and the turn's line does not repeat the code", () => {
+    const error = { code: "cancelled", message: "the server is stopping" };
+    expect(eventText(off, ev("error", { session_id: "s", turn_id: "t", ...error }), 200)).toBeNull();
+    expect(eventText(off, ev("turn_finished", { session_id: "s", turn_id: "t", status: "cancelled", error }), 200)).toBe("■ turn cancelled: the server is stopping");
+    // a failure's code says more than its status: kept
+    const failed = { code: "provider_error", message: "502" };
+    expect(eventText(off, ev("error", { session_id: "s", turn_id: "t", ...failed }), 200)).toBe("✖ provider_error: 502");
+    expect(eventText(off, ev("turn_finished", { session_id: "s", turn_id: "t", status: "failed", error: failed }), 200)).toBe("■ turn failed: provider_error: 502");
+  });
+
+  test("a subagent that did not complete is not called ok", () => {
+    const result = (status: string) => ev("tool_result", { session_id: "s", call_id: "c", tool: "subagent__spawn", ok: true, result: { session_id: "ses_x", status, answer: null } });
+    expect(eventText(off, result("cancelled"), 200)).toBe('← subagent__spawn cancelled {"session_id":"ses_x","status":"cancelled","answer":null}');
+    expect(eventText(off, result("failed"), 200)!.startsWith("← subagent__spawn failed {")).toBe(true);
+    expect(eventText(off, result("running"), 200)!.startsWith("← subagent__spawn running {")).toBe(true);
+    expect(eventText(off, result("completed"), 200)!.startsWith("← subagent__spawn ok {")).toBe(true);
+    const shell = ev("tool_result", { session_id: "s", call_id: "c", tool: "developer__shell", ok: true, result: { status: "cancelled" } });
+    expect(eventText(off, shell, 200)!.startsWith("← developer__shell ok {")).toBe(true);
   });
 });

@@ -8,6 +8,7 @@ import picocolors from "picocolors";
 import type { AnyEvent } from "../bus/bus.ts";
 import type { ConsoleCard } from "../console/routes.ts";
 import { assertNever } from "../errors.ts";
+import { whyParts } from "./card-why.ts";
 import { safe } from "./output.ts";
 
 /** The colour functions of picocolors (all identity when colours are off). */
@@ -69,8 +70,21 @@ function messageText(content: unknown): string {
 }
 
 /**
+ * `← TOOL ok` for a call that returned; a subagent tool's call (`subagent__spawn`, `subagent__watch`) returns
+ * the subagent's `status`, and a subagent whose turn did not complete is not called ok: `← subagent__spawn
+ * cancelled` (red for `failed` and `cancelled`; `running`, `not_started` as they are).
+ */
+function resultWord(c: Colors, tool: string, result: unknown): string {
+  const status = tool.startsWith("subagent__") && result && typeof result === "object" ? (result as { status?: unknown }).status : undefined;
+  if (typeof status !== "string" || status === "completed") return `${c.green("←")} ${safe(tool)} ok`;
+  const bad = status === "failed" || status === "cancelled";
+  return `${bad ? c.red("←") : "←"} ${safe(tool)} ${bad ? c.red(safe(status)) : safe(status)}`;
+}
+
+/**
  * The line an event becomes (without its label), or null for events `attach` does not print (`delta`,
- * tool messages, assistant messages without text, and the card events, which the caller prints itself).
+ * tool messages, assistant messages without text, the card events, which the caller prints itself, and a
+ * `cancelled` error, which the `turn_finished` line after it says).
  * `width`: the most characters the detail may take.
  */
 export function eventText(c: Colors, ev: AnyEvent, width: number): string | null {
@@ -80,15 +94,18 @@ export function eventText(c: Colors, ev: AnyEvent, width: number): string | null
     case "turn_finished": {
       const d = ev.data;
       if (d.status === "completed") return `${c.green("■ turn completed")}${d.answer ? `: ${oneLine(d.answer, width)}` : ""}`;
-      return `${c.red(`■ turn ${d.status}`)}${d.error ? `: ${d.error.code}: ${oneLine(d.error.message, width)}` : ""}`;
+      // the error's code when it says more than the status (a cancelled turn's error is `cancelled`: said once)
+      return `${c.red(`■ turn ${d.status}`)}${d.error ? `: ${d.error.code === d.status ? "" : `${d.error.code}: `}${oneLine(d.error.message, width)}` : ""}`;
     }
     case "error":
+      // a cancellation is said by the turn_finished line that follows every error event (agent/loop.ts, runtime.ts)
+      if (ev.data.code === "cancelled") return null;
       return c.red(`✖ ${ev.data.code}: ${oneLine(ev.data.message, width)}`);
     case "tool_request":
       return `→ ${ev.data.from_script ? "(script) " : ""}${c.bold(safe(ev.data.tool))} ${shortJson(ev.data.arguments, width)}`;
     case "tool_result":
       return ev.data.ok
-        ? `${c.green("←")} ${safe(ev.data.tool)} ok ${shortJson(ev.data.result, width)}`.trimEnd()
+        ? `${resultWord(c, ev.data.tool, ev.data.result)} ${shortJson(ev.data.result, width)}`.trimEnd()
         : `${c.red("←")} ${safe(ev.data.tool)} ${c.red(ev.data.error?.code ?? "failed")}: ${oneLine(ev.data.error?.message ?? "", width)}`;
     case "message": {
       const text = messageText(ev.data.content).trim();
@@ -185,7 +202,8 @@ export function cardBlock(c: Colors, card: ConsoleCard, o: CardBlockOptions): st
   const home = card.chain[card.chain.length - 1];
   out.push(c.yellow(`┌─ card: a call waits for you `) + c.yellow("─".repeat(20)));
   out.push(`${bar} ${chainLabel(c, card.chain)} ${c.bold(safe(card.tool))}${home && card.chain.length > 1 ? c.dim(` (asked in ${safe(home.name)}, ${safe(home.id)})`) : ""}`);
-  out.push(`${bar} ${c.bold(safe(card.inspector))}: ${safe(card.reason)}`);
+  const why = whyParts(card.inspector, card.reason);
+  out.push(`${bar} ${why.label === null ? "" : `${c.bold(safe(why.label))}: `}${safe(why.text)}`);
   if (card.replaces) out.push(`${bar} ${c.red(`a file changed after ${safe(card.replaces)} was allowed: this card asks about the new content`)}`);
   const args = argumentLines(card.arguments);
   const shown = args.length > o.maxArgLines ? args.slice(0, Math.max(1, o.maxArgLines)) : args;

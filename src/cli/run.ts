@@ -276,7 +276,7 @@ async function runInner(promptArg: string | undefined, opts: RunOptions, printed
       headless,
       onSession(sessionId) {
         root = sessionId;
-        if (reader) stopApprover = startTerminalApprover(rt, sessionId, reader, writeStderr, (on) => progress.hold(on), () => reader.gone());
+        if (reader) stopApprover = startTerminalApprover(rt, sessionId, reader, writeStderr, (on) => progress.hold(on), () => reader.gone(), (id) => chains.prefix(sessionId, id));
       },
       workspace: workspace ?? process.cwd(),
       signal: ac.signal,

@@ -19,7 +19,7 @@ function card(over: Partial<ShownCard> = {}): ShownCard {
   };
 }
 
-const text = (c: ShownCard) => cardText(c, "ses_root", argumentLines(c.arguments), callSummary(c.tool, c.arguments));
+const text = (c: ShownCard, label = "", width?: number) => cardText(c, label, argumentLines(c.arguments), callSummary(c.tool, c.arguments), width);
 
 describe("parseAnswer: what a line typed at a card means", () => {
   test("y / yes allow once; a allows for the session only when a rule is offered", () => {
@@ -85,7 +85,7 @@ describe("cardText: the card before its question", () => {
     expect(argLines.length).toBeLessThanOrEqual(CARD_ARG_LINES + 1); // + the "… N more bytes" line
     expect(t).toMatch(/… [\d,]+ more bytes \(v shows them all\)\n/);
     expect(t.startsWith("\nairlock: developer__write_file needs your approval — sensitive_ops: writes a file\n")).toBe(true);
-    expect(t.endsWith("\n  developer__write_file big.txt\n")).toBe(true); // what the question is about, right above it
+    expect(t.endsWith("\n  developer__write_file big.txt\n  sensitive_ops: writes a file\n")).toBe(true); // what the question is about, right above it
   });
 
   test("a long reason (an elevation's justification) is cut, so the card still fits in sight of its question", () => {
@@ -96,7 +96,7 @@ describe("cardText: the card before its question", () => {
   });
 
   test("short arguments stay on one line", () => {
-    expect(text(card())).toBe('\nairlock: developer__shell needs your approval — mode: smart mode asks before a shell command\n  arguments: {"command":"ls"}\n  developer__shell ls\n');
+    expect(text(card())).toBe('\nairlock: developer__shell needs your approval — mode: smart mode asks before a shell command\n  arguments: {"command":"ls"}\n  developer__shell ls\n  mode: smart mode asks before a shell command\n');
   });
 
   test("the inspector's label is said once when the reason lists several asks", () => {
@@ -105,11 +105,26 @@ describe("cardText: the card before its question", () => {
     expect(t).not.toContain("sensitive_ops: [sensitive_ops]");
   });
 
-  test("a subagent's card says where it came from, also right above the question; the rule a adds is shown", () => {
-    const t = text(card({ home_session_id: "ses_sub", suggested_rule: "Bash(ls:*)" }));
-    expect(t).toContain("developer__shell (from subagent ses_sub) needs your approval");
+  test("a subagent's card names it by its chain label (as the stderr call lines do), also right above the question; the rule a adds is shown", () => {
+    const t = text(card({ home_session_id: "ses_sub", suggested_rule: "Bash(ls:*)" }), "[root›subagent#0] ");
+    expect(t.startsWith("\nairlock: [root›subagent#0] developer__shell needs your approval")).toBe(true);
+    expect(t).not.toContain("from subagent");
     expect(t).toContain("  a: allow for this session adds the rule Bash(ls:*)");
-    expect(t.endsWith("\n  developer__shell (from subagent ses_sub) ls\n")).toBe(true);
+    expect(t.endsWith("\n  [root›subagent#0] developer__shell ls\n  mode: smart mode asks before a shell command\n")).toBe(true);
+  });
+
+  test("why it asks is restated right above the question, cut to one terminal line (80 when the width is not known)", () => {
+    const reason = `asks to run this one call under sandbox "danger-full-access": ${"because ".repeat(100)}`;
+    const c = card({ inspector: "elevation", reason, arguments: { command: `echo ${"y".repeat(2000)}` } });
+    for (const [width, max] of [[undefined, 80], [120, 120], [40, 40]] as const) {
+      const last = text(c, "", width).split("\n").slice(-3, -1);
+      expect(last[0]!.startsWith("  developer__shell echo yyy")).toBe(true);
+      expect(last[1]!.startsWith('  elevation: asks to run this one call under sandbox "danger-full-access"'.slice(0, max - 1))).toBe(true);
+      expect(last[1]!.endsWith("…")).toBe(true);
+      expect(last[1]!.length).toBe(max);
+    }
+    // a short why is shown whole
+    expect(text(card(), "", 200).endsWith("\n  mode: smart mode asks before a shell command\n")).toBe(true);
   });
 
   test("model-written text cannot drive the terminal", () => {

@@ -10,6 +10,7 @@ import type { Runtime } from "../runtime.ts";
 import { assertNever } from "../errors.ts";
 import { mayBeTerminal, safe, writeStderr } from "./output.ts";
 import { ARM_MS, terminalFlusher } from "./terminal-arm.ts";
+import { cardWhy } from "./card-why.ts";
 
 /** Whether a person can answer on this terminal: stdin and stderr are both TTYs. */
 export function terminalCanAsk(): boolean {
@@ -198,17 +199,6 @@ export function cardQuestion(offersRule: boolean): string {
 }
 
 /**
- * The card's why: `inspector: reason`, the label said once — a reason that lists several asks starts with
- * `[inspector] ` itself (gate/verdict.ts `combine`), so that label is not put before it a second time.
- */
-function cardWhy(card: Pick<ShownCard, "inspector" | "reason">): string {
-  const label = `[${card.inspector}] `;
-  if (card.reason.startsWith(label)) return `${card.inspector}: ${card.reason.slice(label.length)}`;
-  if (card.reason.includes(label)) return card.reason;
-  return `${card.inspector}: ${card.reason}`;
-}
-
-/**
  * `lines` (escaped argument lines) cut to at most `maxLines` lines and `maxChars` characters (a line is cut
  * whole characters and escapes only); `moreBytes`: the UTF-8 bytes of the rest of the text (`lines` joined by
  * line breaks) not shown, 0 when all of it is. Pure.
@@ -235,19 +225,20 @@ export function boundedLines(lines: readonly string[], maxLines: number = CARD_A
 }
 
 /**
- * A card as written before its question (ends with a line break): the tool, the subagent it came from, why it
- * asks; its arguments — on one line when short, else pretty (`argLines`, escaped) and bounded by
- * {@link boundedLines}, with `… N more bytes`; why allowing will not help (`will_fail`); the rule `a` adds; then the tool and what the call is about
- * (`summary`, cli/call-summary.ts) again, right above the question. Model-written text is shown through `safe()`.
+ * A card as written before its question (ends with a line break): the agent that asks (`label`: its chain
+ * prefix, cli/chain-prefix.ts, `[root›subagent#0] ` for a subagent's card, `""` for the root session's), the
+ * tool, why it asks; its arguments — on one line when short, else pretty (`argLines`, escaped) and bounded by
+ * {@link boundedLines}, with `… N more bytes`; why allowing will not help (`will_fail`); the rule `a` adds; then
+ * right above the question the agent, the tool and what the call is about (`summary`, cli/call-summary.ts) again,
+ * and why it asks cut to one line of `width` characters (the terminal's columns). Model-written text is shown through `safe()`.
  */
-export function cardText(card: ShownCard, rootSessionId: string, argLines: readonly string[], summary: string): string {
-  const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
+export function cardText(card: ShownCard, label: string, argLines: readonly string[], summary: string, width: number = 80): string {
   // the card's text is partly model-written (an elevation's justification, a path the floor names, the
   // arguments): shown through safe(), so it cannot hide the real arguments or fake a line (C1 too: JSON keeps them raw)
   // the why is bounded too (an elevation's justification is the model's, of any length): a long one would
   // scroll the tool, the sandbox asked for and the arguments out of sight of the question
   const why = boundedWhy(card);
-  let out = `\nairlock: ${safe(`${card.tool}${from} needs your approval — `)}${why.shown}${why.moreBytes > 0 ? ` … ${why.moreBytes.toLocaleString("en-US")} more bytes (v shows it all)` : ""}\n`;
+  let out = `\nairlock: ${label}${safe(`${card.tool} needs your approval — `)}${why.shown}${why.moreBytes > 0 ? ` … ${why.moreBytes.toLocaleString("en-US")} more bytes (v shows it all)` : ""}\n`;
   const compact = safe(JSON.stringify(card.arguments) ?? "null");
   if (compact.length <= COMPACT_ARGS_MAX) out += `  arguments: ${compact}\n`;
   else {
@@ -261,19 +252,25 @@ export function cardText(card: ShownCard, rootSessionId: string, argLines: reado
     out += `  ${shown.join("")}${moreBytes > 0 ? ` … ${moreBytes.toLocaleString("en-US")} more bytes (v shows it all)` : ""}\n`;
   }
   if (card.suggested_rule) out += `  a: allow for this session adds the rule ${safe(card.suggested_rule)} (matching calls in this session tree then run without asking)\n`;
-  return out + restated(card, rootSessionId, summary);
+  return out + restated(card, label, summary, width);
 }
 
 /** A card's why ({@link cardWhy}, escaped) cut to {@link CARD_WHY_CHARS} characters by {@link boundedLines}. */
 function boundedWhy(card: Pick<ShownCard, "inspector" | "reason">): { shown: string; moreBytes: number } {
-  const { shown, moreBytes } = boundedLines([safe(cardWhy(card))], 1, CARD_WHY_CHARS);
+  const { shown, moreBytes } = boundedLines([safe(cardWhy(card.inspector, card.reason))], 1, CARD_WHY_CHARS);
   return { shown: shown.join(""), moreBytes };
 }
 
-/** The line right above a card's question: the tool (and the subagent it came from) and what the call is about. */
-function restated(card: ShownCard, rootSessionId: string, summary: string): string {
-  const from = card.home_session_id === rootSessionId ? "" : ` (from subagent ${card.home_session_id})`;
-  return `  ${safe(`${card.tool}${from}`)}${summary ? ` ${summary}` : ""}\n`;
+/**
+ * The two lines right above a card's question: the agent (`label`, its chain prefix), the tool and what the call
+ * is about; then why it asks ({@link cardWhy}, escaped), cut to at most `width` characters (at least 20) with `…`,
+ * so a card whose start scrolled away still says why it asks in sight of the question.
+ */
+function restated(card: ShownCard, label: string, summary: string, width: number): string {
+  const why = safe(cardWhy(card.inspector, card.reason));
+  const room = Math.max(20, Math.floor(width)) - 2; // the indent
+  const { shown, moreBytes } = why.length <= room ? { shown: [why], moreBytes: 0 } : boundedLines([why], 1, room - 1);
+  return `  ${label}${safe(card.tool)}${summary ? ` ${summary}` : ""}\n  ${shown.join("")}${moreBytes > 0 ? "…" : ""}\n`;
 }
 
 /**
@@ -288,6 +285,8 @@ function restated(card: ShownCard, rootSessionId: string, summary: string): stri
  * ask of the run is refused at once with `no_human_surface` as in a headless run (`rt.gate.surfaceGone`).
  * When the input ended because the terminal went away (`gone()`), the turn is being cancelled (as on SIGHUP):
  * its cards are withdrawn with it, and nothing is answered or written.
+ * `chainLabel(sessionId)` names the agent a card came from as the stderr call lines do (cli/chain-prefix.ts:
+ * `[root›subagent#0] `, `""` for the root session); `width()` is the terminal's columns (80 when unknown).
  */
 export function startTerminalApprover(
   rt: Runtime,
@@ -296,6 +295,8 @@ export function startTerminalApprover(
   write: (s: string) => void,
   hold: (on: boolean) => void = () => {},
   gone: () => boolean = () => false,
+  chainLabel: (sessionId: string) => string = (id) => (id === rootSessionId ? "" : `[root›${safe(id)}] `),
+  width: () => number = () => process.stderr.columns || 80,
 ): () => void {
   const queue: TypedEvent<"action_required">[] = [];
   let busy = false;
@@ -313,7 +314,8 @@ export function startTerminalApprover(
       const [{ argumentLines }, { callSummary }] = await Promise.all([import("./attach-format.ts"), import("./call-summary.ts")]);
       const argLines = argumentLines(card.arguments);
       const summary = callSummary(card.tool, card.arguments);
-      write(cardText(card, rootSessionId, argLines, summary));
+      const label = chainLabel(card.home_session_id);
+      write(cardText(card, label, argLines, summary, width()));
       let answer: CardAnswer | null = null;
       while (!ended) {
         const line = await read(cardQuestion(Boolean(card.suggested_rule))).catch(() => null);
@@ -321,9 +323,9 @@ export function startTerminalApprover(
         if (line === null) break;
         const a = parseAnswer(line, Boolean(card.suggested_rule));
         if (a.kind === "view") {
-          if (boundedWhy(card).moreBytes > 0) write(`  why (all of it): ${safe(cardWhy(card))}\n`);
+          if (boundedWhy(card).moreBytes > 0) write(`  why (all of it): ${safe(cardWhy(card.inspector, card.reason))}\n`);
           if (card.will_fail && safe(card.will_fail).length > CARD_WHY_CHARS) write(`  ${safe(card.will_fail)}\n`);
-          write(`  arguments (all of them):\n${argLines.map((l) => `    ${l}\n`).join("")}${restated(card, rootSessionId, summary)}`);
+          write(`  arguments (all of them):\n${argLines.map((l) => `    ${l}\n`).join("")}${restated(card, label, summary, width())}`);
           continue;
         }
         if (a.kind === "no_rule") {

@@ -63,7 +63,7 @@ test("the session stream's turn_finished after the feed ended is still shown: '�
     await a.waitOut(/^attached to root ses_stop /m);
     stop();
     const dropped = await a.waitOut(/^airlock: the connection to http:\/\/127\.0\.0\.1:\d+ dropped; reconnecting/m);
-    const turnEnd = /^\[root\] ■ turn cancelled: cancelled: the runtime is shutting down$/m.exec(a.out());
+    const turnEnd = /^\[root\] ■ turn cancelled: the runtime is shutting down$/m.exec(a.out());
     expect(turnEnd?.index ?? -1).toBeGreaterThan(-1);
     expect(turnEnd!.index).toBeLessThan(dropped.index);
   } finally {

@@ -266,8 +266,8 @@ describe("airlock run: the card and its answers", () => {
     expect(first - card).toBeLessThan(4000);
     expect(screen.slice(card, first)).toMatch(/… [\d,]+ more bytes \(v shows them all\)/);
     expect(screen.slice(card, first)).not.toContain("row 3999");
-    // the line right above the question names the tool and what the call is about
-    expect(screen.slice(0, first).replace(/\x1b\[[0-9;]*[A-Za-z]/g, "")).toMatch(/\n {2}developer__write_file big\.txt\r?\n {2}$/);
+    // the lines right above the question name the tool and what the call is about, and why it asks
+    expect(screen.slice(0, first).replace(/\x1b\[[0-9;]*[A-Za-z]/g, "")).toMatch(/\n {2}developer__write_file big\.txt\r?\n {2}mode: smart mode asks before calls that change state \(developer__write_file\)\r?\n {2}$/);
     // v: all of it, then the question again
     const second = screen.indexOf(QUESTION, first + 1);
     expect(second).toBeGreaterThan(first);

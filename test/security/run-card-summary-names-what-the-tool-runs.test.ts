@@ -52,8 +52,8 @@ test("a card for an MCP tool never restates a key the tool does not run as what 
   clearTimeout(timer);
   await p.exited;
   expect(screen).toContain("fs__move_file needs your approval");
-  // the line right above the question: the tool and what the call is about
-  const restated = /\n {2}(fs__move_file[^\r\n]*)\r?\n[^\n]*allow\? \[y\]once/.exec(screen)?.[1];
+  // the line right above the question (and its reason): the tool and what the call is about
+  const restated = /\n {2}(fs__move_file[^\r\n]*)\r?\n {2}[^\r\n]*\r?\n[^\n]*allow\? \[y\]once/.exec(screen)?.[1];
   expect(restated).toBeDefined();
   expect(restated).not.toBe("fs__move_file notes.txt");
   expect(restated).toContain("id_ed25519");
