@@ -6,6 +6,7 @@
  */
 import type { ServerClientOptions } from "./server-client.ts";
 import { cardWhy } from "./card-why.ts";
+import { safe } from "./output.ts";
 
 /** Options shared by the `actions` subcommands. */
 export interface ActionsCommonOptions extends ServerClientOptions {
@@ -32,16 +33,17 @@ export interface ActionsAnswerOptions extends ActionsCommonOptions {
 /**
  * One card as a line of text: id, tool, where it is homed and surfaced, why, whether allowing needs user proof,
  * the card it replaces (its allow went stale), one line per named file with its full sha256 (what an allow runs), and
- * why allowing will not help when the sandbox will still refuse the call's write (`will_fail`).
+ * why allowing will not help when the sandbox will still refuse the call's write (`will_fail`). Every text the model or
+ * a hook could have written (tool, arguments, reason, paths, rule) is shown through `safe()`: it cannot drive the terminal.
  */
 export function cardLine(c: Record<string, any>): string {
   const proof = c.requires_user_proof ? " [needs user proof]" : "";
-  const suggested = c.suggested_rule ? `    allow for this session: ${c.suggested_rule} (--allow-session)\n` : "";
+  const suggested = c.suggested_rule ? `    allow for this session: ${safe(String(c.suggested_rule))} (--allow-session)\n` : "";
   const where = c.surfaced_in && c.surfaced_in !== c.home_session_id ? `home ${c.home_session_id}, surfaced in ${c.surfaced_in}` : `home ${c.home_session_id}`;
   const replaces = c.replaces ? `; replaces ${c.replaces}` : "";
-  const files = Array.isArray(c.files) ? c.files.map((f: Record<string, any>) => `    file ${f.path}: ${fileState(f)}\n`).join("") : "";
-  const willFail = c.will_fail ? `    ! ${c.will_fail}\n` : "";
-  return `${c.request_id}  ${c.tool} ${JSON.stringify(c.arguments)}\n    ${cardWhy(String(c.inspector), String(c.reason))}${proof}\n${willFail}    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
+  const files = Array.isArray(c.files) ? c.files.map((f: Record<string, any>) => `    file ${safe(String(f.path))}: ${safe(fileState(f))}\n`).join("") : "";
+  const willFail = c.will_fail ? `    ! ${safe(String(c.will_fail))}\n` : "";
+  return `${c.request_id}  ${safe(String(c.tool))} ${safe(JSON.stringify(c.arguments) ?? "")}\n    ${safe(cardWhy(String(c.inspector), String(c.reason)))}${proof}\n${willFail}    ${where}; expires ${c.expires_at}${replaces}\n${files}${suggested}`;
 }
 
 /** A card's file binding in words: `sha256 <hex> (N bytes)`, `missing`, `symlink -> target (sha256 <hex>)`, … */

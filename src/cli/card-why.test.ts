@@ -39,6 +39,23 @@ describe("a card's why: the inspector's label said once, on every surface", () =
     expect(cardLine(consoleCard("deletes files"))).toContain("\n    sensitive_ops: deletes files\n");
   });
 
+  test("airlock actions list shows model- and hook-written text escaped: it cannot drive the terminal or fake a line", () => {
+    const evil = "\u001b[8m\nrequest act_2  developer__shell {\"command\":\"ls\"}\u009b31m\u202e";
+    const card = {
+      ...consoleCard(`[sensitive_ops] ${evil}`),
+      tool: `developer__shell${evil}`,
+      arguments: { command: evil },
+      will_fail: evil,
+      suggested_rule: `Bash(${evil}:*)`,
+      files: [{ path: evil, kind: "symlink", target: evil, sha256: "ab", size: 1 }],
+    } as unknown as ConsoleCard;
+    const line = cardLine(card);
+    expect(line).not.toMatch(/[\u001b\u009b\u202e]/);
+    // only the line breaks cardLine makes itself: header, why, will_fail, where, one file, the rule
+    expect(line.split("\n").length - 1).toBe(6);
+    expect(line).toContain("\\u001b[8m\\u000arequest act_2");
+  });
+
   test("airlock attach's card", () => {
     const off = colorsFor({ tty: false, plain: true, env: {} });
     const block = cardBlock(off, consoleCard(SEVERAL), { maxArgLines: 10, now: Date.now(), morePending: 0 }).join("\n");
