@@ -49,9 +49,12 @@ export function scriptedDataDir(dataDir: string, turns: string | object, config:
   return ws;
 }
 
-/** The shell command `<bun> src/main.ts run --data-dir DATADIR [--workspace WS] 'PROMPT'` (no quoting of the paths). */
+/**
+ * The shell command `<bun> src/main.ts run --data-dir DATADIR [--workspace WS] "PROMPT"`. Nothing is escaped: paths
+ * without spaces, a prompt of plain words (double quotes, so the command also fits inside `sh -c '…'`).
+ */
 export function airlockRun(dataDir: string, prompt: string, workspace?: string): string {
-  return `${process.execPath} ${MAIN} run --data-dir ${dataDir}${workspace === undefined ? "" : ` --workspace ${workspace}`} '${prompt}'`;
+  return `${process.execPath} ${MAIN} run --data-dir ${dataDir}${workspace === undefined ? "" : ` --workspace ${workspace}`} "${prompt}"`;
 }
 
 /** Types `keys` into the PTY; resolves once they are flushed to it. */
@@ -67,14 +70,18 @@ export interface PtyOptions {
   /** Milliseconds until `script` is killed (SIGKILL) if it has not ended; default 40,000. */
   killAfterMs?: number;
   /**
-   * Called with the whole screen so far after each chunk; reading waits for a returned promise. Returning
-   * "stop" stops reading and kills `script` (the terminal goes away).
+   * Called with the whole screen so far after each chunk (decoded as a UTF-8 stream); reading waits for a
+   * returned promise. `end()` closes the PTY's input (`script` passes the end of its stdin on). Returning "stop"
+   * stops reading and kills `script` (the terminal goes away).
    */
-  onScreen?: (screen: string, type: Type) => void | "stop" | Promise<void | "stop">;
+  onScreen?: (screen: string, type: Type, end: () => Promise<void>) => void | "stop" | Promise<void | "stop">;
 }
 
-/** Runs `cmd` in a PTY until it ends (or is killed). Returns the exit code of `script` and the screen. */
-export async function runInPty(o: PtyOptions): Promise<{ code: number; screen: string }> {
+/**
+ * Runs `cmd` in a PTY until it ends (or is killed). Returns the exit code of `script`, the screen, and whether
+ * the `killAfterMs` guard killed it.
+ */
+export async function runInPty(o: PtyOptions): Promise<{ code: number; screen: string; killed: boolean }> {
   const p = Bun.spawn(["script", "-qec", o.cmd, "/dev/null"], {
     cwd: o.cwd,
     stdin: "pipe",
@@ -82,10 +89,17 @@ export async function runInPty(o: PtyOptions): Promise<{ code: number; screen: s
     stderr: "pipe",
     env: { ...process.env, AIRLOCK_HOME: "", ...o.env },
   });
-  const timer = setTimeout(() => p.kill("SIGKILL"), o.killAfterMs ?? 40_000);
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    p.kill("SIGKILL");
+  }, o.killAfterMs ?? 40_000);
   const type: Type = async (keys) => {
     p.stdin.write(keys);
     await p.stdin.flush();
+  };
+  const end = async () => {
+    await p.stdin.end();
   };
   let screen = "";
   const reader = p.stdout.getReader();
@@ -93,25 +107,25 @@ export async function runInPty(o: PtyOptions): Promise<{ code: number; screen: s
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    screen += dec.decode(value);
-    if ((await o.onScreen?.(screen, type)) === "stop") {
+    screen += dec.decode(value, { stream: true });
+    if ((await o.onScreen?.(screen, type, end)) === "stop") {
       p.kill("SIGKILL");
       break;
     }
   }
   clearTimeout(timer);
-  return { code: await p.exited, screen };
+  return { code: await p.exited, screen, killed };
 }
 
 /**
  * Runs `cmd` in a PTY, typing `answer(i)` (i from 0) for the i-th `question` as soon as it is on screen.
- * Returns the exit code, the screen, and how many questions were answered.
+ * Returns what {@link runInPty} returns, and how many questions were answered.
  */
 export async function runAnswering(
   o: Omit<PtyOptions, "onScreen">,
   answer: (i: number) => string,
   question = QUESTION,
-): Promise<{ code: number; screen: string; answered: number }> {
+): Promise<{ code: number; screen: string; killed: boolean; answered: number }> {
   let answered = 0;
   const r = await runInPty({
     ...o,
