@@ -137,3 +137,23 @@ export async function airlockClient(dir: string, args: string[]): Promise<{ stdo
   const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { stdout, stderr, code };
 }
+
+/**
+ * A script for `bun -e SCRIPT PORT`: a server that binds 127.0.0.1:PORT as soon as it is free (a bind tried every
+ * 2 ms), prints `bound`, then prints `AUTH <Authorization header or -> <path>` for every request it gets and answers
+ * `{"actions":[],"schedules":[]}` (as airlock's lists would); it exits on its own after 30 s.
+ */
+export const SQUATTER_WHEN_FREE = `
+const port = Number(process.argv[1]);
+for (;;) {
+  try {
+    Bun.serve({ hostname: "127.0.0.1", port, fetch(r) {
+      console.log("AUTH " + (r.headers.get("authorization") ?? "-") + " " + new URL(r.url).pathname);
+      return Response.json({ actions: [], schedules: [] });
+    } });
+    console.log("bound");
+    break;
+  } catch { await Bun.sleep(2); }
+}
+setTimeout(() => process.exit(0), 30000);
+`;

@@ -14,25 +14,9 @@
 import { expect, test } from "bun:test";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { airlockClient, deadPort, serveScratch } from "../harness-serve.ts";
+import { airlockClient, deadPort, serveScratch, SQUATTER_WHEN_FREE } from "../harness-serve.ts";
 
 const scratch = serveScratch();
-
-/** A server on 127.0.0.1:PORT once it is free (a bind every 2 ms): says `bound`, prints every Authorization header. */
-const SQUATTER = `
-const port = Number(process.argv[1]);
-for (;;) {
-  try {
-    Bun.serve({ hostname: "127.0.0.1", port, fetch(r) {
-      console.log("AUTH " + (r.headers.get("authorization") ?? "-") + " " + new URL(r.url).pathname);
-      return Response.json({ actions: [] });
-    } });
-    console.log("bound");
-    break;
-  } catch { await Bun.sleep(2); }
-}
-setTimeout(() => process.exit(0), 30000);
-`;
 
 test("a signed lock copied while the server listened and put back while it drains is not followed to its freed port", async () => {
   const d = scratch.dataDir("airlock-lockreplay-", await deadPort());
@@ -43,7 +27,7 @@ test("a signed lock copied while the server listened and put back while it drain
   const listening = readFileSync(lockPath, "utf8"); // the attacker's copy: no token needed
   expect(JSON.parse(listening).url).toBe(sp.url);
 
-  const squatter = scratch.track(Bun.spawn([process.execPath, "-e", SQUATTER, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" }));
+  const squatter = scratch.track(Bun.spawn([process.execPath, "-e", SQUATTER_WHEN_FREE, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" }));
   const squat = { out: "" };
   void (async () => {
     for await (const c of squatter.stdout.pipeThrough(new TextDecoderStream())) squat.out += c;

@@ -17,28 +17,9 @@ import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { testUsers } from "../as-user.ts";
-import { airlockClient, deadPort, serveScratch } from "../harness-serve.ts";
+import { airlockClient, deadPort, serveScratch, SQUATTER_WHEN_FREE } from "../harness-serve.ts";
 
 const scratch = serveScratch();
-
-/**
- * The other user's server: binds `port` on 127.0.0.1 as soon as it is free (a bind tried every 2 ms), says `bound`,
- * prints the Authorization header of every request it gets (`AUTH …`), and answers as airlock would.
- */
-const SQUATTER = `
-const port = Number(process.argv[1]);
-for (;;) {
-  try {
-    Bun.serve({ hostname: "127.0.0.1", port, fetch(r) {
-      console.log("AUTH " + (r.headers.get("authorization") ?? "-") + " " + new URL(r.url).pathname);
-      return Response.json({ actions: [], schedules: [] });
-    } });
-    console.log("bound");
-    break;
-  } catch { await Bun.sleep(2); }
-}
-setTimeout(() => process.exit(0), 30000);
-`;
 
 test("after SIGTERM, a client never sends its token to whoever takes the server's port while the lock still names it", async () => {
   const d = scratch.dataDir("airlock-lockurl-", await deadPort());
@@ -48,7 +29,7 @@ test("after SIGTERM, a client never sends its token to whoever takes the server'
 
   // the other user (nobody when the tests run as root) waits for the port
   const other = testUsers().at(-1)!;
-  const squatter = scratch.track(Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" }));
+  const squatter = scratch.track(Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER_WHEN_FREE, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" }));
   let seen = "";
   const out = (async () => {
     for await (const chunk of squatter.stdout.pipeThrough(new TextDecoderStream())) seen += chunk;
