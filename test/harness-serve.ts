@@ -86,6 +86,8 @@ export async function deadPort(): Promise<number> {
  * that SIGKILLs every tracked process (awaiting each exit) and then removes every dir.
  */
 export function serveScratch(): {
+  /** An empty temp dir named `prefix…`. */
+  dir(prefix: string): string;
   /** A data dir (a temp dir named `prefix…`): airlock.yaml with `mode: smart`, the scripted provider and `server.port` = `port`; turns.yaml answering "done". */
   dataDir(prefix: string, port: number): string;
   /** `bun src/main.ts serve --port 0 …args --data-dir DIR` via {@link spawnServe}, tracked. */
@@ -102,10 +104,15 @@ export function serveScratch(): {
     }
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
+  const dir = (prefix: string) => {
+    const d = mkdtempSync(join(tmpdir(), prefix));
+    dirs.push(d);
+    return d;
+  };
   return {
+    dir,
     dataDir(prefix, port) {
-      const d = mkdtempSync(join(tmpdir(), prefix));
-      dirs.push(d);
+      const d = dir(prefix);
       writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { port: ${port} }\n`);
       writeFileSync(join(d, "turns.yaml"), 'turns:\n  - text: "done"\n');
       return d;
