@@ -20,6 +20,15 @@ export const SUBAGENT_CARD_SCRIPT = [
   "",
 ].join("\n");
 
+/** A model that writes a.txt, then b.txt (each a write_file call in a turn of its own), then says "end". */
+export const TWO_WRITES_SCRIPT = [
+  "turns:",
+  '  - tool_calls: [{ name: developer__write_file, arguments: { path: "a.txt", content: "a" } }]',
+  '  - tool_calls: [{ name: developer__write_file, arguments: { path: "b.txt", content: "b" } }]',
+  '  - text: "end"',
+  "",
+].join("\n");
+
 /** Writes `airlock.yaml` (smart mode, the scripted provider reading `turns.yaml`) and `turns.yaml` into `dir`. */
 export function writeScriptedConfig(dir: string, script: string): void {
   writeFileSync(join(dir, "airlock.yaml"), "mode: smart\nprovider: { name: scripted, script: turns.yaml }\n");

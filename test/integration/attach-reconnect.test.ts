@@ -9,23 +9,14 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { serveFixture } from "../harness-serve.ts";
 import { waitFor } from "../processes.ts";
-import { apiOf, newRoot, spawnAttach, startTurn, until, writeScriptedConfig } from "./attach-helpers.ts";
+import { apiOf, newRoot, spawnAttach, startTurn, TWO_WRITES_SCRIPT, until, writeScriptedConfig } from "./attach-helpers.ts";
 
 const fixture = serveFixture("airlock-attach-restart-");
 const { dir, main } = fixture;
 
 test("after a server restart attach reconnects, drops the card the old process held and shows the one pending now", async () => {
   // the root asks to write a.txt; after the restart its next turn asks to write b.txt
-  writeScriptedConfig(
-    dir,
-    [
-      "turns:",
-      '  - tool_calls: [{ name: developer__write_file, arguments: { path: "a.txt", content: "a" } }]',
-      '  - tool_calls: [{ name: developer__write_file, arguments: { path: "b.txt", content: "b" } }]',
-      '  - text: "end"',
-      "",
-    ].join("\n"),
-  );
+  writeScriptedConfig(dir, TWO_WRITES_SCRIPT);
   const config = ["--config", join(dir, "airlock.yaml")];
   const first = await fixture.serve(config);
   const port = new URL(first.url).port;

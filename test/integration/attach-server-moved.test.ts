@@ -10,23 +10,14 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { serveFixture } from "../harness-serve.ts";
 import { waitFor } from "../processes.ts";
-import { apiOf, newRoot, spawnAttach, startTurn, until, writeScriptedConfig } from "./attach-helpers.ts";
+import { apiOf, newRoot, spawnAttach, startTurn, TWO_WRITES_SCRIPT, until, writeScriptedConfig } from "./attach-helpers.ts";
 
 const fixture = serveFixture("airlock-attach-moved-");
 const { dir, main } = fixture;
 const env = { ...process.env, AIRLOCK_URL: "", AIRLOCK_HOME: "", NO_COLOR: "1" };
 
 test("attach without --url follows the data dir's server to its new port after a restart; --url is kept", async () => {
-  writeScriptedConfig(
-    dir,
-    [
-      "turns:",
-      '  - tool_calls: [{ name: developer__write_file, arguments: { path: "a.txt", content: "a" } }]',
-      '  - tool_calls: [{ name: developer__write_file, arguments: { path: "b.txt", content: "b" } }]',
-      '  - text: "end"',
-      "",
-    ].join("\n"),
-  );
+  writeScriptedConfig(dir, TWO_WRITES_SCRIPT);
   const config = ["--config", join(dir, "airlock.yaml")];
   const first = await fixture.serve(config);
   const root = await newRoot(first.url, dir, "ws");

@@ -4,28 +4,17 @@
  * dir refuses and names the first (a killed server's lock is taken over); two runs at once both complete;
  * a read-only or full data dir is a clear `data_dir_unusable` error (exit 2), as root and as nobody.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { IS_ROOT, sharedTempDir, testUsers } from "../as-user.ts";
 import { openSse } from "../harness.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { MAIN, serveScratch, type ServeProcess } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "../../src/main.ts");
-const dirs: string[] = [];
-const procs: Bun.Subprocess[] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const scratch = serveScratch();
 
 function dataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-datadir-"));
-  dirs.push(dir);
+  const dir = scratch.dir("airlock-datadir-");
   mkdirSync(join(dir, "ws"));
   writeFileSync(join(dir, "serve.yaml"), "mode: smart\nprovider: { name: scripted, script: serve-turns.yaml }\n");
   writeFileSync(
@@ -38,16 +27,14 @@ function dataDir(): string {
 }
 
 async function serve(dir: string): Promise<ServeProcess> {
-  const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", dir, "--config", join(dir, "serve.yaml")]);
-  procs.push(sp.proc);
-  return sp;
+  return await scratch.serve(dir, ["--config", join(dir, "serve.yaml")]);
 }
 
 /** Runs `airlock ARGS` to its end; returns exit code, stdout and stderr. */
 async function airlock(args: string[], o: { prefix?: string[]; cwd?: string; wrap?: (argv: string[]) => string[] } = {}): Promise<{ code: number; out: string; err: string }> {
   const argv = [...(o.prefix ?? []), process.execPath, MAIN, ...args];
   const p = Bun.spawn(o.wrap ? o.wrap(argv) : argv, { cwd: o.cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  procs.push(p);
+  scratch.track(p);
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { code, out, err };
 }
@@ -152,7 +139,7 @@ describe("unusable data dir", () => {
       `${run}; echo "rc=$?"`,
     ].join("\n");
     const p = Bun.spawn(["unshare", "-m", "sh", "-c", script], { cwd: shared, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-    procs.push(p);
+    scratch.track(p);
     const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     expect(out.trim().split("\n")).toEqual(["rc=2", "rc=2"]);
     expect(err.match(/airlock: data_dir_unusable: .* is full/g)?.length).toBe(2);
@@ -179,7 +166,7 @@ describe("unusable data dir", () => {
       "kill -TERM $SP; wait $SP || true",
     ].join("\n");
     const p = Bun.spawn(["unshare", "-m", "sh", "-c", script], { cwd: shared, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-    procs.push(p);
+    scratch.track(p);
     const [out] = await Promise.all([new Response(p.stdout).text(), p.exited]);
     expect(out.trim()).toBe("503");
     expect(JSON.parse(readFileSync(join(shared, "body.json"), "utf8"))).toMatchObject({ error: "data_dir_unusable", message: expect.stringContaining("is full") });

@@ -5,51 +5,26 @@
  * header (and its reason) out of sight: the lines right above the question restate the call and why it asks,
  * the reason cut to one terminal line. A real PTY (`script`, its size set with `stty`).
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { stringify } from "yaml";
+import { expect, test } from "bun:test";
+import { airlockRun, QUESTION, runAnswering, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const QUESTION = "allow? [y]once";
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs();
 
 test.each([80, 100])("a subagent's card says [root›subagent#0], and its reason is in sight of the question on a %p×24 terminal", async (cols) => {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-card-label-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  mkdirSync(ws);
+  const dir = tempDir("airlock-card-label-");
   const command = `echo ${"z".repeat(2000)} > /etc/airlock-card-label-test.txt`; // outside the workspace: a long reason (answered n)
-  writeFileSync(
-    join(dir, "turns.yaml"),
-    stringify({
+  const ws = scriptedDataDir(
+    dir,
+    {
       turns: [{ tool_calls: [{ name: "subagent__spawn", arguments: { instructions: "write it" } }] }, { text: "done" }],
       subagents: [{ turns: [{ tool_calls: [{ name: "developer__shell", arguments: { command } }] }, { text: "child done" }] }],
-    }),
+    },
+    { mode: "smart", sandbox: "workspace-write" },
   );
-  writeFileSync(join(dir, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "smart", sandbox: "workspace-write" }));
-  const cmd = `stty cols ${cols} rows 24; ${process.execPath} ${MAIN} run --data-dir ${dir} --workspace ${ws} 'go'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "", NO_COLOR: "1" } });
-  const timer = setTimeout(() => p.kill("SIGKILL"), 40_000);
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
-  let answered = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-    while (answered < screen.split(QUESTION).length - 1) {
-      answered++;
-      p.stdin.write("n\n");
-      await p.stdin.flush();
-    }
-  }
-  clearTimeout(timer);
-  await p.exited;
-  screen = screen.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
+  const cmd = `stty cols ${cols} rows 24; ${airlockRun(dir, "go", ws)}`;
+  const run = await runAnswering({ cmd, cwd: ws, env: { NO_COLOR: "1" } }, () => "n\n");
+  const { answered } = run;
+  const screen = run.screen.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
   expect(answered).toBe(1);
   // the stderr call line and the card name the subagent the same way
   expect(screen).toContain("airlock: → [root›subagent#0] developer__shell echo zzz");

@@ -3,48 +3,37 @@
  * util-linux `script`), the person at it answers; without one, the run is headless and refuses at
  * once. And stdin is read only for PROMPT "-", so a pipe that never closes never blocks a run.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { airlockRun, MAIN, QUESTION, runInPty as runInPtyOf, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 import { turnStatuses } from "../turn-statuses.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs();
 
 function setup(command = "echo hi > out.txt"): { dir: string; ws: string } {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-term-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  mkdirSync(ws);
-  writeFileSync(
-    join(dir, "turns.yaml"),
+  const dir = tempDir("airlock-term-");
+  const ws = scriptedDataDir(
+    dir,
     `turns:\n  - tool_calls:\n      - name: developer__shell\n        arguments: { command: ${JSON.stringify(command)} }\n  - text: "done"\n`,
+    "provider: { name: scripted, script: turns.yaml }\nmode: smart\n",
   );
-  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
   return { dir, ws };
 }
 
-/** Runs `airlock run` inside a PTY (util-linux `script`), typing `answer` once the question is on screen. */
+/** Runs `airlock run` inside a PTY (util-linux `script`), typing `answer` once the question is on screen. Killed after 40 s. */
 async function runInPty(dir: string, ws: string, answer: string): Promise<{ code: number; screen: string }> {
-  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} 'write it'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
   let typed = false;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-    if (!typed && screen.includes("allow? [y]once")) {
-      typed = true;
-      p.stdin.write(`${answer}\n`);
-      await p.stdin.flush();
-    }
-  }
-  return { code: await p.exited, screen };
+  return await runInPtyOf({
+    cmd: airlockRun(dir, "write it"),
+    cwd: ws,
+    onScreen: async (screen, type) => {
+      if (!typed && screen.includes(QUESTION)) {
+        typed = true;
+        await type(`${answer}\n`);
+      }
+    },
+  });
 }
 
 describe("airlock run: the person at the terminal answers", () => {
@@ -132,39 +121,26 @@ function setupThree(last = "done"): { dir: string; ws: string } {
  */
 const EOF = "<close stdin>";
 async function runInPtyTyping(dir: string, ws: string, inputs: string[]): Promise<{ code: number; screen: string; killed: boolean }> {
-  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} 'write them'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
-  let killed = false;
-  const timer = setTimeout(() => {
-    killed = true;
-    p.kill("SIGKILL");
-  }, 30_000);
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
   let asked = 0;
   let n = 0; // questions on screen so far (counted from where the last count stopped: a long screen is not searched again)
   let from = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value, { stream: true });
-    for (let at = screen.indexOf("allow? [y]once", from); at !== -1; at = screen.indexOf("allow? [y]once", from)) {
-      n++;
-      from = at + 1;
-    }
-    from = Math.max(from, screen.length - 20);
-    while (asked < n) {
-      const input = inputs[asked++];
-      if (input === EOF) await p.stdin.end(); // `script` passes the end of its stdin on to the PTY
-      else if (input !== undefined) {
-        p.stdin.write(input);
-        await p.stdin.flush();
+  return await runInPtyOf({
+    cmd: airlockRun(dir, "write them"),
+    cwd: ws,
+    killAfterMs: 30_000,
+    onScreen: async (screen, type, end) => {
+      for (let at = screen.indexOf(QUESTION, from); at !== -1; at = screen.indexOf(QUESTION, from)) {
+        n++;
+        from = at + 1;
       }
-    }
-  }
-  clearTimeout(timer);
-  return { code: await p.exited, screen, killed };
+      from = Math.max(from, screen.length - 20);
+      while (asked < n) {
+        const input = inputs[asked++];
+        if (input === EOF) await end(); // `script` passes the end of its stdin on to the PTY
+        else if (input !== undefined) await type(input);
+      }
+    },
+  });
 }
 
 describe("airlock run: the terminal's input ends (Ctrl-D, a closed stdin)", () => {
@@ -247,8 +223,6 @@ async function toolResults(dir: string): Promise<string[]> {
     store.close();
   }
 }
-
-const QUESTION = "allow? [y]once";
 
 describe("airlock run: the card and its answers", () => {
   test("a 160 KB write_file: the card shows a bounded part of the arguments and restates the call above the question; v shows all of it and asks again; n REASON tells the model why", async () => {

@@ -16,21 +16,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { processStart } from "../../src/store/owner.ts";
 import { serveLockMac } from "../../src/store/serve-lock.ts";
-import { spawnServe, type ServeProcess } from "../harness-serve.ts";
+import { airlockClient, deadPort, MAIN, spawnServe, type ServeProcess } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-/** A port nothing listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
-  const port = s.port!;
-  await s.stop(true);
-  return port;
-}
 
 /** A data dir (0700) whose config names the scripted provider and `server.port` = `port` (nothing listens there). */
 function dataDir(port: number): string {
@@ -39,19 +30,6 @@ function dataDir(port: number): string {
   writeFileSync(join(d, "airlock.yaml"), `provider: { name: scripted, script: turns.yaml }\nserver: { port: ${port} }\n`);
   writeFileSync(join(d, "turns.yaml"), 'turns:\n  - text: "done"\n');
   return d;
-}
-
-/** Runs the CLI on data dir `d`, stdin closed, with neither `--url` nor `$AIRLOCK_URL` unless `args` give one. */
-async function airlock(d: string, args: string[]) {
-  const p = Bun.spawn([process.execPath, MAIN, ...args, "--data-dir", d], {
-    cwd: d,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  return { stdout, stderr, code };
 }
 
 describe("a live airlock serve on --port 0", () => {
@@ -70,35 +48,35 @@ describe("a live airlock serve on --port 0", () => {
 
   test("actions list, schedule list, console and attach without --url reach it (the config's port has nothing on it)", async () => {
     expect(new URL(sp.url).port).not.toBe(String(configPort));
-    const actions = await airlock(d, ["actions", "list", "--json"]);
+    const actions = await airlockClient(d, ["actions", "list", "--json"]);
     expect(actions).toEqual({ code: 0, stdout: expect.stringContaining('"actions"'), stderr: "" });
-    const schedules = await airlock(d, ["schedule", "list", "--json"]);
+    const schedules = await airlockClient(d, ["schedule", "list", "--json"]);
     expect(schedules).toEqual({ code: 0, stdout: expect.stringContaining('"schedules"'), stderr: "" });
-    const link = await airlock(d, ["console"]);
+    const link = await airlockClient(d, ["console"]);
     expect(link.code).toBe(0);
     expect(link.stdout).toStartWith(`${sp.url}/#t=`);
     expect(link.stderr).toBe(""); // it answered /health there
     // no session has a running turn: attach says so, naming the server it reached
-    const attach = await airlock(d, ["attach", "--plain"]);
+    const attach = await airlockClient(d, ["attach", "--plain"]);
     expect(attach.code).toBe(1);
     expect(attach.stderr).toContain(`airlock: session_not_found: no root session on ${sp.url} has a running turn`);
   }, 60_000);
 
   test("doctor reports the live server's URL from the lock", async () => {
-    const r = await airlock(d, ["doctor", "--json", "--timeout", "5"]);
+    const r = await airlockClient(d, ["doctor", "--json", "--timeout", "5"]);
     const check = (JSON.parse(r.stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((c) => c.name === "server_port");
     expect(check).toMatchObject({ status: "ok", message: expect.stringContaining(`this data dir's airlock serve (pid ${sp.proc.pid}) listens on ${sp.url}`) });
   }, 60_000);
 
   test("--url elsewhere: server_unreachable names the live server's URL and never advises starting another", async () => {
     const elsewhere = `http://127.0.0.1:${configPort}`;
-    const r = await airlock(d, ["actions", "list", "--url", elsewhere]);
+    const r = await airlockClient(d, ["actions", "list", "--url", elsewhere]);
     expect(r.code).toBe(1);
     expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at ${elsewhere}: the connection was refused, so nothing listens on that port.\n  The URL came from --url.\n`);
     expect(r.stderr).toContain(`The airlock serve of the data dir ${d} runs as pid ${sp.proc.pid} and listens on ${sp.url}`);
     expect(r.stderr).toContain(`Talk to it with --url ${sp.url}, or leave out --url`);
     expect(r.stderr).not.toContain("To start one");
-    const link = await airlock(d, ["console", "--url", elsewhere]);
+    const link = await airlockClient(d, ["console", "--url", elsewhere]);
     expect(link.code).toBe(0);
     expect(link.stderr).toContain(`listens on ${sp.url}`);
     expect(link.stderr).not.toContain("To start one");
@@ -139,7 +117,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
   test("control: a lock of this user's, 0600, naming a live process is followed", async () => {
     const d = tokenDir(await deadPort());
     writeLock(d, process.pid, processStart(process.pid));
-    expect(await airlock(d, ["actions", "list"])).toEqual({ code: 0, stdout: "no pending cards\n", stderr: "" });
+    expect(await airlockClient(d, ["actions", "list"])).toEqual({ code: 0, stdout: "no pending cards\n", stderr: "" });
   }, 60_000);
 
   test("a stale lock (its pid gone) is ignored", async () => {
@@ -148,7 +126,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     const gone = Bun.spawn(["true"]);
     await gone.exited;
     writeLock(d, gone.pid, "no-boot:1");
-    const r = await airlock(d, ["actions", "list"]);
+    const r = await airlockClient(d, ["actions", "list"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toStartWith(
       `airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port}: the connection was refused, so nothing listens on that port.\n` +
@@ -161,10 +139,10 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     const port = await deadPort();
     const d = tokenDir(port);
     writeLock(d, process.pid, processStart(process.pid), 0o666);
-    const r = await airlock(d, ["actions", "list"]);
+    const r = await airlockClient(d, ["actions", "list"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`The URL came from server.host/server.port of the config, as ${join(d, "serve.lock")} is writable by other users (mode 0666), so it is not trusted.\n`);
-    const link = await airlock(d, ["console"]);
+    const link = await airlockClient(d, ["console"]);
     expect(link.stdout).toStartWith(`http://127.0.0.1:${port}/#t=`);
   }, 60_000);
 
@@ -173,7 +151,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     const elsewhere = join(d, "lock-elsewhere");
     writeFileSync(elsewhere, lockText(d, process.pid, processStart(process.pid)), { mode: 0o600 });
     symlinkSync(elsewhere, join(d, "serve.lock"));
-    const s = await airlock(d, ["schedule", "list"]);
+    const s = await airlockClient(d, ["schedule", "list"]);
     expect(s.code).toBe(1);
     expect(s.stderr).toContain(`The URL came from server.host/server.port of the config, as ${join(d, "serve.lock")} is a symbolic link, so it is not trusted.\n`);
   }, 60_000);
@@ -186,11 +164,11 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
       [null, "carries no MAC"],
     ] as const) {
       writeLock(d, process.pid, processStart(process.pid), 0o600, key);
-      const r = await airlock(d, ["actions", "list"]);
+      const r = await airlockClient(d, ["actions", "list"]);
       expect(r.code).toBe(1);
       expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port}: the connection was refused, so nothing listens on that port.\n  The URL came from server.host/server.port of the config, as `);
       expect(r.stderr).toContain(why);
-      const link = await airlock(d, ["console"]);
+      const link = await airlockClient(d, ["console"]);
       expect(link.stdout).toStartWith(`http://127.0.0.1:${port}/#t=`);
     }
   }, 60_000);
@@ -203,12 +181,12 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     const seen: string[] = [];
     const other = Bun.serve({ hostname: "127.0.0.1", port, fetch: (req) => (seen.push(req.headers.get("authorization") ?? "-"), Response.json({ actions: [] })) });
     try {
-      const r = await airlock(d, ["actions", "list"]);
+      const r = await airlockClient(d, ["actions", "list"]);
       expect(r.code).toBe(1);
       expect(r.stderr).toStartWith(`airlock: server_unreachable: no URL to send the API token to: the airlock serve (pid ${process.pid}) holding the data dir ${d} has recorded none`);
       expect(r.stderr).not.toContain("Start it in another terminal");
       expect(r.stderr).not.toContain("To start one");
-      expect((await airlock(d, ["console"])).stdout).toBe("");
+      expect((await airlockClient(d, ["console"])).stdout).toBe("");
       expect(seen).toEqual([]);
     } finally {
       await other.stop(true);

@@ -12,31 +12,13 @@
  * Real processes: `airlock serve` and `airlock attach --plain` as the current user, the squatter as `nobody` when the
  * tests run as root.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { testUsers } from "../as-user.ts";
-import { spawnServe } from "../harness-serve.ts";
+import { deadPort, MAIN, serveScratch } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-const procs: Bun.Subprocess[] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-/** A port nothing listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
-  const port = s.port!;
-  await s.stop(true);
-  return port;
-}
+const scratch = serveScratch();
 
 /** The other user's server on 127.0.0.1:PORT: prints the Authorization header of every request (`AUTH …`). */
 const SQUATTER = `
@@ -49,25 +31,20 @@ setTimeout(() => process.exit(0), 30000);
 `;
 
 test("after its server stops, attach never reconnects to whoever takes the port the lock named", async () => {
-  const d = mkdtempSync(join(tmpdir(), "airlock-attachport-"));
-  dirs.push(d);
-  writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { port: ${await deadPort()} }\n`);
-  writeFileSync(join(d, "turns.yaml"), 'turns:\n  - text: "done"\n');
-  const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", d]);
-  procs.push(sp.proc);
+  const d = scratch.dataDir("airlock-attachport-", await deadPort());
+  const sp = await scratch.serve(d);
   const token = readFileSync(join(d, "api-token"), "utf8").trim();
   const port = Number(new URL(sp.url).port);
   const h = { authorization: `Bearer ${token}`, "content-type": "application/json" };
   const s = (await (await fetch(`${sp.url}/sessions`, { method: "POST", headers: h, body: JSON.stringify({ workspace: d }) })).json()) as { id: string };
 
-  const attach = Bun.spawn([process.execPath, MAIN, "attach", s.id, "--plain", "--data-dir", d], {
+  const attach = scratch.track(Bun.spawn([process.execPath, MAIN, "attach", s.id, "--plain", "--data-dir", d], {
     cwd: d,
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
     env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
-  });
-  procs.push(attach);
+  }));
   let said = "";
   void (async () => {
     for await (const c of attach.stdout.pipeThrough(new TextDecoderStream())) said += c;
@@ -84,8 +61,7 @@ test("after its server stops, attach never reconnects to whoever takes the port 
 
   // the other user (nobody when the tests run as root) takes the port, then attach has several reconnects' time
   const other = testUsers().at(-1)!;
-  const squatter = Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" });
-  procs.push(squatter);
+  const squatter = scratch.track(Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" }));
   let seen = "";
   const out = (async () => {
     for await (const chunk of squatter.stdout.pipeThrough(new TextDecoderStream())) seen += chunk;

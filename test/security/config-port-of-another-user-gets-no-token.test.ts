@@ -10,22 +10,13 @@
  * that removed the lock — is not told apart: test/security/serve-lock-open-findings.test.ts.)
  * Real processes, as root with the squatter as nobody; skipped when the tests do not run as root (no other user).
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { IS_ROOT, testUsers } from "../as-user.ts";
+import { airlockClient, serveScratch } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-const procs: Bun.Subprocess[] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const scratch = serveScratch();
 
 /** The other user's server on 127.0.0.1, port 0: says `bound PORT`, prints every Authorization header. */
 const SQUATTER = `
@@ -39,8 +30,7 @@ setTimeout(() => process.exit(0), 30000);
 
 test.skipIf(!IS_ROOT)("no server of the data dir runs: a client never sends its token to another user's server on the config's port", async () => {
   const other = testUsers().at(-1)!;
-  const squatter = Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" });
-  procs.push(squatter);
+  const squatter = scratch.track(Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" }));
   const squat = { out: "" };
   void (async () => {
     for await (const c of squatter.stdout.pipeThrough(new TextDecoderStream())) squat.out += c;
@@ -50,21 +40,8 @@ test.skipIf(!IS_ROOT)("no server of the data dir runs: a client never sends its 
   const port = Number(/bound (\d+)/.exec(squat.out)?.[1]);
   expect(port).toBeGreaterThan(0);
 
-  const d = mkdtempSync(join(tmpdir(), "airlock-cfgport-"));
-  dirs.push(d);
-  writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { port: ${port} }\n`);
-  writeFileSync(join(d, "turns.yaml"), 'turns:\n  - text: "done"\n');
-  const run = async (args: string[]) => {
-    const p = Bun.spawn([process.execPath, MAIN, ...args, "--data-dir", d], {
-      cwd: d,
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
-    });
-    const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    return { stdout, stderr, code };
-  };
+  const d = scratch.dataDir("airlock-cfgport-", port);
+  const run = (args: string[]) => airlockClient(d, args);
   const list = await run(["actions", "list", "--json"]);
   const link = await run(["console"]);
   await Bun.sleep(100);

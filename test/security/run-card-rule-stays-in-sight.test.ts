@@ -6,44 +6,16 @@
  * bounded arguments. A rule that long is not offered (no `a` on that card; `y` and `n` still answer it).
  * A real PTY (`script`), the scripted provider.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { stringify } from "yaml";
+import { expect, test } from "bun:test";
+import { airlockRun, QUESTION, runAnswering, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const QUESTION = "allow? [y]once";
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs();
 
 test("a 100 KB command word cannot make the card's rule line push the card out of sight of its question", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-card-rule-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  mkdirSync(ws);
+  const dir = tempDir("airlock-card-rule-");
   const args = { command: `./${"a".repeat(100_000)} build` };
-  writeFileSync(join(dir, "turns.yaml"), stringify({ turns: [{ tool_calls: [{ name: "developer__shell", arguments: args }] }, { text: "done" }] }));
-  writeFileSync(join(dir, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "approve", sandbox: "read-only" }));
-  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} --workspace ${ws} 'go'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "", NO_COLOR: "1" } });
-  const timer = setTimeout(() => p.kill("SIGKILL"), 40_000);
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
-  let answered = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-    while (answered < screen.split(QUESTION).length - 1) {
-      answered++;
-      p.stdin.write("n\n");
-      await p.stdin.flush();
-    }
-  }
-  clearTimeout(timer);
-  await p.exited;
+  const ws = scriptedDataDir(dir, { turns: [{ tool_calls: [{ name: "developer__shell", arguments: args }] }, { text: "done" }] }, { mode: "approve", sandbox: "read-only" });
+  const { screen } = await runAnswering({ cmd: airlockRun(dir, "go", ws), cwd: ws, env: { NO_COLOR: "1" } }, () => "n\n");
   const card = screen.indexOf("needs your approval");
   const first = screen.indexOf(QUESTION, card);
   expect(card).toBeGreaterThan(-1);

@@ -7,14 +7,12 @@
  * it chose, padded to wrap like a card of its own). Log lines are held while a card is shown and printed after
  * its answer. A real PTY (util-linux `script`), the scripted provider.
  */
-import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { airlockRun, runInPty, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs();
 
 const TURNS = `turns:
   - tool_calls:
@@ -28,33 +26,20 @@ const TURNS = `turns:
 `;
 
 test("the failing calls of a script do not print between the card and its answer", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-run-scroll-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  mkdirSync(ws);
-  writeFileSync(join(dir, "turns.yaml"), TURNS);
-  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
-  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} 'go'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
-  const timer = setTimeout(() => p.kill("SIGKILL"), 45_000);
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
+  const dir = tempDir("airlock-run-scroll-");
+  const ws = scriptedDataDir(dir, TURNS, "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
   let answered = false;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-    if (!answered && screen.includes("allow? [y]once")) {
-      answered = true;
-      setTimeout(() => {
-        p.stdin.write("n\r");
-        void p.stdin.flush();
-      }, 300);
-    }
-  }
-  clearTimeout(timer);
-  await p.exited;
+  const { screen } = await runInPty({
+    cmd: airlockRun(dir, "go"),
+    cwd: ws,
+    killAfterMs: 45_000,
+    onScreen: (screen, type) => {
+      if (!answered && screen.includes("allow? [y]once")) {
+        answered = true;
+        setTimeout(() => void type("n\r"), 300);
+      }
+    },
+  });
   const card = screen.indexOf("needs your approval");
   const answer = screen.indexOf("  denied", card);
   expect(card).toBeGreaterThan(-1);

@@ -7,50 +7,26 @@
  * (a private key) to `destination`. The summary names a key only for the built-in tool that runs it; any other
  * tool's call is summed up by all its arguments. A real PTY (util-linux `script`), the real MCP server.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { stringify } from "yaml";
+import { airlockRun, runAnswering, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 
-const ROOT = join(import.meta.dir, "..", "..");
-const MAIN = join(ROOT, "src", "main.ts");
-const FS_SERVER = join(ROOT, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const FS_SERVER = join(import.meta.dir, "..", "..", "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+const tempDir = tempDirs();
 
 test("a card for an MCP tool never restates a key the tool does not run as what the call is about", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-card-summary-"));
-  dirs.push(dir);
+  const dir = tempDir("airlock-card-summary-");
   const ws = join(dir, "ws");
-  mkdirSync(ws);
+  const args = { path: "notes.txt", source: join(ws, "id_ed25519"), destination: join(ws, "public", "key.txt") };
+  scriptedDataDir(
+    dir,
+    { turns: [{ tool_calls: [{ name: "fs__move_file", arguments: args }] }, { text: "done" }] },
+    { mode: "approve", mcp_servers: { fs: { command: "node", args: [FS_SERVER, ws], sandbox: "read-only" } } },
+  );
   writeFileSync(join(ws, "notes.txt"), "notes\n");
   writeFileSync(join(ws, "id_ed25519"), "secret\n");
-  const args = { path: "notes.txt", source: join(ws, "id_ed25519"), destination: join(ws, "public", "key.txt") };
-  writeFileSync(join(dir, "turns.yaml"), stringify({ turns: [{ tool_calls: [{ name: "fs__move_file", arguments: args }] }, { text: "done" }] }));
-  writeFileSync(
-    join(dir, "airlock.yaml"),
-    stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "approve", mcp_servers: { fs: { command: "node", args: [FS_SERVER, ws], sandbox: "read-only" } } }),
-  );
-  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} --workspace ${ws} 'go'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "", NO_COLOR: "1" } });
-  const timer = setTimeout(() => p.kill("SIGKILL"), 40_000);
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
-  let answered = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-    while (answered < screen.split("allow? [y]once").length - 1) {
-      answered++;
-      p.stdin.write("n\n");
-      await p.stdin.flush();
-    }
-  }
-  clearTimeout(timer);
-  await p.exited;
+  const { screen } = await runAnswering({ cmd: airlockRun(dir, "go", ws), cwd: ws, env: { NO_COLOR: "1" } }, () => "n\n");
   expect(screen).toContain("fs__move_file needs your approval");
   // the line right above the question (and its reason): the tool and what the call is about
   const restated = /\n {2}(fs__move_file[^\r\n]*)\r?\n {2}[^\r\n]*\r?\n[^\n]*allow\? \[y\]once/.exec(screen)?.[1];

@@ -6,42 +6,16 @@
  * did not see. `airlock attach` shows such text through `safe()` (attach-card-text-cannot-drive-the-terminal);
  * `airlock run` must too. A real PTY (util-linux `script`) and the scripted provider.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { expect, test } from "bun:test";
+import { airlockRun, runAnswering, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs();
 
 /** `airlock run` in a PTY with `turns` (YAML) as the model; answers `n` to every question. Killed after 30 s. */
 async function runInPty(turns: string): Promise<{ code: number; screen: string }> {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-run-esc-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  mkdirSync(ws);
-  writeFileSync(join(dir, "turns.yaml"), turns);
-  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\nsandbox: read-only\n");
-  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} 'go'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "", NO_COLOR: "1" } });
-  const timer = setTimeout(() => p.kill("SIGKILL"), 30_000);
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
-  let answered = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-    while (answered < screen.split("allow? [y]once").length - 1) {
-      answered++;
-      p.stdin.write("n\n");
-      await p.stdin.flush();
-    }
-  }
-  clearTimeout(timer);
-  return { code: await p.exited, screen };
+  const dir = tempDir("airlock-run-esc-");
+  const ws = scriptedDataDir(dir, turns, "provider: { name: scripted, script: turns.yaml }\nmode: smart\nsandbox: read-only\n");
+  return await runAnswering({ cmd: airlockRun(dir, "go"), cwd: ws, env: { NO_COLOR: "1" }, killAfterMs: 30_000 }, () => "n\n");
 }
 
 const FAKE = '\n  arguments: {"command":"ls"}\n\x1b]0;PWNED\x07\x1b[8m';

@@ -9,13 +9,12 @@
  * Real processes: a PTY made by util-linux `script`, closed by killing `script`.
  */
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { airlockRun, MAIN, QUESTION, runInPty, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 import { turnStatuses } from "../turn-statuses.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
+const tempDir = tempDirs();
 const started: number[] = [];
 afterAll(() => {
   for (const pid of started) {
@@ -23,8 +22,20 @@ afterAll(() => {
       process.kill(pid, "SIGKILL");
     } catch {}
   }
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
 });
+
+/** A data dir whose model writes a.txt, then b.txt (a shell call each), then says "done"; `mode: smart`. Returns it and its ws. */
+function twoWrites(prefix: string): { dir: string; ws: string } {
+  const dir = tempDir(prefix);
+  const ws = scriptedDataDir(
+    dir,
+    "turns:\n" +
+      ["a", "b"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > ${f}.txt" }\n`).join("") +
+      '  - text: "done"\n',
+    "provider: { name: scripted, script: turns.yaml }\nmode: smart\n",
+  );
+  return { dir, ws };
+}
 
 function alive(pid: number): boolean {
   try {
@@ -41,37 +52,16 @@ function alive(pid: number): boolean {
  * end. Returns whether it ended, and the dir.
  */
 async function closeTerminalAtPrompt(prefix: string, newSession = false): Promise<{ ended: boolean; dir: string; ws: string }> {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-run-hup-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  mkdirSync(ws);
-  writeFileSync(
-    join(dir, "turns.yaml"),
-    "turns:\n" +
-      ["a", "b"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > ${f}.txt" }\n`).join("") +
-      '  - text: "done"\n',
-  );
-  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
+  const { dir, ws } = twoWrites("airlock-run-hup-");
   const pidFile = join(dir, "pid");
-  const cmd = `${prefix} echo $$ > ${pidFile}; exec ${process.execPath} ${MAIN} run --data-dir ${dir} "write them"`;
+  const cmd = `${prefix} echo $$ > ${pidFile}; exec ${airlockRun(dir, "write them")}`;
   // newSession: airlock in a session of its own (setsid), so no SIGHUP reaches it: only its stdin ends
   const shell = newSession ? `exec setsid -w sh -c '${cmd}'` : cmd;
-  const p = Bun.spawn(["script", "-qec", shell, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
-  const giveUp = setTimeout(() => p.kill("SIGKILL"), 30_000);
-  while (!screen.includes("allow? [y]once")) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-  }
-  clearTimeout(giveUp);
-  expect(screen).toContain("allow? [y]once");
+  // at the question the terminal closes: `script` is killed, its master side goes away
+  const { screen } = await runInPty({ cmd: shell, cwd: ws, killAfterMs: 30_000, onScreen: (s) => (s.includes(QUESTION) ? "stop" : undefined) });
+  expect(screen).toContain(QUESTION);
   const pid = Number(readFileSync(pidFile, "utf8"));
   started.push(pid);
-  p.kill("SIGKILL"); // the terminal closes: its master side goes away
-  await p.exited;
   for (let i = 0; i < 60 && alive(pid); i++) await Bun.sleep(250);
   return { ended: !alive(pid), dir, ws };
 }
@@ -112,17 +102,7 @@ function tmuxRun(sock: string, cwd: string, shCmd: string): () => string {
 }
 
 test.skipIf(!Bun.which("tmux"))("tmux kill-window with the card on screen: the terminal went away, not a Ctrl-D — the turn is cancelled (exit 130), the model does not carry on", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-run-tmux-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  mkdirSync(ws);
-  writeFileSync(
-    join(dir, "turns.yaml"),
-    "turns:\n" +
-      ["a", "b"].map((f) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: "echo hi > ${f}.txt" }\n`).join("") +
-      '  - text: "done"\n',
-  );
-  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
+  const { dir, ws } = twoWrites("airlock-run-tmux-");
   const sock = `airlock-test-${process.pid}-${Date.now()}`;
   const rc = join(dir, "rc");
   // the shell stays (HUP ignored in it) to write airlock's exit code; airlock takes SIGHUP as it comes

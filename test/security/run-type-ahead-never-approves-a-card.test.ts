@@ -6,23 +6,17 @@
  * keys for 400 ms after a card is drawn (attach-type-ahead-never-approves-a-card); `airlock run` must too.
  * A real PTY (util-linux `script`), the scripted provider.
  */
-import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { airlockRun, runInPty as runInPtyOf, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs();
 
 function setup(calls: string[]): { dir: string; ws: string } {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-run-ahead-"));
-  dirs.push(dir);
-  const ws = join(dir, "ws");
-  mkdirSync(ws);
+  const dir = tempDir("airlock-run-ahead-");
   const turns = calls.map((c) => `  - tool_calls:\n      - name: developer__shell\n        arguments: { command: ${JSON.stringify(c)} }\n`).join("");
-  writeFileSync(join(dir, "turns.yaml"), `turns:\n${turns}  - text: "done"\n`);
-  writeFileSync(join(dir, "airlock.yaml"), "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
+  const ws = scriptedDataDir(dir, `turns:\n${turns}  - text: "done"\n`, "provider: { name: scripted, script: turns.yaml }\nmode: smart\n");
   return { dir, ws };
 }
 
@@ -31,24 +25,7 @@ function setup(calls: string[]): { dir: string; ws: string } {
  * PTY at once. Killed after 30 s.
  */
 async function runInPty(dir: string, ws: string, onScreen: (screen: string, type: (s: string) => void) => void): Promise<{ code: number; screen: string }> {
-  const cmd = `${process.execPath} ${MAIN} run --data-dir ${dir} 'go'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "" } });
-  const timer = setTimeout(() => p.kill("SIGKILL"), 30_000);
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
-  const type = (s: string) => {
-    p.stdin.write(s);
-    void p.stdin.flush();
-  };
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-    onScreen(screen, type);
-  }
-  clearTimeout(timer);
-  return { code: await p.exited, screen };
+  return await runInPtyOf({ cmd: airlockRun(dir, "go"), cwd: ws, killAfterMs: 30_000, onScreen: (screen, type) => onScreen(screen, (s) => void type(s)) });
 }
 
 test("a y + Enter typed the moment the card appears does not allow it; the answer typed once the question is armed decides", async () => {

@@ -11,62 +11,23 @@
  * (/proc/net/tcp{,6} and the pid's /proc/PID/fd); where that cannot be read, the lock is not followed.
  * Real processes: `airlock serve`, the squatter and the CLI as the current user (the attacker is of that user).
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { spawnServe } from "../harness-serve.ts";
+import { airlockClient, deadPort, serveScratch, SQUATTER_WHEN_FREE } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-const procs: Bun.Subprocess[] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-/** A port nothing listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
-  const port = s.port!;
-  await s.stop(true);
-  return port;
-}
-
-/** A server on 127.0.0.1:PORT once it is free (a bind every 2 ms): says `bound`, prints every Authorization header. */
-const SQUATTER = `
-const port = Number(process.argv[1]);
-for (;;) {
-  try {
-    Bun.serve({ hostname: "127.0.0.1", port, fetch(r) {
-      console.log("AUTH " + (r.headers.get("authorization") ?? "-") + " " + new URL(r.url).pathname);
-      return Response.json({ actions: [] });
-    } });
-    console.log("bound");
-    break;
-  } catch { await Bun.sleep(2); }
-}
-setTimeout(() => process.exit(0), 30000);
-`;
+const scratch = serveScratch();
 
 test("a signed lock copied while the server listened and put back while it drains is not followed to its freed port", async () => {
-  const d = mkdtempSync(join(tmpdir(), "airlock-lockreplay-"));
-  dirs.push(d);
-  writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { port: ${await deadPort()} }\n`);
-  writeFileSync(join(d, "turns.yaml"), 'turns:\n  - text: "done"\n');
-  const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", d]);
-  procs.push(sp.proc);
+  const d = scratch.dataDir("airlock-lockreplay-", await deadPort());
+  const sp = await scratch.serve(d);
   const token = readFileSync(join(d, "api-token"), "utf8").trim();
   const port = Number(new URL(sp.url).port);
   const lockPath = join(d, "serve.lock");
   const listening = readFileSync(lockPath, "utf8"); // the attacker's copy: no token needed
   expect(JSON.parse(listening).url).toBe(sp.url);
 
-  const squatter = Bun.spawn([process.execPath, "-e", SQUATTER, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" });
-  procs.push(squatter);
+  const squatter = scratch.track(Bun.spawn([process.execPath, "-e", SQUATTER_WHEN_FREE, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" }));
   const squat = { out: "" };
   void (async () => {
     for await (const c of squatter.stdout.pipeThrough(new TextDecoderStream())) squat.out += c;
@@ -85,14 +46,7 @@ test("a signed lock copied while the server listened and put back while it drain
   renameSync(`${lockPath}.x`, lockPath);
   expect(sp.proc.exitCode).toBeNull(); // the server (its pid) still lives: it drains
 
-  const p = Bun.spawn([process.execPath, MAIN, "actions", "list", "--json", "--data-dir", d], {
-    cwd: d,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
-  });
-  const [stdout, , code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const { stdout, code } = await airlockClient(d, ["actions", "list", "--json"]);
   half.end();
   await sp.proc.exited;
   await Bun.sleep(100);

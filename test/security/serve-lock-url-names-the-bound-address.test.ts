@@ -11,23 +11,13 @@
  * Real processes: `airlock serve` as the current user, the squatter as `nobody` when the tests run as root. Skipped
  * where `::1` cannot be bound.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { testUsers } from "../as-user.ts";
-import { spawnServe } from "../harness-serve.ts";
+import { airlockClient, deadPort, serveScratch } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-const procs: Bun.Subprocess[] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const scratch = serveScratch();
 
 /** Whether this machine has an IPv6 loopback to bind. */
 function hasIpv6Loopback(): boolean {
@@ -37,14 +27,6 @@ function hasIpv6Loopback(): boolean {
   } catch {
     return false;
   }
-}
-
-/** A port nothing listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
-  const port = s.port!;
-  await s.stop(true);
-  return port;
 }
 
 /** The other user's server on HOST:PORT: says `bound`, prints the Authorization header of every request (`AUTH …`). */
@@ -58,12 +40,8 @@ setTimeout(() => process.exit(0), 30000);
 `;
 
 test.skipIf(!hasIpv6Loopback())("serve --host localhost: a client never sends its token to whoever binds the same port on the other loopback address", async () => {
-  const d = mkdtempSync(join(tmpdir(), "airlock-lockhost-"));
-  dirs.push(d);
-  writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { port: ${await deadPort()} }\n`);
-  writeFileSync(join(d, "turns.yaml"), 'turns:\n  - text: "done"\n');
-  const sp = await spawnServe([process.execPath, MAIN, "serve", "--host", "localhost", "--port", "0", "--data-dir", d]);
-  procs.push(sp.proc);
+  const d = scratch.dataDir("airlock-lockhost-", await deadPort());
+  const sp = await scratch.serve(d, ["--host", "localhost"]);
   const token = readFileSync(join(d, "api-token"), "utf8").trim();
   const port = Number(new URL(sp.url).port);
 
@@ -71,8 +49,7 @@ test.skipIf(!hasIpv6Loopback())("serve --host localhost: a client never sends it
   const other = testUsers().at(-1)!;
   let squat = { out: "" };
   for (const host of ["::1", "127.0.0.1"]) {
-    const p = Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER, host, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "ignore" });
-    procs.push(p);
+    const p = scratch.track(Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER, host, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "ignore" }));
     const mine = { out: "" };
     void (async () => {
       for await (const c of p.stdout.pipeThrough(new TextDecoderStream())) mine.out += c;
@@ -87,14 +64,7 @@ test.skipIf(!hasIpv6Loopback())("serve --host localhost: a client never sends it
   }
   expect(squat.out).toContain(`bound ${port}`);
 
-  const p = Bun.spawn([process.execPath, MAIN, "actions", "list", "--json", "--data-dir", d], {
-    cwd: d,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const { stdout, stderr, code } = await airlockClient(d, ["actions", "list", "--json"]);
   await Bun.sleep(200);
   expect(squat.out).not.toContain(token);
   expect(squat.out).not.toContain("AUTH ");

@@ -13,65 +13,23 @@
  * listens nowhere, so whatever answers at the config's address is not it.
  * Real processes: `airlock serve` as the current user, the squatter as `nobody` when the tests run as root.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { testUsers } from "../as-user.ts";
-import { spawnServe } from "../harness-serve.ts";
+import { airlockClient, deadPort, serveScratch, SQUATTER_WHEN_FREE } from "../harness-serve.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const dirs: string[] = [];
-const procs: Bun.Subprocess[] = [];
-afterAll(async () => {
-  for (const p of procs) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-/** A port nothing listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
-  const port = s.port!;
-  await s.stop(true);
-  return port;
-}
-
-/**
- * The other user's server: binds `port` on 127.0.0.1 as soon as it is free (a bind tried every 2 ms), says `bound`,
- * prints the Authorization header of every request it gets (`AUTH …`), and answers as airlock would.
- */
-const SQUATTER = `
-const port = Number(process.argv[1]);
-for (;;) {
-  try {
-    Bun.serve({ hostname: "127.0.0.1", port, fetch(r) {
-      console.log("AUTH " + (r.headers.get("authorization") ?? "-") + " " + new URL(r.url).pathname);
-      return Response.json({ actions: [], schedules: [] });
-    } });
-    console.log("bound");
-    break;
-  } catch { await Bun.sleep(2); }
-}
-setTimeout(() => process.exit(0), 30000);
-`;
+const scratch = serveScratch();
 
 test("after SIGTERM, a client never sends its token to whoever takes the server's port while the lock still names it", async () => {
-  const d = mkdtempSync(join(tmpdir(), "airlock-lockurl-"));
-  dirs.push(d);
-  writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { port: ${await deadPort()} }\n`);
-  writeFileSync(join(d, "turns.yaml"), 'turns:\n  - text: "done"\n');
-  const sp = await spawnServe([process.execPath, MAIN, "serve", "--port", "0", "--data-dir", d]);
-  procs.push(sp.proc);
+  const d = scratch.dataDir("airlock-lockurl-", await deadPort());
+  const sp = await scratch.serve(d);
   const token = readFileSync(join(d, "api-token"), "utf8").trim();
   const port = Number(new URL(sp.url).port);
 
   // the other user (nobody when the tests run as root) waits for the port
   const other = testUsers().at(-1)!;
-  const squatter = Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" });
-  procs.push(squatter);
+  const squatter = scratch.track(Bun.spawn([...other.prefix, process.execPath, "-e", SQUATTER_WHEN_FREE, String(port)], { cwd: "/", stdin: "ignore", stdout: "pipe", stderr: "inherit" }));
   let seen = "";
   const out = (async () => {
     for await (const chunk of squatter.stdout.pipeThrough(new TextDecoderStream())) seen += chunk;
@@ -88,14 +46,7 @@ test("after SIGTERM, a client never sends its token to whoever takes the server'
   expect(seen).toContain("bound"); // the listener is closed: the other user holds the port
   expect(sp.proc.exitCode).toBeNull(); // while the server (and its lock) still live
 
-  const p = Bun.spawn([process.execPath, MAIN, "actions", "list", "--json", "--data-dir", d], {
-    cwd: d,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const { stdout, stderr, code } = await airlockClient(d, ["actions", "list", "--json"]);
   half.end();
   expect(await sp.proc.exited).toBe(0);
   squatter.kill("SIGKILL");

@@ -5,16 +5,12 @@
  * later `read_file` under it, by any agent of the tree, run without a card. No rule form covers a listing
  * alone: a listing is offered none (y and n still answer it). A real PTY (`script`), the scripted provider.
  */
-import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { stringify } from "yaml";
+import { airlockRun, runAnswering, scriptedDataDir, tempDirs } from "../run-in-pty.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const QUESTION = "allow? [y]once";
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs();
 
 test("a on a read_file card pointed at a folder never lets a read of a file below it run without asking", async () => {
   const { screen } = await run("developer__read_file");
@@ -25,8 +21,7 @@ test("a on a read_file card pointed at a folder never lets a read of a file belo
 
 /** `airlock run` in a PTY: the model calls `first` on a private folder, then reads a file below it; `a` to the first question, `n` to the rest. */
 async function run(first: string): Promise<{ screen: string }> {
-  const dir = mkdtempSync(join(tmpdir(), "airlock-folder-rule-"));
-  dirs.push(dir);
+  const dir = tempDir("airlock-folder-rule-");
   const data = join(dir, "data");
   const ws = join(dir, "ws");
   const notes = join(dir, "private");
@@ -35,27 +30,8 @@ async function run(first: string): Promise<{ screen: string }> {
   mkdirSync(join(notes, "deep"), { recursive: true });
   writeFileSync(join(notes, "deep", "secret.txt"), "s3cret\n");
   const turns = [{ tool_calls: [{ name: first, arguments: { path: notes } }] }, { tool_calls: [{ name: "developer__read_file", arguments: { path: join(notes, "deep", "secret.txt") } }] }, { text: "done" }];
-  writeFileSync(join(data, "turns.yaml"), stringify({ turns }));
-  writeFileSync(join(data, "airlock.yaml"), stringify({ provider: { name: "scripted", script: "turns.yaml" }, mode: "approve", sandbox: "read-only" }));
-  const cmd = `${process.execPath} ${MAIN} run --data-dir ${data} --workspace ${ws} 'go'`;
-  const p = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: ws, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, AIRLOCK_HOME: "", NO_COLOR: "1" } });
-  const timer = setTimeout(() => p.kill("SIGKILL"), 40_000);
-  let screen = "";
-  const reader = p.stdout.getReader();
-  const dec = new TextDecoder();
-  let answered = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += dec.decode(value);
-    while (answered < screen.split(QUESTION).length - 1) {
-      p.stdin.write(answered === 0 ? "a\n" : "n\n");
-      answered++;
-      await p.stdin.flush();
-    }
-  }
-  clearTimeout(timer);
-  await p.exited;
+  scriptedDataDir(data, { turns }, { mode: "approve", sandbox: "read-only" });
+  const { screen } = await runAnswering({ cmd: airlockRun(data, "go", ws), cwd: ws, env: { NO_COLOR: "1" } }, (i) => (i === 0 ? "a\n" : "n\n"));
   return { screen };
 }
 
