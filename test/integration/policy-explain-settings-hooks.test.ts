@@ -5,33 +5,20 @@
  * they are not run and how to trust the folder; the config's own hooks are still shown; a settings file that cannot be
  * read is `config_invalid`, as in run. `bun src/main.ts` as real subprocesses, HOME a temp folder, real hooks.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { airlockWith, settingsHooksBase, type Ran } from "../settings-hooks-cli.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const base = realpathSync(mkdtempSync(join(tmpdir(), "airlock-explain-settings-")));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-const home = join(base, "home");
-mkdirSync(join(home, ".claude"), { recursive: true });
+const { base, home, dataDir: settingsDataDir } = settingsHooksBase("airlock-explain-settings-");
 
 /** The config's own hook: answers nothing (exit 0, no output), so only the workspace's hook can deny. */
 const CONFIG_HOOK = "cat >/dev/null; exit 0 # config-hook";
 
 let n = 0;
 /** A data dir whose airlock.yaml imports the settings hooks (plus `extra` YAML lines), and a scripted run that calls `ls`. */
-function dataDir(extra = ""): string {
-  const data = join(base, `data-${n++}`);
-  mkdirSync(data);
-  writeFileSync(
-    join(data, "airlock.yaml"),
-    `mode: autonomous\nsandbox: workspace-write\nhooks:\n  import_claude_settings: true\n${extra}provider: { name: scripted, script: turns.yaml }\n`,
-  );
-  writeFileSync(join(data, "turns.yaml"), 'turns:\n  - tool_calls: [{ name: developer__shell, arguments: { command: "ls" } }]\n  - text: "done"\n');
-  return data;
-}
+const dataDir = (extra = ""): string => settingsDataDir(`data-${n++}`, "ls", extra);
 
 /** A workspace whose `.claude/settings.json` has a `Bash` PreToolUse hook that denies: "ws hook says no". */
 function workspace(name: string): string {
@@ -44,23 +31,7 @@ function workspace(name: string): string {
   return ws;
 }
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function airlock(data: string, args: string[], cwd = base, homeDir = home): Promise<Ran> {
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
-    cwd,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: homeDir, AIRLOCK_HOME: data },
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { code, stdout, stderr };
-}
+const airlock = (data: string, args: string[], cwd = base, homeDir = home): Promise<Ran> => airlockWith(homeDir, data, args, cwd);
 
 interface Step {
   step: string;

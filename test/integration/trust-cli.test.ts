@@ -6,41 +6,16 @@
  * says on stderr and in its result which file's hooks it did not run and how to trust the folder; the
  * user's own settings hooks run without any trust; events airlock does not fire are a start-up warning.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { airlockWith, settingsHooksBase, type Ran } from "../settings-hooks-cli.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const base = realpathSync(mkdtempSync(join(tmpdir(), "airlock-trust-cli-")));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-const home = join(base, "home");
-const data = join(base, "data");
-mkdirSync(join(home, ".claude"), { recursive: true });
-mkdirSync(data);
-writeFileSync(
-  join(data, "airlock.yaml"),
-  "mode: autonomous\nsandbox: workspace-write\nhooks: { import_claude_settings: true }\nprovider: { name: scripted, script: turns.yaml }\n",
-);
-writeFileSync(join(data, "turns.yaml"), 'turns:\n  - tool_calls: [{ name: developer__shell, arguments: { command: "true" } }]\n  - text: "done"\n');
+const { base, home, dataDir } = settingsHooksBase("airlock-trust-cli-");
+const data = dataDir("data");
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function airlock(args: string[]): Promise<Ran> {
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, AIRLOCK_HOME: data },
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { code, stdout, stderr };
-}
+const airlock = (args: string[]): Promise<Ran> => airlockWith(home, data, args);
 
 /** A project folder whose `.claude/settings.json` has a PreToolUse hook that leaves `project-hook-ran` behind. */
 function project(name: string): string {

@@ -11,24 +11,14 @@
  * one and for `permissions.import_claude_settings`). Real runs: `bun src/main.ts run`, the
  * scripted provider, HOME and the data dir in a temp folder.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { airlockWith, settingsHooksBase, type Ran } from "../settings-hooks-cli.ts";
 
-const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
-const base = realpathSync(mkdtempSync(join(tmpdir(), "airlock-settings-unreadable-")));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-const home = join(base, "home");
-const data = join(base, "data");
-mkdirSync(join(home, ".claude"), { recursive: true });
-mkdirSync(data);
-writeFileSync(
-  join(data, "airlock.yaml"),
-  "mode: autonomous\nsandbox: workspace-write\nhooks: { import_claude_settings: true }\nprovider: { name: scripted, script: turns.yaml }\n",
-);
-writeFileSync(join(data, "turns.yaml"), 'turns:\n  - tool_calls: [{ name: developer__shell, arguments: { command: "true" } }]\n  - text: "done"\n');
+const { base, home, dataDir } = settingsHooksBase("airlock-settings-unreadable-");
+const data = dataDir("data");
 
 interface RunResult {
   status: string;
@@ -36,16 +26,7 @@ interface RunResult {
   warnings?: string[];
 }
 
-async function airlock(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, AIRLOCK_HOME: data },
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { code, stdout, stderr };
-}
+const airlock = (args: string[]): Promise<Ran> => airlockWith(home, data, args);
 
 async function runIn(ws: string): Promise<{ code: number; result: RunResult; stderr: string }> {
   const r = await airlock(["run", "go", "--headless", "--output-format", "json", "--workspace", ws]);
