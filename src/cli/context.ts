@@ -85,6 +85,11 @@ export interface ServerTarget {
   recorded: RecordedServer;
 }
 
+/** The target of a live server recorded in the data dir's `serve.lock` (its URL, and where it came from in words). */
+export function lockTarget(recorded: Extract<RecordedServer, { state: "listening" }>): ServerTarget {
+  return { base: recorded.url, from: "serve.lock", fromText: `the live airlock serve (pid ${recorded.pid}) recorded in ${recorded.lockPath}`, recorded };
+}
+
 /**
  * The URL of the `airlock serve` the client commands (`console`, `actions`, `schedule`, `attach`) talk to: `--url`
  * (`url`), else `$AIRLOCK_URL` (non-empty), else the live server recorded in the data dir's `serve.lock` (trusted only
@@ -102,7 +107,7 @@ export async function serverTarget(ctx: CliContext, url: string | undefined, env
   if (env.AIRLOCK_URL) return { base: env.AIRLOCK_URL.replace(/\/+$/, ""), from: "$AIRLOCK_URL", fromText: "$AIRLOCK_URL", recorded };
   switch (recorded.state) {
     case "listening":
-      return { base: recorded.url, from: "serve.lock", fromText: `the live airlock serve (pid ${recorded.pid}) recorded in ${recorded.lockPath}`, recorded };
+      return lockTarget(recorded);
     case "starting":
       // a live server with no URL in its lock listens nowhere (it records its URL as soon as it listens, and takes it
       // out before it closes its listener): whatever answers at the config's address (or at a port it just gave up)

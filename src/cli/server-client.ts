@@ -82,7 +82,7 @@ export function notFoundHint(hint: string): (r: ApiResponse) => string | undefin
  * @throws AirlockError `usage` / `config_invalid` from the data dir or config.
  */
 export async function connect(opts: ServerClientOptions, env: Record<string, string | undefined> = process.env): Promise<ServerClient> {
-  const { resolveContext, serverTarget, foreignListener } = await import("./context.ts");
+  const { resolveContext, serverTarget, foreignListener, lockTarget } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
   const { recordedServer } = await import("../store/serve-lock.ts");
   const ctx = await resolveContext(opts, env);
@@ -101,7 +101,7 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
       if (current.from === "--url" || current.from === "$AIRLOCK_URL") return null;
       const recorded = recordedServer(ctx.dataDir, tokens.approverToken);
       if (recorded.state !== "listening" || recorded.url === current.base) return null;
-      current = { base: recorded.url, from: "serve.lock", fromText: `the live airlock serve (pid ${recorded.pid}) recorded in ${recorded.lockPath}`, recorded };
+      current = lockTarget(recorded);
       return `the airlock serve of the data dir ${ctx.dataDir} now listens on ${recorded.url} (pid ${recorded.pid}, as its ${recorded.lockPath} says); following it there`;
     },
     async recheck() {
