@@ -511,24 +511,24 @@ class AirlockRuntime implements Runtime {
   }
 
   async hookNotes(sessionId: string): Promise<string[]> {
-    let root: string;
-    try {
-      root = await this.learn(sessionId);
-    } catch (e) {
-      return [(e as Error).message];
-    }
-    return this.sessionConfigs.hookNotes(root);
+    return (await this.notesOf(sessionId)).notes;
   }
 
   async logHookNotes(sessionId: string): Promise<void> {
+    const { root, notes } = await this.notesOf(sessionId);
+    if (root !== null) this.logNotes(root, notes);
+    else for (const n of notes) this.log(`airlock: WARNING: ${n}`);
+  }
+
+  /** The hook notes of `sessionId`'s tree and its root; a session that cannot be read is its one note (root null). */
+  private async notesOf(sessionId: string): Promise<{ root: string | null; notes: string[] }> {
     let root: string;
     try {
       root = await this.learn(sessionId);
     } catch (e) {
-      this.log(`airlock: WARNING: ${(e as Error).message}`);
-      return;
+      return { root: null, notes: [(e as Error).message] };
     }
-    this.logNotes(root, this.sessionConfigs.hookNotes(root));
+    return { root, notes: this.sessionConfigs.hookNotes(root) };
   }
 
   /** The notes {@link importHooks} has logged, as `root\nnote`: each is logged once per root however often the tree imports. */
