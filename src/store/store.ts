@@ -463,8 +463,14 @@ export class Store {
    * @throws what the engine throws (the rows are dropped then).
    */
   async flushAudit(on: Sql = this.sql): Promise<void> {
+    // a write already under way (the timer's, or AUDIT_FLUSH_ROWS') took its rows out of the buffer: a read of the log
+    // after this flush must see them too, so it waits for that write (on PostgreSQL the read may use another connection)
+    if (on === this.sql && this.auditWrite) await this.auditWrite;
     await this.writeBuffered(on);
   }
+
+  /** The write of buffered rows under way, if any (settled whatever its outcome); {@link flushAudit} waits for it. */
+  private auditWrite: Promise<void> | undefined;
 
   /**
    * {@link flushAudit}, with `then` (a row of {@link audit}) written after the buffered rows in the same transaction.
@@ -475,6 +481,24 @@ export class Store {
    *   dropped only when they cannot be written on their own either).
    */
   private async writeBuffered(on: Sql, then?: [at: string, e: AuditEntry]): Promise<void> {
+    const write = this.writeBufferedNow(on, then);
+    const settled = write.then(
+      () => {},
+      () => {},
+    );
+    // every write under way, not only the last one started
+    const prev = this.auditWrite;
+    const all = prev ? Promise.all([prev, settled]).then(() => {}) : settled;
+    this.auditWrite = all;
+    try {
+      await write;
+    } finally {
+      if (this.auditWrite === all) this.auditWrite = undefined;
+    }
+  }
+
+  /** {@link writeBuffered}'s work. */
+  private async writeBufferedNow(on: Sql, then?: [at: string, e: AuditEntry]): Promise<void> {
     if (this.auditTimer) {
       clearTimeout(this.auditTimer);
       this.auditTimer = undefined;
