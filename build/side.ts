@@ -118,7 +118,10 @@ export async function buildSide(root: string, outDir: string): Promise<SideBuild
     files.push(f);
     return f;
   };
-  const lines: string[] = [`import { embeddedBytes, loadSide } from ${JSON.stringify(join(root, "src", "side", "load.ts"))};`];
+  const lines: string[] = [
+    `import { embeddedBytes, loadSide } from ${JSON.stringify(join(root, "src", "side", "load.ts"))};`,
+    `import { memoryLayout } from ${JSON.stringify(join(root, "src", "script", "layout.ts"))};`,
+  ];
   const entries: string[] = [];
   for (const s of specs(root)) {
     const r = await Bun.build({ entrypoints: [s.entry], target: "bun", format: "esm", minify: true, external: s.external ?? [], throw: false });
@@ -141,7 +144,7 @@ export async function buildSide(root: string, outDir: string): Promise<SideBuild
     `export const SIDE_NAMES = Object.keys(side);`,
     `let compiled;`,
     `export function quickjsWasm() {`,
-    `  compiled ??= embeddedBytes({ name: "quickjs-wasm", path: f_wasm, sha256: ${JSON.stringify(wasm.sha256)}, bytes: ${wasm.bytes} }).then((b) => WebAssembly.compile(b));`,
+    `  compiled ??= embeddedBytes({ name: "quickjs-wasm", path: f_wasm, sha256: ${JSON.stringify(wasm.sha256)}, bytes: ${wasm.bytes} }).then(async (b) => ({ module: await WebAssembly.compile(b), layout: memoryLayout(b) }));`,
     `  compiled.catch(() => { compiled = undefined; });`,
     `  return compiled;`,
     `}`,

@@ -120,7 +120,7 @@ async function checkEmbedded(): Promise<string> {
   const { side, SIDE_NAMES, quickjsWasm } = await import("./side/modules.ts");
   const out: Record<string, string[]> = {};
   for (const name of SIDE_NAMES) out[name] = Object.keys(await side[name]()).sort();
-  return `${JSON.stringify({ side: out, quickjs_wasm: (await quickjsWasm()) instanceof WebAssembly.Module })}\n`;
+  return `${JSON.stringify({ side: out, quickjs_wasm: (await quickjsWasm())?.module instanceof WebAssembly.Module })}\n`;
 }
 
 /**

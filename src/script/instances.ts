@@ -10,6 +10,7 @@
 import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
 import { newQuickJSWASMModuleFromVariant, newVariant, type CustomizeVariantOptions, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import { quickjsWasm } from "../side/modules.ts";
+import { memoryLayout, type MemoryLayout } from "./layout.ts";
 
 const PAGE = 65536;
 /** Pages the QuickJS build declares as its initial memory (16 MiB); an instance's memory starts there. */
@@ -34,7 +35,7 @@ const GROWTH_SLACK_DIVISOR = 16;
 /** Idle instances kept for reuse per worker. */
 const IDLE_MAX = 4;
 /** An instance whose memory grew past this is dropped after its script, not reused (bytes). */
-const REUSE_MAX_BYTES = 32 * 2 ** 20;
+export const REUSE_MAX_BYTES = 32 * 2 ** 20;
 
 /** One QuickJS module instance and its memory. */
 export interface Instance {
@@ -62,6 +63,8 @@ export class Instances {
   private constructor(
     /** The compiled QuickJS WASM module these instances are made from. */
     readonly compiled: WebAssembly.Module,
+    /** Where static data, stack and heap lie in an instance's memory (script/layout.ts); null: unknown for this build. */
+    readonly layout: MemoryLayout | null,
     private readonly maxPages: number,
     first: Instance,
   ) {
@@ -72,24 +75,28 @@ export class Instances {
   /**
    * The instances of one worker, with a first instance made. `memoryMb` is the per-script malloc limit,
    * MiB; each instance's memory is capped at `memoryMb` + 16 MiB (at least 16 MiB, at most 2032 MiB: `MAX_CAP_PAGES`). `compiled`: the
-   * module from `compileQuickJS()` (another thread's is fine); without it, the WASM is compiled here.
+   * module from `compileQuickJS()` (another thread's is fine) and its layout; without it, the WASM is compiled here.
    * @throws Error when the WASM module cannot be compiled or instantiated (the worker cannot start).
    */
-  static async create(memoryMb: number, compiled?: WebAssembly.Module): Promise<Instances> {
+  static async create(memoryMb: number, compiled?: CompiledQuickJS): Promise<Instances> {
     const maxPages = Math.min(MAX_CAP_PAGES, Math.max(INITIAL_PAGES, memoryMb * 16 + HEADROOM_PAGES));
-    if (compiled) return new Instances(compiled, maxPages, await instantiate(compiled, maxPages));
+    if (compiled) return new Instances(compiled.module, compiled.layout, maxPages, await instantiate(compiled.module, maxPages));
     return Instances.#compileAndCreate(maxPages);
   }
 
   static async #compileAndCreate(maxPages: number): Promise<Instances> {
     // The binary embeds the WASM compressed (side/modules.ts); the package's own copy is stripped there.
     const embedded = await quickjsWasm();
-    if (embedded) return new Instances(embedded, maxPages, await instantiate(embedded, maxPages));
+    if (embedded) return new Instances(embedded.module, embedded.layout, maxPages, await instantiate(embedded.module, maxPages));
     // The singlefile build compiles its embedded bytes inside WebAssembly.instantiate; catch the
-    // compiled module from that first call so later instances skip compilation.
+    // compiled module from that first call so later instances skip compilation, and its bytes for their layout.
     let compiled: WebAssembly.Module | undefined;
+    let layout: MemoryLayout | null = null;
     const original = WebAssembly.instantiate;
     const capture = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      const a = args[0];
+      if (ArrayBuffer.isView(a)) layout = memoryLayout(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+      else if (a instanceof ArrayBuffer) layout = memoryLayout(new Uint8Array(a));
       const r = await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
       if (r && typeof r === "object" && "module" in r && r.module instanceof WebAssembly.Module) compiled = r.module;
       return r;
@@ -102,13 +109,22 @@ export class Instances {
       (WebAssembly as { instantiate: unknown }).instantiate = original;
     }
     if (!compiled) throw new Error("the QuickJS WASM module was not compiled through WebAssembly.instantiate; cannot make per-script instances");
-    return new Instances(compiled, maxPages, first);
+    return new Instances(compiled, layout, maxPages, first);
   }
 
   /** An instance for one script: an idle one, or a new one (about 10 ms). */
   async take(): Promise<Instance> {
     const idle = this.#idle.pop();
     if (idle) return idle;
+    this.created++;
+    return instantiate(this.compiled, this.maxPages);
+  }
+
+  /**
+   * A new instance no script has used (about 10 ms), for a guest snapshot (script/snapshot.ts): its memory above the
+   * heap's break is all zeros, as the snapshot's copy assumes nothing of it.
+   */
+  async fresh(): Promise<Instance> {
     this.created++;
     return instantiate(this.compiled, this.maxPages);
   }
@@ -120,13 +136,20 @@ export class Instances {
   }
 }
 
+/** The compiled QuickJS WASM module and its memory layout (null: unknown for this build: no guest snapshots). */
+export interface CompiledQuickJS {
+  readonly module: WebAssembly.Module;
+  readonly layout: MemoryLayout | null;
+}
+
 /**
  * Compiles the QuickJS WASM module (about 170 ms of CPU, off the calling thread's event loop where the
- * engine allows). A `WebAssembly.Module` can be posted to worker threads, so one compile serves a pool.
+ * engine allows) and reads its layout. A `WebAssembly.Module` can be posted to worker threads, so one compile serves a pool.
  * @throws Error when the module cannot be compiled.
  */
-export async function compileQuickJS(): Promise<WebAssembly.Module> {
-  return (await Instances.create(8)).compiled;
+export async function compileQuickJS(): Promise<CompiledQuickJS> {
+  const i = await Instances.create(8);
+  return { module: i.compiled, layout: i.layout };
 }
 
 async function instantiate(compiled: WebAssembly.Module | undefined, maxPages: number): Promise<Instance> {

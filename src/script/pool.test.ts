@@ -206,17 +206,18 @@ describe("ScriptPool prepared guests", () => {
     expect(one.threadIds.length).toBe(1);
   });
 
-  test("a script's guest is freed just after its outcome left, never in the next script's task; a thread idle between scripts has the next guest made ahead, still fresh", async () => {
-    // the real worker, whose outcomes' logs end with its counts `guests AHEAD IN_TASK RELEASED_IN_TASK` (test/fixtures/counting-script-worker.ts)
+  test("a script's guest is freed just after its outcome left, never in the next script's task; the thread then keeps a snapshot its later scripts run in, restored after each", async () => {
+    // the real worker, whose outcomes' logs end with its counts `guests AHEAD IN_TASK RELEASED_IN_TASK RESTORED` (test/fixtures/counting-script-worker.ts)
     await using one = new ScriptPool({ workers: 1, maxScripts: 1, memoryMb: 64, stackKb: 512, workerUrl: new URL("../../test/fixtures/counting-script-worker.ts", import.meta.url).href });
     const { fn } = recorder();
     const counts = (r: { logs: string[] }): number[] => (r.logs.at(-1) ?? "").split(" ").slice(1).map(Number);
-    // each script alternately names tools or not (the next guest is made after the last script's kind), and leaves a global behind
+    // each script alternately names tools or not, and leaves a global behind
     const script = (i: number): string => (i % 2 === 0 ? "const seen = typeof mark; globalThis.mark = 1; return seen" : "const seen = typeof mark; globalThis.mark = 1; return [seen, await tools.echo(1)]");
     const expected = (i: number): unknown => (i % 2 === 0 ? "undefined" : ["undefined", 1]);
-    // Back to back: the next task reaches the thread as soon as the outcome is out. The disposal runs in a tick queued
-    // by the task (worker.ts `afterOutcome`), after tinypool's post and before the thread takes its next message;
-    // queued with `setImmediate`, Bun ran it after the next task's message, inside that task.
+    // Back to back: the next task reaches the thread as soon as the outcome is out. The first script's guest is freed
+    // in a tick queued by the task (worker.ts `afterOutcome`), after tinypool's post and before the thread takes its
+    // next message (queued with `setImmediate`, Bun ran it after the next task's message, inside that task); a
+    // restored snapshot likewise.
     const n = 40;
     let last: number[] = [];
     for (let i = 0; i < n; i++) {
@@ -224,16 +225,17 @@ describe("ScriptPool prepared guests", () => {
       expect(r).toMatchObject({ ok: true, value: expected(i) });
       last = counts(r);
     }
-    expect(last[0]! + last[1]!).toBe(n);
+    expect(last[0]! + last[1]! + last[3]!).toBe(n);
     expect(last[2]).toBe(0);
-    // With the thread idle between scripts, every script finds its guest made (`prepareWhenIdle`), and it is fresh.
+    // With the thread idle between scripts, the snapshot is made (`prepareWhenIdle`), and every later script runs in it.
     const idle = 6;
     for (let i = 0; i < idle; i++) {
       await Bun.sleep(50);
       const r = await one.run(script(i), LIMITS, fn);
       expect(r).toMatchObject({ ok: true, value: expected(i) });
       const now = counts(r);
-      expect(now[0]).toBe(last[0]! + 1);
+      expect(now[3]).toBe(last[3]! + 1);
+      expect(now[0]! + now[1]!).toBe(last[0]! + last[1]!);
       last = now;
     }
     expect(last[2]).toBe(0);

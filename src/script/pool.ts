@@ -16,6 +16,7 @@ import { AirlockError, assertNever, toAirlockError, type ErrorCode } from "../er
 import { HostChannel, INITIAL_CHANNEL_BYTES, newChannelBuffer, resetChannelBuffer, UP_CALLS, UP_READY, UP_YIELD } from "./channel.ts";
 import { MAX_STACK_KB, METER, ScriptLimits, WorkerOutcome, WorkerSettings, type HostMessage, type ToolOutcome } from "./protocol.ts";
 import { parseBatch, type BatchCall } from "./bridge.ts";
+import type { CompiledQuickJS } from "./instances.ts";
 
 /** What one script ended with. `value` is the script's return value (JSON data; `null` for none). */
 export type ScriptResult =
@@ -107,8 +108,8 @@ export class ScriptPool {
   readonly #opts: ScriptPoolOptions & { maxScripts: number; idleThreadMs: number };
   readonly #settings: WorkerSettings;
   readonly #slots: RunSlots;
-  /** The QuickJS WASM module, compiled once here and sent with every task (a new thread only instantiates it). */
-  #wasm: Promise<WebAssembly.Module> | undefined;
+  /** The QuickJS WASM module and its layout, compiled once here and sent to each thread (a new thread only instantiates it). */
+  #wasm: Promise<CompiledQuickJS> | undefined;
   #closed = false;
   /** Scripts sent to tinypool and not yet ended (each occupies a thread: one script per thread). */
   #inFlight = 0;
@@ -135,7 +136,7 @@ export class ScriptPool {
   }
 
   /** The tinypool, loaded and started once (its `workers` threads start together; more on demand). */
-  #ensurePool(wasm: WebAssembly.Module): Promise<Tinypool> {
+  #ensurePool(wasm: CompiledQuickJS): Promise<Tinypool> {
     this.#starting ??= Promise.all([import("tinypool"), import("node:worker_threads")]).then(([{ default: Pool }, threads]) => {
       receiveMessage = threads.receiveMessageOnPort;
       const opts = this.#opts;
@@ -147,8 +148,9 @@ export class ScriptPool {
         concurrentTasksPerWorker: 1,
         useAtomics: false,
         idleTimeout: opts.idleThreadMs,
-        // the compiled QuickJS module goes to each thread once, with its settings (a new thread instantiates it instead of compiling it)
-        workerData: { ...this.#settings, wasm },
+        // the compiled QuickJS module goes to each thread once, with its settings (a new thread instantiates it instead of
+        // compiling it) and its memory layout (the thread's guest snapshot: script/snapshot.ts)
+        workerData: { ...this.#settings, wasm: wasm.module, layout: wasm.layout },
       });
       pool.on("error", (e: unknown) => {
         this.workerErrors.push(e instanceof Error ? e.message : String(e));
@@ -185,7 +187,7 @@ export class ScriptPool {
 
     // QuickJS's host code (quickjs-emscripten-core) is loaded with the first script, not at start
     this.#wasm ??= import("./instances.ts").then((m) => m.compileQuickJS());
-    let wasm: WebAssembly.Module;
+    let wasm: CompiledQuickJS;
     try {
       wasm = await this.#wasm;
     } catch (e) {

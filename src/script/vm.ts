@@ -115,10 +115,13 @@ function interruptsUnswallowed(mod: QuickJSWASMModule): boolean {
  * `ScriptRun` adopts it (`start(prepared)`), so a script does not wait for runtime creation and still gets
  * a fresh runtime of its own (docs/security-model.md §9). The bridge's hooks reach the adopting run
  * through `hooks`; until then they refuse. `dispose()` frees an unused one.
+ *
+ * A guest restored from a snapshot instead of freed (script/snapshot.ts) is handed to each of its runs as a new
+ * `PreparedGuest` over the same runtime, context and bridge (`reissue()`): one that is not `owned`, whose `dispose()`
+ * frees nothing (the snapshot's owner restores or drops the instance), and whose run frees nothing either
+ * (`ScriptRun.release`).
  */
 export class PreparedGuest {
-  /** Set once, by the run that adopts this guest. */
-  hooks: BridgeHooks | null = null;
   #taken = false;
 
   constructor(
@@ -126,7 +129,20 @@ export class PreparedGuest {
     readonly rt: QuickJSRuntime,
     readonly ctx: QuickJSContext,
     readonly bridge: GuestBridge,
+    /** Where the bridge's host functions look for the adopting run's hooks (shared by every reissue of one guest). */
+    private readonly box: { hooks: BridgeHooks | null } = { hooks: null },
+    /** False for a reissue: the runtime, context and bridge belong to a snapshot, not to this guest's run. */
+    readonly owned = true,
   ) {}
+
+  /** The adopting run's hooks; set once, by that run (null: the bridge's host functions refuse). */
+  get hooks(): BridgeHooks | null {
+    return this.box.hooks;
+  }
+
+  set hooks(h: BridgeHooks | null) {
+    this.box.hooks = h;
+  }
 
   /** Hands the guest to one run; false when it was already taken or disposed (never shared). */
   take(): boolean {
@@ -135,9 +151,22 @@ export class PreparedGuest {
     return true;
   }
 
-  /** Frees a guest no run adopted. @throws whatever QuickJS throws freeing it (the instance is then broken). */
+  /**
+   * The same runtime, context and bridge for the next run, as a guest not `owned` and not yet taken; the hooks are
+   * cleared (the bridge refuses until that run adopts it). Only for a guest whose memory has just been restored to its
+   * state before any run (script/snapshot.ts `GuestSnapshot.lend`).
+   */
+  reissue(): PreparedGuest {
+    this.box.hooks = null;
+    return new PreparedGuest(this.module, this.rt, this.ctx, this.bridge, this.box, false);
+  }
+
+  /**
+   * Frees a guest no run adopted; for a guest not `owned`, only marks it taken. @throws whatever QuickJS throws freeing
+   * it (the instance is then broken).
+   */
   dispose(): void {
-    if (!this.take()) return;
+    if (!this.take() || !this.owned) return;
     this.bridge.dispose();
     this.ctx.dispose();
     this.rt.dispose();
@@ -155,15 +184,14 @@ export function prepareGuest(mod: QuickJSWASMModule, memoryBytes: number, stackB
     rt.setMemoryLimit(memoryBytes);
     rt.setMaxStackSize(stackBytes);
     const ctx = rt.newContext();
-    let guest: PreparedGuest | undefined;
+    const box: { hooks: BridgeHooks | null } = { hooks: null };
     const refuse = (): { error: QuickJSHandle } => ({ error: ctx.newError({ name: "Error", message: "no script owns this context" }) });
     const bridge = installBridge(ctx, {
-      flush: (batch) => (guest?.hooks ? guest.hooks.flush(batch) : refuse()),
-      log: (level, line) => (guest?.hooks ? guest.hooks.log(level, line) : refuse()),
-      settle: (end, value) => guest?.hooks?.settle(end, value),
+      flush: (batch) => (box.hooks ? box.hooks.flush(batch) : refuse()),
+      log: (level, line) => (box.hooks ? box.hooks.log(level, line) : refuse()),
+      settle: (end, value) => box.hooks?.settle(end, value),
     }, whole);
-    guest = new PreparedGuest(mod, rt, ctx, bridge);
-    return guest;
+    return new PreparedGuest(mod, rt, ctx, bridge, box);
   } catch (e) {
     try {
       rt.dispose();
@@ -207,6 +235,11 @@ export class ScriptRun {
   #finished = false;
   /** Whether the guest's handles, context and runtime were freed: not yet, cleanly, or their freeing threw. */
   #release: "pending" | "clean" | "broken" = "pending";
+  /**
+   * True when the guest is a snapshot's (`PreparedGuest.owned` false): `release()` frees nothing of it, since the
+   * snapshot restores its memory (script/snapshot.ts).
+   */
+  #lent = false;
   /**
    * Set once the host's stack overflowed while this script ran (`isHostStackOverflow`): the script ends
    * `script_stack_overflow`, its instance is fatal (dropped), and nothing of it is freed (`release` refuses: QuickJS's
@@ -262,6 +295,7 @@ export class ScriptRun {
         this.#rt = prepared.rt;
         ctx = this.#ctx = prepared.ctx;
         this.#bridge = prepared.bridge;
+        this.#lent = !prepared.owned;
         prepared.hooks = hooks;
         prepared.rt.setInterruptHandler(this.#interrupt);
       } else {
@@ -701,13 +735,19 @@ export class ScriptRun {
    * @returns true when they were freed without error now or before; false when the script has not finished (nothing is
    * freed) or freeing threw (QuickJS can abort in JS_FreeRuntime after a GC inside a promise job): the instance is
    * broken, and its owner drops it; also false, freeing nothing, after the host's stack overflowed in the script
-   * (`#hostOverflow`: the instance is dropped whole). Never throws.
+   * (`#hostOverflow`: the instance is dropped whole). A snapshot's guest (`#lent`) is not freed: true unless the host's
+   * stack overflowed (its owner then restores the snapshot). Never throws.
    */
   release(): boolean {
     if (!this.#finished) return false;
     if (this.#hostOverflow) this.#release = "broken";
     if (this.#release !== "pending") return this.#release === "clean";
     this.#release = "broken"; // until every free below succeeded
+    if (this.#lent) {
+      // a snapshot's guest: its memory is restored, not freed (nothing to fail here)
+      this.#release = "clean";
+      return true;
+    }
     try {
       this.#direct?.free();
       this.#bridge?.dispose();

@@ -6,12 +6,14 @@
  * only that script. The pool sends a worker one script at a time (script/pool.ts), so a script stuck in
  * a native call blocks only its own thread; the code here still copes with several. After each script
  * the thread prepares the next one's fresh runtime and context while idle (vm.ts `PreparedGuest`), so
- * a script only evaluates its own code. While a script waits on tools the thread blocks on the script's
+ * a script only evaluates its own code; once it can, the thread instead keeps one guest as a snapshot whose memory is
+ * written back after each script (script/snapshot.ts), so a script neither waits for nor is followed by a guest's
+ * making. While a script waits on tools the thread blocks on the script's
  * shared-memory channel (script/channel.ts), which brings the host's replies and cancel; its calls go on the port.
  */
 import { threadId, type MessagePort } from "node:worker_threads";
 import Tinypool from "tinypool";
-import { Instances, type Instance } from "./instances.ts";
+import { Instances, type CompiledQuickJS, type Instance } from "./instances.ts";
 import { assertNever } from "../errors.ts";
 import { METER } from "./meter.ts";
 // Types only: protocol.ts's zod schemas would cost each thread ~3 MB and ~100 ms to load. The pool (main
@@ -20,6 +22,8 @@ import type { ScriptLimits, WorkerOutcome, WorkerSettings } from "./protocol.ts"
 import { prepareGuest, ScriptRun, type PreparedGuest } from "./vm.ts";
 import { UP_CALLS, UP_READY, UP_YIELD, WorkerChannel } from "./channel.ts";
 import { batchRecord, mentionsTools } from "./bridge.ts";
+import { GuestSnapshot } from "./snapshot.ts";
+import type { MemoryLayout } from "./layout.ts";
 
 /** Calls sent in one message at most: a slice's calls go out when it ends or when this many wait. */
 const BATCH_MAX = 32;
@@ -34,11 +38,19 @@ let instances: Promise<Instances> | undefined;
 let ready: { inst: Instance; guest: PreparedGuest } | undefined;
 let preparing = false;
 /**
+ * This thread's guest kept as a snapshot (script/snapshot.ts), made when the thread is first idle: each script runs in
+ * it and it is restored after each (`afterOutcome`); dropped (and made again) when a script leaves its instance unfit.
+ */
+let snapshot: GuestSnapshot | undefined;
+/** Set once this thread could not take a snapshot (an unknown build): its scripts get a guest made afresh, as before. */
+let snapshotsOff = false;
+/**
  * This thread's counts so far: `ahead`, scripts that started on a guest made before they came (`ready`); `inTask`,
  * scripts that made their own inside their task; `releasedInTask`, guests freed at the start of the next script's task
- * instead of just after their own script's outcome. Diagnostics (test/fixtures/counting-script-worker.ts).
+ * instead of just after their own script's outcome; `restored`, scripts that ran in the thread's snapshot (`snapshot`).
+ * Diagnostics (test/fixtures/counting-script-worker.ts).
  */
-export const guestCounts = { ahead: 0, inTask: 0, releasedInTask: 0 };
+export const guestCounts = { ahead: 0, inTask: 0, releasedInTask: 0, restored: 0 };
 /**
  * Whether the last script on this thread named `tools` (bridge.ts `mentionsTools`): the next guest made while idle then
  * gets the bridge in one piece, else its core alone (`prepareGuest`'s `whole`; a thread's scripts tend to be alike).
@@ -94,13 +106,25 @@ function afterOutcome(pool: Instances, port: MessagePort): void {
  * "twelfth session").
  */
 function prepareWhenIdle(pool: Instances): void {
-  if (ready || preparing) return;
+  if (ready || preparing || snapshot) return;
   preparing = true;
   setImmediate(() => {
     void (async () => {
       try {
         releaseNow(); // normally done already (`afterOutcome`)
-        if (ready) return;
+        if (ready || snapshot) return;
+        if (!snapshotsOff && pool.layout) {
+          // a snapshot needs an instance no script has used, and the bridge in one piece (it serves every script)
+          const inst = await pool.fresh();
+          const guest = prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024, true);
+          const snap = GuestSnapshot.take(inst, guest, pool.layout);
+          if (snap) snapshot = snap;
+          else {
+            snapshotsOff = true;
+            ready = { inst, guest };
+          }
+          return;
+        }
         const inst = await pool.take();
         try {
           ready = { inst, guest: prepareGuest(inst.module, settings.memoryMb * 2 ** 20, settings.stackKb * 1024, lastNamedTools) };
@@ -108,7 +132,7 @@ function prepareWhenIdle(pool: Instances): void {
           // a broken instance: dropped (never given back); the next script makes its own guest
         }
       } catch {
-        // no instance could be made now; the next script tries itself
+        // no instance or guest could be made now (a broken one is dropped); the next script tries itself
       } finally {
         preparing = false;
       }
@@ -149,7 +173,14 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   const pool = await instances;
   let inst: Instance;
   let prepared: PreparedGuest | undefined;
-  if (ready) {
+  /** The snapshot this script runs in, restored after it; undefined: a guest of its own, freed after it. */
+  let lent: GuestSnapshot | undefined;
+  if (snapshot?.available) {
+    lent = snapshot;
+    prepared = lent.lend();
+    inst = lent.inst;
+    guestCounts.restored++;
+  } else if (ready) {
     ({ inst, guest: prepared } = ready);
     ready = undefined;
     guestCounts.ahead++;
@@ -233,6 +264,11 @@ export default async function runScriptTask(raw: unknown): Promise<WorkerOutcome
   // goes back only when that freeing succeeded
   releaseNow();
   unreleased = () => {
+    if (lent) {
+      // the snapshot's memory is written back; one the script left unfit is dropped, and the next is made when idle
+      if (!(run.release() && !fatal && lent.restore()) && snapshot === lent) snapshot = undefined;
+      return;
+    }
     let clean = run.release() && !fatal;
     try {
       prepared?.dispose(); // the script ended before it started (cancelled, timed out): its unused guest
@@ -254,14 +290,20 @@ function isInt(v: unknown, min: number): v is number {
 }
 
 /**
- * The pool's `workerData`: protocol.ts's `WorkerSettings` (checked like it) and the QuickJS module the pool compiled
- * (`wasm`; without it this thread compiles its own). @throws Error when malformed (the worker cannot start).
+ * The pool's `workerData`: protocol.ts's `WorkerSettings` (checked like it), the QuickJS module the pool compiled
+ * (`wasm`; without it this thread compiles its own) and its memory layout (`layout`). @throws Error when malformed (the worker cannot start).
  */
-function parseSettings(v: unknown): WorkerSettings & { wasm?: WebAssembly.Module } {
+function parseSettings(v: unknown): WorkerSettings & { wasm?: CompiledQuickJS } {
   if (isObject(v) && isInt(v.memoryMb, 8) && (v.memoryMb as number) <= 2048 && isInt(v.stackKb, 16) && (v.wasm === undefined || v.wasm instanceof WebAssembly.Module)) {
-    return { memoryMb: v.memoryMb as number, stackKb: v.stackKb as number, ...(v.wasm ? { wasm: v.wasm } : {}) };
+    return { memoryMb: v.memoryMb as number, stackKb: v.stackKb as number, ...(v.wasm ? { wasm: { module: v.wasm as WebAssembly.Module, layout: parseLayout(v.layout) } } : {}) };
   }
   throw new Error("the sandbox worker's settings are malformed");
+}
+
+/** The pool's memory layout of its QuickJS build (script/layout.ts), or null when absent or not whole (no snapshots). */
+function parseLayout(v: unknown): MemoryLayout | null {
+  if (!isObject(v) || !isInt(v.staticEnd, 1) || !isInt(v.heapBase, 1) || !isInt(v.breakAt, 0)) return null;
+  return { staticEnd: v.staticEnd as number, heapBase: v.heapBase as number, breakAt: v.breakAt as number };
 }
 
 /** One task from the pool (shaped like protocol.ts's `ScriptTask`). @throws Error when malformed (the script fails `script_worker_lost`). */

@@ -18,7 +18,10 @@ export const side = {
 /** The names of {@link side}, for the binary's self-check (`airlock --check-embedded`). */
 export const SIDE_NAMES = Object.keys(side) as (keyof typeof side)[];
 
-/** The compiled QuickJS WASM module, or `undefined` when the QuickJS package supplies its own (from source). */
-export async function quickjsWasm(): Promise<WebAssembly.Module | undefined> {
+/**
+ * The compiled QuickJS WASM module and its memory layout (script/layout.ts), or `undefined` when the QuickJS package
+ * supplies its own (from source).
+ */
+export async function quickjsWasm(): Promise<{ module: WebAssembly.Module; layout: import("../script/layout.ts").MemoryLayout | null } | undefined> {
   return undefined;
 }
