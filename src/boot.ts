@@ -113,14 +113,17 @@ async function stdoutMayBeTerminal(): Promise<boolean> {
 /**
  * `airlock --check-embedded` (a diagnostic, not in the help): loads every side bundle and compiles the
  * QuickJS WASM (side/modules.ts), each checked against its build-time SHA-256, and prints one JSON line:
- * `{"side": {NAME: [export names…]}, "quickjs_wasm": bool}` (`quickjs_wasm` false from source, where the
- * package compiles its own), exit 0; when one fails to load its message goes to stderr, exit 1.
+ * `{"side": {NAME: [export names…]}, "quickjs_wasm": bool, "quickjs_layout": {staticEnd, heapBase, breakAt} | null}`
+ * (`quickjs_wasm` false and `quickjs_layout` null from source, where the package compiles its own; `quickjs_layout`
+ * null in the binary means its scripts get no guest snapshot: script/layout.ts), exit 0; when one fails to load its
+ * message goes to stderr, exit 1.
  */
 async function checkEmbedded(): Promise<string> {
   const { side, SIDE_NAMES, quickjsWasm } = await import("./side/modules.ts");
   const out: Record<string, string[]> = {};
   for (const name of SIDE_NAMES) out[name] = Object.keys(await side[name]()).sort();
-  return `${JSON.stringify({ side: out, quickjs_wasm: (await quickjsWasm())?.module instanceof WebAssembly.Module })}\n`;
+  const wasm = await quickjsWasm();
+  return `${JSON.stringify({ side: out, quickjs_wasm: wasm?.module instanceof WebAssembly.Module, quickjs_layout: wasm?.layout ?? null })}\n`;
 }
 
 /**

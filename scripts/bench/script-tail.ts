@@ -9,7 +9,8 @@
  * GC counts stand beside the wall time. The children run with `BUN_JSC_logGC=1`; the parent reads their stderr.
  * `steps`: in one thread (no worker), the CPU per script of a bare runtime + context, of the guest the pool prepares
  * (runtime, context, limits, the bridge: script/vm.ts `prepareGuest`), of that guest plus the run of `return 1 + 1`, and
- * of that guest plus a run of `return (await tools.echo(1)) + 1` whose call is answered at once.
+ * of that guest plus a run of `return (await tools.echo(1)) + 1` whose call is answered at once, and of a run of
+ * `return 1 + 1` in a guest snapshot (lent, run, its memory written back: script/snapshot.ts), the thread's usual path.
  * Bun runs its own collector timer on every thread (an eden collection about once a second while the heap changes), so
  * a count per N mixes garbage with the run's length; `--gc-timer off` turns that timer off in the children
  * (`BUN_GC_TIMER_DISABLE`), leaving the collections the garbage itself triggers (compare sides with it; use a larger `--n`).
@@ -181,7 +182,24 @@ if (only === "steps") {
     const o = await run.done;
     if (!o.ok || o.json !== "2") throw new Error(`bench script failed: ${JSON.stringify(o)}`);
   });
-  console.log(JSON.stringify({ runs: N, bare_runtime_context_us: bare, prepared_guest_us: prepared, prepared_guest_and_run_us: whole, prepared_guest_and_call_us: withCall, threads: 0 }));
+  // a script in a guest snapshot (the thread's usual path since the fourteenth session: lend, run, write the memory
+  // back); null for a checkout without src/script/snapshot.ts
+  let snapshotRun: number | null = null;
+  const snapshotModule = resolve(root, "src/script/snapshot.ts");
+  if (await Bun.file(snapshotModule).exists()) {
+    const { GuestSnapshot } = (await import(snapshotModule)) as typeof import("../../src/script/snapshot.ts");
+    const pool = await Instances.create(64);
+    const fresh = await pool.fresh();
+    const snap = GuestSnapshot.take(fresh, prepareGuest(fresh.module, 64 * 2 ** 20, 512 * 1024, true), pool.layout);
+    if (!snap) throw new Error("no guest snapshot on this build");
+    snapshotRun = await cpuPer(async () => {
+      const run = new ScriptRun(fresh.module, { code: "return 1 + 1", limits: LIMITS, memoryBytes: 64 * 2 ** 20, stackBytes: 512 * 1024, meter, memoryExhausted: () => false, post: () => {}, releaseLater: true });
+      run.start(snap.lend());
+      const o = await run.done;
+      if (!o.ok || !run.release() || !snap.restore()) throw new Error(`bench script failed: ${JSON.stringify(o)}`);
+    });
+  }
+  console.log(JSON.stringify({ runs: N, bare_runtime_context_us: bare, prepared_guest_us: prepared, prepared_guest_and_run_us: whole, prepared_guest_and_call_us: withCall, snapshot_run_us: snapshotRun, threads: 0 }));
   process.exit(0);
 }
 const pool = only === "pool" ? new ScriptPool({ workers: 2, memoryMb: 64, stackKb: 512 }) : undefined;

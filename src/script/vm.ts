@@ -1,6 +1,7 @@
 /**
  * @module script/vm
- * One script in QuickJS: a fresh runtime + context per script, its limits (memory, stack, CPU
+ * One script in QuickJS: a runtime + context in which no other script ran (made fresh, or a guest snapshot restored:
+ * script/snapshot.ts), its limits (memory, stack, CPU
  * deadline via the interrupt handler, wall-clock deadline, tool calls, log and result bytes), and
  * its disposal (the bridge's handles first, then context, then runtime — stack-notes §2, §8). A tool call is a
  * guest promise the bridge keeps (script/bridge.ts): the host takes the guest's calls in batches after each slice

@@ -18,7 +18,7 @@ const FS_SERVER = join(REPO, "node_modules/@modelcontextprotocol/server-filesyst
 const base = realpathSync(mkdtempSync(join("/var/tmp", "airlock-side-")));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-test("--check-embedded loads every side bundle from memory and compiles the embedded QuickJS WASM", async () => {
+test("--check-embedded loads every side bundle from memory, compiles the embedded QuickJS WASM and reads its memory layout", async () => {
   const r = await runBinary(await compiledBinary(), ["--check-embedded"]);
   expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
   const got = JSON.parse(r.stdout);
@@ -27,6 +27,8 @@ test("--check-embedded loads every side bundle from memory and compiles the embe
   expect(got.side.acp).toEqual(expect.arrayContaining(["PROTOCOL_VERSION", "ndJsonStream", "RequestError", "methods"]));
   expect(got.side.pgBoss).toEqual(expect.arrayContaining(["PgBoss"]));
   expect(got.quickjs_wasm).toBe(true);
+  // the embedded build's memory layout is read (its scripts run in restored guest snapshots: src/script/snapshot.ts)
+  expect(got.quickjs_layout).toEqual({ staticEnd: 90_208, heapBase: 5_333_088, breakAt: 86_864 });
 }, 300_000);
 
 for (const [file, name] of [
