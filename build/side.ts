@@ -120,7 +120,7 @@ export async function buildSide(root: string, outDir: string): Promise<SideBuild
   };
   const lines: string[] = [
     `import { embeddedBytes, loadSide } from ${JSON.stringify(join(root, "src", "side", "load.ts"))};`,
-    `import { memoryLayout } from ${JSON.stringify(join(root, "src", "script", "layout.ts"))};`,
+    `import { memoryLayout } from ${JSON.stringify(join(root, "src", "side", "quickjs-layout.ts"))};`,
   ];
   const entries: string[] = [];
   for (const s of specs(root)) {

@@ -115,7 +115,7 @@ async function stdoutMayBeTerminal(): Promise<boolean> {
  * QuickJS WASM (side/modules.ts), each checked against its build-time SHA-256, and prints one JSON line:
  * `{"side": {NAME: [export names…]}, "quickjs_wasm": bool, "quickjs_layout": {staticEnd, heapBase, breakAt} | null}`
  * (`quickjs_wasm` false and `quickjs_layout` null from source, where the package compiles its own; `quickjs_layout`
- * null in the binary means its scripts get no guest snapshot: script/layout.ts), exit 0; when one fails to load its
+ * null in the binary means its scripts get no guest snapshot: side/quickjs-layout.ts), exit 0; when one fails to load its
  * message goes to stderr, exit 1.
  */
 async function checkEmbedded(): Promise<string> {

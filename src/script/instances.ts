@@ -10,7 +10,7 @@
 import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
 import { newQuickJSWASMModuleFromVariant, newVariant, type CustomizeVariantOptions, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import { quickjsWasm } from "../side/modules.ts";
-import { memoryLayout, type MemoryLayout } from "./layout.ts";
+import { memoryLayout, type MemoryLayout } from "../side/quickjs-layout.ts";
 
 const PAGE = 65536;
 /** Pages the QuickJS build declares as its initial memory (16 MiB); an instance's memory starts there. */
@@ -63,7 +63,7 @@ export class Instances {
   private constructor(
     /** The compiled QuickJS WASM module these instances are made from. */
     readonly compiled: WebAssembly.Module,
-    /** Where static data, stack and heap lie in an instance's memory (script/layout.ts); null: unknown for this build. */
+    /** Where static data, stack and heap lie in an instance's memory (side/quickjs-layout.ts); null: unknown for this build. */
     readonly layout: MemoryLayout | null,
     private readonly maxPages: number,
     first: Instance,

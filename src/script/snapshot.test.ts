@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Instances, type Instance } from "./instances.ts";
-import { memoryLayout, type MemoryLayout } from "./layout.ts";
+import { memoryLayout, type MemoryLayout } from "../side/quickjs-layout.ts";
 import { GuestSnapshot } from "./snapshot.ts";
 import { prepareGuest, ScriptRun, type RunOutcome } from "./vm.ts";
 

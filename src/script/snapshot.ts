@@ -13,12 +13,12 @@
  * runtime and context (their fields, host references, callbacks: put back as they were, or the snapshot is dropped
  * when they changed in a way this module cannot undo), and the one value QuickJS draws per context, `Math.random`'s
  * state (seeded anew from `crypto.getRandomValues` for every script, where QuickJS seeds it from the clock).
- * The memory layout comes from the WASM binary itself (script/layout.ts `memoryLayout`); any build it cannot read
+ * The memory layout comes from the WASM binary itself (side/quickjs-layout.ts `memoryLayout`); any build it cannot read
  * exactly gets no snapshot (the worker then makes a fresh guest per script, as before).
  */
 import type { QuickJSContext, QuickJSRuntime } from "quickjs-emscripten-core";
 import { REUSE_MAX_BYTES, type Instance } from "./instances.ts";
-import type { MemoryLayout } from "./layout.ts";
+import type { MemoryLayout } from "../side/quickjs-layout.ts";
 import type { PreparedGuest } from "./vm.ts";
 
 const MASK64 = (1n << 64n) - 1n;

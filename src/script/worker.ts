@@ -23,7 +23,7 @@ import { prepareGuest, ScriptRun, type PreparedGuest } from "./vm.ts";
 import { UP_CALLS, UP_READY, UP_YIELD, WorkerChannel } from "./channel.ts";
 import { batchRecord, mentionsTools } from "./bridge.ts";
 import { GuestSnapshot } from "./snapshot.ts";
-import type { MemoryLayout } from "./layout.ts";
+import type { MemoryLayout } from "../side/quickjs-layout.ts";
 
 /** Calls sent in one message at most: a slice's calls go out when it ends or when this many wait. */
 const BATCH_MAX = 32;
@@ -300,7 +300,7 @@ function parseSettings(v: unknown): WorkerSettings & { wasm?: CompiledQuickJS } 
   throw new Error("the sandbox worker's settings are malformed");
 }
 
-/** The pool's memory layout of its QuickJS build (script/layout.ts), or null when absent or not whole (no snapshots). */
+/** The pool's memory layout of its QuickJS build (side/quickjs-layout.ts), or null when absent or not whole (no snapshots). */
 function parseLayout(v: unknown): MemoryLayout | null {
   if (!isObject(v) || !isInt(v.staticEnd, 1) || !isInt(v.heapBase, 1) || !isInt(v.breakAt, 0)) return null;
   return { staticEnd: v.staticEnd as number, heapBase: v.heapBase as number, breakAt: v.breakAt as number };

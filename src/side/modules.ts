@@ -19,9 +19,9 @@ export const side = {
 export const SIDE_NAMES = Object.keys(side) as (keyof typeof side)[];
 
 /**
- * The compiled QuickJS WASM module and its memory layout (script/layout.ts), or `undefined` when the QuickJS package
+ * The compiled QuickJS WASM module and its memory layout (side/quickjs-layout.ts), or `undefined` when the QuickJS package
  * supplies its own (from source).
  */
-export async function quickjsWasm(): Promise<{ module: WebAssembly.Module; layout: import("../script/layout.ts").MemoryLayout | null } | undefined> {
+export async function quickjsWasm(): Promise<{ module: WebAssembly.Module; layout: import("./quickjs-layout.ts").MemoryLayout | null } | undefined> {
   return undefined;
 }

@@ -1,5 +1,5 @@
 /**
- * @module script/layout
+ * @module side/quickjs-layout
  * Where static data, the stack and the heap lie in the memory of an emscripten build of QuickJS, read from its WASM
  * binary (script/snapshot.ts copies the static data and the heap; the stack holds nothing between calls). No imports:
  * the compiled binary's embedded-module table (build/side.ts) calls it on the embedded bytes.
