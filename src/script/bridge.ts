@@ -41,7 +41,7 @@ interface PartSource {
 
 /**
  * The bootstrap's first statements, in both builds: the intrinsics captured before user code runs, Object.prototype's
- * names, and the door's state `door` (`open`, `late`: a null-prototype record only the bridge holds, which the `tools`
+ * names, `SharedArrayBuffer` deleted (QuickJS's growable one reaches past its bytes), and the door's state `door` (`open`, `late`: a null-prototype record only the bridge holds, which the `tools`
  * part reads and counts in; a record, not two functions: each guest function costs its compile a few µs).
  */
 const CAPTURE = String.raw`  const stringify = JSON.stringify, parse = JSON.parse, GuestError = Error, TypeErr = TypeError, GuestPromise = Promise, GuestString = String, GuestProxy = Proxy;
@@ -51,7 +51,11 @@ const CAPTURE = String.raw`  const stringify = JSON.stringify, parse = JSON.pars
   for (let i = 0; i < names.length; i++) reserved[names[i]] = true;
   // open until the script's value is decided (its function returned or threw): a call made after is refused, never
   // queued, and counted in late (a getter or toJSON run while its return value is serialised)
-  const door = { __proto__: null, open: true, late: 0 };`;
+  const door = { __proto__: null, open: true, late: 0 };
+  // no shared memory: QuickJS allocates a growable SharedArrayBuffer's first bytes only and grow lengthens it in place,
+  // over the heap and past its break (test/security/script-no-growable-shared-memory-past-its-bytes); a script has no
+  // thread to share with
+  delete globalThis.SharedArrayBuffer;`;
 
 /**
  * `tools`: the proxy whose every name is a tool function, the queue of calls and their resolvers. Declares `tools`,

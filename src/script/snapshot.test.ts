@@ -48,7 +48,7 @@ describe("memoryLayout: the static data, stack and heap of an emscripten QuickJS
   test("a binary laid out so: the stack pointer's start is the heap's base, static data ends 5 MiB below it, the break is the word holding the base", () => {
     expect(memoryLayout(wasm(importMemory, globals({ mut: 1, init: HIGH }), data({ offset: 16, bytes: [1, 2, 3] }, { offset: 100, bytes: le32(HIGH) })))).toEqual({ staticEnd: 4096, heapBase: HIGH, breakAt: 100 });
     // a base whose top byte is zero, packed into a 3-byte segment (as emscripten's memory packing leaves it)
-    expect(memoryLayout(wasm(globals({ mut: 1, init: HIGH }), data({ offset: 200, bytes: le32(HIGH).slice(0, 3) })))?.breakAt).toBe(200);
+    expect(memoryLayout(wasm(importMemory, globals({ mut: 1, init: HIGH }), data({ offset: 200, bytes: le32(HIGH).slice(0, 3) })))?.breakAt).toBe(200);
   });
 
   const refused: Record<string, Uint8Array> = {

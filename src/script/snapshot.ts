@@ -3,7 +3,8 @@
  * A guest restored instead of made again. A thread's guest (runtime, context, limits, the bridge: vm.ts
  * `prepareGuest`) is made once on a fresh QuickJS instance, before any user code; its WASM memory's static data and
  * heap are then copied (`GuestSnapshot.take`). Each script runs in that guest (`lend`), and after it the copy is
- * written back (`restore`): the static data and the heap up to the break the snapshot had, byte for byte, so the next
+ * written back (`restore`): the static data and the heap up to the break the snapshot had, byte for byte, and the heap
+ * the script took beyond that break zeroed (as it was when the snapshot was taken), so the next
  * script starts from exactly the state the first one did — no global, prototype, bridge state, atom or allocation of
  * an earlier script remains reachable, as with a runtime made afresh (docs/security-model.md §9). Writing ≈ 180 KB back
  * costs a few µs; making a runtime, context and bridge afresh costs ≈ 200–350 µs of the thread (docs/performance.md,
@@ -169,8 +170,10 @@ export class GuestSnapshot {
 
   /**
    * Puts the guest back as it was taken, after the script it was lent to has finished (its outcome known, no guest
-   * code running). Not when the instance cannot be reused: its memory grew past what an instance may keep
-   * (`REUSE_MAX_BYTES`) or reached its cap, or the library's state changed in a way not undone here.
+   * code running): static data and heap written back, and the heap the script took past the snapshot's break zeroed.
+   * Not when the instance cannot be reused: its memory grew past what an instance may keep (`REUSE_MAX_BYTES`) or
+   * reached its cap, its break is below the snapshot's or past the memory, or the library's state changed in a way not
+   * undone here.
    * @returns true when the guest can be lent again; false when the snapshot is dropped (its instance too: the caller
    * makes a new one). Never throws.
    */
@@ -181,6 +184,14 @@ export class GuestSnapshot {
       if (mem.buffer.byteLength > REUSE_MAX_BYTES || this.inst.exhausted() || this.inst.atWall()) return this.#drop();
       if (this.maps.some((m) => m.map.size !== m.size)) return this.#drop();
       const u8 = new Uint8Array(mem.buffer);
+      // the heap the script took past the snapshot's break holds its data, and the next script's allocations get it back
+      // as it is (QuickJS reads some unwritten: a growable SharedArrayBuffer's grow): zeroed, as it was when the snapshot
+      // was taken. This build's malloc never gives memory back (emscripten's dlmalloc: the break only rises), so the
+      // break the script left is the highest it reached.
+      const snapEnd = this.layout.heapBase + this.heapBytes.length;
+      const scriptEnd = new DataView(mem.buffer).getUint32(this.layout.breakAt, true);
+      if (scriptEnd < snapEnd || scriptEnd > u8.length) return this.#drop();
+      u8.fill(0, snapEnd, scriptEnd);
       u8.set(this.staticBytes, 0);
       u8.set(this.heapBytes, this.layout.heapBase);
       for (const f of this.fields) putBack(f);

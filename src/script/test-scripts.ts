@@ -10,7 +10,7 @@ export const ALLOWED_GLOBALS = [
   "Array", "Object", "Function", "Iterator", "parseInt", "parseFloat", "isNaN", "isFinite", "decodeURI", "decodeURIComponent",
   "encodeURI", "encodeURIComponent", "escape", "unescape", "Infinity", "NaN", "undefined", "eval", "Number", "Boolean", "String",
   "Math", "Reflect", "Symbol", "globalThis", "BigInt", "Date", "RegExp", "JSON", "Proxy", "Map", "Set", "WeakMap", "WeakSet",
-  "ArrayBuffer", "SharedArrayBuffer", "Uint8ClampedArray", "Int8Array", "Uint8Array", "Int16Array", "Uint16Array", "Int32Array",
+  "ArrayBuffer", "Uint8ClampedArray", "Int8Array", "Uint8Array", "Int16Array", "Uint16Array", "Int32Array",
   "Uint32Array", "BigInt64Array", "BigUint64Array", "Float16Array", "Float32Array", "Float64Array", "DataView", "Promise",
   "WeakRef", "FinalizationRegistry", "Atomics", "tools", "console",
 ];
@@ -19,7 +19,7 @@ export const ALLOWED_GLOBALS = [
 export const HOST_NAMES = [
   "require", "process", "fetch", "Bun", "Deno", "setTimeout", "setInterval", "setImmediate", "queueMicrotask", "WebAssembly",
   "std", "os", "module", "exports", "Buffer", "navigator", "Worker", "postMessage", "importScripts", "__filename", "__dirname",
-  "structuredClone", "TextEncoder", "performance", "crypto",
+  "structuredClone", "TextEncoder", "performance", "crypto", "SharedArrayBuffer",
 ];
 
 /** Returns `{names, types, imports, evalProcess, fnProcess}`: what the guest can reach. */
