@@ -40,10 +40,17 @@ export interface ServerClient {
    * Why `base` must not be sent a token now, or null. A URL from the data dir's `serve.lock` is followed only while
    * the lock still names a live server listening there (store/serve-lock.ts `recordedServer`, read again each time):
    * once that server stopped, its port is any local user's to take (a long-lived `attach` reconnects for hours).
-   * The config's address: the reason when another uid holds its loopback port (cli/context.ts `foreignListener`).
+   * The config's address: the reason when another uid holds its loopback port (cli/context.ts `foreignListener`),
+   * else when what answers there does not prove, to a fresh nonce, that it holds the data dir's API token and
+   * listens on that port ({@link proofFailure}: one `GET /server-proof` per check, no token sent).
    * Null for `--url` and `$AIRLOCK_URL`.
    */
   recheck(): Promise<string | null>;
+  /**
+   * Resolves when `base` may be sent a token now ({@link ServerClient.recheck} gives no reason).
+   * @throws AirlockError `server_unreachable` with the reason, where the URL came from and what to do; nothing sent.
+   */
+  ensureSendable(): Promise<void>;
   /**
    * Sends one request with the API token and parses the JSON answer.
    * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve, or
@@ -106,17 +113,21 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
     },
     async recheck() {
       const { base, from } = current;
-      if (from === "config") return foreignListener(base);
+      if (from === "config") return (await foreignListener(base)) ?? (await proofFailure(base, token, ctx.dataDir));
       if (from !== "serve.lock") return null;
       const now = recordedServer(ctx.dataDir, tokens.approverToken);
       if (now.state === "listening" && now.url === base) return null;
       return `the airlock serve recorded in ${now.lockPath} no longer listens at ${base} (${now.state === "listening" ? `it records ${now.url} now` : now.state === "starting" ? `its server (pid ${now.pid}) is starting or stopping` : now.why}), so nothing is sent there`;
     },
+    async ensureSendable() {
+      const target = current;
+      const gone = await client.recheck();
+      if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
+    },
     async call(method, path, body, headers = {}) {
       const target = current;
       const base = target.base;
-      const gone = await client.recheck();
-      if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
+      await client.ensureSendable();
       let res: Response;
       try {
         res = await fetch(base + path, {
@@ -143,8 +154,50 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   return client;
 }
 
+/** How long the server proof may take before the address counts as not proven, ms. */
+const PROOF_TIMEOUT_MS = 10_000;
+
+/**
+ * Why what answers at `base` (the config's `server.host:server.port`) must not be sent `apiToken`, or null when it
+ * proved it is the data dir's airlock serve: a fresh random nonce (32 bytes) goes to `GET /server-proof` (no token
+ * sent), and the answer's `proof` must equal, compared in constant time, HMAC-SHA-256 under `apiToken` over the
+ * nonce and `base`'s port (server/server-proof.ts). A server of the data dir on another port (relayed to) proves
+ * its own port, not this one. Reasons: `cannot reach airlock serve at BASE: WHY.` when nothing answers (within
+ * 10 s), else `what answers at BASE (the URL from the config's server.host/server.port) could not prove it is the
+ * airlock serve of the data dir DIR (WHY), so nothing was sent there.`
+ */
+export async function proofFailure(base: string, apiToken: string, dataDir: string): Promise<string | null> {
+  const { randomBytes } = await import("node:crypto");
+  const { serverProof, proofMatches } = await import("../server/server-proof.ts");
+  const nonce = randomBytes(32).toString("hex");
+  const unproven = (why: string) =>
+    `what answers at ${base} (the URL from the config's server.host/server.port) could not prove it is the airlock serve of the data dir ${dataDir} (${why}), so nothing was sent there.`;
+  let port: number;
+  try {
+    const u = new URL(base);
+    port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
+  } catch {
+    return unproven("the URL is not valid");
+  }
+  let res: Response;
+  try {
+    res = await fetch(`${base}/server-proof?nonce=${nonce}`, { redirect: "manual", signal: AbortSignal.timeout(PROOF_TIMEOUT_MS) });
+  } catch (e) {
+    return `cannot reach airlock serve at ${base}: ${connectFailure(e)}.`;
+  }
+  const text = await res.text().catch(() => "");
+  if (res.status !== 200) return unproven(`GET /server-proof got HTTP ${res.status}`);
+  let proof: unknown;
+  try {
+    proof = (JSON.parse(text) as { proof?: unknown } | null)?.proof;
+  } catch {
+    return unproven("GET /server-proof got a body that is not JSON");
+  }
+  return proofMatches(proof, serverProof(apiToken, port, nonce)) ? null : unproven("its proof for a fresh nonce does not match this data dir's API token and that port");
+}
+
 /** `what` (one sentence), then where the URL came from and what to do, each on an indented line of its own. */
-function unreachable(what: string, target: ServerTarget, dataDir: string): AirlockError {
+export function unreachable(what: string, target: ServerTarget, dataDir: string): AirlockError {
   return new AirlockError("server_unreachable", `${what}\n  The URL came from ${target.fromText}.\n${unreachableAdvice(target, dataDir)}`);
 }
 

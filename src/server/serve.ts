@@ -39,7 +39,8 @@ export interface ServerHandle {
 export function startServer(rt: Runtime, opts: { host?: string; port?: number } & AppOptions = {}): ServerHandle {
   const hostname = opts.host ?? rt.config.server.host;
   const streams = new SseStreams();
-  const app = createApp(rt, { ...opts, host: hostname, streams });
+  let listenPort: number | undefined;
+  const app = createApp(rt, { ...opts, host: hostname, streams, listenPort: () => listenPort });
   const server = Bun.serve({
     hostname,
     port: opts.port ?? rt.config.server.port,
@@ -49,6 +50,7 @@ export function startServer(rt: Runtime, opts: { host?: string; port?: number } 
     // refuses an over-limit Content-Length before reading, and stops a chunked body at the limit.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
   });
+  listenPort = server.port;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
