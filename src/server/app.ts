@@ -32,7 +32,7 @@ export interface AppOptions {
   streams?: SseStreams;
   /**
    * The port the server listens on, once it does (server/serve.ts): what `GET /server-proof` proves. Undefined (or
-   * a getter answering undefined: not listening) makes that route answer 503 `server_unreachable`.
+   * a getter answering undefined: not listening) makes that route answer 500 `internal`.
    */
   listenPort?: () => number | undefined;
   /** Extra route groups mounted behind auth (actions, schedules, runs), each a Hono app with full paths. */
@@ -72,7 +72,7 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   app.get("/server-proof", (c) => {
     const { nonce } = parseQuery(c, ServerProofQuery);
     const port = opts.listenPort?.();
-    if (port === undefined) throw new AirlockError("server_unreachable", "this server is not listening on a port, so it has no proof to give");
+    if (port === undefined) throw new AirlockError("internal", "this app is not served on a port (server/serve.ts startServer), so it has no proof to give");
     return c.json({ proof: serverProof(rt.tokens.apiToken, port, nonce) } satisfies ServerProof);
   });
   // The OpenAPI 3.1 document of these routes (server/openapi.ts), behind the token like the rest.
