@@ -17,7 +17,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { serverProof } from "../../src/server/server-proof.ts";
-import { airlockClient, deadPort, serveScratch } from "../harness-serve.ts";
+import { airlockClient, deadPort, MAIN, serveScratch } from "../harness-serve.ts";
 
 const scratch = serveScratch();
 
@@ -120,3 +120,54 @@ test("GET /server-proof: no token needed; a bad nonce is 400 bad_request; the pr
     expect(JSON.stringify(body)).not.toContain(token);
   }
 }, 60_000);
+
+test("attach on the config's port: its reconnects send nothing to a listener that took the port after the server stopped, and follow the server once it is back", async () => {
+  const port = await deadPort();
+  const d = scratch.dataDir("airlock-proof-attach-", port);
+  const sp = await scratch.serve(d, ["--port", String(port)]);
+  rmSync(join(d, "serve.lock"));
+  const token = readFileSync(join(d, "api-token"), "utf8").trim();
+  const h = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  const s = (await (await fetch(`${sp.url}/sessions`, { method: "POST", headers: h, body: JSON.stringify({ workspace: d }) })).json()) as { id: string };
+  const attach = scratch.track(
+    Bun.spawn([process.execPath, MAIN, "attach", s.id, "--plain", "--data-dir", d], {
+      cwd: d,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
+    }),
+  );
+  let said = "";
+  for (const stream of [attach.stdout, attach.stderr]) {
+    void (async () => {
+      for await (const c of stream.pipeThrough(new TextDecoderStream())) said += c;
+    })();
+  }
+  const waitFor = async (text: string, ms: number) => {
+    const t0 = Date.now();
+    while (!said.includes(text) && Date.now() - t0 < ms) await Bun.sleep(20);
+    expect(said).toContain(text);
+  };
+  await waitFor("attached", 20_000);
+
+  sp.proc.kill("SIGTERM");
+  expect(await sp.proc.exited).toBe(0);
+  const fake = fakeListener(port, async () => Response.json({ proof: "0".repeat(64) }));
+  try {
+    await waitFor("dropped; reconnecting", 10_000);
+    await Bun.sleep(6_000); // several reconnect attempts (250 ms doubling to 5 s)
+  } finally {
+    await fake.server.stop(true);
+  }
+  expect(fake.seen.length).toBeGreaterThan(0);
+  expect(fake.seen.filter((x) => x.path !== "/server-proof" || x.authorization !== null || x.approver !== null)).toEqual([]);
+  expect(JSON.stringify(fake.seen)).not.toContain(token);
+
+  // the data dir's server back on the config's port (no lock): attach proves it and reconnects
+  await scratch.serve(d, ["--port", String(port)]);
+  rmSync(join(d, "serve.lock"));
+  await waitFor(`reconnected to http://127.0.0.1:${port}`, 15_000);
+  attach.kill("SIGTERM");
+  await attach.exited;
+}, 90_000);
