@@ -94,8 +94,9 @@ export function lockTarget(recorded: Extract<RecordedServer, { state: "listening
  * The URL of the `airlock serve` the client commands (`console`, `actions`, `schedule`, `attach`) talk to: `--url`
  * (`url`), else `$AIRLOCK_URL` (non-empty), else the live server recorded in the data dir's `serve.lock` (trusted only
  * as store/serve-lock.ts `recordedServer` says: this user's file, writable by no one else, its process alive, its
- * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl}. A
- * trailing slash is dropped.
+ * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl} (which
+ * the callers send a token only once it proved it holds the data dir's API token: cli/server-client.ts
+ * `proofFailure`). A trailing slash is dropped.
  * @throws AirlockError `server_unreachable` without `--url`/`$AIRLOCK_URL` while the lock's live server has no URL
  *   recorded (starting or stopping: it listens nowhere, so no address is given the token), or when the config's
  *   loopback port is held by another uid ({@link foreignListener}).

@@ -54,7 +54,8 @@ export interface ServerClient {
   /**
    * Sends one request with the API token and parses the JSON answer.
    * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve, or
-   *   (nothing sent) `base` came from `serve.lock` and the lock no longer names a live server there ({@link ServerClient.recheck}).
+   *   (nothing sent) `base` came from `serve.lock` and the lock no longer names a live server there, or from the
+   *   config and what answers there gave no proof ({@link ServerClient.recheck}).
    */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
   /**
@@ -85,7 +86,8 @@ export function notFoundHint(hint: string): (r: ApiResponse) => string | undefin
 /**
  * Resolves the server's URL (`--url`, else `$AIRLOCK_URL`, else the live server recorded in the data dir's
  * `serve.lock`, else the config's `server.host:port`: cli/context.ts `serverTarget`) and the API token (from the
- * data dir), and returns a client for it.
+ * data dir), and returns a client for it. A URL from the config is sent a token only after it proved, on each
+ * request, that it holds that token ({@link ServerClient.recheck}, {@link proofFailure}).
  * @throws AirlockError `usage` / `config_invalid` from the data dir or config.
  */
 export async function connect(opts: ServerClientOptions, env: Record<string, string | undefined> = process.env): Promise<ServerClient> {
