@@ -51,6 +51,28 @@ export function configuredServerUrl(ctx: CliContext): string {
 }
 
 /**
+ * {@link configuredServerUrl} with a host name (`localhost`) resolved once to the address `airlock serve` binds for it
+ * (getaddrinfo's first, as Bun.serve takes it; IPv6 bracketed): the client commands send the server proof and every
+ * request after it to that one address. A name left to the HTTP client may be dialled as the other loopback address
+ * (fetch tries `::1` first for `localhost`), whose same port any local process may bind, and the proof
+ * (server/server-proof.ts) covers the address it was answered for. A name that does not resolve is kept (the request
+ * then fails saying so).
+ */
+export async function configuredServerBase(ctx: CliContext): Promise<string> {
+  const host = ctx.config.server.host;
+  const { isIP } = await import("node:net");
+  if (isIP(host.replace(/^\[|\]$/g, "")) !== 0) return configuredServerUrl(ctx);
+  const { lookup } = await import("node:dns/promises");
+  let address: string;
+  try {
+    address = (await lookup(host)).address;
+  } catch {
+    return configuredServerUrl(ctx);
+  }
+  return `http://${address.includes(":") ? `[${address}]` : address}:${ctx.config.server.port}`;
+}
+
+/**
  * Why the config's address `base` must not be sent a token, or null: its host is loopback (`127.0.0.1`, `::1`,
  * `localhost`) or a wildcard, and a socket of another uid listens on its port on this machine (store/serve-lock.ts
  * `listenersOn`). Another local user who binds the port while no server of the data dir holds it would get the token
@@ -94,7 +116,7 @@ export function lockTarget(recorded: Extract<RecordedServer, { state: "listening
  * The URL of the `airlock serve` the client commands (`console`, `actions`, `schedule`, `attach`) talk to: `--url`
  * (`url`), else `$AIRLOCK_URL` (non-empty), else the live server recorded in the data dir's `serve.lock` (trusted only
  * as store/serve-lock.ts `recordedServer` says: this user's file, writable by no one else, its process alive, its
- * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl} (which
+ * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerBase} (which
  * the callers send a token only once it proved it holds the data dir's API token: cli/server-client.ts
  * `proofFailure`). A trailing slash is dropped.
  * @throws AirlockError `server_unreachable` without `--url`/`$AIRLOCK_URL` while the lock's live server has no URL
@@ -121,7 +143,7 @@ export async function serverTarget(ctx: CliContext, url: string | undefined, env
         { pid: recorded.pid },
       );
     case "none": {
-      const base = configuredServerUrl(ctx);
+      const base = await configuredServerBase(ctx);
       const foreign = await foreignListener(base);
       if (foreign !== null) {
         throw new AirlockError(

@@ -163,8 +163,9 @@ const PROOF_TIMEOUT_MS = 10_000;
  * Why what answers at `base` (the config's `server.host:server.port`) must not be sent `apiToken`, or null when it
  * proved it is the data dir's airlock serve: a fresh random nonce (32 bytes) goes to `GET /server-proof` (no token
  * sent), and the answer's `proof` must equal, compared in constant time, HMAC-SHA-256 under `apiToken` over the
- * nonce and `base`'s port (server/server-proof.ts). A server of the data dir on another port (relayed to) proves
- * its own port, not this one. Reasons: `cannot reach airlock serve at BASE: WHY.` when nothing answers (within
+ * nonce and `base`'s address and port (server/server-proof.ts; `base` holds an address, not a name: cli/context.ts
+ * `configuredServerBase`). A server of the data dir on another port or address (relayed to) proves its own, not
+ * this one; a name's proof cannot be checked (which address fetch dials is not known), so it never matches. Reasons: `cannot reach airlock serve at BASE: WHY.` when nothing answers (within
  * 10 s), else `what answers at BASE (the URL from the config's server.host/server.port) could not prove it is the
  * airlock serve of the data dir DIR (WHY), so nothing was sent there.`
  */
@@ -175,9 +176,11 @@ export async function proofFailure(base: string, apiToken: string, dataDir: stri
   const unproven = (why: string) =>
     `what answers at ${base} (the URL from the config's server.host/server.port) could not prove it is the airlock serve of the data dir ${dataDir} (${why}), so nothing was sent there.`;
   let port: number;
+  let address: string;
   try {
     const u = new URL(base);
     port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
+    address = u.hostname.replace(/^\[|\]$/g, "");
   } catch {
     return unproven("the URL is not valid");
   }
@@ -195,7 +198,7 @@ export async function proofFailure(base: string, apiToken: string, dataDir: stri
   } catch {
     return unproven("GET /server-proof got a body that is not JSON");
   }
-  return proofMatches(proof, serverProof(apiToken, port, nonce)) ? null : unproven("its proof for a fresh nonce does not match this data dir's API token and that port");
+  return proofMatches(proof, serverProof(apiToken, address, port, nonce)) ? null : unproven("its proof for a fresh nonce does not match this data dir's API token and that address and port");
 }
 
 /** `what` (one sentence), then where the URL came from and what to do, each on an indented line of its own. */

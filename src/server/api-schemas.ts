@@ -26,7 +26,7 @@ export const Health = z.strictObject({
 });
 export type Health = z.infer<typeof Health>;
 
-/** `GET /server-proof`: HMAC-SHA-256 under the API token over the domain, the port the server listens on and the nonce (server/server-proof.ts), lowercase hex. */
+/** `GET /server-proof`: HMAC-SHA-256 under the API token over the domain, the address and port the server is bound to and the nonce (server/server-proof.ts), lowercase hex. */
 export const ServerProof = z.strictObject({
   proof: z.string().regex(/^[0-9a-f]{64}$/),
 });

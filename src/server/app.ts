@@ -31,10 +31,10 @@ export interface AppOptions {
   /** Where the SSE routes register their streams, so the server ends them cleanly when it stops (server/serve.ts). */
   streams?: SseStreams;
   /**
-   * The port the server listens on, once it does (server/serve.ts): what `GET /server-proof` proves. Undefined (or
-   * a getter answering undefined: not listening) makes that route answer 500 `internal`.
+   * The address and port the server is bound to, once it is (server/serve.ts): what `GET /server-proof` proves.
+   * Undefined (or a getter answering undefined: not listening) makes that route answer 500 `internal`.
    */
-  listenPort?: () => number | undefined;
+  listenAddress?: () => { address: string; port: number } | undefined;
   /** Extra route groups mounted behind auth (actions, schedules, runs), each a Hono app with full paths. */
   extraRoutes?: Hono[];
 }
@@ -71,9 +71,9 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   // The server proof (server/server-proof.ts): no token needed, nothing told but the proof of a client's nonce
   app.get("/server-proof", (c) => {
     const { nonce } = parseQuery(c, ServerProofQuery);
-    const port = opts.listenPort?.();
-    if (port === undefined) throw new AirlockError("internal", "this app is not served on a port (server/serve.ts startServer), so it has no proof to give");
-    return c.json({ proof: serverProof(rt.tokens.apiToken, port, nonce) } satisfies ServerProof);
+    const bound = opts.listenAddress?.();
+    if (bound === undefined) throw new AirlockError("internal", "this app is not served on a port (server/serve.ts startServer), so it has no proof to give");
+    return c.json({ proof: serverProof(rt.tokens.apiToken, bound.address, bound.port, nonce) } satisfies ServerProof);
   });
   // The OpenAPI 3.1 document of these routes (server/openapi.ts), behind the token like the rest.
   app.get("/openapi.json", (c) => c.body(openApiDocument().text, 200, { "content-type": "application/json; charset=utf-8" }));

@@ -60,7 +60,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
     path: "/server-proof",
     tag: "server",
     public: true,
-    summary: "Proof that this server holds the API token and listens on its port: HMAC over a client's nonce (no token)",
+    summary: "Proof that this server holds the API token and is bound to its address and port: HMAC over a client's nonce (no token)",
     query: ServerProofQuery,
     ok: { status: 200, json: Api.ServerProof },
     errors: ["bad_request"],

@@ -9,7 +9,7 @@
  * `server.host:server.port` itself: `airlock actions list`, `console`, `schedule`, `attach` sent it the API token
  * (`actions answer --allow-once` the approver token too). Now, on the config's address only, a client first asks
  * `GET /server-proof` with a fresh nonce (no token sent) and sends nothing unless the answer is HMAC-SHA-256 under its
- * own API token over the nonce and that port (server/server-proof.ts): a listener without the token cannot answer,
+ * own API token over the nonce, that address and that port (server/server-proof.ts): a listener without the token cannot answer,
  * and one relaying the nonce to the real server on its other port gets a proof for that port, not the config's.
  * Real processes: `airlock serve` from source, a fake listener (Bun.serve, this user) on the config's port.
  */
@@ -102,7 +102,7 @@ test("the data dir's server on the config's port with no serve.lock: the client 
   expect(attach.stderr).toContain(`airlock: session_not_found: no root session on http://127.0.0.1:${port} has a running turn`);
 }, 120_000);
 
-test("GET /server-proof: no token needed; a bad nonce is 400 bad_request; the proof is the HMAC of the nonce and the port under the API token", async () => {
+test("GET /server-proof: no token needed; a bad nonce is 400 bad_request; the proof is the HMAC of the nonce, the address and the port under the API token", async () => {
   const d = scratch.dataDir("airlock-proof-route-", await deadPort());
   const sp = await scratch.serve(d);
   const port = Number(new URL(sp.url).port);
@@ -115,8 +115,9 @@ test("GET /server-proof: no token needed; a bad nonce is 400 bad_request; the pr
     const r = await fetch(`${sp.url}/server-proof?nonce=${nonce}`);
     expect(r.status).toBe(200);
     const body = await r.json();
-    expect(body).toEqual({ proof: serverProof(token, port, nonce) });
-    expect(body.proof).not.toBe(serverProof(token, port + 1, nonce));
+    expect(body).toEqual({ proof: serverProof(token, "127.0.0.1", port, nonce) });
+    expect(body.proof).not.toBe(serverProof(token, "127.0.0.1", port + 1, nonce));
+    expect(body.proof).not.toBe(serverProof(token, "::1", port, nonce));
     expect(JSON.stringify(body)).not.toContain(token);
   }
 }, 60_000);

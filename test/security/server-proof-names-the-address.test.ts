@@ -1,0 +1,105 @@
+/**
+ * @module test/security/server-proof-names-the-address
+ * FINDING (high): the server proof (server/server-proof.ts) covered the port, not the address. With the config's
+ * `server.host: localhost` the server binds getaddrinfo's first address (`127.0.0.1` here) while the client's fetch of
+ * `http://localhost:PORT` tries `::1` first. A process of airlock's own user (a hook, a `danger-full-access` tool: it
+ * may write the data dir, never read the token) removed `serve.lock`, bound `[::1]:PORT` and relayed the nonce of
+ * `GET /server-proof` to the real server on `127.0.0.1:PORT`: same port, so the proof matched, and `airlock actions
+ * list` (console, schedule, attach) sent it the API token.
+ * Fixed: the proof covers the address the server bound, and the client dials the config's host as one address
+ * (resolved once, as the server's bind resolves it) for the proof and every request after it, and checks the proof
+ * for that address: a relay gets a proof for the real server's address, not the one the client dialled.
+ * Real processes: `airlock serve` from source, the relaying listener (Bun.serve, this user). Skipped where `::1`
+ * cannot be bound.
+ */
+import { expect, test } from "bun:test";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { airlockClient, deadPort, serveScratch } from "../harness-serve.ts";
+
+const scratch = serveScratch();
+
+/** Whether this machine has an IPv6 loopback to bind. */
+function hasIpv6Loopback(): boolean {
+  try {
+    Bun.serve({ hostname: "::1", port: 0, fetch: () => new Response("") }).stop(true);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test.skipIf(!hasIpv6Loopback())("config server.host localhost: a listener on the other loopback address that relays the proof to the real server gets no token", async () => {
+  const port = await deadPort();
+  const d = scratch.dataDir("airlock-proof-host-", port);
+  writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { host: localhost, port: ${port} }\n`);
+  await scratch.serve(d, ["--port", String(port)]);
+  rmSync(join(d, "serve.lock"));
+  const token = readFileSync(join(d, "api-token"), "utf8").trim();
+  const approver = readFileSync(join(d, "approver-token"), "utf8").trim();
+  const seen: string[] = [];
+  // the relay binds whichever loopback address the server left free; the real server is on the other
+  let relay: ReturnType<typeof Bun.serve> | undefined;
+  for (const [other, real] of [["::1", `http://127.0.0.1:${port}`], ["127.0.0.1", `http://[::1]:${port}`]]) {
+    try {
+      relay = Bun.serve({
+        hostname: other,
+        port,
+        async fetch(req) {
+          const url = new URL(req.url);
+          seen.push(`${url.pathname} ${req.headers.get("authorization") ?? "-"} ${req.headers.get("x-airlock-approver") ?? "-"}`);
+          if (url.pathname === "/server-proof") return fetch(`${real}/server-proof${url.search}`);
+          return Response.json({ actions: [], schedules: [], status: "ok" });
+        },
+      });
+      break;
+    } catch {}
+  }
+  if (relay === undefined) throw new Error("neither loopback address was free");
+  try {
+    for (const argv of [["actions", "list", "--json"], ["actions", "answer", "act_0000000000000000000000000", "--allow-once"], ["console"]]) {
+      await airlockClient(d, argv);
+    }
+    expect(seen.filter((s) => !s.startsWith("/server-proof "))).toEqual([]);
+    expect(JSON.stringify(seen)).not.toContain(token);
+    expect(JSON.stringify(seen)).not.toContain(approver);
+    // the real server is reached (the legit path keeps working)
+    const ok = await airlockClient(d, ["actions", "list", "--json"]);
+    expect({ code: ok.code, stderr: ok.stderr }).toEqual({ code: 0, stderr: "" });
+  } finally {
+    await relay!.stop(true);
+  }
+}, 120_000);
+
+test("config 127.0.0.1: a listener there that relays the proof to the data dir's server on the same port of 127.0.0.2 gets no token", async () => {
+  const port = await deadPort();
+  const d = scratch.dataDir("airlock-proof-addr-", port);
+  await scratch.serve(d, ["--host", "127.0.0.2", "--port", String(port)]);
+  rmSync(join(d, "serve.lock"));
+  const token = readFileSync(join(d, "api-token"), "utf8").trim();
+  const approver = readFileSync(join(d, "approver-token"), "utf8").trim();
+  const seen: string[] = [];
+  const relay = Bun.serve({
+    hostname: "127.0.0.1",
+    port,
+    async fetch(req) {
+      const url = new URL(req.url);
+      seen.push(`${url.pathname} ${req.headers.get("authorization") ?? "-"} ${req.headers.get("x-airlock-approver") ?? "-"}`);
+      if (url.pathname === "/server-proof") return fetch(`http://127.0.0.2:${port}/server-proof${url.search}`);
+      return Response.json({ actions: [], schedules: [], status: "ok" });
+    },
+  });
+  try {
+    for (const argv of [["actions", "list", "--json"], ["actions", "answer", "act_0000000000000000000000000", "--allow-once"], ["console"]]) {
+      const r = await airlockClient(d, argv);
+      expect({ argv, code: r.code }).toEqual({ argv, code: 1 });
+      expect(r.stderr).toContain("could not prove it is the airlock serve of the data dir");
+      expect(r.stdout).not.toContain(token);
+    }
+    expect(seen.filter((s) => !s.startsWith("/server-proof "))).toEqual([]);
+    expect(JSON.stringify(seen)).not.toContain(token);
+    expect(JSON.stringify(seen)).not.toContain(approver);
+  } finally {
+    await relay.stop(true);
+  }
+}, 120_000);
