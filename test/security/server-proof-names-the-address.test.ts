@@ -103,3 +103,20 @@ test("config 127.0.0.1: a listener there that relays the proof to the data dir's
     await relay.stop(true);
   }
 }, 120_000);
+
+// (a wildcard server.host is left out: its Host header, 0.0.0.0, is refused 421 by the server's Host check, as before the proof)
+for (const host of ["localhost", "127.0.0.1", "::1"]) {
+  test.skipIf(host === "::1" && !hasIpv6Loopback())(`config server.host ${host}, the data dir's server there and no serve.lock: the client commands prove it and work`, async () => {
+    const port = await deadPort();
+    const d = scratch.dataDir("airlock-proof-legit-", port);
+    writeFileSync(join(d, "airlock.yaml"), `mode: smart\nprovider: { name: scripted, script: turns.yaml }\nserver: { host: "${host}", port: ${port} }\n`);
+    await scratch.serve(d, ["--port", String(port)]);
+    rmSync(join(d, "serve.lock"));
+    const token = readFileSync(join(d, "api-token"), "utf8").trim();
+    const list = await airlockClient(d, ["actions", "list", "--json"]);
+    expect({ code: list.code, stderr: list.stderr }).toEqual({ code: 0, stderr: "" });
+    const link = await airlockClient(d, ["console"]);
+    expect({ code: link.code, stderr: link.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(link.stdout).toEndWith(`:${port}/#t=${token}\n`);
+  }, 60_000);
+}
