@@ -32,11 +32,11 @@ export function consoleLink(base: string, apiToken: string): string {
 export async function consoleCommand(opts: ConsoleOptions, env: Record<string, string | undefined> = process.env): Promise<number> {
   const { resolveContext, serverTarget } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
-  const { connectFailure, proofFailure, unreachable, unreachableAdvice } = await import("./server-client.ts");
+  const { connectFailure, proofFailure, provenConfigTarget, unreachable, unreachableAdvice } = await import("./server-client.ts");
   const { writeJson, writeStderr, writeStdout } = await import("./output.ts");
   const ctx = await resolveContext(opts, env);
   const tokens = ensureTokens(ctx.dataDir);
-  const target = await serverTarget(ctx, opts.url, env, tokens.approverToken);
+  const target = await provenConfigTarget(await serverTarget(ctx, opts.url, env, tokens.approverToken), tokens.apiToken, ctx.dataDir);
   const base = target.base;
   if (target.from === "config") {
     // the link carries the token: printed only for a server that proved it is this data dir's (nothing was sent)

@@ -97,7 +97,8 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   const ctx = await resolveContext(opts, env);
   const tokens = ensureTokens(ctx.dataDir);
   const token = tokens.apiToken;
-  let current = await serverTarget(ctx, opts.url, env, tokens.approverToken);
+  // (a config's host name with several addresses: the one that proves is used from here on, before any token is sent)
+  let current = await provenConfigTarget(await serverTarget(ctx, opts.url, env, tokens.approverToken), token, ctx.dataDir);
   const client: ServerClient = {
     get base() {
       return current.base;
@@ -154,6 +155,20 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
     },
   };
   return client;
+}
+
+/**
+ * `target`, or when it came from the config and its host name resolved to several addresses (cli/context.ts
+ * `configuredServerBases`), the target of the first of them that proves to hold `apiToken` ({@link proofFailure}; no
+ * token sent): the server binds one of the name's addresses, which the resolver may list second. None proving:
+ * `target` unchanged (its next proof says why). Other targets are returned as they are, with no request.
+ */
+export async function provenConfigTarget(target: ServerTarget, apiToken: string, dataDir: string): Promise<ServerTarget> {
+  if (target.from !== "config" || !target.alternates?.length) return target;
+  for (const base of [target.base, ...target.alternates]) {
+    if ((await proofFailure(base, apiToken, dataDir)) === null) return { ...target, base, alternates: [] };
+  }
+  return target;
 }
 
 /** How long the server proof may take before the address counts as not proven, ms. */

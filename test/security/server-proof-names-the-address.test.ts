@@ -15,6 +15,7 @@
 import { expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { provenConfigTarget } from "../../src/cli/server-client.ts";
 import { airlockClient, deadPort, serveScratch } from "../harness-serve.ts";
 
 const scratch = serveScratch();
@@ -120,3 +121,31 @@ for (const host of ["localhost", "127.0.0.1", "::1"]) {
     expect(link.stdout).toEndWith(`:${port}/#t=${token}\n`);
   }, 60_000);
 }
+
+test.skipIf(!hasIpv6Loopback())("a config host name with several addresses: the first that proves is used, a relay on the other one is passed over", async () => {
+  const port = await deadPort();
+  const d = scratch.dataDir("airlock-proof-alt-", port);
+  await scratch.serve(d, ["--host", "127.0.0.1", "--port", String(port)]);
+  const token = readFileSync(join(d, "api-token"), "utf8").trim();
+  const seen: string[] = [];
+  const relay = Bun.serve({
+    hostname: "::1",
+    port,
+    async fetch(req) {
+      const url = new URL(req.url);
+      seen.push(url.pathname);
+      return fetch(`http://127.0.0.1:${port}${url.pathname}${url.search}`);
+    },
+  });
+  try {
+    const target = { base: `http://[::1]:${port}`, alternates: [`http://127.0.0.1:${port}`], from: "config" as const, fromText: "the config", recorded: { state: "none" } as never };
+    expect((await provenConfigTarget(target, token, d)).base).toBe(`http://127.0.0.1:${port}`);
+    expect(seen).toEqual(["/server-proof"]);
+    // nothing proves: the target is kept (its next proof says why); a URL not from the config is not asked
+    expect((await provenConfigTarget(target, "0".repeat(64), d)).base).toBe(`http://[::1]:${port}`);
+    expect((await provenConfigTarget({ ...target, from: "--url" }, token, d)).base).toBe(`http://[::1]:${port}`);
+    expect(seen.length).toBe(2);
+  } finally {
+    await relay.stop(true);
+  }
+}, 60_000);
