@@ -149,3 +149,34 @@ test.skipIf(!hasIpv6Loopback())("a config host name with several addresses: the 
     await relay.stop(true);
   }
 }, 60_000);
+
+test("--url and $AIRLOCK_URL are not asked for a proof: the commands go straight to the URL given", async () => {
+  const port = await deadPort();
+  const d = scratch.dataDir("airlock-proof-url-", port);
+  const seen: string[] = [];
+  const given = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      seen.push(new URL(req.url).pathname);
+      return Response.json({ actions: [], schedules: [], status: "ok" });
+    },
+  });
+  try {
+    const url = `http://127.0.0.1:${given.port}`;
+    expect((await airlockClient(d, ["actions", "list", "--json", "--url", url])).code).toBe(0);
+    expect((await airlockClient(d, ["console", "--url", url])).code).toBe(0);
+    const p = Bun.spawn([process.execPath, join(import.meta.dir, "../../src/main.ts"), "schedule", "list", "--json", "--data-dir", d], {
+      cwd: d,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: url, NO_COLOR: "1" },
+    });
+    expect(await p.exited).toBe(0);
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen.filter((s) => s === "/server-proof")).toEqual([]);
+  } finally {
+    await given.stop(true);
+  }
+}, 60_000);
