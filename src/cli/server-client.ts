@@ -179,8 +179,9 @@ const PROOF_TIMEOUT_MS = 10_000;
  * proved it is the data dir's airlock serve: a fresh random nonce (32 bytes) goes to `GET /server-proof` (no token
  * sent), and the answer's `proof` must equal, compared in constant time, HMAC-SHA-256 under `apiToken` over the
  * nonce and `base`'s address and port (server/server-proof.ts; `base` holds an address, not a name: cli/context.ts
- * `configuredServerBase`). A server of the data dir on another port or address (relayed to) proves its own, not
- * this one; a name's proof cannot be checked (which address fetch dials is not known), so it never matches. Reasons: `cannot reach airlock serve at BASE: WHY.` when nothing answers (within
+ * `configuredServerBases`), or the wildcard of its family (`0.0.0.0`, `::`: a server bound there holds the port on
+ * every address of the family). A server of the data dir on another port or address (relayed to) proves its own,
+ * not this one; a name's proof cannot be checked (which address fetch dials is not known), so it never matches. Reasons: `cannot reach airlock serve at BASE: WHY.` when nothing answers (within
  * 10 s), else `what answers at BASE (the URL from the config's server.host/server.port) could not prove it is the
  * airlock serve of the data dir DIR (WHY), so nothing was sent there.`
  */
@@ -213,7 +214,12 @@ export async function proofFailure(base: string, apiToken: string, dataDir: stri
   } catch {
     return unproven("GET /server-proof got a body that is not JSON");
   }
-  return proofMatches(proof, serverProof(apiToken, address, port, nonce)) ? null : unproven("its proof for a fresh nonce does not match this data dir's API token and that address and port");
+  // a server bound to the wildcard of the dialled address's family holds that port on every address of the family:
+  // no other socket can bind one of them beside it (server/serve.ts sets no SO_REUSEPORT), so none can relay there
+  const { isIPv4, isIPv6 } = await import("node:net");
+  const wildcard = isIPv4(address) ? "0.0.0.0" : isIPv6(address) ? "::" : null;
+  const proven = proofMatches(proof, serverProof(apiToken, address, port, nonce)) || (wildcard !== null && proofMatches(proof, serverProof(apiToken, wildcard, port, nonce)));
+  return proven ? null : unproven("its proof for a fresh nonce does not match this data dir's API token and that address and port");
 }
 
 /** `what` (one sentence), then where the URL came from and what to do, each on an indented line of its own. */

@@ -180,3 +180,14 @@ test("--url and $AIRLOCK_URL are not asked for a proof: the commands go straight
     await given.stop(true);
   }
 }, 60_000);
+
+test("config 127.0.0.1, the data dir's server bound to 0.0.0.0 on that port and no serve.lock: its proof for the wildcard is taken", async () => {
+  const port = await deadPort();
+  const d = scratch.dataDir("airlock-proof-wild-", port);
+  await scratch.serve(d, ["--host", "0.0.0.0", "--port", String(port)]);
+  rmSync(join(d, "serve.lock"));
+  const list = await airlockClient(d, ["actions", "list", "--json"]);
+  expect({ code: list.code, stderr: list.stderr }).toEqual({ code: 0, stderr: "" });
+  // nothing can bind 127.0.0.1 on that port beside it (a relay there is impossible)
+  expect(() => Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("") })).toThrow();
+}, 60_000);
