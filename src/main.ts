@@ -53,7 +53,7 @@ function withJson(cmd: Command): Command {
 }
 
 function withUrl(cmd: Command): Command {
-  return cmd.addOption(new Option("--url <url>", "the running airlock serve (default: $AIRLOCK_URL, else the live airlock serve recorded in the data dir's serve.lock, else http://<server.host>:<server.port> from the config)").argParser(nonEmpty));
+  return cmd.addOption(new Option("--url <url>", "the running airlock serve (default: $AIRLOCK_URL, else the live airlock serve recorded in the data dir's serve.lock, else http://<server.host>:<server.port> from the config, sent a token only once it proves it holds the data dir's API token)").argParser(nonEmpty));
 }
 
 function examples(lines: string[]): string {
@@ -474,7 +474,8 @@ function addConsoleCommand(program: Command, done: (code: number) => void): void
           .summary("print the link that opens the watcher's console in a browser")
           .description(
             "Print http://HOST:PORT/#t=<api-token> for the running airlock serve: open it to watch sessions and answer cards.\n" +
-              "The server is the one --url or $AIRLOCK_URL names, else the live one recorded in the data dir's serve.lock (any port), else server.host:server.port of the config.\n" +
+              "The server is the one --url or $AIRLOCK_URL names, else the live one recorded in the data dir's serve.lock (any port), else server.host:server.port of the config\n" +
+              "(there, the link is printed only once the server proved it holds this data dir's API token: GET /server-proof).\n" +
               "The token is in the fragment (never sent to the server); the page keeps it in sessionStorage.",
           ),
       ),

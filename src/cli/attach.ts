@@ -88,6 +88,8 @@ export async function attach(sessionArg: string | undefined, opts: AttachOptions
   let target = sessionArg;
   if (!target) {
     let picked: string | null;
+    // (pickSession sends the token: the same check as every request of the client)
+    await client.ensureSendable();
     try {
       picked = await pickSession(client.base, apiToken);
     } catch (e) {

@@ -51,6 +51,29 @@ export function configuredServerUrl(ctx: CliContext): string {
 }
 
 /**
+ * {@link configuredServerUrl} with a host name (`localhost`) resolved once to its addresses, in the resolver's order
+ * (IPv6 bracketed; duplicates dropped): the client commands send the server proof, and every request after it, to one
+ * address, the first of these that proves it (cli/server-client.ts `provenConfigTarget`). A name left to the HTTP
+ * client may be dialled as the other loopback address (fetch tries `::1` first for `localhost`), whose same port any
+ * local process may bind, and the proof (server/server-proof.ts) covers the address it was answered for. An address
+ * host gives itself; a name that does not resolve is kept (the request then fails saying so).
+ */
+export async function configuredServerBases(ctx: CliContext): Promise<string[]> {
+  const host = ctx.config.server.host;
+  const { isIP } = await import("node:net");
+  if (isIP(host.replace(/^\[|\]$/g, "")) !== 0) return [configuredServerUrl(ctx)];
+  const { lookup } = await import("node:dns/promises");
+  let addresses: string[];
+  try {
+    addresses = (await lookup(host, { all: true })).map((a) => a.address);
+  } catch {
+    return [configuredServerUrl(ctx)];
+  }
+  const bases = [...new Set(addresses.map((a) => `http://${a.includes(":") ? `[${a}]` : a}:${ctx.config.server.port}`))];
+  return bases.length > 0 ? bases : [configuredServerUrl(ctx)];
+}
+
+/**
  * Why the config's address `base` must not be sent a token, or null: its host is loopback (`127.0.0.1`, `::1`,
  * `localhost`) or a wildcard, and a socket of another uid listens on its port on this machine (store/serve-lock.ts
  * `listenersOn`). Another local user who binds the port while no server of the data dir holds it would get the token
@@ -83,6 +106,11 @@ export interface ServerTarget {
   fromText: string;
   /** What the data dir's `serve.lock` says about a live server (store/serve-lock.ts `recordedServer`), whatever `from` is. */
   recorded: RecordedServer;
+  /**
+   * From the config only: the other addresses its host name resolved to ({@link configuredServerBases}), tried in turn
+   * when `base` gives no server proof (cli/server-client.ts `provenConfigTarget`).
+   */
+  alternates?: string[];
 }
 
 /** The target of a live server recorded in the data dir's `serve.lock` (its URL, and where it came from in words). */
@@ -94,8 +122,9 @@ export function lockTarget(recorded: Extract<RecordedServer, { state: "listening
  * The URL of the `airlock serve` the client commands (`console`, `actions`, `schedule`, `attach`) talk to: `--url`
  * (`url`), else `$AIRLOCK_URL` (non-empty), else the live server recorded in the data dir's `serve.lock` (trusted only
  * as store/serve-lock.ts `recordedServer` says: this user's file, writable by no one else, its process alive, its
- * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerUrl}. A
- * trailing slash is dropped.
+ * URL's MAC under `approverToken`, the data dir's approver token or null), else {@link configuredServerBases} (which
+ * the callers send a token only once it proved it holds the data dir's API token: cli/server-client.ts
+ * `proofFailure`). A trailing slash is dropped.
  * @throws AirlockError `server_unreachable` without `--url`/`$AIRLOCK_URL` while the lock's live server has no URL
  *   recorded (starting or stopping: it listens nowhere, so no address is given the token), or when the config's
  *   loopback port is held by another uid ({@link foreignListener}).
@@ -120,18 +149,18 @@ export async function serverTarget(ctx: CliContext, url: string | undefined, env
         { pid: recorded.pid },
       );
     case "none": {
-      const base = configuredServerUrl(ctx);
-      const foreign = await foreignListener(base);
+      const [base, ...alternates] = await configuredServerBases(ctx);
+      const foreign = await foreignListener(base!);
       if (foreign !== null) {
         throw new AirlockError(
           "server_unreachable",
           `${foreign}; ${recorded.why}.\n` +
             `  Start this data dir's server: airlock serve --data-dir ${ctx.dataDir} --port 0 (it records its URL in ${recorded.lockPath}),\n` +
             `  or pass --url http://HOST:PORT of the one running.`,
-          { port: Number(new URL(base).port || 80) },
+          { port: Number(new URL(base!).port || 80) },
         );
       }
-      return { base, from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded };
+      return { base: base!, from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded, alternates };
     }
     default:
       return assertNever(recorded);

@@ -40,14 +40,22 @@ export interface ServerClient {
    * Why `base` must not be sent a token now, or null. A URL from the data dir's `serve.lock` is followed only while
    * the lock still names a live server listening there (store/serve-lock.ts `recordedServer`, read again each time):
    * once that server stopped, its port is any local user's to take (a long-lived `attach` reconnects for hours).
-   * The config's address: the reason when another uid holds its loopback port (cli/context.ts `foreignListener`).
+   * The config's address: the reason when another uid holds its loopback port (cli/context.ts `foreignListener`),
+   * else when what answers there does not prove, to a fresh nonce, that it holds the data dir's API token and
+   * listens on that port ({@link proofFailure}: one `GET /server-proof` per check, no token sent).
    * Null for `--url` and `$AIRLOCK_URL`.
    */
   recheck(): Promise<string | null>;
   /**
+   * Resolves when `base` may be sent a token now ({@link ServerClient.recheck} gives no reason).
+   * @throws AirlockError `server_unreachable` with the reason, where the URL came from and what to do; nothing sent.
+   */
+  ensureSendable(): Promise<void>;
+  /**
    * Sends one request with the API token and parses the JSON answer.
    * @throws AirlockError `server_unreachable` when nothing answers at `base`, or what answers is not airlock serve, or
-   *   (nothing sent) `base` came from `serve.lock` and the lock no longer names a live server there ({@link ServerClient.recheck}).
+   *   (nothing sent) `base` came from `serve.lock` and the lock no longer names a live server there, or from the
+   *   config and what answers there gave no proof ({@link ServerClient.recheck}).
    */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
   /**
@@ -78,7 +86,8 @@ export function notFoundHint(hint: string): (r: ApiResponse) => string | undefin
 /**
  * Resolves the server's URL (`--url`, else `$AIRLOCK_URL`, else the live server recorded in the data dir's
  * `serve.lock`, else the config's `server.host:port`: cli/context.ts `serverTarget`) and the API token (from the
- * data dir), and returns a client for it.
+ * data dir), and returns a client for it. A URL from the config is sent a token only after it proved, on each
+ * request, that it holds that token ({@link ServerClient.recheck}, {@link proofFailure}).
  * @throws AirlockError `usage` / `config_invalid` from the data dir or config.
  */
 export async function connect(opts: ServerClientOptions, env: Record<string, string | undefined> = process.env): Promise<ServerClient> {
@@ -88,7 +97,8 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   const ctx = await resolveContext(opts, env);
   const tokens = ensureTokens(ctx.dataDir);
   const token = tokens.apiToken;
-  let current = await serverTarget(ctx, opts.url, env, tokens.approverToken);
+  // (a config's host name with several addresses: the one that proves is used from here on, before any token is sent)
+  let current = await provenConfigTarget(await serverTarget(ctx, opts.url, env, tokens.approverToken), token, ctx.dataDir);
   const client: ServerClient = {
     get base() {
       return current.base;
@@ -106,17 +116,21 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
     },
     async recheck() {
       const { base, from } = current;
-      if (from === "config") return foreignListener(base);
+      if (from === "config") return (await foreignListener(base)) ?? (await proofFailure(base, token, ctx.dataDir));
       if (from !== "serve.lock") return null;
       const now = recordedServer(ctx.dataDir, tokens.approverToken);
       if (now.state === "listening" && now.url === base) return null;
       return `the airlock serve recorded in ${now.lockPath} no longer listens at ${base} (${now.state === "listening" ? `it records ${now.url} now` : now.state === "starting" ? `its server (pid ${now.pid}) is starting or stopping` : now.why}), so nothing is sent there`;
     },
+    async ensureSendable() {
+      const target = current;
+      const gone = await client.recheck();
+      if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
+    },
     async call(method, path, body, headers = {}) {
       const target = current;
       const base = target.base;
-      const gone = await client.recheck();
-      if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
+      await client.ensureSendable();
       let res: Response;
       try {
         res = await fetch(base + path, {
@@ -143,8 +157,73 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   return client;
 }
 
+/**
+ * `target`, or when it came from the config and its host name resolved to several addresses (cli/context.ts
+ * `configuredServerBases`), the target of the first of them that proves to hold `apiToken` ({@link proofFailure}; no
+ * token sent): the server binds one of the name's addresses, which the resolver may list second. None proving:
+ * `target` unchanged (its next proof says why). Other targets are returned as they are, with no request.
+ */
+export async function provenConfigTarget(target: ServerTarget, apiToken: string, dataDir: string): Promise<ServerTarget> {
+  if (target.from !== "config" || !target.alternates?.length) return target;
+  for (const base of [target.base, ...target.alternates]) {
+    if ((await proofFailure(base, apiToken, dataDir)) === null) return { ...target, base, alternates: [] };
+  }
+  return target;
+}
+
+/** How long the server proof may take before the address counts as not proven, ms. */
+const PROOF_TIMEOUT_MS = 10_000;
+
+/**
+ * Why what answers at `base` (the config's `server.host:server.port`) must not be sent `apiToken`, or null when it
+ * proved it is the data dir's airlock serve: a fresh random nonce (32 bytes) goes to `GET /server-proof` (no token
+ * sent), and the answer's `proof` must equal, compared in constant time, HMAC-SHA-256 under `apiToken` over the
+ * nonce and `base`'s address and port (server/server-proof.ts; `base` holds an address, not a name: cli/context.ts
+ * `configuredServerBases`), or the wildcard of its family (`0.0.0.0`, `::`: a server bound there holds the port on
+ * every address of the family). A server of the data dir on another port or address (relayed to) proves its own,
+ * not this one; a name's proof cannot be checked (which address fetch dials is not known), so it never matches. Reasons: `cannot reach airlock serve at BASE: WHY.` when nothing answers (within
+ * 10 s), else `what answers at BASE (the URL from the config's server.host/server.port) could not prove it is the
+ * airlock serve of the data dir DIR (WHY), so nothing was sent there.`
+ */
+export async function proofFailure(base: string, apiToken: string, dataDir: string): Promise<string | null> {
+  const { randomBytes } = await import("node:crypto");
+  const { serverProof, proofMatches } = await import("../server/server-proof.ts");
+  const nonce = randomBytes(32).toString("hex");
+  const unproven = (why: string) =>
+    `what answers at ${base} (the URL from the config's server.host/server.port) could not prove it is the airlock serve of the data dir ${dataDir} (${why}), so nothing was sent there.`;
+  let port: number;
+  let address: string;
+  try {
+    const u = new URL(base);
+    port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
+    address = u.hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    return unproven("the URL is not valid");
+  }
+  let res: Response;
+  try {
+    res = await fetch(`${base}/server-proof?nonce=${nonce}`, { redirect: "manual", signal: AbortSignal.timeout(PROOF_TIMEOUT_MS) });
+  } catch (e) {
+    return `cannot reach airlock serve at ${base}: ${connectFailure(e)}.`;
+  }
+  const text = await res.text().catch(() => "");
+  if (res.status !== 200) return unproven(`GET /server-proof got HTTP ${res.status}`);
+  let proof: unknown;
+  try {
+    proof = (JSON.parse(text) as { proof?: unknown } | null)?.proof;
+  } catch {
+    return unproven("GET /server-proof got a body that is not JSON");
+  }
+  // a server bound to the wildcard of the dialled address's family holds that port on every address of the family:
+  // no other socket can bind one of them beside it (server/serve.ts sets no SO_REUSEPORT), so none can relay there
+  const { isIPv4, isIPv6 } = await import("node:net");
+  const wildcard = isIPv4(address) ? "0.0.0.0" : isIPv6(address) ? "::" : null;
+  const proven = proofMatches(proof, serverProof(apiToken, address, port, nonce)) || (wildcard !== null && proofMatches(proof, serverProof(apiToken, wildcard, port, nonce)));
+  return proven ? null : unproven("its proof for a fresh nonce does not match this data dir's API token and that address and port");
+}
+
 /** `what` (one sentence), then where the URL came from and what to do, each on an indented line of its own. */
-function unreachable(what: string, target: ServerTarget, dataDir: string): AirlockError {
+export function unreachable(what: string, target: ServerTarget, dataDir: string): AirlockError {
   return new AirlockError("server_unreachable", `${what}\n  The URL came from ${target.fromText}.\n${unreachableAdvice(target, dataDir)}`);
 }
 

@@ -239,7 +239,7 @@ function gshadowPrivate(names: Set<string>): boolean {
 
 /** The two bearer tokens and their files. */
 export interface Tokens {
-  /** `Authorization: Bearer <apiToken>` for every HTTP route but `/health`. */
+  /** `Authorization: Bearer <apiToken>` for every HTTP route but `/health`, `/server-proof` and the console's page files. */
   apiToken: string;
   /** `X-Airlock-Approver: <approverToken>`: user proof for allowing calls that need it. */
   approverToken: string;

@@ -26,6 +26,12 @@ export const Health = z.strictObject({
 });
 export type Health = z.infer<typeof Health>;
 
+/** `GET /server-proof`: HMAC-SHA-256 under the API token over the domain, the address and port the server is bound to and the nonce (server/server-proof.ts), lowercase hex. */
+export const ServerProof = z.strictObject({
+  proof: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type ServerProof = z.infer<typeof ServerProof>;
+
 /** `POST /sessions`: the session, plus `warnings` for a root whose workspace's Claude Code hooks are not (fully) run. */
 export const SessionCreated = z.object({ ...Session.shape, warnings: z.array(z.string()).optional() });
 export type SessionCreated = z.infer<typeof SessionCreated>;

@@ -11,10 +11,12 @@ import { consoleApiRoutes, consolePublicRoutes } from "../console/routes.ts";
 import { AirlockError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { join } from "node:path";
-import type { Health } from "./api-schemas.ts";
+import type { Health, ServerProof } from "./api-schemas.ts";
 import { apiErrorHandler, notFoundResponse } from "./error-response.ts";
 import { bearerAuth } from "./middleware/auth.ts";
 import { hostGuard } from "./middleware/host.ts";
+import { ServerProofQuery, serverProof } from "./server-proof.ts";
+import { parseQuery } from "./validate.ts";
 import { openApiDocument } from "./openapi.ts";
 import { actionsRoutes } from "./routes/actions.ts";
 import { auditRoutes } from "./routes/audit.ts";
@@ -28,6 +30,11 @@ export interface AppOptions {
   heartbeatMs?: number;
   /** Where the SSE routes register their streams, so the server ends them cleanly when it stops (server/serve.ts). */
   streams?: SseStreams;
+  /**
+   * The address and port the server is bound to, once it is (server/serve.ts): what `GET /server-proof` proves.
+   * Undefined (or a getter answering undefined: not listening) makes that route answer 500 `internal`.
+   */
+  listenAddress?: () => { address: string; port: number } | undefined;
   /** Extra route groups mounted behind auth (actions, schedules, runs), each a Hono app with full paths. */
   extraRoutes?: Hono[];
 }
@@ -60,6 +67,13 @@ export function createApp(rt: Runtime, opts: AppOptions = {}): Hono {
   app.get("/health", (c) => {
     const n = rt.notify.stats();
     return c.json({ status: "ok", version, notify: { sent: n.sent, failed: n.failed } } satisfies Health);
+  });
+  // The server proof (server/server-proof.ts): no token needed, nothing told but the proof of a client's nonce
+  app.get("/server-proof", (c) => {
+    const { nonce } = parseQuery(c, ServerProofQuery);
+    const bound = opts.listenAddress?.();
+    if (bound === undefined) throw new AirlockError("internal", "this app is not served on a port (server/serve.ts startServer), so it has no proof to give");
+    return c.json({ proof: serverProof(rt.tokens.apiToken, bound.address, bound.port, nonce) } satisfies ServerProof);
   });
   // The OpenAPI 3.1 document of these routes (server/openapi.ts), behind the token like the rest.
   app.get("/openapi.json", (c) => c.body(openApiDocument().text, 200, { "content-type": "application/json; charset=utf-8" }));

@@ -19,6 +19,7 @@ import { ERROR_CODES, HTTP_STATUS, type ErrorCode } from "../errors.ts";
 import { AuditQueryParams } from "../store/audit-log.ts";
 import { Message, Session } from "../session/types.ts";
 import * as Api from "./api-schemas.ts";
+import { ServerProofQuery } from "./server-proof.ts";
 import { DecisionBody } from "./routes/actions.ts";
 import { NewScheduleBody, RunsQuery } from "./routes/schedules.ts";
 import { CreateSessionBody, ListLimit, ReplyBody } from "./routes/sessions.ts";
@@ -37,7 +38,7 @@ export interface ApiRoute {
   path: string;
   summary: string;
   tag: string;
-  /** Served without the bearer token (`/health`, the console's files). */
+  /** Served without the bearer token (`/health`, `/server-proof`, the console's files). */
   public?: true;
   body?: z.ZodType;
   query?: z.ZodObject;
@@ -54,6 +55,16 @@ const APPROVER = { name: "X-Airlock-Approver", description: "the approver token 
 /** Every route of the app (server/app.ts), in the order docs/api.md lists them. */
 export const API_ROUTES: readonly ApiRoute[] = [
   { method: "get", path: "/health", tag: "server", public: true, summary: "Liveness, version and notification counts (no token)", ok: { status: 200, json: Api.Health }, errors: [] },
+  {
+    method: "get",
+    path: "/server-proof",
+    tag: "server",
+    public: true,
+    summary: "Proof that this server holds the API token and is bound to its address and port: HMAC over a client's nonce (no token)",
+    query: ServerProofQuery,
+    ok: { status: 200, json: Api.ServerProof },
+    errors: ["bad_request"],
+  },
   { method: "get", path: "/openapi.json", tag: "server", summary: "This document", ok: { status: 200, json: z.record(z.string(), z.unknown()) }, errors: [] },
   { method: "post", path: "/sessions", tag: "sessions", summary: "Create a session", body: CreateSessionBody, ok: { status: 201, json: Api.SessionCreated }, errors: ["bad_request", "privacy_violation", "session_not_found"] },
   { method: "get", path: "/sessions", tag: "sessions", summary: "List sessions, newest first", query: z.object({ limit: ListLimit.optional() }), ok: { status: 200, json: Api.SessionList }, errors: ["bad_request"] },
@@ -261,7 +272,7 @@ function buildDocument(): Json {
     info: {
       title: "airlock local API",
       version,
-      description: "The HTTP API of `airlock serve` (docs/api.md, SPEC §6). Every route but /health and the console's files needs `Authorization: Bearer <api-token>`.",
+      description: "The HTTP API of `airlock serve` (docs/api.md, SPEC §6). Every route but /health, /server-proof and the console's files needs `Authorization: Bearer <api-token>`.",
     },
     // relative: the server that served this document (default http://127.0.0.1:7420, server.host / server.port)
     servers: [{ url: "/", description: "the airlock serve that answered GET /openapi.json" }],

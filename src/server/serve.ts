@@ -39,7 +39,8 @@ export interface ServerHandle {
 export function startServer(rt: Runtime, opts: { host?: string; port?: number } & AppOptions = {}): ServerHandle {
   const hostname = opts.host ?? rt.config.server.host;
   const streams = new SseStreams();
-  const app = createApp(rt, { ...opts, host: hostname, streams });
+  let listenAddress: { address: string; port: number } | undefined;
+  const app = createApp(rt, { ...opts, host: hostname, streams, listenAddress: () => listenAddress });
   const server = Bun.serve({
     hostname,
     port: opts.port ?? rt.config.server.port,
@@ -49,6 +50,10 @@ export function startServer(rt: Runtime, opts: { host?: string; port?: number } 
     // refuses an over-limit Content-Length before reading, and stops a chunked body at the limit.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
   });
+  // (Bun's Server has `address`, the bound socket's, but its types do not say so)
+  const bound = (server as unknown as { address?: { address?: string } }).address?.address;
+  // the proof names the address bound (server/server-proof.ts); none known: no proof is given (500 internal)
+  listenAddress = bound ? { address: bound, port: server.port! } : undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -70,8 +75,6 @@ export function startServer(rt: Runtime, opts: { host?: string; port?: number } 
   const url = `http://${shownHost}:${server.port}`;
   // notification links point here unless `notify.console_url` names another base (a tunnel)
   rt.notify.setServerUrl(url);
-  // (Bun's Server has `address`, the bound socket's, but its types do not say so)
-  const bound = (server as unknown as { address?: { address?: string } }).address?.address;
   const named = !/^[\d.]+$/.test(hostname) && !hostname.includes(":");
   const lockUrl = named && bound === "127.0.0.1" ? `http://127.0.0.1:${server.port}` : named && bound === "::1" ? `http://[::1]:${server.port}` : url;
   return { url, hostname, port: server.port!, lockUrl, stop };

@@ -145,7 +145,7 @@ describe("help", () => {
       const r = await airlock([...cmd, "--help"]);
       expect(r.code).toBe(0);
       expect(r.stdout.replace(/\s+/g, " ")).toContain(
-        "--url <url> the running airlock serve (default: $AIRLOCK_URL, else the live airlock serve recorded in the data dir's serve.lock, else http://<server.host>:<server.port> from the config)",
+        "--url <url> the running airlock serve (default: $AIRLOCK_URL, else the live airlock serve recorded in the data dir's serve.lock, else http://<server.host>:<server.port> from the config, sent a token only once it proves it holds the data dir's API token)",
       );
     }
     const top = await airlock(["--help"]);

@@ -1,6 +1,6 @@
 /**
  * @module server/middleware/auth
- * Bearer-token authentication for every route but `/health` (SPEC §6). The comparison is
+ * Bearer-token authentication for every route but `/health` and `/server-proof` (SPEC §6). The comparison is
  * constant-time: both sides are hashed to equal length, then compared with `timingSafeEqual`.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
@@ -30,10 +30,10 @@ export function authProblem(header: string, expected: string): string | null {
   return null;
 }
 
-/** Requires `Authorization: Bearer <token>`; `/health` is exempt. @throws AirlockError `unauthorized` (401) saying what was wrong. */
+/** Requires `Authorization: Bearer <token>`; `/health` and `/server-proof` are exempt. @throws AirlockError `unauthorized` (401) saying what was wrong. */
 export function bearerAuth(token: () => string): MiddlewareHandler {
   return async function bearerAuthMiddleware(c, next) {
-    if (c.req.path === "/health") return next();
+    if (c.req.path === "/health" || c.req.path === "/server-proof") return next();
     const problem = authProblem(c.req.header("authorization") ?? "", token());
     if (problem) throw new AirlockError("unauthorized", problem);
     await next();
