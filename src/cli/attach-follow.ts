@@ -91,9 +91,12 @@ export interface FollowSink {
   resolved(r: ActionResolved): void;
   /**
    * A connection line: `lost` when the server went away (with the wait before the next try), `moved` when a reconnect
-   * attempt follows the data dir's server to a new URL (`ServerClient.refind`), `back` when a snapshot came after a loss.
+   * attempt follows the data dir's server to a new URL (`ServerClient.refind`), `back` when a snapshot came after a loss,
+   * `refused` when a reconnect attempt sent nothing because `ServerClient.recheck` gave a reason (what answers at the
+   * config's address gave no server proof, a recorded server stopped): that reason, said once until it changes or the
+   * connection is back (the attempts go on).
    */
-  connection(state: "lost" | "moved" | "back", detail: string): void;
+  connection(state: "lost" | "moved" | "back" | "refused", detail: string): void;
   /** The set of the tree's sessions running a turn changed (or a snapshot came). */
   activity(): void;
 }
@@ -160,12 +163,18 @@ export function follow(o: FollowOptions): Follower {
   let epoch: string | null = null;
   let stopped = false;
   let isSynced = false;
+  /** The last reason `o.server.recheck` gave (null: none since it was said), and the one said last. */
+  let refusal: string | null = null;
+  let saidRefusal: string | null = null;
   const stopAc = new AbortController();
 
   /** {@link readSse}, once `o.server.recheck` allows it (else a plain Error, as a failed connection). */
   const sse = async (url: string, h: Record<string, string>, signal: AbortSignal, onEvent: (m: SseMessage) => void): Promise<void> => {
     const why = await o.server.recheck();
-    if (why !== null) throw new Error(why);
+    if (why !== null) {
+      refusal = why;
+      throw new Error(why);
+    }
     return readSse(url, h, signal, onEvent);
   };
   const inTree = (id: string): boolean => chainOf(id, known).some((l) => l.id === o.target);
@@ -180,7 +189,11 @@ export function follow(o: FollowOptions): Follower {
         cur = k.parent;
         continue;
       }
-      if ((await o.server.recheck()) !== null) return false;
+      const why = await o.server.recheck();
+      if (why !== null) {
+        refusal = why;
+        return false;
+      }
       const res = await fetch(`${base}/sessions/${encodeURIComponent(cur)}`, { headers, signal: stopAc.signal });
       if (res.status !== 200) return false;
       const s = (await res.json()) as Record<string, any>;
@@ -284,6 +297,7 @@ export function follow(o: FollowOptions): Follower {
               wait = backoff.first;
               if (reconnecting) {
                 reconnecting = false;
+                saidRefusal = null;
                 o.sink.connection("back", `reconnected to ${base}; the pending cards are as the server lists them now`);
               }
               o.sink.resync(cards);
@@ -350,6 +364,9 @@ export function follow(o: FollowOptions): Follower {
       running.clear();
       if (!reconnecting) o.sink.connection("lost", `the connection to ${base} dropped; reconnecting (first try in ${(wait / 1000).toFixed(1)} s, then up to every ${(backoff.max / 1000).toFixed(0)} s)`);
       reconnecting = true;
+      if (refusal !== null && refusal !== saidRefusal) o.sink.connection("refused", `${refusal} (still trying again, up to every ${(backoff.max / 1000).toFixed(0)} s)`);
+      saidRefusal = refusal ?? saidRefusal;
+      refusal = null;
       await new Promise<void>((r) => {
         const t = setTimeout(r, wait);
         stopAc.signal.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });

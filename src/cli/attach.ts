@@ -233,6 +233,7 @@ class AttachUi {
             case "lost":
               return this.line(this.c.red(`airlock: ${detail}`));
             case "moved":
+            case "refused":
               return this.line(this.c.yellow(`airlock: ${detail}`));
             case "back":
               return this.line(this.c.green(`airlock: ${detail}`));

@@ -32,7 +32,7 @@ export function consoleLink(base: string, apiToken: string): string {
 export async function consoleCommand(opts: ConsoleOptions, env: Record<string, string | undefined> = process.env): Promise<number> {
   const { resolveContext, serverTarget } = await import("./context.ts");
   const { ensureTokens } = await import("../config/paths.ts");
-  const { connectFailure, proofFailure, provenConfigTarget, unreachable, unreachableAdvice } = await import("./server-client.ts");
+  const { connectFailure, proofRefusal, provenConfigTarget, unreachable, unreachableAdvice } = await import("./server-client.ts");
   const { writeJson, writeStderr, writeStdout } = await import("./output.ts");
   const ctx = await resolveContext(opts, env);
   const tokens = ensureTokens(ctx.dataDir);
@@ -40,8 +40,8 @@ export async function consoleCommand(opts: ConsoleOptions, env: Record<string, s
   const base = target.base;
   if (target.from === "config") {
     // the link carries the token: printed only for a server that proved it is this data dir's (nothing was sent)
-    const why = await proofFailure(base, tokens.apiToken, ctx.dataDir);
-    if (why !== null) throw unreachable(why, target, ctx.dataDir);
+    const refusal = await proofRefusal(base, tokens.apiToken, ctx.dataDir);
+    if (refusal !== null) throw unreachable(refusal.why, target, ctx.dataDir, refusal.answered);
   }
   const link = consoleLink(base, tokens.apiToken);
   if (opts.json) writeJson({ url: link });

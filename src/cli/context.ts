@@ -42,11 +42,22 @@ export async function resolveContext(opts: CommonOptions, env: Record<string, st
 }
 
 /**
- * `http://<server.host>:<server.port>` from the config (IPv6 hosts bracketed): where `airlock serve` listens by
- * default, and where the client commands look when nothing else names a server.
+ * The address a client dials for the bind address `host`: a wildcard (`0.0.0.0`, `::`, which no client can dial and
+ * the server's Host check refuses) as the loopback address of its family (`127.0.0.1`, `::1`), as store/serve-lock.ts
+ * does for a lock's URL; any other host as it is.
+ */
+export function dialHost(host: string): string {
+  return host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+}
+
+/**
+ * `http://<server.host>:<server.port>` from the config (IPv6 hosts bracketed; a wildcard host as the loopback address
+ * of its family: {@link dialHost}): where `airlock serve` listens by default, and where the client commands look when
+ * nothing else names a server.
  */
 export function configuredServerUrl(ctx: CliContext): string {
-  const host = ctx.config.server.host.includes(":") ? `[${ctx.config.server.host}]` : ctx.config.server.host;
+  const dialled = dialHost(ctx.config.server.host);
+  const host = dialled.includes(":") ? `[${dialled}]` : dialled;
   return `http://${host}:${ctx.config.server.port}`;
 }
 
@@ -93,7 +104,15 @@ export async function foreignListener(base: string): Promise<string | null> {
   const other = (listenersOn(port) ?? []).find((r) => r.uid !== me);
   return other === undefined
     ? null
-    : `port ${port} on this machine is held by uid ${other.uid}, not by the user airlock runs as (${me}), so no airlock serve of this data dir listens there and nothing is sent to ${base} (URL from the config's server.host/server.port)`;
+    : `port ${port} on this machine is held by uid ${other.uid}, not by the user airlock runs as (${me}), so no airlock serve of this data dir listens there and nothing is sent to ${base}`;
+}
+
+/**
+ * Where the config's server address comes from, in words: `server.host/server.port of the config FILE`, or, with no
+ * config file, `the default server.host/server.port (no config file at <data dir>/airlock.yaml)`.
+ */
+export function configOrigin(ctx: CliContext): string {
+  return ctx.configPath !== null ? `server.host/server.port of the config ${ctx.configPath}` : `the default server.host/server.port (no config file at ${ctx.dataDir}/airlock.yaml)`;
 }
 
 /** The server a client command talks to, and where its URL came from. */
@@ -154,13 +173,13 @@ export async function serverTarget(ctx: CliContext, url: string | undefined, env
       if (foreign !== null) {
         throw new AirlockError(
           "server_unreachable",
-          `${foreign}; ${recorded.why}.\n` +
+          `${foreign}; ${recorded.why}.\n  The URL came from ${configOrigin(ctx)}.\n` +
             `  Start this data dir's server: airlock serve --data-dir ${ctx.dataDir} --port 0 (it records its URL in ${recorded.lockPath}),\n` +
             `  or pass --url http://HOST:PORT of the one running.`,
           { port: Number(new URL(base!).port || 80) },
         );
       }
-      return { base: base!, from: "config", fromText: `server.host/server.port of the config, as ${recorded.why}`, recorded, alternates };
+      return { base: base!, from: "config", fromText: `${configOrigin(ctx)}, as ${recorded.why}`, recorded, alternates };
     }
     default:
       return assertNever(recorded);

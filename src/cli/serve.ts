@@ -64,6 +64,8 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
   const ctx = await resolveContext(opts);
   const host = opts.host ?? ctx.config.server.host;
   const port = opts.port ?? ctx.config.server.port;
+  // (the config's server.host is checked by its schema; --host the same way: a bracketed address would be shown as [[::1]])
+  if (/[[\]]/.test(host)) throw new AirlockError("usage", `--host ${host}: write an IPv6 address without brackets, e.g. --host ::1 (not [::1])`);
   const { chooseStorage } = await import("../store/storage.ts");
   const storage = chooseStorage(ctx.config.storage);
   // --role api|worker needs the store several processes share (PostgreSQL); on SQLite one process serves every role
@@ -139,13 +141,15 @@ async function serveUntil(opts: ServeOptions, role: ServeRole, stopped: Promise<
     await rt.close();
     throw bindError(e, host, port);
   }
+  // a wildcard bind is dialled (and its Host accepted) as loopback of its family: the curl hint and the console link name it
+  const dialBase = consoleBase(server.lockUrl, server.hostname, server.port);
   writeStderr(
     `airlock: listening on ${server.url} (data dir ${ctx.dataDir})${opts.headless ? "; headless: every ask is refused at once" : ""}\n` +
       storeLine +
       (role === "api" ? "airlock: role api: turns asked for here are queued for a worker (airlock serve --role worker|all on this database); schedule fires are only enqueued here\n" : "") +
       `airlock: API token in ${rt.tokens.apiTokenPath}; approver token in ${rt.tokens.approverTokenPath}\n` +
-      `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${server.lockUrl}/sessions\n` +
-      `airlock: console: ${consoleLink(consoleBase(server.lockUrl, server.hostname, server.port), rt.tokens.apiToken)}\n` +
+      `airlock: try: curl -s -H "Authorization: Bearer $(cat ${rt.tokens.apiTokenPath})" ${dialBase}/sessions\n` +
+      `airlock: console: ${consoleLink(dialBase, rt.tokens.apiToken)}\n` +
       `airlock: walkthrough: docs/quickstart.md\n`,
   );
   await stopped;
@@ -200,15 +204,23 @@ export function bindError(e: unknown, host: string, port: number): unknown {
       return new AirlockError("usage", `not allowed to listen on port ${port} on ${host} (ports below 1024 need privileges); ${fix}`);
     case "EADDRNOTAVAIL":
       return new AirlockError("usage", `cannot listen on ${host}: it is not an address of this machine; pass --host 127.0.0.1 (or set server.host)`);
+    case "EINVAL":
+    case "ENOTFOUND":
+    case "EAI_NONAME":
+    case "EAI_AGAIN":
+      // a host the system cannot listen on (`localhost.`, a name that does not resolve): not airlock's fault
+      return new AirlockError("usage", `cannot listen on ${JSON.stringify(host)} port ${port} (${code}): it is not an address or name of this machine that can be listened on; pass --host 127.0.0.1 (or set server.host to an address such as 127.0.0.1, ::1 or 0.0.0.0)`);
     default:
       return e;
   }
 }
 
 /**
- * The base URL the console link should use: the server's own URL, except that a wildcard bind (0.0.0.0, ::)
- * is shown as loopback, since the Host check only accepts loopback names or the configured host.
+ * The base URL the console link and the banner's curl hint use: the server's own URL, except that a wildcard bind is
+ * shown as the loopback address of its family (0.0.0.0 as 127.0.0.1, :: as [::1], as `serve.lock` and
+ * `airlock console` give it: cli/context.ts `dialHost`), since no client dials a wildcard and the Host check only
+ * accepts loopback names or the configured host.
  */
 export function consoleBase(url: string, hostname: string, port: number): string {
-  return hostname === "0.0.0.0" || hostname === "::" ? `http://127.0.0.1:${port}` : url;
+  return hostname === "0.0.0.0" ? `http://127.0.0.1:${port}` : hostname === "::" ? `http://[::1]:${port}` : url;
 }

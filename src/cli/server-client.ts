@@ -99,6 +99,8 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
   const token = tokens.apiToken;
   // (a config's host name with several addresses: the one that proves is used from here on, before any token is sent)
   let current = await provenConfigTarget(await serverTarget(ctx, opts.url, env, tokens.approverToken), token, ctx.dataDir);
+  /** Whether the last reason of `recheck` was that another program answers (or listens) at the config's address. */
+  let taken = false;
   const client: ServerClient = {
     get base() {
       return current.base;
@@ -116,7 +118,13 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
     },
     async recheck() {
       const { base, from } = current;
-      if (from === "config") return (await foreignListener(base)) ?? (await proofFailure(base, token, ctx.dataDir));
+      taken = false;
+      if (from === "config") {
+        const foreign = await foreignListener(base);
+        const refusal = foreign !== null ? { why: `${foreign}.`, answered: true } : await proofRefusal(base, token, ctx.dataDir);
+        taken = refusal?.answered ?? false;
+        return refusal?.why ?? null;
+      }
       if (from !== "serve.lock") return null;
       const now = recordedServer(ctx.dataDir, tokens.approverToken);
       if (now.state === "listening" && now.url === base) return null;
@@ -125,7 +133,7 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
     async ensureSendable() {
       const target = current;
       const gone = await client.recheck();
-      if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir);
+      if (gone !== null) throw unreachable(gone, { ...target, recorded: recordedServer(ctx.dataDir, tokens.approverToken) }, ctx.dataDir, taken);
     },
     async call(method, path, body, headers = {}) {
       const target = current;
@@ -182,15 +190,26 @@ const PROOF_TIMEOUT_MS = 10_000;
  * `configuredServerBases`), or the wildcard of its family (`0.0.0.0`, `::`: a server bound there holds the port on
  * every address of the family). A server of the data dir on another port or address (relayed to) proves its own,
  * not this one; a name's proof cannot be checked (which address fetch dials is not known), so it never matches. Reasons: `cannot reach airlock serve at BASE: WHY.` when nothing answers (within
- * 10 s), else `what answers at BASE (the URL from the config's server.host/server.port) could not prove it is the
- * airlock serve of the data dir DIR (WHY), so nothing was sent there.`
+ * 10 s), else `what answers at BASE could not prove it is the airlock serve of the data dir DIR (WHY), so nothing
+ * was sent there.` ({@link proofRefusal} also says which of the two it is).
  */
 export async function proofFailure(base: string, apiToken: string, dataDir: string): Promise<string | null> {
+  return (await proofRefusal(base, apiToken, dataDir))?.why ?? null;
+}
+
+/**
+ * Why a token must not be sent to what answers at `base`, as {@link proofFailure} says (`why`), and whether something
+ * answered there (`answered`: an HTTP answer that is no proof, i.e. another program, or another data dir's server,
+ * holds that port), or null when it proved it is the data dir's airlock serve.
+ */
+export async function proofRefusal(base: string, apiToken: string, dataDir: string): Promise<{ why: string; answered: boolean } | null> {
   const { randomBytes } = await import("node:crypto");
   const { serverProof, proofMatches } = await import("../server/server-proof.ts");
   const nonce = randomBytes(32).toString("hex");
-  const unproven = (why: string) =>
-    `what answers at ${base} (the URL from the config's server.host/server.port) could not prove it is the airlock serve of the data dir ${dataDir} (${why}), so nothing was sent there.`;
+  const unproven = (why: string, answered = true) => ({
+    why: `what answers at ${base} could not prove it is the airlock serve of the data dir ${dataDir} (${why}), so nothing was sent there.`,
+    answered,
+  });
   let port: number;
   let address: string;
   try {
@@ -198,13 +217,13 @@ export async function proofFailure(base: string, apiToken: string, dataDir: stri
     port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
     address = u.hostname.replace(/^\[|\]$/g, "");
   } catch {
-    return unproven("the URL is not valid");
+    return unproven("the URL is not valid", false);
   }
   let res: Response;
   try {
     res = await fetch(`${base}/server-proof?nonce=${nonce}`, { redirect: "manual", signal: AbortSignal.timeout(PROOF_TIMEOUT_MS) });
   } catch (e) {
-    return `cannot reach airlock serve at ${base}: ${connectFailure(e)}.`;
+    return { why: `cannot reach airlock serve at ${base}: ${connectFailure(e)}.`, answered: false };
   }
   const text = await res.text().catch(() => "");
   if (res.status !== 200) return unproven(`GET /server-proof got HTTP ${res.status}`);
@@ -222,9 +241,12 @@ export async function proofFailure(base: string, apiToken: string, dataDir: stri
   return proven ? null : unproven("its proof for a fresh nonce does not match this data dir's API token and that address and port");
 }
 
-/** `what` (one sentence), then where the URL came from and what to do, each on an indented line of its own. */
-export function unreachable(what: string, target: ServerTarget, dataDir: string): AirlockError {
-  return new AirlockError("server_unreachable", `${what}\n  The URL came from ${target.fromText}.\n${unreachableAdvice(target, dataDir)}`);
+/**
+ * `what` (one sentence), then where the URL came from and what to do, each on an indented line of its own
+ * ({@link unreachableAdvice}; `taken`: another program answers at `target.base`, as {@link proofRefusal} says).
+ */
+export function unreachable(what: string, target: ServerTarget, dataDir: string, taken = false): AirlockError {
+  return new AirlockError("server_unreachable", `${what}\n  The URL came from ${target.fromText}.\n${unreachableAdvice(target, dataDir, taken)}`);
 }
 
 /**
@@ -264,9 +286,11 @@ export function connectFailure(e: unknown): string {
 /**
  * What to do when nothing (or not airlock serve) answers at `target.base`, as indented lines (no trailing newline).
  * While a live server holds the data dir (its `serve.lock`), starting another is never advised: a second
- * `airlock serve` on it exits 2 `data_dir_in_use`.
+ * `airlock serve` on it exits 2 `data_dir_in_use`. With `taken` (another program answers at the config's address, or
+ * another user listens on its port) starting one is not advised either (it would find the port in use): stopping that
+ * program, another `server.port`, or `--url` of the server meant is.
  */
-export function unreachableAdvice(target: ServerTarget, dataDir: string): string {
+export function unreachableAdvice(target: ServerTarget, dataDir: string, taken = false): string {
   const r = target.recorded;
   switch (r.state) {
     case "listening":
@@ -286,6 +310,17 @@ export function unreachableAdvice(target: ServerTarget, dataDir: string): string
         `  Try again in a moment, or see its terminal or log. A second airlock serve on this data dir would be refused with data_dir_in_use.`
       );
     case "none":
+      if (taken && target.from === "config") {
+        let port = "its port";
+        try {
+          port = `port ${new URL(target.base).port}`;
+        } catch {}
+        return (
+          `  ${port[0]!.toUpperCase()}${port.slice(1)} is taken by another program (not the airlock serve of the data dir ${dataDir}), so an airlock serve started now would find it in use.\n` +
+          `  Stop that program, or set server.port in the config to a free port (airlock serve then listens there),\n` +
+          `  or pass the URL of the airlock serve meant with --url http://HOST:PORT, with --data-dir set to its data dir.`
+        );
+      }
       return (
         `  To start one, run in another terminal: airlock serve --data-dir ${dataDir}\n` +
         `  If one runs already, pass its URL with --url http://HOST:PORT (or export AIRLOCK_URL=http://HOST:PORT),\n` +

@@ -345,7 +345,12 @@ export const Config = z.strictObject({
     .default({}),
   server: z
     .strictObject({
-      host: z.string().default("127.0.0.1"),
+      /** The address (or name) `airlock serve` binds: an IPv6 address without brackets (`::1`, not `[::1]`). */
+      host: z
+        .string()
+        .min(1, "must name the address to listen on, e.g. 127.0.0.1")
+        .refine((h) => !h.includes("[") && !h.includes("]"), { message: "write an IPv6 address without brackets, e.g. ::1 (not [::1]): airlock adds them in URLs" })
+        .default("127.0.0.1"),
       port: z.number().int().min(0).max(65535).default(7420),
     })
     .default({ host: "127.0.0.1", port: 7420 }),
