@@ -130,7 +130,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     expect(r.code).toBe(1);
     expect(r.stderr).toStartWith(
       `airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port}: the connection was refused, so nothing listens on that port.\n` +
-        `  The URL came from server.host/server.port of the config, as the server ${join(d, "serve.lock")} records (pid ${gone.pid}) no longer runs: a stale lock.\n`,
+        `  The URL came from server.host/server.port of the config ${join(d, "airlock.yaml")}, as the server ${join(d, "serve.lock")} records (pid ${gone.pid}) no longer runs: a stale lock.\n`,
     );
     expect(r.stderr).toContain(`To start one, run in another terminal: airlock serve --data-dir ${d}`);
   }, 60_000);
@@ -141,7 +141,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     writeLock(d, process.pid, processStart(process.pid), 0o666);
     const r = await airlockClient(d, ["actions", "list"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`The URL came from server.host/server.port of the config, as ${join(d, "serve.lock")} is writable by other users (mode 0666), so it is not trusted.\n`);
+    expect(r.stderr).toContain(`The URL came from server.host/server.port of the config ${join(d, "airlock.yaml")}, as ${join(d, "serve.lock")} is writable by other users (mode 0666), so it is not trusted.\n`);
     // the console link carries the token: printed only for a server that proved it is the data dir's (none answers)
     const link = await airlockClient(d, ["console"]);
     expect(link).toMatchObject({ code: 1, stdout: "" });
@@ -155,7 +155,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
     symlinkSync(elsewhere, join(d, "serve.lock"));
     const s = await airlockClient(d, ["schedule", "list"]);
     expect(s.code).toBe(1);
-    expect(s.stderr).toContain(`The URL came from server.host/server.port of the config, as ${join(d, "serve.lock")} is a symbolic link, so it is not trusted.\n`);
+    expect(s.stderr).toContain(`The URL came from server.host/server.port of the config ${join(d, "airlock.yaml")}, as ${join(d, "serve.lock")} is a symbolic link, so it is not trusted.\n`);
   }, 60_000);
 
   test("a lock without the MAC under the data dir's approver token is ignored (a hook or tool process can write the data dir, not read the token)", async () => {
@@ -168,7 +168,7 @@ describe("a serve.lock not to be trusted: the commands use the config's address"
       writeLock(d, process.pid, processStart(process.pid), 0o600, key);
       const r = await airlockClient(d, ["actions", "list"]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port}: the connection was refused, so nothing listens on that port.\n  The URL came from server.host/server.port of the config, as `);
+      expect(r.stderr).toStartWith(`airlock: server_unreachable: cannot reach airlock serve at http://127.0.0.1:${port}: the connection was refused, so nothing listens on that port.\n  The URL came from server.host/server.port of the config ${join(d, "airlock.yaml")}, as `);
       expect(r.stderr).toContain(why);
       const link = await airlockClient(d, ["console"]);
       expect(link).toMatchObject({ code: 1, stdout: "" });
