@@ -117,7 +117,8 @@ export interface Follower {
 export interface FollowOptions {
   /**
    * The server: its base URL (no trailing slash), read at every (re)connect, and `refind`, called before each reconnect
-   * attempt (cli/server-client.ts `ServerClient.refind`: a server restarted on another port is followed there), and
+   * attempt (cli/server-client.ts `ServerClient.refind`: a server restarted on another port is followed there, and
+   * one whose lock is gone is looked for at the config's address again), and
    * `recheck`, asked before each request: why `base` must not be sent the token now, or null (`ServerClient.recheck`:
    * a URL from `serve.lock` whose server stopped). A reason fails that request as a dropped connection does: the
    * follower waits and asks again, never connecting meanwhile.
@@ -373,7 +374,7 @@ export function follow(o: FollowOptions): Follower {
       });
       wait = Math.min(backoff.max, wait * 2);
       if (stopped) return;
-      const moved = o.server.refind();
+      const moved = await o.server.refind();
       if (moved !== null) o.sink.connection("moved", moved);
     }
   })();

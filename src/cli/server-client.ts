@@ -32,10 +32,15 @@ export interface ServerClient {
   /**
    * Reads the data dir's `serve.lock` again (store/serve-lock.ts `recordedServer`, with all its checks) when `base`
    * was not given by the person (`--url`, `$AIRLOCK_URL`): when a live server recorded there listens on another URL
-   * (a server restarted with `--port 0`), that URL becomes `base` and the line saying so is returned; else null (a
-   * URL the person gave is kept, and so is `base` while no live server is recorded there).
+   * (a server restarted with `--port 0`), that URL becomes `base` and the line saying so is returned. When `base` came
+   * from the lock and no live server is recorded there any more (state `none`: the lock gone, stale or not trusted),
+   * the whole target is resolved again (cli/context.ts `serverTarget`, then {@link provenConfigTarget}): the config's
+   * address, sent a token only once it proves ({@link ServerClient.recheck}), and the line saying so is returned (a
+   * server back on the config's port without a lock, e.g. a PostgreSQL store, is found). Else null: a URL the person
+   * gave is kept, and so is `base` while a recorded server starts or stops, or when the target cannot be resolved
+   * (another uid holds the config's port: the next attempt asks again).
    */
-  refind(): string | null;
+  refind(): Promise<string | null>;
   /**
    * Why `base` must not be sent a token now, or null. A URL from the data dir's `serve.lock` is followed only while
    * the lock still names a live server listening there (store/serve-lock.ts `recordedServer`, read again each time):
@@ -109,9 +114,24 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
       return current;
     },
     dataDir: ctx.dataDir,
-    refind() {
+    async refind() {
       if (current.from === "--url" || current.from === "$AIRLOCK_URL") return null;
       const recorded = recordedServer(ctx.dataDir, tokens.approverToken);
+      if (recorded.state === "none" && current.from === "serve.lock") {
+        let next: ServerTarget;
+        try {
+          next = await provenConfigTarget(await serverTarget(ctx, undefined, env, tokens.approverToken), token, ctx.dataDir);
+        } catch {
+          return null; // (another uid holds the config's port, or a server is starting: asked again at the next attempt)
+        }
+        const was = current.base;
+        current = next;
+        return next.from === "config"
+          ? `no live airlock serve of the data dir ${ctx.dataDir} is recorded any more; trying ${next.base} in place of ${was}, from ${next.fromText} (a token goes there only once it proves it is that server)`
+          : next.base === was
+            ? null
+            : `the airlock serve of the data dir ${ctx.dataDir} now listens on ${next.base} (${next.fromText}); following it there`;
+      }
       if (recorded.state !== "listening" || recorded.url === current.base) return null;
       current = lockTarget(recorded);
       return `the airlock serve of the data dir ${ctx.dataDir} now listens on ${recorded.url} (pid ${recorded.pid}, as its ${recorded.lockPath} says); following it there`;

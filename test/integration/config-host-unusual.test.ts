@@ -179,3 +179,42 @@ test("attach on the config's address whose port another program takes: the proof
   expect({ refusals, said }).toEqual({ refusals: 1, said });
   expect(said).toContain("GET /server-proof got HTTP 404");
 }, 60_000);
+
+test("attach that found its server in serve.lock falls back to the config's address when the server comes back there without a lock", async () => {
+  const port = await deadPort();
+  const d = scratch.dataDir("airlock-attachfallback-", port);
+  const first = await scratch.serve(d); // --port 0: attach finds it through serve.lock only
+  const token = readFileSync(join(d, "api-token"), "utf8").trim();
+  const h = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  const s = (await (await fetch(`${first.url}/sessions`, { method: "POST", headers: h, body: JSON.stringify({ workspace: d }) })).json()) as { id: string };
+  const attach = scratch.track(
+    Bun.spawn([process.execPath, MAIN, "attach", s.id, "--plain", "--data-dir", d], {
+      cwd: d,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, AIRLOCK_HOME: "", AIRLOCK_URL: "", NO_COLOR: "1" },
+    }),
+  );
+  let said = "";
+  void (async () => {
+    for await (const c of attach.stdout.pipeThrough(new TextDecoderStream())) said += c;
+  })();
+  void (async () => {
+    for await (const c of attach.stderr.pipeThrough(new TextDecoderStream())) said += c;
+  })();
+  const t0 = Date.now();
+  while (!said.includes("attached") && Date.now() - t0 < 20_000) await Bun.sleep(20);
+  expect(said).toContain("attached");
+  first.proc.kill("SIGTERM");
+  expect(await first.proc.exited).toBe(0);
+  while (!said.includes("dropped; reconnecting") && Date.now() - t0 < 20_000) await Bun.sleep(20);
+  // back on the config's port, its lock gone (as a lock-less store has none)
+  await scratch.serve(d, ["--port", String(port)]);
+  rmSync(join(d, "serve.lock"));
+  const t1 = Date.now();
+  while (!said.includes(`reconnected to http://127.0.0.1:${port}`) && Date.now() - t1 < 20_000) await Bun.sleep(50);
+  attach.kill("SIGTERM");
+  await attach.exited;
+  expect(said).toContain(`reconnected to http://127.0.0.1:${port}`);
+}, 60_000);
