@@ -30,8 +30,9 @@ export interface ServeOptions extends CommonOptions {
  * @returns 0 after a clean stop.
  * @throws AirlockError `data_dir_in_use` when another live `airlock serve` holds the data dir (its pid and URL in the
  *   message); `data_dir_unusable` for a read-only or full data dir; `usage` / `config_invalid` for a bad config; `usage` (exit 2, a setup problem)
- *   when the address cannot be bound: the port is in use, the host is not an address of this machine, or the
- *   port is privileged (see `bindError`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts),
+ *   when the address cannot be bound: the port is in use, the host is not an address of this machine or cannot be
+ *   listened on (`localhost.`), or the port is privileged (see `bindError`); `usage` for a bracketed `--host [::1]`
+ *   (the config's is `config_invalid`); `usage` for a `--role` other than `all` on the SQLite store (fleet/role.ts),
  *   and for `--role worker --headless` (headless is fixed where sessions are created: the api nodes);
  *   `storage_unavailable` on PostgreSQL when the user cannot create or use the schedule queue's schema
  *   `pgboss` (the message names the GRANT; store/pg-grants.ts).
@@ -192,7 +193,9 @@ function watchStop(writeStderr: (s: string) => void): { stopped: Promise<void>; 
 
 /**
  * Turns a failure to bind `host:port` into a usage error saying what to do (Bun's own message, "Failed to
- * start server. Is port N in use?", names neither the host nor the fix). Other errors pass through unchanged.
+ * start server. Is port N in use?", names neither the host nor the fix): EADDRINUSE, EACCES, EADDRNOTAVAIL, and
+ * EINVAL / ENOTFOUND / EAI_NONAME / EAI_AGAIN (a host that cannot be listened on, e.g. `localhost.`). Other errors
+ * pass through unchanged.
  */
 export function bindError(e: unknown, host: string, port: number): unknown {
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
