@@ -22,7 +22,7 @@
  * gate and pool in the `gate` step)
  */
 import { spawn } from "node:child_process";
-import { closeSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -40,7 +40,7 @@ import { sanitizedEnv } from "../../src/launcher/env.ts";
 import { TOOL_PROCESS } from "../../src/launcher/plan.ts";
 import { openSeccompFilter } from "../../src/launcher/probe.ts";
 import { releaseRoot } from "../../src/launcher/roots.ts";
-import { closeSeccomp, confinementFor, extraStdio, setUpSandbox } from "../../src/launcher/setup.ts";
+import { closeSeccomp, confinementFor, setUpSandbox } from "../../src/launcher/setup.ts";
 import { launch } from "../../src/launcher/spawn.ts";
 import { createRuntime } from "../../src/runtime.ts";
 import { ScriptPool, type RunOptions } from "../../src/script/pool.ts";
@@ -275,17 +275,24 @@ async function confined(): Promise<Ratio> {
       refuse: (why) => new AirlockError("sandbox_unavailable", why),
     });
     const argv = setup.argv;
-    const layout = extraStdio(setup).length;
+    const fds = setup.fds;
     closeSeccomp(setup);
     await releaseRoot(setup.prepared);
     const bare = () =>
       new Promise<number>((resolve, reject) => {
         const t0 = performance.now();
-        const fd = openSeccompFilter();
-        // the fds bwrap expects: 3 info pipe, 4 seccomp filter, 5 lifeline (as planned: extraStdio)
-        const extra = layout === 3 ? ["pipe", fd, "pipe"] : layout === 2 ? ["pipe", "pipe"] : [];
+        // the fds bwrap expects, in the slots the launcher planned (launcher/setup.ts extraStdio): the info pipe, a
+        // seccomp filter, the lifeline pipe, and for the reaper's mark (which bwrap and its init only hold) /dev/null
+        const seccompFd = fds.seccomp !== undefined ? openSeccompFilter() : undefined;
+        const markFd = openSync("/dev/null", "r");
+        const extra: ("pipe" | number)[] = [];
+        if (fds.info !== undefined) extra[fds.info - 3] = "pipe";
+        if (seccompFd !== undefined) extra[fds.seccomp! - 3] = seccompFd;
+        extra[fds.lifeline - 3] = "pipe";
+        extra[fds.reaper - 3] = markFd;
         const child = spawn(argv[0]!, argv.slice(1), { cwd: ws, env: sanitizedEnv(), detached: true, stdio: ["ignore", "pipe", "pipe", ...extra] as never });
-        closeSync(fd);
+        if (seccompFd !== undefined) closeSync(seccompFd);
+        closeSync(markFd);
         child.on("error", reject);
         child.on("close", (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`bare bwrap exited ${code}`))));
       });
