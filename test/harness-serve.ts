@@ -164,3 +164,13 @@ for (;;) {
 }
 setTimeout(() => process.exit(0), 30000);
 `;
+
+/** Whether this machine has an IPv6 loopback to bind (tests of `::1` skip without one). */
+export function hasIpv6Loopback(): boolean {
+  try {
+    Bun.serve({ hostname: "::1", port: 0, fetch: () => new Response("") }).stop(true);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -3,39 +3,17 @@ import { Instances, type Instance } from "./instances.ts";
 import { memoryLayout, type MemoryLayout } from "../side/quickjs-layout.ts";
 import { GuestSnapshot } from "./snapshot.ts";
 import { prepareGuest, ScriptRun, type RunOutcome } from "./vm.ts";
+import { le32, leb, name, section, sleb, wasm } from "../../test/wasm-binary.ts";
 
 const MEMORY = 64 * 2 ** 20;
 const STACK = 512 * 1024;
 const LIMITS = { cpuTimeoutMs: 5_000, wallTimeoutMs: 30_000, maxToolCalls: 100, maxLogBytes: 1 << 16, maxResultBytes: 1 << 20 };
 
 // ---- a hand-made wasm binary (only the sections memoryLayout reads) ----
-const leb = (n: number): number[] => {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-};
-const sleb = (n: number): number[] => {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && !(b & 0x40)) || (n === -1 && b & 0x40)) return [...out, b];
-    out.push(b | 0x80);
-  }
-};
-const section = (id: number, payload: number[]): number[] => [id, ...leb(payload.length), ...payload];
-const name = (s: string): number[] => [...leb(s.length), ...new TextEncoder().encode(s)];
 const globals = (...g: { mut: number; init: number; type?: number }[]): number[] => section(6, [...leb(g.length), ...g.flatMap((x) => [x.type ?? 0x7f, x.mut, 0x41, ...sleb(x.init), 0x0b])]);
 const data = (...segs: { offset: number; bytes: number[]; flag?: number }[]): number[] =>
   section(11, [...leb(segs.length), ...segs.flatMap((s) => (s.flag === 1 ? [1, ...leb(s.bytes.length), ...s.bytes] : [0, 0x41, ...sleb(s.offset), 0x0b, ...leb(s.bytes.length), ...s.bytes]))]);
-const le32 = (v: number): number[] => [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, (v >>> 24) & 0xff];
 const importMemory = section(2, [...leb(2), ...name("a"), ...name("f"), 0, ...leb(0), ...name("a"), ...name("m"), 2, 0, ...leb(256)]);
-const wasm = (...sections: number[][]): Uint8Array => new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, ...sections.flat()]);
 const FIVE_MIB = 5 * 1024 * 1024;
 const HIGH = FIVE_MIB + 4096;
 

@@ -13,19 +13,9 @@
 import { expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { airlockClient, deadPort, MAIN, serveScratch } from "../harness-serve.ts";
+import { airlockClient, deadPort, hasIpv6Loopback, MAIN, serveScratch } from "../harness-serve.ts";
 
 const scratch = serveScratch();
-
-/** Whether this machine has an IPv6 loopback to bind. */
-function hasIpv6Loopback(): boolean {
-  try {
-    Bun.serve({ hostname: "::1", port: 0, fetch: () => new Response("") }).stop(true);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A data dir whose airlock.yaml sets `server.host` to `host` (as YAML text) and `server.port` to `port`. */
 function hostDataDir(prefix: string, host: string, port: number): string {

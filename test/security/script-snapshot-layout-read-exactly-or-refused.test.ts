@@ -7,36 +7,14 @@
 import { describe, expect, test } from "bun:test";
 import { memoryLayout } from "../../src/side/quickjs-layout.ts";
 import { Instances } from "../../src/script/instances.ts";
+import { le32, leb, section, sleb, wasm } from "../wasm-binary.ts";
 
-const leb = (n: number): number[] => {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n = Math.floor(n / 128);
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-};
-const sleb = (n: number): number[] => {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && !(b & 0x40)) || (n === -1 && b & 0x40)) return [...out, b];
-    out.push(b | 0x80);
-  }
-};
-const section = (id: number, payload: number[]): number[] => [id, ...leb(payload.length), ...payload];
-const le32 = (v: number): number[] => [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, (v >>> 24) & 0xff];
 const HIGH = 5 * 1024 * 1024 + 4096;
 const stackPointer = (init: number): number[] => section(6, [1, 0x7f, 1, 0x41, ...sleb(init), 0x0b]);
 const segment = (offset: number, bytes: number[]): number[] => [0, 0x41, ...sleb(offset), 0x0b, ...leb(bytes.length), ...bytes];
 const data = (...segs: number[][]): number[] => section(11, [segs.length, ...segs.flat()]);
 /** A memory section with one memory of `flags` (0: plain, no maximum). */
 const memory = (flags = 0): number[] => section(5, flags & 1 ? [1, flags, ...leb(128), ...leb(128)] : [1, flags, ...leb(128)]);
-const HEADER = [0, 0x61, 0x73, 0x6d, 1, 0, 0, 0];
-const wasm = (...sections: number[][]): Uint8Array => new Uint8Array([...HEADER, ...sections.flat()]);
 const breakWord = segment(100, le32(HIGH));
 
 describe("memoryLayout reads a binary exactly or refuses it", () => {

@@ -15,19 +15,9 @@ import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { testUsers } from "../as-user.ts";
-import { airlockClient, deadPort, serveScratch } from "../harness-serve.ts";
+import { airlockClient, deadPort, hasIpv6Loopback, serveScratch } from "../harness-serve.ts";
 
 const scratch = serveScratch();
-
-/** Whether this machine has an IPv6 loopback to bind. */
-function hasIpv6Loopback(): boolean {
-  try {
-    Bun.serve({ hostname: "::1", port: 0, fetch: () => new Response("") }).stop(true);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The other user's server on HOST:PORT: says `bound`, prints the Authorization header of every request (`AUTH …`). */
 const SQUATTER = `

@@ -16,19 +16,9 @@ import { expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { provenConfigTarget } from "../../src/cli/server-client.ts";
-import { airlockClient, deadPort, serveScratch } from "../harness-serve.ts";
+import { airlockClient, deadPort, hasIpv6Loopback, serveScratch } from "../harness-serve.ts";
 
 const scratch = serveScratch();
-
-/** Whether this machine has an IPv6 loopback to bind. */
-function hasIpv6Loopback(): boolean {
-  try {
-    Bun.serve({ hostname: "::1", port: 0, fetch: () => new Response("") }).stop(true);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test.skipIf(!hasIpv6Loopback())("config server.host localhost: a listener on the other loopback address that relays the proof to the real server gets no token", async () => {
   const port = await deadPort();
