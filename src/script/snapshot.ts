@@ -93,7 +93,8 @@ export class GuestSnapshot {
     private readonly randomAt: number,
     private readonly fields: Fields[],
     private readonly hostRefs: HostRefs,
-    private readonly hostRefIds: { nextId: number; freelist: number[]; groups: [number, [number, unknown][]][] },
+    /** The contents of `hostRefs`' free list and groups (its fields themselves are among `fields`). */
+    private readonly hostRefIds: { freelist: number[]; groups: [number, [number, unknown][]][] },
     private readonly maps: { map: Map<unknown, unknown>; size: number }[],
   ) {}
 
@@ -138,7 +139,7 @@ export class GuestSnapshot {
         randomAt,
         fields as Fields[],
         hostRefs,
-        { nextId: hostRefs.nextId, freelist: [...hostRefs.freelist], groups: [...hostRefs.groups].map(([g, m]) => [g, [...m]]) },
+        { freelist: [...hostRefs.freelist], groups: [...hostRefs.groups].map(([g, m]) => [g, [...m]]) },
         maps.map((map) => ({ map, size: map.size })),
       );
     } catch {
@@ -194,9 +195,9 @@ export class GuestSnapshot {
       u8.fill(0, snapEnd, scriptEnd);
       u8.set(this.staticBytes, 0);
       u8.set(this.heapBytes, this.layout.heapBase);
+      // (the fields put back include hostRefs' own: its next id, and the identity of its free list and groups)
       for (const f of this.fields) putBack(f);
       const h = this.hostRefs;
-      h.nextId = this.hostRefIds.nextId;
       h.freelist.length = 0;
       h.freelist.push(...this.hostRefIds.freelist);
       h.groups.clear();
