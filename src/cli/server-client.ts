@@ -127,7 +127,7 @@ export async function connect(opts: ServerClientOptions, env: Record<string, str
         const was = current.base;
         current = next;
         return next.from === "config"
-          ? `no live airlock serve of the data dir ${ctx.dataDir} is recorded any more; trying ${next.base} in place of ${was}, from ${next.fromText} (a token goes there only once it proves it is that server)`
+          ? `no live airlock serve of the data dir ${ctx.dataDir} is recorded any more; trying ${next.base === was ? `${was} again, now from` : `${next.base} in place of ${was}, from`} ${next.fromText} (a token goes there only once it proves it is that server)`
           : next.base === was
             ? null
             : `the airlock serve of the data dir ${ctx.dataDir} now listens on ${next.base} (${next.fromText}); following it there`;
